@@ -1,0 +1,96 @@
+//! Per-connection state kept by the executor, and the signal it uses to close
+//! another connection (CLIENT KILL, shutdown).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+/// Lets the executor ask a connection task to close.
+#[derive(Debug, Default)]
+pub struct CloseSignal {
+    closed: AtomicBool,
+    notify: Notify,
+}
+
+impl CloseSignal {
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Resolves once [`CloseSignal::close`] has been called.
+    pub async fn closed(&self) {
+        while !self.is_closed() {
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// What the executor knows about one connection.
+#[derive(Debug)]
+pub struct ClientState {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    /// CLIENT SETNAME / HELLO SETNAME; `None` when unset or set to "".
+    pub name: Option<Bytes>,
+    /// Selected database index.
+    pub db: usize,
+    /// Protocol chosen by HELLO: false = RESP2, true = RESP3.
+    pub resp3: bool,
+    /// True once AUTH succeeded, or from the start when no password is set.
+    pub authenticated: bool,
+    /// Connection time and last command time, unix ms (CLIENT LIST age/idle).
+    pub created_ms: u64,
+    pub last_cmd_ms: u64,
+    /// Name of the last command run, as CLIENT LIST's `cmd=` prints it.
+    pub last_cmd: &'static str,
+    /// Set by QUIT: the connection closes after this batch's replies are written.
+    pub close_after_reply: bool,
+    pub signal: Arc<CloseSignal>,
+}
+
+impl ClientState {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, authenticated: bool, now_ms: u64, signal: Arc<CloseSignal>) -> Self {
+        ClientState {
+            id,
+            addr,
+            laddr,
+            name: None,
+            db: 0,
+            resp3: false,
+            authenticated,
+            created_ms: now_ms,
+            last_cmd_ms: now_ms,
+            last_cmd: "NULL",
+            close_after_reply: false,
+            signal,
+        }
+    }
+
+    /// One CLIENT LIST / CLIENT INFO line (without the trailing newline).
+    /// Memory and buffer fields are reported as coordis sees them (it has no
+    /// per-client query buffer accounting), so they differ from Redis's.
+    pub fn info_line(&self, now_ms: u64) -> String {
+        let name = self.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
+        format!(
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            name,
+            now_ms.saturating_sub(self.created_ms) / 1000,
+            now_ms.saturating_sub(self.last_cmd_ms) / 1000,
+            self.db,
+            self.last_cmd,
+            if self.resp3 { 3 } else { 2 }
+        )
+    }
+}

@@ -1,0 +1,347 @@
+//! Generic key commands: DEL, EXISTS, the EXPIRE family, TTL, TYPE, KEYS,
+//! SCAN, RENAME, COPY, RANDOMKEY.
+
+use bytes::Bytes;
+
+use super::args::{db_index, int, is};
+use super::flags::{FAST, READONLY, WRITE};
+use super::{CommandSpec, Ctx};
+use crate::errors::{self, err};
+use crate::protocol::Reply;
+use crate::store::glob;
+use crate::tri;
+
+macro_rules! spec {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: $keys, group: "generic", summary: $summary, handler: $handler }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    spec!("del", -2, WRITE, (1, -1, 1), "Delete a key", del),
+    spec!("unlink", -2, WRITE | FAST, (1, -1, 1), "Delete a key asynchronously in another thread", del),
+    spec!("exists", -2, READONLY | FAST, (1, -1, 1), "Determine if a key exists", exists),
+    spec!("touch", -2, READONLY | FAST, (1, -1, 1), "Alters the last access time of a key(s)", exists),
+    spec!("expire", -3, WRITE | FAST, (1, 1, 1), "Set a key's time to live in seconds", expire),
+    spec!("pexpire", -3, WRITE | FAST, (1, 1, 1), "Set a key's time to live in milliseconds", pexpire),
+    spec!("expireat", -3, WRITE | FAST, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp", expireat),
+    spec!("pexpireat", -3, WRITE | FAST, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp specified in milliseconds", pexpireat),
+    spec!("ttl", 2, READONLY | FAST, (1, 1, 1), "Get the time to live for a key in seconds", ttl),
+    spec!("pttl", 2, READONLY | FAST, (1, 1, 1), "Get the time to live for a key in milliseconds", pttl),
+    spec!("expiretime", 2, READONLY | FAST, (1, 1, 1), "Get the expiration Unix timestamp for a key", expiretime),
+    spec!("pexpiretime", 2, READONLY | FAST, (1, 1, 1), "Get the expiration Unix timestamp for a key in milliseconds", pexpiretime),
+    spec!("persist", 2, WRITE | FAST, (1, 1, 1), "Remove the expiration from a key", persist),
+    spec!("type", 2, READONLY | FAST, (1, 1, 1), "Determine the type stored at key", type_),
+    spec!("keys", 2, READONLY, (0, 0, 0), "Find all keys matching the given pattern", keys),
+    spec!("scan", -2, READONLY, (0, 0, 0), "Incrementally iterate the keys space", scan),
+    spec!("rename", 3, WRITE, (1, 2, 1), "Rename a key", rename),
+    spec!("renamenx", 3, WRITE | FAST, (1, 2, 1), "Rename a key, only if the new key does not exist", renamenx),
+    spec!("copy", -3, WRITE, (1, 2, 1), "Copy a key", copy),
+    spec!("randomkey", 1, READONLY, (0, 0, 0), "Return a random key from the keyspace", randomkey),
+];
+
+fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now;
+    let db = ctx.db();
+    let mut n = 0;
+    for key in &args[1..] {
+        if db.contains(key, now) {
+            db.remove(key);
+            n += 1;
+        }
+    }
+    Reply::Int(n)
+}
+
+fn exists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now;
+    let db = ctx.db();
+    Reply::Int(args[1..].iter().filter(|k| db.contains(k, now)).count() as i64)
+}
+
+/// The EXPIRE family's NX/XX/GT/LT flags.
+#[derive(Debug, Default, PartialEq)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+impl ExpireFlags {
+    fn parse(args: &[Bytes]) -> Result<ExpireFlags, Reply> {
+        let mut f = ExpireFlags::default();
+        for a in args {
+            if is(a, "nx") {
+                f.nx = true;
+            } else if is(a, "xx") {
+                f.xx = true;
+            } else if is(a, "gt") {
+                f.gt = true;
+            } else if is(a, "lt") {
+                f.lt = true;
+            } else {
+                return Err(errors::unsupported_option(a));
+            }
+        }
+        if f.nx && (f.xx || f.gt || f.lt) {
+            return Err(err(errors::NX_XX_GT_LT));
+        }
+        if f.gt && f.lt {
+            return Err(err(errors::GT_LT));
+        }
+        Ok(f)
+    }
+}
+
+/// Redis's `expireGenericCommand`: `basetime` is added to the (unit-converted)
+/// argument; a deadline already past deletes the key.
+fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, name: &str) -> Reply {
+    let flags = tri!(ExpireFlags::parse(&args[3..]));
+    let mut when = tri!(int(&args[2]));
+    if seconds {
+        if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+            return errors::invalid_expire(name);
+        }
+        when *= 1000;
+    }
+    if when > i64::MAX - basetime {
+        return errors::invalid_expire(name);
+    }
+    when += basetime;
+    let now = ctx.now;
+    let db = ctx.db();
+    let Some(entry) = db.lookup(&args[1], now) else {
+        return Reply::Int(0);
+    };
+    let current = if entry.expire_at == 0 { -1 } else { entry.expire_at as i64 };
+    let refused = (flags.nx && current != -1)
+        || (flags.xx && current == -1)
+        || (flags.gt && (when <= current || current == -1))
+        || (flags.lt && current != -1 && when >= current);
+    if refused {
+        return Reply::Int(0);
+    }
+    if when <= now as i64 {
+        db.remove(&args[1]);
+    } else {
+        db.set_expire(&args[1], when as u64);
+    }
+    Reply::Int(1)
+}
+
+fn expire(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now as i64;
+    expire_generic(ctx, args, now, true, "expire")
+}
+
+fn pexpire(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now as i64;
+    expire_generic(ctx, args, now, false, "pexpire")
+}
+
+fn expireat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    expire_generic(ctx, args, 0, true, "expireat")
+}
+
+fn pexpireat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    expire_generic(ctx, args, 0, false, "pexpireat")
+}
+
+/// The key's deadline: `None` if absent, `Some(0)` if it has none.
+fn deadline_of(ctx: &mut Ctx, key: &[u8]) -> Option<u64> {
+    let now = ctx.now;
+    ctx.db().lookup(key, now).map(|e| e.expire_at)
+}
+
+fn ttl_generic(ctx: &mut Ctx, key: &[u8], millis: bool) -> Reply {
+    match deadline_of(ctx, key) {
+        None => Reply::Int(-2),
+        Some(0) => Reply::Int(-1),
+        Some(at) => {
+            let ttl = at.saturating_sub(ctx.now) as i64;
+            Reply::Int(if millis { ttl } else { (ttl + 500) / 1000 })
+        }
+    }
+}
+
+fn ttl(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    ttl_generic(ctx, &args[1], false)
+}
+
+fn pttl(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    ttl_generic(ctx, &args[1], true)
+}
+
+fn expiretime_generic(ctx: &mut Ctx, key: &[u8], millis: bool) -> Reply {
+    match deadline_of(ctx, key) {
+        None => Reply::Int(-2),
+        Some(0) => Reply::Int(-1),
+        Some(at) => Reply::Int(if millis { at as i64 } else { (at / 1000) as i64 }),
+    }
+}
+
+fn expiretime(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    expiretime_generic(ctx, &args[1], false)
+}
+
+fn pexpiretime(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    expiretime_generic(ctx, &args[1], true)
+}
+
+fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match deadline_of(ctx, &args[1]) {
+        None | Some(0) => Reply::Int(0),
+        Some(_) => {
+            ctx.db().set_expire(&args[1], 0);
+            Reply::Int(1)
+        }
+    }
+}
+
+fn type_(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now;
+    Reply::status(ctx.db().lookup(&args[1], now).map_or("none", |e| e.value.type_name()))
+}
+
+fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now;
+    let pattern = &args[1];
+    let all = pattern.as_ref() == b"*";
+    Reply::Array(
+        ctx.db()
+            .live_keys(now)
+            .filter(|(k, _)| all || glob::matches(pattern, k, false))
+            .map(|(k, _)| Reply::Bulk(k.clone()))
+            .collect(),
+    )
+}
+
+/// Parses a SCAN cursor as Redis does (`strtoul`, decimal, no spaces).
+fn parse_cursor(arg: &[u8]) -> Result<u64, Reply> {
+    let text = std::str::from_utf8(arg).ok().filter(|t| !t.is_empty() && !t.starts_with(char::is_whitespace));
+    text.and_then(|t| t.strip_prefix('+').unwrap_or(t).parse::<u64>().ok()).ok_or_else(|| err(errors::INVALID_CURSOR))
+}
+
+/// SCAN: the cursor is a position in the database's key-hash order (see
+/// [`crate::store::Db::scan_hash`]); a call returns about COUNT keys with hash >=
+/// cursor, and the next cursor is the first hash it did not return. A key
+/// present for the whole iteration is returned at least once, whatever is
+/// inserted or deleted meanwhile. Each call costs O(n) in the database size.
+fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let cursor = tri!(parse_cursor(&args[1]));
+    let mut count = 10usize;
+    let mut pattern: Option<&Bytes> = None;
+    let mut type_filter: Option<&Bytes> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            return err(errors::SYNTAX);
+        }
+        if is(&args[i], "count") {
+            let n = tri!(int(&args[i + 1]));
+            if n < 1 {
+                return err(errors::SYNTAX);
+            }
+            count = n as usize;
+        } else if is(&args[i], "match") {
+            // A lone `*` matches everything, the empty key included (Redis skips matching).
+            pattern = (args[i + 1].as_ref() != b"*").then_some(&args[i + 1]);
+        } else if is(&args[i], "type") {
+            type_filter = Some(&args[i + 1]);
+        } else {
+            return err(errors::SYNTAX);
+        }
+        i += 2;
+    }
+    let now = ctx.now;
+    let db = ctx.db();
+    let mut candidates: Vec<(u64, &Bytes, &'static str)> =
+        db.live_keys(now).map(|(k, e)| (db.scan_hash(k), k, e.value.type_name())).filter(|(h, _, _)| *h >= cursor).collect();
+    let next = if candidates.len() > count {
+        candidates.select_nth_unstable_by_key(count, |c| c.0);
+        let boundary = candidates[count].0;
+        // Keep every key sharing the boundary hash in this page: the next
+        // cursor must be strictly greater than all returned hashes.
+        let mut page: Vec<_> = candidates.iter().filter(|c| c.0 <= boundary).copied().collect();
+        let rest_min = candidates.iter().filter(|c| c.0 > boundary).map(|c| c.0).min();
+        std::mem::swap(&mut candidates, &mut page);
+        rest_min.unwrap_or(0)
+    } else {
+        0
+    };
+    let keys = candidates
+        .into_iter()
+        .filter(|(_, k, t)| pattern.is_none_or(|p| glob::matches(p, k, false)) && type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes())))
+        .map(|(_, k, _)| Reply::Bulk(k.clone()))
+        .collect();
+    let mut buf = itoa::Buffer::new();
+    Reply::Array(vec![Reply::bulk(Bytes::copy_from_slice(buf.format(next).as_bytes())), Reply::Array(keys)])
+}
+
+fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> Reply {
+    let now = ctx.now;
+    let db = ctx.db();
+    if !db.contains(&args[1], now) {
+        return err(errors::NO_SUCH_KEY);
+    }
+    if args[1] == args[2] {
+        return if nx { Reply::Int(0) } else { Reply::Ok };
+    }
+    if nx && db.contains(&args[2], now) {
+        return Reply::Int(0);
+    }
+    let entry = db.remove(&args[1]).expect("checked above");
+    db.insert(&args[2], entry.value, entry.expire_at);
+    if nx {
+        Reply::Int(1)
+    } else {
+        Reply::Ok
+    }
+}
+
+fn rename(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    rename_generic(ctx, args, false)
+}
+
+fn renamenx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    rename_generic(ctx, args, true)
+}
+
+fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let mut target_db = ctx.client.db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        if is(&args[i], "replace") {
+            replace = true;
+        } else if is(&args[i], "db") && i + 1 < args.len() {
+            target_db = tri!(db_index(&args[i + 1], ctx.dbs.len()));
+            i += 1;
+        } else {
+            return err(errors::SYNTAX);
+        }
+        i += 1;
+    }
+    if target_db == ctx.client.db && args[1] == args[2] {
+        return err(errors::SAME_OBJECT);
+    }
+    let now = ctx.now;
+    let Some(entry) = ctx.db().lookup(&args[1], now).cloned() else {
+        return Reply::Int(0);
+    };
+    let target = &mut ctx.dbs[target_db];
+    if target.contains(&args[2], now) {
+        if !replace {
+            return Reply::Int(0);
+        }
+        target.remove(&args[2]);
+    }
+    target.insert(&args[2], entry.value, entry.expire_at);
+    Reply::Int(1)
+}
+
+fn randomkey(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let now = ctx.now;
+    ctx.db().random_key(now).map_or(Reply::Nil, Reply::Bulk)
+}

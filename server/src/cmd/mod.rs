@@ -1,0 +1,172 @@
+//! Commands: the table of every command coordis knows, and dispatch.
+//!
+//! One file per command family. A handler receives the whole argument vector
+//! (`args[0]` is the command name) after the table has checked its arity, parses
+//! and validates its options (producing Redis's exact errors), then applies
+//! them to the keyspace and returns a [`Reply`]. Handlers do no I/O and never
+//! await: the same handler serves a socket, and later a script or a
+//! transaction.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+
+use crate::clients::ClientState;
+use crate::engine::ServerState;
+use crate::errors;
+use crate::protocol::Reply;
+use crate::store::{Db, Entry, Value};
+
+pub mod keys;
+pub mod server;
+pub mod strings;
+
+/// Everything a handler may touch while it runs.
+pub struct Ctx<'a> {
+    pub dbs: &'a mut [Db],
+    pub client: &'a mut ClientState,
+    pub server: &'a mut ServerState,
+    /// The command's time, unix ms: read once so a command sees one instant.
+    pub now: u64,
+}
+
+impl Ctx<'_> {
+    /// The client's selected database.
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.dbs[self.client.db]
+    }
+
+    /// Looks up a string value: `Ok(None)` when absent, `Err(WRONGTYPE)` when
+    /// the key holds another type.
+    pub fn get_str(&mut self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let now = self.now;
+        let found = match self.db().lookup(key, now) {
+            None => None,
+            Some(Entry { value: Value::Str(s), .. }) => Some(s.clone()),
+            #[allow(unreachable_patterns)]
+            Some(_) => return Err(errors::err(errors::WRONGTYPE)),
+        };
+        if found.is_some() {
+            self.server.stats.keyspace_hits += 1;
+        } else {
+            self.server.stats.keyspace_misses += 1;
+        }
+        Ok(found)
+    }
+}
+
+/// A command handler.
+pub type Handler = fn(&mut Ctx, &[Bytes]) -> Reply;
+
+/// Command flags that change how dispatch treats a command.
+pub mod flags {
+    /// Allowed before AUTH.
+    pub const NO_AUTH: u32 = 1;
+    /// Modifies the keyspace (COMMAND INFO `write`).
+    pub const WRITE: u32 = 2;
+    /// Only reads (COMMAND INFO `readonly`).
+    pub const READONLY: u32 = 4;
+    /// O(1) or O(log n) (COMMAND INFO `fast`).
+    pub const FAST: u32 = 8;
+}
+
+/// One row of the command table, with what COMMAND INFO reports.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lower-case name (`client` for the parent of `client|list`).
+    pub name: &'static str,
+    /// Redis arity: N means exactly N arguments including the name, -N at least N.
+    pub arity: i32,
+    pub flags: u32,
+    /// Key positions for COMMAND INFO: first, last (-1: last argument), step.
+    pub keys: (i32, i32, i32),
+    /// The documentation group (COMMAND DOCS).
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub handler: Handler,
+}
+
+impl CommandSpec {
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        if self.arity >= 0 {
+            argc == self.arity
+        } else {
+            argc >= -self.arity
+        }
+    }
+}
+
+/// Every command, from each family's table.
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    strings::COMMANDS.iter().chain(keys::COMMANDS.iter()).chain(server::COMMANDS.iter())
+}
+
+/// Finds a command by name, case-insensitively.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    static TABLE: OnceLock<HashMap<&'static [u8], &'static CommandSpec>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| all().map(|c| (c.name.as_bytes(), c)).collect());
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    table.get(&*lower).copied()
+}
+
+/// Argument helpers shared by the families.
+pub mod args {
+    use super::*;
+    use crate::store::num;
+
+    /// Case-insensitive comparison of an argument with an ASCII keyword.
+    pub fn is(arg: &[u8], keyword: &str) -> bool {
+        arg.eq_ignore_ascii_case(keyword.as_bytes())
+    }
+
+    /// An integer argument, or Redis's "not an integer" error.
+    pub fn int(arg: &[u8]) -> Result<i64, Reply> {
+        num::parse_i64(arg).ok_or_else(|| errors::err(errors::NOT_INTEGER))
+    }
+
+    /// A database index argument (SELECT, SWAPDB, COPY ... DB).
+    pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Reply> {
+        let n = int(arg)?;
+        if n < 0 || n as u64 >= databases as u64 {
+            return Err(errors::err(errors::DB_OUT_OF_RANGE));
+        }
+        Ok(n as usize)
+    }
+}
+
+/// Unwraps a `Result<T, Reply>` inside a handler, returning the error reply.
+#[macro_export]
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(reply) => return reply,
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        let mut seen = std::collections::HashSet::new();
+        for c in all() {
+            assert!(seen.insert(c.name), "duplicate {}", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(c.name.len() <= 32);
+            assert_ne!(c.arity, 0);
+        }
+        assert!(lookup(b"GeT").is_some());
+        assert!(lookup(b"nosuch").is_none());
+    }
+}

@@ -1,0 +1,432 @@
+//! String commands: SET and its relatives, GET family, counters, ranges.
+
+use bytes::{Bytes, BytesMut};
+
+use super::args::{int, is};
+use super::flags::{FAST, READONLY, WRITE};
+use super::{CommandSpec, Ctx};
+use crate::errors::{self, err};
+use crate::protocol::Reply;
+use crate::store::num::{self, FloatIncr};
+use crate::store::Value;
+use crate::tri;
+
+macro_rules! spec {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: $keys, group: "string", summary: $summary, handler: $handler }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    spec!("get", 2, READONLY | FAST, (1, 1, 1), "Get the value of a key", get),
+    spec!("set", -3, WRITE, (1, 1, 1), "Set the string value of a key", set),
+    spec!("setnx", 3, WRITE | FAST, (1, 1, 1), "Set the value of a key, only if the key does not exist", setnx),
+    spec!("setex", 4, WRITE, (1, 1, 1), "Set the value and expiration of a key", setex),
+    spec!("psetex", 4, WRITE, (1, 1, 1), "Set the value and expiration in milliseconds of a key", psetex),
+    spec!("getset", 3, WRITE | FAST, (1, 1, 1), "Set the string value of a key and return its old value", getset),
+    spec!("getdel", 2, WRITE | FAST, (1, 1, 1), "Get the value of a key and delete the key", getdel),
+    spec!("getex", -2, WRITE | FAST, (1, 1, 1), "Get the value of a key and optionally set its expiration", getex),
+    spec!("mget", -2, READONLY | FAST, (1, -1, 1), "Get the values of all the given keys", mget),
+    spec!("mset", -3, WRITE, (1, -1, 2), "Set multiple keys to multiple values", mset),
+    spec!("msetnx", -3, WRITE, (1, -1, 2), "Set multiple keys to multiple values, only if none of the keys exist", msetnx),
+    spec!("incr", 2, WRITE | FAST, (1, 1, 1), "Increment the integer value of a key by one", incr),
+    spec!("decr", 2, WRITE | FAST, (1, 1, 1), "Decrement the integer value of a key by one", decr),
+    spec!("incrby", 3, WRITE | FAST, (1, 1, 1), "Increment the integer value of a key by the given amount", incrby),
+    spec!("decrby", 3, WRITE | FAST, (1, 1, 1), "Decrement the integer value of a key by the given number", decrby),
+    spec!("incrbyfloat", 3, WRITE | FAST, (1, 1, 1), "Increment the float value of a key by the given amount", incrbyfloat),
+    spec!("append", 3, WRITE, (1, 1, 1), "Append a value to a key", append),
+    spec!("strlen", 2, READONLY | FAST, (1, 1, 1), "Get the length of the value stored in a key", strlen),
+    spec!("getrange", 4, READONLY, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
+    spec!("substr", 4, READONLY, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
+    spec!("setrange", 4, WRITE, (1, 1, 1), "Overwrite part of a string at key starting at the specified offset", setrange),
+];
+
+/// How an expire argument is to be read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ExpireUnit {
+    /// EX: seconds from now.
+    Seconds,
+    /// PX: milliseconds from now.
+    Millis,
+    /// EXAT: unix seconds.
+    UnixSeconds,
+    /// PXAT: unix milliseconds.
+    UnixMillis,
+}
+
+/// Turns an expire argument into an absolute unix-ms deadline, exactly as
+/// Redis's `getExpireMillisecondsOrReply` (non-positive or overflowing values
+/// are "invalid expire time in '<cmd>' command").
+pub fn deadline(now: u64, arg: &[u8], unit: ExpireUnit, cmd: &str) -> Result<u64, Reply> {
+    let mut ms = int(arg)?;
+    let seconds = matches!(unit, ExpireUnit::Seconds | ExpireUnit::UnixSeconds);
+    if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+        return Err(errors::invalid_expire(cmd));
+    }
+    if seconds {
+        ms *= 1000;
+    }
+    if matches!(unit, ExpireUnit::Seconds | ExpireUnit::Millis) {
+        ms = ms.checked_add(now as i64).ok_or_else(|| errors::invalid_expire(cmd))?;
+    }
+    Ok(ms as u64)
+}
+
+/// Options of SET (and, with `getex`, of GETEX), parsed as Redis's
+/// `parseExtendedStringArgumentsOrReply`.
+#[derive(Debug, Default, PartialEq)]
+pub struct SetOptions {
+    pub nx: bool,
+    pub xx: bool,
+    pub get: bool,
+    pub keepttl: bool,
+    pub persist: bool,
+    pub expire: Option<(ExpireUnit, Bytes)>,
+}
+
+impl SetOptions {
+    /// Parses `args` (the options after key and value for SET, after key for
+    /// GETEX). Any conflict or unknown word is `ERR syntax error`.
+    pub fn parse(args: &[Bytes], getex: bool) -> Result<SetOptions, Reply> {
+        let mut o = SetOptions::default();
+        let mut i = 0;
+        while i < args.len() {
+            let a = &args[i];
+            let has_next = i + 1 < args.len();
+            let expire_set = o.expire.is_some();
+            let unit = if is(a, "ex") {
+                Some(ExpireUnit::Seconds)
+            } else if is(a, "px") {
+                Some(ExpireUnit::Millis)
+            } else if is(a, "exat") {
+                Some(ExpireUnit::UnixSeconds)
+            } else if is(a, "pxat") {
+                Some(ExpireUnit::UnixMillis)
+            } else {
+                None
+            };
+            if !getex && is(a, "nx") && !o.xx {
+                o.nx = true;
+            } else if !getex && is(a, "xx") && !o.nx {
+                o.xx = true;
+            } else if !getex && is(a, "get") {
+                o.get = true;
+            } else if !getex && is(a, "keepttl") && !expire_set {
+                o.keepttl = true;
+            } else if getex && is(a, "persist") && !expire_set {
+                o.persist = true;
+            } else if let Some(unit) = unit {
+                // The same unit may repeat (the last value wins); another may not.
+                let same_or_none = o.expire.as_ref().is_none_or(|(u, _)| *u == unit);
+                if o.keepttl || o.persist || !same_or_none || !has_next {
+                    return Err(err(errors::SYNTAX));
+                }
+                o.expire = Some((unit, args[i + 1].clone()));
+                i += 1;
+            } else {
+                return Err(err(errors::SYNTAX));
+            }
+            i += 1;
+        }
+        Ok(o)
+    }
+}
+
+fn get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match tri!(ctx.get_str(&args[1])) {
+        Some(v) => Reply::Bulk(v),
+        None => Reply::Nil,
+    }
+}
+
+fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let opts = tri!(SetOptions::parse(&args[3..], false));
+    let expire_at = match &opts.expire {
+        Some((unit, arg)) => tri!(deadline(ctx.now, arg, *unit, "set")),
+        None => 0,
+    };
+    let old = if opts.get { tri!(ctx.get_str(&args[1])) } else { None };
+    let now = ctx.now;
+    let db = ctx.db();
+    let found = db.contains(&args[1], now);
+    if (opts.nx && found) || (opts.xx && !found) {
+        return if opts.get { old.map_or(Reply::Nil, Reply::Bulk) } else { Reply::Nil };
+    }
+    let value = Value::Str(crate::store::db::owned(&args[2]));
+    if opts.keepttl {
+        db.replace_value(&args[1], value);
+    } else {
+        db.insert(&args[1], value, expire_at);
+    }
+    if opts.get {
+        old.map_or(Reply::Nil, Reply::Bulk)
+    } else {
+        Reply::Ok
+    }
+}
+
+fn set_plain(ctx: &mut Ctx, key: &Bytes, value: &Bytes, expire_at: u64) {
+    ctx.db().insert(key, Value::Str(crate::store::db::owned(value)), expire_at);
+}
+
+fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now;
+    if ctx.db().contains(&args[1], now) {
+        return Reply::Int(0);
+    }
+    set_plain(ctx, &args[1], &args[2], 0);
+    Reply::Int(1)
+}
+
+fn setex_generic(ctx: &mut Ctx, args: &[Bytes], unit: ExpireUnit, name: &str) -> Reply {
+    let at = tri!(deadline(ctx.now, &args[2], unit, name));
+    set_plain(ctx, &args[1], &args[3], at);
+    Reply::Ok
+}
+
+fn setex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    setex_generic(ctx, args, ExpireUnit::Seconds, "setex")
+}
+
+fn psetex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    setex_generic(ctx, args, ExpireUnit::Millis, "psetex")
+}
+
+fn getset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let old = tri!(ctx.get_str(&args[1]));
+    set_plain(ctx, &args[1], &args[2], 0);
+    old.map_or(Reply::Nil, Reply::Bulk)
+}
+
+fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match tri!(ctx.get_str(&args[1])) {
+        Some(v) => {
+            ctx.db().remove(&args[1]);
+            Reply::Bulk(v)
+        }
+        None => Reply::Nil,
+    }
+}
+
+fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let opts = tri!(SetOptions::parse(&args[2..], true));
+    let expire_at = match &opts.expire {
+        Some((unit, arg)) => Some(tri!(deadline(ctx.now, arg, *unit, "getex"))),
+        None => None,
+    };
+    let Some(value) = tri!(ctx.get_str(&args[1])) else {
+        return Reply::Nil;
+    };
+    let now = ctx.now;
+    let db = ctx.db();
+    match expire_at {
+        Some(at) if at <= now => {
+            db.remove(&args[1]);
+        }
+        Some(at) => {
+            db.set_expire(&args[1], at);
+        }
+        None if opts.persist => {
+            db.set_expire(&args[1], 0);
+        }
+        None => {}
+    }
+    Reply::Bulk(value)
+}
+
+fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let now = ctx.now;
+    let db = ctx.db();
+    Reply::Array(
+        args[1..]
+            .iter()
+            .map(|k| match db.lookup(k, now) {
+                Some(crate::store::Entry { value: Value::Str(s), .. }) => Reply::Bulk(s.clone()),
+                #[allow(unreachable_patterns)]
+                _ => Reply::Nil,
+            })
+            .collect(),
+    )
+}
+
+fn mset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() % 2 == 0 {
+        return errors::wrong_args("mset");
+    }
+    for pair in args[1..].chunks(2) {
+        set_plain(ctx, &pair[0], &pair[1], 0);
+    }
+    Reply::Ok
+}
+
+fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() % 2 == 0 {
+        return errors::wrong_args("msetnx");
+    }
+    let now = ctx.now;
+    if args[1..].chunks(2).any(|pair| ctx.db().contains(&pair[0], now)) {
+        return Reply::Int(0);
+    }
+    for pair in args[1..].chunks(2) {
+        set_plain(ctx, &pair[0], &pair[1], 0);
+    }
+    Reply::Int(1)
+}
+
+/// INCRBY and friends: parse the stored value, check overflow, store the
+/// result keeping the key's deadline.
+fn incr_by(ctx: &mut Ctx, key: &Bytes, by: i64) -> Reply {
+    let current = match tri!(ctx.get_str(key)) {
+        Some(v) => tri!(num::parse_i64(&v).ok_or_else(|| err(errors::NOT_INTEGER))),
+        None => 0,
+    };
+    let Some(new) = current.checked_add(by) else {
+        return err(errors::OVERFLOW);
+    };
+    let mut buf = itoa::Buffer::new();
+    ctx.db().replace_value(key, Value::Str(Bytes::copy_from_slice(buf.format(new).as_bytes())));
+    Reply::Int(new)
+}
+
+fn incr(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    incr_by(ctx, &args[1], 1)
+}
+
+fn decr(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    incr_by(ctx, &args[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let by = tri!(int(&args[2]));
+    incr_by(ctx, &args[1], by)
+}
+
+fn decrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let by = tri!(int(&args[2]));
+    if by == i64::MIN {
+        return err(errors::DECR_OVERFLOW);
+    }
+    incr_by(ctx, &args[1], -by)
+}
+
+fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let current = tri!(ctx.get_str(&args[1]));
+    match num::incr_by_float(current.as_deref(), &args[2]) {
+        FloatIncr::Ok(text) => {
+            let text = Bytes::from(text);
+            ctx.db().replace_value(&args[1], Value::Str(text.clone()));
+            Reply::Bulk(text)
+        }
+        FloatIncr::NotAFloat => err(errors::NOT_FLOAT),
+        FloatIncr::NanOrInfinity => err(errors::NAN_OR_INF),
+    }
+}
+
+/// Redis's `checkStringLength`: a string may not grow past proto-max-bulk-len.
+fn check_length(ctx: &Ctx, size: u64, append: u64) -> Result<(), Reply> {
+    match size.checked_add(append) {
+        Some(total) if total <= ctx.server.config.proto_max_bulk_len as u64 => Ok(()),
+        _ => Err(err(errors::STRING_TOO_LONG)),
+    }
+}
+
+fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let current = tri!(ctx.get_str(&args[1]));
+    let new = match current {
+        None => crate::store::db::owned(&args[2]),
+        Some(cur) => {
+            tri!(check_length(ctx, cur.len() as u64, args[2].len() as u64));
+            let mut buf = BytesMut::with_capacity(cur.len() + args[2].len());
+            buf.extend_from_slice(&cur);
+            buf.extend_from_slice(&args[2]);
+            buf.freeze()
+        }
+    };
+    let len = new.len() as i64;
+    ctx.db().replace_value(&args[1], Value::Str(new));
+    Reply::Int(len)
+}
+
+fn strlen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    Reply::Int(tri!(ctx.get_str(&args[1])).map_or(0, |v| v.len() as i64))
+}
+
+fn getrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let mut start = tri!(int(&args[2]));
+    let mut end = tri!(int(&args[3]));
+    let Some(value) = tri!(ctx.get_str(&args[1])) else {
+        return Reply::bulk("");
+    };
+    let len = value.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Reply::bulk("");
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        return Reply::bulk("");
+    }
+    Reply::Bulk(value.slice(start as usize..=end as usize))
+}
+
+fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let offset = tri!(int(&args[2]));
+    if offset < 0 {
+        return err(errors::OFFSET_OUT_OF_RANGE);
+    }
+    let value = &args[3];
+    let current = tri!(ctx.get_str(&args[1]));
+    let cur_len = current.as_ref().map_or(0, |c| c.len());
+    if value.is_empty() {
+        return Reply::Int(cur_len as i64);
+    }
+    tri!(check_length(ctx, offset as u64, value.len() as u64));
+    let offset = offset as usize;
+    let mut buf = BytesMut::from(current.as_deref().unwrap_or(&[]));
+    if buf.len() < offset + value.len() {
+        buf.resize(offset + value.len(), 0);
+    }
+    buf[offset..offset + value.len()].copy_from_slice(value);
+    let len = buf.len() as i64;
+    ctx.db().replace_value(&args[1], Value::Str(buf.freeze()));
+    Reply::Int(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(s: &str, getex: bool) -> Result<SetOptions, Reply> {
+        let args: Vec<Bytes> = s.split_whitespace().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+        SetOptions::parse(&args, getex)
+    }
+
+    #[test]
+    fn set_option_conflicts_are_syntax_errors() {
+        for bad in ["nx xx", "keepttl ex 10", "ex 10 keepttl", "ex 10 px 10", "ex", "foo", "persist"] {
+            assert_eq!(opts(bad, false), Err(err(errors::SYNTAX)), "{bad}");
+        }
+        assert!(opts("px 100 px 200 nx get", false).is_ok());
+        assert!(opts("persist", true).is_ok());
+        assert_eq!(opts("nx", true), Err(err(errors::SYNTAX)));
+        assert_eq!(opts("persist ex 1", true), Err(err(errors::SYNTAX)));
+    }
+
+    #[test]
+    fn deadlines() {
+        assert_eq!(deadline(1000, b"2", ExpireUnit::Seconds, "set"), Ok(3000));
+        assert_eq!(deadline(1000, b"5", ExpireUnit::UnixMillis, "set"), Ok(5));
+        assert_eq!(deadline(1000, b"0", ExpireUnit::Seconds, "set"), Err(errors::invalid_expire("set")));
+        assert_eq!(deadline(1000, b"9223372036854775807", ExpireUnit::Millis, "set"), Err(errors::invalid_expire("set")));
+        assert_eq!(deadline(1000, b"x", ExpireUnit::Millis, "set"), Err(err(errors::NOT_INTEGER)));
+    }
+}

@@ -1,0 +1,343 @@
+//! The executor: one thread that owns the keyspace and runs every command.
+//!
+//! Connection tasks send it [`Job`]s over a channel; it applies each batch of
+//! requests in order, encodes the replies into one buffer and sends it back
+//! through a oneshot channel. Between jobs it runs active expiry in bounded
+//! steps. See [`crate::store`] for why coordis is shaped this way.
+//!
+//! The executor never performs network I/O and never blocks on anything but
+//! its job queue.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::oneshot;
+
+use crate::clients::{ClientState, CloseSignal};
+use crate::cmd::{self, flags, Ctx};
+use crate::config::Config;
+use crate::errors;
+use crate::protocol::Reply;
+use crate::store::{Clock, Db};
+
+/// Keys active expiry may remove in one step before the executor looks at
+/// its queue again: bounds the latency a mass expiry adds to any command.
+pub const EXPIRE_STEP_KEYS: usize = 500;
+
+/// Server counters reported by INFO.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub total_connections_received: u64,
+    pub total_commands_processed: u64,
+    pub total_error_replies: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub rejected_connections: u64,
+}
+
+/// Settings and counters the connection tasks read without asking the
+/// executor (the executor updates them when CONFIG SET changes a setting).
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub maxclients: AtomicUsize,
+    pub timeout_secs: AtomicU64,
+    pub proto_max_bulk_len: AtomicUsize,
+    pub tcp_keepalive: AtomicU64,
+    /// Connections currently open.
+    pub connected: AtomicUsize,
+    /// Connections refused at maxclients.
+    pub rejected: AtomicU64,
+}
+
+impl Shared {
+    pub fn publish(&self, config: &Config) {
+        self.maxclients.store(config.maxclients, Ordering::Relaxed);
+        self.timeout_secs.store(config.timeout, Ordering::Relaxed);
+        self.proto_max_bulk_len.store(config.proto_max_bulk_len, Ordering::Relaxed);
+        self.tcp_keepalive.store(config.tcp_keepalive, Ordering::Relaxed);
+    }
+}
+
+/// Server-wide state the command handlers may read or change.
+#[derive(Debug)]
+pub struct ServerState {
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+    pub stats: Stats,
+    /// Every connected client except the one whose batch is running.
+    pub clients: HashMap<u64, ClientState>,
+    /// Start time, unix ms (uptime, LASTSAVE).
+    pub started_ms: u64,
+    /// Random 40-hex-digit id of this server instance (INFO run_id).
+    pub run_id: String,
+    /// The port actually bound (INFO tcp_port; differs from config for port 0).
+    pub port: u16,
+    /// Set by SHUTDOWN; the executor then triggers the server's shutdown.
+    pub shutdown_requested: bool,
+    pub shared: Arc<Shared>,
+}
+
+/// Work for the executor.
+pub enum Job {
+    /// A new connection: registered before any of its batches.
+    Connect(ClientState),
+    /// Requests parsed from one read, plus a protocol error that ended the
+    /// read (its reply follows the others and the connection closes).
+    Batch { client: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>, reply: oneshot::Sender<BatchOutput> },
+    Disconnect(u64),
+    Stop,
+}
+
+/// The encoded replies of a batch.
+#[derive(Debug)]
+pub struct BatchOutput {
+    pub data: BytesMut,
+    /// Close the connection after writing `data` (QUIT, CLIENT KILL, protocol error).
+    pub close: bool,
+}
+
+pub struct Engine {
+    dbs: Vec<Db>,
+    state: ServerState,
+    rx: Receiver<Job>,
+    /// Triggered when a client runs SHUTDOWN.
+    server_shutdown: Arc<CloseSignal>,
+}
+
+impl Engine {
+    pub fn new(config: Config, clock: Arc<dyn Clock>, port: u16, rx: Receiver<Job>, shared: Arc<Shared>, server_shutdown: Arc<CloseSignal>) -> Engine {
+        shared.publish(&config);
+        let run_id: String = (0..40).map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0')).collect();
+        let started_ms = clock.now_ms();
+        Engine {
+            dbs: (0..config.databases).map(|_| Db::default()).collect(),
+            state: ServerState {
+                config,
+                clock,
+                stats: Stats::default(),
+                clients: HashMap::new(),
+                started_ms,
+                run_id,
+                port,
+                shutdown_requested: false,
+                shared,
+            },
+            rx,
+            server_shutdown,
+        }
+    }
+
+    /// Runs until a [`Job::Stop`] arrives or every sender is gone.
+    pub fn run(mut self) {
+        let mut next_tick = Instant::now();
+        let mut expiry_backlog = false;
+        loop {
+            let wait = if expiry_backlog { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
+            match self.rx.recv_timeout(wait) {
+                Ok(Job::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(job) => self.handle(job),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if expiry_backlog || Instant::now() >= next_tick {
+                expiry_backlog = self.active_expire_step();
+                if !expiry_backlog {
+                    next_tick = Instant::now() + Duration::from_millis(1000 / self.state.config.hz.max(1) as u64);
+                }
+            }
+        }
+        for client in self.state.clients.values() {
+            client.signal.close();
+        }
+    }
+
+    /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
+    fn active_expire_step(&mut self) -> bool {
+        let now = self.state.clock.now_ms();
+        let mut budget = EXPIRE_STEP_KEYS;
+        for db in &mut self.dbs {
+            budget -= db.expire_step(now, budget);
+            if budget == 0 {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn handle(&mut self, job: Job) {
+        match job {
+            Job::Connect(client) => {
+                self.state.stats.total_connections_received += 1;
+                self.state.clients.insert(client.id, client);
+            }
+            Job::Disconnect(id) => {
+                self.state.clients.remove(&id);
+            }
+            Job::Batch { client, requests, protocol_error, reply } => {
+                let output = self.run_batch(client, requests, protocol_error);
+                let _ = reply.send(output);
+            }
+            Job::Stop => {}
+        }
+    }
+
+    fn run_batch(&mut self, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
+        let Some(mut client) = self.state.clients.remove(&id) else {
+            return BatchOutput { data: BytesMut::new(), close: true };
+        };
+        let mut out = BytesMut::with_capacity(256);
+        for args in &requests {
+            self.execute(&mut client, args, &mut out);
+            if client.close_after_reply {
+                break;
+            }
+        }
+        let mut close = client.close_after_reply;
+        if let Some(text) = protocol_error {
+            if !close {
+                errors::protocol(text).encode(&mut out, client.resp3);
+            }
+            close = true;
+        }
+        self.state.clients.insert(id, client);
+        if self.state.shutdown_requested {
+            self.server_shutdown.close();
+        }
+        BatchOutput { data: out, close }
+    }
+
+    /// Runs one command for `client`, appending its reply to `out`.
+    pub fn execute(&mut self, client: &mut ClientState, args: &[Bytes], out: &mut BytesMut) {
+        let reply = self.dispatch(client, args);
+        self.state.stats.total_commands_processed += 1;
+        if reply.is_error() {
+            self.state.stats.total_error_replies += 1;
+        }
+        if self.state.shutdown_requested {
+            // Redis closes the connection without replying to a successful SHUTDOWN.
+            return;
+        }
+        reply.encode(out, client.resp3);
+    }
+
+    fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes]) -> Reply {
+        let Some(spec) = cmd::lookup(&args[0]) else {
+            return errors::unknown_command(args);
+        };
+        if !spec.arity_ok(args.len()) {
+            return errors::wrong_args(spec.name);
+        }
+        if !client.authenticated && spec.flags & flags::NO_AUTH == 0 {
+            return errors::err(errors::NOAUTH);
+        }
+        let now = self.state.clock.now_ms();
+        client.last_cmd = spec.name;
+        client.last_cmd_ms = now;
+        let mut ctx = Ctx { dbs: &mut self.dbs, client, server: &mut self.state, now };
+        let reply = (spec.handler)(&mut ctx, args);
+        if spec.name == "config" {
+            self.state.shared.publish(&self.state.config);
+        }
+        reply
+    }
+}
+
+/// The text of INFO for the requested sections (none, `default`, `all` or
+/// `everything` mean every section coordis has).
+pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
+    let all = sections.is_empty() || sections.iter().any(|s| s == "all" || s == "everything" || s == "default");
+    let want = |name: &str| all || sections.iter().any(|s| s == name);
+    let s = &*ctx.server;
+    let now = ctx.now;
+    let uptime = now.saturating_sub(s.started_ms) / 1000;
+    let mut parts: Vec<String> = vec![];
+    if want("server") {
+        parts.push(format!(
+            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nexecutable:{}\r\nconfig_file:\r\ncoordis_version:{}\r\n",
+            cmd::server::REDIS_VERSION,
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            s.run_id,
+            s.port,
+            s.clock.now_us(),
+            uptime,
+            uptime / 86400,
+            s.config.hz,
+            s.config.hz,
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            env!("CARGO_PKG_VERSION"),
+        ));
+    }
+    if want("clients") {
+        parts.push(format!(
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+            s.clients.len() + 1,
+            s.config.maxclients
+        ));
+    }
+    if want("memory") {
+        let rss = rss_bytes();
+        parts.push(format!(
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:0\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
+            human_bytes(rss),
+            human_bytes(rss)
+        ));
+    }
+    if want("persistence") {
+        parts.push(format!(
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n",
+            s.started_ms / 1000
+        ));
+    }
+    if want("stats") {
+        let expired: u64 = ctx.dbs.iter().map(|d| d.expired_count).sum();
+        let st = &s.stats;
+        parts.push(format!(
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+            st.total_connections_received,
+            st.total_commands_processed,
+            st.rejected_connections + s.shared.rejected.load(Ordering::Relaxed),
+            expired,
+            st.keyspace_hits,
+            st.keyspace_misses,
+            st.total_error_replies
+        ));
+    }
+    if want("replication") {
+        parts.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n".to_string());
+    }
+    if want("keyspace") {
+        let mut text = String::from("# Keyspace\r\n");
+        for (i, db) in ctx.dbs.iter().enumerate() {
+            if !db.is_empty() {
+                text.push_str(&format!("db{}:keys={},expires={},avg_ttl=0\r\n", i, db.len(), db.expires_len()));
+            }
+        }
+        parts.push(text);
+    }
+    parts.join("\r\n")
+}
+
+/// Resident set size of this process, from /proc (0 where unavailable).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn human_bytes(n: u64) -> String {
+    if n >= 1 << 30 {
+        format!("{:.2}G", n as f64 / (1u64 << 30) as f64)
+    } else if n >= 1 << 20 {
+        format!("{:.2}M", n as f64 / (1u64 << 20) as f64)
+    } else if n >= 1 << 10 {
+        format!("{:.2}K", n as f64 / 1024.0)
+    } else {
+        format!("{n}B")
+    }
+}

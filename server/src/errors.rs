@@ -1,0 +1,106 @@
+//! Every error text coordis sends, worded exactly as Redis 7.0.15 words it.
+//!
+//! Commands never spell an error inline: they use a constant or constructor
+//! from here, so the wording is checked (and changed) in one place. The texts
+//! exclude the leading `-` of the wire format.
+
+use std::borrow::Cow;
+
+use crate::protocol::Reply;
+
+pub const SYNTAX: &str = "ERR syntax error";
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub const DECR_OVERFLOW: &str = "ERR decrement would overflow";
+pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const NO_SUCH_KEY: &str = "ERR no such key";
+pub const DB_OUT_OF_RANGE: &str = "ERR DB index is out of range";
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+pub const AUTH_NOT_CONFIGURED: &str =
+    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
+pub const PROTOCOL_VERSION_NOT_INTEGER: &str = "ERR Protocol version is not an integer or out of range";
+pub const NX_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub const GT_LT: &str = "ERR GT and LT options at the same time are not compatible";
+pub const CLIENT_NAME_SPACES: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
+pub const NO_SUCH_CLIENT: &str = "ERR No such client";
+pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+pub const COUNT_NEGATIVE: &str = "ERR value is out of range, must be positive";
+
+pub fn err(text: &'static str) -> Reply {
+    Reply::Error(Cow::Borrowed(text))
+}
+
+fn owned(text: String) -> Reply {
+    Reply::Error(Cow::Owned(text))
+}
+
+/// Redis turns `\r` and `\n` in error texts built from user input into spaces.
+fn sanitize(text: String) -> String {
+    text.replace(['\r', '\n'], " ")
+}
+
+fn lossy(b: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(b)
+}
+
+/// `ERR wrong number of arguments for 'get' command` (name as Redis spells
+/// it: lower case, `parent|sub` for subcommands).
+pub fn wrong_args(name: &str) -> Reply {
+    owned(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' `.
+pub fn unknown_command(args: &[bytes::Bytes]) -> Reply {
+    let mut list = String::new();
+    for arg in &args[1..] {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        let text = lossy(arg);
+        let cut: String = text.chars().take(room).collect();
+        list.push_str(&format!("'{cut}' "));
+    }
+    let name: String = lossy(&args[0]).chars().take(128).collect();
+    owned(sanitize(format!("ERR unknown command '{name}', with args beginning with: {list}")))
+}
+
+/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
+pub fn unknown_subcommand(sub: &[u8], parent: &str) -> Reply {
+    let sub: String = lossy(sub).chars().take(128).collect();
+    owned(sanitize(format!("ERR unknown subcommand '{sub}'. Try {parent} HELP.")))
+}
+
+/// `ERR invalid expire time in 'set' command`.
+pub fn invalid_expire(cmd: &str) -> Reply {
+    owned(format!("ERR invalid expire time in '{cmd}' command"))
+}
+
+/// `ERR Unsupported option foo` (EXPIRE family).
+pub fn unsupported_option(opt: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unsupported option {}", lossy(opt))))
+}
+
+/// CONFIG SET on a parameter coordis does not have.
+pub fn config_set_unknown(name: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unknown option or number of arguments for CONFIG SET - '{}'", lossy(name))))
+}
+
+/// CONFIG SET with a value the parameter rejects.
+pub fn config_set_failed(name: &str, why: &str) -> Reply {
+    owned(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
+}
+
+/// A protocol error (already formatted by the parser).
+pub fn protocol(text: String) -> Reply {
+    owned(format!("ERR {text}"))
+}

@@ -1,0 +1,229 @@
+//! # coordis
+//!
+//! A Redis-protocol-compatible coordination server: start it inside a Rust
+//! test on port 0 (nothing to install), or run the `coordis-server` binary
+//! where you would run `redis-server`. Replies are byte-identical to Redis
+//! 7.0.15 for every command coordis supports.
+//!
+//! ## Embedding in an async test
+//!
+//! ```
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> std::io::Result<()> {
+//! let server = coordis::Server::start().await?; // 127.0.0.1, free port
+//! let url = server.url();                        // "redis://127.0.0.1:PORT"
+//! # let _ = url;
+//! // ... point any Redis client at `server.addr()` ...
+//! server.shutdown().await;                       // graceful; Drop also stops it
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Embedding in a plain `#[test]`
+//!
+//! ```
+//! let server = coordis::Server::builder().requirepass("secret").start_blocking()?;
+//! let mut conn = std::net::TcpStream::connect(server.addr())?;
+//! # use std::io::{Read, Write};
+//! conn.write_all(b"PING\r\n")?;
+//! let mut reply = [0u8; 64];
+//! let n = conn.read(&mut reply)?;
+//! assert_eq!(&reply[..n], b"-NOAUTH Authentication required.\r\n");
+//! server.shutdown();
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # Layout
+//!
+//! - [`protocol`]: RESP request parsing and reply encoding.
+//! - [`cmd`]: the command table and one module per command family.
+//! - [`store`]: databases, values, expiry, the clock.
+//! - [`engine`]: the executor thread that owns the keyspace.
+//! - `server`: listeners, connections, shutdown.
+//! - [`config`]: settings, redis.conf directives, CONFIG GET/SET.
+//! - [`errors`]: every error text, as Redis words it.
+
+pub mod clients;
+pub mod cmd;
+pub mod config;
+pub mod engine;
+pub mod errors;
+pub mod protocol;
+mod server;
+pub mod store;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use config::Config;
+use clients::CloseSignal;
+use store::{Clock, SystemClock};
+
+/// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
+/// port), no password, 16 databases, Redis's limits.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    config: Config,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        let config = Config { port: 0, ..Config::default() };
+        Builder { config, clock: Arc::new(SystemClock) }
+    }
+}
+
+impl Builder {
+    /// Starts from a full configuration (as `coordis-server` reads it).
+    pub fn from_config(config: Config) -> Self {
+        Builder { config, ..Builder::default() }
+    }
+
+    pub fn port(mut self, port: u16) -> Self {
+        self.config.port = port;
+        self
+    }
+
+    /// Listen address (default 127.0.0.1).
+    pub fn bind(mut self, addr: impl Into<String>) -> Self {
+        self.config.bind = vec![addr.into()];
+        self
+    }
+
+    /// Require `AUTH <password>` (user `default`).
+    pub fn requirepass(mut self, password: impl Into<String>) -> Self {
+        self.config.requirepass = Some(password.into());
+        self
+    }
+
+    pub fn databases(mut self, n: usize) -> Self {
+        self.config.databases = n.max(1);
+        self
+    }
+
+    pub fn maxclients(mut self, n: usize) -> Self {
+        self.config.maxclients = n.max(1);
+        self
+    }
+
+    /// Replaces the clock used for expiry and TIME.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Mutable access to every setting.
+    pub fn config_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+
+    /// Binds and starts serving on the current tokio runtime.
+    pub async fn start(self) -> io::Result<Server> {
+        let bound = server::bind(self.config, self.clock).await?;
+        let addr = bound.addr;
+        let shutdown = Arc::new(CloseSignal::default());
+        let task = tokio::spawn(bound.serve(shutdown.clone()));
+        Ok(Server { addr, shutdown, task: Some(task) })
+    }
+
+    /// Starts on a runtime of its own, for tests and programs without one.
+    pub fn start_blocking(self) -> io::Result<BlockingServer> {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("coordis-io").enable_all().build()?;
+        let server = runtime.block_on(self.start())?;
+        Ok(BlockingServer { server: Some(server), runtime: Some(runtime) })
+    }
+}
+
+/// A running server on the caller's tokio runtime. Dropping it triggers a
+/// shutdown without waiting; [`Server::shutdown`] waits for it to finish.
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    shutdown: Arc<CloseSignal>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Starts a server with default settings on 127.0.0.1 and a free port.
+    pub async fn start() -> io::Result<Server> {
+        Builder::default().start().await
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `redis://HOST:PORT` for client libraries.
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+
+    /// Stops accepting, lets connections finish the batch they are running
+    /// (up to a drain deadline), stops the executor, and returns when done.
+    pub async fn shutdown(mut self) {
+        self.shutdown.close();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// Waits until the server stops (a client sent SHUTDOWN, or [`Server::trigger_shutdown`]).
+    pub async fn stopped(&mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// Asks the server to shut down without waiting.
+    pub fn trigger_shutdown(&self) {
+        self.shutdown.close();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown.close();
+    }
+}
+
+/// A server running on its own runtime threads; for synchronous code.
+#[derive(Debug)]
+pub struct BlockingServer {
+    server: Option<Server>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl BlockingServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.server.as_ref().expect("running").addr()
+    }
+
+    pub fn url(&self) -> String {
+        self.server.as_ref().expect("running").url()
+    }
+
+    /// Shuts down gracefully and waits for it.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let (Some(server), Some(runtime)) = (self.server.take(), self.runtime.take()) {
+            runtime.block_on(server.shutdown());
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for BlockingServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,315 @@
+//! Request parsing: RESP multibulk (`*N\r\n$len\r\n...`) and inline commands,
+//! modelled on Redis 7.0's `processMultibulkBuffer` / `processInlineBuffer`.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use crate::store::num::parse_i64;
+
+/// Limits applied while parsing requests. Defaults are Redis 7.0.15's.
+#[derive(Clone, Debug)]
+pub struct ProtocolLimits {
+    /// Largest bulk string accepted (`proto-max-bulk-len`, default 512 MB).
+    pub max_bulk_len: usize,
+    /// Largest argument count of one multibulk request (Redis: `INT_MAX`).
+    pub max_multibulk_len: usize,
+    /// Longest inline request line or `*N`/`$N` header without a newline (Redis: 64 KB).
+    pub max_inline_len: usize,
+}
+
+impl Default for ProtocolLimits {
+    fn default() -> Self {
+        ProtocolLimits {
+            max_bulk_len: 512 * 1024 * 1024,
+            max_multibulk_len: i32::MAX as usize,
+            max_inline_len: 64 * 1024,
+        }
+    }
+}
+
+/// How many argument slots to reserve up front at most: a client declaring
+/// `*1000000` gets its vector grown as arguments actually arrive.
+const MAX_PREALLOC_ARGS: usize = 1024;
+
+/// Incremental request parser. It keeps the state of a partly received
+/// multibulk request between reads, so a large request arriving in many reads
+/// is parsed in linear time.
+#[derive(Debug, Default)]
+pub struct RequestParser {
+    /// Arguments still expected by the multibulk request in progress (0: none in progress).
+    remaining: usize,
+    /// Arguments of the multibulk request in progress.
+    args: Vec<Bytes>,
+    /// Length of the bulk whose `$len` header was read but whose bytes have not all arrived.
+    bulk_len: Option<usize>,
+}
+
+impl RequestParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses the next complete request from `buf`, consuming its bytes.
+    ///
+    /// `Ok(None)` means more bytes are needed. Empty requests (`*0`, `*-1`, a
+    /// blank inline line) are consumed silently as Redis does. `Err` carries the
+    /// exact error text (without the leading `-`); the connection must send it
+    /// and close.
+    pub fn next(&mut self, buf: &mut BytesMut, limits: &ProtocolLimits) -> Result<Option<Vec<Bytes>>, String> {
+        loop {
+            if self.remaining == 0 {
+                if buf.is_empty() {
+                    return Ok(None);
+                }
+                if buf[0] != b'*' {
+                    match self.inline(buf, limits)? {
+                        Some(args) if args.is_empty() => continue,
+                        other => return Ok(other),
+                    }
+                }
+                let Some(line) = take_line(buf, limits.max_inline_len, "too big mbulk count string")? else {
+                    return Ok(None);
+                };
+                let n = match parse_i64(&line[1..]) {
+                    Some(n) if n <= limits.max_multibulk_len as i64 => n,
+                    _ => return Err("Protocol error: invalid multibulk length".into()),
+                };
+                if n <= 0 {
+                    continue;
+                }
+                self.remaining = n as usize;
+                self.args = Vec::with_capacity(self.remaining.min(MAX_PREALLOC_ARGS));
+            }
+            while self.remaining > 0 {
+                let len = match self.bulk_len {
+                    Some(len) => len,
+                    None => {
+                        let Some(line) = take_line(buf, limits.max_inline_len, "too big bulk count string")? else {
+                            return Ok(None);
+                        };
+                        if line[0] != b'$' {
+                            return Err(format!("Protocol error: expected '$', got '{}'", line[0] as char));
+                        }
+                        let len = match parse_i64(&line[1..]) {
+                            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
+                            _ => return Err("Protocol error: invalid bulk length".into()),
+                        };
+                        self.bulk_len = Some(len);
+                        len
+                    }
+                };
+                // Redis skips the two bytes after the payload without checking them.
+                if buf.len() < len + 2 {
+                    return Ok(None);
+                }
+                let arg = buf.split_to(len).freeze();
+                buf.advance(2);
+                self.bulk_len = None;
+                self.args.push(arg);
+                self.remaining -= 1;
+            }
+            return Ok(Some(std::mem::take(&mut self.args)));
+        }
+    }
+
+    /// One inline request: a line split like `sdssplitargs` (quotes, escapes).
+    fn inline(&mut self, buf: &mut BytesMut, limits: &ProtocolLimits) -> Result<Option<Vec<Bytes>>, String> {
+        let Some(nl) = memchr(b'\n', buf) else {
+            if buf.len() > limits.max_inline_len {
+                return Err("Protocol error: too big inline request".into());
+            }
+            return Ok(None);
+        };
+        let line = buf.split_to(nl + 1);
+        let mut end = nl;
+        if end > 0 && line[end - 1] == b'\r' {
+            end -= 1;
+        }
+        match split_args(&line[..end]) {
+            Some(args) => Ok(Some(args.into_iter().map(Bytes::from).collect())),
+            None => Err("Protocol error: unbalanced quotes in request".into()),
+        }
+    }
+}
+
+/// Takes a `\r`-terminated header line (the `\r` and the byte after it are
+/// consumed, as Redis does). `None` when the line is incomplete.
+fn take_line(buf: &mut BytesMut, max: usize, too_big: &str) -> Result<Option<BytesMut>, String> {
+    match memchr(b'\r', buf) {
+        Some(pos) if pos + 1 < buf.len() => {
+            let line = buf.split_to(pos);
+            buf.advance(2);
+            Ok(Some(line))
+        }
+        Some(pos) if pos <= max => Ok(None),
+        None if buf.len() <= max => Ok(None),
+        _ => Err(format!("Protocol error: {too_big}")),
+    }
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+fn is_hex(c: u8) -> bool {
+    c.is_ascii_hexdigit()
+}
+
+fn hex_val(c: u8) -> u8 {
+    (c as char).to_digit(16).unwrap_or(0) as u8
+}
+
+/// Splits a line into arguments exactly like Redis's `sdssplitargs`: spaces
+/// separate, `"..."` supports `\n \r \t \b \a \\ \" \xHH`, `'...'` supports
+/// `\'`; a closing quote must be followed by a space or the end. `None` on
+/// unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut p = 0;
+    let n = line.len();
+    loop {
+        while p < n && is_space(line[p]) {
+            p += 1;
+        }
+        if p >= n {
+            return Some(args);
+        }
+        let mut current = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if p >= n {
+                    return None;
+                }
+                if line[p] == b'\\' && p + 3 < n && line[p + 1] == b'x' && is_hex(line[p + 2]) && is_hex(line[p + 3]) {
+                    current.push(hex_val(line[p + 2]) * 16 + hex_val(line[p + 3]));
+                    p += 3;
+                } else if line[p] == b'\\' && p + 1 < n {
+                    p += 1;
+                    current.push(match line[p] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        c => c,
+                    });
+                } else if line[p] == b'"' {
+                    if p + 1 < n && !is_space(line[p + 1]) {
+                        return None;
+                    }
+                    p += 1;
+                    break;
+                } else {
+                    current.push(line[p]);
+                }
+            } else if in_sq {
+                if p >= n {
+                    return None;
+                }
+                if line[p] == b'\\' && p + 1 < n && line[p + 1] == b'\'' {
+                    p += 1;
+                    current.push(b'\'');
+                } else if line[p] == b'\'' {
+                    if p + 1 < n && !is_space(line[p + 1]) {
+                        return None;
+                    }
+                    p += 1;
+                    break;
+                } else {
+                    current.push(line[p]);
+                }
+            } else {
+                if p >= n {
+                    break;
+                }
+                match line[p] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                        p += 1;
+                        break;
+                    }
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => current.push(c),
+                }
+            }
+            p += 1;
+        }
+        args.push(current);
+    }
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> (Vec<Vec<Bytes>>, Option<String>) {
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        loop {
+            match p.next(&mut buf, &ProtocolLimits::default()) {
+                Ok(Some(req)) => out.push(req),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn multibulk_and_inline() {
+        let (reqs, err) = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\nECHO \"a\\x41\" 'b c'\n");
+        assert_eq!(err, None);
+        assert_eq!(reqs.len(), 3);
+        assert_eq!(reqs[0], vec![Bytes::from("GET"), Bytes::from("k")]);
+        assert_eq!(reqs[1], vec![Bytes::from("PING")]);
+        assert_eq!(reqs[2], vec![Bytes::from("ECHO"), Bytes::from("aA"), Bytes::from("b c")]);
+    }
+
+    #[test]
+    fn incremental_bytes() {
+        let input = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n";
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::new();
+        let mut got = None;
+        for &b in input.iter() {
+            buf.extend_from_slice(&[b]);
+            if let Some(r) = p.next(&mut buf, &ProtocolLimits::default()).unwrap() {
+                got = Some(r);
+            }
+        }
+        assert_eq!(got.unwrap()[2], Bytes::from("hello"));
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn protocol_errors_have_redis_text() {
+        assert_eq!(parse_all(b"*x\r\n").1.unwrap(), "Protocol error: invalid multibulk length");
+        assert_eq!(parse_all(b"*1\r\n+a\r\n").1.unwrap(), "Protocol error: expected '$', got '+'");
+        assert_eq!(parse_all(b"*1\r\n$-5\r\n").1.unwrap(), "Protocol error: invalid bulk length");
+        assert_eq!(parse_all(b"*1\r\n$600000000\r\n").1.unwrap(), "Protocol error: invalid bulk length");
+        assert_eq!(parse_all(b"PING \"a\r\n").1.unwrap(), "Protocol error: unbalanced quotes in request");
+        assert_eq!(parse_all(b"PING \"a\"b\r\n").1.unwrap(), "Protocol error: unbalanced quotes in request");
+        let long = vec![b'a'; 70 * 1024];
+        assert_eq!(parse_all(&long).1.unwrap(), "Protocol error: too big inline request");
+    }
+
+    #[test]
+    fn declared_lengths_do_not_allocate() {
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::from(&b"*2000000000\r\n"[..]);
+        assert!(p.next(&mut buf, &ProtocolLimits::default()).unwrap().is_none());
+        assert!(p.args.capacity() <= MAX_PREALLOC_ARGS);
+    }
+
+    #[test]
+    fn empty_requests_are_skipped() {
+        let (reqs, err) = parse_all(b"*0\r\n*-1\r\n\r\nPING\r\n");
+        assert_eq!(err, None);
+        assert_eq!(reqs, vec![vec![Bytes::from("PING")]]);
+    }
+}

@@ -1,0 +1,160 @@
+//! Replies and their RESP2/RESP3 encoding.
+//!
+//! A [`Reply`] is what a command produces; the connection's protocol version
+//! decides the bytes. Where RESP2 has no type (map, set, double, boolean,
+//! verbatim) the reply degrades exactly as Redis degrades it.
+
+use std::borrow::Cow;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// A reply value. Errors hold the full text without the leading `-`, e.g.
+/// `"ERR syntax error"` or `"WRONGTYPE Operation ..."`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// `+OK`, the most common reply, without an allocation.
+    Ok,
+    Status(Cow<'static, str>),
+    Error(Cow<'static, str>),
+    Int(i64),
+    Bulk(Bytes),
+    /// Null bulk string: `$-1` in RESP2, `_` in RESP3.
+    Nil,
+    /// Null array: `*-1` in RESP2, `_` in RESP3.
+    NilArray,
+    Array(Vec<Reply>),
+    /// RESP3 map; a flat array in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// RESP3 set; an array in RESP2.
+    Set(Vec<Reply>),
+    /// RESP3 double; a bulk string (`%.17g`) in RESP2.
+    Double(f64),
+    /// RESP3 boolean; `:1`/`:0` in RESP2.
+    Bool(bool),
+    /// RESP3 verbatim string with its 3-letter format; a bulk string in RESP2.
+    Verbatim(&'static str, Bytes),
+}
+
+impl Reply {
+    pub fn bulk(b: impl Into<Bytes>) -> Reply {
+        Reply::Bulk(b.into())
+    }
+
+    pub fn status(s: &'static str) -> Reply {
+        Reply::Status(Cow::Borrowed(s))
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// Appends this reply's bytes for the given protocol version (2 or 3).
+    pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
+        match self {
+            Reply::Ok => out.put_slice(b"+OK\r\n"),
+            Reply::Status(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(s) => line(out, b'-', s.as_bytes()),
+            Reply::Int(i) => int_line(out, b':', *i),
+            Reply::Bulk(b) => bulk(out, b'$', b),
+            Reply::Nil if resp3 => out.put_slice(b"_\r\n"),
+            Reply::Nil => out.put_slice(b"$-1\r\n"),
+            Reply::NilArray if resp3 => out.put_slice(b"_\r\n"),
+            Reply::NilArray => out.put_slice(b"*-1\r\n"),
+            Reply::Array(items) => {
+                int_line(out, b'*', items.len() as i64);
+                for item in items {
+                    item.encode(out, resp3);
+                }
+            }
+            Reply::Set(items) => {
+                int_line(out, if resp3 { b'~' } else { b'*' }, items.len() as i64);
+                for item in items {
+                    item.encode(out, resp3);
+                }
+            }
+            Reply::Map(pairs) => {
+                if resp3 {
+                    int_line(out, b'%', pairs.len() as i64);
+                } else {
+                    int_line(out, b'*', 2 * pairs.len() as i64);
+                }
+                for (k, v) in pairs {
+                    k.encode(out, resp3);
+                    v.encode(out, resp3);
+                }
+            }
+            Reply::Double(d) => {
+                let text = format_double(*d);
+                if resp3 {
+                    line(out, b',', text.as_bytes());
+                } else {
+                    bulk(out, b'$', text.as_bytes());
+                }
+            }
+            Reply::Bool(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Reply::Bool(b) => out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
+            Reply::Verbatim(format, text) => {
+                if resp3 {
+                    int_line(out, b'=', text.len() as i64 + 4);
+                    out.put_slice(format.as_bytes());
+                    out.put_u8(b':');
+                    out.put_slice(text);
+                    out.put_slice(b"\r\n");
+                } else {
+                    bulk(out, b'$', text);
+                }
+            }
+        }
+    }
+}
+
+fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
+    out.reserve(text.len() + 3);
+    out.put_u8(prefix);
+    out.put_slice(text);
+    out.put_slice(b"\r\n");
+}
+
+fn int_line(out: &mut BytesMut, prefix: u8, value: i64) {
+    let mut buf = itoa::Buffer::new();
+    line(out, prefix, buf.format(value).as_bytes());
+}
+
+fn bulk(out: &mut BytesMut, prefix: u8, data: &[u8]) {
+    int_line(out, prefix, data.len() as i64);
+    out.reserve(data.len() + 2);
+    out.put_slice(data);
+    out.put_slice(b"\r\n");
+}
+
+/// Formats a double the way Redis 7.0 replies with one: `%.17g`, with
+/// `inf`/`-inf` spelled out.
+pub fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    crate::store::num::fmt_g17(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(r: &Reply, resp3: bool) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        r.encode(&mut out, resp3);
+        out.to_vec()
+    }
+
+    #[test]
+    fn resp2_and_resp3_shapes() {
+        let map = Reply::Map(vec![(Reply::bulk("a"), Reply::Int(1))]);
+        assert_eq!(enc(&map, false), b"*2\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(&map, true), b"%1\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(&Reply::Nil, false), b"$-1\r\n");
+        assert_eq!(enc(&Reply::Nil, true), b"_\r\n");
+        assert_eq!(enc(&Reply::Double(0.1), false), b"$19\r\n0.10000000000000001\r\n");
+        assert_eq!(enc(&Reply::Double(f64::INFINITY), true), b",inf\r\n");
+        assert_eq!(enc(&Reply::Verbatim("txt", Bytes::from("hi")), true), b"=6\r\ntxt:hi\r\n");
+    }
+}

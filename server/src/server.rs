@@ -1,0 +1,266 @@
+//! The network side: listeners, connection tasks, graceful shutdown.
+//!
+//! A connection task reads bytes, parses every complete request already
+//! buffered, sends them to the executor as one batch, and writes all replies
+//! with one write. It never touches the keyspace. Accept errors (for example
+//! running out of file descriptors) are logged and retried after a short
+//! back-off; they never stop the server.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::clients::{ClientState, CloseSignal};
+use crate::config::Config;
+use crate::engine::{Engine, Job, Shared};
+use crate::errors;
+use crate::protocol::{ProtocolLimits, RequestParser};
+use crate::store::Clock;
+
+/// How long shutdown waits for connections to finish their in-flight batch.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Initial read buffer per connection.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// A bound, not yet running server.
+pub(crate) struct Bound {
+    listeners: Vec<TcpListener>,
+    pub addr: SocketAddr,
+    config: Config,
+    clock: Arc<dyn Clock>,
+}
+
+/// Binds every address of `config.bind` on `config.port` (the port of the
+/// first listener is reused for the others when it was 0).
+pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Bound> {
+    let mut listeners = Vec::new();
+    let mut port = config.port;
+    for host in &config.bind {
+        let host = host.trim_start_matches('-');
+        let host = match host {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            h => h,
+        };
+        let ip: std::net::IpAddr = host.parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bind address '{host}'")))?;
+        let listener = TcpListener::bind(SocketAddr::new(ip, port)).await?;
+        port = listener.local_addr()?.port();
+        listeners.push(listener);
+    }
+    let addr = listeners.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?.local_addr()?;
+    Ok(Bound { listeners, addr, config, clock })
+}
+
+impl Bound {
+    /// Serves until `shutdown` is triggered (by the owner or by SHUTDOWN),
+    /// then drains connections and stops the executor.
+    pub(crate) async fn serve(self, shutdown: Arc<CloseSignal>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shared = Arc::new(Shared::default());
+        let engine = Engine::new(self.config.clone(), self.clock.clone(), self.addr.port(), rx, shared.clone(), shutdown.clone());
+        let (done_tx, done_rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("coordis-executor".into())
+            .spawn(move || {
+                engine.run();
+                let _ = done_tx.send(());
+            })
+            .expect("spawn executor thread");
+
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let ids = Arc::new(AtomicU64::new(0));
+        let mut accepts = JoinSet::new();
+        for listener in self.listeners {
+            let ctx = ConnCtx { tx: tx.clone(), shared: shared.clone(), ids: ids.clone(), stop: stop_rx.clone(), auth_required: self.config.requirepass.is_some(), clock: self.clock.clone() };
+            accepts.spawn(accept_loop(listener, ctx));
+        }
+        shutdown.closed().await;
+        tracing::info!("shutting down: draining connections");
+        let _ = stop_tx.send(true);
+        while accepts.join_next().await.is_some() {}
+        let _ = tx.send(Job::Stop);
+        drop(tx);
+        let _ = done_rx.await;
+        tracing::info!("coordis is now ready to exit, bye bye...");
+    }
+}
+
+/// What every connection task of a listener shares.
+#[derive(Clone)]
+struct ConnCtx {
+    tx: Sender<Job>,
+    shared: Arc<Shared>,
+    ids: Arc<AtomicU64>,
+    stop: watch::Receiver<bool>,
+    auth_required: bool,
+    clock: Arc<dyn Clock>,
+}
+
+async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
+    let mut conns = JoinSet::new();
+    let mut stop = ctx.stop.clone();
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        tokio::select! {
+            _ = stopped(&mut stop) => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    backoff = Duration::from_millis(5);
+                    let ctx = ctx.clone();
+                    conns.spawn(async move { connection(socket, peer, ctx).await });
+                }
+                Err(e) => {
+                    tracing::warn!("accept error: {e}; retrying in {backoff:?}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN_DEADLINE, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("drain deadline passed; closing {} connection(s)", conns.len());
+        conns.abort_all();
+    }
+}
+
+/// Decrements the open-connection count however the task ends.
+struct ConnectedGuard(Arc<Shared>);
+
+impl Drop for ConnectedGuard {
+    fn drop(&mut self) {
+        self.0.connected.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
+    let open = ctx.shared.connected.fetch_add(1, Ordering::Relaxed) + 1;
+    let _guard = ConnectedGuard(ctx.shared.clone());
+    if open > ctx.shared.maxclients.load(Ordering::Relaxed) {
+        ctx.shared.rejected.fetch_add(1, Ordering::Relaxed);
+        let mut out = BytesMut::new();
+        errors::err(errors::MAX_CLIENTS).encode(&mut out, false);
+        let _ = socket.write_all(&out).await;
+        return;
+    }
+    let _ = socket.set_nodelay(true);
+    set_keepalive(&socket, ctx.shared.tcp_keepalive.load(Ordering::Relaxed));
+    let id = ctx.ids.fetch_add(1, Ordering::Relaxed) + 1;
+    let laddr = socket.local_addr().unwrap_or(peer);
+    let signal = Arc::new(CloseSignal::default());
+    let now = ctx.clock.now_ms();
+    let client = ClientState::new(id, peer, laddr, !ctx.auth_required, now, signal.clone());
+    if ctx.tx.send(Job::Connect(client)).is_err() {
+        return;
+    }
+    if let Err(e) = serve_connection(&mut socket, id, &ctx, &signal).await {
+        tracing::debug!("client {id} ({peer}): {e}");
+    }
+    let _ = ctx.tx.send(Job::Disconnect(id));
+}
+
+async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal: &CloseSignal) -> io::Result<()> {
+    let mut stop = ctx.stop.clone();
+    let mut parser = RequestParser::new();
+    let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    loop {
+        let limits = ProtocolLimits { max_bulk_len: ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed), ..ProtocolLimits::default() };
+        let idle = ctx.shared.timeout_secs.load(Ordering::Relaxed);
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(READ_BUFFER);
+        }
+        let read = tokio::select! {
+            r = read_with_timeout(socket, &mut buf, idle) => r?,
+            _ = signal.closed() => return Ok(()),
+            _ = stopped(&mut stop) => return Ok(()),
+        };
+        if read == 0 {
+            return Ok(());
+        }
+        let mut requests = Vec::new();
+        let mut protocol_error = None;
+        loop {
+            match parser.next(&mut buf, &limits) {
+                Ok(Some(req)) => requests.push(req),
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!("client {id}: protocol error: {e}");
+                    protocol_error = Some(e);
+                    break;
+                }
+            }
+        }
+        if requests.is_empty() && protocol_error.is_none() {
+            continue;
+        }
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let had_error = protocol_error.is_some();
+        if ctx.tx.send(Job::Batch { client: id, requests, protocol_error, reply: reply_tx }).is_err() {
+            return Ok(());
+        }
+        let Ok(output) = reply_rx.await else {
+            return Ok(());
+        };
+        socket.write_all(&output.data).await?;
+        if output.close || had_error {
+            let _ = socket.shutdown().await;
+            return Ok(());
+        }
+    }
+}
+
+/// Resolves once the server-wide stop flag is set.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+async fn read_with_timeout(socket: &mut TcpStream, buf: &mut BytesMut, idle_secs: u64) -> io::Result<usize> {
+    if idle_secs == 0 {
+        return socket.read_buf(buf).await;
+    }
+    match tokio::time::timeout(Duration::from_secs(idle_secs), socket.read_buf(buf)).await {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::debug!("closing idle client after {idle_secs}s");
+            Ok(0)
+        }
+    }
+}
+
+/// Enables TCP keepalive probes every `secs` seconds (0: leave off).
+fn set_keepalive(socket: &TcpStream, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    use std::os::fd::AsRawFd;
+    let fd = socket.as_raw_fd();
+    let on: libc::c_int = 1;
+    let idle = secs.min(i32::MAX as u64) as libc::c_int;
+    // SAFETY: setsockopt on a valid, open socket with correctly sized options.
+    unsafe {
+        let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, &on as *const _ as *const libc::c_void, sz);
+        #[cfg(target_os = "linux")]
+        {
+            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, &idle as *const _ as *const libc::c_void, sz);
+            let intvl: libc::c_int = (idle / 3).max(1);
+            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, &intvl as *const _ as *const libc::c_void, sz);
+        }
+    }
+    let _ = idle;
+}

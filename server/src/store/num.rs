@@ -1,0 +1,137 @@
+//! Number parsing and printing with Redis's exact rules.
+//!
+//! Integers follow Redis's `string2ll` (no `+`, no leading zeros, no spaces).
+//! Floats go through a small C helper (`csrc/redisnum.c`) because Redis uses
+//! `strtod`/`strtold`, `long double` arithmetic and `printf` formats that Rust
+//! does not reproduce byte for byte.
+
+use std::os::raw::{c_char, c_int};
+
+extern "C" {
+    fn coordis_incrbyfloat(
+        cur: *const c_char,
+        curlen: usize,
+        incr: *const c_char,
+        incrlen: usize,
+        out: *mut c_char,
+        outcap: usize,
+        outlen: *mut usize,
+    ) -> c_int;
+    fn coordis_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
+    fn coordis_fmt_g17(d: f64, out: *mut c_char, outcap: usize) -> c_int;
+}
+
+/// Parses a signed 64-bit integer exactly as Redis's `string2ll` does.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
+    if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            return None;
+        }
+        Some((v as i64).wrapping_neg())
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Outcome of INCRBYFLOAT's arithmetic.
+#[derive(Debug, PartialEq)]
+pub enum FloatIncr {
+    Ok(Vec<u8>),
+    NotAFloat,
+    NanOrInfinity,
+}
+
+/// `cur + incr` in `long double`, printed as Redis prints it (`%.17Lf`,
+/// trailing zeros removed). `cur` is `None` for a missing key.
+pub fn incr_by_float(cur: Option<&[u8]>, incr: &[u8]) -> FloatIncr {
+    let mut out = vec![0u8; 5 * 1024 + 32];
+    let mut len = 0usize;
+    let (cp, cl) = match cur {
+        Some(c) => (c.as_ptr() as *const c_char, c.len()),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: pointers and lengths describe live slices; the C side never
+    // writes past `outcap` and only reads `curlen`/`incrlen` bytes.
+    let rc = unsafe {
+        coordis_incrbyfloat(cp, cl, incr.as_ptr() as *const c_char, incr.len(), out.as_mut_ptr() as *mut c_char, out.len(), &mut len)
+    };
+    match rc {
+        0 => {
+            out.truncate(len);
+            FloatIncr::Ok(out)
+        }
+        2 => FloatIncr::NanOrInfinity,
+        _ => FloatIncr::NotAFloat,
+    }
+}
+
+/// Parses a double as Redis's `getDoubleFromObject` (`strtod`; accepts `inf`,
+/// `-inf`, hex floats; rejects NaN, spaces, trailing bytes, overflow).
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    let mut v = 0f64;
+    // SAFETY: the C side reads exactly `s.len()` bytes and writes one f64.
+    let ok = unsafe { coordis_string2d(s.as_ptr() as *const c_char, s.len(), &mut v) };
+    (ok == 1).then_some(v)
+}
+
+/// `printf("%.17g", d)`.
+pub fn fmt_g17(d: f64) -> String {
+    let mut buf = [0u8; 64];
+    // SAFETY: the C side writes at most `buf.len()` bytes including the NUL.
+    let len = unsafe { coordis_fmt_g17(d, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+    String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [&b""[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"9223372036854775808", b"1a", b"-"] {
+            assert_eq!(parse_i64(bad), None, "{:?}", bad);
+        }
+    }
+
+    #[test]
+    fn long_double_increments_print_like_redis() {
+        assert_eq!(incr_by_float(Some(b"10.5"), b"0.1"), FloatIncr::Ok(b"10.6".to_vec()));
+        assert_eq!(incr_by_float(Some(b"10.6"), b"1e10"), FloatIncr::Ok(b"10000000010.59999999962747097".to_vec()));
+        assert_eq!(incr_by_float(Some(b"3.0e3"), b"0"), FloatIncr::Ok(b"3000".to_vec()));
+        assert_eq!(incr_by_float(None, b"-0"), FloatIncr::Ok(b"0".to_vec()));
+        assert_eq!(incr_by_float(Some(b"1"), b" 1"), FloatIncr::NotAFloat);
+        assert_eq!(incr_by_float(Some(b"1"), b"nan"), FloatIncr::NotAFloat);
+    }
+
+    #[test]
+    fn doubles() {
+        assert_eq!(parse_f64(b"inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"0x1p3"), Some(8.0));
+        assert_eq!(parse_f64(b"1e400"), None);
+        assert_eq!(parse_f64(b"1 "), None);
+        assert_eq!(fmt_g17(0.1), "0.10000000000000001");
+        assert_eq!(fmt_g17(1e20), "1e+20");
+        assert_eq!(fmt_g17(2.5), "2.5");
+    }
+}
