@@ -8,7 +8,11 @@ use std::net::TcpStream;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn start_to_first_pong(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     c.bench_function("embedded start + first PONG + shutdown", |b| {
         b.iter(|| {
             let server = runtime.block_on(coordis::Server::start()).unwrap();

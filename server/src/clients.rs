@@ -58,7 +58,14 @@ pub struct ClientState {
 }
 
 impl ClientState {
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, authenticated: bool, now_ms: u64, signal: Arc<CloseSignal>) -> Self {
+    pub fn new(
+        id: u64,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        authenticated: bool,
+        now_ms: u64,
+        signal: Arc<CloseSignal>,
+    ) -> Self {
         ClientState {
             id,
             addr,
@@ -79,7 +86,11 @@ impl ClientState {
     /// Memory and buffer fields are reported as coordis sees them (it has no
     /// per-client query buffer accounting), so they differ from Redis's.
     pub fn info_line(&self, now_ms: u64) -> String {
-        let name = self.name.as_ref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
+        let name = self
+            .name
+            .as_ref()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default();
         format!(
             "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,

@@ -54,7 +54,10 @@ impl Default for Config {
             tcp_keepalive: 300,
             proto_max_bulk_len: 512 * 1024 * 1024,
             hz: 10,
-            ignored: IGNORED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ignored: IGNORED
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 }
@@ -101,7 +104,10 @@ const IGNORED: &[(&str, &str)] = &[
     ("lua-time-limit", "5000"),
     ("busy-reply-threshold", "5000"),
     ("client-query-buffer-limit", "1073741824"),
-    ("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
+    (
+        "client-output-buffer-limit",
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+    ),
 ];
 
 /// Why CONFIG SET refused a value.
@@ -114,7 +120,10 @@ pub enum SetError {
 }
 
 fn parse_num<T: std::str::FromStr>(value: &str) -> Result<T, SetError> {
-    value.trim().parse().map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))
+    value
+        .trim()
+        .parse()
+        .map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))
 }
 
 fn parse_bytes(value: &str) -> Result<usize, SetError> {
@@ -134,14 +143,20 @@ fn parse_bytes(value: &str) -> Result<usize, SetError> {
     } else {
         (v.as_str(), 1)
     };
-    let n: usize = digits.parse().map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))?;
-    n.checked_mul(mult).ok_or_else(|| SetError::Invalid("argument couldn't be parsed into an integer".into()))
+    let n: usize = digits
+        .parse()
+        .map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| SetError::Invalid("argument couldn't be parsed into an integer".into()))
 }
 
 impl Config {
     /// Protocol limits derived from these settings.
     pub fn protocol_limits(&self) -> ProtocolLimits {
-        ProtocolLimits { max_bulk_len: self.proto_max_bulk_len, ..ProtocolLimits::default() }
+        ProtocolLimits {
+            max_bulk_len: self.proto_max_bulk_len,
+            ..ProtocolLimits::default()
+        }
     }
 
     /// Applies one directive given at startup (config file or command line).
@@ -166,7 +181,8 @@ impl Config {
                 let v = one()?;
                 self.set_runtime_inner(&name, v, true).map_err(describe)?;
             }
-            "requirepass" | "maxclients" | "loglevel" | "timeout" | "tcp-keepalive" | "proto-max-bulk-len" | "hz" => {
+            "requirepass" | "maxclients" | "loglevel" | "timeout" | "tcp-keepalive"
+            | "proto-max-bulk-len" | "hz" => {
                 let v = one()?;
                 self.set_runtime_inner(&name, v, true).map_err(describe)?;
             }
@@ -184,13 +200,20 @@ impl Config {
         self.set_runtime_inner(name, value, false)
     }
 
-    fn set_runtime_inner(&mut self, name: &str, value: &str, startup: bool) -> Result<(), SetError> {
+    fn set_runtime_inner(
+        &mut self,
+        name: &str,
+        value: &str,
+        startup: bool,
+    ) -> Result<(), SetError> {
         match name {
             "requirepass" => self.requirepass = (!value.is_empty()).then(|| value.to_string()),
             "maxclients" => {
                 let n: usize = parse_num(value)?;
                 if n < 1 {
-                    return Err(SetError::Invalid("argument must be between 1 and 4294967295 inclusive".into()));
+                    return Err(SetError::Invalid(
+                        "argument must be between 1 and 4294967295 inclusive".into(),
+                    ));
                 }
                 self.maxclients = n;
             }
@@ -206,7 +229,9 @@ impl Config {
             "proto-max-bulk-len" => {
                 let n = parse_bytes(value)?;
                 if n < 1024 * 1024 {
-                    return Err(SetError::Invalid("argument must be between 1048576 and 9223372036854775807 inclusive".into()));
+                    return Err(SetError::Invalid(
+                        "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+                    ));
                 }
                 self.proto_max_bulk_len = n;
             }
@@ -218,11 +243,15 @@ impl Config {
             "databases" if startup => {
                 let n: usize = parse_num(value)?;
                 if n < 1 {
-                    return Err(SetError::Invalid("argument must be between 1 and 2147483647 inclusive".into()));
+                    return Err(SetError::Invalid(
+                        "argument must be between 1 and 2147483647 inclusive".into(),
+                    ));
                 }
                 self.databases = n;
             }
-            "port" | "databases" | "bind" => return Err(SetError::Invalid("can't set immutable config".into())),
+            "port" | "databases" | "bind" => {
+                return Err(SetError::Invalid("can't set immutable config".into()))
+            }
             _ if self.ignored.contains_key(name) => {
                 self.ignored.insert(name.to_string(), value.to_string());
             }
@@ -236,13 +265,19 @@ impl Config {
         let mut out = vec![
             ("bind".to_string(), self.bind.join(" ")),
             ("port".to_string(), self.port.to_string()),
-            ("requirepass".to_string(), self.requirepass.clone().unwrap_or_default()),
+            (
+                "requirepass".to_string(),
+                self.requirepass.clone().unwrap_or_default(),
+            ),
             ("databases".to_string(), self.databases.to_string()),
             ("maxclients".to_string(), self.maxclients.to_string()),
             ("loglevel".to_string(), self.loglevel.clone()),
             ("timeout".to_string(), self.timeout.to_string()),
             ("tcp-keepalive".to_string(), self.tcp_keepalive.to_string()),
-            ("proto-max-bulk-len".to_string(), self.proto_max_bulk_len.to_string()),
+            (
+                "proto-max-bulk-len".to_string(),
+                self.proto_max_bulk_len.to_string(),
+            ),
             ("hz".to_string(), self.hz.to_string()),
         ];
         out.extend(self.ignored.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -251,24 +286,40 @@ impl Config {
 
     /// Parameters whose name matches a CONFIG GET pattern (case-insensitive).
     pub fn matching(&self, pattern: &[u8]) -> Vec<(String, String)> {
-        self.all().into_iter().filter(|(name, _)| glob::matches(pattern, name.as_bytes(), true)).collect()
+        self.all()
+            .into_iter()
+            .filter(|(name, _)| glob::matches(pattern, name.as_bytes(), true))
+            .collect()
     }
 
     /// Reads redis.conf syntax: one directive per line, `#` comments,
     /// arguments split like redis-cli (quotes allowed).
-    pub fn apply_file_text(&mut self, text: &str, warn: &mut dyn FnMut(String)) -> Result<(), String> {
+    pub fn apply_file_text(
+        &mut self,
+        text: &str,
+        warn: &mut dyn FnMut(String),
+    ) -> Result<(), String> {
         for (lineno, line) in text.lines().enumerate() {
             let trimmed = line.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
             let Some(words) = split_args(trimmed.as_bytes()) else {
-                return Err(format!("line {}: unbalanced quotes in configuration line", lineno + 1));
+                return Err(format!(
+                    "line {}: unbalanced quotes in configuration line",
+                    lineno + 1
+                ));
             };
-            let words: Vec<String> = words.into_iter().map(|w| String::from_utf8_lossy(&w).into_owned()).collect();
+            let words: Vec<String> = words
+                .into_iter()
+                .map(|w| String::from_utf8_lossy(&w).into_owned())
+                .collect();
             match self.apply(&words[0], &words[1..]) {
                 Ok(true) => {}
-                Ok(false) => warn(format!("directive '{}' is accepted but has no effect in coordis", words[0])),
+                Ok(false) => warn(format!(
+                    "directive '{}' is accepted but has no effect in coordis",
+                    words[0]
+                )),
                 Err(e) => return Err(format!("line {}: '{}': {}", lineno + 1, trimmed, e)),
             }
         }
@@ -282,7 +333,8 @@ impl Config {
         let mut rest = args;
         if let Some(first) = args.first() {
             if !first.starts_with("--") {
-                let text = std::fs::read_to_string(first).map_err(|e| format!("can't open config file '{first}': {e}"))?;
+                let text = std::fs::read_to_string(first)
+                    .map_err(|e| format!("can't open config file '{first}': {e}"))?;
                 config.apply_file_text(&text, warn)?;
                 rest = &args[1..];
             }
@@ -300,7 +352,9 @@ impl Config {
             }
             match config.apply(name, &values) {
                 Ok(true) => {}
-                Ok(false) => warn(format!("directive '{name}' is accepted but has no effect in coordis")),
+                Ok(false) => warn(format!(
+                    "directive '{name}' is accepted but has no effect in coordis"
+                )),
                 Err(e) => return Err(format!("'--{name} {}': {e}", values.join(" "))),
             }
         }
@@ -326,7 +380,20 @@ mod tests {
     #[test]
     fn redis_server_command_line() {
         let mut warnings = vec![];
-        let c = Config::from_args(&args(&["--port", "7000", "--save", "", "--appendonly", "no", "--requirepass", "pw"]), &mut |w| warnings.push(w)).unwrap();
+        let c = Config::from_args(
+            &args(&[
+                "--port",
+                "7000",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--requirepass",
+                "pw",
+            ]),
+            &mut |w| warnings.push(w),
+        )
+        .unwrap();
         assert_eq!(c.port, 7000);
         assert_eq!(c.requirepass.as_deref(), Some("pw"));
         assert_eq!(c.ignored["save"], "");
@@ -338,7 +405,11 @@ mod tests {
     #[test]
     fn config_file_syntax() {
         let mut c = Config::default();
-        c.apply_file_text("# comment\nport 7001\nbind 127.0.0.1 ::1\nsave \"\"\n", &mut |_| {}).unwrap();
+        c.apply_file_text(
+            "# comment\nport 7001\nbind 127.0.0.1 ::1\nsave \"\"\n",
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(c.port, 7001);
         assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
     }
@@ -347,9 +418,15 @@ mod tests {
     fn runtime_set_and_get() {
         let mut c = Config::default();
         assert_eq!(c.set_runtime("nosuch", "1"), Err(SetError::Unknown));
-        assert!(matches!(c.set_runtime("maxclients", "abc"), Err(SetError::Invalid(_))));
+        assert!(matches!(
+            c.set_runtime("maxclients", "abc"),
+            Err(SetError::Invalid(_))
+        ));
         c.set_runtime("maxclients", "5").unwrap();
-        assert_eq!(c.matching(b"maxcl*"), vec![("maxclients".to_string(), "5".to_string())]);
+        assert_eq!(
+            c.matching(b"maxcl*"),
+            vec![("maxclients".to_string(), "5".to_string())]
+        );
         assert!(c.set_runtime("port", "1").is_err());
     }
 }

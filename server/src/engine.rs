@@ -57,8 +57,10 @@ impl Shared {
     pub fn publish(&self, config: &Config) {
         self.maxclients.store(config.maxclients, Ordering::Relaxed);
         self.timeout_secs.store(config.timeout, Ordering::Relaxed);
-        self.proto_max_bulk_len.store(config.proto_max_bulk_len, Ordering::Relaxed);
-        self.tcp_keepalive.store(config.tcp_keepalive, Ordering::Relaxed);
+        self.proto_max_bulk_len
+            .store(config.proto_max_bulk_len, Ordering::Relaxed);
+        self.tcp_keepalive
+            .store(config.tcp_keepalive, Ordering::Relaxed);
     }
 }
 
@@ -87,7 +89,12 @@ pub enum Job {
     Connect(ClientState),
     /// Requests parsed from one read, plus a protocol error that ended the
     /// read (its reply follows the others and the connection closes).
-    Batch { client: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>, reply: oneshot::Sender<BatchOutput> },
+    Batch {
+        client: u64,
+        requests: Vec<Vec<Bytes>>,
+        protocol_error: Option<String>,
+        reply: oneshot::Sender<BatchOutput>,
+    },
     Disconnect(u64),
     Stop,
 }
@@ -109,9 +116,18 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(config: Config, clock: Arc<dyn Clock>, port: u16, rx: Receiver<Job>, shared: Arc<Shared>, server_shutdown: Arc<CloseSignal>) -> Engine {
+    pub fn new(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        port: u16,
+        rx: Receiver<Job>,
+        shared: Arc<Shared>,
+        server_shutdown: Arc<CloseSignal>,
+    ) -> Engine {
         shared.publish(&config);
-        let run_id: String = (0..40).map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0')).collect();
+        let run_id: String = (0..40)
+            .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
+            .collect();
         let started_ms = clock.now_ms();
         Engine {
             dbs: (0..config.databases).map(|_| Db::default()).collect(),
@@ -136,7 +152,11 @@ impl Engine {
         let mut next_tick = Instant::now();
         let mut expiry_backlog = false;
         loop {
-            let wait = if expiry_backlog { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
+            let wait = if expiry_backlog {
+                Duration::ZERO
+            } else {
+                next_tick.saturating_duration_since(Instant::now())
+            };
             match self.rx.recv_timeout(wait) {
                 Ok(Job::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Ok(job) => self.handle(job),
@@ -145,7 +165,8 @@ impl Engine {
             if expiry_backlog || Instant::now() >= next_tick {
                 expiry_backlog = self.active_expire_step();
                 if !expiry_backlog {
-                    next_tick = Instant::now() + Duration::from_millis(1000 / self.state.config.hz.max(1) as u64);
+                    next_tick = Instant::now()
+                        + Duration::from_millis(1000 / self.state.config.hz.max(1) as u64);
                 }
             }
         }
@@ -176,7 +197,12 @@ impl Engine {
             Job::Disconnect(id) => {
                 self.state.clients.remove(&id);
             }
-            Job::Batch { client, requests, protocol_error, reply } => {
+            Job::Batch {
+                client,
+                requests,
+                protocol_error,
+                reply,
+            } => {
                 let output = self.run_batch(client, requests, protocol_error);
                 let _ = reply.send(output);
             }
@@ -184,9 +210,17 @@ impl Engine {
         }
     }
 
-    fn run_batch(&mut self, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
+    fn run_batch(
+        &mut self,
+        id: u64,
+        requests: Vec<Vec<Bytes>>,
+        protocol_error: Option<String>,
+    ) -> BatchOutput {
         let Some(mut client) = self.state.clients.remove(&id) else {
-            return BatchOutput { data: BytesMut::new(), close: true };
+            return BatchOutput {
+                data: BytesMut::new(),
+                close: true,
+            };
         };
         let mut out = BytesMut::with_capacity(256);
         for args in &requests {
@@ -236,7 +270,12 @@ impl Engine {
         let now = self.state.clock.now_ms();
         client.last_cmd = spec.name;
         client.last_cmd_ms = now;
-        let mut ctx = Ctx { dbs: &mut self.dbs, client, server: &mut self.state, now };
+        let mut ctx = Ctx {
+            dbs: &mut self.dbs,
+            client,
+            server: &mut self.state,
+            now,
+        };
         let reply = (spec.handler)(&mut ctx, args);
         if spec.name == "config" {
             self.state.shared.publish(&self.state.config);
@@ -248,7 +287,10 @@ impl Engine {
 /// The text of INFO for the requested sections (none, `default`, `all` or
 /// `everything` mean every section coordis has).
 pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
-    let all = sections.is_empty() || sections.iter().any(|s| s == "all" || s == "everything" || s == "default");
+    let all = sections.is_empty()
+        || sections
+            .iter()
+            .any(|s| s == "all" || s == "everything" || s == "default");
     let want = |name: &str| all || sections.iter().any(|s| s == name);
     let s = &*ctx.server;
     let now = ctx.now;
@@ -314,7 +356,12 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         let mut text = String::from("# Keyspace\r\n");
         for (i, db) in ctx.dbs.iter().enumerate() {
             if !db.is_empty() {
-                text.push_str(&format!("db{}:keys={},expires={},avg_ttl=0\r\n", i, db.len(), db.expires_len()));
+                text.push_str(&format!(
+                    "db{}:keys={},expires={},avg_ttl=0\r\n",
+                    i,
+                    db.len(),
+                    db.expires_len()
+                ));
             }
         }
         parts.push(text);
@@ -326,7 +373,11 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * 4096)
 }
 

@@ -42,6 +42,7 @@
 //! - `server`: listeners, connections, shutdown.
 //! - [`config`]: settings, redis.conf directives, CONFIG GET/SET.
 //! - [`errors`]: every error text, as Redis words it.
+//! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 
 pub mod clients;
 pub mod cmd;
@@ -51,13 +52,14 @@ pub mod errors;
 pub mod protocol;
 mod server;
 pub mod store;
+pub mod testing;
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub use config::Config;
 use clients::CloseSignal;
+pub use config::Config;
 use store::{Clock, SystemClock};
 
 /// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
@@ -70,15 +72,24 @@ pub struct Builder {
 
 impl Default for Builder {
     fn default() -> Self {
-        let config = Config { port: 0, ..Config::default() };
-        Builder { config, clock: Arc::new(SystemClock) }
+        let config = Config {
+            port: 0,
+            ..Config::default()
+        };
+        Builder {
+            config,
+            clock: Arc::new(SystemClock),
+        }
     }
 }
 
 impl Builder {
     /// Starts from a full configuration (as `coordis-server` reads it).
     pub fn from_config(config: Config) -> Self {
-        Builder { config, ..Builder::default() }
+        Builder {
+            config,
+            ..Builder::default()
+        }
     }
 
     pub fn port(mut self, port: u16) -> Self {
@@ -125,14 +136,25 @@ impl Builder {
         let addr = bound.addr;
         let shutdown = Arc::new(CloseSignal::default());
         let task = tokio::spawn(bound.serve(shutdown.clone()));
-        Ok(Server { addr, shutdown, task: Some(task) })
+        Ok(Server {
+            addr,
+            shutdown,
+            task: Some(task),
+        })
     }
 
     /// Starts on a runtime of its own, for tests and programs without one.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("coordis-io").enable_all().build()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("coordis-io")
+            .enable_all()
+            .build()?;
         let server = runtime.block_on(self.start())?;
-        Ok(BlockingServer { server: Some(server), runtime: Some(runtime) })
+        Ok(BlockingServer {
+            server: Some(server),
+            runtime: Some(runtime),
+        })
     }
 }
 

@@ -52,13 +52,26 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Bo
             "::*" => "::",
             h => h,
         };
-        let ip: std::net::IpAddr = host.parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bind address '{host}'")))?;
+        let ip: std::net::IpAddr = host.parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("invalid bind address '{host}'"),
+            )
+        })?;
         let listener = TcpListener::bind(SocketAddr::new(ip, port)).await?;
         port = listener.local_addr()?.port();
         listeners.push(listener);
     }
-    let addr = listeners.first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?.local_addr()?;
-    Ok(Bound { listeners, addr, config, clock })
+    let addr = listeners
+        .first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?
+        .local_addr()?;
+    Ok(Bound {
+        listeners,
+        addr,
+        config,
+        clock,
+    })
 }
 
 impl Bound {
@@ -67,7 +80,14 @@ impl Bound {
     pub(crate) async fn serve(self, shutdown: Arc<CloseSignal>) {
         let (tx, rx) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared::default());
-        let engine = Engine::new(self.config.clone(), self.clock.clone(), self.addr.port(), rx, shared.clone(), shutdown.clone());
+        let engine = Engine::new(
+            self.config.clone(),
+            self.clock.clone(),
+            self.addr.port(),
+            rx,
+            shared.clone(),
+            shutdown.clone(),
+        );
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new()
             .name("coordis-executor".into())
@@ -81,7 +101,14 @@ impl Bound {
         let ids = Arc::new(AtomicU64::new(0));
         let mut accepts = JoinSet::new();
         for listener in self.listeners {
-            let ctx = ConnCtx { tx: tx.clone(), shared: shared.clone(), ids: ids.clone(), stop: stop_rx.clone(), auth_required: self.config.requirepass.is_some(), clock: self.clock.clone() };
+            let ctx = ConnCtx {
+                tx: tx.clone(),
+                shared: shared.clone(),
+                ids: ids.clone(),
+                stop: stop_rx.clone(),
+                auth_required: self.config.requirepass.is_some(),
+                clock: self.clock.clone(),
+            };
             accepts.spawn(accept_loop(listener, ctx));
         }
         shutdown.closed().await;
@@ -134,7 +161,10 @@ async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
     })
     .await;
     if drained.is_err() {
-        tracing::warn!("drain deadline passed; closing {} connection(s)", conns.len());
+        tracing::warn!(
+            "drain deadline passed; closing {} connection(s)",
+            conns.len()
+        );
         conns.abort_all();
     }
 }
@@ -174,12 +204,20 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     let _ = ctx.tx.send(Job::Disconnect(id));
 }
 
-async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal: &CloseSignal) -> io::Result<()> {
+async fn serve_connection(
+    socket: &mut TcpStream,
+    id: u64,
+    ctx: &ConnCtx,
+    signal: &CloseSignal,
+) -> io::Result<()> {
     let mut stop = ctx.stop.clone();
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     loop {
-        let limits = ProtocolLimits { max_bulk_len: ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed), ..ProtocolLimits::default() };
+        let limits = ProtocolLimits {
+            max_bulk_len: ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed),
+            ..ProtocolLimits::default()
+        };
         let idle = ctx.shared.timeout_secs.load(Ordering::Relaxed);
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(READ_BUFFER);
@@ -210,7 +248,16 @@ async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal
         }
         let (reply_tx, reply_rx) = oneshot::channel();
         let had_error = protocol_error.is_some();
-        if ctx.tx.send(Job::Batch { client: id, requests, protocol_error, reply: reply_tx }).is_err() {
+        if ctx
+            .tx
+            .send(Job::Batch {
+                client: id,
+                requests,
+                protocol_error,
+                reply: reply_tx,
+            })
+            .is_err()
+        {
             return Ok(());
         }
         let Ok(output) = reply_rx.await else {
@@ -229,7 +276,11 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-async fn read_with_timeout(socket: &mut TcpStream, buf: &mut BytesMut, idle_secs: u64) -> io::Result<usize> {
+async fn read_with_timeout(
+    socket: &mut TcpStream,
+    buf: &mut BytesMut,
+    idle_secs: u64,
+) -> io::Result<usize> {
     if idle_secs == 0 {
         return socket.read_buf(buf).await;
     }
@@ -254,12 +305,30 @@ fn set_keepalive(socket: &TcpStream, secs: u64) {
     // SAFETY: setsockopt on a valid, open socket with correctly sized options.
     unsafe {
         let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, &on as *const _ as *const libc::c_void, sz);
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_KEEPALIVE,
+            &on as *const _ as *const libc::c_void,
+            sz,
+        );
         #[cfg(target_os = "linux")]
         {
-            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, &idle as *const _ as *const libc::c_void, sz);
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_KEEPIDLE,
+                &idle as *const _ as *const libc::c_void,
+                sz,
+            );
             let intvl: libc::c_int = (idle / 3).max(1);
-            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, &intvl as *const _ as *const libc::c_void, sz);
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_KEEPINTVL,
+                &intvl as *const _ as *const libc::c_void,
+                sz,
+            );
         }
     }
     let _ = idle;

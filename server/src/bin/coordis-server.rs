@@ -23,7 +23,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
-            println!("coordis-server v={} (Redis {} compatible)", env!("CARGO_PKG_VERSION"), coordis::cmd::server::REDIS_VERSION);
+            println!(
+                "coordis-server v={} (Redis {} compatible)",
+                env!("CARGO_PKG_VERSION"),
+                coordis::cmd::server::REDIS_VERSION
+            );
             return ExitCode::SUCCESS;
         }
         Some("-h" | "--help") => {
@@ -48,11 +52,18 @@ fn main() -> ExitCode {
         _ => "info",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     for w in warnings {
         tracing::warn!("{w}");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().thread_name("coordis-io").enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .thread_name("coordis-io")
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("coordis-server: cannot start runtime: {e}");
@@ -69,7 +80,12 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        tracing::info!("coordis {} listening on {} (Redis {} protocol); ready to accept connections", env!("CARGO_PKG_VERSION"), server.addr(), coordis::cmd::server::REDIS_VERSION);
+        tracing::info!(
+            "coordis {} listening on {} (Redis {} protocol); ready to accept connections",
+            env!("CARGO_PKG_VERSION"),
+            server.addr(),
+            coordis::cmd::server::REDIS_VERSION
+        );
         tokio::select! {
             _ = server.stopped() => {
                 tracing::info!("SHUTDOWN received");

@@ -13,31 +13,158 @@ use crate::tri;
 
 macro_rules! spec {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
-        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: $keys, group: "generic", summary: $summary, handler: $handler }
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            keys: $keys,
+            group: "generic",
+            summary: $summary,
+            handler: $handler,
+        }
     };
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("del", -2, WRITE, (1, -1, 1), "Delete a key", del),
-    spec!("unlink", -2, WRITE | FAST, (1, -1, 1), "Delete a key asynchronously in another thread", del),
-    spec!("exists", -2, READONLY | FAST, (1, -1, 1), "Determine if a key exists", exists),
-    spec!("touch", -2, READONLY | FAST, (1, -1, 1), "Alters the last access time of a key(s)", exists),
-    spec!("expire", -3, WRITE | FAST, (1, 1, 1), "Set a key's time to live in seconds", expire),
-    spec!("pexpire", -3, WRITE | FAST, (1, 1, 1), "Set a key's time to live in milliseconds", pexpire),
-    spec!("expireat", -3, WRITE | FAST, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp", expireat),
-    spec!("pexpireat", -3, WRITE | FAST, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp specified in milliseconds", pexpireat),
-    spec!("ttl", 2, READONLY | FAST, (1, 1, 1), "Get the time to live for a key in seconds", ttl),
-    spec!("pttl", 2, READONLY | FAST, (1, 1, 1), "Get the time to live for a key in milliseconds", pttl),
-    spec!("expiretime", 2, READONLY | FAST, (1, 1, 1), "Get the expiration Unix timestamp for a key", expiretime),
-    spec!("pexpiretime", 2, READONLY | FAST, (1, 1, 1), "Get the expiration Unix timestamp for a key in milliseconds", pexpiretime),
-    spec!("persist", 2, WRITE | FAST, (1, 1, 1), "Remove the expiration from a key", persist),
-    spec!("type", 2, READONLY | FAST, (1, 1, 1), "Determine the type stored at key", type_),
-    spec!("keys", 2, READONLY, (0, 0, 0), "Find all keys matching the given pattern", keys),
-    spec!("scan", -2, READONLY, (0, 0, 0), "Incrementally iterate the keys space", scan),
+    spec!(
+        "unlink",
+        -2,
+        WRITE | FAST,
+        (1, -1, 1),
+        "Delete a key asynchronously in another thread",
+        del
+    ),
+    spec!(
+        "exists",
+        -2,
+        READONLY | FAST,
+        (1, -1, 1),
+        "Determine if a key exists",
+        exists
+    ),
+    spec!(
+        "touch",
+        -2,
+        READONLY | FAST,
+        (1, -1, 1),
+        "Alters the last access time of a key(s)",
+        exists
+    ),
+    spec!(
+        "expire",
+        -3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Set a key's time to live in seconds",
+        expire
+    ),
+    spec!(
+        "pexpire",
+        -3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Set a key's time to live in milliseconds",
+        pexpire
+    ),
+    spec!(
+        "expireat",
+        -3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Set the expiration for a key as a UNIX timestamp",
+        expireat
+    ),
+    spec!(
+        "pexpireat",
+        -3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
+        pexpireat
+    ),
+    spec!(
+        "ttl",
+        2,
+        READONLY | FAST,
+        (1, 1, 1),
+        "Get the time to live for a key in seconds",
+        ttl
+    ),
+    spec!(
+        "pttl",
+        2,
+        READONLY | FAST,
+        (1, 1, 1),
+        "Get the time to live for a key in milliseconds",
+        pttl
+    ),
+    spec!(
+        "expiretime",
+        2,
+        READONLY | FAST,
+        (1, 1, 1),
+        "Get the expiration Unix timestamp for a key",
+        expiretime
+    ),
+    spec!(
+        "pexpiretime",
+        2,
+        READONLY | FAST,
+        (1, 1, 1),
+        "Get the expiration Unix timestamp for a key in milliseconds",
+        pexpiretime
+    ),
+    spec!(
+        "persist",
+        2,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Remove the expiration from a key",
+        persist
+    ),
+    spec!(
+        "type",
+        2,
+        READONLY | FAST,
+        (1, 1, 1),
+        "Determine the type stored at key",
+        type_
+    ),
+    spec!(
+        "keys",
+        2,
+        READONLY,
+        (0, 0, 0),
+        "Find all keys matching the given pattern",
+        keys
+    ),
+    spec!(
+        "scan",
+        -2,
+        READONLY,
+        (0, 0, 0),
+        "Incrementally iterate the keys space",
+        scan
+    ),
     spec!("rename", 3, WRITE, (1, 2, 1), "Rename a key", rename),
-    spec!("renamenx", 3, WRITE | FAST, (1, 2, 1), "Rename a key, only if the new key does not exist", renamenx),
+    spec!(
+        "renamenx",
+        3,
+        WRITE | FAST,
+        (1, 2, 1),
+        "Rename a key, only if the new key does not exist",
+        renamenx
+    ),
     spec!("copy", -3, WRITE, (1, 2, 1), "Copy a key", copy),
-    spec!("randomkey", 1, READONLY, (0, 0, 0), "Return a random key from the keyspace", randomkey),
+    spec!(
+        "randomkey",
+        1,
+        READONLY,
+        (0, 0, 0),
+        "Return a random key from the keyspace",
+        randomkey
+    ),
 ];
 
 fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -96,7 +223,13 @@ impl ExpireFlags {
 
 /// Redis's `expireGenericCommand`: `basetime` is added to the (unit-converted)
 /// argument; a deadline already past deletes the key.
-fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, name: &str) -> Reply {
+fn expire_generic(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    basetime: i64,
+    seconds: bool,
+    name: &str,
+) -> Reply {
     let flags = tri!(ExpireFlags::parse(&args[3..]));
     let mut when = tri!(int(&args[2]));
     if seconds {
@@ -114,7 +247,11 @@ fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, n
     let Some(entry) = db.lookup(&args[1], now) else {
         return Reply::Int(0);
     };
-    let current = if entry.expire_at == 0 { -1 } else { entry.expire_at as i64 };
+    let current = if entry.expire_at == 0 {
+        -1
+    } else {
+        entry.expire_at as i64
+    };
     let refused = (flags.nx && current != -1)
         || (flags.xx && current == -1)
         || (flags.gt && (when <= current || current == -1))
@@ -177,7 +314,11 @@ fn expiretime_generic(ctx: &mut Ctx, key: &[u8], millis: bool) -> Reply {
     match deadline_of(ctx, key) {
         None => Reply::Int(-2),
         Some(0) => Reply::Int(-1),
-        Some(at) => Reply::Int(if millis { at as i64 } else { (at / 1000) as i64 }),
+        Some(at) => Reply::Int(if millis {
+            at as i64
+        } else {
+            (at / 1000) as i64
+        }),
     }
 }
 
@@ -201,7 +342,11 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn type_(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
-    Reply::status(ctx.db().lookup(&args[1], now).map_or("none", |e| e.value.type_name()))
+    Reply::status(
+        ctx.db()
+            .lookup(&args[1], now)
+            .map_or("none", |e| e.value.type_name()),
+    )
 }
 
 fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -219,8 +364,11 @@ fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// Parses a SCAN cursor as Redis does (`strtoul`, decimal, no spaces).
 fn parse_cursor(arg: &[u8]) -> Result<u64, Reply> {
-    let text = std::str::from_utf8(arg).ok().filter(|t| !t.is_empty() && !t.starts_with(char::is_whitespace));
-    text.and_then(|t| t.strip_prefix('+').unwrap_or(t).parse::<u64>().ok()).ok_or_else(|| err(errors::INVALID_CURSOR))
+    let text = std::str::from_utf8(arg)
+        .ok()
+        .filter(|t| !t.is_empty() && !t.starts_with(char::is_whitespace));
+    text.and_then(|t| t.strip_prefix('+').unwrap_or(t).parse::<u64>().ok())
+        .ok_or_else(|| err(errors::INVALID_CURSOR))
 }
 
 /// SCAN: the cursor is a position in the database's key-hash order (see
@@ -256,15 +404,26 @@ fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let now = ctx.now;
     let db = ctx.db();
-    let mut candidates: Vec<(u64, &Bytes, &'static str)> =
-        db.live_keys(now).map(|(k, e)| (db.scan_hash(k), k, e.value.type_name())).filter(|(h, _, _)| *h >= cursor).collect();
+    let mut candidates: Vec<(u64, &Bytes, &'static str)> = db
+        .live_keys(now)
+        .map(|(k, e)| (db.scan_hash(k), k, e.value.type_name()))
+        .filter(|(h, _, _)| *h >= cursor)
+        .collect();
     let next = if candidates.len() > count {
         candidates.select_nth_unstable_by_key(count, |c| c.0);
         let boundary = candidates[count].0;
         // Keep every key sharing the boundary hash in this page: the next
         // cursor must be strictly greater than all returned hashes.
-        let mut page: Vec<_> = candidates.iter().filter(|c| c.0 <= boundary).copied().collect();
-        let rest_min = candidates.iter().filter(|c| c.0 > boundary).map(|c| c.0).min();
+        let mut page: Vec<_> = candidates
+            .iter()
+            .filter(|c| c.0 <= boundary)
+            .copied()
+            .collect();
+        let rest_min = candidates
+            .iter()
+            .filter(|c| c.0 > boundary)
+            .map(|c| c.0)
+            .min();
         std::mem::swap(&mut candidates, &mut page);
         rest_min.unwrap_or(0)
     } else {
@@ -272,11 +431,17 @@ fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     let keys = candidates
         .into_iter()
-        .filter(|(_, k, t)| pattern.is_none_or(|p| glob::matches(p, k, false)) && type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes())))
+        .filter(|(_, k, t)| {
+            pattern.is_none_or(|p| glob::matches(p, k, false))
+                && type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes()))
+        })
         .map(|(_, k, _)| Reply::Bulk(k.clone()))
         .collect();
     let mut buf = itoa::Buffer::new();
-    Reply::Array(vec![Reply::bulk(Bytes::copy_from_slice(buf.format(next).as_bytes())), Reply::Array(keys)])
+    Reply::Array(vec![
+        Reply::bulk(Bytes::copy_from_slice(buf.format(next).as_bytes())),
+        Reply::Array(keys),
+    ])
 }
 
 fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> Reply {

@@ -43,7 +43,10 @@ impl Ctx<'_> {
         let now = self.now;
         let found = match self.db().lookup(key, now) {
             None => None,
-            Some(Entry { value: Value::Str(s), .. }) => Some(s.clone()),
+            Some(Entry {
+                value: Value::Str(s),
+                ..
+            }) => Some(s.clone()),
             #[allow(unreachable_patterns)]
             Some(_) => return Err(errors::err(errors::WRONGTYPE)),
         };
@@ -100,7 +103,10 @@ impl CommandSpec {
 
 /// Every command, from each family's table.
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
-    strings::COMMANDS.iter().chain(keys::COMMANDS.iter()).chain(server::COMMANDS.iter())
+    strings::COMMANDS
+        .iter()
+        .chain(keys::COMMANDS.iter())
+        .chain(server::COMMANDS.iter())
 }
 
 /// Finds a command by name, case-insensitively.

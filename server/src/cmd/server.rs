@@ -17,29 +17,149 @@ pub const REDIS_VERSION: &str = "7.0.15";
 
 macro_rules! spec {
     ($name:literal, $arity:expr, $flags:expr, $group:literal, $summary:literal, $handler:expr) => {
-        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: (0, 0, 0), group: $group, summary: $summary, handler: $handler }
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            keys: (0, 0, 0),
+            group: $group,
+            summary: $summary,
+            handler: $handler,
+        }
     };
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("ping", -1, FAST, "connection", "Ping the server", ping),
     spec!("echo", 2, FAST, "connection", "Echo the given string", echo),
-    spec!("hello", -1, NO_AUTH | FAST, "connection", "Handshake with Redis", hello),
-    spec!("auth", -2, NO_AUTH | FAST, "connection", "Authenticate to the server", auth),
-    spec!("select", 2, FAST, "connection", "Change the selected database for the current connection", select),
-    spec!("quit", -1, NO_AUTH | FAST, "connection", "Close the connection", quit),
-    spec!("reset", 1, NO_AUTH | FAST, "connection", "Reset the connection", reset),
-    spec!("client", -2, 0, "connection", "A container for client connection commands", client),
-    spec!("command", -1, 0, "server", "Get array of Redis command details", command),
-    spec!("info", -1, 0, "server", "Get information and statistics about the server", info),
-    spec!("config", -2, 0, "server", "A container for server configuration commands", config),
-    spec!("time", 1, FAST, "server", "Return the current server time", time),
-    spec!("dbsize", 1, READONLY | FAST, "server", "Return the number of keys in the selected database", dbsize),
-    spec!("flushdb", -1, WRITE, "server", "Remove all keys from the current database", flushdb),
-    spec!("flushall", -1, WRITE, "server", "Remove all keys from all databases", flushall),
-    spec!("swapdb", 3, WRITE | FAST, "server", "Swaps two Redis databases", swapdb),
-    spec!("lastsave", 1, FAST, "server", "Get the UNIX time stamp of the last successful save to disk", lastsave),
-    spec!("shutdown", -1, 0, "server", "Synchronously save the dataset to disk and then shut down the server", shutdown),
+    spec!(
+        "hello",
+        -1,
+        NO_AUTH | FAST,
+        "connection",
+        "Handshake with Redis",
+        hello
+    ),
+    spec!(
+        "auth",
+        -2,
+        NO_AUTH | FAST,
+        "connection",
+        "Authenticate to the server",
+        auth
+    ),
+    spec!(
+        "select",
+        2,
+        FAST,
+        "connection",
+        "Change the selected database for the current connection",
+        select
+    ),
+    spec!(
+        "quit",
+        -1,
+        NO_AUTH | FAST,
+        "connection",
+        "Close the connection",
+        quit
+    ),
+    spec!(
+        "reset",
+        1,
+        NO_AUTH | FAST,
+        "connection",
+        "Reset the connection",
+        reset
+    ),
+    spec!(
+        "client",
+        -2,
+        0,
+        "connection",
+        "A container for client connection commands",
+        client
+    ),
+    spec!(
+        "command",
+        -1,
+        0,
+        "server",
+        "Get array of Redis command details",
+        command
+    ),
+    spec!(
+        "info",
+        -1,
+        0,
+        "server",
+        "Get information and statistics about the server",
+        info
+    ),
+    spec!(
+        "config",
+        -2,
+        0,
+        "server",
+        "A container for server configuration commands",
+        config
+    ),
+    spec!(
+        "time",
+        1,
+        FAST,
+        "server",
+        "Return the current server time",
+        time
+    ),
+    spec!(
+        "dbsize",
+        1,
+        READONLY | FAST,
+        "server",
+        "Return the number of keys in the selected database",
+        dbsize
+    ),
+    spec!(
+        "flushdb",
+        -1,
+        WRITE,
+        "server",
+        "Remove all keys from the current database",
+        flushdb
+    ),
+    spec!(
+        "flushall",
+        -1,
+        WRITE,
+        "server",
+        "Remove all keys from all databases",
+        flushall
+    ),
+    spec!(
+        "swapdb",
+        3,
+        WRITE | FAST,
+        "server",
+        "Swaps two Redis databases",
+        swapdb
+    ),
+    spec!(
+        "lastsave",
+        1,
+        FAST,
+        "server",
+        "Get the UNIX time stamp of the last successful save to disk",
+        lastsave
+    ),
+    spec!(
+        "shutdown",
+        -1,
+        0,
+        "server",
+        "Synchronously save the dataset to disk and then shut down the server",
+        shutdown
+    ),
 ];
 
 fn ping(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -106,7 +226,8 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut version = None;
     let mut i = 1;
     if args.len() >= 2 {
-        let v = tri!(num::parse_i64(&args[1]).ok_or_else(|| err(errors::PROTOCOL_VERSION_NOT_INTEGER)));
+        let v =
+            tri!(num::parse_i64(&args[1]).ok_or_else(|| err(errors::PROTOCOL_VERSION_NOT_INTEGER)));
         if !(2..=3).contains(&v) {
             return err(errors::NOPROTO);
         }
@@ -124,7 +245,14 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             name = Some(&args[i + 1]);
             i += 1;
         } else {
-            return Reply::Error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i])).replace(['\r', '\n'], " ").into());
+            return Reply::Error(
+                format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(&args[i])
+                )
+                .replace(['\r', '\n'], " ")
+                .into(),
+            );
         }
         i += 1;
     }
@@ -149,7 +277,10 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Map(vec![
         (Reply::bulk("server"), Reply::bulk("redis")),
         (Reply::bulk("version"), Reply::bulk(REDIS_VERSION)),
-        (Reply::bulk("proto"), Reply::Int(if ctx.client.resp3 { 3 } else { 2 })),
+        (
+            Reply::bulk("proto"),
+            Reply::Int(if ctx.client.resp3 { 3 } else { 2 }),
+        ),
         (Reply::bulk("id"), Reply::Int(ctx.client.id as i64)),
         (Reply::bulk("mode"), Reply::bulk("standalone")),
         (Reply::bulk("role"), Reply::bulk("master")),
@@ -188,7 +319,12 @@ fn sub_arity(args: &[Bytes], parent: &str, sub: &str, arity: i32) -> Result<(), 
 
 /// Runs the subcommand handler whose name matches `args[1]`, after checking
 /// its arity; unknown names get Redis's "Try X HELP" error.
-fn dispatch_sub(ctx: &mut Ctx, args: &[Bytes], parent: &str, table: &[(&str, i32, super::Handler)]) -> Reply {
+fn dispatch_sub(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    parent: &str,
+    table: &[(&str, i32, super::Handler)],
+) -> Reply {
     for (name, arity, handler) in table {
         if is(&args[1], name) {
             tri!(sub_arity(args, &parent.to_ascii_lowercase(), name, *arity));
@@ -245,8 +381,18 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut i = 2;
     while i < args.len() {
         if is(&args[i], "type") && i + 1 < args.len() {
-            if !is(&args[i + 1], "normal") && !is(&args[i + 1], "master") && !is(&args[i + 1], "replica") && !is(&args[i + 1], "pubsub") {
-                return Reply::Error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[i + 1])).into());
+            if !is(&args[i + 1], "normal")
+                && !is(&args[i + 1], "master")
+                && !is(&args[i + 1], "replica")
+                && !is(&args[i + 1], "pubsub")
+            {
+                return Reply::Error(
+                    format!(
+                        "ERR Unknown client type '{}'",
+                        String::from_utf8_lossy(&args[i + 1])
+                    )
+                    .into(),
+                );
             }
             if !is(&args[i + 1], "normal") {
                 ids = Some(vec![]);
@@ -288,7 +434,12 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             ctx.client.close_after_reply = true;
             return Reply::Ok;
         }
-        return match ctx.server.clients.values().find(|c| c.addr.to_string() == addr) {
+        return match ctx
+            .server
+            .clients
+            .values()
+            .find(|c| c.addr.to_string() == addr)
+        {
             Some(c) => {
                 c.signal.close();
                 Reply::Ok
@@ -313,12 +464,25 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         } else if is(&args[i], "laddr") {
             laddr = Some(String::from_utf8_lossy(value).into_owned());
         } else if is(&args[i], "type") {
-            if !is(value, "normal") && !is(value, "master") && !is(value, "replica") && !is(value, "slave") && !is(value, "pubsub") {
-                return Reply::Error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(value)).into());
+            if !is(value, "normal")
+                && !is(value, "master")
+                && !is(value, "replica")
+                && !is(value, "slave")
+                && !is(value, "pubsub")
+            {
+                return Reply::Error(
+                    format!(
+                        "ERR Unknown client type '{}'",
+                        String::from_utf8_lossy(value)
+                    )
+                    .into(),
+                );
             }
         } else if is(&args[i], "user") {
             if value.as_ref() != b"default" {
-                return Reply::Error(format!("ERR No such user '{}'", String::from_utf8_lossy(value)).into());
+                return Reply::Error(
+                    format!("ERR No such user '{}'", String::from_utf8_lossy(value)).into(),
+                );
             }
         } else if is(&args[i], "skipme") {
             if is(value, "yes") {
@@ -386,7 +550,13 @@ fn command(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx,
         args,
         "COMMAND",
-        &[("count", 2, command_count), ("info", -2, command_info_cmd), ("docs", -2, command_docs), ("list", -2, command_list), ("help", 2, command_help)],
+        &[
+            ("count", 2, command_count),
+            ("info", -2, command_info_cmd),
+            ("docs", -2, command_docs),
+            ("list", -2, command_list),
+            ("help", 2, command_help),
+        ],
     )
 }
 
@@ -437,18 +607,30 @@ fn command_info_cmd(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if args.len() == 2 {
         return Reply::Array(super::all().map(command_info).collect());
     }
-    Reply::Array(args[2..].iter().map(|n| super::lookup(n).map_or(Reply::NilArray, command_info)).collect())
+    Reply::Array(
+        args[2..]
+            .iter()
+            .map(|n| super::lookup(n).map_or(Reply::NilArray, command_info))
+            .collect(),
+    )
 }
 
 fn command_docs(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let specs: Vec<&CommandSpec> = if args.len() == 2 { super::all().collect() } else { args[2..].iter().filter_map(|n| super::lookup(n)).collect() };
+    let specs: Vec<&CommandSpec> = if args.len() == 2 {
+        super::all().collect()
+    } else {
+        args[2..].iter().filter_map(|n| super::lookup(n)).collect()
+    };
     Reply::Map(
         specs
             .into_iter()
             .map(|c| {
                 (
                     Reply::bulk(c.name),
-                    Reply::Map(vec![(Reply::bulk("summary"), Reply::bulk(c.summary)), (Reply::bulk("group"), Reply::bulk(c.group))]),
+                    Reply::Map(vec![
+                        (Reply::bulk("summary"), Reply::bulk(c.summary)),
+                        (Reply::bulk("group"), Reply::bulk(c.group)),
+                    ]),
                 )
             })
             .collect(),
@@ -471,7 +653,12 @@ fn command_list(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 false
             }
         };
-        return Reply::Array(super::all().filter(keep).map(|c| Reply::bulk(c.name)).collect());
+        return Reply::Array(
+            super::all()
+                .filter(keep)
+                .map(|c| Reply::bulk(c.name))
+                .collect(),
+        );
     }
     Reply::Array(super::all().map(|c| Reply::bulk(c.name)).collect())
 }
@@ -495,7 +682,10 @@ fn command_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let sections: Vec<String> = args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    let sections: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
     let text = crate::engine::info_text(ctx, &sections);
     Reply::Verbatim("txt", Bytes::from(text))
 }
@@ -505,7 +695,13 @@ fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx,
         args,
         "CONFIG",
-        &[("get", -3, config_get), ("set", -4, config_set), ("resetstat", 2, config_resetstat), ("rewrite", 2, config_rewrite), ("help", 2, config_help)],
+        &[
+            ("get", -3, config_get),
+            ("set", -4, config_set),
+            ("resetstat", 2, config_resetstat),
+            ("rewrite", 2, config_rewrite),
+            ("help", 2, config_help),
+        ],
     )
 }
 
@@ -518,7 +714,12 @@ fn config_get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             }
         }
     }
-    Reply::Map(pairs.into_iter().map(|(n, v)| (Reply::bulk(n), Reply::bulk(v))).collect())
+    Reply::Map(
+        pairs
+            .into_iter()
+            .map(|(n, v)| (Reply::bulk(n), Reply::bulk(v)))
+            .collect(),
+    )
 }
 
 fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -533,7 +734,9 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         match staged.set_runtime(&name, &value) {
             Ok(()) => {}
             Err(crate::config::SetError::Unknown) => return errors::config_set_unknown(&pair[0]),
-            Err(crate::config::SetError::Invalid(why)) => return errors::config_set_failed(&name, &why),
+            Err(crate::config::SetError::Invalid(why)) => {
+                return errors::config_set_failed(&name, &why)
+            }
         }
     }
     ctx.server.config = staged;
@@ -567,7 +770,10 @@ fn config_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 
 fn time(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let us = ctx.server.clock.now_us();
-    Reply::Array(vec![Reply::bulk((us / 1_000_000).to_string()), Reply::bulk((us % 1_000_000).to_string())])
+    Reply::Array(vec![
+        Reply::bulk((us / 1_000_000).to_string()),
+        Reply::bulk((us % 1_000_000).to_string()),
+    ])
 }
 
 fn dbsize(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

@@ -13,32 +13,187 @@ use crate::tri;
 
 macro_rules! spec {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
-        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: $keys, group: "string", summary: $summary, handler: $handler }
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            keys: $keys,
+            group: "string",
+            summary: $summary,
+            handler: $handler,
+        }
     };
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("get", 2, READONLY | FAST, (1, 1, 1), "Get the value of a key", get),
-    spec!("set", -3, WRITE, (1, 1, 1), "Set the string value of a key", set),
-    spec!("setnx", 3, WRITE | FAST, (1, 1, 1), "Set the value of a key, only if the key does not exist", setnx),
-    spec!("setex", 4, WRITE, (1, 1, 1), "Set the value and expiration of a key", setex),
-    spec!("psetex", 4, WRITE, (1, 1, 1), "Set the value and expiration in milliseconds of a key", psetex),
-    spec!("getset", 3, WRITE | FAST, (1, 1, 1), "Set the string value of a key and return its old value", getset),
-    spec!("getdel", 2, WRITE | FAST, (1, 1, 1), "Get the value of a key and delete the key", getdel),
-    spec!("getex", -2, WRITE | FAST, (1, 1, 1), "Get the value of a key and optionally set its expiration", getex),
-    spec!("mget", -2, READONLY | FAST, (1, -1, 1), "Get the values of all the given keys", mget),
-    spec!("mset", -3, WRITE, (1, -1, 2), "Set multiple keys to multiple values", mset),
-    spec!("msetnx", -3, WRITE, (1, -1, 2), "Set multiple keys to multiple values, only if none of the keys exist", msetnx),
-    spec!("incr", 2, WRITE | FAST, (1, 1, 1), "Increment the integer value of a key by one", incr),
-    spec!("decr", 2, WRITE | FAST, (1, 1, 1), "Decrement the integer value of a key by one", decr),
-    spec!("incrby", 3, WRITE | FAST, (1, 1, 1), "Increment the integer value of a key by the given amount", incrby),
-    spec!("decrby", 3, WRITE | FAST, (1, 1, 1), "Decrement the integer value of a key by the given number", decrby),
-    spec!("incrbyfloat", 3, WRITE | FAST, (1, 1, 1), "Increment the float value of a key by the given amount", incrbyfloat),
-    spec!("append", 3, WRITE, (1, 1, 1), "Append a value to a key", append),
-    spec!("strlen", 2, READONLY | FAST, (1, 1, 1), "Get the length of the value stored in a key", strlen),
-    spec!("getrange", 4, READONLY, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
-    spec!("substr", 4, READONLY, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
-    spec!("setrange", 4, WRITE, (1, 1, 1), "Overwrite part of a string at key starting at the specified offset", setrange),
+    spec!(
+        "get",
+        2,
+        READONLY | FAST,
+        (1, 1, 1),
+        "Get the value of a key",
+        get
+    ),
+    spec!(
+        "set",
+        -3,
+        WRITE,
+        (1, 1, 1),
+        "Set the string value of a key",
+        set
+    ),
+    spec!(
+        "setnx",
+        3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Set the value of a key, only if the key does not exist",
+        setnx
+    ),
+    spec!(
+        "setex",
+        4,
+        WRITE,
+        (1, 1, 1),
+        "Set the value and expiration of a key",
+        setex
+    ),
+    spec!(
+        "psetex",
+        4,
+        WRITE,
+        (1, 1, 1),
+        "Set the value and expiration in milliseconds of a key",
+        psetex
+    ),
+    spec!(
+        "getset",
+        3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Set the string value of a key and return its old value",
+        getset
+    ),
+    spec!(
+        "getdel",
+        2,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Get the value of a key and delete the key",
+        getdel
+    ),
+    spec!(
+        "getex",
+        -2,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Get the value of a key and optionally set its expiration",
+        getex
+    ),
+    spec!(
+        "mget",
+        -2,
+        READONLY | FAST,
+        (1, -1, 1),
+        "Get the values of all the given keys",
+        mget
+    ),
+    spec!(
+        "mset",
+        -3,
+        WRITE,
+        (1, -1, 2),
+        "Set multiple keys to multiple values",
+        mset
+    ),
+    spec!(
+        "msetnx",
+        -3,
+        WRITE,
+        (1, -1, 2),
+        "Set multiple keys to multiple values, only if none of the keys exist",
+        msetnx
+    ),
+    spec!(
+        "incr",
+        2,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Increment the integer value of a key by one",
+        incr
+    ),
+    spec!(
+        "decr",
+        2,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Decrement the integer value of a key by one",
+        decr
+    ),
+    spec!(
+        "incrby",
+        3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Increment the integer value of a key by the given amount",
+        incrby
+    ),
+    spec!(
+        "decrby",
+        3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Decrement the integer value of a key by the given number",
+        decrby
+    ),
+    spec!(
+        "incrbyfloat",
+        3,
+        WRITE | FAST,
+        (1, 1, 1),
+        "Increment the float value of a key by the given amount",
+        incrbyfloat
+    ),
+    spec!(
+        "append",
+        3,
+        WRITE,
+        (1, 1, 1),
+        "Append a value to a key",
+        append
+    ),
+    spec!(
+        "strlen",
+        2,
+        READONLY | FAST,
+        (1, 1, 1),
+        "Get the length of the value stored in a key",
+        strlen
+    ),
+    spec!(
+        "getrange",
+        4,
+        READONLY,
+        (1, 1, 1),
+        "Get a substring of the string stored at a key",
+        getrange
+    ),
+    spec!(
+        "substr",
+        4,
+        READONLY,
+        (1, 1, 1),
+        "Get a substring of the string stored at a key",
+        getrange
+    ),
+    spec!(
+        "setrange",
+        4,
+        WRITE,
+        (1, 1, 1),
+        "Overwrite part of a string at key starting at the specified offset",
+        setrange
+    ),
 ];
 
 /// How an expire argument is to be read.
@@ -67,7 +222,9 @@ pub fn deadline(now: u64, arg: &[u8], unit: ExpireUnit, cmd: &str) -> Result<u64
         ms *= 1000;
     }
     if matches!(unit, ExpireUnit::Seconds | ExpireUnit::Millis) {
-        ms = ms.checked_add(now as i64).ok_or_else(|| errors::invalid_expire(cmd))?;
+        ms = ms
+            .checked_add(now as i64)
+            .ok_or_else(|| errors::invalid_expire(cmd))?;
     }
     Ok(ms as u64)
 }
@@ -145,12 +302,20 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Some((unit, arg)) => tri!(deadline(ctx.now, arg, *unit, "set")),
         None => 0,
     };
-    let old = if opts.get { tri!(ctx.get_str(&args[1])) } else { None };
+    let old = if opts.get {
+        tri!(ctx.get_str(&args[1]))
+    } else {
+        None
+    };
     let now = ctx.now;
     let db = ctx.db();
     let found = db.contains(&args[1], now);
     if (opts.nx && found) || (opts.xx && !found) {
-        return if opts.get { old.map_or(Reply::Nil, Reply::Bulk) } else { Reply::Nil };
+        return if opts.get {
+            old.map_or(Reply::Nil, Reply::Bulk)
+        } else {
+            Reply::Nil
+        };
     }
     let value = Value::Str(crate::store::db::owned(&args[2]));
     if opts.keepttl {
@@ -166,7 +331,8 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn set_plain(ctx: &mut Ctx, key: &Bytes, value: &Bytes, expire_at: u64) {
-    ctx.db().insert(key, Value::Str(crate::store::db::owned(value)), expire_at);
+    ctx.db()
+        .insert(key, Value::Str(crate::store::db::owned(value)), expire_at);
 }
 
 fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -241,7 +407,10 @@ fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         args[1..]
             .iter()
             .map(|k| match db.lookup(k, now) {
-                Some(crate::store::Entry { value: Value::Str(s), .. }) => Reply::Bulk(s.clone()),
+                Some(crate::store::Entry {
+                    value: Value::Str(s),
+                    ..
+                }) => Reply::Bulk(s.clone()),
                 #[allow(unreachable_patterns)]
                 _ => Reply::Nil,
             })
@@ -264,7 +433,10 @@ fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return errors::wrong_args("msetnx");
     }
     let now = ctx.now;
-    if args[1..].chunks(2).any(|pair| ctx.db().contains(&pair[0], now)) {
+    if args[1..]
+        .chunks(2)
+        .any(|pair| ctx.db().contains(&pair[0], now))
+    {
         return Reply::Int(0);
     }
     for pair in args[1..].chunks(2) {
@@ -284,7 +456,10 @@ fn incr_by(ctx: &mut Ctx, key: &Bytes, by: i64) -> Reply {
         return err(errors::OVERFLOW);
     };
     let mut buf = itoa::Buffer::new();
-    ctx.db().replace_value(key, Value::Str(Bytes::copy_from_slice(buf.format(new).as_bytes())));
+    ctx.db().replace_value(
+        key,
+        Value::Str(Bytes::copy_from_slice(buf.format(new).as_bytes())),
+    );
     Reply::Int(new)
 }
 
@@ -406,13 +581,24 @@ mod tests {
     use super::*;
 
     fn opts(s: &str, getex: bool) -> Result<SetOptions, Reply> {
-        let args: Vec<Bytes> = s.split_whitespace().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+        let args: Vec<Bytes> = s
+            .split_whitespace()
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect();
         SetOptions::parse(&args, getex)
     }
 
     #[test]
     fn set_option_conflicts_are_syntax_errors() {
-        for bad in ["nx xx", "keepttl ex 10", "ex 10 keepttl", "ex 10 px 10", "ex", "foo", "persist"] {
+        for bad in [
+            "nx xx",
+            "keepttl ex 10",
+            "ex 10 keepttl",
+            "ex 10 px 10",
+            "ex",
+            "foo",
+            "persist",
+        ] {
             assert_eq!(opts(bad, false), Err(err(errors::SYNTAX)), "{bad}");
         }
         assert!(opts("px 100 px 200 nx get", false).is_ok());
@@ -425,8 +611,17 @@ mod tests {
     fn deadlines() {
         assert_eq!(deadline(1000, b"2", ExpireUnit::Seconds, "set"), Ok(3000));
         assert_eq!(deadline(1000, b"5", ExpireUnit::UnixMillis, "set"), Ok(5));
-        assert_eq!(deadline(1000, b"0", ExpireUnit::Seconds, "set"), Err(errors::invalid_expire("set")));
-        assert_eq!(deadline(1000, b"9223372036854775807", ExpireUnit::Millis, "set"), Err(errors::invalid_expire("set")));
-        assert_eq!(deadline(1000, b"x", ExpireUnit::Millis, "set"), Err(err(errors::NOT_INTEGER)));
+        assert_eq!(
+            deadline(1000, b"0", ExpireUnit::Seconds, "set"),
+            Err(errors::invalid_expire("set"))
+        );
+        assert_eq!(
+            deadline(1000, b"9223372036854775807", ExpireUnit::Millis, "set"),
+            Err(errors::invalid_expire("set"))
+        );
+        assert_eq!(
+            deadline(1000, b"x", ExpireUnit::Millis, "set"),
+            Err(err(errors::NOT_INTEGER))
+        );
     }
 }

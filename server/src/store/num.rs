@@ -29,7 +29,11 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if s == b"0" {
         return Some(0);
     }
-    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
+    let (neg, digits) = if s[0] == b'-' {
+        (true, &s[1..])
+    } else {
+        (false, s)
+    };
     if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
         return None;
     }
@@ -70,7 +74,15 @@ pub fn incr_by_float(cur: Option<&[u8]>, incr: &[u8]) -> FloatIncr {
     // SAFETY: pointers and lengths describe live slices; the C side never
     // writes past `outcap` and only reads `curlen`/`incrlen` bytes.
     let rc = unsafe {
-        coordis_incrbyfloat(cp, cl, incr.as_ptr() as *const c_char, incr.len(), out.as_mut_ptr() as *mut c_char, out.len(), &mut len)
+        coordis_incrbyfloat(
+            cp,
+            cl,
+            incr.as_ptr() as *const c_char,
+            incr.len(),
+            out.as_mut_ptr() as *mut c_char,
+            out.len(),
+            &mut len,
+        )
     };
     match rc {
         0 => {
@@ -109,16 +121,35 @@ mod tests {
         assert_eq!(parse_i64(b"-12"), Some(-12));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"9223372036854775808", b"1a", b"-"] {
+        for bad in [
+            &b""[..],
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+            b"1a",
+            b"-",
+        ] {
             assert_eq!(parse_i64(bad), None, "{:?}", bad);
         }
     }
 
     #[test]
     fn long_double_increments_print_like_redis() {
-        assert_eq!(incr_by_float(Some(b"10.5"), b"0.1"), FloatIncr::Ok(b"10.6".to_vec()));
-        assert_eq!(incr_by_float(Some(b"10.6"), b"1e10"), FloatIncr::Ok(b"10000000010.59999999962747097".to_vec()));
-        assert_eq!(incr_by_float(Some(b"3.0e3"), b"0"), FloatIncr::Ok(b"3000".to_vec()));
+        assert_eq!(
+            incr_by_float(Some(b"10.5"), b"0.1"),
+            FloatIncr::Ok(b"10.6".to_vec())
+        );
+        assert_eq!(
+            incr_by_float(Some(b"10.6"), b"1e10"),
+            FloatIncr::Ok(b"10000000010.59999999962747097".to_vec())
+        );
+        assert_eq!(
+            incr_by_float(Some(b"3.0e3"), b"0"),
+            FloatIncr::Ok(b"3000".to_vec())
+        );
         assert_eq!(incr_by_float(None, b"-0"), FloatIncr::Ok(b"0".to_vec()));
         assert_eq!(incr_by_float(Some(b"1"), b" 1"), FloatIncr::NotAFloat);
         assert_eq!(incr_by_float(Some(b"1"), b"nan"), FloatIncr::NotAFloat);
