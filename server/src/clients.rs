@@ -45,7 +45,8 @@ pub struct ClientState {
     pub db: usize,
     /// Protocol chosen by HELLO: false = RESP2, true = RESP3.
     pub resp3: bool,
-    /// True once AUTH succeeded, or from the start when no password is set.
+    /// True once AUTH succeeded, or from the start when no password is set
+    /// (decided by the executor when the connection registers).
     pub authenticated: bool,
     /// Connection time and last command time, unix ms (CLIENT LIST age/idle).
     pub created_ms: u64,
@@ -58,14 +59,7 @@ pub struct ClientState {
 }
 
 impl ClientState {
-    pub fn new(
-        id: u64,
-        addr: SocketAddr,
-        laddr: SocketAddr,
-        authenticated: bool,
-        now_ms: u64,
-        signal: Arc<CloseSignal>,
-    ) -> Self {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64, signal: Arc<CloseSignal>) -> Self {
         ClientState {
             id,
             addr,
@@ -73,7 +67,7 @@ impl ClientState {
             name: None,
             db: 0,
             resp3: false,
-            authenticated,
+            authenticated: false,
             created_ms: now_ms,
             last_cmd_ms: now_ms,
             last_cmd: "NULL",

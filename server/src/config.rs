@@ -54,10 +54,7 @@ impl Default for Config {
             tcp_keepalive: 300,
             proto_max_bulk_len: 512 * 1024 * 1024,
             hz: 10,
-            ignored: IGNORED
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            ignored: IGNORED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
     }
 }
@@ -181,8 +178,7 @@ impl Config {
                 let v = one()?;
                 self.set_runtime_inner(&name, v, true).map_err(describe)?;
             }
-            "requirepass" | "maxclients" | "loglevel" | "timeout" | "tcp-keepalive"
-            | "proto-max-bulk-len" | "hz" => {
+            "requirepass" | "maxclients" | "loglevel" | "timeout" | "tcp-keepalive" | "proto-max-bulk-len" | "hz" => {
                 let v = one()?;
                 self.set_runtime_inner(&name, v, true).map_err(describe)?;
             }
@@ -200,12 +196,7 @@ impl Config {
         self.set_runtime_inner(name, value, false)
     }
 
-    fn set_runtime_inner(
-        &mut self,
-        name: &str,
-        value: &str,
-        startup: bool,
-    ) -> Result<(), SetError> {
+    fn set_runtime_inner(&mut self, name: &str, value: &str, startup: bool) -> Result<(), SetError> {
         match name {
             "requirepass" => self.requirepass = (!value.is_empty()).then(|| value.to_string()),
             "maxclients" => {
@@ -220,7 +211,9 @@ impl Config {
             "loglevel" => {
                 let v = value.to_ascii_lowercase();
                 if !["debug", "verbose", "notice", "warning", "nothing"].contains(&v.as_str()) {
-                    return Err(SetError::Invalid("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into()));
+                    return Err(SetError::Invalid(
+                        "argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into(),
+                    ));
                 }
                 self.loglevel = v;
             }
@@ -249,9 +242,7 @@ impl Config {
                 }
                 self.databases = n;
             }
-            "port" | "databases" | "bind" => {
-                return Err(SetError::Invalid("can't set immutable config".into()))
-            }
+            "port" | "databases" | "bind" => return Err(SetError::Invalid("can't set immutable config".into())),
             _ if self.ignored.contains_key(name) => {
                 self.ignored.insert(name.to_string(), value.to_string());
             }
@@ -265,19 +256,13 @@ impl Config {
         let mut out = vec![
             ("bind".to_string(), self.bind.join(" ")),
             ("port".to_string(), self.port.to_string()),
-            (
-                "requirepass".to_string(),
-                self.requirepass.clone().unwrap_or_default(),
-            ),
+            ("requirepass".to_string(), self.requirepass.clone().unwrap_or_default()),
             ("databases".to_string(), self.databases.to_string()),
             ("maxclients".to_string(), self.maxclients.to_string()),
             ("loglevel".to_string(), self.loglevel.clone()),
             ("timeout".to_string(), self.timeout.to_string()),
             ("tcp-keepalive".to_string(), self.tcp_keepalive.to_string()),
-            (
-                "proto-max-bulk-len".to_string(),
-                self.proto_max_bulk_len.to_string(),
-            ),
+            ("proto-max-bulk-len".to_string(), self.proto_max_bulk_len.to_string()),
             ("hz".to_string(), self.hz.to_string()),
         ];
         out.extend(self.ignored.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -294,21 +279,14 @@ impl Config {
 
     /// Reads redis.conf syntax: one directive per line, `#` comments,
     /// arguments split like redis-cli (quotes allowed).
-    pub fn apply_file_text(
-        &mut self,
-        text: &str,
-        warn: &mut dyn FnMut(String),
-    ) -> Result<(), String> {
+    pub fn apply_file_text(&mut self, text: &str, warn: &mut dyn FnMut(String)) -> Result<(), String> {
         for (lineno, line) in text.lines().enumerate() {
             let trimmed = line.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
             let Some(words) = split_args(trimmed.as_bytes()) else {
-                return Err(format!(
-                    "line {}: unbalanced quotes in configuration line",
-                    lineno + 1
-                ));
+                return Err(format!("line {}: unbalanced quotes in configuration line", lineno + 1));
             };
             let words: Vec<String> = words
                 .into_iter()
@@ -333,8 +311,8 @@ impl Config {
         let mut rest = args;
         if let Some(first) = args.first() {
             if !first.starts_with("--") {
-                let text = std::fs::read_to_string(first)
-                    .map_err(|e| format!("can't open config file '{first}': {e}"))?;
+                let text =
+                    std::fs::read_to_string(first).map_err(|e| format!("can't open config file '{first}': {e}"))?;
                 config.apply_file_text(&text, warn)?;
                 rest = &args[1..];
             }
@@ -352,9 +330,7 @@ impl Config {
             }
             match config.apply(name, &values) {
                 Ok(true) => {}
-                Ok(false) => warn(format!(
-                    "directive '{name}' is accepted but has no effect in coordis"
-                )),
+                Ok(false) => warn(format!("directive '{name}' is accepted but has no effect in coordis")),
                 Err(e) => return Err(format!("'--{name} {}': {e}", values.join(" "))),
             }
         }
@@ -405,11 +381,8 @@ mod tests {
     #[test]
     fn config_file_syntax() {
         let mut c = Config::default();
-        c.apply_file_text(
-            "# comment\nport 7001\nbind 127.0.0.1 ::1\nsave \"\"\n",
-            &mut |_| {},
-        )
-        .unwrap();
+        c.apply_file_text("# comment\nport 7001\nbind 127.0.0.1 ::1\nsave \"\"\n", &mut |_| {})
+            .unwrap();
         assert_eq!(c.port, 7001);
         assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
     }
@@ -418,15 +391,9 @@ mod tests {
     fn runtime_set_and_get() {
         let mut c = Config::default();
         assert_eq!(c.set_runtime("nosuch", "1"), Err(SetError::Unknown));
-        assert!(matches!(
-            c.set_runtime("maxclients", "abc"),
-            Err(SetError::Invalid(_))
-        ));
+        assert!(matches!(c.set_runtime("maxclients", "abc"), Err(SetError::Invalid(_))));
         c.set_runtime("maxclients", "5").unwrap();
-        assert_eq!(
-            c.matching(b"maxcl*"),
-            vec![("maxclients".to_string(), "5".to_string())]
-        );
+        assert_eq!(c.matching(b"maxcl*"), vec![("maxclients".to_string(), "5".to_string())]);
         assert!(c.set_runtime("port", "1").is_err());
     }
 }

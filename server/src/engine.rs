@@ -59,8 +59,7 @@ impl Shared {
         self.timeout_secs.store(config.timeout, Ordering::Relaxed);
         self.proto_max_bulk_len
             .store(config.proto_max_bulk_len, Ordering::Relaxed);
-        self.tcp_keepalive
-            .store(config.tcp_keepalive, Ordering::Relaxed);
+        self.tcp_keepalive.store(config.tcp_keepalive, Ordering::Relaxed);
     }
 }
 
@@ -165,8 +164,7 @@ impl Engine {
             if expiry_backlog || Instant::now() >= next_tick {
                 expiry_backlog = self.active_expire_step();
                 if !expiry_backlog {
-                    next_tick = Instant::now()
-                        + Duration::from_millis(1000 / self.state.config.hz.max(1) as u64);
+                    next_tick = Instant::now() + Duration::from_millis(1000 / self.state.config.hz.max(1) as u64);
                 }
             }
         }
@@ -190,8 +188,9 @@ impl Engine {
 
     fn handle(&mut self, job: Job) {
         match job {
-            Job::Connect(client) => {
+            Job::Connect(mut client) => {
                 self.state.stats.total_connections_received += 1;
+                client.authenticated = self.state.config.requirepass.is_none();
                 self.state.clients.insert(client.id, client);
             }
             Job::Disconnect(id) => {
@@ -210,18 +209,21 @@ impl Engine {
         }
     }
 
-    fn run_batch(
-        &mut self,
-        id: u64,
-        requests: Vec<Vec<Bytes>>,
-        protocol_error: Option<String>,
-    ) -> BatchOutput {
+    fn run_batch(&mut self, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
         let Some(mut client) = self.state.clients.remove(&id) else {
             return BatchOutput {
                 data: BytesMut::new(),
                 close: true,
             };
         };
+        if client.signal.is_closed() {
+            // Killed (CLIENT KILL) while this batch was on its way: no more replies.
+            self.state.clients.insert(id, client);
+            return BatchOutput {
+                data: BytesMut::new(),
+                close: true,
+            };
+        }
         let mut out = BytesMut::with_capacity(256);
         for args in &requests {
             self.execute(&mut client, args, &mut out);
@@ -373,11 +375,7 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
         .map_or(0, |pages| pages * 4096)
 }
 

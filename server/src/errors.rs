@@ -25,12 +25,10 @@ pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is
 pub const AUTH_NOT_CONFIGURED: &str =
     "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
 pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
-pub const PROTOCOL_VERSION_NOT_INTEGER: &str =
-    "ERR Protocol version is not an integer or out of range";
+pub const PROTOCOL_VERSION_NOT_INTEGER: &str = "ERR Protocol version is not an integer or out of range";
 pub const NX_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the same time are not compatible";
 pub const GT_LT: &str = "ERR GT and LT options at the same time are not compatible";
-pub const CLIENT_NAME_SPACES: &str =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
+pub const CLIENT_NAME_SPACES: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
 pub const NO_SUCH_CLIENT: &str = "ERR No such client";
 pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
 pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
@@ -57,9 +55,7 @@ fn lossy(b: &[u8]) -> Cow<'_, str> {
 /// `ERR wrong number of arguments for 'get' command` (name as Redis spells
 /// it: lower case, `parent|sub` for subcommands).
 pub fn wrong_args(name: &str) -> Reply {
-    owned(format!(
-        "ERR wrong number of arguments for '{name}' command"
-    ))
+    owned(format!("ERR wrong number of arguments for '{name}' command"))
 }
 
 /// `ERR unknown command 'x', with args beginning with: 'a' 'b' `.
@@ -83,9 +79,7 @@ pub fn unknown_command(args: &[bytes::Bytes]) -> Reply {
 /// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
 pub fn unknown_subcommand(sub: &[u8], parent: &str) -> Reply {
     let sub: String = lossy(sub).chars().take(128).collect();
-    owned(sanitize(format!(
-        "ERR unknown subcommand '{sub}'. Try {parent} HELP."
-    )))
+    owned(sanitize(format!("ERR unknown subcommand '{sub}'. Try {parent} HELP.")))
 }
 
 /// `ERR invalid expire time in 'set' command`.

@@ -52,12 +52,9 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Bo
             "::*" => "::",
             h => h,
         };
-        let ip: std::net::IpAddr = host.parse().map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("invalid bind address '{host}'"),
-            )
-        })?;
+        let ip: std::net::IpAddr = host
+            .parse()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bind address '{host}'")))?;
         let listener = TcpListener::bind(SocketAddr::new(ip, port)).await?;
         port = listener.local_addr()?.port();
         listeners.push(listener);
@@ -106,7 +103,6 @@ impl Bound {
                 shared: shared.clone(),
                 ids: ids.clone(),
                 stop: stop_rx.clone(),
-                auth_required: self.config.requirepass.is_some(),
                 clock: self.clock.clone(),
             };
             accepts.spawn(accept_loop(listener, ctx));
@@ -129,7 +125,6 @@ struct ConnCtx {
     shared: Arc<Shared>,
     ids: Arc<AtomicU64>,
     stop: watch::Receiver<bool>,
-    auth_required: bool,
     clock: Arc<dyn Clock>,
 }
 
@@ -156,15 +151,9 @@ async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
         }
     }
     drop(listener);
-    let drained = tokio::time::timeout(DRAIN_DEADLINE, async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
+    let drained = tokio::time::timeout(DRAIN_DEADLINE, async { while conns.join_next().await.is_some() {} }).await;
     if drained.is_err() {
-        tracing::warn!(
-            "drain deadline passed; closing {} connection(s)",
-            conns.len()
-        );
+        tracing::warn!("drain deadline passed; closing {} connection(s)", conns.len());
         conns.abort_all();
     }
 }
@@ -194,7 +183,7 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     let laddr = socket.local_addr().unwrap_or(peer);
     let signal = Arc::new(CloseSignal::default());
     let now = ctx.clock.now_ms();
-    let client = ClientState::new(id, peer, laddr, !ctx.auth_required, now, signal.clone());
+    let client = ClientState::new(id, peer, laddr, now, signal.clone());
     if ctx.tx.send(Job::Connect(client)).is_err() {
         return;
     }
@@ -204,12 +193,7 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     let _ = ctx.tx.send(Job::Disconnect(id));
 }
 
-async fn serve_connection(
-    socket: &mut TcpStream,
-    id: u64,
-    ctx: &ConnCtx,
-    signal: &CloseSignal,
-) -> io::Result<()> {
+async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal: &CloseSignal) -> io::Result<()> {
     let mut stop = ctx.stop.clone();
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
@@ -276,11 +260,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-async fn read_with_timeout(
-    socket: &mut TcpStream,
-    buf: &mut BytesMut,
-    idle_secs: u64,
-) -> io::Result<usize> {
+async fn read_with_timeout(socket: &mut TcpStream, buf: &mut BytesMut, idle_secs: u64) -> io::Result<usize> {
     if idle_secs == 0 {
         return socket.read_buf(buf).await;
     }

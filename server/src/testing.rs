@@ -74,10 +74,7 @@ impl RedisServer {
                     break;
                 }
                 if let Ok(mut c) = RawClient::connect(addr) {
-                    if c.command(&["PING"])
-                        .map(|r| r == b"+PONG\r\n")
-                        .unwrap_or(false)
-                    {
+                    if c.command(&["PING"]).map(|r| r == b"+PONG\r\n").unwrap_or(false) {
                         return Ok(Some(RedisServer { child, addr }));
                     }
                 }
@@ -85,9 +82,7 @@ impl RedisServer {
             }
             let _ = child.kill();
             let _ = child.wait();
-            last_err = Some(io::Error::other(format!(
-                "redis-server did not start on port {port}"
-            )));
+            last_err = Some(io::Error::other(format!("redis-server did not start on port {port}")));
         }
         Err(last_err.unwrap_or_else(|| io::Error::other("redis-server did not start")))
     }
@@ -169,8 +164,7 @@ impl RawClient {
     pub fn read_reply(&mut self) -> io::Result<Vec<u8>> {
         loop {
             let decoded = if self.resp3 {
-                redis_protocol::resp3::decode::complete::decode(&self.buf)
-                    .map(|o| o.map(|(_, n)| n))
+                redis_protocol::resp3::decode::complete::decode(&self.buf).map(|o| o.map(|(_, n)| n))
             } else {
                 redis_protocol::resp2::decode::decode(&self.buf).map(|o| o.map(|(_, n)| n))
             };
@@ -187,10 +181,7 @@ impl RawClient {
             let mut chunk = [0u8; 16384];
             let n = self.stream.read(&mut chunk)?;
             if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "connection closed",
-                ));
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"));
             }
             self.buf.extend_from_slice(&chunk[..n]);
         }

@@ -31,8 +31,7 @@ fn parse_scenarios(text: &str) -> Vec<Scenario> {
             });
             continue;
         }
-        let args =
-            split_args(line.as_bytes()).unwrap_or_else(|| panic!("bad scenario line: {line}"));
+        let args = split_args(line.as_bytes()).unwrap_or_else(|| panic!("bad scenario line: {line}"));
         out.last_mut()
             .expect("command before first scenario")
             .commands
@@ -78,8 +77,7 @@ fn coordis_replies_match_redis_byte_for_byte() {
     };
     let coordis = coordis::Server::builder().start_blocking().unwrap();
     let mut scenarios = vec![];
-    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scenarios")).unwrap()
-    {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scenarios")).unwrap() {
         let path = entry.unwrap().path();
         scenarios.extend(parse_scenarios(&std::fs::read_to_string(&path).unwrap()));
     }
@@ -92,10 +90,7 @@ fn coordis_replies_match_redis_byte_for_byte() {
             for (i, args) in scenario.commands.iter().enumerate() {
                 commands += 1;
                 if expected[i] != actual[i] {
-                    let cmd: Vec<String> = args
-                        .iter()
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect();
+                    let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
                     mismatches.push(format!(
                         "[{} RESP{}] {}\n    redis:   {}\n    coordis: {}",
                         scenario.name,

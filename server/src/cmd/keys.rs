@@ -223,13 +223,7 @@ impl ExpireFlags {
 
 /// Redis's `expireGenericCommand`: `basetime` is added to the (unit-converted)
 /// argument; a deadline already past deletes the key.
-fn expire_generic(
-    ctx: &mut Ctx,
-    args: &[Bytes],
-    basetime: i64,
-    seconds: bool,
-    name: &str,
-) -> Reply {
+fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, name: &str) -> Reply {
     let flags = tri!(ExpireFlags::parse(&args[3..]));
     let mut when = tri!(int(&args[2]));
     if seconds {
@@ -314,11 +308,7 @@ fn expiretime_generic(ctx: &mut Ctx, key: &[u8], millis: bool) -> Reply {
     match deadline_of(ctx, key) {
         None => Reply::Int(-2),
         Some(0) => Reply::Int(-1),
-        Some(at) => Reply::Int(if millis {
-            at as i64
-        } else {
-            (at / 1000) as i64
-        }),
+        Some(at) => Reply::Int(if millis { at as i64 } else { (at / 1000) as i64 }),
     }
 }
 
@@ -342,11 +332,7 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn type_(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
-    Reply::status(
-        ctx.db()
-            .lookup(&args[1], now)
-            .map_or("none", |e| e.value.type_name()),
-    )
+    Reply::status(ctx.db().lookup(&args[1], now).map_or("none", |e| e.value.type_name()))
 }
 
 fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -414,16 +400,8 @@ fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         let boundary = candidates[count].0;
         // Keep every key sharing the boundary hash in this page: the next
         // cursor must be strictly greater than all returned hashes.
-        let mut page: Vec<_> = candidates
-            .iter()
-            .filter(|c| c.0 <= boundary)
-            .copied()
-            .collect();
-        let rest_min = candidates
-            .iter()
-            .filter(|c| c.0 > boundary)
-            .map(|c| c.0)
-            .min();
+        let mut page: Vec<_> = candidates.iter().filter(|c| c.0 <= boundary).copied().collect();
+        let rest_min = candidates.iter().filter(|c| c.0 > boundary).map(|c| c.0).min();
         std::mem::swap(&mut candidates, &mut page);
         rest_min.unwrap_or(0)
     } else {

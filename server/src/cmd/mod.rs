@@ -44,8 +44,7 @@ impl Ctx<'_> {
         let found = match self.db().lookup(key, now) {
             None => None,
             Some(Entry {
-                value: Value::Str(s),
-                ..
+                value: Value::Str(s), ..
             }) => Some(s.clone()),
             #[allow(unreachable_patterns)]
             Some(_) => return Err(errors::err(errors::WRONGTYPE)),

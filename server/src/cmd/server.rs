@@ -32,14 +32,7 @@ macro_rules! spec {
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("ping", -1, FAST, "connection", "Ping the server", ping),
     spec!("echo", 2, FAST, "connection", "Echo the given string", echo),
-    spec!(
-        "hello",
-        -1,
-        NO_AUTH | FAST,
-        "connection",
-        "Handshake with Redis",
-        hello
-    ),
+    spec!("hello", -1, NO_AUTH | FAST, "connection", "Handshake with Redis", hello),
     spec!(
         "auth",
         -2,
@@ -56,22 +49,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Change the selected database for the current connection",
         select
     ),
-    spec!(
-        "quit",
-        -1,
-        NO_AUTH | FAST,
-        "connection",
-        "Close the connection",
-        quit
-    ),
-    spec!(
-        "reset",
-        1,
-        NO_AUTH | FAST,
-        "connection",
-        "Reset the connection",
-        reset
-    ),
+    spec!("quit", -1, NO_AUTH | FAST, "connection", "Close the connection", quit),
+    spec!("reset", 1, NO_AUTH | FAST, "connection", "Reset the connection", reset),
     spec!(
         "client",
         -2,
@@ -104,14 +83,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "A container for server configuration commands",
         config
     ),
-    spec!(
-        "time",
-        1,
-        FAST,
-        "server",
-        "Return the current server time",
-        time
-    ),
+    spec!("time", 1, FAST, "server", "Return the current server time", time),
     spec!(
         "dbsize",
         1,
@@ -136,14 +108,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Remove all keys from all databases",
         flushall
     ),
-    spec!(
-        "swapdb",
-        3,
-        WRITE | FAST,
-        "server",
-        "Swaps two Redis databases",
-        swapdb
-    ),
+    spec!("swapdb", 3, WRITE | FAST, "server", "Swaps two Redis databases", swapdb),
     spec!(
         "lastsave",
         1,
@@ -226,8 +191,7 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut version = None;
     let mut i = 1;
     if args.len() >= 2 {
-        let v =
-            tri!(num::parse_i64(&args[1]).ok_or_else(|| err(errors::PROTOCOL_VERSION_NOT_INTEGER)));
+        let v = tri!(num::parse_i64(&args[1]).ok_or_else(|| err(errors::PROTOCOL_VERSION_NOT_INTEGER)));
         if !(2..=3).contains(&v) {
             return err(errors::NOPROTO);
         }
@@ -277,10 +241,7 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Map(vec![
         (Reply::bulk("server"), Reply::bulk("redis")),
         (Reply::bulk("version"), Reply::bulk(REDIS_VERSION)),
-        (
-            Reply::bulk("proto"),
-            Reply::Int(if ctx.client.resp3 { 3 } else { 2 }),
-        ),
+        (Reply::bulk("proto"), Reply::Int(if ctx.client.resp3 { 3 } else { 2 })),
         (Reply::bulk("id"), Reply::Int(ctx.client.id as i64)),
         (Reply::bulk("mode"), Reply::bulk("standalone")),
         (Reply::bulk("role"), Reply::bulk("master")),
@@ -319,12 +280,7 @@ fn sub_arity(args: &[Bytes], parent: &str, sub: &str, arity: i32) -> Result<(), 
 
 /// Runs the subcommand handler whose name matches `args[1]`, after checking
 /// its arity; unknown names get Redis's "Try X HELP" error.
-fn dispatch_sub(
-    ctx: &mut Ctx,
-    args: &[Bytes],
-    parent: &str,
-    table: &[(&str, i32, super::Handler)],
-) -> Reply {
+fn dispatch_sub(ctx: &mut Ctx, args: &[Bytes], parent: &str, table: &[(&str, i32, super::Handler)]) -> Reply {
     for (name, arity, handler) in table {
         if is(&args[1], name) {
             tri!(sub_arity(args, &parent.to_ascii_lowercase(), name, *arity));
@@ -387,11 +343,7 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 && !is(&args[i + 1], "pubsub")
             {
                 return Reply::Error(
-                    format!(
-                        "ERR Unknown client type '{}'",
-                        String::from_utf8_lossy(&args[i + 1])
-                    )
-                    .into(),
+                    format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[i + 1])).into(),
                 );
             }
             if !is(&args[i + 1], "normal") {
@@ -434,12 +386,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             ctx.client.close_after_reply = true;
             return Reply::Ok;
         }
-        return match ctx
-            .server
-            .clients
-            .values()
-            .find(|c| c.addr.to_string() == addr)
-        {
+        return match ctx.server.clients.values().find(|c| c.addr.to_string() == addr) {
             Some(c) => {
                 c.signal.close();
                 Reply::Ok
@@ -470,19 +417,11 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 && !is(value, "slave")
                 && !is(value, "pubsub")
             {
-                return Reply::Error(
-                    format!(
-                        "ERR Unknown client type '{}'",
-                        String::from_utf8_lossy(value)
-                    )
-                    .into(),
-                );
+                return Reply::Error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(value)).into());
             }
         } else if is(&args[i], "user") {
             if value.as_ref() != b"default" {
-                return Reply::Error(
-                    format!("ERR No such user '{}'", String::from_utf8_lossy(value)).into(),
-                );
+                return Reply::Error(format!("ERR No such user '{}'", String::from_utf8_lossy(value)).into());
             }
         } else if is(&args[i], "skipme") {
             if is(value, "yes") {
@@ -653,12 +592,7 @@ fn command_list(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 false
             }
         };
-        return Reply::Array(
-            super::all()
-                .filter(keep)
-                .map(|c| Reply::bulk(c.name))
-                .collect(),
-        );
+        return Reply::Array(super::all().filter(keep).map(|c| Reply::bulk(c.name)).collect());
     }
     Reply::Array(super::all().map(|c| Reply::bulk(c.name)).collect())
 }
@@ -734,9 +668,7 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         match staged.set_runtime(&name, &value) {
             Ok(()) => {}
             Err(crate::config::SetError::Unknown) => return errors::config_set_unknown(&pair[0]),
-            Err(crate::config::SetError::Invalid(why)) => {
-                return errors::config_set_failed(&name, &why)
-            }
+            Err(crate::config::SetError::Invalid(why)) => return errors::config_set_failed(&name, &why),
         }
     }
     ctx.server.config = staged;

@@ -26,22 +26,8 @@ macro_rules! spec {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!(
-        "get",
-        2,
-        READONLY | FAST,
-        (1, 1, 1),
-        "Get the value of a key",
-        get
-    ),
-    spec!(
-        "set",
-        -3,
-        WRITE,
-        (1, 1, 1),
-        "Set the string value of a key",
-        set
-    ),
+    spec!("get", 2, READONLY | FAST, (1, 1, 1), "Get the value of a key", get),
+    spec!("set", -3, WRITE, (1, 1, 1), "Set the string value of a key", set),
     spec!(
         "setnx",
         3,
@@ -154,14 +140,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Increment the float value of a key by the given amount",
         incrbyfloat
     ),
-    spec!(
-        "append",
-        3,
-        WRITE,
-        (1, 1, 1),
-        "Append a value to a key",
-        append
-    ),
+    spec!("append", 3, WRITE, (1, 1, 1), "Append a value to a key", append),
     spec!(
         "strlen",
         2,
@@ -222,9 +201,7 @@ pub fn deadline(now: u64, arg: &[u8], unit: ExpireUnit, cmd: &str) -> Result<u64
         ms *= 1000;
     }
     if matches!(unit, ExpireUnit::Seconds | ExpireUnit::Millis) {
-        ms = ms
-            .checked_add(now as i64)
-            .ok_or_else(|| errors::invalid_expire(cmd))?;
+        ms = ms.checked_add(now as i64).ok_or_else(|| errors::invalid_expire(cmd))?;
     }
     Ok(ms as u64)
 }
@@ -302,11 +279,7 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Some((unit, arg)) => tri!(deadline(ctx.now, arg, *unit, "set")),
         None => 0,
     };
-    let old = if opts.get {
-        tri!(ctx.get_str(&args[1]))
-    } else {
-        None
-    };
+    let old = if opts.get { tri!(ctx.get_str(&args[1])) } else { None };
     let now = ctx.now;
     let db = ctx.db();
     let found = db.contains(&args[1], now);
@@ -408,8 +381,7 @@ fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             .iter()
             .map(|k| match db.lookup(k, now) {
                 Some(crate::store::Entry {
-                    value: Value::Str(s),
-                    ..
+                    value: Value::Str(s), ..
                 }) => Reply::Bulk(s.clone()),
                 #[allow(unreachable_patterns)]
                 _ => Reply::Nil,
@@ -433,10 +405,7 @@ fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return errors::wrong_args("msetnx");
     }
     let now = ctx.now;
-    if args[1..]
-        .chunks(2)
-        .any(|pair| ctx.db().contains(&pair[0], now))
-    {
+    if args[1..].chunks(2).any(|pair| ctx.db().contains(&pair[0], now)) {
         return Reply::Int(0);
     }
     for pair in args[1..].chunks(2) {
@@ -456,10 +425,8 @@ fn incr_by(ctx: &mut Ctx, key: &Bytes, by: i64) -> Reply {
         return err(errors::OVERFLOW);
     };
     let mut buf = itoa::Buffer::new();
-    ctx.db().replace_value(
-        key,
-        Value::Str(Bytes::copy_from_slice(buf.format(new).as_bytes())),
-    );
+    ctx.db()
+        .replace_value(key, Value::Str(Bytes::copy_from_slice(buf.format(new).as_bytes())));
     Reply::Int(new)
 }
 

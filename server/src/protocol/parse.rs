@@ -54,11 +54,7 @@ impl RequestParser {
     /// blank inline line) are consumed silently as Redis does. `Err` carries the
     /// exact error text (without the leading `-`); the connection must send it
     /// and close.
-    pub fn next(
-        &mut self,
-        buf: &mut BytesMut,
-        limits: &ProtocolLimits,
-    ) -> Result<Option<Vec<Bytes>>, String> {
+    pub fn next(&mut self, buf: &mut BytesMut, limits: &ProtocolLimits) -> Result<Option<Vec<Bytes>>, String> {
         loop {
             if self.remaining == 0 {
                 if buf.is_empty() {
@@ -70,9 +66,7 @@ impl RequestParser {
                         other => return Ok(other),
                     }
                 }
-                let Some(line) =
-                    take_line(buf, limits.max_inline_len, "too big mbulk count string")?
-                else {
+                let Some(line) = take_line(buf, limits.max_inline_len, "too big mbulk count string")? else {
                     return Ok(None);
                 };
                 let n = match parse_i64(&line[1..]) {
@@ -89,21 +83,14 @@ impl RequestParser {
                 let len = match self.bulk_len {
                     Some(len) => len,
                     None => {
-                        let Some(line) =
-                            take_line(buf, limits.max_inline_len, "too big bulk count string")?
-                        else {
+                        let Some(line) = take_line(buf, limits.max_inline_len, "too big bulk count string")? else {
                             return Ok(None);
                         };
                         if line[0] != b'$' {
-                            return Err(format!(
-                                "Protocol error: expected '$', got '{}'",
-                                line[0] as char
-                            ));
+                            return Err(format!("Protocol error: expected '$', got '{}'", line[0] as char));
                         }
                         let len = match parse_i64(&line[1..]) {
-                            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => {
-                                n as usize
-                            }
+                            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
                             _ => return Err("Protocol error: invalid bulk length".into()),
                         };
                         self.bulk_len = Some(len);
@@ -125,11 +112,7 @@ impl RequestParser {
     }
 
     /// One inline request: a line split like `sdssplitargs` (quotes, escapes).
-    fn inline(
-        &mut self,
-        buf: &mut BytesMut,
-        limits: &ProtocolLimits,
-    ) -> Result<Option<Vec<Bytes>>, String> {
+    fn inline(&mut self, buf: &mut BytesMut, limits: &ProtocolLimits) -> Result<Option<Vec<Bytes>>, String> {
         let Some(nl) = memchr(b'\n', buf) else {
             if buf.len() > limits.max_inline_len {
                 return Err("Protocol error: too big inline request".into());
@@ -198,12 +181,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                 if p >= n {
                     return None;
                 }
-                if line[p] == b'\\'
-                    && p + 3 < n
-                    && line[p + 1] == b'x'
-                    && is_hex(line[p + 2])
-                    && is_hex(line[p + 3])
-                {
+                if line[p] == b'\\' && p + 3 < n && line[p + 1] == b'x' && is_hex(line[p + 2]) && is_hex(line[p + 3]) {
                     current.push(hex_val(line[p + 2]) * 16 + hex_val(line[p + 3]));
                     p += 3;
                 } else if line[p] == b'\\' && p + 1 < n {
@@ -284,8 +262,7 @@ mod tests {
 
     #[test]
     fn multibulk_and_inline() {
-        let (reqs, err) =
-            parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\nECHO \"a\\x41\" 'b c'\n");
+        let (reqs, err) = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\nECHO \"a\\x41\" 'b c'\n");
         assert_eq!(err, None);
         assert_eq!(reqs.len(), 3);
         assert_eq!(reqs[0], vec![Bytes::from("GET"), Bytes::from("k")]);
@@ -339,20 +316,14 @@ mod tests {
             "Protocol error: unbalanced quotes in request"
         );
         let long = vec![b'a'; 70 * 1024];
-        assert_eq!(
-            parse_all(&long).1.unwrap(),
-            "Protocol error: too big inline request"
-        );
+        assert_eq!(parse_all(&long).1.unwrap(), "Protocol error: too big inline request");
     }
 
     #[test]
     fn declared_lengths_do_not_allocate() {
         let mut p = RequestParser::new();
         let mut buf = BytesMut::from(&b"*2000000000\r\n"[..]);
-        assert!(p
-            .next(&mut buf, &ProtocolLimits::default())
-            .unwrap()
-            .is_none());
+        assert!(p.next(&mut buf, &ProtocolLimits::default()).unwrap().is_none());
         assert!(p.args.capacity() <= MAX_PREALLOC_ARGS);
     }
 

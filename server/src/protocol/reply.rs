@@ -153,10 +153,7 @@ mod tests {
         assert_eq!(enc(&map, true), b"%1\r\n$1\r\na\r\n:1\r\n");
         assert_eq!(enc(&Reply::Nil, false), b"$-1\r\n");
         assert_eq!(enc(&Reply::Nil, true), b"_\r\n");
-        assert_eq!(
-            enc(&Reply::Double(0.1), false),
-            b"$19\r\n0.10000000000000001\r\n"
-        );
+        assert_eq!(enc(&Reply::Double(0.1), false), b"$19\r\n0.10000000000000001\r\n");
         assert_eq!(enc(&Reply::Double(f64::INFINITY), true), b",inf\r\n");
         assert_eq!(
             enc(&Reply::Verbatim("txt", Bytes::from("hi")), true),

@@ -121,13 +121,7 @@ impl Db {
         match self.map.get_mut(&key[..]) {
             Some(entry) => entry.value = value,
             None => {
-                self.map.insert(
-                    owned(key),
-                    Entry {
-                        value,
-                        expire_at: 0,
-                    },
-                );
+                self.map.insert(owned(key), Entry { value, expire_at: 0 });
             }
         }
     }
@@ -199,9 +193,7 @@ impl Db {
 
     /// Iterates over live keys (KEYS). Expired-but-unremoved keys are skipped.
     pub fn live_keys(&self, now: u64) -> impl Iterator<Item = (&Bytes, &Entry)> {
-        self.map
-            .iter()
-            .filter(move |(_, e)| !Self::is_expired(e, now))
+        self.map.iter().filter(move |(_, e)| !Self::is_expired(e, now))
     }
 
     /// The hash SCAN orders keys by. Stable for the life of this database, so
@@ -218,11 +210,7 @@ impl Db {
                 return None;
             }
             let idx = fastrand::usize(..self.map.len());
-            let (key, entry) = self
-                .map
-                .iter()
-                .nth(idx)
-                .map(|(k, e)| (k.clone(), e.expire_at))?;
+            let (key, entry) = self.map.iter().nth(idx).map(|(k, e)| (k.clone(), e.expire_at))?;
             if entry != 0 && entry <= now {
                 self.expire_if_due(&key, now);
                 continue;

@@ -65,11 +65,8 @@ fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nestin
                         break;
                     } else if pat.len() - p >= 3 && pat[p + 1] == b'-' {
                         // C compares signed chars here.
-                        let (mut start, mut end, mut c) = (
-                            pat[p] as i8 as i32,
-                            pat[p + 2] as i8 as i32,
-                            s[i] as i8 as i32,
-                        );
+                        let (mut start, mut end, mut c) =
+                            (pat[p] as i8 as i32, pat[p + 2] as i8 as i32, s[i] as i8 as i32);
                         if start > end {
                             std::mem::swap(&mut start, &mut end);
                         }
@@ -82,9 +79,7 @@ fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nestin
                         if c >= start && c <= end {
                             matched = true;
                         }
-                    } else if (!nocase && pat[p] == s[i])
-                        || (nocase && lower(pat[p]) == lower(s[i]))
-                    {
+                    } else if (!nocase && pat[p] == s[i]) || (nocase && lower(pat[p]) == lower(s[i])) {
                         matched = true;
                     }
                     p += 1;
@@ -103,11 +98,7 @@ fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nestin
                     p += 1;
                     c = pat[p];
                 }
-                let equal = if nocase {
-                    lower(c) == lower(s[i])
-                } else {
-                    c == s[i]
-                };
+                let equal = if nocase { lower(c) == lower(s[i]) } else { c == s[i] };
                 if !equal {
                     return false;
                 }
@@ -145,10 +136,7 @@ mod tests {
             ("[abc", "a"),
         ];
         for (p, s) in yes {
-            assert!(
-                matches(p.as_bytes(), s.as_bytes(), false),
-                "{p} should match {s}"
-            );
+            assert!(matches(p.as_bytes(), s.as_bytes(), false), "{p} should match {s}");
         }
         let no: &[(&str, &str)] = &[
             ("h[^e]llo", "hello"),
@@ -160,10 +148,7 @@ mod tests {
             ("**", ""),
         ];
         for (p, s) in no {
-            assert!(
-                !matches(p.as_bytes(), s.as_bytes(), false),
-                "{p} should not match {s}"
-            );
+            assert!(!matches(p.as_bytes(), s.as_bytes(), false), "{p} should not match {s}");
         }
         assert!(matches(b"HELLO", b"hello", true));
     }

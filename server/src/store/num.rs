@@ -29,11 +29,7 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if s == b"0" {
         return Some(0);
     }
-    let (neg, digits) = if s[0] == b'-' {
-        (true, &s[1..])
-    } else {
-        (false, s)
-    };
+    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
     if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
         return None;
     }
@@ -138,18 +134,12 @@ mod tests {
 
     #[test]
     fn long_double_increments_print_like_redis() {
-        assert_eq!(
-            incr_by_float(Some(b"10.5"), b"0.1"),
-            FloatIncr::Ok(b"10.6".to_vec())
-        );
+        assert_eq!(incr_by_float(Some(b"10.5"), b"0.1"), FloatIncr::Ok(b"10.6".to_vec()));
         assert_eq!(
             incr_by_float(Some(b"10.6"), b"1e10"),
             FloatIncr::Ok(b"10000000010.59999999962747097".to_vec())
         );
-        assert_eq!(
-            incr_by_float(Some(b"3.0e3"), b"0"),
-            FloatIncr::Ok(b"3000".to_vec())
-        );
+        assert_eq!(incr_by_float(Some(b"3.0e3"), b"0"), FloatIncr::Ok(b"3000".to_vec()));
         assert_eq!(incr_by_float(None, b"-0"), FloatIncr::Ok(b"0".to_vec()));
         assert_eq!(incr_by_float(Some(b"1"), b" 1"), FloatIncr::NotAFloat);
         assert_eq!(incr_by_float(Some(b"1"), b"nan"), FloatIncr::NotAFloat);

@@ -1,0 +1,146 @@
+//! The `coordis-server` binary as a drop-in for `redis-server`.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use coordis::testing::{free_port, RawClient};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coordis-server");
+
+/// Kills the child if a test fails before stopping it.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_ready(addr: SocketAddr) -> RawClient {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut c) = RawClient::connect(addr) {
+            if c.command(&["PING"]).is_ok() {
+                return c;
+            }
+        }
+        assert!(Instant::now() < deadline, "coordis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn start(args: &[&str]) -> Running {
+    Running(
+        Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn accepts_redis_server_flags_and_stops_on_sigterm() {
+    let port = free_port().unwrap();
+    let mut server = start(&[
+        "--port",
+        &port.to_string(),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--databases",
+        "4",
+    ]);
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    assert_eq!(
+        c.command(&["SELECT", "4"]).unwrap(),
+        b"-ERR DB index is out of range\r\n"
+    );
+    assert_eq!(
+        c.command(&["CONFIG", "GET", "appendonly"]).unwrap(),
+        b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"
+    );
+    // SIGTERM: graceful shutdown, exit code 0.
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn port_in_use_is_one_clear_error_and_exit_code_1() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = Command::new(BIN).args(["--port", &port]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains(&port) && lines[0].to_lowercase().contains("in use"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn config_file_then_flags() {
+    let port = free_port().unwrap();
+    let dir = std::env::temp_dir().join(format!("coordis-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("redis.conf");
+    std::fs::write(
+        &conf,
+        format!("# test config\nport {port}\nrequirepass \"from file\"\nsave \"\"\ndaemonize no\n"),
+    )
+    .unwrap();
+    let _server = start(&[conf.to_str().unwrap(), "--maxclients", "50"]);
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut c = wait_ready(addr);
+    assert_eq!(
+        c.command(&["GET", "x"]).unwrap(),
+        b"-NOAUTH Authentication required.\r\n"
+    );
+    assert_eq!(c.command(&["AUTH", "from file"]).unwrap(), b"+OK\r\n");
+    assert_eq!(
+        c.command(&["CONFIG", "GET", "maxclients"]).unwrap(),
+        b"*2\r\n$10\r\nmaxclients\r\n$2\r\n50\r\n"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unknown_directive_fails_fast() {
+    let out = Command::new(BIN)
+        .args(["--port", "0", "--no-such-directive", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-directive"));
+}
+
+#[test]
+fn shutdown_command_stops_the_process() {
+    let port = free_port().unwrap();
+    let mut server = start(&["--port", &port.to_string()]);
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    c.send(&RawClient::encode(&[b"SHUTDOWN", b"NOSAVE"])).unwrap();
+    // Redis closes the connection without a reply.
+    assert_eq!(c.read_to_close().unwrap(), b"");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            assert!(status.success());
+            break;
+        }
+        assert!(Instant::now() < deadline, "still running after SHUTDOWN");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut err = String::new();
+    server.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("SHUTDOWN"), "{err}");
+}
