@@ -37,6 +37,11 @@ pub struct Config {
     pub proto_max_bulk_len: usize,
     /// Active-expiry frequency (times per second). Default 10.
     pub hz: u32,
+    /// Threads serving connections in `coordis-server` (tokio workers).
+    /// Default 1, as Redis's `io-threads`: on small machines one thread plus
+    /// the client's beats two contending for the keyspace lock; raise it on
+    /// machines with cores to spare and many concurrent clients.
+    pub io_threads: usize,
     /// Redis directives accepted but without effect in coordis, by name.
     pub ignored: BTreeMap<String, String>,
 }
@@ -54,6 +59,7 @@ impl Default for Config {
             tcp_keepalive: 300,
             proto_max_bulk_len: 512 * 1024 * 1024,
             hz: 10,
+            io_threads: 1,
             ignored: IGNORED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
     }
@@ -81,7 +87,6 @@ const IGNORED: &[(&str, &str)] = &[
     ("rdbchecksum", "yes"),
     ("maxmemory", "0"),
     ("maxmemory-policy", "noeviction"),
-    ("io-threads", "1"),
     ("lazyfree-lazy-eviction", "no"),
     ("lazyfree-lazy-expire", "no"),
     ("lazyfree-lazy-server-del", "no"),
@@ -174,7 +179,7 @@ impl Config {
                 }
                 self.bind = values.to_vec();
             }
-            "port" | "databases" => {
+            "port" | "databases" | "io-threads" => {
                 let v = one()?;
                 self.set_runtime_inner(&name, v, true).map_err(describe)?;
             }
@@ -242,7 +247,16 @@ impl Config {
                 }
                 self.databases = n;
             }
-            "port" | "databases" | "bind" => return Err(SetError::Invalid("can't set immutable config".into())),
+            "io-threads" if startup => {
+                let n: usize = parse_num(value)?;
+                if !(1..=128).contains(&n) {
+                    return Err(SetError::Invalid("argument must be between 1 and 128 inclusive".into()));
+                }
+                self.io_threads = n;
+            }
+            "port" | "databases" | "bind" | "io-threads" => {
+                return Err(SetError::Invalid("can't set immutable config".into()))
+            }
             _ if self.ignored.contains_key(name) => {
                 self.ignored.insert(name.to_string(), value.to_string());
             }
@@ -264,6 +278,7 @@ impl Config {
             ("tcp-keepalive".to_string(), self.tcp_keepalive.to_string()),
             ("proto-max-bulk-len".to_string(), self.proto_max_bulk_len.to_string()),
             ("hz".to_string(), self.hz.to_string()),
+            ("io-threads".to_string(), self.io_threads.to_string()),
         ];
         out.extend(self.ignored.iter().map(|(k, v)| (k.clone(), v.clone())));
         out

@@ -1,21 +1,21 @@
-//! The executor: one thread that owns the keyspace and runs every command.
+//! The engine: the keyspace plus server state, and the code that runs a
+//! batch of commands against them.
 //!
-//! Connection tasks send it [`Job`]s over a channel; it applies each batch of
-//! requests in order, encodes the replies into one buffer and sends it back
-//! through a oneshot channel. Between jobs it runs active expiry in bounded
-//! steps. See [`crate::store`] for why coordis is shaped this way.
+//! The server keeps one `Mutex<Engine>`. A connection task parses every
+//! request of a read, takes the lock once, runs the whole batch with
+//! [`Engine::run_batch`] (which encodes the replies into one buffer), drops the
+//! lock and writes. A background task calls [`Engine::active_expire_step`] in
+//! bounded steps. See [`crate::store`] for why coordis is shaped this way.
 //!
-//! The executor never performs network I/O and never blocks on anything but
-//! its job queue.
+//! Nothing here performs I/O or awaits; the lock is never held across an
+//! `.await`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::oneshot;
 
 use crate::clients::{ClientState, CloseSignal};
 use crate::cmd::{self, flags, Ctx};
@@ -77,25 +77,9 @@ pub struct ServerState {
     pub run_id: String,
     /// The port actually bound (INFO tcp_port; differs from config for port 0).
     pub port: u16,
-    /// Set by SHUTDOWN; the executor then triggers the server's shutdown.
+    /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
     pub shared: Arc<Shared>,
-}
-
-/// Work for the executor.
-pub enum Job {
-    /// A new connection: registered before any of its batches.
-    Connect(ClientState),
-    /// Requests parsed from one read, plus a protocol error that ended the
-    /// read (its reply follows the others and the connection closes).
-    Batch {
-        client: u64,
-        requests: Vec<Vec<Bytes>>,
-        protocol_error: Option<String>,
-        reply: oneshot::Sender<BatchOutput>,
-    },
-    Disconnect(u64),
-    Stop,
 }
 
 /// The encoded replies of a batch.
@@ -106,10 +90,11 @@ pub struct BatchOutput {
     pub close: bool,
 }
 
+/// The keyspace and server state. Shared as `Mutex<Engine>`; every method
+/// runs with the lock held and returns quickly.
 pub struct Engine {
     dbs: Vec<Db>,
     state: ServerState,
-    rx: Receiver<Job>,
     /// Triggered when a client runs SHUTDOWN.
     server_shutdown: Arc<CloseSignal>,
 }
@@ -119,7 +104,6 @@ impl Engine {
         config: Config,
         clock: Arc<dyn Clock>,
         port: u16,
-        rx: Receiver<Job>,
         shared: Arc<Shared>,
         server_shutdown: Arc<CloseSignal>,
     ) -> Engine {
@@ -141,40 +125,17 @@ impl Engine {
                 shutdown_requested: false,
                 shared,
             },
-            rx,
             server_shutdown,
         }
     }
 
-    /// Runs until a [`Job::Stop`] arrives or every sender is gone.
-    pub fn run(mut self) {
-        let mut next_tick = Instant::now();
-        let mut expiry_backlog = false;
-        loop {
-            let wait = if expiry_backlog {
-                Duration::ZERO
-            } else {
-                next_tick.saturating_duration_since(Instant::now())
-            };
-            match self.rx.recv_timeout(wait) {
-                Ok(Job::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-                Ok(job) => self.handle(job),
-                Err(RecvTimeoutError::Timeout) => {}
-            }
-            if expiry_backlog || Instant::now() >= next_tick {
-                expiry_backlog = self.active_expire_step();
-                if !expiry_backlog {
-                    next_tick = Instant::now() + Duration::from_millis(1000 / self.state.config.hz.max(1) as u64);
-                }
-            }
-        }
-        for client in self.state.clients.values() {
-            client.signal.close();
-        }
+    /// Time between active-expiry cycles (1000 / hz ms).
+    pub fn expire_interval(&self) -> Duration {
+        Duration::from_millis(1000 / self.state.config.hz.max(1) as u64)
     }
 
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
-    fn active_expire_step(&mut self) -> bool {
+    pub fn active_expire_step(&mut self) -> bool {
         let now = self.state.clock.now_ms();
         let mut budget = EXPIRE_STEP_KEYS;
         for db in &mut self.dbs {
@@ -186,30 +147,28 @@ impl Engine {
         false
     }
 
-    fn handle(&mut self, job: Job) {
-        match job {
-            Job::Connect(mut client) => {
-                self.state.stats.total_connections_received += 1;
-                client.authenticated = self.state.config.requirepass.is_none();
-                self.state.clients.insert(client.id, client);
-            }
-            Job::Disconnect(id) => {
-                self.state.clients.remove(&id);
-            }
-            Job::Batch {
-                client,
-                requests,
-                protocol_error,
-                reply,
-            } => {
-                let output = self.run_batch(client, requests, protocol_error);
-                let _ = reply.send(output);
-            }
-            Job::Stop => {}
+    /// Registers a new connection (before any of its batches).
+    pub fn connect(&mut self, mut client: ClientState) {
+        self.state.stats.total_connections_received += 1;
+        client.authenticated = self.state.config.requirepass.is_none();
+        self.state.clients.insert(client.id, client);
+    }
+
+    pub fn disconnect(&mut self, id: u64) {
+        self.state.clients.remove(&id);
+    }
+
+    /// Asks every connection to close (server shutdown).
+    pub fn close_all(&self) {
+        for client in self.state.clients.values() {
+            client.signal.close();
         }
     }
 
-    fn run_batch(&mut self, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
+    /// Runs the requests parsed from one read, in order, and returns their
+    /// encoded replies. A protocol error that ended the read is answered
+    /// after the others and closes the connection.
+    pub fn run_batch(&mut self, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
         let Some(mut client) = self.state.clients.remove(&id) else {
             return BatchOutput {
                 data: BytesMut::new(),
@@ -224,9 +183,12 @@ impl Engine {
                 close: true,
             };
         }
+        // One clock read per batch: a batch runs in an instant, as Redis's
+        // per-command time snapshot would see it.
+        let now = self.state.clock.now_ms();
         let mut out = BytesMut::with_capacity(256);
         for args in &requests {
-            self.execute(&mut client, args, &mut out);
+            self.execute(&mut client, args, now, &mut out);
             if client.close_after_reply {
                 break;
             }
@@ -245,9 +207,9 @@ impl Engine {
         BatchOutput { data: out, close }
     }
 
-    /// Runs one command for `client`, appending its reply to `out`.
-    pub fn execute(&mut self, client: &mut ClientState, args: &[Bytes], out: &mut BytesMut) {
-        let reply = self.dispatch(client, args);
+    /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
+    pub fn execute(&mut self, client: &mut ClientState, args: &[Bytes], now: u64, out: &mut BytesMut) {
+        let reply = self.dispatch(client, args, now);
         self.state.stats.total_commands_processed += 1;
         if reply.is_error() {
             self.state.stats.total_error_replies += 1;
@@ -259,7 +221,7 @@ impl Engine {
         reply.encode(out, client.resp3);
     }
 
-    fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes]) -> Reply {
+    fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes], now: u64) -> Reply {
         let Some(spec) = cmd::lookup(&args[0]) else {
             return errors::unknown_command(args);
         };
@@ -269,7 +231,6 @@ impl Engine {
         if !client.authenticated && spec.flags & flags::NO_AUTH == 0 {
             return errors::err(errors::NOAUTH);
         }
-        let now = self.state.clock.now_ms();
         client.last_cmd = spec.name;
         client.last_cmd_ms = now;
         let mut ctx = Ctx {

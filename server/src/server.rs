@@ -9,19 +9,18 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clients::{ClientState, CloseSignal};
 use crate::config::Config;
-use crate::engine::{Engine, Job, Shared};
+use crate::engine::{Engine, Shared};
 use crate::errors;
 use crate::protocol::{ProtocolLimits, RequestParser};
 use crate::store::Clock;
@@ -75,31 +74,21 @@ impl Bound {
     /// Serves until `shutdown` is triggered (by the owner or by SHUTDOWN),
     /// then drains connections and stops the executor.
     pub(crate) async fn serve(self, shutdown: Arc<CloseSignal>) {
-        let (tx, rx) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared::default());
-        let engine = Engine::new(
+        let engine = Arc::new(Mutex::new(Engine::new(
             self.config.clone(),
             self.clock.clone(),
             self.addr.port(),
-            rx,
             shared.clone(),
             shutdown.clone(),
-        );
-        let (done_tx, done_rx) = oneshot::channel();
-        std::thread::Builder::new()
-            .name("coordis-executor".into())
-            .spawn(move || {
-                engine.run();
-                let _ = done_tx.send(());
-            })
-            .expect("spawn executor thread");
-
+        )));
         let (stop_tx, stop_rx) = watch::channel(false);
+        let expiry = tokio::spawn(active_expiry(engine.clone(), stop_rx.clone()));
         let ids = Arc::new(AtomicU64::new(0));
         let mut accepts = JoinSet::new();
         for listener in self.listeners {
             let ctx = ConnCtx {
-                tx: tx.clone(),
+                engine: engine.clone(),
                 shared: shared.clone(),
                 ids: ids.clone(),
                 stop: stop_rx.clone(),
@@ -110,18 +99,38 @@ impl Bound {
         shutdown.closed().await;
         tracing::info!("shutting down: draining connections");
         let _ = stop_tx.send(true);
+        lock(&engine).close_all();
         while accepts.join_next().await.is_some() {}
-        let _ = tx.send(Job::Stop);
-        drop(tx);
-        let _ = done_rx.await;
+        let _ = expiry.await;
         tracing::info!("coordis is now ready to exit, bye bye...");
+    }
+}
+
+/// Takes the engine lock. A panic while it was held (a bug) leaves the data
+/// as the panicking command left it; serving on beats refusing everyone.
+fn lock(engine: &Mutex<Engine>) -> MutexGuard<'_, Engine> {
+    engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Active expiry: every 1000/hz ms, removes due keys in bounded steps,
+/// releasing the lock between steps so commands interleave.
+async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let interval = lock(&engine).expire_interval();
+        tokio::select! {
+            _ = stopped(&mut stop) => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        while lock(&engine).active_expire_step() {
+            tokio::task::yield_now().await;
+        }
     }
 }
 
 /// What every connection task of a listener shares.
 #[derive(Clone)]
 struct ConnCtx {
-    tx: Sender<Job>,
+    engine: Arc<Mutex<Engine>>,
     shared: Arc<Shared>,
     ids: Arc<AtomicU64>,
     stop: watch::Receiver<bool>,
@@ -184,13 +193,11 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     let signal = Arc::new(CloseSignal::default());
     let now = ctx.clock.now_ms();
     let client = ClientState::new(id, peer, laddr, now, signal.clone());
-    if ctx.tx.send(Job::Connect(client)).is_err() {
-        return;
-    }
+    lock(&ctx.engine).connect(client);
     if let Err(e) = serve_connection(&mut socket, id, &ctx, &signal).await {
         tracing::debug!("client {id} ({peer}): {e}");
     }
-    let _ = ctx.tx.send(Job::Disconnect(id));
+    lock(&ctx.engine).disconnect(id);
 }
 
 async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal: &CloseSignal) -> io::Result<()> {
@@ -230,23 +237,8 @@ async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal
         if requests.is_empty() && protocol_error.is_none() {
             continue;
         }
-        let (reply_tx, reply_rx) = oneshot::channel();
         let had_error = protocol_error.is_some();
-        if ctx
-            .tx
-            .send(Job::Batch {
-                client: id,
-                requests,
-                protocol_error,
-                reply: reply_tx,
-            })
-            .is_err()
-        {
-            return Ok(());
-        }
-        let Ok(output) = reply_rx.await else {
-            return Ok(());
-        };
+        let output = lock(&ctx.engine).run_batch(id, requests, protocol_error);
         socket.write_all(&output.data).await?;
         if output.close || had_error {
             let _ = socket.shutdown().await;

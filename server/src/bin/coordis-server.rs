@@ -60,6 +60,7 @@ fn main() -> ExitCode {
         tracing::warn!("{w}");
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.io_threads)
         .thread_name("coordis-io")
         .enable_all()
         .build()

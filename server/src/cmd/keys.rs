@@ -227,7 +227,7 @@ fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, n
     let flags = tri!(ExpireFlags::parse(&args[3..]));
     let mut when = tri!(int(&args[2]));
     if seconds {
-        if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
             return errors::invalid_expire(name);
         }
         when *= 1000;
