@@ -18,7 +18,11 @@ fn ping(server: &coordis::Server) {
 }
 
 fn startup(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     c.bench_function("embedded start to first PONG", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;

@@ -29,102 +29,26 @@ macro_rules! spec {
     };
 }
 
+#[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("ping", -1, FAST, "connection", "Ping the server", ping),
     spec!("echo", 2, FAST, "connection", "Echo the given string", echo),
     spec!("hello", -1, NO_AUTH | FAST, "connection", "Handshake with Redis", hello),
-    spec!(
-        "auth",
-        -2,
-        NO_AUTH | FAST,
-        "connection",
-        "Authenticate to the server",
-        auth
-    ),
-    spec!(
-        "select",
-        2,
-        FAST,
-        "connection",
-        "Change the selected database for the current connection",
-        select
-    ),
+    spec!("auth", -2, NO_AUTH | FAST, "connection", "Authenticate to the server", auth),
+    spec!("select", 2, FAST, "connection", "Change the selected database for the current connection", select),
     spec!("quit", -1, NO_AUTH | FAST, "connection", "Close the connection", quit),
     spec!("reset", 1, NO_AUTH | FAST, "connection", "Reset the connection", reset),
-    spec!(
-        "client",
-        -2,
-        0,
-        "connection",
-        "A container for client connection commands",
-        client
-    ),
-    spec!(
-        "command",
-        -1,
-        0,
-        "server",
-        "Get array of Redis command details",
-        command
-    ),
-    spec!(
-        "info",
-        -1,
-        0,
-        "server",
-        "Get information and statistics about the server",
-        info
-    ),
-    spec!(
-        "config",
-        -2,
-        0,
-        "server",
-        "A container for server configuration commands",
-        config
-    ),
+    spec!("client", -2, 0, "connection", "A container for client connection commands", client),
+    spec!("command", -1, 0, "server", "Get array of Redis command details", command),
+    spec!("info", -1, 0, "server", "Get information and statistics about the server", info),
+    spec!("config", -2, 0, "server", "A container for server configuration commands", config),
     spec!("time", 1, FAST, "server", "Return the current server time", time),
-    spec!(
-        "dbsize",
-        1,
-        READONLY | FAST,
-        "server",
-        "Return the number of keys in the selected database",
-        dbsize
-    ),
-    spec!(
-        "flushdb",
-        -1,
-        WRITE,
-        "server",
-        "Remove all keys from the current database",
-        flushdb
-    ),
-    spec!(
-        "flushall",
-        -1,
-        WRITE,
-        "server",
-        "Remove all keys from all databases",
-        flushall
-    ),
+    spec!("dbsize", 1, READONLY | FAST, "server", "Return the number of keys in the selected database", dbsize),
+    spec!("flushdb", -1, WRITE, "server", "Remove all keys from the current database", flushdb),
+    spec!("flushall", -1, WRITE, "server", "Remove all keys from all databases", flushall),
     spec!("swapdb", 3, WRITE | FAST, "server", "Swaps two Redis databases", swapdb),
-    spec!(
-        "lastsave",
-        1,
-        FAST,
-        "server",
-        "Get the UNIX time stamp of the last successful save to disk",
-        lastsave
-    ),
-    spec!(
-        "shutdown",
-        -1,
-        0,
-        "server",
-        "Synchronously save the dataset to disk and then shut down the server",
-        shutdown
-    ),
+    spec!("lastsave", 1, FAST, "server", "Get the UNIX time stamp of the last successful save to disk", lastsave),
+    spec!("shutdown", -1, 0, "server", "Synchronously save the dataset to disk and then shut down the server", shutdown),
 ];
 
 fn ping(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

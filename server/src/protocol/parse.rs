@@ -291,32 +291,19 @@ mod tests {
 
     #[test]
     fn protocol_errors_have_redis_text() {
-        assert_eq!(
-            parse_all(b"*x\r\n").1.unwrap(),
-            "Protocol error: invalid multibulk length"
-        );
-        assert_eq!(
-            parse_all(b"*1\r\n+a\r\n").1.unwrap(),
-            "Protocol error: expected '$', got '+'"
-        );
-        assert_eq!(
-            parse_all(b"*1\r\n$-5\r\n").1.unwrap(),
-            "Protocol error: invalid bulk length"
-        );
-        assert_eq!(
-            parse_all(b"*1\r\n$600000000\r\n").1.unwrap(),
-            "Protocol error: invalid bulk length"
-        );
-        assert_eq!(
-            parse_all(b"PING \"a\r\n").1.unwrap(),
-            "Protocol error: unbalanced quotes in request"
-        );
-        assert_eq!(
-            parse_all(b"PING \"a\"b\r\n").1.unwrap(),
-            "Protocol error: unbalanced quotes in request"
-        );
         let long = vec![b'a'; 70 * 1024];
-        assert_eq!(parse_all(&long).1.unwrap(), "Protocol error: too big inline request");
+        let cases: &[(&[u8], &str)] = &[
+            (b"*x\r\n", "invalid multibulk length"),
+            (b"*1\r\n+a\r\n", "expected '$', got '+'"),
+            (b"*1\r\n$-5\r\n", "invalid bulk length"),
+            (b"*1\r\n$600000000\r\n", "invalid bulk length"),
+            (b"PING \"a\r\n", "unbalanced quotes in request"),
+            (b"PING \"a\"b\r\n", "unbalanced quotes in request"),
+            (&long, "too big inline request"),
+        ];
+        for (input, text) in cases {
+            assert_eq!(parse_all(input).1.unwrap(), format!("Protocol error: {text}"));
+        }
     }
 
     #[test]
