@@ -95,3 +95,21 @@ int coordis_fmt_g17(double d, char *out, size_t outcap) {
     if (l < 0 || (size_t)l >= outcap) return 0;
     return l;
 }
+
+/* A score range bound as Redis's zslParseRange reads it (after any '('):
+ * plain strtod on the NUL-terminated argument, accepted when strtod stops at
+ * the terminator (an empty string is 0, leading spaces and overflow to inf
+ * are accepted) and the value is not NaN. Returns 1 and stores the value,
+ * or 0. */
+int coordis_strtod_range(const char *s, size_t slen, double *dp) {
+    char buf[MAX_LONG_DOUBLE_CHARS];
+    char *eptr;
+    double value;
+    if (slen >= sizeof(buf)) return 0;
+    memcpy(buf, s, slen);
+    buf[slen] = '\0';
+    value = strtod(buf, &eptr);
+    if (eptr[0] != '\0' || isnan(value)) return 0;
+    *dp = value;
+    return 1;
+}

@@ -21,6 +21,7 @@ use crate::store::{Db, Entry, Value};
 pub mod keys;
 pub mod server;
 pub mod strings;
+pub mod zset;
 
 /// Everything a handler may touch while it runs.
 pub struct Ctx<'a> {
@@ -46,7 +47,6 @@ impl Ctx<'_> {
             Some(Entry {
                 value: Value::Str(s), ..
             }) => Some(s.clone()),
-            #[allow(unreachable_patterns)]
             Some(_) => return Err(errors::err(errors::WRONGTYPE)),
         };
         if found.is_some() {
@@ -105,6 +105,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     strings::COMMANDS
         .iter()
         .chain(keys::COMMANDS.iter())
+        .chain(zset::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
 }
 

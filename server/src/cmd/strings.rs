@@ -258,7 +258,6 @@ fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 Some(crate::store::Entry {
                     value: Value::Str(s), ..
                 }) => Reply::Bulk(s.clone()),
-                #[allow(unreachable_patterns)]
                 _ => Reply::Nil,
             })
             .collect(),

@@ -33,6 +33,9 @@ pub enum Reply {
     Bool(bool),
     /// RESP3 verbatim string with its 3-letter format; a bulk string in RESP2.
     Verbatim(&'static str, Bytes),
+    /// Members with scores (WITHSCORES): a flat `member, score, ...` array of
+    /// bulk strings in RESP2, an array of `[member, double]` pairs in RESP3.
+    ScorePairs(Vec<(Bytes, f64)>),
 }
 
 impl Reply {
@@ -89,6 +92,20 @@ impl Reply {
                     line(out, b',', text.as_bytes());
                 } else {
                     bulk(out, b'$', text.as_bytes());
+                }
+            }
+            Reply::ScorePairs(pairs) => {
+                if resp3 {
+                    int_line(out, b'*', pairs.len() as i64);
+                } else {
+                    int_line(out, b'*', 2 * pairs.len() as i64);
+                }
+                for (member, score) in pairs {
+                    if resp3 {
+                        out.put_slice(b"*2\r\n");
+                    }
+                    bulk(out, b'$', member);
+                    Reply::Double(*score).encode(out, resp3);
                 }
             }
             Reply::Bool(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),

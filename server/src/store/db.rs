@@ -3,15 +3,19 @@
 use std::collections::{BTreeSet, HashMap};
 
 use foldhash::fast::RandomState;
+
+use super::zset::ZSet;
 use std::hash::BuildHasher;
 
 use bytes::Bytes;
 
 /// A stored value. Strings are kept as their bytes (Redis's integer encoding
 /// is an optimisation clients cannot observe, except through OBJECT ENCODING).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Value {
     Str(Bytes),
+    /// Boxed so that the common string case keeps `Value` small.
+    ZSet(Box<ZSet>),
 }
 
 impl Value {
@@ -19,6 +23,7 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::ZSet(_) => "zset",
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod clock;
 pub mod db;
 pub mod glob;
 pub mod num;
+pub mod zset;
 
 pub use clock::{Clock, SystemClock};
 pub use db::{Db, Entry, Value};

@@ -19,6 +19,7 @@ extern "C" {
     ) -> c_int;
     fn coordis_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
     fn coordis_fmt_g17(d: f64, out: *mut c_char, outcap: usize) -> c_int;
+    fn coordis_strtod_range(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
 }
 
 /// Parses a signed 64-bit integer exactly as Redis's `string2ll` does.
@@ -99,6 +100,15 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     (ok == 1).then_some(v)
 }
 
+/// Parses one bound of a score range as Redis's `zslParseRange` does (plain
+/// `strtod`: an empty string is 0, overflow is ±inf, NaN is refused).
+pub fn parse_range_f64(s: &[u8]) -> Option<f64> {
+    let mut v = 0f64;
+    // SAFETY: the C side reads exactly `s.len()` bytes and writes one f64.
+    let ok = unsafe { coordis_strtod_range(s.as_ptr() as *const c_char, s.len(), &mut v) };
+    (ok == 1).then_some(v)
+}
+
 /// `printf("%.17g", d)`.
 pub fn fmt_g17(d: f64) -> String {
     let mut buf = [0u8; 64];
@@ -154,5 +164,10 @@ mod tests {
         assert_eq!(fmt_g17(0.1), "0.10000000000000001");
         assert_eq!(fmt_g17(1e20), "1e+20");
         assert_eq!(fmt_g17(2.5), "2.5");
+        assert_eq!(parse_range_f64(b""), Some(0.0));
+        assert_eq!(parse_range_f64(b" 1"), Some(1.0));
+        assert_eq!(parse_range_f64(b"1e400"), Some(f64::INFINITY));
+        assert_eq!(parse_range_f64(b"nan"), None);
+        assert_eq!(parse_range_f64(b"1x"), None);
     }
 }
