@@ -356,11 +356,7 @@ fn zlexcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let Some(z) = tri!(read(ctx, &args[1])) else {
         return Reply::Int(0);
     };
-    Reply::Int(count_between(
-        z,
-        z.first_in_lex_range(&range),
-        z.last_in_lex_range(&range),
-    ))
+    Reply::Int(z.lex_count(&range))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -402,12 +398,17 @@ fn select(z: &ZSet, bounds: &Bounds, rev: bool, offset: i64, limit: i64) -> Vec<
             if offset < 0 || (offset > 0 && offset as usize >= z.len()) {
                 return out;
             }
+            // Like Redis, only the far end is checked while walking: the walk
+            // starts inside the range. (With mixed scores a lex walk can pass
+            // members below the min; Redis returns them too.)
             let in_range = |c: Cursor| {
                 let (m, s) = z.get(c);
-                match bounds {
-                    Bounds::Score(r) => ZSet::score_in_range(r, s),
-                    Bounds::Lex(r) => ZSet::member_in_range(r, m),
-                    Bounds::Rank(..) => unreachable!(),
+                match (bounds, rev) {
+                    (Bounds::Score(r), false) => r.lte_max(s),
+                    (Bounds::Score(r), true) => r.gte_min(s),
+                    (Bounds::Lex(r), false) => r.lte_max(m),
+                    (Bounds::Lex(r), true) => r.gte_min(m),
+                    (Bounds::Rank(..), _) => unreachable!(),
                 }
             };
             let mut cur = match (bounds, rev) {

@@ -44,7 +44,7 @@ pub struct ScoreRange {
 }
 
 impl ScoreRange {
-    fn gte_min(&self, v: f64) -> bool {
+    pub fn gte_min(&self, v: f64) -> bool {
         if self.minex {
             v > self.min
         } else {
@@ -52,7 +52,7 @@ impl ScoreRange {
         }
     }
 
-    fn lte_max(&self, v: f64) -> bool {
+    pub fn lte_max(&self, v: f64) -> bool {
         if self.maxex {
             v < self.max
         } else {
@@ -101,7 +101,7 @@ impl LexBound {
 }
 
 impl LexRange {
-    fn gte_min(&self, m: &[u8]) -> bool {
+    pub fn gte_min(&self, m: &[u8]) -> bool {
         let order = cmp_bound(&self.min, m);
         if self.min.exclusive() {
             order == Ordering::Less
@@ -110,7 +110,7 @@ impl LexRange {
         }
     }
 
-    fn lte_max(&self, m: &[u8]) -> bool {
+    pub fn lte_max(&self, m: &[u8]) -> bool {
         let order = cmp_bound(&self.max, m);
         if self.max.exclusive() {
             order == Ordering::Greater
@@ -562,19 +562,56 @@ impl ZSet {
         Self::cursor(self.list.seek_last(|n| r.lte_max(n.score))).filter(|c| r.gte_min(self.get(*c).1))
     }
 
-    pub fn first_in_lex_range(&self, r: &LexRange) -> Option<Cursor> {
-        if !r.is_satisfiable() {
-            return None;
+    /// Redis's `zslIsInLexRange`: the range is satisfiable, the last member
+    /// is not below it and the first is not above it.
+    fn lex_range_overlaps(&self, r: &LexRange) -> bool {
+        match (self.first(), self.last()) {
+            (Some(f), Some(l)) => r.is_satisfiable() && r.gte_min(self.get(l).0) && r.lte_max(self.get(f).0),
+            _ => false,
         }
-        let (_, x) = self.list.seek(|n| !r.gte_min(&n.member));
-        Self::cursor(x).filter(|c| r.lte_max(self.get(*c).0))
     }
 
-    pub fn last_in_lex_range(&self, r: &LexRange) -> Option<Cursor> {
-        if !r.is_satisfiable() {
+    /// First element of a lexicographic range. Lex ranges presume equal
+    /// scores; with mixed scores the answer depends on the encoding, so this
+    /// follows Redis: a linear scan for compact sets (deterministic), a skip
+    /// list descent for large ones.
+    pub fn first_in_lex_range(&self, r: &LexRange) -> Option<Cursor> {
+        if !self.lex_range_overlaps(r) {
             return None;
         }
-        Self::cursor(self.list.seek_last(|n| r.lte_max(&n.member))).filter(|c| r.gte_min(self.get(*c).0))
+        let found = if self.compact {
+            let mut cur = self.first();
+            while let Some(c) = cur {
+                if r.gte_min(self.get(c).0) {
+                    break;
+                }
+                cur = self.step(c, false);
+            }
+            cur
+        } else {
+            Self::cursor(self.list.seek(|n| !r.gte_min(&n.member)).1)
+        };
+        found.filter(|c| r.lte_max(self.get(*c).0))
+    }
+
+    /// Last element of a lexicographic range (see [`ZSet::first_in_lex_range`]).
+    pub fn last_in_lex_range(&self, r: &LexRange) -> Option<Cursor> {
+        if !self.lex_range_overlaps(r) {
+            return None;
+        }
+        let found = if self.compact {
+            let mut cur = self.last();
+            while let Some(c) = cur {
+                if r.lte_max(self.get(c).0) {
+                    break;
+                }
+                cur = self.step(c, true);
+            }
+            cur
+        } else {
+            Self::cursor(self.list.seek_last(|n| r.lte_max(&n.member)))
+        };
+        found.filter(|c| r.gte_min(self.get(*c).0))
     }
 
     pub fn score_in_range(r: &ScoreRange, score: f64) -> bool {
@@ -601,13 +638,46 @@ impl ZSet {
         removed.len()
     }
 
-    pub fn remove_lex_range(&mut self, r: &LexRange) -> usize {
-        if !r.is_satisfiable() {
+    /// ZLEXCOUNT: a walk from the first element of the range while members
+    /// are not above its max (compact sets), or a difference of ranks (large
+    /// sets), as Redis computes it for each encoding.
+    pub fn lex_count(&self, r: &LexRange) -> i64 {
+        let Some(first) = self.first_in_lex_range(r) else {
             return 0;
+        };
+        if self.compact {
+            let mut count = 0;
+            let mut cur = Some(first);
+            while let Some(c) = cur {
+                if !r.lte_max(self.get(c).0) {
+                    break;
+                }
+                count += 1;
+                cur = self.step(c, false);
+            }
+            return count;
         }
+        let rank_of = |c: Cursor| self.rank(self.get(c).0, false).unwrap_or(0) as i64;
+        let mut count = self.len() as i64 - rank_of(first);
+        if let Some(last) = self.last_in_lex_range(r) {
+            count -= self.len() as i64 - rank_of(last) - 1;
+        }
+        count
+    }
+
+    /// Removes the run of elements that starts at the first element of the
+    /// lexicographic range and continues while members are not above its max.
+    pub fn remove_lex_range(&mut self, r: &LexRange) -> usize {
+        let Some(first) = self.first_in_lex_range(r) else {
+            return 0;
+        };
+        let (member, score) = {
+            let (m, s) = self.get(first);
+            (m.clone(), s)
+        };
         let removed = self
             .list
-            .delete_run(|n| !r.gte_min(&n.member), |n| r.lte_max(&n.member));
+            .delete_run(|n| less(n.score, &n.member, score, &member), |n| r.lte_max(&n.member));
         self.forget(&removed);
         removed.len()
     }
