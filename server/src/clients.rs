@@ -16,9 +16,10 @@ pub struct CloseSignal {
 }
 
 impl CloseSignal {
+    /// Sets the flag and wakes every task waiting in [`CloseSignal::closed`].
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.notify.notify_one();
+        self.notify.notify_waiters();
     }
 
     pub fn is_closed(&self) -> bool {
@@ -27,8 +28,16 @@ impl CloseSignal {
 
     /// Resolves once [`CloseSignal::close`] has been called.
     pub async fn closed(&self) {
-        while !self.is_closed() {
-            self.notify.notified().await;
+        loop {
+            // Register interest before checking the flag, so a close between
+            // the check and the await is not missed.
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_closed() {
+                return;
+            }
+            notified.await;
         }
     }
 }

@@ -54,9 +54,12 @@ mod server;
 pub mod store;
 pub mod testing;
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+
+use tokio::sync::oneshot;
 
 use clients::CloseSignal;
 pub use config::Config;
@@ -130,41 +133,82 @@ impl Builder {
         &mut self.config
     }
 
-    /// Binds and starts serving on the current tokio runtime.
+    /// Starts the server on threads of its own (a tokio runtime with
+    /// `io_threads` workers) and returns once it listens. The caller's
+    /// runtime only awaits that: its flavor (`#[tokio::test]` is
+    /// single-threaded) and whatever else it runs cannot stall the server.
     pub async fn start(self) -> io::Result<Server> {
-        let bound = server::bind(self.config, self.clock).await?;
-        let addr = bound.addr;
-        let shutdown = Arc::new(CloseSignal::default());
-        let task = tokio::spawn(bound.serve(shutdown.clone()));
-        Ok(Server {
-            addr,
-            shutdown,
-            task: Some(task),
-        })
+        let (ready_rx, shutdown, thread) = self.spawn()?;
+        let addr = ready_rx.await.map_err(|_| io::Error::other("coordis thread exited"))??;
+        Ok(Server { addr, shutdown, thread: Some(thread) })
     }
 
-    /// Starts on a runtime of its own, for tests and programs without one.
+    /// [`Builder::start`] for code without an async runtime.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("coordis-io")
-            .enable_all()
-            .build()?;
-        let server = runtime.block_on(self.start())?;
-        Ok(BlockingServer {
-            server: Some(server),
-            runtime: Some(runtime),
-        })
+        let (ready_rx, shutdown, thread) = self.spawn()?;
+        let addr = ready_rx.blocking_recv().map_err(|_| io::Error::other("coordis thread exited"))??;
+        Ok(BlockingServer { server: Some(Server { addr, shutdown, thread: Some(thread) }) })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn spawn(self) -> io::Result<(oneshot::Receiver<io::Result<SocketAddr>>, Arc<CloseSignal>, std::thread::JoinHandle<()>)> {
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let shutdown = Arc::new(CloseSignal::default());
+        let signal = shutdown.clone();
+        let thread = std::thread::Builder::new().name("coordis".into()).spawn(move || {
+            let runtime = match runtime(self.config.io_threads) {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                match server::bind(self.config, self.clock).await {
+                    Ok(bound) => {
+                        let _ = ready_tx.send(Ok(bound.addr));
+                        bound.serve(signal).await;
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                    }
+                }
+            });
+            runtime.shutdown_timeout(server::DRAIN_DEADLINE);
+        })?;
+        Ok((ready_rx, shutdown, thread))
+    }
+
+    /// Serves on the current tokio runtime (which must be multi-threaded)
+    /// until `stop` resolves or a client sends SHUTDOWN; `on_ready` gets the
+    /// bound address. This is what `coordis-server` runs.
+    pub async fn serve(self, stop: impl Future<Output = ()>, on_ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
+        let bound = server::bind(self.config, self.clock).await?;
+        on_ready(bound.addr);
+        let shutdown = Arc::new(CloseSignal::default());
+        let serving = tokio::spawn(bound.serve(shutdown.clone()));
+        tokio::select! {
+            _ = stop => shutdown.close(),
+            _ = shutdown.closed() => tracing::info!("SHUTDOWN received"),
+        }
+        let _ = serving.await;
+        Ok(())
     }
 }
 
-/// A running server on the caller's tokio runtime. Dropping it triggers a
-/// shutdown without waiting; [`Server::shutdown`] waits for it to finish.
+/// The runtime an embedded server runs on: multi-threaded, so that a long
+/// script can leave its worker (`block_in_place`) while others keep serving.
+fn runtime(io_threads: usize) -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(io_threads.max(1)).thread_name("coordis-io").enable_all().build()
+}
+
+/// A running server. Dropping it triggers a shutdown without waiting;
+/// [`Server::shutdown`] waits for it to finish.
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
     shutdown: Arc<CloseSignal>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Server {
@@ -188,24 +232,24 @@ impl Server {
     }
 
     /// Stops accepting, lets connections finish the batch they are running
-    /// (up to a drain deadline), stops the executor, and returns when done.
+    /// (up to a drain deadline), and returns when the server has stopped.
     pub async fn shutdown(mut self) {
         self.shutdown.close();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
-    }
-
-    /// Waits until the server stops (a client sent SHUTDOWN, or [`Server::trigger_shutdown`]).
-    pub async fn stopped(&mut self) {
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }
     }
 
     /// Asks the server to shut down without waiting.
     pub fn trigger_shutdown(&self) {
         self.shutdown.close();
+    }
+
+    fn shutdown_blocking(&mut self) {
+        self.shutdown.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -215,11 +259,11 @@ impl Drop for Server {
     }
 }
 
-/// A server running on its own runtime threads; for synchronous code.
+/// A running server for synchronous code; dropping it shuts it down and
+/// waits.
 #[derive(Debug)]
 pub struct BlockingServer {
     server: Option<Server>,
-    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl BlockingServer {
@@ -237,9 +281,8 @@ impl BlockingServer {
     }
 
     fn stop(&mut self) {
-        if let (Some(server), Some(runtime)) = (self.server.take(), self.runtime.take()) {
-            runtime.block_on(server.shutdown());
-            runtime.shutdown_background();
+        if let Some(mut server) = self.server.take() {
+            server.shutdown_blocking();
         }
     }
 }

@@ -74,29 +74,29 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         let bind = config.bind.join(" ");
         let port = config.port;
-        let mut server = match coordis::Builder::from_config(config).start().await {
-            Ok(s) => s,
+        let served = coordis::Builder::from_config(config)
+            .serve(
+                async {
+                    let signal = shutdown_signal().await;
+                    tracing::info!("received {signal}, shutting down");
+                },
+                |addr| {
+                    tracing::info!(
+                        "coordis {} listening on {} (Redis {} protocol); ready to accept connections",
+                        env!("CARGO_PKG_VERSION"),
+                        addr,
+                        coordis::cmd::server::REDIS_VERSION
+                    )
+                },
+            )
+            .await;
+        match served {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("coordis-server: could not listen on {bind} port {port}: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        tracing::info!(
-            "coordis {} listening on {} (Redis {} protocol); ready to accept connections",
-            env!("CARGO_PKG_VERSION"),
-            server.addr(),
-            coordis::cmd::server::REDIS_VERSION
-        );
-        tokio::select! {
-            _ = server.stopped() => {
-                tracing::info!("SHUTDOWN received");
-            }
-            signal = shutdown_signal() => {
-                tracing::info!("received {signal}, shutting down");
-                server.shutdown().await;
+                ExitCode::FAILURE
             }
         }
-        ExitCode::SUCCESS
     })
 }
 
