@@ -43,7 +43,12 @@ fn bench(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("zremrangebyscore_10", n), |b| {
             b.iter(|| {
                 let start = rng.usize(..n - 10);
-                let range = ScoreRange { min: start as f64, max: (start + 9) as f64, minex: false, maxex: false };
+                let range = ScoreRange {
+                    min: start as f64,
+                    max: (start + 9) as f64,
+                    minex: false,
+                    maxex: false,
+                };
                 let removed = z.remove_score_range(&range);
                 for (i, m) in members[start..start + 10].iter().enumerate() {
                     z.insert(m, (start + i) as f64);
@@ -51,7 +56,9 @@ fn bench(c: &mut Criterion) {
                 removed
             })
         });
-        group.bench_function(BenchmarkId::new("zrank", n), |b| b.iter(|| z.rank(&members[rng.usize(..n)], false)));
+        group.bench_function(BenchmarkId::new("zrank", n), |b| {
+            b.iter(|| z.rank(&members[rng.usize(..n)], false))
+        });
     }
     group.finish();
 }

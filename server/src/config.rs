@@ -42,6 +42,13 @@ pub struct Config {
     /// the client's beats two contending for the keyspace lock; raise it on
     /// machines with cores to spare and many concurrent clients.
     pub io_threads: usize,
+    /// Milliseconds a script may run before other clients get `-BUSY`
+    /// (`busy-reply-threshold`, alias `lua-time-limit`). Default 5000.
+    pub busy_reply_threshold: u64,
+    /// Bytes the Lua VM may allocate (`lua-memory-limit`, coordis's own;
+    /// Redis has no limit). A script past it fails; the server lives on.
+    /// Default 256 MB; 0 disables the limit.
+    pub lua_memory_limit: usize,
     /// Redis directives accepted but without effect in coordis, by name.
     pub ignored: BTreeMap<String, String>,
 }
@@ -60,6 +67,8 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             hz: 10,
             io_threads: 1,
+            busy_reply_threshold: 5000,
+            lua_memory_limit: 256 * 1024 * 1024,
             ignored: IGNORED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
     }
@@ -103,8 +112,6 @@ const IGNORED: &[(&str, &str)] = &[
     ("cluster-enabled", "no"),
     ("activerehashing", "yes"),
     ("dynamic-hz", "yes"),
-    ("lua-time-limit", "5000"),
-    ("busy-reply-threshold", "5000"),
     ("client-query-buffer-limit", "1073741824"),
     (
         "client-output-buffer-limit",
@@ -183,7 +190,16 @@ impl Config {
                 let v = one()?;
                 self.set_runtime_inner(&name, v, true).map_err(describe)?;
             }
-            "requirepass" | "maxclients" | "loglevel" | "timeout" | "tcp-keepalive" | "proto-max-bulk-len" | "hz" => {
+            "requirepass"
+            | "maxclients"
+            | "loglevel"
+            | "timeout"
+            | "tcp-keepalive"
+            | "proto-max-bulk-len"
+            | "hz"
+            | "lua-time-limit"
+            | "busy-reply-threshold"
+            | "lua-memory-limit" => {
                 let v = one()?;
                 self.set_runtime_inner(&name, v, true).map_err(describe)?;
             }
@@ -237,6 +253,8 @@ impl Config {
                 let n: u32 = parse_num(value)?;
                 self.hz = n.clamp(1, 500);
             }
+            "lua-time-limit" | "busy-reply-threshold" => self.busy_reply_threshold = parse_num(value)?,
+            "lua-memory-limit" => self.lua_memory_limit = parse_bytes(value)?,
             "port" if startup => self.port = parse_num(value)?,
             "databases" if startup => {
                 let n: usize = parse_num(value)?;
@@ -279,6 +297,12 @@ impl Config {
             ("proto-max-bulk-len".to_string(), self.proto_max_bulk_len.to_string()),
             ("hz".to_string(), self.hz.to_string()),
             ("io-threads".to_string(), self.io_threads.to_string()),
+            (
+                "busy-reply-threshold".to_string(),
+                self.busy_reply_threshold.to_string(),
+            ),
+            ("lua-time-limit".to_string(), self.busy_reply_threshold.to_string()),
+            ("lua-memory-limit".to_string(), self.lua_memory_limit.to_string()),
         ];
         out.extend(self.ignored.iter().map(|(k, v)| (k.clone(), v.clone())));
         out

@@ -21,6 +21,7 @@ use crate::clients::{ClientState, CloseSignal};
 use crate::cmd::{self, flags, Ctx};
 use crate::config::Config;
 use crate::errors;
+use crate::lua::{ScriptState, Scripting};
 use crate::protocol::Reply;
 use crate::store::{Clock, Db};
 
@@ -51,6 +52,8 @@ pub struct Shared {
     pub connected: AtomicUsize,
     /// Connections refused at maxclients.
     pub rejected: AtomicU64,
+    /// The running script's start, kill flag and busy threshold.
+    pub script: Arc<ScriptState>,
 }
 
 impl Shared {
@@ -60,6 +63,9 @@ impl Shared {
         self.proto_max_bulk_len
             .store(config.proto_max_bulk_len, Ordering::Relaxed);
         self.tcp_keepalive.store(config.tcp_keepalive, Ordering::Relaxed);
+        self.script
+            .busy_after_ms
+            .store(config.busy_reply_threshold, Ordering::Relaxed);
     }
 }
 
@@ -95,6 +101,7 @@ pub struct BatchOutput {
 pub struct Engine {
     dbs: Vec<Db>,
     state: ServerState,
+    scripting: Scripting,
     /// Triggered when a client runs SHUTDOWN.
     server_shutdown: Arc<CloseSignal>,
 }
@@ -112,8 +119,10 @@ impl Engine {
             .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
             .collect();
         let started_ms = clock.now_ms();
+        let scripting = Scripting::new(config.lua_memory_limit, shared.script.clone()).expect("create the Lua VM");
         Engine {
             dbs: (0..config.databases).map(|_| Db::default()).collect(),
+            scripting,
             state: ServerState {
                 config,
                 clock,
@@ -238,10 +247,12 @@ impl Engine {
             client,
             server: &mut self.state,
             now,
+            scripting: Some(&mut self.scripting),
         };
         let reply = (spec.handler)(&mut ctx, args);
         if spec.name == "config" {
             self.state.shared.publish(&self.state.config);
+            self.scripting.set_memory_limit(self.state.config.lua_memory_limit);
         }
         reply
     }

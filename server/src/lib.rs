@@ -38,7 +38,8 @@
 //! - [`protocol`]: RESP request parsing and reply encoding.
 //! - [`cmd`]: the command table and one module per command family.
 //! - [`store`]: databases, values, expiry, the clock.
-//! - [`engine`]: the executor thread that owns the keyspace.
+//! - [`engine`]: the keyspace and server state, and running a batch of commands.
+//! - [`lua`]: the Lua 5.1 VM for EVAL, its sandbox and conversions.
 //! - `server`: listeners, connections, shutdown.
 //! - [`config`]: settings, redis.conf directives, CONFIG GET/SET.
 //! - [`errors`]: every error text, as Redis words it.
@@ -49,6 +50,7 @@ pub mod cmd;
 pub mod config;
 pub mod engine;
 pub mod errors;
+pub mod lua;
 pub mod protocol;
 mod server;
 pub mod store;
@@ -139,19 +141,39 @@ impl Builder {
     /// single-threaded) and whatever else it runs cannot stall the server.
     pub async fn start(self) -> io::Result<Server> {
         let (ready_rx, shutdown, thread) = self.spawn()?;
-        let addr = ready_rx.await.map_err(|_| io::Error::other("coordis thread exited"))??;
-        Ok(Server { addr, shutdown, thread: Some(thread) })
+        let addr = ready_rx
+            .await
+            .map_err(|_| io::Error::other("coordis thread exited"))??;
+        Ok(Server {
+            addr,
+            shutdown,
+            thread: Some(thread),
+        })
     }
 
     /// [`Builder::start`] for code without an async runtime.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
         let (ready_rx, shutdown, thread) = self.spawn()?;
-        let addr = ready_rx.blocking_recv().map_err(|_| io::Error::other("coordis thread exited"))??;
-        Ok(BlockingServer { server: Some(Server { addr, shutdown, thread: Some(thread) }) })
+        let addr = ready_rx
+            .blocking_recv()
+            .map_err(|_| io::Error::other("coordis thread exited"))??;
+        Ok(BlockingServer {
+            server: Some(Server {
+                addr,
+                shutdown,
+                thread: Some(thread),
+            }),
+        })
     }
 
     #[allow(clippy::type_complexity)]
-    fn spawn(self) -> io::Result<(oneshot::Receiver<io::Result<SocketAddr>>, Arc<CloseSignal>, std::thread::JoinHandle<()>)> {
+    fn spawn(
+        self,
+    ) -> io::Result<(
+        oneshot::Receiver<io::Result<SocketAddr>>,
+        Arc<CloseSignal>,
+        std::thread::JoinHandle<()>,
+    )> {
         let (ready_tx, ready_rx) = oneshot::channel();
         let shutdown = Arc::new(CloseSignal::default());
         let signal = shutdown.clone();
@@ -199,7 +221,11 @@ impl Builder {
 /// The runtime an embedded server runs on: multi-threaded, so that a long
 /// script can leave its worker (`block_in_place`) while others keep serving.
 fn runtime(io_threads: usize) -> io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(io_threads.max(1)).thread_name("coordis-io").enable_all().build()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(io_threads.max(1))
+        .thread_name("coordis-io")
+        .enable_all()
+        .build()
 }
 
 /// A running server. Dropping it triggers a shutdown without waiting;

@@ -9,24 +9,32 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clients::{ClientState, CloseSignal};
+use crate::cmd::scripting::{BUSY, UNKILLABLE};
 use crate::config::Config;
-use crate::engine::{Engine, Shared};
+use crate::engine::{BatchOutput, Engine, Shared};
 use crate::errors;
+use crate::protocol::Reply;
 use crate::protocol::{ProtocolLimits, RequestParser};
 use crate::store::Clock;
 
 /// How long shutdown waits for connections to finish their in-flight batch.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long a connection task waits for the engine before it looks at the
+/// script state again.
+const BUSY_POLL: Duration = Duration::from_millis(1);
 
 /// Initial read buffer per connection.
 const READ_BUFFER: usize = 16 * 1024;
@@ -93,6 +101,7 @@ impl Bound {
                 ids: ids.clone(),
                 stop: stop_rx.clone(),
                 clock: self.clock.clone(),
+                shutdown: shutdown.clone(),
             };
             accepts.spawn(accept_loop(listener, ctx));
         }
@@ -106,10 +115,10 @@ impl Bound {
     }
 }
 
-/// Takes the engine lock. A panic while it was held (a bug) leaves the data
-/// as the panicking command left it; serving on beats refusing everyone.
+/// Takes the engine lock for work that cannot wait behind a script for long
+/// (connect, disconnect, expiry steps): it is held only briefly otherwise.
 fn lock(engine: &Mutex<Engine>) -> MutexGuard<'_, Engine> {
-    engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    engine.lock()
 }
 
 /// Active expiry: every 1000/hz ms, removes due keys in bounded steps,
@@ -135,6 +144,8 @@ struct ConnCtx {
     ids: Arc<AtomicU64>,
     stop: watch::Receiver<bool>,
     clock: Arc<dyn Clock>,
+    /// Triggered by SHUTDOWN NOSAVE while a script keeps the engine busy.
+    shutdown: Arc<CloseSignal>,
 }
 
 async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
@@ -238,13 +249,69 @@ async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal
             continue;
         }
         let had_error = protocol_error.is_some();
-        let output = lock(&ctx.engine).run_batch(id, requests, protocol_error);
+        let output = execute(ctx, id, requests, protocol_error).await;
         socket.write_all(&output.data).await?;
         if output.close || had_error {
             let _ = socket.shutdown().await;
             return Ok(());
         }
     }
+}
+
+/// Runs a batch on the engine. While a script runs, the engine is locked for
+/// its whole duration: the task waits without blocking its thread, and once
+/// the script has run past the busy threshold it answers the batch itself,
+/// as Redis does (`-BUSY`, and SCRIPT KILL / SHUTDOWN NOSAVE served).
+async fn execute(ctx: &ConnCtx, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
+    let script = &ctx.shared.script;
+    loop {
+        if script.is_running() {
+            if script.is_busy(ctx.clock.now_ms()) {
+                return busy_batch(ctx, &requests, protocol_error);
+            }
+            if let Some(mut engine) = ctx.engine.try_lock() {
+                return engine.run_batch(id, requests, protocol_error);
+            }
+            tokio::time::sleep(BUSY_POLL).await;
+            continue;
+        }
+        // No script: the lock is held for microseconds at a time. The bound
+        // keeps a script that starts meanwhile from pinning this thread.
+        if let Some(mut engine) = ctx.engine.try_lock_for(BUSY_POLL) {
+            return engine.run_batch(id, requests, protocol_error);
+        }
+    }
+}
+
+/// Replies to a batch while a script is busy, without the engine.
+fn busy_batch(ctx: &ConnCtx, requests: &[Vec<Bytes>], protocol_error: Option<String>) -> BatchOutput {
+    let script = &ctx.shared.script;
+    let mut data = BytesMut::new();
+    let mut close = false;
+    for args in requests {
+        let is = |i: usize, word: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
+        let reply = if is(0, "script") && is(1, "kill") && args.len() == 2 {
+            if script.wrote.load(Ordering::Relaxed) {
+                errors::err(UNKILLABLE)
+            } else {
+                script.kill.store(true, Ordering::Relaxed);
+                Reply::Ok
+            }
+        } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
+            tracing::warn!("SHUTDOWN NOSAVE while a script is running");
+            ctx.shutdown.close();
+            close = true;
+            break;
+        } else {
+            errors::err(BUSY)
+        };
+        reply.encode(&mut data, false);
+    }
+    if let Some(text) = protocol_error {
+        errors::protocol(text).encode(&mut data, false);
+        close = true;
+    }
+    BatchOutput { data, close }
 }
 
 /// Resolves once the server-wide stop flag is set.

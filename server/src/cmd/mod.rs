@@ -19,6 +19,7 @@ use crate::protocol::Reply;
 use crate::store::{Db, Entry, Value};
 
 pub mod keys;
+pub mod scripting;
 pub mod server;
 pub mod strings;
 pub mod zset;
@@ -28,6 +29,8 @@ pub struct Ctx<'a> {
     pub dbs: &'a mut [Db],
     pub client: &'a mut ClientState,
     pub server: &'a mut ServerState,
+    /// The Lua VM; `None` while a script runs (scripts cannot nest).
+    pub scripting: Option<&'a mut crate::lua::Scripting>,
     /// The command's time, unix ms: read once so a command sees one instant.
     pub now: u64,
 }
@@ -71,6 +74,8 @@ pub mod flags {
     pub const READONLY: u32 = 4;
     /// O(1) or O(log n) (COMMAND INFO `fast`).
     pub const FAST: u32 = 8;
+    /// Refused inside scripts (`This Redis command is not allowed from script`).
+    pub const NOSCRIPT: u32 = 16;
 }
 
 /// One row of the command table, with what COMMAND INFO reports.
@@ -106,6 +111,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .iter()
         .chain(keys::COMMANDS.iter())
         .chain(zset::COMMANDS.iter())
+        .chain(scripting::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
 }
 
@@ -121,6 +127,25 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
     table.get(&*lower).copied()
+}
+
+/// Runs a command for a script's `redis.call`: Redis's script-specific
+/// checks, then the same handler a socket reaches.
+pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
+    let Some(spec) = lookup(&args[0]) else {
+        return errors::err("ERR Unknown Redis command called from script");
+    };
+    if !spec.arity_ok(args.len()) {
+        return errors::err("ERR Wrong number of args calling Redis command from script");
+    }
+    if spec.flags & flags::NOSCRIPT != 0 {
+        return errors::err("ERR This Redis command is not allowed from script");
+    }
+    if read_only && spec.flags & flags::WRITE != 0 {
+        return errors::err("ERR Write commands are not allowed from read-only scripts.");
+    }
+    ctx.server.stats.total_commands_processed += 1;
+    (spec.handler)(ctx, args)
 }
 
 /// Argument helpers shared by the families.

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::args::{db_index, int, is};
-use super::flags::{FAST, NO_AUTH, READONLY, WRITE};
+use super::flags::{FAST, NOSCRIPT, NO_AUTH, READONLY, WRITE};
 use super::{CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::protocol::Reply;
@@ -33,22 +33,22 @@ macro_rules! spec {
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("ping", -1, FAST, "connection", "Ping the server", ping),
     spec!("echo", 2, FAST, "connection", "Echo the given string", echo),
-    spec!("hello", -1, NO_AUTH | FAST, "connection", "Handshake with Redis", hello),
-    spec!("auth", -2, NO_AUTH | FAST, "connection", "Authenticate to the server", auth),
+    spec!("hello", -1, NO_AUTH | FAST | NOSCRIPT, "connection", "Handshake with Redis", hello),
+    spec!("auth", -2, NO_AUTH | FAST | NOSCRIPT, "connection", "Authenticate to the server", auth),
     spec!("select", 2, FAST, "connection", "Change the selected database for the current connection", select),
-    spec!("quit", -1, NO_AUTH | FAST, "connection", "Close the connection", quit),
-    spec!("reset", 1, NO_AUTH | FAST, "connection", "Reset the connection", reset),
-    spec!("client", -2, 0, "connection", "A container for client connection commands", client),
+    spec!("quit", -1, NO_AUTH | FAST | NOSCRIPT, "connection", "Close the connection", quit),
+    spec!("reset", 1, NO_AUTH | FAST | NOSCRIPT, "connection", "Reset the connection", reset),
+    spec!("client", -2, NOSCRIPT, "connection", "A container for client connection commands", client),
     spec!("command", -1, 0, "server", "Get array of Redis command details", command),
     spec!("info", -1, 0, "server", "Get information and statistics about the server", info),
-    spec!("config", -2, 0, "server", "A container for server configuration commands", config),
+    spec!("config", -2, NOSCRIPT, "server", "A container for server configuration commands", config),
     spec!("time", 1, FAST, "server", "Return the current server time", time),
     spec!("dbsize", 1, READONLY | FAST, "server", "Return the number of keys in the selected database", dbsize),
     spec!("flushdb", -1, WRITE, "server", "Remove all keys from the current database", flushdb),
     spec!("flushall", -1, WRITE, "server", "Remove all keys from all databases", flushall),
     spec!("swapdb", 3, WRITE | FAST, "server", "Swaps two Redis databases", swapdb),
     spec!("lastsave", 1, FAST, "server", "Get the UNIX time stamp of the last successful save to disk", lastsave),
-    spec!("shutdown", -1, 0, "server", "Synchronously save the dataset to disk and then shut down the server", shutdown),
+    spec!("shutdown", -1, NOSCRIPT, "server", "Synchronously save the dataset to disk and then shut down the server", shutdown),
 ];
 
 fn ping(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -204,7 +204,12 @@ fn sub_arity(args: &[Bytes], parent: &str, sub: &str, arity: i32) -> Result<(), 
 
 /// Runs the subcommand handler whose name matches `args[1]`, after checking
 /// its arity; unknown names get Redis's "Try X HELP" error.
-fn dispatch_sub(ctx: &mut Ctx, args: &[Bytes], parent: &str, table: &[(&str, i32, super::Handler)]) -> Reply {
+pub(crate) fn dispatch_sub(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    parent: &str,
+    table: &[(&str, i32, super::Handler)],
+) -> Reply {
     for (name, arity, handler) in table {
         if is(&args[1], name) {
             tri!(sub_arity(args, &parent.to_ascii_lowercase(), name, *arity));
@@ -434,6 +439,9 @@ fn flag_names(flags: u32) -> Vec<Reply> {
     if flags & NO_AUTH != 0 {
         out.push(Reply::status("no_auth"));
     }
+    if flags & NOSCRIPT != 0 {
+        out.push(Reply::status("noscript"));
+    }
     if flags & FAST != 0 {
         out.push(Reply::status("fast"));
     }
@@ -581,7 +589,7 @@ fn config_get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return errors::wrong_args("config|set");
     }
     // Validate everything first so a failing pair changes nothing.

@@ -265,7 +265,7 @@ fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn mset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return errors::wrong_args("mset");
     }
     for pair in args[1..].chunks(2) {
@@ -275,7 +275,7 @@ fn mset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return errors::wrong_args("msetnx");
     }
     let now = ctx.now;

@@ -221,7 +221,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
         i += 1;
     }
     let elements = args.len() - i;
-    if elements % 2 != 0 || elements == 0 {
+    if !elements.is_multiple_of(2) || elements == 0 {
         return err(errors::SYNTAX);
     }
     if f.nx && f.xx {

@@ -1,0 +1,201 @@
+//! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
+//!
+//! A script's `redis.call` runs through [`super::dispatch_from_script`], the
+//! same handlers a socket reaches, inside the same lock hold: no other
+//! client's command can interleave with a script.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::args::is;
+use super::flags::{NOSCRIPT, WRITE};
+use super::{CommandSpec, Ctx};
+use crate::errors::{self, err};
+use crate::protocol::Reply;
+use crate::store::num;
+use crate::tri;
+
+macro_rules! spec {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            keys: $keys,
+            group: "scripting",
+            summary: $summary,
+            handler: $handler,
+        }
+    };
+}
+
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    spec!("eval", -3, NOSCRIPT, (0, 0, 0), "Execute a Lua script server side", eval),
+    spec!("evalsha", -3, NOSCRIPT, (0, 0, 0), "Execute a Lua script server side", evalsha),
+    spec!("eval_ro", -3, NOSCRIPT, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro),
+    spec!("evalsha_ro", -3, NOSCRIPT, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro),
+    spec!("script", -2, NOSCRIPT, (0, 0, 0), "A container for Lua scripts management commands", script),
+];
+
+pub const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
+pub const NOT_BUSY: &str = "NOTBUSY No scripts in execution right now.";
+pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+
+/// Splits `numkeys key... arg...` as Redis's `evalGenericCommand`.
+fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
+    let numkeys = num::parse_i64(&args[2]).ok_or_else(|| err(errors::NOT_INTEGER))?;
+    let available = (args.len() - 3) as i64;
+    if numkeys > available {
+        return Err(err("ERR Number of keys can't be greater than number of args"));
+    }
+    if numkeys < 0 {
+        return Err(err("ERR Number of keys can't be negative"));
+    }
+    let split = 3 + numkeys as usize;
+    Ok((&args[3..split], &args[split..]))
+}
+
+/// Runs the cached script `sha` with the caller's database; SELECT inside a
+/// script does not change the caller's database, as in Redis 7.
+fn run(ctx: &mut Ctx, sha: &str, args: &[Bytes], read_only: bool) -> Reply {
+    let (keys, argv) = tri!(keys_and_args(args));
+    let now = ctx.now;
+    let Some(scripting) = ctx.scripting.take() else {
+        return err("ERR This Redis command is not allowed from script");
+    };
+    let caller_db = ctx.client.db;
+    let state = scripting.state.clone();
+    let reply = {
+        let Ctx {
+            dbs, client, server, ..
+        } = &mut *ctx;
+        let mut dispatch = |cmd: &[Bytes]| {
+            let mut inner = Ctx {
+                dbs,
+                client,
+                server,
+                now,
+                scripting: None,
+            };
+            let reply = super::dispatch_from_script(&mut inner, cmd, read_only);
+            if let Some(true) = super::lookup(&cmd[0]).map(|s| s.flags & WRITE != 0 && !reply.is_error()) {
+                state.wrote.store(true, Ordering::Relaxed);
+            }
+            reply
+        };
+        scripting.run(sha, keys, argv, now, &mut dispatch)
+    };
+    ctx.client.db = caller_db;
+    ctx.scripting = Some(scripting);
+    reply.unwrap_or_else(|| err(NOSCRIPT_ERR))
+}
+
+fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
+    tri!(keys_and_args(args));
+    let sha = match ctx.scripting.as_mut() {
+        Some(s) => tri!(s.load(&args[1])),
+        None => return err("ERR This Redis command is not allowed from script"),
+    };
+    run(ctx, &sha, args, read_only)
+}
+
+fn evalsha_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
+    tri!(keys_and_args(args));
+    let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    if sha.len() != 40 || !ctx.scripting.as_ref().is_some_and(|s| s.exists(sha.as_bytes())) {
+        return err(NOSCRIPT_ERR);
+    }
+    run(ctx, &sha, args, read_only)
+}
+
+fn eval(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    eval_generic(ctx, args, false)
+}
+
+fn eval_ro(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    eval_generic(ctx, args, true)
+}
+
+fn evalsha(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    evalsha_generic(ctx, args, false)
+}
+
+fn evalsha_ro(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    evalsha_generic(ctx, args, true)
+}
+
+fn script(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    super::server::dispatch_sub(
+        ctx,
+        args,
+        "SCRIPT",
+        &[
+            ("load", 3, script_load),
+            ("exists", -3, script_exists),
+            ("flush", -2, script_flush),
+            ("kill", 2, script_kill),
+            ("help", 2, script_help),
+        ],
+    )
+}
+
+fn script_load(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match ctx.scripting.as_mut() {
+        Some(s) => Reply::bulk(tri!(s.load(&args[2]))),
+        None => err("ERR This Redis command is not allowed from script"),
+    }
+}
+
+fn script_exists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let s = ctx.scripting.as_ref();
+    Reply::Array(
+        args[2..]
+            .iter()
+            .map(|sha| Reply::Int(s.is_some_and(|s| s.exists(sha)) as i64))
+            .collect(),
+    )
+}
+
+fn script_flush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() > 3 || (args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async")) {
+        return err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    }
+    if let Some(s) = ctx.scripting.as_mut() {
+        s.flush();
+    }
+    Reply::Ok
+}
+
+/// SCRIPT KILL reaching the engine means no script is running (a running
+/// script holds the engine; connection tasks answer SCRIPT KILL themselves).
+fn script_kill(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    err(NOT_BUSY)
+}
+
+fn script_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    Reply::Array(
+        [
+            "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+            "HELP",
+            "    Print this help.",
+        ]
+        .iter()
+        .map(|l| Reply::status(l))
+        .collect(),
+    )
+}

@@ -1,0 +1,316 @@
+//! Lua scripting: one Lua 5.1 VM (mlua, vendored) with Redis 7.0's
+//! environment, the script cache, and the limits that keep scripts contained.
+//!
+//! This module owns the VM and never touches the keyspace itself: a script's
+//! `redis.call` goes through a callback the caller passes to
+//! [`Scripting::run`], which dispatches the command exactly as a socket would.
+//!
+//! - `glue.lua`: the error handler and the `redis.*` wrappers (Lua side).
+//! - [`sandbox`]: libraries, removed globals, read-only tables.
+//! - [`convert`]: replies to Lua values and back, as Redis converts them.
+//! - [`bit`], `cjson.lua`: the libraries Redis ships.
+
+mod binary;
+mod bit;
+pub mod convert;
+mod sandbox;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+use sha1::{Digest, Sha1};
+
+use crate::protocol::Reply;
+
+/// Instructions between two checks of the kill flag and the clock.
+const HOOK_EVERY: u32 = 10_000;
+
+/// After this long, a running script leaves its tokio worker thread
+/// (`block_in_place`) so connection tasks keep being served on a fresh one.
+const DETACH_AFTER_MS: u64 = 50;
+
+/// What connection tasks and the VM share while a script runs, read without
+/// taking the keyspace lock.
+#[derive(Debug, Default)]
+pub struct ScriptState {
+    /// Unix ms when the running script started; 0 when none runs.
+    pub started_ms: AtomicU64,
+    /// Set by SCRIPT KILL; the instruction hook then aborts the script.
+    pub kill: AtomicBool,
+    /// The running script has executed a write command (SCRIPT KILL refuses).
+    pub wrote: AtomicBool,
+    /// `lua-time-limit` / `busy-reply-threshold` in ms.
+    pub busy_after_ms: AtomicU64,
+}
+
+impl ScriptState {
+    /// True when a script has been running longer than the busy threshold.
+    pub fn is_busy(&self, now_ms: u64) -> bool {
+        let started = self.started_ms.load(Ordering::Acquire);
+        started != 0 && now_ms.saturating_sub(started) >= self.busy_after_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.started_ms.load(Ordering::Acquire) != 0
+    }
+}
+
+/// A command a script asked to run, and whether it came from `redis.call`
+/// (`true`, errors raise) or `redis.pcall`.
+pub type Dispatch<'a> = dyn FnMut(&[Bytes]) -> Reply + 'a;
+
+/// The VM, its cache and its limits.
+pub struct Scripting {
+    lua: Lua,
+    /// Compiled scripts by lower-case SHA1 hex.
+    scripts: HashMap<String, Function>,
+    /// glue.lua's functions and the tables scripts see.
+    vm_runner: Function,
+    vm_adopt: Function,
+    visible: Table,
+    redis: Table,
+    /// Protocol version chosen by `redis.setresp` for the running script.
+    resp: Arc<AtomicU8>,
+    pub state: Arc<ScriptState>,
+}
+
+impl std::fmt::Debug for Scripting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scripting")
+            .field("scripts", &self.scripts.len())
+            .finish()
+    }
+}
+
+/// Lower-case hex SHA1, as SCRIPT LOAD returns and `redis.sha1hex` computes.
+pub fn sha1_hex(data: &[u8]) -> String {
+    let digest = Sha1::digest(data);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Converts a Lua error (mlua's) into the text Redis would show.
+pub(crate) fn lua_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        // mlua appends a traceback to errors raised in Lua code: not part of
+        // the message Redis would show.
+        mlua::Error::RuntimeError(m) => m.split("\nstack traceback:").next().unwrap_or(m).to_string(),
+        mlua::Error::MemoryError(_) => "not enough memory".into(),
+        mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
+        other => other.to_string(),
+    }
+}
+
+impl Scripting {
+    /// A fresh VM with Redis's environment and a memory limit in bytes
+    /// (0: none).
+    pub fn new(memory_limit: usize, state: Arc<ScriptState>) -> mlua::Result<Scripting> {
+        let resp = Arc::new(AtomicU8::new(2));
+        let vm = sandbox::create(resp.clone())?;
+        if memory_limit > 0 {
+            vm.lua.set_memory_limit(memory_limit)?;
+        }
+        Ok(Scripting {
+            lua: vm.lua,
+            scripts: HashMap::new(),
+            vm_runner: vm.runner,
+            vm_adopt: vm.adopt,
+            visible: vm.visible,
+            redis: vm.redis,
+            resp,
+            state,
+        })
+    }
+
+    pub fn set_memory_limit(&self, bytes: usize) {
+        let _ = self.lua.set_memory_limit(bytes);
+    }
+
+    /// Compiles and caches `body`; returns its SHA1. A compile error is
+    /// Redis's `Error compiling script` reply.
+    pub fn load(&mut self, body: &[u8]) -> Result<String, Reply> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        if body.starts_with(b"\x1b") {
+            return Err(Reply::Error(
+                "ERR Error compiling script (new function): user_script: binary code not allowed".into(),
+            ));
+        }
+        let compiled = self
+            .lua
+            .load(body)
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .into_function()
+            .and_then(|f| self.vm_adopt.call::<Function>(f));
+        match compiled {
+            Ok(f) => {
+                self.scripts.insert(sha.clone(), f);
+                Ok(sha)
+            }
+            Err(e) => {
+                let text = format!("ERR Error compiling script (new function): {}", lua_error_text(&e));
+                Err(Reply::Error(text.replace(['\r', '\n'], " ").into()))
+            }
+        }
+    }
+
+    /// Whether a script with this SHA1 (any case) is cached.
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        std::str::from_utf8(sha).is_ok_and(|s| self.scripts.contains_key(&s.to_ascii_lowercase()))
+    }
+
+    /// SCRIPT FLUSH.
+    pub fn flush(&mut self) {
+        self.scripts.clear();
+        let _ = self.lua.gc_collect();
+    }
+
+    /// Number of cached scripts (INFO).
+    pub fn len(&self) -> usize {
+        self.scripts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.scripts.is_empty()
+    }
+
+    /// Bytes the VM uses (INFO used_memory_lua).
+    pub fn used_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// Runs a cached script. `dispatch` runs one command for `redis.call`;
+    /// `now_ms` is the script's start time. `None` when the SHA is unknown.
+    pub fn run(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        now_ms: u64,
+        dispatch: &mut Dispatch,
+    ) -> Option<Reply> {
+        let func = self.scripts.get(&sha.to_ascii_lowercase())?.clone();
+        self.resp.store(2, Ordering::Relaxed);
+        self.state.kill.store(false, Ordering::Relaxed);
+        self.state.wrote.store(false, Ordering::Relaxed);
+        self.state.started_ms.store(now_ms.max(1), Ordering::Release);
+        let reply = self.run_inner(sha, func, keys, argv, dispatch);
+        self.state.started_ms.store(0, Ordering::Release);
+        self.state.kill.store(false, Ordering::Relaxed);
+        Some(
+            reply.unwrap_or_else(|e| {
+                Reply::Error(format!("ERR {}", lua_error_text(&e)).replace(['\r', '\n'], " ").into())
+            }),
+        )
+    }
+
+    fn run_inner(
+        &mut self,
+        sha: &str,
+        func: Function,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        dispatch: &mut Dispatch,
+    ) -> mlua::Result<Reply> {
+        let lua = &self.lua;
+        let strings = |items: &[Bytes]| -> mlua::Result<Table> {
+            lua.create_sequence_from(
+                items
+                    .iter()
+                    .map(|k| lua.create_string(k))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )
+        };
+        self.visible.raw_set("KEYS", strings(keys)?)?;
+        self.visible.raw_set("ARGV", strings(argv)?)?;
+        let started = std::time::Instant::now();
+        let state = self.state.clone();
+        let detached = AtomicBool::new(false);
+        let resp = self.resp.clone();
+        let dispatch = std::cell::RefCell::new(dispatch);
+        // Runs one redis.call/pcall: Ok(value) or Err(error text).
+        let invoke = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+            let args = match convert::command_args(lua, args) {
+                Ok(a) => a,
+                Err(text) => return Ok(Err(text)),
+            };
+            let reply = (dispatch.borrow_mut())(&args);
+            match reply {
+                Reply::Error(text) => Ok(Err(convert::error_reply_text(&text))),
+                other => Ok(Ok(convert::reply_to_lua(
+                    lua,
+                    &other,
+                    resp.load(Ordering::Relaxed) == 3,
+                )?)),
+            }
+        };
+        let result = lua.scope(|scope| {
+            let call = scope.create_function(|lua, args: MultiValue| match invoke(lua, args)? {
+                Ok(v) => Ok(v),
+                Err(text) => sandbox::raise(&text),
+            })?;
+            let pcall = scope.create_function(|lua, args: MultiValue| match invoke(lua, args)? {
+                Ok(v) => Ok(v),
+                Err(text) => Ok(Value::Table(convert::error_table(lua, &text)?)),
+            })?;
+            self.redis.raw_set("call", call)?;
+            self.redis.raw_set("pcall", pcall)?;
+            lua.set_hook(
+                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+                move |_lua, _debug| {
+                    if state.kill.load(Ordering::Relaxed) {
+                        return sandbox::raise("ERR Script killed by user with SCRIPT KILL...");
+                    }
+                    let elapsed = started.elapsed().as_millis() as u64;
+                    if elapsed >= DETACH_AFTER_MS && !detached.swap(true, Ordering::Relaxed) {
+                        detach_from_runtime();
+                    }
+                    Ok(VmState::Continue)
+                },
+            )?;
+            let out: MultiValue = self.vm_runner.call(func)?;
+            lua.remove_hook();
+            let mut values = out.into_iter();
+            let ok = matches!(values.next(), Some(Value::Boolean(true)));
+            let value = values.next().unwrap_or(Value::Nil);
+            if ok {
+                convert::lua_to_reply(&value, resp.load(Ordering::Relaxed) == 3)
+            } else {
+                Ok(convert::script_error(&value, sha))
+            }
+        });
+        lua.remove_hook();
+        let _ = self.redis.raw_set("call", Value::Nil);
+        let _ = self.redis.raw_set("pcall", Value::Nil);
+        let _ = self.visible.raw_set("KEYS", Value::Nil);
+        let _ = self.visible.raw_set("ARGV", Value::Nil);
+        result
+    }
+}
+
+/// Lets the tokio runtime replace the current worker thread, so a long
+/// script no longer holds up the tasks queued on it (they move to a fresh
+/// worker). Only possible on a multi-threaded runtime; elsewhere a no-op.
+fn detach_from_runtime() {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+            tokio::task::block_in_place(|| {});
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_matches_redis() {
+        assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+    }
+}
