@@ -25,6 +25,7 @@ use crate::cmd::scripting::{BUSY, UNKILLABLE};
 use crate::config::Config;
 use crate::engine::{BatchOutput, Engine, Shared};
 use crate::errors;
+use crate::lua::ScriptState;
 use crate::protocol::Reply;
 use crate::protocol::{ProtocolLimits, RequestParser};
 use crate::store::Clock;
@@ -108,29 +109,28 @@ impl Bound {
         shutdown.closed().await;
         tracing::info!("shutting down: draining connections");
         let _ = stop_tx.send(true);
-        lock(&engine).close_all();
+        // A script still running would hold the engine forever: stop it.
+        shared.script.kill.store(true, Ordering::Relaxed);
+        lock_engine(&engine, &shared.script).await.close_all();
         while accepts.join_next().await.is_some() {}
         let _ = expiry.await;
         tracing::info!("coordis is now ready to exit, bye bye...");
     }
 }
 
-/// Takes the engine lock for work that cannot wait behind a script for long
-/// (connect, disconnect, expiry steps): it is held only briefly otherwise.
-fn lock(engine: &Mutex<Engine>) -> MutexGuard<'_, Engine> {
-    engine.lock()
-}
-
 /// Active expiry: every 1000/hz ms, removes due keys in bounded steps,
 /// releasing the lock between steps so commands interleave.
 async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<bool>) {
     loop {
-        let interval = lock(&engine).expire_interval();
+        let interval = engine
+            .try_lock()
+            .map_or(Duration::from_millis(100), |e| e.expire_interval());
         tokio::select! {
             _ = stopped(&mut stop) => return,
             _ = tokio::time::sleep(interval) => {}
         }
-        while lock(&engine).active_expire_step() {
+        // try_lock: a running script holds the engine; expiry waits for the next tick.
+        while engine.try_lock().is_some_and(|mut e| e.active_expire_step()) {
             tokio::task::yield_now().await;
         }
     }
@@ -204,14 +204,45 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     let signal = Arc::new(CloseSignal::default());
     let now = ctx.clock.now_ms();
     let client = ClientState::new(id, peer, laddr, now, signal.clone());
-    lock(&ctx.engine).connect(client);
-    if let Err(e) = serve_connection(&mut socket, id, &ctx, &signal).await {
+    // Registered with the engine on its first batch (see `execute`), so a
+    // client arriving while a script runs can still be answered -BUSY.
+    let mut pending = Some(client);
+    if let Err(e) = serve_connection(&mut socket, id, &ctx, &signal, &mut pending).await {
         tracing::debug!("client {id} ({peer}): {e}");
     }
-    lock(&ctx.engine).disconnect(id);
+    if pending.is_none() {
+        lock_engine(&ctx.engine, &ctx.shared.script).await.disconnect(id);
+    }
 }
 
-async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal: &CloseSignal) -> io::Result<()> {
+/// Takes the engine lock without pinning a worker thread behind a running
+/// script: waits asynchronously while one runs.
+async fn lock_engine<'a>(engine: &'a Mutex<Engine>, script: &ScriptState) -> MutexGuard<'a, Engine> {
+    loop {
+        let running = script.is_running();
+        {
+            let guard = if running {
+                engine.try_lock()
+            } else {
+                engine.try_lock_for(BUSY_POLL)
+            };
+            if let Some(guard) = guard {
+                return guard;
+            }
+        }
+        if running {
+            tokio::time::sleep(BUSY_POLL).await;
+        }
+    }
+}
+
+async fn serve_connection(
+    socket: &mut TcpStream,
+    id: u64,
+    ctx: &ConnCtx,
+    signal: &CloseSignal,
+    pending: &mut Option<ClientState>,
+) -> io::Result<()> {
     let mut stop = ctx.stop.clone();
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
@@ -249,7 +280,7 @@ async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal
             continue;
         }
         let had_error = protocol_error.is_some();
-        let output = execute(ctx, id, requests, protocol_error).await;
+        let output = execute(ctx, id, pending, requests, protocol_error).await;
         socket.write_all(&output.data).await?;
         if output.close || had_error {
             let _ = socket.shutdown().await;
@@ -262,23 +293,35 @@ async fn serve_connection(socket: &mut TcpStream, id: u64, ctx: &ConnCtx, signal
 /// its whole duration: the task waits without blocking its thread, and once
 /// the script has run past the busy threshold it answers the batch itself,
 /// as Redis does (`-BUSY`, and SCRIPT KILL / SHUTDOWN NOSAVE served).
-async fn execute(ctx: &ConnCtx, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
+async fn execute(
+    ctx: &ConnCtx,
+    id: u64,
+    pending: &mut Option<ClientState>,
+    requests: Vec<Vec<Bytes>>,
+    protocol_error: Option<String>,
+) -> BatchOutput {
     let script = &ctx.shared.script;
     loop {
-        if script.is_running() {
-            if script.is_busy(ctx.clock.now_ms()) {
-                return busy_batch(ctx, &requests, protocol_error);
-            }
-            if let Some(mut engine) = ctx.engine.try_lock() {
+        if script.is_running() && script.is_busy(ctx.clock.now_ms()) {
+            return busy_batch(ctx, &requests, protocol_error);
+        }
+        {
+            // Without a script the lock is held for microseconds at a time;
+            // the bound keeps a script that starts meanwhile from pinning us.
+            let guard = if script.is_running() {
+                ctx.engine.try_lock()
+            } else {
+                ctx.engine.try_lock_for(BUSY_POLL)
+            };
+            if let Some(mut engine) = guard {
+                if let Some(client) = pending.take() {
+                    engine.connect(client);
+                }
                 return engine.run_batch(id, requests, protocol_error);
             }
-            tokio::time::sleep(BUSY_POLL).await;
-            continue;
         }
-        // No script: the lock is held for microseconds at a time. The bound
-        // keeps a script that starts meanwhile from pinning this thread.
-        if let Some(mut engine) = ctx.engine.try_lock_for(BUSY_POLL) {
-            return engine.run_batch(id, requests, protocol_error);
+        if script.is_running() {
+            tokio::time::sleep(BUSY_POLL).await;
         }
     }
 }

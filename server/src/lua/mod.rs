@@ -29,8 +29,10 @@ use crate::protocol::Reply;
 const HOOK_EVERY: u32 = 10_000;
 
 /// After this long, a running script leaves its tokio worker thread
-/// (`block_in_place`) so connection tasks keep being served on a fresh one.
+/// (`block_in_place`) so connection tasks keep being served on a fresh one;
+/// it tries again every `DETACH_RETRY_MS` in case the hand-off did not happen.
 const DETACH_AFTER_MS: u64 = 50;
+const DETACH_RETRY_MS: u64 = 1000;
 
 /// What connection tasks and the VM share while a script runs, read without
 /// taking the keyspace lock.
@@ -231,7 +233,7 @@ impl Scripting {
         self.visible.raw_set("ARGV", strings(argv)?)?;
         let started = std::time::Instant::now();
         let state = self.state.clone();
-        let detached = AtomicBool::new(false);
+        let next_detach = AtomicU64::new(DETACH_AFTER_MS);
         let resp = self.resp.clone();
         let dispatch = std::cell::RefCell::new(dispatch);
         // Runs one redis.call/pcall: Ok(value) or Err(error text).
@@ -268,7 +270,8 @@ impl Scripting {
                         return sandbox::raise("ERR Script killed by user with SCRIPT KILL...");
                     }
                     let elapsed = started.elapsed().as_millis() as u64;
-                    if elapsed >= DETACH_AFTER_MS && !detached.swap(true, Ordering::Relaxed) {
+                    if elapsed >= next_detach.load(Ordering::Relaxed) {
+                        next_detach.store(elapsed + DETACH_RETRY_MS, Ordering::Relaxed);
                         detach_from_runtime();
                     }
                     Ok(VmState::Continue)
@@ -295,12 +298,15 @@ impl Scripting {
 }
 
 /// Lets the tokio runtime replace the current worker thread, so a long
-/// script no longer holds up the tasks queued on it (they move to a fresh
-/// worker). Only possible on a multi-threaded runtime; elsewhere a no-op.
+/// script no longer holds up the tasks queued on it: `block_in_place` hands
+/// this worker's queue to a fresh thread. The short sleep gives that thread
+/// time to take the queue; if it has not, tokio gives the queue back when the
+/// closure returns and the next attempt (a second later) tries again. Only
+/// possible on a multi-threaded runtime; elsewhere a no-op.
 fn detach_from_runtime() {
     if let Ok(handle) = tokio::runtime::Handle::try_current() {
         if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
-            tokio::task::block_in_place(|| {});
+            tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(2)));
         }
     }
 }
@@ -312,5 +318,42 @@ mod tests {
     #[test]
     fn sha1_matches_redis() {
         assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    fn vm() -> Scripting {
+        Scripting::new(64 * 1024 * 1024, Arc::new(ScriptState::default())).unwrap()
+    }
+
+    fn eval(s: &mut Scripting, body: &str) -> Reply {
+        let sha = s.load(body.as_bytes()).unwrap();
+        s.run(&sha, &[], &[], 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
+    }
+
+    #[test]
+    fn kill_flag_stops_a_busy_loop() {
+        let mut s = vm();
+        let state = s.state.clone();
+        let killer = std::thread::spawn(move || {
+            while !state.is_running() {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            state.kill.store(true, Ordering::Relaxed);
+        });
+        let reply = eval(&mut s, "local i = 0 while true do i = i + 1 end");
+        killer.join().unwrap();
+        match reply {
+            Reply::Error(e) => assert!(
+                e.starts_with("ERR Script killed by user with SCRIPT KILL... script: "),
+                "{e}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(eval(&mut s, "return 1"), Reply::Int(1));
     }
 }
