@@ -5,7 +5,15 @@
 
 use mlua::{Lua, MultiValue, Table, Value, Variadic};
 
-use super::sandbox::raise;
+use super::sandbox::{raise, script_position};
+
+/// lua-struct's argument error: `user_script:N: bad argument #1 to 'pack' (...)`.
+fn format_error<T>(lua: &Lua, function: &str, e: &str) -> mlua::Result<T> {
+    raise(&format!(
+        "ERR {}bad argument #1 to '{function}' ({e})",
+        script_position(lua)
+    ))
+}
 
 /// Native maximum alignment for `!` without a number.
 const MAX_ALIGN: usize = 8;
@@ -136,7 +144,7 @@ fn struct_pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::LuaString> {
     };
     let items = match parse_format(&fmt.as_bytes()) {
         Ok(i) => i,
-        Err(e) => return raise(&format!("ERR {e}")),
+        Err(e) => return format_error(lua, "pack", &e),
     };
     let mut out: Vec<u8> = Vec::new();
     for (item, little, align) in items {
@@ -210,7 +218,7 @@ fn struct_unpack(
 ) -> mlua::Result<MultiValue> {
     let items = match parse_format(&fmt.as_bytes()) {
         Ok(i) => i,
-        Err(e) => return raise(&format!("ERR {e}")),
+        Err(e) => return format_error(lua, "unpack", &e),
     };
     let data = data.as_bytes();
     let mut pos = start.unwrap_or(1).max(1) as usize - 1;
@@ -302,10 +310,10 @@ fn struct_unpack(
     Ok(out)
 }
 
-fn struct_size(_: &Lua, fmt: mlua::LuaString) -> mlua::Result<f64> {
+fn struct_size(lua: &Lua, fmt: mlua::LuaString) -> mlua::Result<f64> {
     let items = match parse_format(&fmt.as_bytes()) {
         Ok(i) => i,
-        Err(e) => return raise(&format!("ERR {e}")),
+        Err(e) => return format_error(lua, "size", &e),
     };
     let mut pos = 0;
     for (item, _, align) in items {

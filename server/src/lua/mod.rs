@@ -203,6 +203,10 @@ impl Scripting {
         self.state.wrote.store(false, Ordering::Relaxed);
         self.state.started_ms.store(now_ms.max(1), Ordering::Release);
         let reply = self.run_inner(sha, func, keys, argv, dispatch);
+        if matches!(&reply, Ok(Reply::Error(e)) if e.contains("memory limit")) || reply.is_err() {
+            // Free what the failed script left behind before the next one runs.
+            let _ = self.lua.gc_collect();
+        }
         self.state.started_ms.store(0, Ordering::Release);
         self.state.kill.store(false, Ordering::Relaxed);
         Some(

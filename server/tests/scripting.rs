@@ -1,0 +1,274 @@
+//! Scripts against a real listener: atomicity, the busy threshold and SCRIPT
+//! KILL, containment (memory, recursion, sandbox escapes), and the canonical
+//! scripts in `scripts/lua/` on coordis and on a real Redis.
+
+use std::time::{Duration, Instant};
+
+use coordis::testing::{RawClient, RedisServer};
+
+fn server() -> coordis::BlockingServer {
+    coordis::Server::builder().start_blocking().unwrap()
+}
+
+fn eval(c: &mut RawClient, body: &str, keys: &[&str], args: &[&str]) -> Vec<u8> {
+    let numkeys = keys.len().to_string();
+    let mut cmd = vec!["EVAL", body, &numkeys];
+    cmd.extend_from_slice(keys);
+    cmd.extend_from_slice(args);
+    c.command(&cmd).unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_script_is_atomic_across_keys() {
+    let s = server();
+    let addr = s.addr();
+    // Writers keep a == b by updating both in one script; a reader script
+    // checks the invariant. Plain commands from other clients interleave
+    // between scripts, never inside one.
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = RawClient::connect(addr).unwrap();
+                for _ in 0..300 {
+                    eval(
+                        &mut c,
+                        "redis.call('incr', KEYS[1]); for i = 1, 200 do end; redis.call('incr', KEYS[2])",
+                        &["a", "b"],
+                        &[],
+                    );
+                }
+            })
+        })
+        .collect();
+    let mut r = RawClient::connect(addr).unwrap();
+    let mut checks = 0;
+    while !writers.iter().all(|w| w.is_finished()) {
+        let reply = eval(
+            &mut r,
+            "return tonumber(redis.call('get', KEYS[1]) or 0) - tonumber(redis.call('get', KEYS[2]) or 0)",
+            &["a", "b"],
+            &[],
+        );
+        assert_eq!(reply, b":0\r\n");
+        checks += 1;
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert!(checks > 0);
+    assert_eq!(r.command(&["GET", "a"]).unwrap(), b"$4\r\n1200\r\n");
+}
+
+#[test]
+fn busy_script_gets_busy_replies_and_script_kill_stops_it() {
+    let s = server();
+    let mut admin = RawClient::connect(s.addr()).unwrap();
+    assert_eq!(
+        admin.command(&["CONFIG", "SET", "lua-time-limit", "200"]).unwrap(),
+        b"+OK\r\n"
+    );
+    let addr = s.addr();
+    let runner = std::thread::spawn(move || {
+        let mut c = RawClient::connect(addr).unwrap();
+        eval(&mut c, "local i = 0 while true do i = i + 1 end", &[], &[])
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    let started = Instant::now();
+    assert_eq!(
+        admin.command(&["PING"]).unwrap(),
+        b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    // A client that connects while the script runs is answered too.
+    let mut late = RawClient::connect(addr).unwrap();
+    assert!(text(&late.command(&["GET", "k"]).unwrap()).starts_with("-BUSY "));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "BUSY replies must not wait for the script"
+    );
+    assert_eq!(admin.command(&["SCRIPT", "KILL"]).unwrap(), b"+OK\r\n");
+    let reply = text(&runner.join().unwrap());
+    assert!(
+        reply.starts_with("-ERR Script killed by user with SCRIPT KILL... script: "),
+        "{reply}"
+    );
+    assert_eq!(admin.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    assert_eq!(
+        admin.command(&["SCRIPT", "KILL"]).unwrap(),
+        b"-NOTBUSY No scripts in execution right now.\r\n"
+    );
+}
+
+#[test]
+fn a_script_that_wrote_is_unkillable_but_the_server_keeps_answering() {
+    let s = server();
+    let mut admin = RawClient::connect(s.addr()).unwrap();
+    admin.command(&["CONFIG", "SET", "lua-time-limit", "100"]).unwrap();
+    let addr = s.addr();
+    let runner = std::thread::spawn(move || {
+        let mut c = RawClient::connect(addr).unwrap();
+        let start = Instant::now();
+        let reply = eval(
+            &mut c,
+            "redis.call('set', 'w', '1'); local t = 0 for i = 1, 300000000 do t = t + i end return 'done'",
+            &[],
+            &[],
+        );
+        (reply, start.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let kill = text(&admin.command(&["SCRIPT", "KILL"]).unwrap());
+    let (reply, _) = runner.join().unwrap();
+    if reply == b"$4\r\ndone\r\n" && kill.starts_with("-NOTBUSY") {
+        // The machine ran the loop faster than the threshold: nothing to assert.
+        return;
+    }
+    assert!(
+        kill.starts_with("-UNKILLABLE Sorry the script already executed write commands"),
+        "{kill}"
+    );
+    assert_eq!(reply, b"$4\r\ndone\r\n");
+    assert_eq!(admin.command(&["GET", "w"]).unwrap(), b"$1\r\n1\r\n");
+}
+
+#[test]
+fn memory_bombs_and_deep_recursion_fail_without_killing_the_server() {
+    let s = coordis::Server::builder().start_blocking().unwrap();
+    let mut c = RawClient::connect(s.addr()).unwrap();
+    c.command(&["CONFIG", "SET", "lua-memory-limit", "64mb"]).unwrap();
+    let bomb = text(&eval(
+        &mut c,
+        "local t = {} for i = 1, 5000 do t[i] = string.rep('x', 1024 * 1024 - 1) .. i end return #t",
+        &[],
+        &[],
+    ));
+    assert!(bomb.starts_with("-ERR ") && bomb.contains("memory"), "{bomb}");
+    let deep = text(&eval(
+        &mut c,
+        "local function f(n) return f(n + 1) + 1 end return f(1)",
+        &[],
+        &[],
+    ));
+    assert!(deep.starts_with("-ERR ") && deep.contains("stack overflow"), "{deep}");
+    // The VM and the server are fine afterwards.
+    assert_eq!(eval(&mut c, "return 40 + 2", &[], &[]), b":42\r\n");
+    assert_eq!(c.command(&["PING"]).unwrap(), b"+PONG\r\n");
+}
+
+#[test]
+fn sandbox_escapes_fail() {
+    let s = server();
+    let mut c = RawClient::connect(s.addr()).unwrap();
+    let attempts = [
+        "return io.open('/etc/passwd')",
+        "return os.execute('true')",
+        "return require('os')",
+        "return package.loaded",
+        "return debug.getinfo(1)",
+        "return loadfile('/etc/passwd')",
+        "return dofile('/etc/passwd')",
+        "return getfenv(0)",
+        "rawset(_G, 'x', 1)",
+        "setmetatable(_G, nil)",
+        "redis.call = function() end",
+        "string.rep = nil",
+        "_G.redis = nil",
+        "return assert(loadstring(string.dump(function() return 1 end)))()",
+    ];
+    for body in attempts {
+        let reply = text(&eval(&mut c, body, &[], &[]));
+        assert!(reply.starts_with("-"), "{body} => {reply}");
+    }
+    // Nothing leaked between scripts.
+    assert_eq!(eval(&mut c, "return type(redis.call)", &[], &[]), b"$8\r\nfunction\r\n");
+}
+
+#[test]
+fn evalsha_uses_the_cache_and_noscript_otherwise() {
+    let s = server();
+    let mut c = RawClient::connect(s.addr()).unwrap();
+    let sha = coordis::lua::sha1_hex(b"return ARGV[1]");
+    assert_eq!(
+        c.command(&["EVALSHA", &sha, "0", "x"]).unwrap(),
+        b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+    );
+    assert_eq!(eval(&mut c, "return ARGV[1]", &[], &["x"]), b"$1\r\nx\r\n");
+    assert_eq!(c.command(&["EVALSHA", &sha, "0", "y"]).unwrap(), b"$1\r\ny\r\n");
+    assert_eq!(c.command(&["SCRIPT", "FLUSH"]).unwrap(), b"+OK\r\n");
+    assert_eq!(
+        c.command(&["EVALSHA", &sha, "0", "z"]).unwrap(),
+        b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+    );
+}
+
+/// Runs each canonical script of scripts/lua through the same steps on one
+/// server and returns the replies.
+fn canonical_scripts_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let load = |name: &str| {
+        std::fs::read_to_string(format!("{}/../scripts/lua/{name}.lua", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
+    let (unlock, extend, acquire, release, fenced_acquire, fenced_write) = (
+        load("unlock"),
+        load("extend"),
+        load("semaphore_acquire"),
+        load("semaphore_release"),
+        load("fenced_acquire"),
+        load("fenced_write"),
+    );
+    let mut c = RawClient::connect(addr).unwrap();
+    let mut out = vec![c.command(&["FLUSHALL"]).unwrap()];
+    out.push(c.command(&["SET", "lock:job", "pod-1", "NX", "PX", "30000"]).unwrap());
+    out.push(eval(&mut c, &unlock, &["lock:job"], &["pod-2"]));
+    out.push(eval(&mut c, &extend, &["lock:job"], &["pod-2", "60000"]));
+    out.push(eval(&mut c, &extend, &["lock:job"], &["pod-1", "60000"]));
+    out.push(c.command(&["TTL", "lock:job"]).unwrap());
+    out.push(eval(&mut c, &unlock, &["lock:job"], &["pod-1"]));
+    out.push(c.command(&["EXISTS", "lock:job"]).unwrap());
+    for (who, now) in [
+        ("a", "1000"),
+        ("b", "1001"),
+        ("c", "1002"),
+        ("a", "1003"),
+        ("d", "1004"),
+    ] {
+        out.push(eval(&mut c, &acquire, &["sem"], &[who, "2", "10000", now]));
+    }
+    out.push(eval(&mut c, &acquire, &["sem"], &["d", "2", "10000", "20000"]));
+    out.push(eval(&mut c, &release, &["sem"], &["d"]));
+    out.push(eval(&mut c, &release, &["sem"], &["d"]));
+    out.push(eval(
+        &mut c,
+        &fenced_acquire,
+        &["flock", "flock:token"],
+        &["a", "30000"],
+    ));
+    out.push(eval(
+        &mut c,
+        &fenced_acquire,
+        &["flock", "flock:token"],
+        &["b", "30000"],
+    ));
+    out.push(eval(&mut c, &fenced_write, &["res", "res:token"], &["2", "from-b"]));
+    out.push(eval(&mut c, &fenced_write, &["res", "res:token"], &["1", "from-a"]));
+    out.push(c.command(&["GET", "res"]).unwrap());
+    out
+}
+
+#[test]
+fn canonical_scripts_behave_the_same_on_coordis_and_redis() {
+    let coordis_server = server();
+    let ours = canonical_scripts_session(coordis_server.addr());
+    assert_eq!(ours[2], b":0\r\n", "unlock by a non-owner");
+    assert_eq!(ours[6], b":1\r\n", "unlock by the owner");
+    assert_eq!(ours.last().unwrap(), b"$6\r\nfrom-b\r\n", "stale fenced write refused");
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let theirs = canonical_scripts_session(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "step {i}");
+    }
+}
