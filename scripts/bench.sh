@@ -39,15 +39,29 @@ run() { # port pipeline test...
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
+UNLOCK=$(cat scripts/lua/unlock.lua)
+SHA=$(redis-cli -p "$CPORT" script load "$UNLOCK")
+[ "$(redis-cli -p "$RPORT" script load "$UNLOCK")" = "$SHA" ] || { echo "script SHA mismatch"; exit 1; }
+
+# One table row: a label, a pipeline depth, then redis-benchmark arguments.
+row() {
+    local label=$1 pipe=$2; shift 2
+    local cs=() rs=() ratios=()
+    for _ in $(seq "$PAIRS"); do
+        local c r
+        c=$(run "$CPORT" "$pipe" "$@"); r=$(run "$RPORT" "$pipe" "$@")
+        cs+=("$c"); rs+=("$r"); ratios+=("$(awk -v c="$c" -v r="$r" 'BEGIN {printf "%.3f", c / r}')")
+    done
+    printf "%-28s %4s %14s %14s %8s\n" "$label" "$pipe" \
+        "$(printf '%s\n' "${cs[@]}" | median)" "$(printf '%s\n' "${rs[@]}" | median)" "$(printf '%s\n' "${ratios[@]}" | median)"
+}
+
 printf "%-28s %4s %14s %14s %8s\n" "test" "-P" "coordis ops/s" "redis ops/s" "ratio"
 for pipe in 1 16; do
     for t in set get incr; do
-        cs=(); rs=(); ratios=()
-        for _ in $(seq "$PAIRS"); do
-            c=$(run "$CPORT" "$pipe" -t "$t"); r=$(run "$RPORT" "$pipe" -t "$t")
-            cs+=("$c"); rs+=("$r"); ratios+=("$(awk -v c="$c" -v r="$r" 'BEGIN {printf "%.3f", c / r}')")
-        done
-        printf "%-28s %4s %14s %14s %8s\n" "$t" "$pipe" \
-            "$(printf '%s\n' "${cs[@]}" | median)" "$(printf '%s\n' "${rs[@]}" | median)" "$(printf '%s\n' "${ratios[@]}" | median)"
+        row "$t" "$pipe" -t "$t"
     done
+    row "SET lock NX EX" "$pipe" -r 100000 SET "lock:__rand_int__" pod NX EX 30
+    row "EVALSHA unlock" "$pipe" -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
+    row "EVAL unlock (cached)" "$pipe" -r 100000 EVAL "$UNLOCK" 1 "lock:__rand_int__" pod
 done

@@ -130,22 +130,32 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 }
 
 /// Runs a command for a script's `redis.call`: Redis's script-specific
-/// checks, then the same handler a socket reaches.
-pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
+/// checks, then the same handler a socket reaches. The flag says whether a
+/// write command ran (a script that wrote cannot be killed).
+pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
     let Some(spec) = lookup(&args[0]) else {
-        return errors::err("ERR Unknown Redis command called from script");
+        return (errors::err("ERR Unknown Redis command called from script"), false);
     };
     if !spec.arity_ok(args.len()) {
-        return errors::err("ERR Wrong number of args calling Redis command from script");
+        return (
+            errors::err("ERR Wrong number of args calling Redis command from script"),
+            false,
+        );
     }
     if spec.flags & flags::NOSCRIPT != 0 {
-        return errors::err("ERR This Redis command is not allowed from script");
+        return (errors::err("ERR This Redis command is not allowed from script"), false);
     }
-    if read_only && spec.flags & flags::WRITE != 0 {
-        return errors::err("ERR Write commands are not allowed from read-only scripts.");
+    let write = spec.flags & flags::WRITE != 0;
+    if read_only && write {
+        return (
+            errors::err("ERR Write commands are not allowed from read-only scripts."),
+            false,
+        );
     }
     ctx.server.stats.total_commands_processed += 1;
-    (spec.handler)(ctx, args)
+    let reply = (spec.handler)(ctx, args);
+    let wrote = write && !reply.is_error();
+    (reply, wrote)
 }
 
 /// Argument helpers shared by the families.

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::args::is;
-use super::flags::{NOSCRIPT, WRITE};
+use super::flags::NOSCRIPT;
 use super::{CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::protocol::Reply;
@@ -80,8 +80,8 @@ fn run(ctx: &mut Ctx, sha: &str, args: &[Bytes], read_only: bool) -> Reply {
                 now,
                 scripting: None,
             };
-            let reply = super::dispatch_from_script(&mut inner, cmd, read_only);
-            if let Some(true) = super::lookup(&cmd[0]).map(|s| s.flags & WRITE != 0 && !reply.is_error()) {
+            let (reply, wrote) = super::dispatch_from_script(&mut inner, cmd, read_only);
+            if wrote {
                 state.wrote.store(true, Ordering::Relaxed);
             }
             reply

@@ -98,9 +98,16 @@ local function adopt(f)
   return f
 end
 
--- Runs a compiled script under the handler: returns ok, result-or-error.
-local function run(f)
-  return xpcall(f, handler)
+-- Runs a compiled script under the handler with KEYS (the first `nkeys`
+-- arguments) and ARGV (the rest): returns ok, result-or-error.
+local function run(f, nkeys, ...)
+  local all, keys, argv = {...}, {}, {}
+  for i = 1, nkeys do keys[i] = all[i] end
+  for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
+  visible.KEYS, visible.ARGV = keys, argv
+  local ok, result = xpcall(f, handler)
+  visible.KEYS, visible.ARGV = nil, nil
+  return ok, result
 end
 
 return run, adopt

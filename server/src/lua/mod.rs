@@ -46,6 +46,36 @@ pub struct ScriptState {
     pub wrote: AtomicBool,
     /// `lua-time-limit` / `busy-reply-threshold` in ms.
     pub busy_after_ms: AtomicU64,
+    /// Monotonic start of the running script (µs since [`monotonic_us`]'s epoch).
+    run_started_us: AtomicU64,
+    /// Script run time (ms) at which the hook next leaves the tokio worker.
+    next_detach_ms: AtomicU64,
+}
+
+/// Microseconds on a monotonic clock (for script run time, not key expiry).
+fn monotonic_us() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64
+}
+
+/// The `redis.call` target of the running script: a pointer to the
+/// `&mut Dispatch` on [`Scripting::run`]'s stack, null between scripts.
+#[derive(Default)]
+struct CurrentDispatch(std::sync::atomic::AtomicPtr<()>);
+
+impl CurrentDispatch {
+    /// Runs `f` with the running script's dispatcher, or `None` outside a script.
+    fn with<R>(&self, f: impl FnOnce(&mut Dispatch) -> R) -> Option<R> {
+        let p = self.0.load(Ordering::Acquire) as *mut &mut Dispatch;
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: `run_inner` stores a pointer to a live `&mut Dispatch` for
+        // exactly the duration of the script call and clears it afterwards;
+        // redis.call runs synchronously on that same thread, inside that call,
+        // and never re-enters itself (commands do not run Lua).
+        Some(f(unsafe { &mut **p }))
+    }
 }
 
 impl ScriptState {
@@ -68,12 +98,12 @@ pub type Dispatch<'a> = dyn FnMut(&[Bytes]) -> Reply + 'a;
 pub struct Scripting {
     lua: Lua,
     /// Compiled scripts by lower-case SHA1 hex.
-    scripts: HashMap<String, Function>,
-    /// glue.lua's functions and the tables scripts see.
+    scripts: HashMap<String, Function, foldhash::fast::RandomState>,
+    /// glue.lua's functions.
     vm_runner: Function,
     vm_adopt: Function,
-    visible: Table,
-    redis: Table,
+    /// Where `redis.call`/`redis.pcall` find the running script's dispatcher.
+    current: Arc<CurrentDispatch>,
     /// Protocol version chosen by `redis.setresp` for the running script.
     resp: Arc<AtomicU8>,
     pub state: Arc<ScriptState>,
@@ -89,8 +119,14 @@ impl std::fmt::Debug for Scripting {
 
 /// Lower-case hex SHA1, as SCRIPT LOAD returns and `redis.sha1hex` computes.
 pub fn sha1_hex(data: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha1::digest(data);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(40);
+    for b in digest.iter() {
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 15) as usize] as char);
+    }
+    out
 }
 
 /// Converts a Lua error (mlua's) into the text Redis would show.
@@ -115,13 +151,15 @@ impl Scripting {
         if memory_limit > 0 {
             vm.lua.set_memory_limit(memory_limit)?;
         }
+        let current = Arc::new(CurrentDispatch::default());
+        install_call(&vm.lua, &vm.redis, current.clone(), resp.clone())?;
+        install_hook(&vm.lua, state.clone())?;
         Ok(Scripting {
             lua: vm.lua,
-            scripts: HashMap::new(),
+            scripts: HashMap::default(),
             vm_runner: vm.runner,
             vm_adopt: vm.adopt,
-            visible: vm.visible,
-            redis: vm.redis,
+            current,
             resp,
             state,
         })
@@ -164,7 +202,13 @@ impl Scripting {
 
     /// Whether a script with this SHA1 (any case) is cached.
     pub fn exists(&self, sha: &[u8]) -> bool {
-        std::str::from_utf8(sha).is_ok_and(|s| self.scripts.contains_key(&s.to_ascii_lowercase()))
+        std::str::from_utf8(sha).is_ok_and(|s| {
+            if s.bytes().any(|b| b.is_ascii_uppercase()) {
+                self.scripts.contains_key(&s.to_ascii_lowercase())
+            } else {
+                self.scripts.contains_key(s)
+            }
+        })
     }
 
     /// SCRIPT FLUSH.
@@ -197,7 +241,10 @@ impl Scripting {
         now_ms: u64,
         dispatch: &mut Dispatch,
     ) -> Option<Reply> {
-        let func = self.scripts.get(&sha.to_ascii_lowercase())?.clone();
+        let func = match self.scripts.get(sha) {
+            Some(f) => f.clone(),
+            None => self.scripts.get(&sha.to_ascii_lowercase())?.clone(),
+        };
         self.resp.store(2, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);
         self.state.wrote.store(false, Ordering::Relaxed);
@@ -225,80 +272,91 @@ impl Scripting {
         dispatch: &mut Dispatch,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        let strings = |items: &[Bytes]| -> mlua::Result<Table> {
-            lua.create_sequence_from(
-                items
-                    .iter()
-                    .map(|k| lua.create_string(k))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )
-        };
-        self.visible.raw_set("KEYS", strings(keys)?)?;
-        self.visible.raw_set("ARGV", strings(argv)?)?;
-        let started = std::time::Instant::now();
-        let state = self.state.clone();
-        let next_detach = AtomicU64::new(DETACH_AFTER_MS);
-        let resp = self.resp.clone();
-        let dispatch = std::cell::RefCell::new(dispatch);
-        // Runs one redis.call/pcall: Ok(value) or Err(error text).
-        let invoke = |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
-            let args = match convert::command_args(lua, args) {
-                Ok(a) => a,
-                Err(text) => return Ok(Err(text)),
-            };
-            let reply = (dispatch.borrow_mut())(&args);
-            match reply {
-                Reply::Error(text) => Ok(Err(convert::error_reply_text(&text))),
-                other => Ok(Ok(convert::reply_to_lua(
-                    lua,
-                    &other,
-                    resp.load(Ordering::Relaxed) == 3,
-                )?)),
-            }
-        };
-        let result = lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| match invoke(lua, args)? {
-                Ok(v) => Ok(v),
-                Err(text) => sandbox::raise(&text),
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| match invoke(lua, args)? {
-                Ok(v) => Ok(v),
-                Err(text) => Ok(Value::Table(convert::error_table(lua, &text)?)),
-            })?;
-            self.redis.raw_set("call", call)?;
-            self.redis.raw_set("pcall", pcall)?;
-            lua.set_hook(
-                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-                move |_lua, _debug| {
-                    if state.kill.load(Ordering::Relaxed) {
-                        return sandbox::raise("ERR Script killed by user with SCRIPT KILL...");
-                    }
-                    let elapsed = started.elapsed().as_millis() as u64;
-                    if elapsed >= next_detach.load(Ordering::Relaxed) {
-                        next_detach.store(elapsed + DETACH_RETRY_MS, Ordering::Relaxed);
-                        detach_from_runtime();
-                    }
-                    Ok(VmState::Continue)
-                },
-            )?;
-            let out: MultiValue = self.vm_runner.call(func)?;
-            lua.remove_hook();
-            let mut values = out.into_iter();
-            let ok = matches!(values.next(), Some(Value::Boolean(true)));
-            let value = values.next().unwrap_or(Value::Nil);
-            if ok {
-                convert::lua_to_reply(&value, resp.load(Ordering::Relaxed) == 3)
-            } else {
-                Ok(convert::script_error(&value, sha))
-            }
-        });
-        lua.remove_hook();
-        let _ = self.redis.raw_set("call", Value::Nil);
-        let _ = self.redis.raw_set("pcall", Value::Nil);
-        let _ = self.visible.raw_set("KEYS", Value::Nil);
-        let _ = self.visible.raw_set("ARGV", Value::Nil);
-        result
+        let mut args = MultiValue::with_capacity(keys.len() + argv.len() + 2);
+        args.push_back(Value::Function(func));
+        args.push_back(Value::Integer(keys.len() as _));
+        for a in keys.iter().chain(argv) {
+            args.push_back(Value::String(lua.create_string(a)?));
+        }
+        self.state.run_started_us.store(monotonic_us(), Ordering::Relaxed);
+        self.state.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
+        let mut dispatch: &mut Dispatch = dispatch;
+        self.current
+            .0
+            .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
+        let out = self.vm_runner.call::<MultiValue>(args);
+        self.current.0.store(std::ptr::null_mut(), Ordering::Release);
+        let mut values = out?.into_iter();
+        let ok = matches!(values.next(), Some(Value::Boolean(true)));
+        let value = values.next().unwrap_or(Value::Nil);
+        if ok {
+            convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed) == 3)
+        } else {
+            Ok(convert::script_error(&value, sha))
+        }
     }
+}
+
+/// Installs `redis.call` and `redis.pcall`: they run a command through the
+/// running script's dispatcher; `call` raises command errors, `pcall`
+/// returns them as `{err=...}`.
+fn install_call(lua: &Lua, redis: &Table, current: Arc<CurrentDispatch>, resp: Arc<AtomicU8>) -> mlua::Result<()> {
+    let invoke = move |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+        let args = match convert::command_args(lua, args) {
+            Ok(a) => a,
+            Err(text) => return Ok(Err(text)),
+        };
+        match current.with(|d| d(&args)) {
+            None => Ok(Err("ERR redis.call can only be used while a script runs".into())),
+            Some(Reply::Error(text)) => Ok(Err(convert::error_reply_text(&text))),
+            Some(other) => Ok(Ok(convert::reply_to_lua(
+                lua,
+                &other,
+                resp.load(Ordering::Relaxed) == 3,
+            )?)),
+        }
+    };
+    let invoke = Arc::new(invoke);
+    let raising = invoke.clone();
+    redis.raw_set(
+        "call",
+        lua.create_function(move |lua, args: MultiValue| match raising(lua, args)? {
+            Ok(v) => Ok(v),
+            Err(text) => sandbox::raise(&text),
+        })?,
+    )?;
+    redis.raw_set(
+        "pcall",
+        lua.create_function(move |lua, args: MultiValue| match invoke(lua, args)? {
+            Ok(v) => Ok(v),
+            Err(text) => Ok(Value::Table(convert::error_table(lua, &text)?)),
+        })?,
+    )
+}
+
+/// Installs the instruction hook: every [`HOOK_EVERY`] instructions it stops
+/// a script SCRIPT KILL asked to stop, and lets a long script leave its tokio
+/// worker thread.
+fn install_hook(lua: &Lua, state: Arc<ScriptState>) -> mlua::Result<()> {
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+        move |_lua, _debug| {
+            if !state.is_running() {
+                return Ok(VmState::Continue);
+            }
+            if state.kill.load(Ordering::Relaxed) {
+                return sandbox::raise("ERR Script killed by user with SCRIPT KILL...");
+            }
+            let elapsed_ms = monotonic_us().saturating_sub(state.run_started_us.load(Ordering::Relaxed)) / 1000;
+            if elapsed_ms >= state.next_detach_ms.load(Ordering::Relaxed) {
+                state
+                    .next_detach_ms
+                    .store(elapsed_ms + DETACH_RETRY_MS, Ordering::Relaxed);
+                detach_from_runtime();
+            }
+            Ok(VmState::Continue)
+        },
+    )
 }
 
 /// Lets the tokio runtime replace the current worker thread, so a long

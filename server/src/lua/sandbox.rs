@@ -52,9 +52,7 @@ pub struct Vm {
     pub runner: Function,
     /// glue.lua's `adopt`: gives a compiled script the read-only environment.
     pub adopt: Function,
-    /// The globals scripts see (KEYS and ARGV are set here per run).
-    pub visible: Table,
-    /// The real `redis` table (per-run `call`/`pcall` are set here).
+    /// The real `redis` table (`call`/`pcall` are installed by the caller).
     pub redis: Table,
 }
 
@@ -210,7 +208,6 @@ pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
         lua,
         runner,
         adopt,
-        visible,
         redis,
     })
 }
