@@ -13,9 +13,11 @@
 //!   keys: no other client's command can interleave.
 //! - Inside, nothing is shared: `Db` is a plain `HashMap`, with no dashmap
 //!   shard to deadlock on and no `Ref` to hold across an await.
-//! - Long scripts (a later issue) must not pin the tokio workers: they will run
-//!   under `block_in_place` while other connections answer `-BUSY` from an
-//!   atomic flag instead of waiting for the lock.
+//! - A script holds the lock for its whole run. Connection tasks never block
+//!   behind it: they poll the lock asynchronously and, once the script is past
+//!   the busy threshold, answer `-BUSY` from atomics (`crate::lua::ScriptState`);
+//!   a long script also hands its tokio worker to a fresh thread
+//!   (`block_in_place`) so tasks queued there keep running.
 //!
 //! Measured alternative: a dedicated executor thread owning the keyspace
 //! (Redis's model), fed batches over a channel. On a 2-core machine it reached
