@@ -297,10 +297,12 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     if want("memory") {
         let rss = rss_bytes();
+        let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory());
         parts.push(format!(
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:0\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
             human_bytes(rss),
-            human_bytes(rss)
+            human_bytes(rss),
+            ctx.scripting.as_ref().map_or(0, |l| l.len()),
         ));
     }
     if want("persistence") {

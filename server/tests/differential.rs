@@ -70,6 +70,35 @@ fn run(addr: SocketAddr, scenario: &Scenario, resp3: bool) -> Vec<Vec<u8>> {
     replies
 }
 
+/// Runs `scenario` on both servers, records every differing reply (with the
+/// reply before it, for context) and returns the number of commands compared.
+fn compare(
+    redis: SocketAddr,
+    coordis: SocketAddr,
+    scenario: &Scenario,
+    resp3: bool,
+    mismatches: &mut Vec<String>,
+) -> usize {
+    let expected = run(redis, scenario, resp3);
+    let actual = run(coordis, scenario, resp3);
+    for (i, args) in scenario.commands.iter().enumerate() {
+        if expected[i] != actual[i] {
+            let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            let before = if i > 0 { show(&expected[i - 1]) } else { String::new() };
+            mismatches.push(format!(
+                "[{} RESP{}] {}\n    redis:   {}\n    coordis: {}\n    (previous reply: {})",
+                scenario.name,
+                if resp3 { 3 } else { 2 },
+                cmd.join(" "),
+                show(&expected[i]),
+                show(&actual[i]),
+                before
+            ));
+        }
+    }
+    scenario.commands.len()
+}
+
 #[test]
 fn coordis_replies_match_redis_byte_for_byte() {
     let Some(redis) = RedisServer::start(&[]).unwrap() else {
@@ -85,22 +114,7 @@ fn coordis_replies_match_redis_byte_for_byte() {
     let mut mismatches = vec![];
     for scenario in &scenarios {
         for resp3 in [false, true] {
-            let expected = run(redis.addr(), scenario, resp3);
-            let actual = run(coordis.addr(), scenario, resp3);
-            for (i, args) in scenario.commands.iter().enumerate() {
-                commands += 1;
-                if expected[i] != actual[i] {
-                    let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-                    mismatches.push(format!(
-                        "[{} RESP{}] {}\n    redis:   {}\n    coordis: {}",
-                        scenario.name,
-                        if resp3 { 3 } else { 2 },
-                        cmd.join(" "),
-                        show(&expected[i]),
-                        show(&actual[i])
-                    ));
-                }
-            }
+            commands += compare(redis.addr(), coordis.addr(), scenario, resp3, &mut mismatches);
         }
     }
     println!(
@@ -134,23 +148,7 @@ fn random_zset_sequences_match_redis() {
             name: format!("random zset seed {seed}"),
             commands: random_zset_commands(seed, 400),
         };
-        let expected = run(redis.addr(), &scenario, resp3);
-        let actual = run(coordis.addr(), &scenario, resp3);
-        for (i, args) in scenario.commands.iter().enumerate() {
-            commands += 1;
-            if expected[i] != actual[i] {
-                let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-                let before = if i > 0 { show(&expected[i - 1]) } else { String::new() };
-                mismatches.push(format!(
-                    "[{}] {}\n    redis:   {}\n    coordis: {}\n    (previous reply: {})",
-                    scenario.name,
-                    cmd.join(" "),
-                    show(&expected[i]),
-                    show(&actual[i]),
-                    before
-                ));
-            }
-        }
+        commands += compare(redis.addr(), coordis.addr(), &scenario, resp3, &mut mismatches);
     }
     println!(
         "random zset differential: {} commands, {} mismatches",

@@ -12,17 +12,7 @@ use crate::store::glob;
 use crate::tri;
 
 macro_rules! spec {
-    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            keys: $keys,
-            group: "generic",
-            summary: $summary,
-            handler: $handler,
-        }
-    };
+    ($($row:tt)*) => { command!("generic", $($row)*) };
 }
 
 #[rustfmt::skip]

@@ -18,6 +18,22 @@ use crate::errors;
 use crate::protocol::Reply;
 use crate::store::{Db, Entry, Value};
 
+/// Builds one [`CommandSpec`] row: documentation group, name, arity, flags,
+/// key positions, summary, handler. Each family wraps it as `spec!` with its group.
+macro_rules! command {
+    ($group:literal, $name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        $crate::cmd::CommandSpec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            keys: $keys,
+            group: $group,
+            summary: $summary,
+            handler: $handler,
+        }
+    };
+}
+
 pub mod keys;
 pub mod scripting;
 pub mod server;

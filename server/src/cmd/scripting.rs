@@ -17,17 +17,7 @@ use crate::store::num;
 use crate::tri;
 
 macro_rules! spec {
-    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            keys: $keys,
-            group: "scripting",
-            summary: $summary,
-            handler: $handler,
-        }
-    };
+    ($($row:tt)*) => { command!("scripting", $($row)*) };
 }
 
 #[rustfmt::skip]

@@ -13,17 +13,7 @@ use crate::store::{Entry, Value};
 use crate::tri;
 
 macro_rules! spec {
-    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            keys: $keys,
-            group: "sorted_set",
-            summary: $summary,
-            handler: $handler,
-        }
-    };
+    ($($row:tt)*) => { command!("sorted_set", $($row)*) };
 }
 
 #[rustfmt::skip]
