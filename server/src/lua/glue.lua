@@ -48,17 +48,14 @@ local function protect(t)
   return proxy
 end
 
-local env = setmetatable({}, {
+-- Reads go env -> visible (a plain table lookup) and only a miss reaches
+-- the function that raises; writes to env are refused.
+setmetatable(visible, {
   __index = function(_, name)
-    local v = visible[name]
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    return v
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
-  __newindex = deny,
-  __metatable = {},
 })
+local env = setmetatable({}, {__index = visible, __newindex = deny, __metatable = {}})
 readonly[env] = true
 
 for _, name in ipairs({'string', 'table', 'math', 'coroutine', 'redis', 'cjson', 'bit', 'struct', 'cmsgpack'}) do
@@ -104,9 +101,11 @@ local function run(f, nkeys, ...)
   local all, keys, argv = {...}, {}, {}
   for i = 1, nkeys do keys[i] = all[i] end
   for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
-  visible.KEYS, visible.ARGV = keys, argv
+  rawset(visible, 'KEYS', keys)
+  rawset(visible, 'ARGV', argv)
   local ok, result = xpcall(f, handler)
-  visible.KEYS, visible.ARGV = nil, nil
+  rawset(visible, 'KEYS', nil)
+  rawset(visible, 'ARGV', nil)
   return ok, result
 end
 
