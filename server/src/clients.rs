@@ -64,6 +64,12 @@ pub struct ClientState {
     pub last_cmd: &'static str,
     /// Set by QUIT: the connection closes after this batch's replies are written.
     pub close_after_reply: bool,
+    /// Commands queued since MULTI; `None` outside a transaction.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub multi_failed: bool,
+    /// WATCHed keys: database, key, and the key's change count at WATCH time.
+    pub watched: Vec<(usize, Bytes, u64)>,
     pub signal: Arc<CloseSignal>,
 }
 
@@ -81,6 +87,9 @@ impl ClientState {
             last_cmd_ms: now_ms,
             last_cmd: "NULL",
             close_after_reply: false,
+            multi: None,
+            multi_failed: false,
+            watched: Vec::new(),
             signal,
         }
     }

@@ -164,7 +164,9 @@ impl Engine {
     }
 
     pub fn disconnect(&mut self, id: u64) {
-        self.state.clients.remove(&id);
+        if let Some(mut client) = self.state.clients.remove(&id) {
+            cmd::tx::unwatch_all(&mut self.dbs, &mut client);
+        }
     }
 
     /// Asks every connection to close (server shutdown).
@@ -231,14 +233,46 @@ impl Engine {
     }
 
     fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes], now: u64) -> Reply {
-        let Some(spec) = cmd::lookup(&args[0]) else {
-            return errors::unknown_command(args);
+        let refused = match cmd::lookup(&args[0]) {
+            None => Err(errors::unknown_command(args)),
+            Some(spec) if !spec.arity_ok(args.len()) => Err(errors::wrong_args(spec.name)),
+            Some(spec) if !client.authenticated && spec.flags & flags::NO_AUTH == 0 => Err(errors::err(errors::NOAUTH)),
+            Some(spec) => Ok(spec),
         };
-        if !spec.arity_ok(args.len()) {
-            return errors::wrong_args(spec.name);
+        let spec = match refused {
+            Ok(spec) => spec,
+            Err(reply) => {
+                // Inside MULTI a refused command dooms the transaction; a
+                // refused EXEC ends it with the reason, as in Redis.
+                if client.multi.is_some() {
+                    client.multi_failed = true;
+                    if cmd::lookup(&args[0]).is_some_and(|s| s.name == "exec") {
+                        client.multi = None;
+                        client.multi_failed = false;
+                        cmd::tx::unwatch_all(&mut self.dbs, client);
+                        if let Reply::Error(text) = &reply {
+                            let reason = text.strip_prefix("ERR ").unwrap_or(text);
+                            return Reply::Error(
+                                format!("EXECABORT Transaction discarded because of: {reason}").into(),
+                            );
+                        }
+                    }
+                }
+                return reply;
+            }
+        };
+        if let Some(queue) = client.multi.as_mut() {
+            if !cmd::tx::runs_inside_multi(spec.name) {
+                queue.push(args.to_vec());
+                return Reply::status("QUEUED");
+            }
         }
-        if !client.authenticated && spec.flags & flags::NO_AUTH == 0 {
-            return errors::err(errors::NOAUTH);
+        if spec.name == "exec" && client.multi.is_some() {
+            return self.exec(client, now);
+        }
+        if spec.name == "reset" {
+            client.multi = None;
+            cmd::tx::unwatch_all(&mut self.dbs, client);
         }
         client.last_cmd = spec.name;
         client.last_cmd_ms = now;
@@ -255,6 +289,30 @@ impl Engine {
             self.scripting.set_memory_limit(self.state.config.lua_memory_limit);
         }
         reply
+    }
+}
+
+impl Engine {
+    /// EXEC inside MULTI: EXECABORT if queueing failed, a null array if a
+    /// watched key changed, otherwise every queued command's reply, all run
+    /// under this one lock hold.
+    fn exec(&mut self, client: &mut ClientState, now: u64) -> Reply {
+        let queued = client.multi.take().unwrap_or_default();
+        let failed = std::mem::take(&mut client.multi_failed);
+        let changed = cmd::tx::watched_keys_changed(&mut self.dbs, client, now);
+        if failed {
+            return errors::err(cmd::tx::EXECABORT);
+        }
+        if changed {
+            return Reply::NilArray;
+        }
+        let mut replies = Vec::with_capacity(queued.len());
+        for args in &queued {
+            replies.push(self.dispatch(client, args, now));
+            self.state.stats.total_commands_processed += 1;
+        }
+        client.last_cmd = "exec";
+        Reply::Array(replies)
     }
 }
 

@@ -38,6 +38,7 @@ pub mod keys;
 pub mod scripting;
 pub mod server;
 pub mod strings;
+pub mod tx;
 pub mod zset;
 
 /// Everything a handler may touch while it runs.
@@ -128,6 +129,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(keys::COMMANDS.iter())
         .chain(zset::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())
+        .chain(tx::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
 }
 

@@ -252,6 +252,9 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
             AddOutcome::Nan => return err(NAN_SCORE),
         }
     }
+    if added + updated > 0 {
+        ctx.db().touch(key);
+    }
     if f.incr {
         last.map_or(Reply::Nil, Reply::Double)
     } else {
@@ -299,6 +302,9 @@ fn zrem(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Int(0);
     };
     let removed = args[2..].iter().filter(|m| z.remove(m)).count();
+    if removed > 0 {
+        ctx.db().touch(&args[1]);
+    }
     drop_if_empty(ctx, &args[1]);
     Reply::Int(removed as i64)
 }
@@ -550,6 +556,9 @@ fn zremrange_generic(ctx: &mut Ctx, args: &[Bytes], kind: RangeKind) -> Reply {
         Bounds::Score(r) => z.remove_score_range(&r),
         Bounds::Lex(r) => z.remove_lex_range(&r),
     };
+    if removed > 0 {
+        ctx.db().touch(&args[1]);
+    }
     drop_if_empty(ctx, &args[1]);
     Reply::Int(removed as i64)
 }
@@ -592,6 +601,9 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
         let m = m.clone();
         z.remove(&m);
         popped.push((m, s));
+    }
+    if !popped.is_empty() {
+        ctx.db().touch(&args[1]);
     }
     drop_if_empty(ctx, &args[1]);
     match count {

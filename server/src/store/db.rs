@@ -49,6 +49,17 @@ pub struct Db {
     expires: BTreeSet<(u64, Bytes)>,
     /// Keys removed because their deadline passed (INFO `expired_keys`).
     pub expired_count: u64,
+    /// Modification counters of WATCHed keys (only those): every change to
+    /// such a key, including its expiry or a flush, bumps its version, and
+    /// EXEC compares versions with those seen at WATCH time.
+    watched: HashMap<Bytes, Watched, RandomState>,
+}
+
+/// A watched key's modification count and how many clients watch it.
+#[derive(Debug, Default)]
+struct Watched {
+    version: u64,
+    watchers: usize,
 }
 
 /// Copies argument bytes into their own allocation before they are stored:
@@ -59,6 +70,38 @@ pub fn owned(b: &Bytes) -> Bytes {
 }
 
 impl Db {
+    /// Records that `key` changed (Redis's `signalModifiedKey`). Free when
+    /// nobody watches anything in this database.
+    pub fn touch(&mut self, key: &[u8]) {
+        if !self.watched.is_empty() {
+            if let Some(w) = self.watched.get_mut(key) {
+                w.version += 1;
+            }
+        }
+    }
+
+    /// WATCH: starts counting changes to `key`; returns the current count.
+    pub fn watch(&mut self, key: &Bytes) -> u64 {
+        let w = self.watched.entry(owned(key)).or_default();
+        w.watchers += 1;
+        w.version
+    }
+
+    /// Ends one client's watch of `key`.
+    pub fn unwatch(&mut self, key: &[u8]) {
+        if let Some(w) = self.watched.get_mut(key) {
+            w.watchers -= 1;
+            if w.watchers == 0 {
+                self.watched.remove(key);
+            }
+        }
+    }
+
+    /// The change count of a watched key.
+    pub fn watch_version(&self, key: &[u8]) -> u64 {
+        self.watched.get(key).map_or(0, |w| w.version)
+    }
+
     pub fn len(&self) -> usize {
         self.map.len()
     }
@@ -109,6 +152,7 @@ impl Db {
     /// Stores `value` under `key` with deadline `expire_at` (0: none),
     /// replacing any previous value and deadline.
     pub fn insert(&mut self, key: &Bytes, value: Value, expire_at: u64) {
+        self.touch(key);
         let old_deadline = match self.map.get_mut(&key[..]) {
             Some(entry) => {
                 let old = entry.expire_at;
@@ -127,6 +171,7 @@ impl Db {
     /// Replaces the value of an existing key, keeping its deadline (KEEPTTL,
     /// APPEND, INCR...). Inserts without deadline when the key is absent.
     pub fn replace_value(&mut self, key: &Bytes, value: Value) {
+        self.touch(key);
         match self.map.get_mut(&key[..]) {
             Some(entry) => entry.value = value,
             None => {
@@ -137,6 +182,7 @@ impl Db {
 
     /// Changes the deadline of an existing key. Returns false if absent.
     pub fn set_expire(&mut self, key: &[u8], expire_at: u64) -> bool {
+        self.touch(key);
         let Some(entry) = self.map.get_mut(key) else {
             return false;
         };
@@ -164,6 +210,7 @@ impl Db {
     /// Removes `key` (whether or not it is expired) and returns its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let (k, entry) = self.map.remove_entry(key)?;
+        self.touch(key);
         if entry.expire_at != 0 {
             self.expires.remove(&(entry.expire_at, k));
         }
@@ -172,6 +219,11 @@ impl Db {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        for (key, w) in self.watched.iter_mut() {
+            if self.map.contains_key(key) {
+                w.version += 1;
+            }
+        }
         self.map = HashMap::default();
         self.expires = BTreeSet::new();
     }
@@ -189,6 +241,7 @@ impl Db {
             }
             let (_, key) = self.expires.pop_first().expect("first exists");
             self.map.remove(&key[..]);
+            self.touch(&key);
             self.expired_count += 1;
             removed += 1;
         }
@@ -230,6 +283,9 @@ impl Db {
 
     /// Swaps this database's content with `other` (SWAPDB).
     pub fn swap(&mut self, other: &mut Db) {
+        for w in self.watched.values_mut().chain(other.watched.values_mut()) {
+            w.version += 1;
+        }
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.expires, &mut other.expires);
     }
