@@ -2,7 +2,7 @@
 //! another connection (CLIENT KILL, shutdown).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -42,6 +42,64 @@ impl CloseSignal {
     }
 }
 
+/// Redis's `client-output-buffer-limit pubsub 32mb 8mb 60`: a subscriber
+/// with more than `PUBSUB_HARD_LIMIT` bytes of undelivered messages, or more
+/// than `PUBSUB_SOFT_LIMIT` for `PUBSUB_SOFT_SECONDS`, is disconnected, so a
+/// subscriber that does not read cannot grow the server's memory.
+pub const PUBSUB_HARD_LIMIT: usize = 32 * 1024 * 1024;
+pub const PUBSUB_SOFT_LIMIT: usize = 8 * 1024 * 1024;
+pub const PUBSUB_SOFT_SECONDS: u64 = 60;
+
+/// Messages published to a client, waiting for its connection task to write
+/// them.
+#[derive(Debug)]
+pub struct Outbox {
+    tx: tokio::sync::mpsc::UnboundedSender<bytes::Bytes>,
+    /// Bytes queued and not yet written.
+    pending: AtomicUsize,
+    /// Unix ms since which `pending` has been above the soft limit (0: it is not).
+    over_soft_since: AtomicU64,
+}
+
+impl Outbox {
+    pub fn new() -> (Arc<Outbox>, tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (
+            Arc::new(Outbox {
+                tx,
+                pending: AtomicUsize::new(0),
+                over_soft_since: AtomicU64::new(0),
+            }),
+            rx,
+        )
+    }
+
+    /// Queues a message. Returns false when the client is over its output
+    /// limit and must be disconnected.
+    pub fn push(&self, data: bytes::Bytes, now_ms: u64) -> bool {
+        let pending = self.pending.fetch_add(data.len(), Ordering::Relaxed) + data.len();
+        if pending > PUBSUB_HARD_LIMIT {
+            return false;
+        }
+        if pending > PUBSUB_SOFT_LIMIT {
+            let since = self.over_soft_since.load(Ordering::Relaxed);
+            if since == 0 {
+                self.over_soft_since.store(now_ms.max(1), Ordering::Relaxed);
+            } else if now_ms.saturating_sub(since) >= PUBSUB_SOFT_SECONDS * 1000 {
+                return false;
+            }
+        } else {
+            self.over_soft_since.store(0, Ordering::Relaxed);
+        }
+        self.tx.send(data).is_ok()
+    }
+
+    /// Records that `n` queued bytes were written to the socket.
+    pub fn written(&self, n: usize) {
+        self.pending.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
 /// What the executor knows about one connection.
 #[derive(Debug)]
 pub struct ClientState {
@@ -70,11 +128,23 @@ pub struct ClientState {
     pub multi_failed: bool,
     /// WATCHed keys: database, key, and the key's change count at WATCH time.
     pub watched: Vec<(usize, Bytes, u64)>,
+    /// Channels and patterns subscribed to, in subscription order.
+    pub channels: Vec<Bytes>,
+    pub patterns: Vec<Bytes>,
+    /// Where PUBLISH puts this client's messages.
+    pub outbox: Arc<Outbox>,
     pub signal: Arc<CloseSignal>,
 }
 
 impl ClientState {
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64, signal: Arc<CloseSignal>) -> Self {
+    pub fn new(
+        id: u64,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        now_ms: u64,
+        signal: Arc<CloseSignal>,
+        outbox: Arc<Outbox>,
+    ) -> Self {
         ClientState {
             id,
             addr,
@@ -90,6 +160,9 @@ impl ClientState {
             multi: None,
             multi_failed: false,
             watched: Vec::new(),
+            channels: Vec::new(),
+            patterns: Vec::new(),
+            outbox,
             signal,
         }
     }
@@ -104,7 +177,7 @@ impl ClientState {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -112,6 +185,8 @@ impl ClientState {
             now_ms.saturating_sub(self.created_ms) / 1000,
             now_ms.saturating_sub(self.last_cmd_ms) / 1000,
             self.db,
+            self.channels.len(),
+            self.patterns.len(),
             self.last_cmd,
             if self.resp3 { 3 } else { 2 }
         )

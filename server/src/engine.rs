@@ -83,6 +83,8 @@ pub struct ServerState {
     pub run_id: String,
     /// The port actually bound (INFO tcp_port; differs from config for port 0).
     pub port: u16,
+    /// Pub/sub subscriptions.
+    pub pubsub: cmd::pubsub::PubSub,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
     pub shared: Arc<Shared>,
@@ -131,6 +133,7 @@ impl Engine {
                 started_ms,
                 run_id,
                 port,
+                pubsub: Default::default(),
                 shutdown_requested: false,
                 shared,
             },
@@ -166,6 +169,7 @@ impl Engine {
     pub fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(&id) {
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
+            self.state.pubsub.forget(&mut client);
         }
     }
 
@@ -273,6 +277,18 @@ impl Engine {
         if spec.name == "reset" {
             client.multi = None;
             cmd::tx::unwatch_all(&mut self.dbs, client);
+            self.state.pubsub.forget(client);
+        }
+        if !client.resp3 && !(client.channels.is_empty() && client.patterns.is_empty()) {
+            if spec.name == "ping" {
+                return cmd::pubsub::subscribed_ping(args);
+            }
+            if !cmd::pubsub::allowed_while_subscribed(spec.name) {
+                return Reply::Error(
+                    format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)
+                        .into(),
+                );
+            }
         }
         client.last_cmd = spec.name;
         client.last_cmd_ms = now;
@@ -373,13 +389,15 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         let expired: u64 = ctx.dbs.iter().map(|d| d.expired_count).sum();
         let st = &s.stats;
         parts.push(format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\n",
             st.total_connections_received,
             st.total_commands_processed,
             st.rejected_connections + s.shared.rejected.load(Ordering::Relaxed),
             expired,
             st.keyspace_hits,
             st.keyspace_misses,
+            s.pubsub.channel_count(),
+            s.pubsub.numpat(),
             st.total_error_replies
         ));
     }

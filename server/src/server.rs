@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::clients::{ClientState, CloseSignal};
+use crate::clients::{ClientState, CloseSignal, Outbox};
 use crate::cmd::scripting::{BUSY, UNKILLABLE};
 use crate::config::Config;
 use crate::engine::{BatchOutput, Engine, Shared};
@@ -203,11 +203,13 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     let laddr = socket.local_addr().unwrap_or(peer);
     let signal = Arc::new(CloseSignal::default());
     let now = ctx.clock.now_ms();
-    let client = ClientState::new(id, peer, laddr, now, signal.clone());
+    let (outbox, messages) = Outbox::new();
+    let client = ClientState::new(id, peer, laddr, now, signal.clone(), outbox.clone());
     // Registered with the engine on its first batch (see `execute`), so a
     // client arriving while a script runs can still be answered -BUSY.
     let mut pending = Some(client);
-    if let Err(e) = serve_connection(&mut socket, id, &ctx, &signal, &mut pending).await {
+    let mut channel = Messages { rx: messages, outbox };
+    if let Err(e) = serve_connection(&mut socket, id, &ctx, &signal, &mut pending, &mut channel).await {
         tracing::debug!("client {id} ({peer}): {e}");
     }
     if pending.is_none() {
@@ -242,6 +244,7 @@ async fn serve_connection(
     ctx: &ConnCtx,
     signal: &CloseSignal,
     pending: &mut Option<ClientState>,
+    messages: &mut Messages,
 ) -> io::Result<()> {
     let mut stop = ctx.stop.clone();
     let mut parser = RequestParser::new();
@@ -256,9 +259,14 @@ async fn serve_connection(
             buf.reserve(READ_BUFFER);
         }
         let read = tokio::select! {
-            r = read_with_timeout(socket, &mut buf, idle) => r?,
+            biased;
             _ = signal.closed() => return Ok(()),
             _ = stopped(&mut stop) => return Ok(()),
+            Some(message) = messages.rx.recv() => {
+                messages.write(socket, message, signal).await?;
+                continue;
+            }
+            r = read_with_timeout(socket, &mut buf, idle) => r?,
         };
         if read == 0 {
             return Ok(());
@@ -355,6 +363,30 @@ fn busy_batch(ctx: &ConnCtx, requests: &[Vec<Bytes>], protocol_error: Option<Str
         close = true;
     }
     BatchOutput { data, close }
+}
+
+/// The receiving end of a client's [`Outbox`] (pub/sub messages).
+struct Messages {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
+    outbox: Arc<Outbox>,
+}
+
+impl Messages {
+    /// Writes `first` and every other message already queued. A subscriber
+    /// that stops reading blocks this write; the close signal (sent when its
+    /// output limit is passed) still ends it.
+    async fn write(&mut self, socket: &mut TcpStream, first: Bytes, signal: &CloseSignal) -> io::Result<()> {
+        let mut batch = BytesMut::from(&first[..]);
+        while let Ok(more) = self.rx.try_recv() {
+            batch.extend_from_slice(&more);
+        }
+        tokio::select! {
+            r = socket.write_all(&batch) => r?,
+            _ = signal.closed() => return Err(io::Error::other("closed: pub/sub output limit")),
+        }
+        self.outbox.written(batch.len());
+        Ok(())
+    }
 }
 
 /// Resolves once the server-wide stop flag is set.

@@ -35,6 +35,7 @@ macro_rules! command {
 }
 
 pub mod keys;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod strings;
@@ -130,6 +131,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(zset::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())
         .chain(tx::COMMANDS.iter())
+        .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
 }
 

@@ -90,7 +90,7 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<Value
                 Value::Boolean(false)
             }
         }
-        Reply::Array(items) => {
+        Reply::Array(items) | Reply::Push(items) | Reply::Many(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
                 t.raw_set(i + 1, reply_to_lua(lua, item, resp3)?)?;

@@ -33,6 +33,10 @@ pub enum Reply {
     Bool(bool),
     /// RESP3 verbatim string with its 3-letter format; a bulk string in RESP2.
     Verbatim(&'static str, Bytes),
+    /// Out-of-band data (pub/sub messages): a RESP3 push, an array in RESP2.
+    Push(Vec<Reply>),
+    /// Several replies to one command, written back to back (SUBSCRIBE a b).
+    Many(Vec<Reply>),
     /// Members with scores (WITHSCORES): a flat `member, score, ...` array of
     /// bulk strings in RESP2, an array of `[member, double]` pairs in RESP3.
     ScorePairs(Vec<(Bytes, f64)>),
@@ -65,6 +69,17 @@ impl Reply {
             Reply::NilArray => out.put_slice(b"*-1\r\n"),
             Reply::Array(items) => {
                 int_line(out, b'*', items.len() as i64);
+                for item in items {
+                    item.encode(out, resp3);
+                }
+            }
+            Reply::Push(items) => {
+                int_line(out, if resp3 { b'>' } else { b'*' }, items.len() as i64);
+                for item in items {
+                    item.encode(out, resp3);
+                }
+            }
+            Reply::Many(items) => {
                 for item in items {
                     item.encode(out, resp3);
                 }

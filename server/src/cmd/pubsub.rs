@@ -1,0 +1,296 @@
+//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB.
+//!
+//! The registry ([`PubSub`]) maps channels and patterns to subscriber ids;
+//! PUBLISH encodes each message in its receiver's protocol and queues it on
+//! the receiver's [`crate::clients::Outbox`], which the receiver's connection
+//! task writes out. A receiver over its output limit is disconnected.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use super::flags::{FAST, NOSCRIPT};
+use super::{CommandSpec, Ctx};
+use crate::clients::ClientState;
+use crate::protocol::Reply;
+use crate::store::glob;
+
+macro_rules! spec {
+    ($($row:tt)*) => { command!("pubsub", $($row)*) };
+}
+
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    spec!("subscribe", -2, NOSCRIPT, (0, 0, 0), "Listen for messages published to the given channels", subscribe),
+    spec!("unsubscribe", -1, NOSCRIPT, (0, 0, 0), "Stop listening for messages posted to the given channels", unsubscribe),
+    spec!("psubscribe", -2, NOSCRIPT, (0, 0, 0), "Listen for messages published to channels matching the given patterns", psubscribe),
+    spec!("punsubscribe", -1, NOSCRIPT, (0, 0, 0), "Stop listening for messages posted to channels matching the given patterns", punsubscribe),
+    spec!("publish", 3, FAST, (0, 0, 0), "Post a message to a channel", publish),
+    spec!("pubsub", -2, 0, (0, 0, 0), "A container for Pub/Sub commands", pubsub),
+];
+
+/// Commands a RESP2 client may send while subscribed.
+pub fn allowed_while_subscribed(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
+    )
+}
+
+/// Channels and patterns to subscriber ids.
+#[derive(Debug, Default)]
+pub struct PubSub {
+    channels: HashMap<Bytes, Vec<u64>>,
+    patterns: HashMap<Bytes, Vec<u64>>,
+}
+
+fn add(map: &mut HashMap<Bytes, Vec<u64>>, key: &Bytes, id: u64) {
+    map.entry(key.clone()).or_default().push(id);
+}
+
+fn remove(map: &mut HashMap<Bytes, Vec<u64>>, key: &[u8], id: u64) {
+    if let Some(ids) = map.get_mut(key) {
+        ids.retain(|&i| i != id);
+        if ids.is_empty() {
+            map.remove(key);
+        }
+    }
+}
+
+impl PubSub {
+    /// Drops every subscription of a client (disconnect, RESET).
+    pub fn forget(&mut self, client: &mut ClientState) {
+        for ch in client.channels.drain(..) {
+            remove(&mut self.channels, &ch, client.id);
+        }
+        for p in client.patterns.drain(..) {
+            remove(&mut self.patterns, &p, client.id);
+        }
+    }
+
+    pub fn numpat(&self) -> usize {
+        self.patterns.len()
+    }
+
+    pub fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+}
+
+fn count(client: &ClientState) -> i64 {
+    (client.channels.len() + client.patterns.len()) as i64
+}
+
+fn event(kind: &'static str, name: Option<Bytes>, count: i64) -> Reply {
+    Reply::Push(vec![
+        Reply::bulk(kind),
+        name.map_or(Reply::Nil, Reply::Bulk),
+        Reply::Int(count),
+    ])
+}
+
+fn subscribe_generic(ctx: &mut Ctx, args: &[Bytes], pattern: bool) -> Reply {
+    let mut replies = Vec::with_capacity(args.len() - 1);
+    for name in &args[1..] {
+        let name = crate::store::db::owned(name);
+        let list = if pattern {
+            &mut ctx.client.patterns
+        } else {
+            &mut ctx.client.channels
+        };
+        if !list.contains(&name) {
+            list.push(name.clone());
+            let map = if pattern {
+                &mut ctx.server.pubsub.patterns
+            } else {
+                &mut ctx.server.pubsub.channels
+            };
+            add(map, &name, ctx.client.id);
+        }
+        replies.push(event(
+            if pattern { "psubscribe" } else { "subscribe" },
+            Some(name),
+            count(ctx.client),
+        ));
+    }
+    Reply::Many(replies)
+}
+
+fn unsubscribe_generic(ctx: &mut Ctx, args: &[Bytes], pattern: bool) -> Reply {
+    let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
+    let names: Vec<Bytes> = if args.len() > 1 {
+        args[1..].to_vec()
+    } else if pattern {
+        ctx.client.patterns.clone()
+    } else {
+        ctx.client.channels.clone()
+    };
+    if names.is_empty() {
+        return event(kind, None, count(ctx.client));
+    }
+    let mut replies = Vec::with_capacity(names.len());
+    for name in names {
+        let list = if pattern {
+            &mut ctx.client.patterns
+        } else {
+            &mut ctx.client.channels
+        };
+        if let Some(pos) = list.iter().position(|n| *n == name) {
+            list.remove(pos);
+            let map = if pattern {
+                &mut ctx.server.pubsub.patterns
+            } else {
+                &mut ctx.server.pubsub.channels
+            };
+            remove(map, &name, ctx.client.id);
+        }
+        replies.push(event(kind, Some(name), count(ctx.client)));
+    }
+    Reply::Many(replies)
+}
+
+fn subscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    subscribe_generic(ctx, args, false)
+}
+
+fn psubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    subscribe_generic(ctx, args, true)
+}
+
+fn unsubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    unsubscribe_generic(ctx, args, false)
+}
+
+fn punsubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    unsubscribe_generic(ctx, args, true)
+}
+
+/// Delivers `message` on `channel` to every subscriber; returns how many
+/// received it. Also used for keyspace notifications.
+pub fn publish_message(ctx: &mut Ctx, channel: &[u8], message: &[u8]) -> usize {
+    let mut deliveries: Vec<(u64, Reply)> = Vec::new();
+    if let Some(ids) = ctx.server.pubsub.channels.get(channel) {
+        for &id in ids {
+            deliveries.push((
+                id,
+                Reply::Push(vec![
+                    Reply::bulk("message"),
+                    Reply::Bulk(Bytes::copy_from_slice(channel)),
+                    Reply::Bulk(Bytes::copy_from_slice(message)),
+                ]),
+            ));
+        }
+    }
+    for (pattern, ids) in &ctx.server.pubsub.patterns {
+        if glob::matches(pattern, channel, false) {
+            for &id in ids {
+                deliveries.push((
+                    id,
+                    Reply::Push(vec![
+                        Reply::bulk("pmessage"),
+                        Reply::Bulk(pattern.clone()),
+                        Reply::Bulk(Bytes::copy_from_slice(channel)),
+                        Reply::Bulk(Bytes::copy_from_slice(message)),
+                    ]),
+                ));
+            }
+        }
+    }
+    let now = ctx.now;
+    for (id, reply) in &deliveries {
+        let client = if *id == ctx.client.id {
+            Some(&*ctx.client)
+        } else {
+            ctx.server.clients.get(id)
+        };
+        if let Some(client) = client {
+            let mut out = bytes::BytesMut::new();
+            reply.encode(&mut out, client.resp3);
+            if !client.outbox.push(out.freeze(), now) {
+                tracing::warn!("client {} closed: pub/sub output buffer over its limit", client.id);
+                client.signal.close();
+            }
+        }
+    }
+    deliveries.len()
+}
+
+fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    Reply::Int(publish_message(ctx, &args[1], &args[2]) as i64)
+}
+
+fn pubsub(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    super::server::dispatch_sub(
+        ctx,
+        args,
+        "PUBSUB",
+        &[
+            ("channels", -2, pubsub_channels),
+            ("numsub", -2, pubsub_numsub),
+            ("numpat", 2, pubsub_numpat),
+            ("help", 2, pubsub_help),
+        ],
+    )
+}
+
+fn pubsub_channels(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() > 3 {
+        let sub = String::from_utf8_lossy(&args[1]);
+        return Reply::Error(
+            format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try PUBSUB HELP.").into(),
+        );
+    }
+    let pattern = args.get(2);
+    Reply::Array(
+        ctx.server
+            .pubsub
+            .channels
+            .keys()
+            .filter(|ch| pattern.is_none_or(|p| glob::matches(p, ch, false)))
+            .map(|ch| Reply::Bulk(ch.clone()))
+            .collect(),
+    )
+}
+
+fn pubsub_numsub(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let mut out = Vec::with_capacity(2 * (args.len() - 2));
+    for ch in &args[2..] {
+        out.push(Reply::Bulk(ch.clone()));
+        out.push(Reply::Int(
+            ctx.server.pubsub.channels.get(ch).map_or(0, |ids| ids.len()) as i64,
+        ));
+    }
+    Reply::Array(out)
+}
+
+fn pubsub_numpat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    Reply::Int(ctx.server.pubsub.numpat() as i64)
+}
+
+fn pubsub_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    Reply::Array(
+        [
+            "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CHANNELS [<pattern>]",
+            "    Return the currently active channels matching a <pattern> (default: '*').",
+            "NUMPAT",
+            "    Return number of subscriptions to patterns.",
+            "NUMSUB [<channel> ...]",
+            "    Return the number of subscribers for the specified channels, excluding",
+            "    pattern subscriptions(default: no channels).",
+            "HELP",
+            "    Print this help.",
+        ]
+        .iter()
+        .map(|l| Reply::status(l))
+        .collect(),
+    )
+}
+
+/// PING while subscribed in RESP2: `["pong", message]`.
+pub fn subscribed_ping(args: &[Bytes]) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk("pong"),
+        Reply::Bulk(args.get(1).cloned().unwrap_or_default()),
+    ])
+}
