@@ -167,6 +167,11 @@ impl ClientState {
         }
     }
 
+    /// Whether the client has any channel or pattern subscription.
+    pub fn is_subscribed(&self) -> bool {
+        !(self.channels.is_empty() && self.patterns.is_empty())
+    }
+
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline).
     /// Memory and buffer fields are reported as coordis sees them (it has no
     /// per-client query buffer accounting), so they differ from Redis's.

@@ -279,7 +279,7 @@ impl Engine {
             cmd::tx::unwatch_all(&mut self.dbs, client);
             self.state.pubsub.forget(client);
         }
-        if !client.resp3 && !(client.channels.is_empty() && client.patterns.is_empty()) {
+        if !client.resp3 && client.is_subscribed() {
             if spec.name == "ping" {
                 return cmd::pubsub::subscribed_ping(args);
             }
