@@ -11,8 +11,7 @@ fn session(addr: SocketAddr) -> Vec<Vec<u8>> {
     let mut sub = RawClient::connect(addr).unwrap();
     let mut sub3 = RawClient::connect(addr).unwrap();
     let mut publisher = RawClient::connect(addr).unwrap();
-    let mut out = vec![];
-    out.push(sub.command(&["SUBSCRIBE", "orders"]).unwrap());
+    let mut out = vec![sub.command(&["SUBSCRIBE", "orders"]).unwrap()];
     out.push(sub.command(&["PSUBSCRIBE", "ord*"]).unwrap());
     out.push(sub.command(&["GET", "k"]).unwrap());
     out.push(sub.command(&["PING"]).unwrap());
