@@ -49,6 +49,9 @@ pub struct Config {
     /// Redis has no limit). A script past it fails; the server lives on.
     /// Default 256 MB; 0 disables the limit.
     pub lua_memory_limit: usize,
+    /// Keyspace notification classes (`notify-keyspace-events`), as
+    /// [`crate::notify`] flags. Default: none.
+    pub notify_keyspace_events: u32,
     /// Redis directives accepted but without effect in coordis, by name.
     pub ignored: BTreeMap<String, String>,
 }
@@ -69,6 +72,7 @@ impl Default for Config {
             io_threads: 1,
             busy_reply_threshold: 5000,
             lua_memory_limit: 256 * 1024 * 1024,
+            notify_keyspace_events: 0,
             ignored: IGNORED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
     }
@@ -103,7 +107,6 @@ const IGNORED: &[(&str, &str)] = &[
     ("slowlog-log-slower-than", "10000"),
     ("slowlog-max-len", "128"),
     ("latency-monitor-threshold", "0"),
-    ("notify-keyspace-events", ""),
     ("enable-debug-command", "no"),
     ("unixsocket", ""),
     ("unixsocketperm", "0"),
@@ -255,6 +258,10 @@ impl Config {
             }
             "lua-time-limit" | "busy-reply-threshold" => self.busy_reply_threshold = parse_num(value)?,
             "lua-memory-limit" => self.lua_memory_limit = parse_bytes(value)?,
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events = crate::notify::parse_flags(value)
+                    .ok_or_else(|| SetError::Invalid("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()))?
+            }
             "port" if startup => self.port = parse_num(value)?,
             "databases" if startup => {
                 let n: usize = parse_num(value)?;
@@ -303,6 +310,10 @@ impl Config {
             ),
             ("lua-time-limit".to_string(), self.busy_reply_threshold.to_string()),
             ("lua-memory-limit".to_string(), self.lua_memory_limit.to_string()),
+            (
+                "notify-keyspace-events".to_string(),
+                crate::notify::flags_to_string(self.notify_keyspace_events),
+            ),
         ];
         out.extend(self.ignored.iter().map(|(k, v)| (k.clone(), v.clone())));
         out

@@ -121,9 +121,16 @@ impl Engine {
             .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
             .collect();
         let started_ms = clock.now_ms();
+        let log_expired = expired_events_enabled(config.notify_keyspace_events);
         let scripting = Scripting::new(config.lua_memory_limit, shared.script.clone()).expect("create the Lua VM");
         Engine {
-            dbs: (0..config.databases).map(|_| Db::default()).collect(),
+            dbs: (0..config.databases)
+                .map(|_| {
+                    let mut db = Db::default();
+                    db.log_expired = log_expired;
+                    db
+                })
+                .collect(),
             scripting,
             state: ServerState {
                 config,
@@ -153,10 +160,21 @@ impl Engine {
         for db in &mut self.dbs {
             budget -= db.expire_step(now, budget);
             if budget == 0 {
-                return true;
+                break;
             }
         }
-        false
+        let flags = self.state.config.notify_keyspace_events;
+        if flags != 0 {
+            for (i, db) in self.dbs.iter_mut().enumerate() {
+                for key in db.take_expired() {
+                    for (channel, message) in crate::notify::messages(flags, crate::notify::EXPIRED, "expired", &key, i)
+                    {
+                        cmd::pubsub::publish_to(&self.state, None, &channel, &message, now);
+                    }
+                }
+            }
+        }
+        budget == 0
     }
 
     /// Registers a new connection (before any of its batches).
@@ -300,7 +318,14 @@ impl Engine {
             scripting: Some(&mut self.scripting),
         };
         let reply = (spec.handler)(&mut ctx, args);
+        if ctx.server.config.notify_keyspace_events != 0 {
+            ctx.flush_expired();
+        }
         if spec.name == "config" {
+            let log = expired_events_enabled(self.state.config.notify_keyspace_events);
+            for db in &mut self.dbs {
+                db.log_expired = log;
+            }
             self.state.shared.publish(&self.state.config);
             self.scripting.set_memory_limit(self.state.config.lua_memory_limit);
         }
@@ -330,6 +355,11 @@ impl Engine {
         client.last_cmd = "exec";
         Reply::Array(replies)
     }
+}
+
+/// Whether `expired` events would reach anyone under these flags.
+fn expired_events_enabled(flags: u32) -> bool {
+    flags & crate::notify::EXPIRED != 0 && flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0
 }
 
 /// The text of INFO for the requested sections (none, `default`, `all` or

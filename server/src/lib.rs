@@ -51,6 +51,7 @@ pub mod config;
 pub mod engine;
 pub mod errors;
 pub mod lua;
+pub mod notify;
 pub mod protocol;
 mod server;
 pub mod store;

@@ -187,6 +187,11 @@ impl RawClient {
         }
     }
 
+    /// Changes how long [`RawClient::read_reply`] waits for bytes.
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.stream.set_read_timeout(timeout)
+    }
+
     /// Reads until the peer closes and returns whatever arrived (for
     /// protocol-error tests, where the server replies and then closes).
     pub fn read_to_close(&mut self) -> io::Result<Vec<u8>> {

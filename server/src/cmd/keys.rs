@@ -7,6 +7,7 @@ use super::args::{db_index, int, is};
 use super::flags::{FAST, READONLY, WRITE};
 use super::{CommandSpec, Ctx};
 use crate::errors::{self, err};
+use crate::notify;
 use crate::protocol::Reply;
 use crate::store::glob;
 use crate::tri;
@@ -41,11 +42,11 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
-    let db = ctx.db();
     let mut n = 0;
     for key in &args[1..] {
-        if db.contains(key, now) {
-            db.remove(key);
+        if ctx.db().contains(key, now) {
+            ctx.db().remove(key);
+            ctx.notify(notify::GENERIC, "del", key);
             n += 1;
         }
     }
@@ -127,8 +128,10 @@ fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, n
     }
     if when <= now as i64 {
         db.remove(&args[1]);
+        ctx.notify(notify::GENERIC, "del", &args[1]);
     } else {
         db.set_expire(&args[1], when as u64);
+        ctx.notify(notify::GENERIC, "expire", &args[1]);
     }
     Reply::Int(1)
 }
@@ -197,6 +200,7 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         None | Some(0) => Reply::Int(0),
         Some(_) => {
             ctx.db().set_expire(&args[1], 0);
+            ctx.notify(notify::GENERIC, "persist", &args[1]);
             Reply::Int(1)
         }
     }
@@ -308,6 +312,8 @@ fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> Reply {
     }
     let entry = db.remove(&args[1]).expect("checked above");
     db.insert(&args[2], entry.value, entry.expire_at);
+    ctx.notify(notify::GENERIC, "rename_from", &args[1]);
+    ctx.notify(notify::GENERIC, "rename_to", &args[2]);
     if nx {
         Reply::Int(1)
     } else {
@@ -353,6 +359,9 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         target.remove(&args[2]);
     }
     target.insert(&args[2], entry.value, entry.expire_at);
+    if target_db == ctx.client.db {
+        ctx.notify(notify::GENERIC, "copy_to", &args[2]);
+    }
     Reply::Int(1)
 }
 

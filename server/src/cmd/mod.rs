@@ -59,6 +59,32 @@ impl Ctx<'_> {
         &mut self.dbs[self.client.db]
     }
 
+    /// Emits a keyspace notification for `key` in the client's database (if
+    /// `notify-keyspace-events` enables `class`), after any pending
+    /// `expired` events so they keep Redis's order.
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let flags = self.server.config.notify_keyspace_events;
+        if flags == 0 {
+            return;
+        }
+        self.flush_expired();
+        for (channel, message) in crate::notify::messages(flags, class, event, key, self.client.db) {
+            pubsub::publish_to(self.server, Some(self.client), &channel, &message, self.now);
+        }
+    }
+
+    /// Publishes `expired` events for keys removed by expiry so far.
+    pub fn flush_expired(&mut self) {
+        let flags = self.server.config.notify_keyspace_events;
+        for (i, db) in self.dbs.iter_mut().enumerate() {
+            for key in db.take_expired() {
+                for (channel, message) in crate::notify::messages(flags, crate::notify::EXPIRED, "expired", &key, i) {
+                    pubsub::publish_to(self.server, Some(self.client), &channel, &message, self.now);
+                }
+            }
+        }
+    }
+
     /// Looks up a string value: `Ok(None)` when absent, `Err(WRONGTYPE)` when
     /// the key holds another type.
     pub fn get_str(&mut self, key: &[u8]) -> Result<Option<Bytes>, Reply> {

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::flags::{FAST, NOSCRIPT};
 use super::{CommandSpec, Ctx};
 use crate::clients::ClientState;
+use crate::engine::ServerState;
 use crate::protocol::Reply;
 use crate::store::glob;
 
@@ -166,10 +167,17 @@ fn punsubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// Delivers `message` on `channel` to every subscriber; returns how many
-/// received it. Also used for keyspace notifications.
-pub fn publish_message(ctx: &mut Ctx, channel: &[u8], message: &[u8]) -> usize {
+/// received it. `current` is the client running the command (it is not in
+/// the registry while its batch runs).
+pub fn publish_to(
+    server: &ServerState,
+    current: Option<&ClientState>,
+    channel: &[u8],
+    message: &[u8],
+    now: u64,
+) -> usize {
     let mut deliveries: Vec<(u64, Reply)> = Vec::new();
-    if let Some(ids) = ctx.server.pubsub.channels.get(channel) {
+    if let Some(ids) = server.pubsub.channels.get(channel) {
         for &id in ids {
             deliveries.push((
                 id,
@@ -181,7 +189,7 @@ pub fn publish_message(ctx: &mut Ctx, channel: &[u8], message: &[u8]) -> usize {
             ));
         }
     }
-    for (pattern, ids) in &ctx.server.pubsub.patterns {
+    for (pattern, ids) in &server.pubsub.patterns {
         if glob::matches(pattern, channel, false) {
             for &id in ids {
                 deliveries.push((
@@ -196,12 +204,10 @@ pub fn publish_message(ctx: &mut Ctx, channel: &[u8], message: &[u8]) -> usize {
             }
         }
     }
-    let now = ctx.now;
     for (id, reply) in &deliveries {
-        let client = if *id == ctx.client.id {
-            Some(&*ctx.client)
-        } else {
-            ctx.server.clients.get(id)
+        let client = match current {
+            Some(c) if c.id == *id => Some(c),
+            _ => server.clients.get(id),
         };
         if let Some(client) = client {
             let mut out = bytes::BytesMut::new();
@@ -216,7 +222,7 @@ pub fn publish_message(ctx: &mut Ctx, channel: &[u8], message: &[u8]) -> usize {
 }
 
 fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    Reply::Int(publish_message(ctx, &args[1], &args[2]) as i64)
+    Reply::Int(publish_to(ctx.server, Some(ctx.client), &args[1], &args[2], ctx.now) as i64)
 }
 
 fn pubsub(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

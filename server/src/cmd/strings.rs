@@ -6,6 +6,7 @@ use super::args::{int, is};
 use super::flags::{FAST, READONLY, WRITE};
 use super::{CommandSpec, Ctx};
 use crate::errors::{self, err};
+use crate::notify;
 use crate::protocol::Reply;
 use crate::store::num::{self, FloatIncr};
 use crate::store::Value;
@@ -161,6 +162,10 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     } else {
         db.insert(&args[1], value, expire_at);
     }
+    ctx.notify(notify::STRING, "set", &args[1]);
+    if expire_at != 0 {
+        ctx.notify(notify::GENERIC, "expire", &args[1]);
+    }
     if opts.get {
         old.map_or(Reply::Nil, Reply::Bulk)
     } else {
@@ -171,6 +176,10 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn set_plain(ctx: &mut Ctx, key: &Bytes, value: &Bytes, expire_at: u64) {
     ctx.db()
         .insert(key, Value::Str(crate::store::db::owned(value)), expire_at);
+    ctx.notify(notify::STRING, "set", key);
+    if expire_at != 0 {
+        ctx.notify(notify::GENERIC, "expire", key);
+    }
 }
 
 fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -206,6 +215,7 @@ fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match tri!(ctx.get_str(&args[1])) {
         Some(v) => {
             ctx.db().remove(&args[1]);
+            ctx.notify(notify::GENERIC, "del", &args[1]);
             Reply::Bulk(v)
         }
         None => Reply::Nil,
@@ -223,17 +233,20 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     let now = ctx.now;
     let db = ctx.db();
-    match expire_at {
+    let event = match expire_at {
         Some(at) if at <= now => {
             db.remove(&args[1]);
+            Some("del")
         }
         Some(at) => {
             db.set_expire(&args[1], at);
+            Some("expire")
         }
-        None if opts.persist => {
-            db.set_expire(&args[1], 0);
-        }
-        None => {}
+        None if opts.persist => db.set_expire(&args[1], 0).then_some("persist"),
+        None => None,
+    };
+    if let Some(event) = event {
+        ctx.notify(notify::GENERIC, event, &args[1]);
     }
     Reply::Bulk(value)
 }
@@ -291,6 +304,7 @@ fn incr_by(ctx: &mut Ctx, key: &Bytes, by: i64) -> Reply {
     let mut buf = itoa::Buffer::new();
     ctx.db()
         .replace_value(key, Value::Str(Bytes::copy_from_slice(buf.format(new).as_bytes())));
+    ctx.notify(notify::STRING, "incrby", key);
     Reply::Int(new)
 }
 
@@ -321,6 +335,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         FloatIncr::Ok(text) => {
             let text = Bytes::from(text);
             ctx.db().replace_value(&args[1], Value::Str(text.clone()));
+            ctx.notify(notify::STRING, "incrbyfloat", &args[1]);
             Reply::Bulk(text)
         }
         FloatIncr::NotAFloat => err(errors::NOT_FLOAT),
@@ -350,6 +365,7 @@ fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     let len = new.len() as i64;
     ctx.db().replace_value(&args[1], Value::Str(new));
+    ctx.notify(notify::STRING, "append", &args[1]);
     Reply::Int(len)
 }
 
@@ -404,6 +420,7 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     buf[offset..offset + value.len()].copy_from_slice(value);
     let len = buf.len() as i64;
     ctx.db().replace_value(&args[1], Value::Str(buf.freeze()));
+    ctx.notify(notify::STRING, "setrange", &args[1]);
     Reply::Int(len)
 }
 

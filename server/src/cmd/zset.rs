@@ -6,6 +6,7 @@ use super::args::{int, is};
 use super::flags::{FAST, READONLY, WRITE};
 use super::{CommandSpec, Ctx};
 use crate::errors::{self, err};
+use crate::notify;
 use crate::protocol::Reply;
 use crate::store::num;
 use crate::store::zset::{Cursor, LexBound, LexRange, ScoreRange, ZSet};
@@ -88,17 +89,21 @@ fn drop_if_empty(ctx: &mut Ctx, key: &[u8]) {
     {
         if z.is_empty() {
             ctx.db().remove(key);
+            ctx.notify(notify::GENERIC, "del", key);
         }
     }
 }
 
 /// Stores `z` under `dst` (replacing any value), or deletes `dst` when empty.
-fn store(ctx: &mut Ctx, dst: &Bytes, z: ZSet) -> Reply {
+fn store(ctx: &mut Ctx, dst: &Bytes, z: ZSet, event: &str) -> Reply {
     let len = z.len() as i64;
     if z.is_empty() {
-        ctx.db().remove(dst);
+        if ctx.db().remove(dst).is_some() {
+            ctx.notify(notify::GENERIC, "del", dst);
+        }
     } else {
         ctx.db().insert(dst, Value::ZSet(Box::new(z)), 0);
+        ctx.notify(notify::ZSET, event, dst);
     }
     Reply::Int(len)
 }
@@ -254,6 +259,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
     }
     if added + updated > 0 {
         ctx.db().touch(key);
+        ctx.notify(notify::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
     }
     if f.incr {
         last.map_or(Reply::Nil, Reply::Double)
@@ -304,6 +310,7 @@ fn zrem(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let removed = args[2..].iter().filter(|m| z.remove(m)).count();
     if removed > 0 {
         ctx.db().touch(&args[1]);
+        ctx.notify(notify::ZSET, "zrem", &args[1]);
     }
     drop_if_empty(ctx, &args[1]);
     Reply::Int(removed as i64)
@@ -500,7 +507,12 @@ fn zrange_generic(
         None => vec![],
     };
     match dst {
-        Some(dst) => store(ctx, dst, ZSet::from_items(items.iter().map(|(m, s)| (m, *s)))),
+        Some(dst) => store(
+            ctx,
+            dst,
+            ZSet::from_items(items.iter().map(|(m, s)| (m, *s))),
+            "zrangestore",
+        ),
         None => members_reply(items, withscores),
     }
 }
@@ -558,6 +570,12 @@ fn zremrange_generic(ctx: &mut Ctx, args: &[Bytes], kind: RangeKind) -> Reply {
     };
     if removed > 0 {
         ctx.db().touch(&args[1]);
+        let event = match kind {
+            RangeKind::Rank => "zremrangebyrank",
+            RangeKind::Score => "zremrangebyscore",
+            RangeKind::Lex => "zremrangebylex",
+        };
+        ctx.notify(notify::ZSET, event, &args[1]);
     }
     drop_if_empty(ctx, &args[1]);
     Reply::Int(removed as i64)
@@ -604,6 +622,7 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
     }
     if !popped.is_empty() {
         ctx.db().touch(&args[1]);
+        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, &args[1]);
     }
     drop_if_empty(ctx, &args[1]);
     match count {
@@ -767,7 +786,14 @@ fn setop_generic(
         return Reply::Int(result.len() as i64);
     }
     match dst {
-        Some(dst) => store(ctx, dst, ZSet::from_items(result.iter())),
+        Some(dst) => {
+            let event = match op {
+                SetOp::Union => "zunionstore",
+                SetOp::Inter => "zinterstore",
+                SetOp::Diff => "zdiffstore",
+            };
+            store(ctx, dst, ZSet::from_items(result.iter()), event)
+        }
         None => members_reply(result.iter().map(|(m, s)| (m.clone(), s)).collect(), withscores),
     }
 }

@@ -53,6 +53,10 @@ pub struct Db {
     /// such a key, including its expiry or a flush, bumps its version, and
     /// EXEC compares versions with those seen at WATCH time.
     watched: HashMap<Bytes, Watched, RandomState>,
+    /// Record keys removed by expiry (for `expired` keyspace notifications).
+    pub log_expired: bool,
+    /// Keys removed by expiry since the last [`Db::take_expired`].
+    expired_log: Vec<Bytes>,
 }
 
 /// A watched key's modification count and how many clients watch it.
@@ -97,6 +101,11 @@ impl Db {
         }
     }
 
+    /// Keys expired since the last call (empty unless `log_expired`).
+    pub fn take_expired(&mut self) -> Vec<Bytes> {
+        std::mem::take(&mut self.expired_log)
+    }
+
     /// The change count of a watched key.
     pub fn watch_version(&self, key: &[u8]) -> u64 {
         self.watched.get(key).map_or(0, |w| w.version)
@@ -128,6 +137,9 @@ impl Db {
         if due {
             self.remove(key);
             self.expired_count += 1;
+            if self.log_expired {
+                self.expired_log.push(owned(&Bytes::copy_from_slice(key)));
+            }
         }
         due
     }
@@ -242,6 +254,9 @@ impl Db {
             let (_, key) = self.expires.pop_first().expect("first exists");
             self.map.remove(&key[..]);
             self.touch(&key);
+            if self.log_expired {
+                self.expired_log.push(key.clone());
+            }
             self.expired_count += 1;
             removed += 1;
         }

@@ -1,0 +1,101 @@
+//! Keyspace notifications: the same commands on coordis and on a real Redis
+//! must publish the same `__keyspace@0__:<key>` / `__keyevent@0__:<event>`
+//! messages, in the same order; an expiring lock key announces `expired`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use coordis::testing::{RawClient, RedisServer};
+
+/// Every message the subscriber has received, until 300 ms pass without one.
+fn drain(sub: &mut RawClient) -> Vec<String> {
+    let mut out = vec![];
+    // RawClient has a 10 s read timeout; shorten it by reading on a clone.
+    loop {
+        match read_with_timeout(sub, Duration::from_millis(300)) {
+            Some(frame) => out.push(String::from_utf8_lossy(&frame).replace("\r\n", " ")),
+            None => return out,
+        }
+    }
+}
+
+fn read_with_timeout(sub: &mut RawClient, timeout: Duration) -> Option<Vec<u8>> {
+    sub.set_read_timeout(Some(timeout)).unwrap();
+    let r = sub.read_reply().ok();
+    sub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    r
+}
+
+fn session(addr: SocketAddr) -> Vec<String> {
+    let mut admin = RawClient::connect(addr).unwrap();
+    admin.command(&["FLUSHALL"]).unwrap();
+    admin
+        .command(&["CONFIG", "SET", "notify-keyspace-events", "KEA"])
+        .unwrap();
+    let mut sub = RawClient::connect(addr).unwrap();
+    sub.command(&["PSUBSCRIBE", "__key*__:*"]).unwrap();
+    let commands: &[&[&str]] = &[
+        &["SET", "lock:a", "pod-1", "NX", "PX", "30000"],
+        &["SET", "lock:a", "pod-2", "NX", "PX", "30000"],
+        &["PEXPIRE", "lock:a", "60000"],
+        &["PERSIST", "lock:a"],
+        &["INCR", "fence"],
+        &["INCRBYFLOAT", "f", "1.5"],
+        &["APPEND", "s", "x"],
+        &["SETRANGE", "s", "3", "y"],
+        &["MSET", "m1", "1", "m2", "2"],
+        &["GETSET", "m1", "3"],
+        &["GETDEL", "m2"],
+        &["GETEX", "m1", "EX", "100"],
+        &["RENAME", "m1", "m3"],
+        &["COPY", "m3", "m4"],
+        &["DEL", "m3", "m4", "nokey"],
+        &["ZADD", "sem", "1", "a", "2", "b"],
+        &["ZADD", "sem", "INCR", "5", "a"],
+        &["ZINCRBY", "sem", "1", "b"],
+        &["ZREM", "sem", "a"],
+        &["ZPOPMIN", "sem"],
+        &["ZADD", "z", "1", "a", "2", "b", "3", "c"],
+        &["ZREMRANGEBYSCORE", "z", "0", "1"],
+        &["ZREMRANGEBYRANK", "z", "0", "0"],
+        &["ZUNIONSTORE", "u", "1", "z"],
+        &["ZRANGESTORE", "r", "z", "0", "-1"],
+        &["ZINTERSTORE", "u", "2", "z", "nokey"],
+        &["EXPIRE", "r", "-1"],
+        &[
+            "EVAL",
+            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
+            "1",
+            "s",
+            "xy",
+        ],
+        &["SET", "lease", "pod", "PX", "50"],
+    ];
+    for cmd in commands {
+        admin.command(cmd).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    admin.command(&["GET", "lease"]).unwrap();
+    let messages = drain(&mut sub);
+    admin.command(&["CONFIG", "SET", "notify-keyspace-events", ""]).unwrap();
+    messages
+}
+
+#[test]
+fn notifications_match_redis() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let ours = session(server.addr());
+    let expired = ours
+        .iter()
+        .filter(|m| m.contains("__keyevent@0__:expired") && m.contains("lease"))
+        .count();
+    assert_eq!(expired, 1, "{ours:#?}");
+    assert!(
+        ours.iter().any(|m| m.contains("__keyspace@0__:lock:a $3 set")),
+        "{ours:#?}"
+    );
+    if let Some(redis) = RedisServer::start(&[]).unwrap() {
+        let theirs = session(redis.addr());
+        assert_eq!(ours, theirs);
+    }
+}
