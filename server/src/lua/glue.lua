@@ -61,6 +61,14 @@ readonly[env] = true
 for _, name in ipairs({'string', 'table', 'math', 'coroutine', 'redis', 'cjson', 'bit', 'struct', 'cmsgpack'}) do
   visible[name] = protect(visible[name])
 end
+-- Strings' metatable: scripts see a read-only copy whose __index is the
+-- read-only string library, so neither can be changed through
+-- getmetatable(''); the real metatable (used by the VM) stays hidden.
+do
+  local string_mt = getmetatable('')
+  local view = protect({__index = visible.string})
+  string_mt.__metatable = view
+end
 visible._G = env
 visible.rawset = function(t, k, v)
   if readonly[t] then error("Attempt to modify a readonly table", 0) end
