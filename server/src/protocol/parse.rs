@@ -86,8 +86,16 @@ impl RequestParser {
                         let Some(line) = take_line(buf, limits.max_inline_len, "too big bulk count string")? else {
                             return Ok(None);
                         };
-                        if line[0] != b'$' {
-                            return Err(format!("Protocol error: expected '$', got '{}'", line[0] as char));
+                        // An empty header line has the '\r' at its start: Redis
+                        // prints that byte, and its error sanitizer turns CR/LF into spaces.
+                        let first = line.first().copied().unwrap_or(b'\r');
+                        if first != b'$' {
+                            let shown = if first == b'\r' || first == b'\n' {
+                                ' '
+                            } else {
+                                first as char
+                            };
+                            return Err(format!("Protocol error: expected '$', got '{shown}'"));
                         }
                         let len = match parse_i64(&line[1..]) {
                             Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
@@ -295,6 +303,9 @@ mod tests {
         let cases: &[(&[u8], &str)] = &[
             (b"*x\r\n", "invalid multibulk length"),
             (b"*1\r\n+a\r\n", "expected '$', got '+'"),
+            (b"*1\r\n\r\n", "expected '$', got ' '"),
+            (b"*\r\n", "invalid multibulk length"),
+            (b"*1\r\n$\r\n", "invalid bulk length"),
             (b"*1\r\n$-5\r\n", "invalid bulk length"),
             (b"*1\r\n$600000000\r\n", "invalid bulk length"),
             (b"PING \"a\r\n", "unbalanced quotes in request"),
@@ -312,6 +323,33 @@ mod tests {
         let mut buf = BytesMut::from(&b"*2000000000\r\n"[..]);
         assert!(p.next(&mut buf, &ProtocolLimits::default()).unwrap().is_none());
         assert!(p.args.capacity() <= MAX_PREALLOC_ARGS);
+    }
+
+    /// Random inputs from a protocol-heavy alphabet, fed in random pieces:
+    /// the parser answers every one with requests, "need more" or an error,
+    /// and never panics.
+    #[test]
+    fn random_inputs_never_panic() {
+        let alphabet = b"*$\r\n0123456789-+ \"'\\xabPING";
+        let mut rng = fastrand::Rng::with_seed(42);
+        for _ in 0..20_000 {
+            let len = rng.usize(0..40);
+            let input: Vec<u8> = (0..len).map(|_| alphabet[rng.usize(..alphabet.len())]).collect();
+            let mut p = RequestParser::new();
+            let mut buf = BytesMut::new();
+            let mut fed = 0;
+            while fed < input.len() {
+                let step = rng.usize(1..=input.len() - fed);
+                buf.extend_from_slice(&input[fed..fed + step]);
+                fed += step;
+                loop {
+                    match p.next(&mut buf, &ProtocolLimits::default()) {
+                        Ok(Some(_)) => continue,
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            }
+        }
     }
 
     #[test]
