@@ -342,12 +342,7 @@ mod tests {
                 let step = rng.usize(1..=input.len() - fed);
                 buf.extend_from_slice(&input[fed..fed + step]);
                 fed += step;
-                loop {
-                    match p.next(&mut buf, &ProtocolLimits::default()) {
-                        Ok(Some(_)) => continue,
-                        Ok(None) | Err(_) => break,
-                    }
-                }
+                while let Ok(Some(_)) = p.next(&mut buf, &ProtocolLimits::default()) {}
             }
         }
     }
