@@ -1,2 +1,10 @@
-//! Coordination recipes built on the `redis` crate, tested against embedded
-//! coordis and a real Redis. (The recipes land with the client-tests issue.)
+//! Coordination recipes built on the `redis` crate, and the harness that
+//! runs every test on each backend: embedded coordis, a real `redis-server`,
+//! and an external server from `COORDIS_TEST_URL`.
+//!
+//! - [`backend`]: starting and naming the backends, and the
+//!   [`on_every_backend!`] macro that gives each test one body for all of them.
+//! - [`lock`]: a lock with an owner, released and extended by Lua.
+
+pub mod backend;
+pub mod lock;
