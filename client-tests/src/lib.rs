@@ -5,6 +5,12 @@
 //! - [`backend`]: starting and naming the backends, and the
 //!   [`on_every_backend!`] macro that gives each test one body for all of them.
 //! - [`lock`]: a lock with an owner, released and extended by Lua.
+//! - [`fencing`]: fencing tokens and a resource that refuses stale writes.
+//! - [`semaphore`]: K-key and sorted-set semaphores.
+//! - [`limits`]: a fixed-window rate limiter and a barrier.
 
 pub mod backend;
+pub mod fencing;
+pub mod limits;
 pub mod lock;
+pub mod semaphore;
