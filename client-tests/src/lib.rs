@@ -8,9 +8,13 @@
 //! - [`fencing`]: fencing tokens and a resource that refuses stale writes.
 //! - [`semaphore`]: K-key and sorted-set semaphores.
 //! - [`limits`]: a fixed-window rate limiter and a barrier.
+//! - [`watchdog`]: renews a held lock and reports its loss.
+//! - [`leader`]: heartbeat leader election (the `coordis-pod` binary runs it).
 
 pub mod backend;
 pub mod fencing;
+pub mod leader;
 pub mod limits;
 pub mod lock;
 pub mod semaphore;
+pub mod watchdog;
