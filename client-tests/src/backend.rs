@@ -24,6 +24,15 @@ impl Backend {
         }
     }
 
+    /// Stops the server (if this harness started it) and waits until it is down.
+    pub async fn stop(self) {
+        match self {
+            Backend::Embedded(s) => s.shutdown().await,
+            Backend::Redis(r) => drop(r),
+            Backend::External(_) => {}
+        }
+    }
+
     /// A client for this backend.
     pub fn client(&self) -> redis::Client {
         redis::Client::open(self.url()).expect("valid URL")

@@ -10,11 +10,13 @@
 //! - [`limits`]: a fixed-window rate limiter and a barrier.
 //! - [`watchdog`]: renews a held lock and reports its loss.
 //! - [`leader`]: heartbeat leader election (the `coordis-pod` binary runs it).
+//! - [`redlock`]: Redlock over N independent servers.
 
 pub mod backend;
 pub mod fencing;
 pub mod leader;
 pub mod limits;
 pub mod lock;
+pub mod redlock;
 pub mod semaphore;
 pub mod watchdog;
