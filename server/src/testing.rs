@@ -200,3 +200,117 @@ impl RawClient {
         Ok(out)
     }
 }
+
+/// The differential machinery shared by the server's differential test and
+/// the client-tests conformance suite: scenario files (`## name` headers,
+/// one redis-cli-quoted command per line, `!sleep MS`), running a scenario
+/// on a server in RESP2 or RESP3, and comparing two servers' replies.
+pub mod conformance {
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use super::RawClient;
+    use crate::protocol::split_args;
+
+    /// A named command sequence.
+    pub struct Scenario {
+        pub name: String,
+        pub commands: Vec<Vec<Vec<u8>>>,
+    }
+
+    pub fn parse_scenarios(text: &str) -> Vec<Scenario> {
+        let mut out: Vec<Scenario> = vec![];
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with("# ") || line == "#" {
+                continue;
+            }
+            if let Some(name) = line.strip_prefix("## ") {
+                out.push(Scenario {
+                    name: name.to_string(),
+                    commands: vec![],
+                });
+                continue;
+            }
+            let args = split_args(line.as_bytes()).unwrap_or_else(|| panic!("bad scenario line: {line}"));
+            out.last_mut()
+                .expect("command before first scenario")
+                .commands
+                .push(args);
+        }
+        out
+    }
+
+    pub fn show(bytes: &[u8]) -> String {
+        String::from_utf8_lossy(bytes).replace("\r\n", "\\r\\n")
+    }
+
+    /// Runs one scenario against one server and returns every reply.
+    pub fn run(addr: SocketAddr, scenario: &Scenario, resp3: bool) -> Vec<Vec<u8>> {
+        let mut admin = RawClient::connect(addr).unwrap();
+        assert_eq!(admin.command(&["FLUSHALL"]).unwrap(), b"+OK\r\n");
+        let mut c = RawClient::connect(addr).unwrap();
+        if resp3 {
+            let hello = c.command(&["HELLO", "3"]).unwrap();
+            assert!(hello.starts_with(b"%7\r\n"), "{}", show(&hello));
+        }
+        let mut replies = vec![];
+        for args in &scenario.commands {
+            if args[0] == b"!sleep" {
+                let ms: u64 = String::from_utf8_lossy(&args[1]).parse().unwrap();
+                std::thread::sleep(Duration::from_millis(ms));
+                replies.push(vec![]);
+                continue;
+            }
+            let raw: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+            replies.push(
+                c.command_bytes(&raw)
+                    .unwrap_or_else(|e| format!("<io error: {e}>").into_bytes()),
+            );
+        }
+        replies
+    }
+
+    /// Runs `scenario` on both servers, records every differing reply (with the
+    /// reply before it, for context) and returns the number of commands compared.
+    pub fn compare(
+        redis: SocketAddr,
+        coordis: SocketAddr,
+        scenario: &Scenario,
+        resp3: bool,
+        mismatches: &mut Vec<String>,
+    ) -> usize {
+        let expected = run(redis, scenario, resp3);
+        let actual = run(coordis, scenario, resp3);
+        for (i, args) in scenario.commands.iter().enumerate() {
+            if expected[i] != actual[i] {
+                let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+                let before = if i > 0 { show(&expected[i - 1]) } else { String::new() };
+                mismatches.push(format!(
+                    "[{} RESP{}] {}\n    redis:   {}\n    coordis: {}\n    (previous reply: {})",
+                    scenario.name,
+                    if resp3 { 3 } else { 2 },
+                    cmd.join(" "),
+                    show(&expected[i]),
+                    show(&actual[i]),
+                    before
+                ));
+            }
+        }
+        scenario.commands.len()
+    }
+
+    /// Every scenario in the `*.txt` files of `dir`, in file-name order.
+    pub fn load_dir(dir: &std::path::Path) -> Vec<Scenario> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .expect("scenario dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        files.sort();
+        files
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+            .flat_map(|p| parse_scenarios(&std::fs::read_to_string(&p).expect("scenario file")))
+            .collect()
+    }
+}
