@@ -359,9 +359,7 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         target.remove(&args[2]);
     }
     target.insert(&args[2], entry.value, entry.expire_at);
-    if target_db == ctx.client.db {
-        ctx.notify(notify::GENERIC, "copy_to", &args[2]);
-    }
+    ctx.notify_in(target_db, notify::GENERIC, "copy_to", &args[2]);
     Reply::Int(1)
 }
 

@@ -63,12 +63,18 @@ impl Ctx<'_> {
     /// `notify-keyspace-events` enables `class`), after any pending
     /// `expired` events so they keep Redis's order.
     pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.client.db;
+        self.notify_in(db, class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key in database `db` (COPY ... DB n).
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
         let flags = self.server.config.notify_keyspace_events;
         if flags == 0 {
             return;
         }
         self.flush_expired();
-        for (channel, message) in crate::notify::messages(flags, class, event, key, self.client.db) {
+        for (channel, message) in crate::notify::messages(flags, class, event, key, db) {
             pubsub::publish_to(self.server, Some(self.client), &channel, &message, self.now);
         }
     }

@@ -298,8 +298,17 @@ impl Db {
 
     /// Swaps this database's content with `other` (SWAPDB).
     pub fn swap(&mut self, other: &mut Db) {
-        for w in self.watched.values_mut().chain(other.watched.values_mut()) {
-            w.version += 1;
+        // As Redis's touchAllWatchedKeysInDb: a watched key changes if it
+        // exists on either side of the swap.
+        for (key, w) in self.watched.iter_mut() {
+            if self.map.contains_key(key) || other.map.contains_key(key) {
+                w.version += 1;
+            }
+        }
+        for (key, w) in other.watched.iter_mut() {
+            if other.map.contains_key(key) || self.map.contains_key(key) {
+                w.version += 1;
+            }
         }
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.expires, &mut other.expires);
