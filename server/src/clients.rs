@@ -1,4 +1,4 @@
-//! Per-connection state kept by the executor, and the signal it uses to close
+//! Per-connection state kept by the engine, and the signal it uses to close
 //! another connection (CLIENT KILL, shutdown).
 
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-/// Lets the executor ask a connection task to close.
+/// Lets the engine ask a connection task to close.
 #[derive(Debug, Default)]
 pub struct CloseSignal {
     closed: AtomicBool,
@@ -100,7 +100,7 @@ impl Outbox {
     }
 }
 
-/// What the executor knows about one connection.
+/// What the engine knows about one connection.
 #[derive(Debug)]
 pub struct ClientState {
     pub id: u64,
@@ -113,7 +113,7 @@ pub struct ClientState {
     /// Protocol chosen by HELLO: false = RESP2, true = RESP3.
     pub resp3: bool,
     /// True once AUTH succeeded, or from the start when no password is set
-    /// (decided by the executor when the connection registers).
+    /// (decided by the engine when the connection registers).
     pub authenticated: bool,
     /// Connection time and last command time, unix ms (CLIENT LIST age/idle).
     pub created_ms: u64,

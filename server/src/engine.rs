@@ -25,8 +25,8 @@ use crate::lua::{ScriptState, Scripting};
 use crate::protocol::Reply;
 use crate::store::{Clock, Db};
 
-/// Keys active expiry may remove in one step before the executor looks at
-/// its queue again: bounds the latency a mass expiry adds to any command.
+/// Keys active expiry may remove in one lock hold before it lets commands
+/// run again: bounds the latency a mass expiry adds to any command.
 pub const EXPIRE_STEP_KEYS: usize = 500;
 
 /// Server counters reported by INFO.
@@ -41,7 +41,7 @@ pub struct Stats {
 }
 
 /// Settings and counters the connection tasks read without asking the
-/// executor (the executor updates them when CONFIG SET changes a setting).
+/// engine lock (the engine updates them when CONFIG SET changes a setting).
 #[derive(Debug, Default)]
 pub struct Shared {
     pub maxclients: AtomicUsize,

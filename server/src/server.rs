@@ -1,7 +1,7 @@
 //! The network side: listeners, connection tasks, graceful shutdown.
 //!
 //! A connection task reads bytes, parses every complete request already
-//! buffered, sends them to the executor as one batch, and writes all replies
+//! buffered, runs them on the engine as one batch, and writes all replies
 //! with one write. It never touches the keyspace. Accept errors (for example
 //! running out of file descriptors) are logged and retried after a short
 //! back-off; they never stop the server.
@@ -81,7 +81,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Bo
 
 impl Bound {
     /// Serves until `shutdown` is triggered (by the owner or by SHUTDOWN),
-    /// then drains connections and stops the executor.
+    /// then drains connections.
     pub(crate) async fn serve(self, shutdown: Arc<CloseSignal>) {
         let shared = Arc::new(Shared::default());
         let engine = Arc::new(Mutex::new(Engine::new(

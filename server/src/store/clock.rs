@@ -1,4 +1,4 @@
-//! The one source of time for expiry, `TIME` and (later) Lua.
+//! The one source of time for expiry and `TIME`.
 //!
 //! Nothing else in coordis reads the system clock for keyspace purposes, so a
 //! test can later swap in a clock it moves by hand.
