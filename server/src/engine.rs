@@ -165,14 +165,7 @@ impl Engine {
         }
         let flags = self.state.config.notify_keyspace_events;
         if flags != 0 {
-            for (i, db) in self.dbs.iter_mut().enumerate() {
-                for key in db.take_expired() {
-                    for (channel, message) in crate::notify::messages(flags, crate::notify::EXPIRED, "expired", &key, i)
-                    {
-                        cmd::pubsub::publish_to(&self.state, None, &channel, &message, now);
-                    }
-                }
-            }
+            cmd::pubsub::publish_expired(&mut self.dbs, &self.state, None, flags, now);
         }
         budget == 0
     }

@@ -82,13 +82,7 @@ impl Ctx<'_> {
     /// Publishes `expired` events for keys removed by expiry so far.
     pub fn flush_expired(&mut self) {
         let flags = self.server.config.notify_keyspace_events;
-        for (i, db) in self.dbs.iter_mut().enumerate() {
-            for key in db.take_expired() {
-                for (channel, message) in crate::notify::messages(flags, crate::notify::EXPIRED, "expired", &key, i) {
-                    pubsub::publish_to(self.server, Some(self.client), &channel, &message, self.now);
-                }
-            }
-        }
+        pubsub::publish_expired(self.dbs, self.server, Some(self.client), flags, self.now);
     }
 
     /// Looks up a string value: `Ok(None)` when absent, `Err(WRONGTYPE)` when

@@ -221,6 +221,24 @@ pub fn publish_to(
     deliveries.len()
 }
 
+/// Publishes `expired` keyspace events for the keys expiry removed in
+/// `dbs` since the last call (nothing unless `flags` enables them).
+pub fn publish_expired(
+    dbs: &mut [crate::store::Db],
+    server: &ServerState,
+    current: Option<&ClientState>,
+    flags: u32,
+    now: u64,
+) {
+    for (i, db) in dbs.iter_mut().enumerate() {
+        for key in db.take_expired() {
+            for (channel, message) in crate::notify::messages(flags, crate::notify::EXPIRED, "expired", &key, i) {
+                publish_to(server, current, &channel, &message, now);
+            }
+        }
+    }
+}
+
 fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int(publish_to(ctx.server, Some(ctx.client), &args[1], &args[2], ctx.now) as i64)
 }
@@ -274,23 +292,18 @@ fn pubsub_numpat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 fn pubsub_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    Reply::Array(
-        [
-            "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "CHANNELS [<pattern>]",
-            "    Return the currently active channels matching a <pattern> (default: '*').",
-            "NUMPAT",
-            "    Return number of subscriptions to patterns.",
-            "NUMSUB [<channel> ...]",
-            "    Return the number of subscribers for the specified channels, excluding",
-            "    pattern subscriptions(default: no channels).",
-            "HELP",
-            "    Print this help.",
-        ]
-        .iter()
-        .map(|l| Reply::status(l))
-        .collect(),
-    )
+    super::server::help_reply(&[
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "HELP",
+        "    Print this help.",
+    ])
 }
 
 /// PING while subscribed in RESP2: `["pong", message]`.

@@ -50,8 +50,7 @@ fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
 
 /// Runs the cached script `sha` with the caller's database; SELECT inside a
 /// script does not change the caller's database, as in Redis 7.
-fn run(ctx: &mut Ctx, sha: &str, args: &[Bytes], read_only: bool) -> Reply {
-    let (keys, argv) = tri!(keys_and_args(args));
+fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], read_only: bool) -> Reply {
     let now = ctx.now;
     let Some(scripting) = ctx.scripting.take() else {
         return err("ERR This Redis command is not allowed from script");
@@ -84,21 +83,21 @@ fn run(ctx: &mut Ctx, sha: &str, args: &[Bytes], read_only: bool) -> Reply {
 }
 
 fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
-    tri!(keys_and_args(args));
+    let (keys, argv) = tri!(keys_and_args(args));
     let sha = match ctx.scripting.as_mut() {
         Some(s) => tri!(s.load(&args[1])),
         None => return err("ERR This Redis command is not allowed from script"),
     };
-    run(ctx, &sha, args, read_only)
+    run(ctx, &sha, keys, argv, read_only)
 }
 
 fn evalsha_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
-    tri!(keys_and_args(args));
+    let (keys, argv) = tri!(keys_and_args(args));
     let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     if sha.len() != 40 || !ctx.scripting.as_ref().is_some_and(|s| s.exists(sha.as_bytes())) {
         return err(NOSCRIPT_ERR);
     }
-    run(ctx, &sha, args, read_only)
+    run(ctx, &sha, keys, argv, read_only)
 }
 
 fn eval(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -166,26 +165,21 @@ fn script_kill(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 fn script_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    Reply::Array(
-        [
-            "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "EXISTS <sha1> [<sha1> ...]",
-            "    Return information about the existence of the scripts in the script cache.",
-            "FLUSH [ASYNC|SYNC]",
-            "    Flush the Lua scripts cache. Very dangerous on replicas.",
-            "    When called without the optional mode argument, the behavior is determined by the",
-            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-            "    * ASYNC: Asynchronously flush the scripts cache.",
-            "    * SYNC: Synchronously flush the scripts cache.",
-            "KILL",
-            "    Kill the currently executing Lua script.",
-            "LOAD <script>",
-            "    Load a script into the scripts cache without executing it.",
-            "HELP",
-            "    Print this help.",
-        ]
-        .iter()
-        .map(|l| Reply::status(l))
-        .collect(),
-    )
+    super::server::help_reply(&[
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the scripts cache.",
+        "    * SYNC: Synchronously flush the scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Print this help.",
+    ])
 }

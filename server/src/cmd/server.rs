@@ -219,7 +219,8 @@ pub(crate) fn dispatch_sub(
     errors::unknown_subcommand(&args[1], parent)
 }
 
-fn help_reply(lines: &[&'static str]) -> Reply {
+/// A HELP subcommand's reply: one status line per entry.
+pub(crate) fn help_reply(lines: &[&'static str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::status(l)).collect())
 }
 

@@ -90,8 +90,8 @@ impl ScriptState {
     }
 }
 
-/// A command a script asked to run, and whether it came from `redis.call`
-/// (`true`, errors raise) or `redis.pcall`.
+/// Runs one command a script asked for (`redis.call` / `redis.pcall`) and
+/// returns its reply; the caller decides whether an error reply raises.
 pub type Dispatch<'a> = dyn FnMut(&[Bytes]) -> Reply + 'a;
 
 /// The VM, its cache and its limits.
