@@ -580,18 +580,24 @@ impl ZSet {
             return None;
         }
         let found = if self.compact {
-            let mut cur = self.first();
-            while let Some(c) = cur {
-                if r.gte_min(self.get(c).0) {
-                    break;
-                }
-                cur = self.step(c, false);
-            }
-            cur
+            self.walk_until(false, |m| r.gte_min(m))
         } else {
             Self::cursor(self.list.seek(|n| !r.gte_min(&n.member)).1)
         };
         found.filter(|c| r.lte_max(self.get(*c).0))
+    }
+
+    /// The first element, from the lowest (or with `rev` the highest), whose
+    /// member satisfies `stop`: the linear scan Redis does on compact sets.
+    fn walk_until(&self, rev: bool, stop: impl Fn(&[u8]) -> bool) -> Option<Cursor> {
+        let mut cur = if rev { self.last() } else { self.first() };
+        while let Some(c) = cur {
+            if stop(self.get(c).0) {
+                break;
+            }
+            cur = self.step(c, rev);
+        }
+        cur
     }
 
     /// Last element of a lexicographic range (see [`ZSet::first_in_lex_range`]).
@@ -600,14 +606,7 @@ impl ZSet {
             return None;
         }
         let found = if self.compact {
-            let mut cur = self.last();
-            while let Some(c) = cur {
-                if r.lte_max(self.get(c).0) {
-                    break;
-                }
-                cur = self.step(c, true);
-            }
-            cur
+            self.walk_until(true, |m| r.lte_max(m))
         } else {
             Self::cursor(self.list.seek_last(|n| r.lte_max(&n.member)))
         };
