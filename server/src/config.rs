@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::protocol::{split_args, ProtocolLimits};
+use crate::protocol::split_args;
 use crate::store::glob;
 
 /// All settings, with Redis's defaults unless noted.
@@ -35,6 +35,15 @@ pub struct Config {
     pub tcp_keepalive: u64,
     /// Largest bulk string accepted in a request and largest string value. Default 512 MB.
     pub proto_max_bulk_len: usize,
+    /// Most arguments in one request (`proto-max-multibulk-len`, coordis's
+    /// own). Default 1,048,576; Redis 7.0 accepts up to 2^31-1.
+    pub proto_max_multibulk_len: usize,
+    /// A client whose unparsed input passes this many bytes is disconnected
+    /// (`client-query-buffer-limit`). Default 1 GB.
+    pub client_query_buffer_limit: usize,
+    /// With no password set, refuse clients that do not connect from
+    /// 127.0.0.1 or ::1 with Redis's `-DENIED` text. Default yes.
+    pub protected_mode: bool,
     /// Active-expiry frequency (times per second). Default 10.
     pub hz: u32,
     /// Threads serving connections in `coordis-server` (tokio workers).
@@ -68,6 +77,9 @@ impl Default for Config {
             timeout: 0,
             tcp_keepalive: 300,
             proto_max_bulk_len: 512 * 1024 * 1024,
+            proto_max_multibulk_len: 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            protected_mode: true,
             hz: 10,
             io_threads: 1,
             busy_reply_threshold: 5000,
@@ -91,7 +103,6 @@ const IGNORED: &[(&str, &str)] = &[
     ("logfile", ""),
     ("dir", "."),
     ("dbfilename", "dump.rdb"),
-    ("protected-mode", "yes"),
     ("tcp-backlog", "511"),
     ("always-show-logo", "no"),
     ("set-proc-title", "yes"),
@@ -115,7 +126,6 @@ const IGNORED: &[(&str, &str)] = &[
     ("cluster-enabled", "no"),
     ("activerehashing", "yes"),
     ("dynamic-hz", "yes"),
-    ("client-query-buffer-limit", "1073741824"),
     (
         "client-output-buffer-limit",
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
@@ -163,14 +173,6 @@ fn parse_bytes(value: &str) -> Result<usize, SetError> {
 }
 
 impl Config {
-    /// Protocol limits derived from these settings.
-    pub fn protocol_limits(&self) -> ProtocolLimits {
-        ProtocolLimits {
-            max_bulk_len: self.proto_max_bulk_len,
-            ..ProtocolLimits::default()
-        }
-    }
-
     /// Applies one directive given at startup (config file or command line).
     /// `Ok(false)` means it was accepted but has no effect in coordis.
     pub fn apply(&mut self, name: &str, values: &[String]) -> Result<bool, String> {
@@ -199,6 +201,9 @@ impl Config {
             | "timeout"
             | "tcp-keepalive"
             | "proto-max-bulk-len"
+            | "proto-max-multibulk-len"
+            | "client-query-buffer-limit"
+            | "protected-mode"
             | "hz"
             | "lua-time-limit"
             | "busy-reply-threshold"
@@ -252,6 +257,31 @@ impl Config {
                 }
                 self.proto_max_bulk_len = n;
             }
+            "proto-max-multibulk-len" => {
+                let n: usize = parse_num(value)?;
+                if !(1..=i32::MAX as usize).contains(&n) {
+                    return Err(SetError::Invalid(
+                        "argument must be between 1 and 2147483647 inclusive".into(),
+                    ));
+                }
+                self.proto_max_multibulk_len = n;
+            }
+            "client-query-buffer-limit" => {
+                let n = parse_bytes(value)?;
+                if n < 1024 * 1024 {
+                    return Err(SetError::Invalid(
+                        "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+                    ));
+                }
+                self.client_query_buffer_limit = n;
+            }
+            "protected-mode" => {
+                self.protected_mode = match value.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(SetError::Invalid("argument must be 'yes' or 'no'".into())),
+                }
+            }
             "hz" => {
                 let n: u32 = parse_num(value)?;
                 self.hz = n.clamp(1, 500);
@@ -302,6 +332,18 @@ impl Config {
             ("timeout".to_string(), self.timeout.to_string()),
             ("tcp-keepalive".to_string(), self.tcp_keepalive.to_string()),
             ("proto-max-bulk-len".to_string(), self.proto_max_bulk_len.to_string()),
+            (
+                "proto-max-multibulk-len".to_string(),
+                self.proto_max_multibulk_len.to_string(),
+            ),
+            (
+                "client-query-buffer-limit".to_string(),
+                self.client_query_buffer_limit.to_string(),
+            ),
+            (
+                "protected-mode".to_string(),
+                if self.protected_mode { "yes" } else { "no" }.to_string(),
+            ),
             ("hz".to_string(), self.hz.to_string()),
             ("io-threads".to_string(), self.io_threads.to_string()),
             (

@@ -11,7 +11,8 @@
 //! `.await`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +48,11 @@ pub struct Shared {
     pub maxclients: AtomicUsize,
     pub timeout_secs: AtomicU64,
     pub proto_max_bulk_len: AtomicUsize,
+    pub proto_max_multibulk_len: AtomicUsize,
+    pub client_query_buffer_limit: AtomicUsize,
+    pub protected_mode: AtomicBool,
+    /// `requirepass` is set: new clients start unauthenticated.
+    pub auth_required: AtomicBool,
     pub tcp_keepalive: AtomicU64,
     /// Connections currently open.
     pub connected: AtomicUsize,
@@ -62,6 +68,13 @@ impl Shared {
         self.timeout_secs.store(config.timeout, Ordering::Relaxed);
         self.proto_max_bulk_len
             .store(config.proto_max_bulk_len, Ordering::Relaxed);
+        self.proto_max_multibulk_len
+            .store(config.proto_max_multibulk_len, Ordering::Relaxed);
+        self.client_query_buffer_limit
+            .store(config.client_query_buffer_limit, Ordering::Relaxed);
+        self.protected_mode.store(config.protected_mode, Ordering::Relaxed);
+        self.auth_required
+            .store(config.requirepass.is_some(), Ordering::Relaxed);
         self.tcp_keepalive.store(config.tcp_keepalive, Ordering::Relaxed);
         self.script
             .busy_after_ms
@@ -96,6 +109,9 @@ pub struct BatchOutput {
     pub data: BytesMut,
     /// Close the connection after writing `data` (QUIT, CLIENT KILL, protocol error).
     pub close: bool,
+    /// Whether the client is authenticated after the batch (the parsing
+    /// limits depend on it); `None` when the batch did not reach the engine.
+    pub authenticated: Option<bool>,
 }
 
 /// The keyspace and server state. Shared as `Mutex<Engine>`; every method
@@ -191,46 +207,62 @@ impl Engine {
         }
     }
 
-    /// Runs the requests parsed from one read, in order, and returns their
-    /// encoded replies. A protocol error that ended the read is answered
-    /// after the others and closes the connection.
-    pub fn run_batch(&mut self, id: u64, requests: Vec<Vec<Bytes>>, protocol_error: Option<String>) -> BatchOutput {
+    /// Runs requests from the front of `requests` until they are all done or
+    /// the encoded replies reach `max_output` bytes; the rest stay queued for
+    /// the next call, after the connection has written these replies. That
+    /// bound is the backpressure for clients that pipeline without reading:
+    /// a connection never holds more than about one chunk of replies.
+    /// `protocol_error` is answered (and the connection closed) once every
+    /// request before it has run.
+    pub fn run_batch(
+        &mut self,
+        id: u64,
+        requests: &mut VecDeque<Vec<Bytes>>,
+        protocol_error: &mut Option<String>,
+        max_output: usize,
+    ) -> BatchOutput {
+        let closed = BatchOutput {
+            data: BytesMut::new(),
+            close: true,
+            authenticated: None,
+        };
         let Some(mut client) = self.state.clients.remove(&id) else {
-            return BatchOutput {
-                data: BytesMut::new(),
-                close: true,
-            };
+            return closed;
         };
         if client.signal.is_closed() {
             // Killed (CLIENT KILL) while this batch was on its way: no more replies.
             self.state.clients.insert(id, client);
-            return BatchOutput {
-                data: BytesMut::new(),
-                close: true,
-            };
+            return closed;
         }
         // One clock read per batch: a batch runs in an instant, as Redis's
         // per-command time snapshot would see it.
         let now = self.state.clock.now_ms();
         let mut out = BytesMut::with_capacity(256);
-        for args in &requests {
-            self.execute(&mut client, args, now, &mut out);
-            if client.close_after_reply {
+        while out.len() < max_output && !client.close_after_reply {
+            let Some(args) = requests.pop_front() else {
                 break;
-            }
+            };
+            self.execute(&mut client, &args, now, &mut out);
         }
         let mut close = client.close_after_reply;
-        if let Some(text) = protocol_error {
-            if !close {
-                errors::protocol(text).encode(&mut out, client.resp3);
+        if requests.is_empty() || close {
+            if let Some(text) = protocol_error.take() {
+                if !close {
+                    errors::protocol(text).encode(&mut out, client.resp3);
+                }
+                close = true;
             }
-            close = true;
         }
+        let authenticated = Some(client.authenticated);
         self.state.clients.insert(id, client);
         if self.state.shutdown_requested {
             self.server_shutdown.close();
         }
-        BatchOutput { data: out, close }
+        BatchOutput {
+            data: out,
+            close,
+            authenticated,
+        }
     }
 
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.

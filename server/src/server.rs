@@ -6,6 +6,7 @@
 //! running out of file descriptors) are logged and retried after a short
 //! back-off; they never stop the server.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,13 @@ const BUSY_POLL: Duration = Duration::from_millis(1);
 
 /// Initial read buffer per connection.
 const READ_BUFFER: usize = 16 * 1024;
+
+/// Replies a connection collects before it writes them and runs the rest of
+/// a pipeline (see [`Engine::run_batch`]). A client that pipelines without
+/// reading therefore holds at most about this much output (plus one reply)
+/// in the server: once the socket's send buffer is full, its task stops
+/// running and reading its requests until the client reads.
+const MAX_BATCH_OUTPUT: usize = 64 * 1024;
 
 /// A bound, not yet running server.
 pub(crate) struct Bound {
@@ -109,7 +117,12 @@ impl Bound {
         shutdown.closed().await;
         tracing::info!("shutting down: draining connections");
         let _ = stop_tx.send(true);
-        // A script still running would hold the engine forever: stop it.
+        // A script in flight may finish within the drain deadline (its client
+        // gets the real reply); past it, it is killed so the engine frees.
+        let deadline = tokio::time::Instant::now() + DRAIN_DEADLINE;
+        while shared.script.is_running() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(BUSY_POLL).await;
+        }
         shared.script.kill.store(true, Ordering::Relaxed);
         lock_engine(&engine, &shared.script).await.close_all();
         while accepts.join_next().await.is_some() {}
@@ -197,6 +210,16 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
         let _ = socket.write_all(&out).await;
         return;
     }
+    if ctx.shared.protected_mode.load(Ordering::Relaxed)
+        && !ctx.shared.auth_required.load(Ordering::Relaxed)
+        && !is_loopback_client(&peer)
+    {
+        tracing::warn!("refused client {peer}: protected mode (no password set)");
+        let mut out = BytesMut::new();
+        errors::err(errors::DENIED).encode(&mut out, false);
+        let _ = socket.write_all(&out).await;
+        return;
+    }
     let _ = socket.set_nodelay(true);
     set_keepalive(&socket, ctx.shared.tcp_keepalive.load(Ordering::Relaxed));
     let id = ctx.ids.fetch_add(1, Ordering::Relaxed) + 1;
@@ -209,7 +232,7 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     // client arriving while a script runs can still be answered -BUSY.
     let mut pending = Some(client);
     let mut channel = Messages { rx: messages, outbox };
-    if let Err(e) = serve_connection(&mut socket, id, &ctx, &signal, &mut pending, &mut channel).await {
+    if let Err(e) = serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &mut channel).await {
         tracing::debug!("client {id} ({peer}): {e}");
     }
     if pending.is_none() {
@@ -238,9 +261,19 @@ async fn lock_engine<'a>(engine: &'a Mutex<Engine>, script: &ScriptState) -> Mut
     }
 }
 
+/// Whether protected mode lets `peer` in: Redis 7.0 accepts exactly
+/// 127.0.0.1 and ::1 (not the rest of 127.0.0.0/8).
+fn is_loopback_client(peer: &SocketAddr) -> bool {
+    match peer.ip() {
+        std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
+        std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+    }
+}
+
 async fn serve_connection(
     socket: &mut TcpStream,
     id: u64,
+    peer: SocketAddr,
     ctx: &ConnCtx,
     signal: &CloseSignal,
     pending: &mut Option<ClientState>,
@@ -249,33 +282,21 @@ async fn serve_connection(
     let mut stop = ctx.stop.clone();
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    let mut requests = VecDeque::new();
+    let mut authenticated = !ctx.shared.auth_required.load(Ordering::Relaxed);
     loop {
+        let shared = &ctx.shared;
         let limits = ProtocolLimits {
-            max_bulk_len: ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed),
+            max_bulk_len: shared.proto_max_bulk_len.load(Ordering::Relaxed),
+            max_multibulk_len: shared.proto_max_multibulk_len.load(Ordering::Relaxed),
+            pre_auth: !authenticated,
             ..ProtocolLimits::default()
         };
-        let idle = ctx.shared.timeout_secs.load(Ordering::Relaxed);
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(READ_BUFFER);
-        }
-        let read = tokio::select! {
-            biased;
-            _ = signal.closed() => return Ok(()),
-            _ = stopped(&mut stop) => return Ok(()),
-            Some(message) = messages.rx.recv() => {
-                messages.write(socket, message, signal).await?;
-                continue;
-            }
-            r = read_with_timeout(socket, &mut buf, idle) => r?,
-        };
-        if read == 0 {
-            return Ok(());
-        }
-        let mut requests = Vec::new();
         let mut protocol_error = None;
-        loop {
+        // Before AUTH succeeds, one request at a time: the limits change with it.
+        while authenticated || requests.is_empty() {
             match parser.next(&mut buf, &limits) {
-                Ok(Some(req)) => requests.push(req),
+                Ok(Some(req)) => requests.push_back(req),
                 Ok(None) => break,
                 Err(e) => {
                     tracing::debug!("client {id}: protocol error: {e}");
@@ -285,33 +306,64 @@ async fn serve_connection(
             }
         }
         if requests.is_empty() && protocol_error.is_none() {
+            let limit = shared.client_query_buffer_limit.load(Ordering::Relaxed);
+            if buf.len() > limit {
+                tracing::warn!(
+                    "closing client {id} ({peer}) that reached max query buffer length: {} bytes (client-query-buffer-limit {limit})",
+                    buf.len()
+                );
+                return Ok(());
+            }
+            if buf.capacity() - buf.len() < 4096 {
+                buf.reserve(READ_BUFFER);
+            }
+            let idle = shared.timeout_secs.load(Ordering::Relaxed);
+            let read = tokio::select! {
+                biased;
+                _ = signal.closed() => return Ok(()),
+                _ = stopped(&mut stop) => return Ok(()),
+                Some(message) = messages.rx.recv() => {
+                    messages.write(socket, message, signal).await?;
+                    continue;
+                }
+                r = read_with_timeout(socket, &mut buf, idle) => r?,
+            };
+            if read == 0 {
+                return Ok(());
+            }
             continue;
         }
-        let had_error = protocol_error.is_some();
-        let output = execute(ctx, id, pending, requests, protocol_error).await;
-        socket.write_all(&output.data).await?;
-        if output.close || had_error {
-            let _ = socket.shutdown().await;
-            return Ok(());
+        while !requests.is_empty() || protocol_error.is_some() {
+            let output = execute(ctx, id, pending, &mut requests, &mut protocol_error).await;
+            tokio::select! {
+                r = socket.write_all(&output.data) => r?,
+                _ = killed(signal, &stop) => return Ok(()),
+            }
+            if output.close {
+                let _ = socket.shutdown().await;
+                return Ok(());
+            }
+            authenticated = output.authenticated.unwrap_or(authenticated);
         }
     }
 }
 
-/// Runs a batch on the engine. While a script runs, the engine is locked for
-/// its whole duration: the task waits without blocking its thread, and once
-/// the script has run past the busy threshold it answers the batch itself,
-/// as Redis does (`-BUSY`, and SCRIPT KILL / SHUTDOWN NOSAVE served).
+/// Runs requests on the engine (as many as [`MAX_BATCH_OUTPUT`] allows).
+/// While a script runs, the engine is locked for its whole duration: the
+/// task waits without blocking its thread, and once the script has run past
+/// the busy threshold it answers the requests itself, as Redis does
+/// (`-BUSY`, and SCRIPT KILL / SHUTDOWN NOSAVE served).
 async fn execute(
     ctx: &ConnCtx,
     id: u64,
     pending: &mut Option<ClientState>,
-    requests: Vec<Vec<Bytes>>,
-    protocol_error: Option<String>,
+    requests: &mut VecDeque<Vec<Bytes>>,
+    protocol_error: &mut Option<String>,
 ) -> BatchOutput {
     let script = &ctx.shared.script;
     loop {
         if script.is_running() && script.is_busy(ctx.clock.now_ms()) {
-            return busy_batch(ctx, &requests, protocol_error);
+            return busy_batch(ctx, requests, protocol_error);
         }
         {
             // Without a script the lock is held for microseconds at a time;
@@ -325,7 +377,7 @@ async fn execute(
                 if let Some(client) = pending.take() {
                     engine.connect(client);
                 }
-                return engine.run_batch(id, requests, protocol_error);
+                return engine.run_batch(id, requests, protocol_error, MAX_BATCH_OUTPUT);
             }
         }
         if script.is_running() {
@@ -334,12 +386,12 @@ async fn execute(
     }
 }
 
-/// Replies to a batch while a script is busy, without the engine.
-fn busy_batch(ctx: &ConnCtx, requests: &[Vec<Bytes>], protocol_error: Option<String>) -> BatchOutput {
+/// Replies to queued requests while a script is busy, without the engine.
+fn busy_batch(ctx: &ConnCtx, requests: &mut VecDeque<Vec<Bytes>>, protocol_error: &mut Option<String>) -> BatchOutput {
     let script = &ctx.shared.script;
     let mut data = BytesMut::new();
     let mut close = false;
-    for args in requests {
+    for args in requests.drain(..) {
         let is = |i: usize, word: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
         let reply = if is(0, "script") && is(1, "kill") && args.len() == 2 {
             if script.wrote.load(Ordering::Relaxed) {
@@ -350,6 +402,7 @@ fn busy_batch(ctx: &ConnCtx, requests: &[Vec<Bytes>], protocol_error: Option<Str
             }
         } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
             tracing::warn!("SHUTDOWN NOSAVE while a script is running");
+            script.kill.store(true, Ordering::Relaxed);
             ctx.shutdown.close();
             close = true;
             break;
@@ -358,11 +411,17 @@ fn busy_batch(ctx: &ConnCtx, requests: &[Vec<Bytes>], protocol_error: Option<Str
         };
         reply.encode(&mut data, false);
     }
-    if let Some(text) = protocol_error {
-        errors::protocol(text).encode(&mut data, false);
+    if let Some(text) = protocol_error.take() {
+        if !close {
+            errors::protocol(text).encode(&mut data, false);
+        }
         close = true;
     }
-    BatchOutput { data, close }
+    BatchOutput {
+        data,
+        close,
+        authenticated: None,
+    }
 }
 
 /// The receiving end of a client's [`Outbox`] (pub/sub messages).
@@ -386,6 +445,17 @@ impl Messages {
         }
         self.outbox.written(batch.len());
         Ok(())
+    }
+}
+
+/// Resolves when the client is killed (CLIENT KILL, output limit), which
+/// ends even a write to a client that does not read. At shutdown every
+/// client is closed too; then in-flight replies are still written, within
+/// the drain deadline.
+async fn killed(signal: &CloseSignal, stop: &watch::Receiver<bool>) {
+    signal.closed().await;
+    if *stop.borrow() {
+        std::future::pending::<()>().await;
     }
 }
 

@@ -7,6 +7,8 @@
 //!   (split with the `redis-protocol` crate), for byte-for-byte assertions.
 //! - [`require_redis`] says whether a missing redis-server is a failure
 //!   (`COORDIS_REQUIRE_REDIS=1`) or a loud skip.
+//! - [`LocalEngine`] runs commands on an engine directly, without a socket:
+//!   the same code path as a connection's batch, for fuzzing and model tests.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -68,17 +70,8 @@ impl RedisServer {
                 .stderr(Stdio::null())
                 .spawn()?;
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                if let Ok(mut c) = RawClient::connect(addr) {
-                    if c.command(&["PING"]).map(|r| r == b"+PONG\r\n").unwrap_or(false) {
-                        return Ok(Some(RedisServer { child, addr }));
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            if wait_for_ping(&mut child, addr, Duration::from_secs(5)) {
+                return Ok(Some(RedisServer { child, addr }));
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -100,6 +93,150 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Polls `addr` with PING until it answers or `child` exits or `timeout` passes.
+fn wait_for_ping(child: &mut Child, addr: SocketAddr, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if let Ok(mut c) = RawClient::connect(addr) {
+            // A server with a password answers NOAUTH: it is up all the same.
+            if c.command(&["PING"])
+                .is_ok_and(|r| r == b"+PONG\r\n" || r.starts_with(b"-NOAUTH"))
+            {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A server process a test started (`coordis-server`, usually) on a free
+/// loopback port. Its stderr is collected by a thread, so a chatty server
+/// never blocks on a full pipe. Killed on drop.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    addr: SocketAddr,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl ServerProcess {
+    /// Runs `command` with `--port <free port>` appended and waits until it
+    /// answers PING.
+    pub fn start(mut command: Command) -> io::Result<ServerProcess> {
+        let port = free_port()?;
+        let mut child = command
+            .args(["--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let sink = stderr.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                    sink.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+            });
+        }
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let mut process = ServerProcess { child, addr, stderr };
+        if !wait_for_ping(&mut process.child, addr, Duration::from_secs(10)) {
+            return Err(io::Error::other(format!(
+                "server did not start on port {port}: {}",
+                process.stderr_text()
+            )));
+        }
+        Ok(process)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Resident set size in KiB, from `/proc/<pid>/status` (Linux).
+    pub fn rss_kb(&self) -> io::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .ok_or_else(|| io::Error::other("no VmRSS line"))
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the exit status (`None`:
+    /// still running).
+    pub fn terminate(&mut self, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
+        // SAFETY: kill(2) on the pid of a child this value owns and has not reaped.
+        if unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(Some(status));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(None)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `input` on a new connection and reads until the server closes
+/// (`<closed>` is appended) or stays quiet for `quiet`.
+pub fn exchange(addr: SocketAddr, input: &[u8], quiet: Duration) -> Vec<u8> {
+    match TcpStream::connect(addr) {
+        Ok(s) => exchange_on(s, input, quiet),
+        Err(_) => b"<refused>".to_vec(),
+    }
+}
+
+/// [`exchange`] on a connection the caller opened.
+pub fn exchange_on(mut s: TcpStream, input: &[u8], quiet: Duration) -> Vec<u8> {
+    let mut out = vec![];
+    let _ = s.set_read_timeout(Some(quiet));
+    if s.write_all(input).is_err() {
+        out.extend_from_slice(b"<write failed>");
+    }
+    let mut chunk = [0u8; 4096];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(n @ 1..) => out.extend_from_slice(&chunk[..n]),
+            Ok(0) => {
+                out.extend_from_slice(b"<closed>");
+                return out;
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                out.extend_from_slice(b"<closed>");
+                return out;
+            }
+            Err(_) => return out,
+        }
     }
 }
 
@@ -198,6 +335,63 @@ impl RawClient {
         let mut out = std::mem::take(&mut self.buf);
         self.stream.read_to_end(&mut out)?;
         Ok(out)
+    }
+}
+
+/// One client's view of an [`Engine`](crate::engine::Engine) driven without
+/// a listener. Each [`LocalEngine::run`] is one batch, exactly as a
+/// connection task runs a read's requests.
+pub struct LocalEngine {
+    engine: crate::engine::Engine,
+    requests: std::collections::VecDeque<Vec<bytes::Bytes>>,
+    /// Kept open so pub/sub deliveries to this client have somewhere to go.
+    _messages: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
+}
+
+impl LocalEngine {
+    /// An engine with `config` and `clock`, and one connected client.
+    pub fn new(config: crate::Config, clock: std::sync::Arc<dyn crate::store::Clock>) -> LocalEngine {
+        use std::sync::Arc;
+        let now = clock.now_ms();
+        let mut engine = crate::engine::Engine::new(
+            config,
+            clock,
+            0,
+            Arc::new(crate::engine::Shared::default()),
+            Arc::new(crate::clients::CloseSignal::default()),
+        );
+        let (outbox, messages) = crate::clients::Outbox::new();
+        let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let signal = Arc::new(crate::clients::CloseSignal::default());
+        engine.connect(crate::clients::ClientState::new(1, addr, addr, now, signal, outbox));
+        LocalEngine {
+            engine,
+            requests: Default::default(),
+            _messages: messages,
+        }
+    }
+
+    /// Runs `requests` as one batch and returns the encoded replies, and
+    /// whether the connection would now be closed.
+    pub fn run(&mut self, requests: Vec<Vec<bytes::Bytes>>) -> (Vec<u8>, bool) {
+        self.requests.extend(requests);
+        let mut out = Vec::new();
+        let mut no_error = None;
+        while !self.requests.is_empty() {
+            let batch = self.engine.run_batch(1, &mut self.requests, &mut no_error, usize::MAX);
+            out.extend_from_slice(&batch.data);
+            if batch.close {
+                self.requests.clear();
+                return (out, true);
+            }
+        }
+        (out, false)
+    }
+
+    /// Runs one command and returns its reply.
+    pub fn command(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        let args = args.iter().map(|a| bytes::Bytes::copy_from_slice(a)).collect();
+        self.run(vec![args]).0
     }
 }
 

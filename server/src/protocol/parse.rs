@@ -5,23 +5,36 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use crate::store::num::parse_i64;
 
-/// Limits applied while parsing requests. Defaults are Redis 7.0.15's.
+/// Limits applied while parsing requests. Defaults are Redis 7.0.15's except
+/// `max_multibulk_len` (see there).
 #[derive(Clone, Debug)]
 pub struct ProtocolLimits {
     /// Largest bulk string accepted (`proto-max-bulk-len`, default 512 MB).
     pub max_bulk_len: usize,
-    /// Largest argument count of one multibulk request (Redis: `INT_MAX`).
+    /// Largest argument count of one multibulk request
+    /// (`proto-max-multibulk-len`, coordis's own). Default 1,048,576, the
+    /// limit Redis had before 7.0; Redis 7.0 accepts up to `INT_MAX`.
     pub max_multibulk_len: usize,
     /// Longest inline request line or `*N`/`$N` header without a newline (Redis: 64 KB).
     pub max_inline_len: usize,
+    /// The client has not authenticated while a password is required: requests
+    /// are capped at [`PRE_AUTH_MAX_ARGS`] arguments of [`PRE_AUTH_MAX_BULK`]
+    /// bytes, as Redis does since CVE-2021-32675.
+    pub pre_auth: bool,
 }
+
+/// Most arguments an unauthenticated client may send in one request (Redis's value).
+pub const PRE_AUTH_MAX_ARGS: i64 = 10;
+/// Longest argument an unauthenticated client may send (Redis's value).
+pub const PRE_AUTH_MAX_BULK: i64 = 16 * 1024;
 
 impl Default for ProtocolLimits {
     fn default() -> Self {
         ProtocolLimits {
             max_bulk_len: 512 * 1024 * 1024,
-            max_multibulk_len: i32::MAX as usize,
+            max_multibulk_len: 1024 * 1024,
             max_inline_len: 64 * 1024,
+            pre_auth: false,
         }
     }
 }
@@ -73,6 +86,9 @@ impl RequestParser {
                     Some(n) if n <= limits.max_multibulk_len as i64 => n,
                     _ => return Err("Protocol error: invalid multibulk length".into()),
                 };
+                if limits.pre_auth && n > PRE_AUTH_MAX_ARGS {
+                    return Err("Protocol error: unauthenticated multibulk length".into());
+                }
                 if n <= 0 {
                     continue;
                 }
@@ -98,9 +114,13 @@ impl RequestParser {
                             return Err(format!("Protocol error: expected '$', got '{shown}'"));
                         }
                         let len = match parse_i64(&line[1..]) {
-                            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n as usize,
+                            Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n,
                             _ => return Err("Protocol error: invalid bulk length".into()),
                         };
+                        if limits.pre_auth && len > PRE_AUTH_MAX_BULK {
+                            return Err("Protocol error: unauthenticated bulk length".into());
+                        }
+                        let len = len as usize;
                         self.bulk_len = Some(len);
                         len
                     }
@@ -308,6 +328,7 @@ mod tests {
             (b"*1\r\n$\r\n", "invalid bulk length"),
             (b"*1\r\n$-5\r\n", "invalid bulk length"),
             (b"*1\r\n$600000000\r\n", "invalid bulk length"),
+            (b"*1048577\r\n", "invalid multibulk length"),
             (b"PING \"a\r\n", "unbalanced quotes in request"),
             (b"PING \"a\"b\r\n", "unbalanced quotes in request"),
             (&long, "too big inline request"),
@@ -318,9 +339,33 @@ mod tests {
     }
 
     #[test]
+    fn unauthenticated_requests_are_capped() {
+        let pre_auth = ProtocolLimits {
+            pre_auth: true,
+            ..ProtocolLimits::default()
+        };
+        let next = |input: &[u8]| RequestParser::new().next(&mut BytesMut::from(input), &pre_auth);
+        assert_eq!(next(b"*10\r\n"), Ok(None));
+        assert_eq!(
+            next(b"*11\r\n").unwrap_err(),
+            "Protocol error: unauthenticated multibulk length"
+        );
+        assert_eq!(next(b"*2\r\n$16384\r\n"), Ok(None));
+        assert_eq!(
+            next(b"*2\r\n$16385\r\n").unwrap_err(),
+            "Protocol error: unauthenticated bulk length"
+        );
+        // The general limits are checked first, as in Redis.
+        assert_eq!(
+            next(b"*1\r\n$600000000\r\n").unwrap_err(),
+            "Protocol error: invalid bulk length"
+        );
+    }
+
+    #[test]
     fn declared_lengths_do_not_allocate() {
         let mut p = RequestParser::new();
-        let mut buf = BytesMut::from(&b"*2000000000\r\n"[..]);
+        let mut buf = BytesMut::from(&b"*1048576\r\n"[..]);
         assert!(p.next(&mut buf, &ProtocolLimits::default()).unwrap().is_none());
         assert!(p.args.capacity() <= MAX_PREALLOC_ARGS);
     }

@@ -27,3 +27,30 @@ impl Clock for SystemClock {
             .unwrap_or(0)
     }
 }
+
+/// A clock that moves only when told to: for tests of expiry and TTLs that
+/// must not depend on the machine's speed.
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    us: std::sync::atomic::AtomicU64,
+}
+
+impl ManualClock {
+    /// A clock standing at `unix_ms`.
+    pub fn at_ms(unix_ms: u64) -> ManualClock {
+        ManualClock {
+            us: std::sync::atomic::AtomicU64::new(unix_ms * 1000),
+        }
+    }
+
+    /// Moves the clock forward by `ms` milliseconds.
+    pub fn advance_ms(&self, ms: u64) {
+        self.us.fetch_add(ms * 1000, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_us(&self) -> u64 {
+        self.us.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

@@ -39,5 +39,5 @@ pub mod glob;
 pub mod num;
 pub mod zset;
 
-pub use clock::{Clock, SystemClock};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{Db, Entry, Value};
