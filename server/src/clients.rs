@@ -119,7 +119,7 @@ pub struct ClientState {
     pub created_ms: u64,
     pub last_cmd_ms: u64,
     /// Name of the last command run, as CLIENT LIST's `cmd=` prints it.
-    pub last_cmd: &'static str,
+    pub last_cmd: std::borrow::Cow<'static, str>,
     /// Set by QUIT: the connection closes after this batch's replies are written.
     pub close_after_reply: bool,
     /// Commands queued since MULTI; `None` outside a transaction.
@@ -155,7 +155,7 @@ impl ClientState {
             authenticated: false,
             created_ms: now_ms,
             last_cmd_ms: now_ms,
-            last_cmd: "NULL",
+            last_cmd: "NULL".into(),
             close_after_reply: false,
             multi: None,
             multi_failed: false,

@@ -22,7 +22,7 @@ pub struct Config {
     /// TCP port. Default 6379; 0 picks a free port (embedded use).
     pub port: u16,
     /// Password of the `default` user; `None` means no authentication.
-    pub requirepass: Option<String>,
+    pub requirepass: Option<Secret>,
     /// Number of databases (SELECT 0..n-1). Default 16.
     pub databases: usize,
     /// Connection limit; the next client gets `ERR max number of clients reached`. Default 10000.
@@ -87,6 +87,23 @@ impl Default for Config {
             notify_keyspace_events: 0,
             ignored: IGNORED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
+    }
+}
+
+/// A password. Its `Debug` output is redacted, so logging a [`Config`]
+/// never shows it; [`Secret::expose`] is the one way to read it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
     }
 }
 
@@ -227,7 +244,7 @@ impl Config {
 
     fn set_runtime_inner(&mut self, name: &str, value: &str, startup: bool) -> Result<(), SetError> {
         match name {
-            "requirepass" => self.requirepass = (!value.is_empty()).then(|| value.to_string()),
+            "requirepass" => self.requirepass = (!value.is_empty()).then(|| Secret(value.to_string())),
             "maxclients" => {
                 let n: usize = parse_num(value)?;
                 if n < 1 {
@@ -325,7 +342,13 @@ impl Config {
         let mut out = vec![
             ("bind".to_string(), self.bind.join(" ")),
             ("port".to_string(), self.port.to_string()),
-            ("requirepass".to_string(), self.requirepass.clone().unwrap_or_default()),
+            (
+                "requirepass".to_string(),
+                self.requirepass
+                    .as_ref()
+                    .map(|p| p.expose().to_string())
+                    .unwrap_or_default(),
+            ),
             ("databases".to_string(), self.databases.to_string()),
             ("maxclients".to_string(), self.maxclients.to_string()),
             ("loglevel".to_string(), self.loglevel.clone()),
@@ -463,7 +486,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.port, 7000);
-        assert_eq!(c.requirepass.as_deref(), Some("pw"));
+        assert_eq!(c.requirepass.as_ref().map(Secret::expose), Some("pw"));
         assert_eq!(c.ignored["save"], "");
         assert_eq!(warnings.len(), 2);
         assert!(Config::from_args(&args(&["--nosuch", "1"]), &mut |_| {}).is_err());

@@ -333,7 +333,7 @@ impl Engine {
                 );
             }
         }
-        client.last_cmd = spec.name;
+        client.last_cmd = spec.name.into();
         client.last_cmd_ms = now;
         let mut ctx = Ctx {
             dbs: &mut self.dbs,
@@ -377,7 +377,7 @@ impl Engine {
             replies.push(self.dispatch(client, args, now));
             self.state.stats.total_commands_processed += 1;
         }
-        client.last_cmd = "exec";
+        client.last_cmd = "exec".into();
         Reply::Array(replies)
     }
 }

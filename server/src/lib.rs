@@ -111,7 +111,7 @@ impl Builder {
 
     /// Require `AUTH <password>` (user `default`).
     pub fn requirepass(mut self, password: impl Into<String>) -> Self {
-        self.config.requirepass = Some(password.into());
+        self.config.requirepass = Some(config::Secret(password.into()));
         self
     }
 

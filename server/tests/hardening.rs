@@ -361,3 +361,28 @@ fn sigterm_answers_work_in_flight_then_exits_zero() {
         assert_eq!(line, format!(":{}", i + 1));
     }
 }
+
+#[test]
+fn the_password_never_shows_in_logs_info_or_client_list() {
+    let password = "pw-9f4c1e";
+    let server = coordis_process(&["--requirepass", password, "--loglevel", "debug"]);
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(
+        c.command(&["AUTH", "wrong-guess"]).unwrap(),
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    );
+    assert_eq!(c.command(&["AUTH", password]).unwrap(), b"+OK\r\n");
+    let mut seen = String::new();
+    for cmd in [&["INFO", "everything"][..], &["CLIENT", "LIST"], &["CLIENT", "INFO"]] {
+        seen.push_str(&String::from_utf8_lossy(&c.command(cmd).unwrap()));
+    }
+    // A protocol error logs the client's query buffer in Redis; not here.
+    let _ = exchange(
+        server.addr(),
+        format!("AUTH {password}\r\n*1\r\n$x\r\n").as_bytes(),
+        Duration::from_millis(300),
+    );
+    seen.push_str(&server.stderr_text());
+    assert!(seen.contains("cmd=client|info"), "{seen}");
+    assert!(!seen.contains(password), "password shown: {seen}");
+}

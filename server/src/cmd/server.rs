@@ -74,7 +74,7 @@ fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
     }
     match &ctx.server.config.requirepass {
         None => true,
-        Some(expected) => constant_time_eq(expected.as_bytes(), pass),
+        Some(expected) => constant_time_eq(expected.expose().as_bytes(), pass),
     }
 }
 
@@ -212,7 +212,10 @@ pub(crate) fn dispatch_sub(
 ) -> Reply {
     for (name, arity, handler) in table {
         if is(&args[1], name) {
-            tri!(sub_arity(args, &parent.to_ascii_lowercase(), name, *arity));
+            let parent = parent.to_ascii_lowercase();
+            tri!(sub_arity(args, &parent, name, *arity));
+            // CLIENT LIST shows `cmd=client|list`, as Redis 7 names subcommands.
+            ctx.client.last_cmd = format!("{parent}|{name}").into();
             return handler(ctx, args);
         }
     }

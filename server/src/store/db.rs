@@ -124,8 +124,10 @@ impl Db {
         self.expires.len()
     }
 
+    /// Redis's rule: a key lives through its deadline millisecond and is
+    /// expired once the clock is past it (`now > when`).
     fn is_expired(entry: &Entry, now: u64) -> bool {
-        entry.expire_at != 0 && entry.expire_at <= now
+        entry.expire_at != 0 && entry.expire_at < now
     }
 
     /// Removes `key` if its deadline has passed. Returns true when it did.
@@ -240,7 +242,7 @@ impl Db {
         self.expires = BTreeSet::new();
     }
 
-    /// Active expiry: removes up to `budget` keys whose deadline is `<= now`.
+    /// Active expiry: removes up to `budget` keys whose deadline is `< now`.
     /// Returns how many it removed; fewer than `budget` means none is due now.
     pub fn expire_step(&mut self, now: u64, budget: usize) -> usize {
         let mut removed = 0;
@@ -248,7 +250,7 @@ impl Db {
             let Some((deadline, _)) = self.expires.first() else {
                 break;
             };
-            if *deadline > now {
+            if *deadline >= now {
                 break;
             }
             let (_, key) = self.expires.pop_first().expect("first exists");
@@ -288,7 +290,7 @@ impl Db {
             }
             let idx = fastrand::usize(..self.map.len());
             let (key, entry) = self.map.iter().nth(idx).map(|(k, e)| (k.clone(), e.expire_at))?;
-            if entry != 0 && entry <= now {
+            if entry != 0 && entry < now {
                 self.expire_if_due(&key, now);
                 continue;
             }
@@ -330,7 +332,9 @@ mod tests {
         db.insert(&k("b"), Value::Str(k("2")), 200);
         db.insert(&k("c"), Value::Str(k("3")), 0);
         assert!(db.lookup(b"a", 99).is_some());
-        assert!(db.lookup(b"a", 100).is_none());
+        // Alive through its deadline millisecond, as in Redis.
+        assert!(db.lookup(b"a", 100).is_some());
+        assert!(db.lookup(b"a", 101).is_none());
         assert_eq!(db.expires_len(), 1);
         assert_eq!(db.expire_step(150, 10), 0);
         assert_eq!(db.expire_step(250, 10), 1);
