@@ -6,7 +6,8 @@
 #
 # Both servers run on this machine with the same flags; runs alternate
 # coordis, redis, coordis, redis... and each row reports the median ops/s of
-# each server and the median coordis/redis ratio of the pairs.
+# each server, the median coordis/redis ratio of the pairs, and the median
+# p50 / p99 latency (ms) of each server as redis-benchmark measured it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,10 +32,11 @@ for p in "$CPORT" "$RPORT"; do
     for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
 done
 
-# One redis-benchmark run; prints ops/s.
-run() { # port pipeline test...
-    local port=$1 pipe=$2; shift 2
-    redis-benchmark -p "$port" -n "$N" -c "$CLIENTS" -P "$pipe" --csv "$@" 2>/dev/null | tail -n 1 | cut -d, -f2 | tr -d '"'
+# One redis-benchmark run; prints "ops/s p50 p99".
+run() { # port clients pipeline test...
+    local port=$1 clients=$2 pipe=$3; shift 3
+    redis-benchmark -p "$port" -n "$N" -c "$clients" -P "$pipe" --csv "$@" 2>/dev/null | tail -n 1 |
+        tr -d '"' | awk -F, '{print $2, $5, $7}'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -43,25 +45,32 @@ UNLOCK=$(cat scripts/lua/unlock.lua)
 SHA=$(redis-cli -p "$CPORT" script load "$UNLOCK")
 [ "$(redis-cli -p "$RPORT" script load "$UNLOCK")" = "$SHA" ] || { echo "script SHA mismatch"; exit 1; }
 
-# One table row: a label, a pipeline depth, then redis-benchmark arguments.
+# One table row: a label, clients, a pipeline depth, then redis-benchmark arguments.
 row() {
-    local label=$1 pipe=$2; shift 2
-    local cs=() rs=() ratios=()
+    local label=$1 clients=$2 pipe=$3; shift 3
+    local cs=() rs=() ratios=() c50=() c99=() r50=() r99=()
     for _ in $(seq "$PAIRS"); do
         local c r
-        c=$(run "$CPORT" "$pipe" "$@"); r=$(run "$RPORT" "$pipe" "$@")
-        cs+=("$c"); rs+=("$r"); ratios+=("$(awk -v c="$c" -v r="$r" 'BEGIN {printf "%.3f", c / r}')")
+        c=($(run "$CPORT" "$clients" "$pipe" "$@")); r=($(run "$RPORT" "$clients" "$pipe" "$@"))
+        cs+=("${c[0]}"); rs+=("${r[0]}"); c50+=("${c[1]}"); c99+=("${c[2]}"); r50+=("${r[1]}"); r99+=("${r[2]}")
+        ratios+=("$(awk -v c="${c[0]}" -v r="${r[0]}" 'BEGIN {printf "%.3f", c / r}')")
     done
-    printf "%-28s %4s %14s %14s %8s\n" "$label" "$pipe" \
-        "$(printf '%s\n' "${cs[@]}" | median)" "$(printf '%s\n' "${rs[@]}" | median)" "$(printf '%s\n' "${ratios[@]}" | median)"
+    med() { printf '%s\n' "$@" | median; }
+    printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s\n" "$label" "$clients" "$pipe" \
+        "$(med "${cs[@]}")" "$(med "${rs[@]}")" "$(med "${ratios[@]}")" \
+        "$(med "${c50[@]}")" "$(med "${r50[@]}")" "$(med "${c99[@]}")" "$(med "${r99[@]}")"
 }
 
-printf "%-28s %4s %14s %14s %8s\n" "test" "-P" "coordis ops/s" "redis ops/s" "ratio"
+printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
+    "c p50" "r p50" "c p99" "r p99"
 for pipe in 1 16; do
     for t in set get incr; do
-        row "$t" "$pipe" -t "$t"
+        row "$t" "$CLIENTS" "$pipe" -t "$t"
     done
-    row "SET lock NX EX" "$pipe" -r 100000 SET "lock:__rand_int__" pod NX EX 30
-    row "EVALSHA unlock" "$pipe" -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
-    row "EVAL unlock (cached)" "$pipe" -r 100000 EVAL "$UNLOCK" 1 "lock:__rand_int__" pod
+    row "SET lock NX EX" "$CLIENTS" "$pipe" -r 100000 SET "lock:__rand_int__" pod NX EX 30
+    row "EVALSHA unlock" "$CLIENTS" "$pipe" -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
+    row "EVAL unlock (cached)" "$CLIENTS" "$pipe" -r 100000 EVAL "$UNLOCK" 1 "lock:__rand_int__" pod
+    row "ZADD sem" "$CLIENTS" "$pipe" -r 100000 ZADD sem __rand_int__ "m:__rand_int__"
 done
+row "set" 500 1 -t set
+row "SET lock NX EX" 500 1 -r 100000 SET "lock:__rand_int__" pod NX EX 30
