@@ -16,7 +16,14 @@ fn bench(c: &mut Criterion) {
     let mut read = Vec::new();
     for i in 0..16 {
         let key = format!("lock:{i}");
-        read.extend(RawClient::encode(&[b"SET", key.as_bytes(), b"pod", b"NX", b"EX", b"30"]));
+        read.extend(RawClient::encode(&[
+            b"SET",
+            key.as_bytes(),
+            b"pod",
+            b"NX",
+            b"EX",
+            b"30",
+        ]));
     }
     let mut group = c.benchmark_group("parse");
     group.throughput(Throughput::Elements(16));
@@ -46,7 +53,10 @@ fn bench(c: &mut Criterion) {
         ("GET (16 per batch)", &[&b"GET"[..], b"k"][..]),
         ("SET (16 per batch)", &[b"SET", b"k", b"value"]),
         ("INCR (16 per batch)", &[b"INCR", b"n"]),
-        ("SET NX EX (16 per batch)", &[b"SET", b"lock", b"pod", b"NX", b"EX", b"30"]),
+        (
+            "SET NX EX (16 per batch)",
+            &[b"SET", b"lock", b"pod", b"NX", b"EX", b"30"],
+        ),
     ] {
         let batch = requests(args);
         group.bench_function(name, |b| b.iter(|| engine.run(batch.clone())));
@@ -55,7 +65,9 @@ fn bench(c: &mut Criterion) {
     let sha = engine.command(&[b"SCRIPT", b"LOAD", &unlock]);
     let sha = &sha[5..45];
     let batch = requests(&[b"EVALSHA", sha, b"1", b"lock", b"pod"]);
-    group.bench_function("EVALSHA unlock (16 per batch)", |b| b.iter(|| engine.run(batch.clone())));
+    group.bench_function("EVALSHA unlock (16 per batch)", |b| {
+        b.iter(|| engine.run(batch.clone()))
+    });
     group.finish();
 
     let mut group = c.benchmark_group("store");

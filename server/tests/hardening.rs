@@ -386,3 +386,23 @@ fn the_password_never_shows_in_logs_info_or_client_list() {
     assert!(seen.contains("cmd=client|info"), "{seen}");
     assert!(!seen.contains(password), "password shown: {seen}");
 }
+
+#[test]
+fn idle_clients_are_closed_after_timeout() {
+    let s = coordis::Server::builder().start_blocking().unwrap();
+    let mut admin = RawClient::connect(s.addr()).unwrap();
+    assert_eq!(admin.command(&["CONFIG", "SET", "timeout", "1"]).unwrap(), b"+OK\r\n");
+    let mut idle = RawClient::connect(s.addr()).unwrap();
+    assert_eq!(idle.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    let started = Instant::now();
+    // The server closes the idle connection: no reply, end of stream.
+    assert_eq!(idle.read_to_close().unwrap(), b"");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(900), "closed after {waited:?}");
+    // A client that keeps talking stays.
+    let mut busy = RawClient::connect(s.addr()).unwrap();
+    for _ in 0..6 {
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(busy.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    }
+}

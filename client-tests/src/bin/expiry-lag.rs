@@ -60,7 +60,13 @@ fn main() {
         let n = BATCH.min(keys - first);
         buf.clear();
         for i in first..first + n {
-            write!(buf, "*5\r\n$3\r\nSET\r\n${}\r\nexp:{i}\r\n$1\r\nv\r\n$2\r\nPX\r\n${}\r\n{px}\r\n", 4 + i.to_string().len(), px.to_string().len()).unwrap();
+            write!(
+                buf,
+                "*5\r\n$3\r\nSET\r\n${}\r\nexp:{i}\r\n$1\r\nv\r\n$2\r\nPX\r\n${}\r\n{px}\r\n",
+                4 + i.to_string().len(),
+                px.to_string().len()
+            )
+            .unwrap();
         }
         let sent = start.elapsed();
         s.write_all(&buf).unwrap();
@@ -73,7 +79,11 @@ fn main() {
     }
     let loaded = start.elapsed();
     let last_deadline = *deadlines.last().unwrap();
-    println!("loaded {keys} keys in {:.2} s; last deadline at {:.2} s", loaded.as_secs_f64(), last_deadline.as_secs_f64());
+    println!(
+        "loaded {keys} keys in {:.2} s; last deadline at {:.2} s",
+        loaded.as_secs_f64(),
+        last_deadline.as_secs_f64()
+    );
 
     // PING loop on its own connection.
     let stop = Arc::new(AtomicBool::new(false));
@@ -97,7 +107,10 @@ fn main() {
     let mut max_lag = Duration::ZERO;
     let gone_at = loop {
         let now = start.elapsed();
-        let left: usize = command(&mut s, &mut reader, "DBSIZE").trim_start_matches(':').parse().unwrap();
+        let left: usize = command(&mut s, &mut reader, "DBSIZE")
+            .trim_start_matches(':')
+            .parse()
+            .unwrap();
         if left == 0 {
             break now;
         }
