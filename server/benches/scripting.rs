@@ -10,7 +10,9 @@ use coordis::protocol::Reply;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn bench(c: &mut Criterion) {
-    let mut s = Scripting::new(0, Arc::new(ScriptState::default())).unwrap();
+    // The server's default lua-memory-limit (256 MB).
+    let limit = coordis::Config::default().lua_memory_limit;
+    let mut s = Scripting::new(limit, Arc::new(ScriptState::default())).unwrap();
     let body = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lua/unlock.lua")).unwrap();
     let sha = s.load(&body).unwrap();
     let keys = [Bytes::from_static(b"lock:1")];

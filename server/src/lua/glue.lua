@@ -103,18 +103,10 @@ local function adopt(f)
   return f
 end
 
--- Runs a compiled script under the handler with KEYS (the first `nkeys`
--- arguments) and ARGV (the rest): returns ok, result-or-error.
-local function run(f, nkeys, ...)
-  local all, keys, argv = {...}, {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
-  rawset(visible, 'KEYS', keys)
-  rawset(visible, 'ARGV', argv)
-  local ok, result = xpcall(f, handler)
-  rawset(visible, 'KEYS', nil)
-  rawset(visible, 'ARGV', nil)
-  return ok, result
+-- Runs a compiled script under the handler (KEYS and ARGV are already set):
+-- returns ok, result-or-error.
+local function run(f)
+  return xpcall(f, handler)
 end
 
 return run, adopt

@@ -102,6 +102,8 @@ pub struct Scripting {
     /// glue.lua's functions.
     vm_runner: Function,
     vm_adopt: Function,
+    /// The table behind scripts' globals: KEYS and ARGV are set here.
+    visible: Table,
     /// Where `redis.call`/`redis.pcall` find the running script's dispatcher.
     current: Arc<CurrentDispatch>,
     /// Protocol version chosen by `redis.setresp` for the running script.
@@ -127,6 +129,35 @@ pub fn sha1_hex(data: &[u8]) -> String {
         out.push(HEX[(b & 15) as usize] as char);
     }
     out
+}
+
+/// Lifts the VM's memory limit while Rust code creates a few Lua values.
+///
+/// While a limit is set, mlua wraps every value it creates from Rust in a
+/// protected call (an allocation failure must not unwind over Rust frames),
+/// which costs more than the allocation itself. With the limit lifted the
+/// allocator cannot fail and mlua pushes directly. The limit is back as soon
+/// as the guard drops, so a script's own allocations stay bounded; values
+/// created meanwhile (a command's reply) count, and a reply that took the
+/// VM past the limit fails the script's next allocation.
+struct Unlimited<'a> {
+    lua: &'a Lua,
+    limit: usize,
+}
+
+impl<'a> Unlimited<'a> {
+    fn new(lua: &'a Lua) -> Self {
+        let limit = lua.set_memory_limit(0).unwrap_or(0);
+        Unlimited { lua, limit }
+    }
+}
+
+impl Drop for Unlimited<'_> {
+    fn drop(&mut self) {
+        if self.limit != 0 {
+            let _ = self.lua.set_memory_limit(self.limit);
+        }
+    }
 }
 
 /// Converts a Lua error (mlua's) into the text Redis would show.
@@ -159,6 +190,7 @@ impl Scripting {
             scripts: HashMap::default(),
             vm_runner: vm.runner,
             vm_adopt: vm.adopt,
+            visible: vm.visible,
             current,
             resp,
             state,
@@ -272,11 +304,17 @@ impl Scripting {
         dispatch: &mut Dispatch,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        let mut args = MultiValue::with_capacity(keys.len() + argv.len() + 2);
-        args.push_back(Value::Function(func));
-        args.push_back(Value::Integer(keys.len() as _));
-        for a in keys.iter().chain(argv) {
-            args.push_back(Value::String(lua.create_string(a)?));
+        {
+            let _unlimited = Unlimited::new(lua);
+            let array = |items: &[Bytes]| -> mlua::Result<Table> {
+                let t = lua.create_table_with_capacity(items.len(), 0)?;
+                for (i, item) in items.iter().enumerate() {
+                    t.raw_set(i + 1, lua.create_string(item)?)?;
+                }
+                Ok(t)
+            };
+            self.visible.raw_set("KEYS", array(keys)?)?;
+            self.visible.raw_set("ARGV", array(argv)?)?;
         }
         self.state.run_started_us.store(monotonic_us(), Ordering::Relaxed);
         self.state.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
@@ -284,11 +322,14 @@ impl Scripting {
         self.current
             .0
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
-        let out = self.vm_runner.call::<MultiValue>(args);
+        let out = self.vm_runner.call::<(bool, Value)>(func);
         self.current.0.store(std::ptr::null_mut(), Ordering::Release);
-        let mut values = out?.into_iter();
-        let ok = matches!(values.next(), Some(Value::Boolean(true)));
-        let value = values.next().unwrap_or(Value::Nil);
+        {
+            let _unlimited = Unlimited::new(lua);
+            self.visible.raw_set("KEYS", Value::Nil)?;
+            self.visible.raw_set("ARGV", Value::Nil)?;
+        }
+        let (ok, value) = out?;
         if ok {
             convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed) == 3)
         } else {
@@ -302,6 +343,7 @@ impl Scripting {
 /// returns them as `{err=...}`.
 fn install_call(lua: &Lua, redis: &Table, current: Arc<CurrentDispatch>, resp: Arc<AtomicU8>) -> mlua::Result<()> {
     let invoke = move |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
+        let _unlimited = Unlimited::new(lua);
         let args = match convert::command_args(lua, args) {
             Ok(a) => a,
             Err(text) => return Ok(Err(text)),
@@ -329,7 +371,10 @@ fn install_call(lua: &Lua, redis: &Table, current: Arc<CurrentDispatch>, resp: A
         "pcall",
         lua.create_function(move |lua, args: MultiValue| match invoke(lua, args)? {
             Ok(v) => Ok(v),
-            Err(text) => Ok(Value::Table(convert::error_table(lua, &text)?)),
+            Err(text) => {
+                let _unlimited = Unlimited::new(lua);
+                Ok(Value::Table(convert::error_table(lua, &text)?))
+            }
         })?,
     )
 }

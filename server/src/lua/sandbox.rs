@@ -54,6 +54,8 @@ pub struct Vm {
     pub adopt: Function,
     /// The real `redis` table (`call`/`pcall` are installed by the caller).
     pub redis: Table,
+    /// The table behind scripts' read-only globals (KEYS and ARGV go here).
+    pub visible: Table,
 }
 
 /// Builds the VM.
@@ -209,5 +211,6 @@ pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
         runner,
         adopt,
         redis,
+        visible,
     })
 }
