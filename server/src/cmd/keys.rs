@@ -219,7 +219,7 @@ fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx.db()
             .live_keys(now)
             .filter(|(k, _)| all || glob::matches(pattern, k, false))
-            .map(|(k, _)| Reply::Bulk(k.clone()))
+            .map(|(k, _)| Reply::Bulk(Bytes::copy_from_slice(k)))
             .collect(),
     )
 }
@@ -266,7 +266,7 @@ fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let now = ctx.now;
     let db = ctx.db();
-    let mut candidates: Vec<(u64, &Bytes, &'static str)> = db
+    let mut candidates: Vec<(u64, &[u8], &'static str)> = db
         .live_keys(now)
         .map(|(k, e)| (db.scan_hash(k), k, e.value.type_name()))
         .filter(|(h, _, _)| *h >= cursor)
@@ -289,7 +289,7 @@ fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             pattern.is_none_or(|p| glob::matches(p, k, false))
                 && type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes()))
         })
-        .map(|(_, k, _)| Reply::Bulk(k.clone()))
+        .map(|(_, k, _)| Reply::Bulk(Bytes::copy_from_slice(k)))
         .collect();
     let mut buf = itoa::Buffer::new();
     Reply::Array(vec![
@@ -348,7 +348,7 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::SAME_OBJECT);
     }
     let now = ctx.now;
-    let Some(entry) = ctx.db().lookup(&args[1], now).cloned() else {
+    let Some(entry) = ctx.db().lookup(&args[1], now).map(|e| e.to_owned()) else {
         return Reply::Int(0);
     };
     let target = &mut ctx.dbs[target_db];

@@ -16,7 +16,7 @@ use crate::clients::ClientState;
 use crate::engine::ServerState;
 use crate::errors;
 use crate::protocol::Reply;
-use crate::store::{Db, Entry, Value};
+use crate::store::Db;
 
 /// Builds one [`CommandSpec`] row: documentation group, name, arity, flags,
 /// key positions, summary, handler. Each family wraps it as `spec!` with its group.
@@ -89,12 +89,10 @@ impl Ctx<'_> {
     /// the key holds another type.
     pub fn get_str(&mut self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
         let now = self.now;
-        let found = match self.db().lookup(key, now) {
+        let found = match self.db().lookup_str(key, now) {
             None => None,
-            Some(Entry {
-                value: Value::Str(s), ..
-            }) => Some(s.clone()),
-            Some(_) => return Err(errors::err(errors::WRONGTYPE)),
+            Some(Ok(s)) => Some(s),
+            Some(Err(())) => return Err(errors::err(errors::WRONGTYPE)),
         };
         if found.is_some() {
             self.server.stats.keyspace_hits += 1;

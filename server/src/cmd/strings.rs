@@ -257,10 +257,8 @@ fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Array(
         args[1..]
             .iter()
-            .map(|k| match db.lookup(k, now) {
-                Some(crate::store::Entry {
-                    value: Value::Str(s), ..
-                }) => Reply::Bulk(s.clone()),
+            .map(|k| match db.lookup_str(k, now) {
+                Some(Ok(s)) => Reply::Bulk(s),
                 _ => Reply::Nil,
             })
             .collect(),

@@ -10,7 +10,7 @@ use crate::notify;
 use crate::protocol::Reply;
 use crate::store::num;
 use crate::store::zset::{Cursor, LexBound, LexRange, ScoreRange, ZSet};
-use crate::store::{Entry, Value};
+use crate::store::{EntryRef, Value, ValueMut, ValueRef};
 use crate::tri;
 
 macro_rules! spec {
@@ -62,8 +62,9 @@ fn read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
     let now = ctx.now;
     match ctx.db().lookup(key, now) {
         None => Ok(None),
-        Some(Entry {
-            value: Value::ZSet(z), ..
+        Some(EntryRef {
+            value: ValueRef::ZSet(z),
+            ..
         }) => Ok(Some(z)),
         Some(_) => Err(err(errors::WRONGTYPE)),
     }
@@ -73,9 +74,7 @@ fn write<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, Reply
     let now = ctx.now;
     match ctx.db().lookup_mut(key, now) {
         None => Ok(None),
-        Some(Entry {
-            value: Value::ZSet(z), ..
-        }) => Ok(Some(z)),
+        Some(ValueMut::ZSet(z)) => Ok(Some(z)),
         Some(_) => Err(err(errors::WRONGTYPE)),
     }
 }
@@ -83,8 +82,9 @@ fn write<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, Reply
 /// Deletes `key` if its sorted set became empty (Redis never keeps empty sets).
 fn drop_if_empty(ctx: &mut Ctx, key: &[u8]) {
     let now = ctx.now;
-    if let Some(Entry {
-        value: Value::ZSet(z), ..
+    if let Some(EntryRef {
+        value: ValueRef::ZSet(z),
+        ..
     }) = ctx.db().lookup(key, now)
     {
         if z.is_empty() {

@@ -1,15 +1,17 @@
-//! One database: a hash map of keys plus a deadline-ordered expiry index.
+//! One database: a hash table of [`Item`]s (key, value and deadline in one
+//! allocation each) plus a deadline index for active expiry.
 
-use std::collections::{BTreeSet, HashMap};
-
-use foldhash::fast::RandomState;
-
-use super::zset::ZSet;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
 
 use bytes::Bytes;
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
 
-/// A stored value. Strings are kept as their bytes (Redis's integer encoding
+use super::item::{Item, ValueMut, ValueRef};
+use super::zset::ZSet;
+
+/// A value to store. Strings are kept as their bytes (Redis's integer encoding
 /// is an optimisation clients cannot observe, except through OBJECT ENCODING).
 #[derive(Clone, Debug)]
 pub enum Value {
@@ -28,7 +30,7 @@ impl Value {
     }
 }
 
-/// A key's value and its expiry deadline.
+/// A key's value and deadline, owned (what [`Db::remove`] hands back).
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub value: Value,
@@ -36,17 +38,44 @@ pub struct Entry {
     pub expire_at: u64,
 }
 
+/// A live key's value and deadline, borrowed from the database.
+#[derive(Clone, Copy, Debug)]
+pub struct EntryRef<'a> {
+    pub value: ValueRef<'a>,
+    pub expire_at: u64,
+}
+
+impl EntryRef<'_> {
+    pub fn to_owned(&self) -> Entry {
+        Entry {
+            value: self.value.to_value(),
+            expire_at: self.expire_at,
+        }
+    }
+}
+
 /// A database (SELECT index). Every read goes through [`Db::lookup`] /
 /// [`Db::lookup_mut`], which remove an expired key before answering (lazy
 /// expiry); [`Db::expire_step`] removes due keys nobody reads (active expiry).
+///
+/// Memory: a key costs one [`Item`] allocation, an 8-byte slot in the hash
+/// table, and (with a deadline) 8 bytes in the deadline index.
 #[derive(Debug, Default)]
 pub struct Db {
-    /// Keys to entries. foldhash: seeded per map (no fixed collision set to
+    /// The keys. foldhash: seeded per database (no fixed collision set to
     /// attack) and several times faster than SipHash on short keys.
-    map: HashMap<Bytes, Entry, RandomState>,
-    /// `(deadline, key)` for every key with a deadline, so active expiry finds
-    /// due keys in O(log n) without scanning, and removes them in deadline order.
-    expires: BTreeSet<(u64, Bytes)>,
+    map: HashTable<Item>,
+    hasher: RandomState,
+    /// Deadline (unix ms) -> hashes of the keys that had it when it was set.
+    /// Keys loaded together share deadlines, so this stays near 8 bytes per
+    /// key. Entries are not removed when a key's deadline changes or the key
+    /// goes: a popped entry only counts if a key with that hash still has
+    /// that deadline, and the index is rebuilt when stale entries pile up.
+    expires: BTreeMap<u64, Vec<u64>>,
+    /// Hashes in `expires`, stale ones included.
+    index_len: usize,
+    /// Keys that have a deadline (INFO keyspace `expires=`).
+    with_deadline: usize,
     /// Keys removed because their deadline passed (INFO `expired_keys`).
     pub expired_count: u64,
     /// Modification counters of WATCHed keys (only those): every change to
@@ -71,6 +100,12 @@ struct Watched {
 /// would keep the whole buffer alive.
 pub fn owned(b: &Bytes) -> Bytes {
     Bytes::copy_from_slice(b)
+}
+
+/// Redis's rule: a key lives through its deadline millisecond and is expired
+/// once the clock is past it (`now > when`).
+fn is_expired(expire_at: u64, now: u64) -> bool {
+    expire_at != 0 && expire_at < now
 }
 
 impl Db {
@@ -121,42 +156,56 @@ impl Db {
 
     /// Number of keys with a deadline (INFO keyspace `expires=`).
     pub fn expires_len(&self) -> usize {
-        self.expires.len()
+        self.with_deadline
     }
 
-    /// Redis's rule: a key lives through its deadline millisecond and is
-    /// expired once the clock is past it (`now > when`).
-    fn is_expired(entry: &Entry, now: u64) -> bool {
-        entry.expire_at != 0 && entry.expire_at < now
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<&Item> {
+        self.map.find(self.hash(key), |item| item.key() == key)
+    }
+
+    fn get_mut(&mut self, key: &[u8]) -> Option<&mut Item> {
+        let hash = self.hash(key);
+        self.map.find_mut(hash, |item| item.key() == key)
     }
 
     /// Removes `key` if its deadline has passed. Returns true when it did.
     fn expire_if_due(&mut self, key: &[u8], now: u64) -> bool {
-        let due = match self.map.get(key) {
-            Some(e) => Self::is_expired(e, now),
-            None => false,
-        };
+        let due = self.get(key).is_some_and(|item| is_expired(item.expire_at(), now));
         if due {
             self.remove(key);
             self.expired_count += 1;
             if self.log_expired {
-                self.expired_log.push(owned(&Bytes::copy_from_slice(key)));
+                self.expired_log.push(Bytes::copy_from_slice(key));
             }
         }
         due
     }
 
     /// The live entry of `key`, if any.
-    pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<&Entry> {
+    pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<EntryRef<'_>> {
         self.expire_if_due(key, now);
-        self.map.get(key)
+        self.get(key).map(|item| EntryRef {
+            value: item.value(),
+            expire_at: item.expire_at(),
+        })
     }
 
-    /// The live entry of `key` for modification. Do not change `expire_at`
-    /// through it: use [`Db::set_expire`], which keeps the index in step.
-    pub fn lookup_mut(&mut self, key: &[u8], now: u64) -> Option<&mut Entry> {
+    /// The live value of `key` for modification (sorted sets are changed in
+    /// place; strings are replaced with [`Db::replace_value`]).
+    pub fn lookup_mut(&mut self, key: &[u8], now: u64) -> Option<ValueMut<'_>> {
         self.expire_if_due(key, now);
-        self.map.get_mut(key)
+        self.get_mut(key).map(|item| item.value_mut())
+    }
+
+    /// A live string value as `Bytes` (long values are shared, not copied):
+    /// `Some(Err(()))` when the key holds another type.
+    pub fn lookup_str(&mut self, key: &[u8], now: u64) -> Option<Result<Bytes, ()>> {
+        self.expire_if_due(key, now);
+        self.get(key).map(|item| item.str_bytes().ok_or(()))
     }
 
     pub fn contains(&mut self, key: &[u8], now: u64) -> bool {
@@ -165,121 +214,170 @@ impl Db {
 
     /// Stores `value` under `key` with deadline `expire_at` (0: none),
     /// replacing any previous value and deadline.
-    pub fn insert(&mut self, key: &Bytes, value: Value, expire_at: u64) {
+    pub fn insert(&mut self, key: &[u8], value: Value, expire_at: u64) {
         self.touch(key);
-        let old_deadline = match self.map.get_mut(&key[..]) {
-            Some(entry) => {
-                let old = entry.expire_at;
-                entry.value = value;
-                entry.expire_at = expire_at;
+        let hash = self.hash(key);
+        let item = Item::new(key, value, expire_at);
+        let hasher = &self.hasher;
+        let old = match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => {
+                let old = e.get().expire_at();
+                *e.get_mut() = item;
                 old
             }
-            None => {
-                self.map.insert(owned(key), Entry { value, expire_at });
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert(item);
                 0
             }
         };
-        self.reindex(key, old_deadline, expire_at);
+        self.deadline_changed(hash, old, expire_at);
     }
 
     /// Replaces the value of an existing key, keeping its deadline (KEEPTTL,
     /// APPEND, INCR...). Inserts without deadline when the key is absent.
-    pub fn replace_value(&mut self, key: &Bytes, value: Value) {
-        self.touch(key);
-        match self.map.get_mut(&key[..]) {
-            Some(entry) => entry.value = value,
-            None => {
-                self.map.insert(owned(key), Entry { value, expire_at: 0 });
-            }
-        }
+    pub fn replace_value(&mut self, key: &[u8], value: Value) {
+        let expire_at = self.get(key).map_or(0, |item| item.expire_at());
+        self.insert(key, value, expire_at);
     }
 
     /// Changes the deadline of an existing key. Returns false if absent.
     pub fn set_expire(&mut self, key: &[u8], expire_at: u64) -> bool {
         self.touch(key);
-        let Some(entry) = self.map.get_mut(key) else {
+        let hash = self.hash(key);
+        let Some(item) = self.map.find_mut(hash, |item| item.key() == key) else {
             return false;
         };
-        let old = std::mem::replace(&mut entry.expire_at, expire_at);
-        self.reindex(key, old, expire_at);
+        let old = item.expire_at();
+        item.set_expire_at(expire_at);
+        self.deadline_changed(hash, old, expire_at);
         true
     }
 
-    fn reindex(&mut self, key: &[u8], old: u64, new: u64) {
+    /// Keeps the counts and the index in step with one key's deadline change.
+    fn deadline_changed(&mut self, hash: u64, old: u64, new: u64) {
         if old == new {
             return;
         }
-        let Some((stored_key, _)) = self.map.get_key_value(key) else {
-            return;
-        };
-        let stored_key = stored_key.clone();
-        if old != 0 {
-            self.expires.remove(&(old, stored_key.clone()));
+        match (old, new) {
+            (0, _) => self.with_deadline += 1,
+            (_, 0) => self.with_deadline -= 1,
+            _ => {}
         }
         if new != 0 {
-            self.expires.insert((new, stored_key));
+            self.expires.entry(new).or_default().push(hash);
+            self.index_len += 1;
+            // Stale entries (old deadlines) are dropped by a rebuild once they
+            // outnumber the live ones: amortized O(1) per change.
+            if self.index_len > 2 * self.with_deadline + 1024 {
+                self.rebuild_index();
+            }
         }
+    }
+
+    fn rebuild_index(&mut self) {
+        let mut expires: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for item in self.map.iter() {
+            if item.expire_at() != 0 {
+                expires
+                    .entry(item.expire_at())
+                    .or_default()
+                    .push(self.hasher.hash_one(item.key()));
+            }
+        }
+        self.index_len = self.with_deadline;
+        self.expires = expires;
     }
 
     /// Removes `key` (whether or not it is expired) and returns its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let (k, entry) = self.map.remove_entry(key)?;
+        let hash = self.hash(key);
+        let item = self.map.find_entry(hash, |item| item.key() == key).ok()?.remove().0;
         self.touch(key);
-        if entry.expire_at != 0 {
-            self.expires.remove(&(entry.expire_at, k));
+        if item.expire_at() != 0 {
+            self.with_deadline -= 1;
         }
-        Some(entry)
+        Some(item.into_entry())
     }
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        let hasher = &self.hasher;
+        let map = &self.map;
         for (key, w) in self.watched.iter_mut() {
-            if self.map.contains_key(key) {
+            if map.find(hasher.hash_one(&key[..]), |i| i.key() == &key[..]).is_some() {
                 w.version += 1;
             }
         }
-        self.map = HashMap::default();
-        self.expires = BTreeSet::new();
+        self.map = HashTable::new();
+        self.expires = BTreeMap::new();
+        self.index_len = 0;
+        self.with_deadline = 0;
     }
 
-    /// Active expiry: removes up to `budget` keys whose deadline is `< now`.
-    /// Returns how many it removed; fewer than `budget` means none is due now.
+    /// Active expiry: removes due keys (deadline `< now`) in deadline order.
+    /// Each removal, and each stale index entry passed over, costs one unit
+    /// of `budget`; returns the units spent, so fewer than `budget` means
+    /// nothing more is due now.
     pub fn expire_step(&mut self, now: u64, budget: usize) -> usize {
-        let mut removed = 0;
-        while removed < budget {
-            let Some((deadline, _)) = self.expires.first() else {
+        let mut spent = 0;
+        while spent < budget {
+            let Some(mut first) = self.expires.first_entry() else {
                 break;
             };
-            if *deadline >= now {
+            let deadline = *first.key();
+            if deadline >= now {
                 break;
             }
-            let (_, key) = self.expires.pop_first().expect("first exists");
-            self.map.remove(&key[..]);
-            self.touch(&key);
+            let Some(hash) = first.get_mut().pop() else {
+                first.remove();
+                continue;
+            };
+            self.index_len -= 1;
+            spent += 1;
+            let hasher = &self.hasher;
+            let found = self.map.find_entry(hash, |item| {
+                item.expire_at() == deadline && hasher.hash_one(item.key()) == hash
+            });
+            let Ok(found) = found else {
+                continue;
+            };
+            let item = found.remove().0;
+            self.with_deadline -= 1;
+            self.touch(item.key());
             if self.log_expired {
-                self.expired_log.push(key.clone());
+                self.expired_log.push(Bytes::copy_from_slice(item.key()));
             }
             self.expired_count += 1;
-            removed += 1;
         }
-        removed
+        spent
     }
 
-    /// The earliest deadline in this database, if any.
+    /// The earliest deadline in the index (possibly a stale one), if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.expires.first().map(|(d, _)| *d)
+        self.expires.first_key_value().map(|(d, _)| *d)
     }
 
-    /// Iterates over live keys (KEYS). Expired-but-unremoved keys are skipped.
-    pub fn live_keys(&self, now: u64) -> impl Iterator<Item = (&Bytes, &Entry)> {
-        self.map.iter().filter(move |(_, e)| !Self::is_expired(e, now))
+    /// Iterates over live keys (KEYS, SCAN). Expired-but-unremoved keys are skipped.
+    pub fn live_keys(&self, now: u64) -> impl Iterator<Item = (&[u8], EntryRef<'_>)> {
+        self.map
+            .iter()
+            .filter(move |item| !is_expired(item.expire_at(), now))
+            .map(|item| {
+                (
+                    item.key(),
+                    EntryRef {
+                        value: item.value(),
+                        expire_at: item.expire_at(),
+                    },
+                )
+            })
     }
 
     /// The hash SCAN orders keys by. Stable for the life of this database, so
     /// a cursor ("every key with hash >= cursor") survives inserts, deletes and
     /// rehashing: a key present for the whole scan is always returned.
     pub fn scan_hash(&self, key: &[u8]) -> u64 {
-        self.map.hasher().hash_one(key)
+        self.hash(key)
     }
 
     /// A uniformly random live key (RANDOMKEY). O(n).
@@ -289,8 +387,12 @@ impl Db {
                 return None;
             }
             let idx = fastrand::usize(..self.map.len());
-            let (key, entry) = self.map.iter().nth(idx).map(|(k, e)| (k.clone(), e.expire_at))?;
-            if entry != 0 && entry < now {
+            let (key, expire_at) = self
+                .map
+                .iter()
+                .nth(idx)
+                .map(|item| (Bytes::copy_from_slice(item.key()), item.expire_at()))?;
+            if is_expired(expire_at, now) {
                 self.expire_if_due(&key, now);
                 continue;
             }
@@ -303,17 +405,30 @@ impl Db {
         // As Redis's touchAllWatchedKeysInDb: a watched key changes if it
         // exists on either side of the swap.
         for (key, w) in self.watched.iter_mut() {
-            if self.map.contains_key(key) || other.map.contains_key(key) {
+            if other.get(key).is_some()
+                || self
+                    .map
+                    .find(self.hasher.hash_one(&key[..]), |i| i.key() == &key[..])
+                    .is_some()
+            {
                 w.version += 1;
             }
         }
         for (key, w) in other.watched.iter_mut() {
-            if other.map.contains_key(key) || self.map.contains_key(key) {
+            if self.get(key).is_some()
+                || other
+                    .map
+                    .find(other.hasher.hash_one(&key[..]), |i| i.key() == &key[..])
+                    .is_some()
+            {
                 w.version += 1;
             }
         }
         std::mem::swap(&mut self.map, &mut other.map);
+        std::mem::swap(&mut self.hasher, &mut other.hasher);
         std::mem::swap(&mut self.expires, &mut other.expires);
+        std::mem::swap(&mut self.index_len, &mut other.index_len);
+        std::mem::swap(&mut self.with_deadline, &mut other.with_deadline);
     }
 }
 
@@ -336,10 +451,14 @@ mod tests {
         assert!(db.lookup(b"a", 100).is_some());
         assert!(db.lookup(b"a", 101).is_none());
         assert_eq!(db.expires_len(), 1);
-        assert_eq!(db.expire_step(150, 10), 0);
+        assert_eq!(db.expired_count, 1);
+        // Passes over a's index entry (already removed lazily).
+        assert_eq!(db.expire_step(150, 10), 1);
+        assert_eq!(db.len(), 2);
         assert_eq!(db.expire_step(250, 10), 1);
         assert_eq!(db.len(), 1);
         assert_eq!(db.expired_count, 2);
+        assert_eq!(db.expire_step(1000, 10), 0);
     }
 
     #[test]
@@ -353,5 +472,21 @@ mod tests {
         assert_eq!(db.next_deadline(), Some(50));
         db.remove(b"a");
         assert_eq!(db.expires_len(), 0);
+        assert_eq!(db.expire_step(1000, 100), 3, "three stale index entries passed over");
+        assert_eq!(db.expired_count, 0);
+    }
+
+    #[test]
+    fn stale_index_entries_are_bounded() {
+        let mut db = Db::default();
+        db.insert(&k("a"), Value::Str(k("1")), 10);
+        for at in 11..100_000 {
+            db.set_expire(b"a", at);
+        }
+        assert!(db.index_len <= 2 * db.with_deadline + 1024, "{}", db.index_len);
+        let entries = db.index_len;
+        assert_eq!(db.expire_step(200_000, 10_000), entries);
+        assert_eq!(db.len(), 0);
+        assert_eq!(db.expired_count, 1);
     }
 }

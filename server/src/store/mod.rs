@@ -36,8 +36,10 @@
 pub mod clock;
 pub mod db;
 pub mod glob;
+pub mod item;
 pub mod num;
 pub mod zset;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use db::{Db, Entry, Value};
+pub use db::{Db, Entry, EntryRef, Value};
+pub use item::{ValueMut, ValueRef};

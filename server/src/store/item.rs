@@ -1,0 +1,296 @@
+//! One key's storage: its deadline, its name and its value in a single
+//! allocation behind a thin pointer.
+//!
+//! Memory per key is what a coordination server is judged on (a million
+//! `lock:<id>` keys with short owner tokens), so an [`Item`] is one
+//! allocation of `[expire_at: u64][key_len: u32][tag: u32][key][payload]`
+//! and the hash table holds only the 8-byte pointer. The payload is
+//!
+//! - a string of up to [`INLINE_MAX`] bytes, stored inline;
+//! - a longer string, as a pointer to a boxed [`Bytes`] (GET then clones a
+//!   reference instead of copying megabytes);
+//! - a sorted set, as a pointer to a boxed [`ZSet`].
+//!
+//! This module holds all of the store's `unsafe` code; everything else uses
+//! the safe accessors below.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
+
+use bytes::Bytes;
+
+use super::db::{Entry, Value};
+use super::zset::ZSet;
+
+/// Longest string stored inside the item itself.
+pub const INLINE_MAX: usize = 256;
+
+const HEADER: usize = 16;
+const TAG_SHIFT: u32 = 30;
+const LEN_MASK: u32 = (1 << TAG_SHIFT) - 1;
+const TAG_INLINE: u32 = 0;
+const TAG_BYTES: u32 = 1;
+const TAG_ZSET: u32 = 2;
+const POINTER: usize = std::mem::size_of::<usize>();
+
+/// A stored value, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub enum ValueRef<'a> {
+    Str(&'a [u8]),
+    ZSet(&'a ZSet),
+}
+
+impl ValueRef<'_> {
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ValueRef::Str(_) => "string",
+            ValueRef::ZSet(_) => "zset",
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_value(&self) -> Value {
+        match self {
+            ValueRef::Str(s) => Value::Str(Bytes::copy_from_slice(s)),
+            ValueRef::ZSet(z) => Value::ZSet(Box::new((*z).clone())),
+        }
+    }
+}
+
+/// A stored value, mutably borrowed (strings are replaced, not edited).
+#[derive(Debug)]
+pub enum ValueMut<'a> {
+    Str(&'a [u8]),
+    ZSet(&'a mut ZSet),
+}
+
+/// A key with its value and deadline, in one allocation (see the module docs).
+pub struct Item {
+    ptr: NonNull<u8>,
+}
+
+// SAFETY: an Item exclusively owns its allocation and the boxed Bytes/ZSet it
+// may point to, all of which are Send and Sync; it is a Box in all but layout.
+unsafe impl Send for Item {}
+unsafe impl Sync for Item {}
+
+impl Item {
+    pub fn new(key: &[u8], value: Value, expire_at: u64) -> Item {
+        let key_len = u32::try_from(key.len()).expect("key longer than 4 GB");
+        let (tag, payload_len) = match &value {
+            Value::Str(s) if s.len() <= INLINE_MAX => (TAG_INLINE, s.len()),
+            Value::Str(_) => (TAG_BYTES, POINTER),
+            Value::ZSet(_) => (TAG_ZSET, POINTER),
+        };
+        let layout = Self::layout(key.len(), payload_len);
+        // SAFETY: the layout has a non-zero size (at least the header).
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            handle_alloc_error(layout);
+        };
+        // SAFETY: `ptr` points to `layout.size()` writable bytes, aligned to 8;
+        // the header, key and payload are written inside those bounds.
+        unsafe {
+            ptr.as_ptr().cast::<u64>().write(expire_at);
+            ptr.as_ptr().add(8).cast::<u32>().write(key_len);
+            ptr.as_ptr()
+                .add(12)
+                .cast::<u32>()
+                .write((tag << TAG_SHIFT) | payload_len as u32);
+            std::ptr::copy_nonoverlapping(key.as_ptr(), ptr.as_ptr().add(HEADER), key.len());
+            let payload = ptr.as_ptr().add(HEADER + key.len());
+            match value {
+                Value::Str(s) if tag == TAG_INLINE => std::ptr::copy_nonoverlapping(s.as_ptr(), payload, s.len()),
+                Value::Str(s) => payload.cast::<*mut Bytes>().write_unaligned(Box::into_raw(Box::new(s))),
+                Value::ZSet(z) => payload.cast::<*mut ZSet>().write_unaligned(Box::into_raw(z)),
+            }
+        }
+        Item { ptr }
+    }
+
+    fn layout(key_len: usize, payload_len: usize) -> Layout {
+        Layout::from_size_align(HEADER + key_len + payload_len, 8).expect("item size overflows")
+    }
+
+    fn header(&self) -> (usize, u32, usize) {
+        // SAFETY: every Item starts with a header written by `new`.
+        let (key_len, word) = unsafe {
+            (
+                self.ptr.as_ptr().add(8).cast::<u32>().read(),
+                self.ptr.as_ptr().add(12).cast::<u32>().read(),
+            )
+        };
+        (key_len as usize, word >> TAG_SHIFT, (word & LEN_MASK) as usize)
+    }
+
+    fn payload(&self) -> *mut u8 {
+        let (key_len, _, _) = self.header();
+        // SAFETY: the payload starts right after the key, inside the allocation.
+        unsafe { self.ptr.as_ptr().add(HEADER + key_len) }
+    }
+
+    /// Absolute deadline in unix ms; 0 means none.
+    pub fn expire_at(&self) -> u64 {
+        // SAFETY: the first 8 bytes are the deadline, aligned to 8.
+        unsafe { self.ptr.as_ptr().cast::<u64>().read() }
+    }
+
+    pub fn set_expire_at(&mut self, at: u64) {
+        // SAFETY: as in `expire_at`; `&mut self` makes the write exclusive.
+        unsafe { self.ptr.as_ptr().cast::<u64>().write(at) }
+    }
+
+    pub fn key(&self) -> &[u8] {
+        let (key_len, _, _) = self.header();
+        // SAFETY: `key_len` bytes of key follow the header; they live as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(HEADER), key_len) }
+    }
+
+    pub fn value(&self) -> ValueRef<'_> {
+        let (_, tag, len) = self.header();
+        let payload = self.payload();
+        // SAFETY: the tag says what the payload holds; boxed pointers were
+        // made by `Box::into_raw` in `new` and stay valid until `drop`.
+        unsafe {
+            match tag {
+                TAG_INLINE => ValueRef::Str(std::slice::from_raw_parts(payload, len)),
+                TAG_BYTES => ValueRef::Str(&*payload.cast::<*mut Bytes>().read_unaligned()),
+                _ => ValueRef::ZSet(&*payload.cast::<*mut ZSet>().read_unaligned()),
+            }
+        }
+    }
+
+    pub fn value_mut(&mut self) -> ValueMut<'_> {
+        let (_, tag, _) = self.header();
+        if tag == TAG_ZSET {
+            // SAFETY: as in `value`; `&mut self` makes the borrow exclusive.
+            return ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() });
+        }
+        match self.value() {
+            ValueRef::Str(s) => {
+                // SAFETY: re-borrows the same bytes for the lifetime of `&mut self`.
+                ValueMut::Str(unsafe { std::slice::from_raw_parts(s.as_ptr(), s.len()) })
+            }
+            ValueRef::ZSet(_) => unreachable!("tag checked above"),
+        }
+    }
+
+    /// A string value as `Bytes`: a reference for long strings, a copy of
+    /// short ones. `None` for other types.
+    pub fn str_bytes(&self) -> Option<Bytes> {
+        let (_, tag, _) = self.header();
+        match (tag, self.value()) {
+            // SAFETY: TAG_BYTES payloads hold a live boxed Bytes (see `value`).
+            (TAG_BYTES, _) => Some(unsafe { (*self.payload().cast::<*mut Bytes>().read_unaligned()).clone() }),
+            (_, ValueRef::Str(s)) => Some(Bytes::copy_from_slice(s)),
+            _ => None,
+        }
+    }
+
+    /// Takes the value and deadline out, freeing the item.
+    pub fn into_entry(self) -> Entry {
+        let this = std::mem::ManuallyDrop::new(self);
+        let (key_len, tag, len) = this.header();
+        let expire_at = this.expire_at();
+        let payload = this.payload();
+        // SAFETY: a boxed payload is moved out exactly once (`drop` never
+        // runs for `this`), then the allocation is freed with its layout.
+        unsafe {
+            let (value, payload_len) = match tag {
+                TAG_INLINE => (this.value().to_value(), len),
+                TAG_BYTES => (
+                    Value::Str(*Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
+                    POINTER,
+                ),
+                _ => (
+                    Value::ZSet(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
+                    POINTER,
+                ),
+            };
+            dealloc(this.ptr.as_ptr(), Self::layout(key_len, payload_len));
+            Entry { value, expire_at }
+        }
+    }
+}
+
+impl Drop for Item {
+    fn drop(&mut self) {
+        let (key_len, tag, len) = self.header();
+        // SAFETY: frees what `new` allocated, with the same layout, after
+        // the boxed payload it owns.
+        unsafe {
+            let payload = self.payload();
+            let payload_len = match tag {
+                TAG_INLINE => len,
+                TAG_BYTES => {
+                    drop(Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned()));
+                    POINTER
+                }
+                _ => {
+                    drop(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned()));
+                    POINTER
+                }
+            };
+            dealloc(self.ptr.as_ptr(), Self::layout(key_len, payload_len));
+        }
+    }
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Item")
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("expire_at", &self.expire_at())
+            .field("value", &self.value())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_kind() {
+        let long = Bytes::from(vec![b'x'; INLINE_MAX + 1]);
+        let mut z = ZSet::default();
+        z.insert(b"m", 1.0);
+        let cases = [
+            Value::Str(Bytes::new()),
+            Value::Str(Bytes::from_static(b"pod-1234")),
+            Value::Str(long.clone()),
+            Value::ZSet(Box::new(z)),
+        ];
+        for value in cases {
+            let kind = value.type_name();
+            let mut item = Item::new(b"lock:1", value.clone(), 42);
+            assert_eq!(item.key(), b"lock:1");
+            assert_eq!(item.expire_at(), 42);
+            item.set_expire_at(7);
+            assert_eq!(item.expire_at(), 7);
+            assert_eq!(item.value().type_name(), kind);
+            match (&value, item.value()) {
+                (Value::Str(a), ValueRef::Str(b)) => {
+                    assert_eq!(&a[..], b);
+                    assert_eq!(item.str_bytes().unwrap(), a);
+                }
+                (Value::ZSet(a), ValueRef::ZSet(b)) => assert_eq!(a.len(), b.len()),
+                _ => panic!("kind changed"),
+            }
+            if let ValueMut::ZSet(z) = item.value_mut() {
+                z.insert(b"n", 2.0);
+            }
+            let again = Item::new(item.key(), item.value().to_value(), 1);
+            drop(again);
+            let entry = item.into_entry();
+            assert_eq!(entry.expire_at, 7);
+            assert_eq!(entry.value.type_name(), kind);
+        }
+        // A long string is shared, not copied, by `str_bytes`.
+        let item = Item::new(b"k", Value::Str(long.clone()), 0);
+        assert_eq!(item.str_bytes().unwrap().as_ptr(), long.as_ptr());
+        // An empty key.
+        assert_eq!(Item::new(b"", Value::Str(Bytes::from_static(b"v")), 0).key(), b"");
+    }
+}
