@@ -12,9 +12,9 @@
 //! up to the first nil.
 
 use bytes::Bytes;
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{Lua, Table, Value};
 
-use crate::protocol::{format_double, Reply};
+use crate::protocol::Reply;
 
 /// Deepest table nesting converted to a reply (cycles end here too).
 const MAX_DEPTH: usize = 1000;
@@ -26,25 +26,6 @@ pub fn number_to_integer(d: f64) -> i64 {
         return i64::MIN;
     }
     d as i64
-}
-
-/// `redis.call` arguments: strings, or numbers in Lua's own formatting.
-pub fn command_args(lua: &Lua, args: MultiValue) -> Result<Vec<Bytes>, String> {
-    if args.is_empty() {
-        return Err("ERR Please specify at least one argument for this redis lib call".into());
-    }
-    let mut out = Vec::with_capacity(args.len());
-    for v in args {
-        match v {
-            Value::String(s) => out.push(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Integer(_) | Value::Number(_) => match lua.coerce_string(v) {
-                Ok(Some(s)) => out.push(Bytes::copy_from_slice(&s.as_bytes())),
-                _ => return Err("ERR Lua redis lib command arguments must be strings or integers".into()),
-            },
-            _ => return Err("ERR Lua redis lib command arguments must be strings or integers".into()),
-        }
-    }
-    Ok(out)
 }
 
 /// An error text as `redis.error_reply` stores it: `-CODE msg` keeps its
@@ -65,105 +46,178 @@ pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
     Ok(t)
 }
 
-fn string(lua: &Lua, b: &[u8]) -> mlua::Result<Value> {
-    Ok(Value::String(lua.create_string(b)?))
-}
+/// `redis.call` / `redis.pcall` on the raw Lua C API: reading the command
+/// from the stack and pushing its reply. They run inside the C functions
+/// Lua calls for `redis.call` (see `lua/mod.rs`), with the VM's memory limit
+/// lifted so that no push can fail, and never raise Lua errors themselves.
+pub(super) mod raw {
+    use std::ffi::c_int;
 
-fn wrapped(lua: &Lua, field: &str, v: Value) -> mlua::Result<Value> {
-    let t = lua.create_table()?;
-    t.raw_set(field, v)?;
-    Ok(Value::Table(t))
-}
+    use bytes::Bytes;
+    use mlua::ffi;
 
-/// A command's reply as the script sees it.
-pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<Value> {
-    Ok(match reply {
-        Reply::Ok => wrapped(lua, "ok", string(lua, b"OK")?)?,
-        Reply::Status(s) => wrapped(lua, "ok", string(lua, s.as_bytes())?)?,
-        Reply::Error(e) => Value::Table(error_table(lua, e)?),
-        Reply::Int(i) => Value::Number(*i as f64),
-        Reply::Bulk(b) => string(lua, b)?,
-        Reply::Nil | Reply::NilArray => {
-            if resp3 {
-                Value::Nil
-            } else {
-                Value::Boolean(false)
+    use super::error_reply_text;
+    use crate::protocol::{format_double, Reply};
+
+    unsafe fn bytes_at(state: *mut ffi::lua_State, index: c_int) -> Bytes {
+        let mut len = 0;
+        let p = ffi::lua_tolstring(state, index, &mut len);
+        Bytes::copy_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), len))
+    }
+
+    /// The command on the stack (slots 1..=top): strings, or numbers in
+    /// Lua's own formatting (`%.14g`), as Redis reads them.
+    pub unsafe fn command_args(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static str> {
+        let n = ffi::lua_gettop(state);
+        if n == 0 {
+            return Err("ERR Please specify at least one argument for this redis lib call");
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for i in 1..=n {
+            match ffi::lua_type(state, i) {
+                ffi::LUA_TSTRING => out.push(bytes_at(state, i)),
+                ffi::LUA_TNUMBER => {
+                    // Converted on a copy: lua_tolstring turns the slot itself into a string.
+                    ffi::lua_pushvalue(state, i);
+                    out.push(bytes_at(state, -1));
+                    ffi::lua_pop(state, 1);
+                }
+                _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
             }
         }
-        Reply::Array(items) | Reply::Push(items) | Reply::Many(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, reply_to_lua(lua, item, resp3)?)?;
-            }
-            Value::Table(t)
+        Ok(out)
+    }
+
+    unsafe fn push_str(state: *mut ffi::lua_State, b: &[u8]) {
+        ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+    }
+
+    /// Sets field `name` of the table below the value on top of the stack.
+    unsafe fn set_field(state: *mut ffi::lua_State, name: &std::ffi::CStr) {
+        ffi::lua_setfield(state, -2, name.as_ptr());
+    }
+
+    /// Pops a key and a value and sets them in the table below; a nil key
+    /// (which `lua_rawset` would raise on) is dropped.
+    unsafe fn set_entry(state: *mut ffi::lua_State) {
+        if ffi::lua_type(state, -2) == ffi::LUA_TNIL {
+            ffi::lua_pop(state, 2);
+        } else {
+            ffi::lua_rawset(state, -3);
         }
-        Reply::Set(items) => {
-            if resp3 {
-                let set = lua.create_table()?;
+    }
+
+    /// `{name = <value on top>}`, replacing the value.
+    unsafe fn wrap(state: *mut ffi::lua_State, name: &std::ffi::CStr) {
+        ffi::lua_createtable(state, 0, 1);
+        ffi::lua_insert(state, -2);
+        set_field(state, name);
+    }
+
+    /// `{err = text}`, the way `redis.error_reply` words it.
+    pub unsafe fn push_error_table(state: *mut ffi::lua_State, text: &str) {
+        push_str(state, error_reply_text(text).as_bytes());
+        wrap(state, c"err");
+    }
+
+    unsafe fn push_array<T>(state: *mut ffi::lua_State, items: &[T], mut push: impl FnMut(&T)) {
+        ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+        for (i, item) in items.iter().enumerate() {
+            push(item);
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+    }
+
+    /// Pushes a command's reply as the script sees it: integer -> number,
+    /// bulk -> string, null -> false (nil after `redis.setresp(3)`), array
+    /// -> table, status -> `{ok=...}`, error -> `{err=...}`; with RESP3 map
+    /// -> `{map=...}`, set -> `{set=...}`, double -> `{double=...}`, boolean
+    /// -> boolean, verbatim -> `{verbatim_string={format=, string=}}`.
+    pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) {
+        // Each nesting level needs a few slots; replies nest a handful deep.
+        if ffi::lua_checkstack(state, 4) == 0 {
+            ffi::lua_pushnil(state);
+            return;
+        }
+        match reply {
+            Reply::Ok => {
+                push_str(state, b"OK");
+                wrap(state, c"ok");
+            }
+            Reply::Status(s) => {
+                push_str(state, s.as_bytes());
+                wrap(state, c"ok");
+            }
+            Reply::Error(e) => push_error_table(state, e),
+            Reply::Int(i) => ffi::lua_pushnumber(state, *i as ffi::lua_Number),
+            Reply::Bulk(b) => push_str(state, b),
+            Reply::Nil | Reply::NilArray if resp3 => ffi::lua_pushnil(state),
+            Reply::Nil | Reply::NilArray => ffi::lua_pushboolean(state, 0),
+            Reply::Array(items) | Reply::Push(items) | Reply::Many(items) => {
+                push_array(state, items, |item| push_reply(state, item, resp3))
+            }
+            Reply::Set(items) if resp3 => {
+                ffi::lua_createtable(state, 0, items.len().min(i32::MAX as usize) as c_int);
                 for item in items {
-                    set.raw_set(reply_to_lua(lua, item, resp3)?, true)?;
+                    push_reply(state, item, resp3);
+                    ffi::lua_pushboolean(state, 1);
+                    set_entry(state);
                 }
-                wrapped(lua, "set", Value::Table(set))?
-            } else {
-                reply_to_lua(lua, &Reply::Array(items.clone()), false)?
+                wrap(state, c"set");
             }
-        }
-        Reply::Map(pairs) => {
-            if resp3 {
-                let map = lua.create_table()?;
+            Reply::Set(items) => push_array(state, items, |item| push_reply(state, item, false)),
+            Reply::Map(pairs) if resp3 => {
+                ffi::lua_createtable(state, 0, pairs.len().min(i32::MAX as usize) as c_int);
                 for (k, v) in pairs {
-                    map.raw_set(reply_to_lua(lua, k, resp3)?, reply_to_lua(lua, v, resp3)?)?;
+                    push_reply(state, k, resp3);
+                    push_reply(state, v, resp3);
+                    set_entry(state);
                 }
-                wrapped(lua, "map", Value::Table(map))?
-            } else {
-                let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
+                wrap(state, c"map");
+            }
+            Reply::Map(pairs) => {
+                ffi::lua_createtable(state, (pairs.len() * 2).min(i32::MAX as usize) as c_int, 0);
                 for (i, (k, v)) in pairs.iter().enumerate() {
-                    t.raw_set(2 * i + 1, reply_to_lua(lua, k, false)?)?;
-                    t.raw_set(2 * i + 2, reply_to_lua(lua, v, false)?)?;
-                }
-                Value::Table(t)
-            }
-        }
-        Reply::Double(d) => {
-            if resp3 {
-                wrapped(lua, "double", Value::Number(*d))?
-            } else {
-                string(lua, format_double(*d).as_bytes())?
-            }
-        }
-        Reply::Bool(b) => {
-            if resp3 {
-                Value::Boolean(*b)
-            } else {
-                Value::Number(if *b { 1.0 } else { 0.0 })
-            }
-        }
-        Reply::Verbatim(format, text) => {
-            if resp3 {
-                let t = lua.create_table()?;
-                t.raw_set("format", *format)?;
-                t.raw_set("string", lua.create_string(text)?)?;
-                wrapped(lua, "verbatim_string", Value::Table(t))?
-            } else {
-                string(lua, text)?
-            }
-        }
-        Reply::ScorePairs(pairs) => {
-            let t = lua.create_table()?;
-            for (i, (m, s)) in pairs.iter().enumerate() {
-                if resp3 {
-                    let pair = lua.create_table()?;
-                    pair.raw_set(1, lua.create_string(m)?)?;
-                    pair.raw_set(2, reply_to_lua(lua, &Reply::Double(*s), true)?)?;
-                    t.raw_set(i + 1, pair)?;
-                } else {
-                    t.raw_set(2 * i + 1, lua.create_string(m)?)?;
-                    t.raw_set(2 * i + 2, string(lua, format_double(*s).as_bytes())?)?;
+                    push_reply(state, k, false);
+                    ffi::lua_rawseti(state, -2, (2 * i + 1) as ffi::lua_Integer);
+                    push_reply(state, v, false);
+                    ffi::lua_rawseti(state, -2, (2 * i + 2) as ffi::lua_Integer);
                 }
             }
-            Value::Table(t)
+            Reply::Double(d) if resp3 => {
+                ffi::lua_pushnumber(state, *d);
+                wrap(state, c"double");
+            }
+            Reply::Double(d) => push_str(state, format_double(*d).as_bytes()),
+            Reply::Bool(b) if resp3 => ffi::lua_pushboolean(state, *b as c_int),
+            Reply::Bool(b) => ffi::lua_pushnumber(state, if *b { 1.0 } else { 0.0 }),
+            Reply::Verbatim(format, text) if resp3 => {
+                ffi::lua_createtable(state, 0, 2);
+                push_str(state, format.as_bytes());
+                set_field(state, c"format");
+                push_str(state, text);
+                set_field(state, c"string");
+                wrap(state, c"verbatim_string");
+            }
+            Reply::Verbatim(_, text) => push_str(state, text),
+            Reply::ScorePairs(pairs) if resp3 => push_array(state, pairs, |(m, s)| {
+                ffi::lua_createtable(state, 2, 0);
+                push_str(state, m);
+                ffi::lua_rawseti(state, -2, 1);
+                push_reply(state, &Reply::Double(*s), true);
+                ffi::lua_rawseti(state, -2, 2);
+            }),
+            Reply::ScorePairs(pairs) => {
+                ffi::lua_createtable(state, (pairs.len() * 2).min(i32::MAX as usize) as c_int, 0);
+                for (i, (m, s)) in pairs.iter().enumerate() {
+                    push_str(state, m);
+                    ffi::lua_rawseti(state, -2, (2 * i + 1) as ffi::lua_Integer);
+                    push_str(state, format_double(*s).as_bytes());
+                    ffi::lua_rawseti(state, -2, (2 * i + 2) as ffi::lua_Integer);
+                }
+            }
         }
-    })
+    }
 }
 
 /// What a script returned, as the reply its caller gets.

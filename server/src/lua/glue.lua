@@ -9,8 +9,8 @@
 -- turns any error into an {err=...} table and records where in the user
 -- script it happened.
 local getinfo, setfenv, visible = ...
-local error, type, tostring, match, xpcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, sub =
-      error, type, tostring, string.match, xpcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, string.sub
+local error, type, tostring, match, pcall, xpcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, sub =
+      error, type, tostring, string.match, pcall, xpcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, string.sub
 
 local readonly = setmetatable({}, {__mode = 'k'})
 
@@ -77,6 +77,20 @@ end
 visible.setmetatable = function(t, mt)
   if readonly[t] then error("Attempt to modify a readonly table", 0) end
   return setmetatable(t, mt)
+end
+-- Redis 7.0's pcall: an error table's `err` field becomes the error value,
+-- so pcall(redis.call, ...) returns false and the error text.
+local function error_text(ok, ...)
+  if ok then return ok, ... end
+  local err = ...
+  if type(err) == 'table' then
+    local text = err.err
+    if type(text) == 'string' or type(text) == 'number' then return false, text end
+  end
+  return false, err
+end
+visible.pcall = function(...)
+  return error_text(pcall(...))
 end
 visible.getmetatable = getmetatable
 visible.loadstring = function(s, name)

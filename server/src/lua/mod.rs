@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+use mlua::{ffi, Function, HookTriggers, Lua, Table, Value, VmState};
 use sha1::{Digest, Sha1};
 
 use crate::protocol::Reply;
@@ -78,6 +78,17 @@ impl CurrentDispatch {
     }
 }
 
+/// What the `redis.call` / `redis.pcall` C functions reach through their
+/// upvalue (a light userdata pointing here). Boxed in [`Scripting`], so its
+/// address is stable for as long as the VM can run scripts.
+struct Bridge {
+    current: CurrentDispatch,
+    /// Protocol version chosen by `redis.setresp` for the running script.
+    resp: Arc<AtomicU8>,
+    /// To lift the memory limit while a reply is pushed.
+    lua: Lua,
+}
+
 impl ScriptState {
     /// True when a script has been running longer than the busy threshold.
     pub fn is_busy(&self, now_ms: u64) -> bool {
@@ -104,10 +115,9 @@ pub struct Scripting {
     vm_adopt: Function,
     /// The table behind scripts' globals: KEYS and ARGV are set here.
     visible: Table,
-    /// Where `redis.call`/`redis.pcall` find the running script's dispatcher.
-    current: Arc<CurrentDispatch>,
-    /// Protocol version chosen by `redis.setresp` for the running script.
-    resp: Arc<AtomicU8>,
+    /// Where `redis.call`/`redis.pcall` find the running script's dispatcher
+    /// and protocol version.
+    bridge: Box<Bridge>,
     pub state: Arc<ScriptState>,
 }
 
@@ -182,8 +192,12 @@ impl Scripting {
         if memory_limit > 0 {
             vm.lua.set_memory_limit(memory_limit)?;
         }
-        let current = Arc::new(CurrentDispatch::default());
-        install_call(&vm.lua, &vm.redis, current.clone(), resp.clone())?;
+        let bridge = Box::new(Bridge {
+            current: CurrentDispatch::default(),
+            resp,
+            lua: vm.lua.clone(),
+        });
+        install_call(&vm.lua, &vm.redis, &bridge)?;
         install_hook(&vm.lua, state.clone())?;
         Ok(Scripting {
             lua: vm.lua,
@@ -191,8 +205,7 @@ impl Scripting {
             vm_runner: vm.runner,
             vm_adopt: vm.adopt,
             visible: vm.visible,
-            current,
-            resp,
+            bridge,
             state,
         })
     }
@@ -277,7 +290,7 @@ impl Scripting {
             Some(f) => f.clone(),
             None => self.scripts.get(&sha.to_ascii_lowercase())?.clone(),
         };
-        self.resp.store(2, Ordering::Relaxed);
+        self.bridge.resp.store(2, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);
         self.state.wrote.store(false, Ordering::Relaxed);
         self.state.started_ms.store(now_ms.max(1), Ordering::Release);
@@ -303,80 +316,126 @@ impl Scripting {
         argv: &[Bytes],
         dispatch: &mut Dispatch,
     ) -> mlua::Result<Reply> {
-        let lua = &self.lua;
-        {
-            let _unlimited = Unlimited::new(lua);
-            let array = |items: &[Bytes]| -> mlua::Result<Table> {
-                let t = lua.create_table_with_capacity(items.len(), 0)?;
-                for (i, item) in items.iter().enumerate() {
-                    t.raw_set(i + 1, lua.create_string(item)?)?;
-                }
-                Ok(t)
-            };
-            self.visible.raw_set("KEYS", array(keys)?)?;
-            self.visible.raw_set("ARGV", array(argv)?)?;
-        }
         self.state.run_started_us.store(monotonic_us(), Ordering::Relaxed);
         self.state.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
         let mut dispatch: &mut Dispatch = dispatch;
-        self.current
+        self.bridge
+            .current
             .0
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
-        let out = self.vm_runner.call::<(bool, Value)>(func);
-        self.current.0.store(std::ptr::null_mut(), Ordering::Release);
-        {
-            let _unlimited = Unlimited::new(lua);
-            self.visible.raw_set("KEYS", Value::Nil)?;
-            self.visible.raw_set("ARGV", Value::Nil)?;
-        }
+        // SAFETY: the closure only pushes, sets and calls through the Lua C
+        // API on the stack `exec_raw` prepared ([visible, runner, func]),
+        // holds nothing that needs dropping (`keys`/`argv` are borrowed), and
+        // runs under the protected call `exec_raw` wraps it in, so a Lua
+        // error (out of memory) unwinds to there. It leaves the runner's two
+        // results on the stack.
+        let out = unsafe {
+            self.lua
+                .exec_raw::<(bool, Value)>((&self.visible, &self.vm_runner, &func), |state| {
+                    set_array(state, c"KEYS", keys);
+                    set_array(state, c"ARGV", argv);
+                    ffi::lua_call(state, 1, 2);
+                    ffi::lua_pushnil(state);
+                    ffi::lua_setfield(state, 1, c"KEYS".as_ptr());
+                    ffi::lua_pushnil(state);
+                    ffi::lua_setfield(state, 1, c"ARGV".as_ptr());
+                    ffi::lua_remove(state, 1);
+                })
+        };
+        self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
         let (ok, value) = out?;
         if ok {
-            convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed) == 3)
+            convert::lua_to_reply(&value, self.bridge.resp.load(Ordering::Relaxed) == 3)
         } else {
             Ok(convert::script_error(&value, sha))
         }
     }
 }
 
-/// Installs `redis.call` and `redis.pcall`: they run a command through the
-/// running script's dispatcher; `call` raises command errors, `pcall`
-/// returns them as `{err=...}`.
-fn install_call(lua: &Lua, redis: &Table, current: Arc<CurrentDispatch>, resp: Arc<AtomicU8>) -> mlua::Result<()> {
-    let invoke = move |lua: &Lua, args: MultiValue| -> mlua::Result<Result<Value, String>> {
-        let _unlimited = Unlimited::new(lua);
-        let args = match convert::command_args(lua, args) {
-            Ok(a) => a,
-            Err(text) => return Ok(Err(text)),
+/// Sets `visible[name]` (the table at stack index 1) to a fresh array of
+/// `items` as Lua strings. Raw C API: this runs inside `exec_raw`'s protected
+/// call (see [`Scripting::run_inner`]).
+unsafe fn set_array(state: *mut ffi::lua_State, name: &std::ffi::CStr, items: &[Bytes]) {
+    ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
+    for (i, item) in items.iter().enumerate() {
+        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+        ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+    }
+    ffi::lua_setfield(state, 1, name.as_ptr());
+}
+
+/// Installs `redis.call` and `redis.pcall` as C functions over the raw Lua
+/// API: they run a command through the running script's dispatcher; `call`
+/// raises command errors, `pcall` returns them as `{err=...}` (as Redis 7.0,
+/// `call` raises the `{err=...}` table itself). mlua's callback machinery
+/// costs more than the command for the short scripts locks use, hence the
+/// raw API here.
+fn install_call(lua: &Lua, redis: &Table, bridge: &Bridge) -> mlua::Result<()> {
+    let functions: [(&str, ffi::lua_CFunction); 2] = [("call", redis_call), ("pcall", redis_pcall)];
+    for (name, function) in functions {
+        // SAFETY: pushes a C closure whose one upvalue is a light userdata
+        // pointing at `bridge`, which `Scripting` keeps (boxed) for as long as
+        // it runs scripts.
+        let f = unsafe {
+            lua.exec_raw::<Function>((), |state| {
+                ffi::lua_pushlightuserdata(state, bridge as *const Bridge as *mut std::ffi::c_void);
+                ffi::lua_pushcclosure(state, function, 1);
+            })?
         };
-        match current.with(|d| d(&args)) {
-            None => Ok(Err("ERR redis.call can only be used while a script runs".into())),
-            Some(Reply::Error(text)) => Ok(Err(convert::error_reply_text(&text))),
-            Some(other) => Ok(Ok(convert::reply_to_lua(
-                lua,
-                &other,
-                resp.load(Ordering::Relaxed) == 3,
-            )?)),
-        }
-    };
-    let invoke = Arc::new(invoke);
-    let raising = invoke.clone();
-    redis.raw_set(
-        "call",
-        lua.create_function(move |lua, args: MultiValue| match raising(lua, args)? {
-            Ok(v) => Ok(v),
-            Err(text) => sandbox::raise(&text),
-        })?,
-    )?;
-    redis.raw_set(
-        "pcall",
-        lua.create_function(move |lua, args: MultiValue| match invoke(lua, args)? {
-            Ok(v) => Ok(v),
-            Err(text) => {
-                let _unlimited = Unlimited::new(lua);
-                Ok(Value::Table(convert::error_table(lua, &text)?))
+        redis.raw_set(name, f)?;
+    }
+    Ok(())
+}
+
+unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> std::ffi::c_int {
+    match call_command(state) {
+        Ok(()) => 1,
+        // The error table is on the stack; every Rust value of the call has
+        // been dropped, so nothing is skipped by the error's longjmp.
+        Err(()) => ffi::lua_error(state),
+    }
+}
+
+unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> std::ffi::c_int {
+    let _ = call_command(state);
+    1
+}
+
+/// Runs the command whose arguments are on the stack and pushes its reply
+/// as the script sees it (`Ok`) or an `{err=...}` table (`Err`). Never
+/// raises a Lua error: the memory limit is lifted while it pushes, and a
+/// panic becomes an error reply.
+unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
+    let bridge = &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Bridge);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _unlimited = Unlimited::new(&bridge.lua);
+        let args = convert::raw::command_args(state)?;
+        match bridge.current.with(|d| d(&args)) {
+            None => Err("ERR redis.call can only be used while a script runs"),
+            Some(Reply::Error(text)) => {
+                convert::raw::push_error_table(state, &text);
+                Ok(false)
             }
-        })?,
-    )
+            Some(reply) => {
+                convert::raw::push_reply(state, &reply, bridge.resp.load(Ordering::Relaxed) == 3);
+                Ok(true)
+            }
+        }
+    }));
+    match outcome {
+        Ok(Ok(true)) => Ok(()),
+        Ok(Ok(false)) => Err(()),
+        Ok(Err(text)) => {
+            let _unlimited = Unlimited::new(&bridge.lua);
+            convert::raw::push_error_table(state, text);
+            Err(())
+        }
+        Err(_) => {
+            let _unlimited = Unlimited::new(&bridge.lua);
+            convert::raw::push_error_table(state, "ERR internal error running the command");
+            Err(())
+        }
+    }
 }
 
 /// Installs the instruction hook: every [`HOOK_EVERY`] instructions it stops
