@@ -79,10 +79,12 @@ impl RequestParser {
                         other => return Ok(other),
                     }
                 }
-                let Some(line) = take_line(buf, limits.max_inline_len, "too big mbulk count string")? else {
+                let Some(line_len) = line_length(buf, limits.max_inline_len, "too big mbulk count string")? else {
                     return Ok(None);
                 };
-                let n = match parse_i64(&line[1..]) {
+                let parsed = parse_i64(&buf[1..line_len]);
+                buf.advance(line_len + 2);
+                let n = match parsed {
                     Some(n) if n <= limits.max_multibulk_len as i64 => n,
                     _ => return Err("Protocol error: invalid multibulk length".into()),
                 };
@@ -99,12 +101,13 @@ impl RequestParser {
                 let len = match self.bulk_len {
                     Some(len) => len,
                     None => {
-                        let Some(line) = take_line(buf, limits.max_inline_len, "too big bulk count string")? else {
+                        let Some(line_len) = line_length(buf, limits.max_inline_len, "too big bulk count string")?
+                        else {
                             return Ok(None);
                         };
                         // An empty header line has the '\r' at its start: Redis
                         // prints that byte, and its error sanitizer turns CR/LF into spaces.
-                        let first = line.first().copied().unwrap_or(b'\r');
+                        let first = if line_len == 0 { b'\r' } else { buf[0] };
                         if first != b'$' {
                             let shown = if first == b'\r' || first == b'\n' {
                                 ' '
@@ -113,7 +116,9 @@ impl RequestParser {
                             };
                             return Err(format!("Protocol error: expected '$', got '{shown}'"));
                         }
-                        let len = match parse_i64(&line[1..]) {
+                        let parsed = parse_i64(&buf[1..line_len]);
+                        buf.advance(line_len + 2);
+                        let len = match parsed {
                             Some(n) if n >= 0 && n as u64 <= limits.max_bulk_len as u64 => n,
                             _ => return Err("Protocol error: invalid bulk length".into()),
                         };
@@ -159,15 +164,12 @@ impl RequestParser {
     }
 }
 
-/// Takes a `\r`-terminated header line (the `\r` and the byte after it are
-/// consumed, as Redis does). `None` when the line is incomplete.
-fn take_line(buf: &mut BytesMut, max: usize, too_big: &str) -> Result<Option<BytesMut>, String> {
+/// The length of the `\r`-terminated header line at the start of `buf`
+/// (the caller consumes it and the two bytes after it, `\r` and whatever
+/// follows, as Redis does). `None` when the line is incomplete.
+fn line_length(buf: &BytesMut, max: usize, too_big: &str) -> Result<Option<usize>, String> {
     match memchr(b'\r', buf) {
-        Some(pos) if pos + 1 < buf.len() => {
-            let line = buf.split_to(pos);
-            buf.advance(2);
-            Ok(Some(line))
-        }
+        Some(pos) if pos + 1 < buf.len() => Ok(Some(pos)),
         Some(pos) if pos <= max => Ok(None),
         None if buf.len() <= max => Ok(None),
         _ => Err(format!("Protocol error: {too_big}")),
