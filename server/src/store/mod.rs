@@ -11,7 +11,7 @@
 //! - Every command is linearizable, and anything run under one lock hold
 //!   (a pipeline batch; later MULTI/EXEC and Lua scripts) is atomic across all
 //!   keys: no other client's command can interleave.
-//! - Inside, nothing is shared: `Db` is a plain `HashMap`, with no dashmap
+//! - Inside, nothing is shared: `Db` is a plain hash table, with no dashmap
 //!   shard to deadlock on and no `Ref` to hold across an await.
 //! - A script holds the lock for its whole run. Connection tasks never block
 //!   behind it: they poll the lock asynchronously and, once the script is past
@@ -32,6 +32,13 @@
 //! wall time) read from the [`Clock`]. Expiry is lazy (every lookup checks the
 //! deadline) and active ([`Db::expire_step`] removes due keys in deadline order,
 //! a bounded number per step). This module never performs I/O.
+//!
+//! # Memory
+//!
+//! A key is one [`item::Item`] allocation (deadline, key and value together),
+//! an 8-byte slot in its database's hash table and, with a deadline, about 8
+//! bytes in the deadline index: about 110 bytes for a `lock:<id>` key with a
+//! 36-byte owner, against about 180 in Redis 7.0.
 
 pub mod clock;
 pub mod db;
