@@ -161,7 +161,9 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
 
 /// Finds a command by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    static TABLE: OnceLock<HashMap<&'static [u8], &'static CommandSpec>> = OnceLock::new();
+    // A fixed seed is fine here: the keys are our own command names.
+    type Table = HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>;
+    static TABLE: OnceLock<Table> = OnceLock::new();
     let table = TABLE.get_or_init(|| all().map(|c| (c.name.as_bytes(), c)).collect());
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
