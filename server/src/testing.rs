@@ -9,6 +9,8 @@
 //!   (`COORDIS_REQUIRE_REDIS=1`) or a loud skip.
 //! - [`LocalEngine`] runs commands on an engine directly, without a socket:
 //!   the same code path as a connection's batch, for fuzzing and model tests.
+//! - [`fuzz`]: the bodies of the cargo-fuzz targets, so the checked-in corpus
+//!   also runs as a normal test.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -392,6 +394,110 @@ impl LocalEngine {
     pub fn command(&mut self, args: &[&[u8]]) -> Vec<u8> {
         let args = args.iter().map(|a| bytes::Bytes::copy_from_slice(a)).collect();
         self.run(vec![args]).0
+    }
+}
+
+/// The fuzz targets' bodies (`server/fuzz`). They live here so that
+/// `tests/fuzz_corpus.rs` can replay the checked-in corpus on every test run
+/// without a nightly toolchain.
+pub mod fuzz {
+    use std::sync::{Arc, OnceLock};
+
+    use bytes::{Bytes, BytesMut};
+
+    use super::LocalEngine;
+    use crate::protocol::{ProtocolLimits, RequestParser};
+    use crate::store::ManualClock;
+
+    type Parsed = (Vec<Vec<Bytes>>, Option<String>);
+
+    fn parse_in_pieces(input: &[u8], piece: usize, limits: &ProtocolLimits) -> Parsed {
+        let mut parser = RequestParser::new();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in input.chunks(piece) {
+            buf.extend_from_slice(chunk);
+            loop {
+                match parser.next(&mut buf, limits) {
+                    Ok(Some(req)) => out.push(req),
+                    Ok(None) => break,
+                    Err(e) => return (out, Some(e)),
+                }
+            }
+        }
+        (out, None)
+    }
+
+    /// The request parser on arbitrary bytes. Besides never panicking,
+    /// parsing must not depend on how the bytes are split into reads: the
+    /// input fed in one piece and in pieces (sized by the first byte, whose
+    /// top bit also selects the pre-AUTH limits) give the same requests and
+    /// the same error.
+    pub fn parse(data: &[u8]) {
+        let Some((&first, input)) = data.split_first() else {
+            return;
+        };
+        let limits = ProtocolLimits {
+            pre_auth: first & 0x80 != 0,
+            ..ProtocolLimits::default()
+        };
+        let whole = parse_in_pieces(input, input.len().max(1), &limits);
+        let pieces = parse_in_pieces(input, (first & 0x7f) as usize + 1, &limits);
+        // A "too big" error depends on how much is buffered when the parser
+        // looks; everything else must agree exactly.
+        let too_big = |p: &Parsed| p.1.as_deref().is_some_and(|e| e.contains("too big"));
+        if too_big(&whole) || too_big(&pieces) {
+            return;
+        }
+        assert_eq!(whole, pieces);
+    }
+
+    fn names() -> &'static [&'static str] {
+        static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+        NAMES.get_or_init(|| {
+            let skip = ["eval", "evalsha", "eval_ro", "evalsha_ro", "shutdown"];
+            crate::cmd::all()
+                .map(|c| c.name)
+                .filter(|n| !skip.contains(n))
+                .collect()
+        })
+    }
+
+    /// Arbitrary command arrays through an engine without a socket.
+    /// Requests are separated by 0x00 and arguments by 0x01; a request's
+    /// first byte picks the command name from the command table, so every
+    /// handler is reached. Scripting commands are left out (a fuzzed `while
+    /// true do end` would only test the time limit, which the scripting
+    /// tests cover), as is SHUTDOWN. Byte 0x02 at the start of a request
+    /// moves the clock forward, to reach expiry paths. Every command must get
+    /// a reply.
+    pub fn dispatch(data: &[u8]) {
+        let clock = Arc::new(ManualClock::at_ms(1_700_000_000_000));
+        // Keep single values small: SETRANGE at a 512 MB offset is legal, and
+        // slow, and not what this target looks for.
+        let config = crate::Config {
+            proto_max_bulk_len: 1024 * 1024,
+            ..crate::Config::default()
+        };
+        let mut engine = LocalEngine::new(config, clock.clone());
+        for request in data.split(|&b| b == 0) {
+            let Some((&first, rest)) = request.split_first() else {
+                continue;
+            };
+            if first == 2 {
+                clock.advance_ms(rest.first().copied().unwrap_or(1) as u64 * 10);
+                continue;
+            }
+            let mut args = vec![Bytes::from_static(names()[first as usize % names().len()].as_bytes())];
+            if !rest.is_empty() {
+                args.extend(rest.split(|&b| b == 1).map(Bytes::copy_from_slice));
+            }
+            let (reply, closed) = engine.run(vec![args]);
+            assert!(closed || !reply.is_empty(), "every command gets a reply");
+            if closed {
+                break;
+            }
+        }
     }
 }
 
