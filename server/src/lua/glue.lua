@@ -9,8 +9,8 @@
 -- turns any error into an {err=...} table and records where in the user
 -- script it happened.
 local getinfo, setfenv, visible = ...
-local error, type, tostring, match, pcall, xpcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, sub =
-      error, type, tostring, string.match, pcall, xpcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, string.sub
+local error, type, tostring, match, pcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, sub =
+      error, type, tostring, string.match, pcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, string.sub
 
 local readonly = setmetatable({}, {__mode = 'k'})
 
@@ -117,10 +117,6 @@ local function adopt(f)
   return f
 end
 
--- Runs a compiled script under the handler (KEYS and ARGV are already set):
--- returns ok, result-or-error.
-local function run(f)
-  return xpcall(f, handler)
-end
-
-return run, adopt
+-- The handler is returned for the Rust side, which calls scripts with
+-- lua_pcall and this as the message handler (what xpcall does).
+return handler, adopt

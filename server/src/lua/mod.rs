@@ -111,7 +111,7 @@ pub struct Scripting {
     /// Compiled scripts by lower-case SHA1 hex.
     scripts: HashMap<String, Function, foldhash::fast::RandomState>,
     /// glue.lua's functions.
-    vm_runner: Function,
+    vm_handler: Function,
     vm_adopt: Function,
     /// The table behind scripts' globals: KEYS and ARGV are set here.
     visible: Table,
@@ -202,7 +202,7 @@ impl Scripting {
         Ok(Scripting {
             lua: vm.lua,
             scripts: HashMap::default(),
-            vm_runner: vm.runner,
+            vm_handler: vm.handler,
             vm_adopt: vm.adopt,
             visible: vm.visible,
             bridge,
@@ -324,21 +324,23 @@ impl Scripting {
             .0
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
         // SAFETY: the closure only pushes, sets and calls through the Lua C
-        // API on the stack `exec_raw` prepared ([visible, runner, func]),
+        // API on the stack `exec_raw` prepared ([visible, handler, func]),
         // holds nothing that needs dropping (`keys`/`argv` are borrowed), and
         // runs under the protected call `exec_raw` wraps it in, so a Lua
-        // error (out of memory) unwinds to there. It leaves the runner's two
-        // results on the stack.
+        // error outside the script (out of memory) unwinds to there. It
+        // leaves (ok, result-or-error) on the stack, as xpcall would.
         let out = unsafe {
             self.lua
-                .exec_raw::<(bool, Value)>((&self.visible, &self.vm_runner, &func), |state| {
+                .exec_raw::<(bool, Value)>((&self.visible, &self.vm_handler, &func), |state| {
                     set_array(state, c"KEYS", keys);
                     set_array(state, c"ARGV", argv);
-                    ffi::lua_call(state, 1, 2);
+                    let status = ffi::lua_pcall(state, 0, 1, 2);
                     ffi::lua_pushnil(state);
                     ffi::lua_setfield(state, 1, c"KEYS".as_ptr());
                     ffi::lua_pushnil(state);
                     ffi::lua_setfield(state, 1, c"ARGV".as_ptr());
+                    ffi::lua_pushboolean(state, (status == 0) as std::ffi::c_int);
+                    ffi::lua_replace(state, 2);
                     ffi::lua_remove(state, 1);
                 })
         };

@@ -48,8 +48,9 @@ fn positioned(lua: &Lua, f: Function) -> mlua::Result<Function> {
 /// What [`create`] hands to [`super::Scripting`].
 pub struct Vm {
     pub lua: Lua,
-    /// glue.lua's `run`: calls a script under the error handler.
-    pub runner: Function,
+    /// glue.lua's error handler (Redis 7.0's `__redis__err__handler`): the
+    /// message handler scripts are called under.
+    pub handler: Function,
     /// glue.lua's `adopt`: gives a compiled script the read-only environment.
     pub adopt: Function,
     /// The real `redis` table (`call`/`pcall` are installed by the caller).
@@ -199,7 +200,7 @@ pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
     visible.raw_set("bit", super::bit::create(&lua)?)?;
     visible.raw_set("struct", super::binary::create_struct(&lua)?)?;
     visible.raw_set("cmsgpack", super::binary::create_cmsgpack(&lua)?)?;
-    let (runner, adopt): (Function, Function) =
+    let (handler, adopt): (Function, Function) =
         lua.load(GLUE)
             .set_name("=coordis")
             .call((getinfo, setfenv, visible.clone()))?;
@@ -208,7 +209,7 @@ pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
     }
     Ok(Vm {
         lua,
-        runner,
+        handler,
         adopt,
         redis,
         visible,
