@@ -115,6 +115,9 @@ pub struct Scripting {
     vm_adopt: Function,
     /// The table behind scripts' globals: KEYS and ARGV are set here.
     visible: Table,
+    /// The KEYS and ARGV tables, reused from one script to the next while
+    /// scripts leave them as plain arrays (see [`ArgTables`]).
+    arg_tables: Option<ArgTables>,
     /// Where `redis.call`/`redis.pcall` find the running script's dispatcher
     /// and protocol version.
     bridge: Box<Bridge>,
@@ -205,6 +208,7 @@ impl Scripting {
             vm_handler: vm.handler,
             vm_adopt: vm.adopt,
             visible: vm.visible,
+            arg_tables: None,
             bridge,
             state,
         })
@@ -323,27 +327,42 @@ impl Scripting {
             .current
             .0
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
+        let tables = match self.arg_tables.take() {
+            Some(tables) => tables,
+            None => ArgTables::install(&self.lua, &self.visible)?,
+        };
+        let (keys_len, argv_len) = tables.lens;
         // SAFETY: the closure only pushes, sets and calls through the Lua C
-        // API on the stack `exec_raw` prepared ([visible, handler, func]),
+        // API on the stack `exec_raw` prepared ([handler, KEYS, ARGV, func]),
         // holds nothing that needs dropping (`keys`/`argv` are borrowed), and
         // runs under the protected call `exec_raw` wraps it in, so a Lua
         // error outside the script (out of memory) unwinds to there. It
-        // leaves (ok, result-or-error) on the stack, as xpcall would.
+        // leaves (ok, result-or-error, tables still plain) on the stack.
         let out = unsafe {
             self.lua
-                .exec_raw::<(bool, Value)>((&self.visible, &self.vm_handler, &func), |state| {
-                    set_array(state, c"KEYS", keys);
-                    set_array(state, c"ARGV", argv);
-                    let status = ffi::lua_pcall(state, 0, 1, 2);
-                    ffi::lua_pushnil(state);
-                    ffi::lua_setfield(state, 1, c"KEYS".as_ptr());
-                    ffi::lua_pushnil(state);
-                    ffi::lua_setfield(state, 1, c"ARGV".as_ptr());
+                .exec_raw::<(bool, Value, bool)>((&self.vm_handler, &tables.keys, &tables.argv, &func), |state| {
+                    fill_array(state, 2, keys, keys_len);
+                    fill_array(state, 3, argv, argv_len);
+                    let status = ffi::lua_pcall(state, 0, 1, 1);
+                    // [handler, KEYS, ARGV, result]
+                    let plain = is_plain_array(state, 2, keys.len()) && is_plain_array(state, 3, argv.len());
                     ffi::lua_pushboolean(state, (status == 0) as std::ffi::c_int);
-                    ffi::lua_replace(state, 2);
-                    ffi::lua_remove(state, 1);
+                    ffi::lua_insert(state, 4);
+                    ffi::lua_pushboolean(state, plain as std::ffi::c_int);
+                    for _ in 0..3 {
+                        ffi::lua_remove(state, 1);
+                    }
                 })
         };
+        let out = out.map(|(ok, value, plain)| {
+            if plain {
+                self.arg_tables = Some(ArgTables {
+                    lens: (keys.len(), argv.len()),
+                    ..tables
+                });
+            }
+            (ok, value)
+        });
         self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
         let (ok, value) = out?;
         if ok {
@@ -354,16 +373,67 @@ impl Scripting {
     }
 }
 
-/// Sets `visible[name]` (the table at stack index 1) to a fresh array of
-/// `items` as Lua strings. Raw C API: this runs inside `exec_raw`'s protected
-/// call (see [`Scripting::run_inner`]).
-unsafe fn set_array(state: *mut ffi::lua_State, name: &std::ffi::CStr, items: &[Bytes]) {
-    ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
+/// The KEYS and ARGV tables, set once as globals and refilled for each
+/// script: building two fresh tables per call was a measurable part of a
+/// short script's cost. A script that leaves anything but array entries in
+/// them (other keys, a metatable) gets them replaced by fresh ones before the
+/// next script, so every script sees plain arrays, as with Redis's fresh
+/// tables.
+struct ArgTables {
+    keys: Table,
+    argv: Table,
+    /// How many entries the last script was given, to clear the rest.
+    lens: (usize, usize),
+}
+
+impl ArgTables {
+    /// Fresh tables, installed as the globals KEYS and ARGV.
+    fn install(lua: &Lua, visible: &Table) -> mlua::Result<ArgTables> {
+        let _unlimited = Unlimited::new(lua);
+        let tables = ArgTables {
+            keys: lua.create_table()?,
+            argv: lua.create_table()?,
+            lens: (0, 0),
+        };
+        visible.raw_set("KEYS", &tables.keys)?;
+        visible.raw_set("ARGV", &tables.argv)?;
+        Ok(tables)
+    }
+}
+
+/// Sets the array at stack index `t` to `items` as Lua strings and clears
+/// entries `items.len()+1..=previous`. Raw C API, inside `exec_raw`'s
+/// protected call (see [`Scripting::run_inner`]).
+unsafe fn fill_array(state: *mut ffi::lua_State, t: std::ffi::c_int, items: &[Bytes], previous: usize) {
     for (i, item) in items.iter().enumerate() {
         ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-        ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        ffi::lua_rawseti(state, t, (i + 1) as ffi::lua_Integer);
     }
-    ffi::lua_setfield(state, 1, name.as_ptr());
+    for i in items.len() + 1..=previous {
+        ffi::lua_pushnil(state);
+        ffi::lua_rawseti(state, t, i as ffi::lua_Integer);
+    }
+}
+
+/// Whether the table at stack index `t` has no metatable and no keys but
+/// integers `1..=n` (which the next fill overwrites or clears).
+unsafe fn is_plain_array(state: *mut ffi::lua_State, t: std::ffi::c_int, n: usize) -> bool {
+    if ffi::lua_getmetatable(state, t) != 0 {
+        ffi::lua_pop(state, 1);
+        return false;
+    }
+    ffi::lua_pushnil(state);
+    while ffi::lua_next(state, t) != 0 {
+        let key = ffi::lua_tonumber(state, -2);
+        let in_range =
+            ffi::lua_type(state, -2) == ffi::LUA_TNUMBER && key >= 1.0 && key <= n as f64 && key.fract() == 0.0;
+        ffi::lua_pop(state, 1);
+        if !in_range {
+            ffi::lua_pop(state, 1);
+            return false;
+        }
+    }
+    true
 }
 
 /// Installs `redis.call` and `redis.pcall` as C functions over the raw Lua
@@ -500,6 +570,64 @@ mod limit_tests {
     fn eval(s: &mut Scripting, body: &str) -> Reply {
         let sha = s.load(body.as_bytes()).unwrap();
         s.run(&sha, &[], &[], 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
+    }
+
+    #[test]
+    fn every_script_sees_plain_keys_and_argv() {
+        let mut s = vm();
+        let mut run = |body: &str, keys: &[&str], argv: &[&str]| {
+            let sha = s.load(body.as_bytes()).unwrap();
+            let k: Vec<Bytes> = keys.iter().map(|x| Bytes::copy_from_slice(x.as_bytes())).collect();
+            let a: Vec<Bytes> = argv.iter().map(|x| Bytes::copy_from_slice(x.as_bytes())).collect();
+            s.run(&sha, &k, &a, 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
+        };
+        let shape = "return {#KEYS, #ARGV, tostring(KEYS[1]), tostring(ARGV[2]), tostring(KEYS.x), tostring(getmetatable(ARGV))}";
+        let bulk = |x: &str| Reply::Bulk(Bytes::copy_from_slice(x.as_bytes()));
+        assert_eq!(
+            run(shape, &["k1", "k2"], &["a1", "a2", "a3"]),
+            Reply::Array(vec![
+                Reply::Int(2),
+                Reply::Int(3),
+                bulk("k1"),
+                bulk("a2"),
+                bulk("nil"),
+                bulk("nil")
+            ])
+        );
+        // Fewer arguments than the previous script: no leftovers.
+        assert_eq!(
+            run(shape, &[], &["b1"]),
+            Reply::Array(vec![
+                Reply::Int(0),
+                Reply::Int(1),
+                bulk("nil"),
+                bulk("nil"),
+                bulk("nil"),
+                bulk("nil")
+            ])
+        );
+        // A script that changes the tables does not leak the change.
+        run(
+            "KEYS.x = 1 table.insert(ARGV, 'extra') setmetatable(ARGV, {}) return 1",
+            &["k"],
+            &["a"],
+        );
+        assert_eq!(
+            run(shape, &["k"], &[]),
+            Reply::Array(vec![
+                Reply::Int(1),
+                Reply::Int(0),
+                bulk("k"),
+                bulk("nil"),
+                bulk("nil"),
+                bulk("nil")
+            ])
+        );
+        run("KEYS[5] = 'far' ARGV[1] = nil return 1", &["k"], &["a"]);
+        assert_eq!(
+            run("return {#KEYS, #ARGV, tostring(KEYS[5])}", &["k"], &["a"]),
+            Reply::Array(vec![Reply::Int(1), Reply::Int(1), bulk("nil")])
+        );
     }
 
     #[test]
