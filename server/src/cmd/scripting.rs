@@ -93,11 +93,12 @@ fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
 
 fn evalsha_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     let (keys, argv) = tri!(keys_and_args(args));
-    let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-    if sha.len() != 40 || !ctx.scripting.as_ref().is_some_and(|s| s.exists(sha.as_bytes())) {
-        return err(NOSCRIPT_ERR);
+    // The cache is keyed by lower-case SHA1 hex; `Scripting::run` finds an
+    // upper-case one too, and answers None (NOSCRIPT) for anything else.
+    match std::str::from_utf8(&args[1]) {
+        Ok(sha) if sha.len() == 40 => run(ctx, sha, keys, argv, read_only),
+        _ => err(NOSCRIPT_ERR),
     }
-    run(ctx, &sha, keys, argv, read_only)
 }
 
 fn eval(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

@@ -290,15 +290,27 @@ impl Scripting {
         now_ms: u64,
         dispatch: &mut Dispatch,
     ) -> Option<Reply> {
-        let func = match self.scripts.get(sha) {
-            Some(f) => f.clone(),
-            None => self.scripts.get(&sha.to_ascii_lowercase())?.clone(),
+        let lower;
+        let (sha, func) = match self.scripts.get_key_value(sha) {
+            Some(found) => found,
+            None => {
+                lower = sha.to_ascii_lowercase();
+                self.scripts.get_key_value(lower.as_str())?
+            }
         };
         self.bridge.resp.store(2, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);
         self.state.wrote.store(false, Ordering::Relaxed);
         self.state.started_ms.store(now_ms.max(1), Ordering::Release);
-        let reply = self.run_inner(sha, func, keys, argv, dispatch);
+        let tables = match self.arg_tables.take() {
+            Some(tables) => Ok(tables),
+            None => ArgTables::install(&self.lua, &self.visible),
+        };
+        let (reply, tables) = match tables {
+            Ok(tables) => self.run_inner(sha, func, keys, argv, dispatch, tables),
+            Err(e) => (Err(e), None),
+        };
+        self.arg_tables = tables;
         if matches!(&reply, Ok(Reply::Error(e)) if e.contains("memory limit")) || reply.is_err() {
             // Free what the failed script left behind before the next one runs.
             let _ = self.lua.gc_collect();
@@ -312,14 +324,17 @@ impl Scripting {
         )
     }
 
+    /// Runs `func` with KEYS and ARGV filled in `tables`; hands the tables
+    /// back if the script left them fit for reuse.
     fn run_inner(
-        &mut self,
+        &self,
         sha: &str,
-        func: Function,
+        func: &Function,
         keys: &[Bytes],
         argv: &[Bytes],
         dispatch: &mut Dispatch,
-    ) -> mlua::Result<Reply> {
+        tables: ArgTables,
+    ) -> (mlua::Result<Reply>, Option<ArgTables>) {
         self.state.run_started_us.store(monotonic_us(), Ordering::Relaxed);
         self.state.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
         let mut dispatch: &mut Dispatch = dispatch;
@@ -327,49 +342,79 @@ impl Scripting {
             .current
             .0
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
-        let tables = match self.arg_tables.take() {
-            Some(tables) => tables,
-            None => ArgTables::install(&self.lua, &self.visible)?,
-        };
-        let (keys_len, argv_len) = tables.lens;
-        // SAFETY: the closure only pushes, sets and calls through the Lua C
-        // API on the stack `exec_raw` prepared ([handler, KEYS, ARGV, func]),
-        // holds nothing that needs dropping (`keys`/`argv` are borrowed), and
-        // runs under the protected call `exec_raw` wraps it in, so a Lua
-        // error outside the script (out of memory) unwinds to there. It
-        // leaves (ok, result-or-error, tables still plain) on the stack.
-        let out = unsafe {
-            self.lua
-                .exec_raw::<(bool, Value, bool)>((&self.vm_handler, &tables.keys, &tables.argv, &func), |state| {
-                    fill_array(state, 2, keys, keys_len);
-                    fill_array(state, 3, argv, argv_len);
-                    let status = ffi::lua_pcall(state, 0, 1, 1);
-                    // [handler, KEYS, ARGV, result]
-                    let plain = is_plain_array(state, 2, keys.len()) && is_plain_array(state, 3, argv.len());
-                    ffi::lua_pushboolean(state, (status == 0) as std::ffi::c_int);
-                    ffi::lua_insert(state, 4);
-                    ffi::lua_pushboolean(state, plain as std::ffi::c_int);
-                    for _ in 0..3 {
-                        ffi::lua_remove(state, 1);
-                    }
-                })
-        };
-        let out = out.map(|(ok, value, plain)| {
-            if plain {
-                self.arg_tables = Some(ArgTables {
-                    lens: (keys.len(), argv.len()),
-                    ..tables
-                });
-            }
-            (ok, value)
-        });
+        let out = self.call_script(func, keys, argv, &tables);
         self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
-        let (ok, value) = out?;
-        if ok {
+        let (ok, value, plain) = match out {
+            Ok(out) => out,
+            Err(e) => return (Err(e), None),
+        };
+        let tables = plain.then_some(ArgTables {
+            lens: (keys.len(), argv.len()),
+            ..tables
+        });
+        let reply = if ok {
             convert::lua_to_reply(&value, self.bridge.resp.load(Ordering::Relaxed) == 3)
         } else {
             Ok(convert::script_error(&value, sha))
-        }
+        };
+        (reply, tables)
+    }
+
+    /// Calls `func` under the error handler with KEYS and ARGV filled in,
+    /// on the raw Lua C API. Returns whether it succeeded, its result (or
+    /// the handler's error table), and whether it left KEYS and ARGV plain.
+    ///
+    /// Everything but the script itself runs unprotected, so it must not
+    /// raise a Lua error: values are pushed with the memory limit lifted (no
+    /// allocation can fail), `lua_next` and `lua_getmetatable` do not raise,
+    /// and the script runs inside `lua_pcall` with the limit back on. mlua's
+    /// own `Function::call` / `exec_raw` would wrap this in a protected C
+    /// closure allocated per call, a tenth of a short script's cost.
+    fn call_script(
+        &self,
+        func: &Function,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        tables: &ArgTables,
+    ) -> mlua::Result<(bool, Value, bool)> {
+        self.lua.exec_raw_lua(|raw| {
+            // SAFETY: see above. The stack is restored to `base` on every path.
+            unsafe {
+                let state = raw.state();
+                let base = ffi::lua_gettop(state);
+                let restore = |result| {
+                    ffi::lua_settop(state, base);
+                    result
+                };
+                let handler = base + 1;
+                {
+                    let _unlimited = Unlimited::new(&self.lua);
+                    if ffi::lua_checkstack(state, 8) == 0 {
+                        return restore(Err(mlua::Error::StackError));
+                    }
+                    if let Err(e) = raw
+                        .push(&self.vm_handler)
+                        .and_then(|_| raw.push(&tables.keys))
+                        .and_then(|_| raw.push(&tables.argv))
+                    {
+                        return restore(Err(e));
+                    }
+                    let (keys_len, argv_len) = tables.lens;
+                    fill_array(state, base + 2, keys, keys_len);
+                    fill_array(state, base + 3, argv, argv_len);
+                    if let Err(e) = raw.push(func) {
+                        return restore(Err(e));
+                    }
+                }
+                let status = ffi::lua_pcall(state, 0, 1, handler);
+                let plain = is_plain_array(state, base + 2, keys.len()) && is_plain_array(state, base + 3, argv.len());
+                let value = {
+                    let _unlimited = Unlimited::new(&self.lua);
+                    raw.pop_value()
+                };
+                restore(Ok((status == 0, value, plain)))
+            }
+        })
     }
 }
 
