@@ -22,6 +22,9 @@ const HEAD: u32 = 0;
 #[derive(Clone, Copy, Debug)]
 struct Link {
     forward: u32,
+    /// Where `forward`'s links start in the arena, so a search moves on
+    /// without reading `starts` (a second cache miss per step).
+    forward_off: u32,
     /// Number of level-0 steps this link skips.
     span: u32,
     /// The score of `forward` (meaningless when it is NIL). A search compares
@@ -32,6 +35,7 @@ struct Link {
 
 const NO_LINK: Link = Link {
     forward: NIL,
+    forward_off: 0,
     span: 0,
     fscore: 0.0,
 };
@@ -227,14 +231,14 @@ impl SkipList {
     fn insert(&mut self, score: f64, member: Bytes) {
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0usize; MAX_LEVEL];
-        let mut x = HEAD;
+        let (mut x, mut x_off) = (HEAD, 0usize);
         for i in (0..self.level).rev() {
             rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
             loop {
-                let l = *self.link(x, i);
+                let l = self.links[x_off + i];
                 if self.points_before(&l, score, &member) {
                     rank[i] += l.span as usize;
-                    x = l.forward;
+                    (x, x_off) = (l.forward, l.forward_off as usize);
                 } else {
                     break;
                 }
@@ -278,12 +282,12 @@ impl SkipList {
         for i in 0..level {
             let ulink = *self.link(update[i], i);
             *self.link_mut(x, i) = Link {
-                forward: ulink.forward,
                 span: ulink.span - span32(rank[0] - rank[i]),
-                fscore: ulink.fscore,
+                ..ulink
             };
             *self.link_mut(update[i], i) = Link {
                 forward: x,
+                forward_off: start,
                 span: span32(rank[0] - rank[i] + 1),
                 fscore: score,
             };
@@ -312,9 +316,10 @@ impl SkipList {
             let ul = self.link_mut(update[i], i);
             match xl {
                 Some(xl) if ul.forward == x => {
-                    ul.span = ul.span + xl.span - 1;
-                    ul.forward = xl.forward;
-                    ul.fscore = xl.fscore;
+                    *ul = Link {
+                        span: ul.span + xl.span - 1,
+                        ..xl
+                    };
                 }
                 _ => ul.span -= 1,
             }
@@ -339,12 +344,12 @@ impl SkipList {
     /// Removes the element; returns its stored member bytes if it was there.
     fn delete(&mut self, score: f64, member: &[u8]) -> Option<Bytes> {
         let mut update = [HEAD; MAX_LEVEL];
-        let mut x = HEAD;
+        let (mut x, mut x_off) = (HEAD, 0usize);
         for i in (0..self.level).rev() {
             loop {
-                let l = *self.link(x, i);
+                let l = self.links[x_off + i];
                 if self.points_before(&l, score, member) {
-                    x = l.forward;
+                    (x, x_off) = (l.forward, l.forward_off as usize);
                 } else {
                     break;
                 }
@@ -362,13 +367,13 @@ impl SkipList {
     /// 1-based rank of an element known to be present.
     fn rank(&self, score: f64, member: &[u8]) -> usize {
         let mut rank = 0;
-        let mut x = HEAD;
+        let (mut x, mut x_off) = (HEAD, 0usize);
         for i in (0..self.level).rev() {
             loop {
-                let l = *self.link(x, i);
+                let l = self.links[x_off + i];
                 if l.forward != NIL && !less(score, member, l.fscore, &self.node(l.forward).member) {
                     rank += l.span as usize;
-                    x = l.forward;
+                    (x, x_off) = (l.forward, l.forward_off as usize);
                 } else {
                     break;
                 }
@@ -383,13 +388,13 @@ impl SkipList {
     /// The node at 1-based `rank`.
     fn by_rank(&self, rank: usize) -> u32 {
         let mut traversed = 0;
-        let mut x = HEAD;
+        let (mut x, mut x_off) = (HEAD, 0usize);
         for i in (0..self.level).rev() {
             loop {
-                let l = *self.link(x, i);
+                let l = self.links[x_off + i];
                 if l.forward != NIL && traversed + l.span as usize <= rank {
                     traversed += l.span as usize;
-                    x = l.forward;
+                    (x, x_off) = (l.forward, l.forward_off as usize);
                 } else {
                     break;
                 }
