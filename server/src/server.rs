@@ -466,32 +466,15 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 
 async fn read_with_timeout(socket: &mut TcpStream, buf: &mut BytesMut, idle_secs: u64) -> io::Result<usize> {
     if idle_secs == 0 {
-        return read_drained(socket, buf).await;
+        return socket.read_buf(buf).await;
     }
-    match tokio::time::timeout(Duration::from_secs(idle_secs), read_drained(socket, buf)).await {
+    match tokio::time::timeout(Duration::from_secs(idle_secs), socket.read_buf(buf)).await {
         Ok(r) => r,
         Err(_) => {
             tracing::debug!("closing idle client after {idle_secs}s");
             Ok(0)
         }
     }
-}
-
-/// Reads into `buf`. A read that did not fill the buffer's free space
-/// drained the socket, so the socket's readiness is cleared right away:
-/// the next read waits for the poller instead of first making a read call
-/// that can only say "would block" (one system call saved per request of
-/// an unpipelined client). tokio clears readiness only if no new event
-/// arrived meanwhile, so no wake-up is lost.
-async fn read_drained(socket: &mut TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-    let room = buf.capacity() - buf.len();
-    let n = socket.read_buf(buf).await?;
-    if n > 0 && n < room {
-        let _ = socket.try_io(tokio::io::Interest::READABLE, || {
-            Err::<(), _>(io::ErrorKind::WouldBlock.into())
-        });
-    }
-    Ok(n)
 }
 
 /// Enables TCP keepalive probes every `secs` seconds (0: leave off).
