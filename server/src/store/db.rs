@@ -108,6 +108,22 @@ fn is_expired(expire_at: u64, now: u64) -> bool {
     expire_at != 0 && expire_at < now
 }
 
+/// Counts a change for every watched key present in one of `tables`
+/// (FLUSHDB, SWAPDB).
+fn bump_watched_present(
+    watched: &mut HashMap<Bytes, Watched, RandomState>,
+    tables: &[(&HashTable<Item>, &RandomState)],
+) {
+    for (key, w) in watched.iter_mut() {
+        let present = tables
+            .iter()
+            .any(|(map, hasher)| map.find(hasher.hash_one(&key[..]), |i| i.key() == &key[..]).is_some());
+        if present {
+            w.version += 1;
+        }
+    }
+}
+
 impl Db {
     /// Records that `key` changed (Redis's `signalModifiedKey`). Free when
     /// nobody watches anything in this database.
@@ -167,28 +183,36 @@ impl Db {
         self.map.find(self.hash(key), |item| item.key() == key)
     }
 
-    fn get_mut(&mut self, key: &[u8]) -> Option<&mut Item> {
+    /// Lazy expiry: finds `key`, removing it first if its deadline has
+    /// passed. Returns the key's hash when it is live, so the caller's
+    /// lookup does not hash it again.
+    fn live(&mut self, key: &[u8], now: u64) -> Option<u64> {
         let hash = self.hash(key);
-        self.map.find_mut(hash, |item| item.key() == key)
+        let item = self.map.find(hash, |item| item.key() == key)?;
+        if !is_expired(item.expire_at(), now) {
+            return Some(hash);
+        }
+        if let Ok(found) = self.map.find_entry(hash, |item| item.key() == key) {
+            let item = found.remove().0;
+            self.record_expired(&item);
+        }
+        None
     }
 
-    /// Removes `key` if its deadline has passed. Returns true when it did.
-    fn expire_if_due(&mut self, key: &[u8], now: u64) -> bool {
-        let due = self.get(key).is_some_and(|item| is_expired(item.expire_at(), now));
-        if due {
-            self.remove(key);
-            self.expired_count += 1;
-            if self.log_expired {
-                self.expired_log.push(Bytes::copy_from_slice(key));
-            }
+    /// The bookkeeping for a key removed because its deadline passed.
+    fn record_expired(&mut self, item: &Item) {
+        self.with_deadline -= 1;
+        self.touch(item.key());
+        if self.log_expired {
+            self.expired_log.push(Bytes::copy_from_slice(item.key()));
         }
-        due
+        self.expired_count += 1;
     }
 
     /// The live entry of `key`, if any.
     pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<EntryRef<'_>> {
-        self.expire_if_due(key, now);
-        self.get(key).map(|item| EntryRef {
+        let hash = self.live(key, now)?;
+        self.map.find(hash, |item| item.key() == key).map(|item| EntryRef {
             value: item.value(),
             expire_at: item.expire_at(),
         })
@@ -197,15 +221,19 @@ impl Db {
     /// The live value of `key` for modification (sorted sets are changed in
     /// place; strings are replaced with [`Db::replace_value`]).
     pub fn lookup_mut(&mut self, key: &[u8], now: u64) -> Option<ValueMut<'_>> {
-        self.expire_if_due(key, now);
-        self.get_mut(key).map(|item| item.value_mut())
+        let hash = self.live(key, now)?;
+        self.map
+            .find_mut(hash, |item| item.key() == key)
+            .map(|item| item.value_mut())
     }
 
     /// A live string value as `Bytes` (long values are shared, not copied):
     /// `Some(Err(()))` when the key holds another type.
     pub fn lookup_str(&mut self, key: &[u8], now: u64) -> Option<Result<Bytes, ()>> {
-        self.expire_if_due(key, now);
-        self.get(key).map(|item| item.str_bytes().ok_or(()))
+        let hash = self.live(key, now)?;
+        self.map
+            .find(hash, |item| item.key() == key)
+            .map(|item| item.str_bytes().ok_or(()))
     }
 
     pub fn contains(&mut self, key: &[u8], now: u64) -> bool {
@@ -301,13 +329,7 @@ impl Db {
 
     /// Removes every key.
     pub fn clear(&mut self) {
-        let hasher = &self.hasher;
-        let map = &self.map;
-        for (key, w) in self.watched.iter_mut() {
-            if map.find(hasher.hash_one(&key[..]), |i| i.key() == &key[..]).is_some() {
-                w.version += 1;
-            }
-        }
+        bump_watched_present(&mut self.watched, &[(&self.map, &self.hasher)]);
         self.map = HashTable::new();
         self.expires = BTreeMap::new();
         self.index_len = 0;
@@ -342,12 +364,7 @@ impl Db {
                 continue;
             };
             let item = found.remove().0;
-            self.with_deadline -= 1;
-            self.touch(item.key());
-            if self.log_expired {
-                self.expired_log.push(Bytes::copy_from_slice(item.key()));
-            }
-            self.expired_count += 1;
+            self.record_expired(&item);
         }
         spent
     }
@@ -393,7 +410,7 @@ impl Db {
                 .nth(idx)
                 .map(|item| (Bytes::copy_from_slice(item.key()), item.expire_at()))?;
             if is_expired(expire_at, now) {
-                self.expire_if_due(&key, now);
+                self.live(&key, now);
                 continue;
             }
             return Some(key);
@@ -404,26 +421,9 @@ impl Db {
     pub fn swap(&mut self, other: &mut Db) {
         // As Redis's touchAllWatchedKeysInDb: a watched key changes if it
         // exists on either side of the swap.
-        for (key, w) in self.watched.iter_mut() {
-            if other.get(key).is_some()
-                || self
-                    .map
-                    .find(self.hasher.hash_one(&key[..]), |i| i.key() == &key[..])
-                    .is_some()
-            {
-                w.version += 1;
-            }
-        }
-        for (key, w) in other.watched.iter_mut() {
-            if self.get(key).is_some()
-                || other
-                    .map
-                    .find(other.hasher.hash_one(&key[..]), |i| i.key() == &key[..])
-                    .is_some()
-            {
-                w.version += 1;
-            }
-        }
+        let both = [(&self.map, &self.hasher), (&other.map, &other.hasher)];
+        bump_watched_present(&mut self.watched, &both);
+        bump_watched_present(&mut other.watched, &both);
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.hasher, &mut other.hasher);
         std::mem::swap(&mut self.expires, &mut other.expires);

@@ -58,10 +58,11 @@ impl ValueRef<'_> {
     }
 }
 
-/// A stored value, mutably borrowed (strings are replaced, not edited).
+/// A stored value for modification: sorted sets are edited in place;
+/// strings are replaced (`Db::replace_value`), so only their kind is given.
 #[derive(Debug)]
 pub enum ValueMut<'a> {
-    Str(&'a [u8]),
+    Str,
     ZSet(&'a mut ZSet),
 }
 
@@ -111,6 +112,12 @@ impl Item {
 
     fn layout(key_len: usize, payload_len: usize) -> Layout {
         Layout::from_size_align(HEADER + key_len + payload_len, 8).expect("item size overflows")
+    }
+
+    /// The layout this item was allocated with.
+    fn allocation(&self) -> Layout {
+        let (key_len, tag, len) = self.header();
+        Self::layout(key_len, if tag == TAG_INLINE { len } else { POINTER })
     }
 
     fn header(&self) -> (usize, u32, usize) {
@@ -163,17 +170,11 @@ impl Item {
 
     pub fn value_mut(&mut self) -> ValueMut<'_> {
         let (_, tag, _) = self.header();
-        if tag == TAG_ZSET {
-            // SAFETY: as in `value`; `&mut self` makes the borrow exclusive.
-            return ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() });
+        if tag != TAG_ZSET {
+            return ValueMut::Str;
         }
-        match self.value() {
-            ValueRef::Str(s) => {
-                // SAFETY: re-borrows the same bytes for the lifetime of `&mut self`.
-                ValueMut::Str(unsafe { std::slice::from_raw_parts(s.as_ptr(), s.len()) })
-            }
-            ValueRef::ZSet(_) => unreachable!("tag checked above"),
-        }
+        // SAFETY: as in `value`; `&mut self` makes the borrow exclusive.
+        ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() })
     }
 
     /// A string value as `Bytes`: a reference for long strings, a copy of
@@ -191,24 +192,18 @@ impl Item {
     /// Takes the value and deadline out, freeing the item.
     pub fn into_entry(self) -> Entry {
         let this = std::mem::ManuallyDrop::new(self);
-        let (key_len, tag, len) = this.header();
+        let (_, tag, _) = this.header();
         let expire_at = this.expire_at();
         let payload = this.payload();
         // SAFETY: a boxed payload is moved out exactly once (`drop` never
         // runs for `this`), then the allocation is freed with its layout.
         unsafe {
-            let (value, payload_len) = match tag {
-                TAG_INLINE => (this.value().to_value(), len),
-                TAG_BYTES => (
-                    Value::Str(*Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
-                    POINTER,
-                ),
-                _ => (
-                    Value::ZSet(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
-                    POINTER,
-                ),
+            let value = match tag {
+                TAG_INLINE => this.value().to_value(),
+                TAG_BYTES => Value::Str(*Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
+                _ => Value::ZSet(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
             };
-            dealloc(this.ptr.as_ptr(), Self::layout(key_len, payload_len));
+            dealloc(this.ptr.as_ptr(), this.allocation());
             Entry { value, expire_at }
         }
     }
@@ -216,23 +211,17 @@ impl Item {
 
 impl Drop for Item {
     fn drop(&mut self) {
-        let (key_len, tag, len) = self.header();
-        // SAFETY: frees what `new` allocated, with the same layout, after
-        // the boxed payload it owns.
+        let (_, tag, _) = self.header();
+        // SAFETY: frees the boxed payload this item owns, then what `new`
+        // allocated, with the same layout.
         unsafe {
             let payload = self.payload();
-            let payload_len = match tag {
-                TAG_INLINE => len,
-                TAG_BYTES => {
-                    drop(Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned()));
-                    POINTER
-                }
-                _ => {
-                    drop(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned()));
-                    POINTER
-                }
-            };
-            dealloc(self.ptr.as_ptr(), Self::layout(key_len, payload_len));
+            match tag {
+                TAG_BYTES => drop(Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
+                TAG_ZSET => drop(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
+                _ => {}
+            }
+            dealloc(self.ptr.as_ptr(), self.allocation());
         }
     }
 }
