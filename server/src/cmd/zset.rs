@@ -165,8 +165,9 @@ enum AddOutcome {
 }
 
 fn add_one(z: &mut ZSet, member: &[u8], mut score: f64, f: &AddFlags) -> AddOutcome {
-    match z.score(member) {
-        Some(current) => {
+    match z.find(member) {
+        Some(at) => {
+            let current = z.get(at).1;
             if f.nx {
                 return AddOutcome::Skipped;
             }
@@ -180,7 +181,7 @@ fn add_one(z: &mut ZSet, member: &[u8], mut score: f64, f: &AddFlags) -> AddOutc
                 return AddOutcome::Skipped;
             }
             if score != current {
-                z.insert(member, score);
+                z.set_score(at, score);
                 AddOutcome::Updated(score)
             } else {
                 AddOutcome::Unchanged(score)
@@ -334,8 +335,7 @@ fn zrevrank(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn count_between(z: &ZSet, first: Option<Cursor>, last: Option<Cursor>) -> i64 {
     match (first, last) {
         (Some(f), Some(l)) => {
-            let rf = z.rank(z.get(f).0, false).unwrap_or(0);
-            let rl = z.rank(z.get(l).0, false).unwrap_or(0);
+            let (rf, rl) = (z.rank_at(f), z.rank_at(l));
             (rl as i64 - rf as i64 + 1).max(0)
         }
         _ => 0,
@@ -393,7 +393,7 @@ fn select(z: &ZSet, bounds: &Bounds, rev: bool, offset: i64, limit: i64) -> Vec<
             for _ in start..=end {
                 let Some(c) = cur else { break };
                 let (m, s) = z.get(c);
-                out.push((m.clone(), s));
+                out.push((Bytes::copy_from_slice(m), s));
                 cur = z.step(c, rev);
             }
         }
@@ -431,7 +431,7 @@ fn select(z: &ZSet, bounds: &Bounds, rev: bool, offset: i64, limit: i64) -> Vec<
                     break;
                 }
                 let (m, s) = z.get(c);
-                out.push((m.clone(), s));
+                out.push((Bytes::copy_from_slice(m), s));
                 remaining -= 1;
                 cur = z.step(c, rev);
             }
@@ -510,7 +510,7 @@ fn zrange_generic(
         Some(dst) => store(
             ctx,
             dst,
-            ZSet::from_items(items.iter().map(|(m, s)| (m, *s))),
+            ZSet::from_items(items.iter().map(|(m, s)| (m.as_ref(), *s))),
             "zrangestore",
         ),
         None => members_reply(items, withscores),
@@ -616,7 +616,7 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
             break;
         };
         let (m, s) = z.get(c);
-        let m = m.clone();
+        let m = Bytes::copy_from_slice(m);
         z.remove(&m);
         popped.push((m, s));
     }
@@ -662,7 +662,7 @@ fn zrandmember(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return match z {
             Some(z) => {
                 let c = z.at_rank(fastrand::usize(..z.len())).expect("non-empty");
-                Reply::Bulk(z.get(c).0.clone())
+                Reply::Bulk(Bytes::copy_from_slice(z.get(c).0))
             }
             None => Reply::Nil,
         };
@@ -672,7 +672,7 @@ fn zrandmember(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     let pick = |rank: usize| {
         let (m, s) = z.get(z.at_rank(rank).expect("rank in range"));
-        (m.clone(), s)
+        (Bytes::copy_from_slice(m), s)
     };
     let items: Vec<(Bytes, f64)> = if count < 0 {
         (0..count.unsigned_abs())
@@ -794,7 +794,10 @@ fn setop_generic(
             };
             store(ctx, dst, ZSet::from_items(result.iter()), event)
         }
-        None => members_reply(result.iter().map(|(m, s)| (m.clone(), s)).collect(), withscores),
+        None => members_reply(
+            result.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect(),
+            withscores,
+        ),
     }
 }
 
@@ -861,8 +864,9 @@ fn compute(
                     match acc.get_mut(m) {
                         Some(t) => aggregate(t, v, how),
                         None => {
+                            let m = Bytes::copy_from_slice(m);
                             acc.insert(m.clone(), v);
-                            seen_order.push(m.clone());
+                            seen_order.push(m);
                         }
                     }
                 }

@@ -1,4 +1,4 @@
-//! Sorted sets: a hash map (member → score) plus a skip list ordered by
+//! Sorted sets: a hash index (member → node) plus a skip list ordered by
 //! (score, member), as in Redis.
 //!
 //! The skip list keeps Redis's `span` counts on every link, so rank lookups
@@ -6,12 +6,23 @@
 //! O(log n) (O(1) for the score); removing a range of m elements costs
 //! O(log n + m). Nodes live in an arena (`Vec`) and link by index, which
 //! keeps the structure in safe Rust and its memory compact.
+//!
+//! A large set does not fit in cache, so the layout is chosen to keep each
+//! operation to as few cache misses as possible:
+//! - a link carries its forward element's score and the first 8 bytes of its
+//!   member, so a search step compares without reading the forward node, and
+//!   a step that fails costs nothing more than the link already read;
+//! - a member of up to 22 bytes is stored in its node, so reading the node
+//!   gives the score, the member and the backward link at once;
+//! - the hash index holds node numbers (4 bytes a slot), and a score update
+//!   moves the node it found, keeping its level and link block.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use bytes::Bytes;
 use foldhash::fast::RandomState;
+use hashbrown::HashTable;
 
 const MAX_LEVEL: usize = 32;
 /// Probability of a node reaching the next level (Redis: 0.25).
@@ -19,33 +30,103 @@ const LEVEL_P: u32 = 4;
 const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
 
+/// Members up to this long are stored inside their node.
+const INLINE_MEMBER: usize = 22;
+
+/// A member's bytes, inline when short (24 bytes either way).
+#[derive(Clone, Debug)]
+enum Member {
+    Inline { len: u8, bytes: [u8; INLINE_MEMBER] },
+    Heap(Box<[u8]>),
+}
+
+impl Member {
+    fn new(m: &[u8]) -> Member {
+        if m.len() <= INLINE_MEMBER {
+            let mut bytes = [0; INLINE_MEMBER];
+            bytes[..m.len()].copy_from_slice(m);
+            Member::Inline {
+                len: m.len() as u8,
+                bytes,
+            }
+        } else {
+            Member::Heap(m.into())
+        }
+    }
+
+    const EMPTY: Member = Member::Inline {
+        len: 0,
+        bytes: [0; INLINE_MEMBER],
+    };
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Member::Inline { len, bytes } => &bytes[..*len as usize],
+            Member::Heap(b) => b,
+        }
+    }
+}
+
+/// The first 8 bytes of a member, zero-padded, as a big-endian number.
+/// Comparing two prefixes orders their members whenever the prefixes
+/// differ: the first differing byte decides, and a zero pad only ever sits
+/// where the shorter member has ended (a proper prefix sorts first). Equal
+/// prefixes say nothing, and the members are compared in full.
+fn prefix(m: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = m.len().min(8);
+    b[..n].copy_from_slice(&m[..n]);
+    u64::from_be_bytes(b)
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Link {
+    /// The score of `forward` (meaningless when it is NIL). A search compares
+    /// against it without touching the forward node, so each step of a
+    /// search reads one link: one cache miss, as with Redis's inline levels.
+    fscore: f64,
+    /// [`prefix`] of `forward`'s member: ties on score are settled without
+    /// reading the forward node unless the members share 8 bytes.
+    fprefix: u64,
     forward: u32,
     /// Where `forward`'s links start in the arena, so a search moves on
     /// without reading `starts` (a second cache miss per step).
     forward_off: u32,
     /// Number of level-0 steps this link skips.
     span: u32,
-    /// The score of `forward` (meaningless when it is NIL). A search compares
-    /// against it without touching the forward node, so each step of a
-    /// search reads one link: one cache miss, as with Redis's inline levels.
-    fscore: f64,
 }
 
 const NO_LINK: Link = Link {
+    fscore: 0.0,
+    fprefix: 0,
     forward: NIL,
     forward_off: 0,
     span: 0,
-    fscore: 0.0,
 };
 
 #[derive(Clone, Debug)]
 struct Node {
-    member: Bytes,
     score: f64,
+    member: Member,
     backward: u32,
     level: u8,
+}
+
+/// What a search looks for: an element's sort key.
+struct Key<'a> {
+    score: f64,
+    prefix: u64,
+    member: &'a [u8],
+}
+
+impl Key<'_> {
+    fn new(score: f64, member: &[u8]) -> Key<'_> {
+        Key {
+            score,
+            prefix: prefix(member),
+            member,
+        }
+    }
 }
 
 /// A score interval, bounds possibly exclusive (`(1.5`).
@@ -175,12 +256,18 @@ fn span32(n: usize) -> u32 {
     n as u32
 }
 
+/// The rightmost node before a key on every level, and each one's rank.
+struct Path {
+    update: [u32; MAX_LEVEL],
+    rank: [usize; MAX_LEVEL],
+}
+
 // Level loops index several parallel arrays (links, update, rank), as Redis's t_zset.c does.
 #[allow(clippy::needless_range_loop)]
 impl SkipList {
     fn new() -> SkipList {
         let head = Node {
-            member: Bytes::new(),
+            member: Member::EMPTY,
             score: 0.0,
             backward: NIL,
             level: MAX_LEVEL as u8,
@@ -221,41 +308,56 @@ impl SkipList {
         &self.nodes[x as usize]
     }
 
-    /// Whether the element `link` points to sorts before (score, member).
-    fn points_before(&self, link: &Link, score: f64, member: &[u8]) -> bool {
-        link.forward != NIL
-            && (link.fscore < score
-                || (link.fscore == score && self.nodes[link.forward as usize].member.as_ref() < member))
+    fn member(&self, x: u32) -> &[u8] {
+        self.nodes[x as usize].member.as_bytes()
     }
 
-    fn insert(&mut self, score: f64, member: Bytes) {
-        let mut update = [HEAD; MAX_LEVEL];
-        let mut rank = [0usize; MAX_LEVEL];
-        let (mut x, mut x_off) = (HEAD, 0usize);
+    fn key(&self, x: u32) -> Key<'_> {
+        Key::new(self.node(x).score, self.member(x))
+    }
+
+    /// Where the element `link` points to sorts relative to `k` (an absent
+    /// element sorts last).
+    fn cmp_forward(&self, link: &Link, k: &Key) -> Ordering {
+        if link.forward == NIL || link.fscore > k.score {
+            Ordering::Greater
+        } else if link.fscore < k.score {
+            Ordering::Less
+        } else {
+            link.fprefix
+                .cmp(&k.prefix)
+                .then_with(|| self.member(link.forward).cmp(k.member))
+        }
+    }
+
+    /// Walks down from the head to the last element before `k` on each level.
+    fn path(&self, k: &Key) -> Path {
+        let mut p = Path {
+            update: [HEAD; MAX_LEVEL],
+            rank: [0; MAX_LEVEL],
+        };
+        let (mut x, mut x_off, mut rank) = (HEAD, 0usize, 0usize);
         for i in (0..self.level).rev() {
-            rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
             loop {
                 let l = self.links[x_off + i];
-                if self.points_before(&l, score, &member) {
-                    rank[i] += l.span as usize;
+                if self.cmp_forward(&l, k) == Ordering::Less {
+                    rank += l.span as usize;
                     (x, x_off) = (l.forward, l.forward_off as usize);
                 } else {
                     break;
                 }
             }
-            update[i] = x;
+            p.update[i] = x;
+            p.rank[i] = rank;
         }
+        p
+    }
+
+    /// A new node with a random level, not yet linked.
+    fn alloc(&mut self, score: f64, member: &[u8]) -> u32 {
         let level = Self::random_level();
-        if level > self.level {
-            for i in self.level..level {
-                rank[i] = 0;
-                update[i] = HEAD;
-                self.link_mut(HEAD, i).span = span32(self.len);
-            }
-            self.level = level;
-        }
         let node = Node {
-            member,
+            member: Member::new(member),
             score,
             backward: NIL,
             level: level as u8,
@@ -267,7 +369,7 @@ impl SkipList {
                 (self.links.len() - level) as u32
             }
         };
-        let x = match self.free.pop() {
+        match self.free.pop() {
             Some(slot) => {
                 self.nodes[slot as usize] = node;
                 self.starts[slot as usize] = start;
@@ -278,24 +380,48 @@ impl SkipList {
                 self.starts.push(start);
                 (self.nodes.len() - 1) as u32
             }
-        };
+        }
+    }
+
+    /// Adds a new element; returns its node.
+    fn insert(&mut self, score: f64, member: &[u8]) -> u32 {
+        let x = self.alloc(score, member);
+        let p = self.path(&self.key(x));
+        self.link_in(x, p);
+        x
+    }
+
+    /// Links node `x` (unlinked, score and member set) in after `p`.
+    fn link_in(&mut self, x: u32, mut p: Path) {
+        let level = self.node(x).level as usize;
+        if level > self.level {
+            for i in self.level..level {
+                p.rank[i] = 0;
+                p.update[i] = HEAD;
+                self.link_mut(HEAD, i).span = span32(self.len);
+            }
+            self.level = level;
+        }
+        let (score, fprefix) = (self.node(x).score, prefix(self.member(x)));
+        let start = self.starts[x as usize];
         for i in 0..level {
-            let ulink = *self.link(update[i], i);
+            let ulink = *self.link(p.update[i], i);
             *self.link_mut(x, i) = Link {
-                span: ulink.span - span32(rank[0] - rank[i]),
+                span: ulink.span - span32(p.rank[0] - p.rank[i]),
                 ..ulink
             };
-            *self.link_mut(update[i], i) = Link {
+            *self.link_mut(p.update[i], i) = Link {
+                fscore: score,
+                fprefix,
                 forward: x,
                 forward_off: start,
-                span: span32(rank[0] - rank[i] + 1),
-                fscore: score,
+                span: span32(p.rank[0] - p.rank[i] + 1),
             };
         }
         for i in level..self.level {
-            self.link_mut(update[i], i).span += 1;
+            self.link_mut(p.update[i], i).span += 1;
         }
-        self.nodes[x as usize].backward = if update[0] == HEAD { NIL } else { update[0] };
+        self.nodes[x as usize].backward = if p.update[0] == HEAD { NIL } else { p.update[0] };
         let next = self.fwd(x, 0);
         if next != NIL {
             self.nodes[next as usize].backward = x;
@@ -306,13 +432,11 @@ impl SkipList {
     }
 
     /// Unlinks node `x`, given the rightmost node before it on every level.
-    fn unlink(&mut self, x: u32, update: &[u32; MAX_LEVEL]) -> Bytes {
+    /// The node keeps its member and link block until [`SkipList::release`].
+    fn unlink(&mut self, x: u32, update: &[u32; MAX_LEVEL]) {
+        let x_level = self.node(x).level as usize;
         for i in 0..self.level {
-            let xl = if i < self.node(x).level as usize {
-                Some(*self.link(x, i))
-            } else {
-                None
-            };
+            let xl = if i < x_level { Some(*self.link(x, i)) } else { None };
             let ul = self.link_mut(update[i], i);
             match xl {
                 Some(xl) if ul.forward == x => {
@@ -335,54 +459,46 @@ impl SkipList {
             self.level -= 1;
         }
         self.len -= 1;
-        self.free.push(x);
+    }
+
+    /// Frees an unlinked node's slot and link block for reuse.
+    fn release(&mut self, x: u32) {
         let level = self.node(x).level as usize;
         self.free_links[level].push(self.starts[x as usize]);
-        std::mem::take(&mut self.nodes[x as usize].member)
+        self.nodes[x as usize].member = Member::EMPTY;
+        self.free.push(x);
     }
 
-    /// Removes the element; returns its stored member bytes if it was there.
-    fn delete(&mut self, score: f64, member: &[u8]) -> Option<Bytes> {
-        let mut update = [HEAD; MAX_LEVEL];
-        let (mut x, mut x_off) = (HEAD, 0usize);
-        for i in (0..self.level).rev() {
-            loop {
-                let l = self.links[x_off + i];
-                if self.points_before(&l, score, member) {
-                    (x, x_off) = (l.forward, l.forward_off as usize);
-                } else {
-                    break;
-                }
-            }
-            update[i] = x;
-        }
-        let x = self.fwd(x, 0);
-        if x != NIL && self.node(x).score == score && self.node(x).member.as_ref() == member {
-            Some(self.unlink(x, &update))
-        } else {
-            None
-        }
+    /// Unlinks and frees node `x`.
+    fn delete(&mut self, x: u32) {
+        let p = self.path(&self.key(x));
+        debug_assert_eq!(self.fwd(p.update[0], 0), x);
+        self.unlink(x, &p.update);
+        self.release(x);
     }
 
-    /// 1-based rank of an element known to be present.
-    fn rank(&self, score: f64, member: &[u8]) -> usize {
-        let mut rank = 0;
-        let (mut x, mut x_off) = (HEAD, 0usize);
-        for i in (0..self.level).rev() {
-            loop {
-                let l = self.links[x_off + i];
-                if l.forward != NIL && !less(score, member, l.fscore, &self.node(l.forward).member) {
-                    rank += l.span as usize;
-                    (x, x_off) = (l.forward, l.forward_off as usize);
-                } else {
-                    break;
-                }
+    /// Gives node `x` a new score. When the node stays between the same
+    /// neighbours only the score and the links' copies of it change (Redis's
+    /// `zslUpdateScore` does the same); otherwise the node moves, keeping its
+    /// level and link block.
+    fn set_score(&mut self, x: u32, score: f64) {
+        let p = self.path(&self.key(x));
+        debug_assert_eq!(self.fwd(p.update[0], 0), x);
+        let (prev, next) = (p.update[0], self.fwd(x, 0));
+        let member = self.member(x);
+        let after_prev = prev == HEAD || less(self.node(prev).score, self.member(prev), score, member);
+        let before_next = next == NIL || less(score, member, self.node(next).score, self.member(next));
+        if after_prev && before_next {
+            self.nodes[x as usize].score = score;
+            for i in 0..self.node(x).level as usize {
+                self.link_mut(p.update[i], i).fscore = score;
             }
-            if x != HEAD && self.node(x).member.as_ref() == member {
-                return rank;
-            }
+            return;
         }
-        0
+        self.unlink(x, &p.update);
+        self.nodes[x as usize].score = score;
+        let p = self.path(&self.key(x));
+        self.link_in(x, p);
     }
 
     /// The node at 1-based `rank`.
@@ -446,14 +562,15 @@ impl SkipList {
         }
     }
 
-    /// Removes the consecutive nodes starting at the first one where `before`
-    /// fails, while `keep_going` holds; returns the removed members.
-    fn delete_run(&mut self, before: impl Fn(&Node) -> bool, mut keep_going: impl FnMut(&Node) -> bool) -> Vec<Bytes> {
+    /// Unlinks the consecutive nodes starting at the first one where `before`
+    /// fails, while `keep_going` holds; returns them, not yet released.
+    fn unlink_run(&mut self, before: impl Fn(&Node) -> bool, mut keep_going: impl FnMut(&Node) -> bool) -> Vec<u32> {
         let (update, mut x) = self.seek(before);
         let mut removed = Vec::new();
         while x != NIL && keep_going(self.node(x)) {
             let next = self.fwd(x, 0);
-            removed.push(self.unlink(x, &update));
+            self.unlink(x, &update);
+            removed.push(x);
             x = next;
         }
         removed
@@ -469,7 +586,10 @@ const COMPACT_MAX_VALUE: usize = 64;
 /// A sorted set value.
 #[derive(Clone, Debug)]
 pub struct ZSet {
-    scores: HashMap<Bytes, f64, RandomState>,
+    /// Member → node, hashed with `hasher` over the member's bytes. Slots hold
+    /// only a node number; the node holds the member and its score.
+    index: HashTable<u32>,
+    hasher: RandomState,
     list: SkipList,
     /// Whether Redis would still hold this set in its compact (listpack)
     /// encoding. The encoding is visible in one place: a listpack stores a
@@ -481,7 +601,8 @@ pub struct ZSet {
 impl Default for ZSet {
     fn default() -> Self {
         ZSet {
-            scores: HashMap::default(),
+            index: HashTable::new(),
+            hasher: RandomState::default(),
             list: SkipList::new(),
             compact: true,
         }
@@ -489,20 +610,29 @@ impl Default for ZSet {
 }
 
 /// An element position: an opaque cursor for walking the set in order.
+/// It stays valid until the set is next changed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cursor(u32);
 
 impl ZSet {
     pub fn len(&self) -> usize {
-        self.scores.len()
+        self.list.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
+        self.list.len == 0
+    }
+
+    /// The element whose member is `member`.
+    pub fn find(&self, member: &[u8]) -> Option<Cursor> {
+        let hash = self.hasher.hash_one(member);
+        self.index
+            .find(hash, |&x| self.list.member(x) == member)
+            .map(|&x| Cursor(x))
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
+        self.find(member).map(|c| self.get(c).1)
     }
 
     /// An intermediate result (ZUNION, ZINTER...): scores are kept exactly,
@@ -516,8 +646,8 @@ impl ZSet {
 
     /// Builds a set from computed elements with distinct members (ZUNIONSTORE,
     /// ZRANGESTORE...), in the encoding Redis would pick for the result's size.
-    pub fn from_items<'a>(items: impl IntoIterator<Item = (&'a Bytes, f64)>) -> ZSet {
-        let items: Vec<(&Bytes, f64)> = items.into_iter().collect();
+    pub fn from_items<'a>(items: impl IntoIterator<Item = (&'a [u8], f64)>) -> ZSet {
+        let items: Vec<(&[u8], f64)> = items.into_iter().collect();
         let compact = items.len() <= COMPACT_MAX_ENTRIES && items.iter().all(|(m, _)| m.len() <= COMPACT_MAX_VALUE);
         let mut z = ZSet {
             compact,
@@ -529,49 +659,84 @@ impl ZSet {
         z
     }
 
-    /// Sets `member`'s score, adding it if absent. Returns true if it was added.
-    pub fn insert(&mut self, member: &[u8], mut score: f64) -> bool {
-        if self.compact
-            && (member.len() > COMPACT_MAX_VALUE || (self.len() >= COMPACT_MAX_ENTRIES && self.score(member).is_none()))
-        {
-            self.compact = false;
-        }
+    /// A listpack stores -0 as the integer 0; a skip list keeps it.
+    fn stored_score(&self, score: f64) -> f64 {
         if self.compact && score == 0.0 {
-            score = 0.0; // -0 becomes 0, as in a listpack
+            0.0
+        } else {
+            score
         }
-        match self.scores.get_mut(member) {
-            Some(old) => {
-                if *old != score {
-                    let old_score = std::mem::replace(old, score);
-                    let key = self.list.delete(old_score, member).expect("skip list mirrors the map");
-                    self.list.insert(score, key);
-                }
+    }
+
+    /// Sets `member`'s score, adding it if absent. Returns true if it was added.
+    pub fn insert(&mut self, member: &[u8], score: f64) -> bool {
+        match self.find(member) {
+            Some(c) => {
+                self.set_score(c, score);
                 false
             }
             None => {
-                let key = Bytes::copy_from_slice(member);
-                self.scores.insert(key.clone(), score);
-                self.list.insert(score, key);
+                self.add(member, score);
                 true
             }
         }
     }
 
+    /// Gives the element at `c` a new score (nothing changes if it is equal).
+    pub fn set_score(&mut self, c: Cursor, score: f64) {
+        let score = self.stored_score(score);
+        if self.list.node(c.0).score != score {
+            self.list.set_score(c.0, score);
+        }
+    }
+
+    /// Adds a member known to be absent.
+    fn add(&mut self, member: &[u8], score: f64) {
+        if self.compact && (member.len() > COMPACT_MAX_VALUE || self.len() >= COMPACT_MAX_ENTRIES) {
+            self.compact = false;
+        }
+        let score = self.stored_score(score);
+        let x = self.list.insert(score, member);
+        let (list, hasher) = (&self.list, &self.hasher);
+        self.index
+            .insert_unique(hasher.hash_one(member), x, |&y| hasher.hash_one(list.member(y)));
+    }
+
     pub fn remove(&mut self, member: &[u8]) -> bool {
-        match self.scores.remove(member) {
-            Some(score) => {
-                self.list.delete(score, member);
+        let hash = self.hasher.hash_one(member);
+        let list = &self.list;
+        match self.index.find_entry(hash, |&x| list.member(x) == member) {
+            Ok(entry) => {
+                let (x, _) = entry.remove();
+                self.list.delete(x);
                 true
             }
-            None => false,
+            Err(_) => false,
+        }
+    }
+
+    /// Drops unlinked nodes from the index and frees them.
+    fn forget(&mut self, removed: &[u32]) {
+        for &x in removed {
+            let hash = self.hasher.hash_one(self.list.member(x));
+            if let Ok(entry) = self.index.find_entry(hash, |&y| y == x) {
+                entry.remove();
+            }
+            self.list.release(x);
         }
     }
 
     /// 0-based rank from the lowest score (or the highest when `rev`).
     pub fn rank(&self, member: &[u8], rev: bool) -> Option<usize> {
-        let score = self.score(member)?;
-        let rank = self.list.rank(score, member) - 1;
+        let rank = self.rank_at(self.find(member)?);
         Some(if rev { self.len() - 1 - rank } else { rank })
+    }
+
+    /// 0-based ascending rank of the element at `c`.
+    pub fn rank_at(&self, c: Cursor) -> usize {
+        // The path to an element ends on the one before it, whose 1-based
+        // rank is the element's 0-based rank.
+        self.list.path(&self.list.key(c.0)).rank[0]
     }
 
     fn cursor(x: u32) -> Option<Cursor> {
@@ -586,9 +751,9 @@ impl ZSet {
         Self::cursor(self.list.by_rank(rank + 1))
     }
 
-    pub fn get(&self, c: Cursor) -> (&Bytes, f64) {
+    pub fn get(&self, c: Cursor) -> (&[u8], f64) {
         let n = self.list.node(c.0);
-        (&n.member, n.score)
+        (n.member.as_bytes(), n.score)
     }
 
     /// The next element in ascending order (descending when `rev`).
@@ -645,7 +810,7 @@ impl ZSet {
         let found = if self.compact {
             self.walk_until(false, |m| r.gte_min(m))
         } else {
-            Self::cursor(self.list.seek(|n| !r.gte_min(&n.member)).1)
+            Self::cursor(self.list.seek(|n| !r.gte_min(n.member.as_bytes())).1)
         };
         found.filter(|c| r.lte_max(self.get(*c).0))
     }
@@ -671,7 +836,7 @@ impl ZSet {
         let found = if self.compact {
             self.walk_until(true, |m| r.lte_max(m))
         } else {
-            Self::cursor(self.list.seek_last(|n| r.lte_max(&n.member)))
+            Self::cursor(self.list.seek_last(|n| r.lte_max(n.member.as_bytes())))
         };
         found.filter(|c| r.gte_min(self.get(*c).0))
     }
@@ -684,18 +849,12 @@ impl ZSet {
         r.gte_min(member) && r.lte_max(member)
     }
 
-    fn forget(&mut self, removed: &[Bytes]) {
-        for m in removed {
-            self.scores.remove(m);
-        }
-    }
-
     /// Removes every element with score in `r`; returns how many.
     pub fn remove_score_range(&mut self, r: &ScoreRange) -> usize {
         if !r.is_satisfiable() {
             return 0;
         }
-        let removed = self.list.delete_run(|n| !r.gte_min(n.score), |n| r.lte_max(n.score));
+        let removed = self.list.unlink_run(|n| !r.gte_min(n.score), |n| r.lte_max(n.score));
         self.forget(&removed);
         removed.len()
     }
@@ -719,7 +878,7 @@ impl ZSet {
             }
             return count;
         }
-        let rank_of = |c: Cursor| self.rank(self.get(c).0, false).unwrap_or(0) as i64;
+        let rank_of = |c: Cursor| self.rank_at(c) as i64;
         let mut count = self.len() as i64 - rank_of(first);
         if let Some(last) = self.last_in_lex_range(r) {
             count -= self.len() as i64 - rank_of(last) - 1;
@@ -735,11 +894,12 @@ impl ZSet {
         };
         let (member, score) = {
             let (m, s) = self.get(first);
-            (m.clone(), s)
+            (m.to_vec(), s)
         };
-        let removed = self
-            .list
-            .delete_run(|n| less(n.score, &n.member, score, &member), |n| r.lte_max(&n.member));
+        let removed = self.list.unlink_run(
+            |n| less(n.score, n.member.as_bytes(), score, &member),
+            |n| r.lte_max(n.member.as_bytes()),
+        );
         self.forget(&removed);
         removed.len()
     }
@@ -751,12 +911,12 @@ impl ZSet {
         };
         let (score, member) = {
             let (m, s) = self.get(first);
-            (s, m.clone())
+            (s, m.to_vec())
         };
         let count = end - start + 1;
         let mut seen = 0;
-        let removed = self.list.delete_run(
-            |n| less(n.score, &n.member, score, &member),
+        let removed = self.list.unlink_run(
+            |n| less(n.score, n.member.as_bytes(), score, &member),
             |_| {
                 seen += 1;
                 seen <= count
@@ -767,7 +927,7 @@ impl ZSet {
     }
 
     /// All elements in ascending order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, f64)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], f64)> {
         let mut cur = self.first();
         std::iter::from_fn(move || {
             let c = cur?;
@@ -782,7 +942,7 @@ mod tests {
     use super::*;
 
     fn check(z: &ZSet) {
-        let items: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        let items: Vec<(Vec<u8>, f64)> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
         assert_eq!(items.len(), z.len());
         for w in items.windows(2) {
             assert!(less(w[0].1, &w[0].0, w[1].1, &w[1].0), "order broken");
@@ -795,11 +955,84 @@ mod tests {
         let mut back = vec![];
         let mut c = z.last();
         while let Some(cur) = c {
-            back.push(z.get(cur).0.clone());
+            back.push(z.get(cur).0.to_vec());
             c = z.step(cur, true);
         }
         back.reverse();
         assert_eq!(back, items.iter().map(|i| i.0.clone()).collect::<Vec<_>>());
+        // Every link's copies of its forward element's score and prefix are
+        // current, and the index finds exactly the members in the list.
+        let l = &z.list;
+        let mut x = HEAD;
+        while x != NIL {
+            for i in 0..(l.node(x).level as usize).min(l.level) {
+                let link = l.link(x, i);
+                if link.forward != NIL {
+                    assert_eq!(link.fscore.to_bits(), l.node(link.forward).score.to_bits());
+                    assert_eq!(link.fprefix, prefix(l.member(link.forward)));
+                }
+            }
+            x = l.fwd(x, 0);
+        }
+        assert_eq!(z.index.len(), z.len());
+        for (m, s) in &items {
+            assert_eq!(z.score(m).map(f64::to_bits), Some(s.to_bits()));
+        }
+    }
+
+    /// Members that exercise the prefix and inline/heap cases: short ones,
+    /// ones sharing their first 8 bytes, long ones, and zero bytes (a zero
+    /// pad must not make `a` and `a\0` compare equal by prefix alone).
+    fn member(n: u32) -> Vec<u8> {
+        match n % 4 {
+            0 => format!("m{n}").into_bytes(),
+            1 => format!("shared-prefix:{n}").into_bytes(),
+            2 => format!("a-member-long-enough-to-live-on-the-heap:{n}").into_bytes(),
+            _ => [b"a".as_slice(), &vec![0; (n % 7) as usize], &n.to_be_bytes()].concat(),
+        }
+    }
+
+    #[test]
+    fn prefixes_order_like_members() {
+        let ms: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"a".to_vec(),
+            b"a\0".to_vec(),
+            b"a\0\0\0\0\0\0\0\0".to_vec(),
+            b"abcdefgh".to_vec(),
+            b"abcdefghi".to_vec(),
+            b"abcdefgi".to_vec(),
+            vec![0xff; 9],
+        ];
+        for a in &ms {
+            for b in &ms {
+                if prefix(a) != prefix(b) {
+                    assert_eq!(prefix(a).cmp(&prefix(b)), a.cmp(b), "{a:?} {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn score_updates_in_place_and_moved() {
+        let mut z = ZSet::scratch();
+        for i in 0..2000u32 {
+            z.insert(&member(i), f64::from(i));
+        }
+        check(&z);
+        // Within the neighbours: the in-place path. Past them: a move.
+        z.insert(&member(10), 10.5);
+        z.insert(&member(11), 1500.25);
+        z.insert(&member(12), -3.0);
+        check(&z);
+        assert_eq!(z.rank(&member(12), false), Some(0));
+        // Below 10.5: member 12 (now -3) and members 0..=9.
+        assert_eq!(z.rank(&member(10), false), Some(11));
+        // Equal scores order by member.
+        for i in 0..300 {
+            z.insert(&member(i), 7.0);
+        }
+        check(&z);
     }
 
     #[test]
@@ -808,11 +1041,11 @@ mod tests {
         let mut z = ZSet::default();
         let mut model: std::collections::BTreeMap<Vec<u8>, f64> = Default::default();
         for step in 0..3000 {
-            let m = format!("m{}", fastrand::u32(..200)).into_bytes();
+            let m = member(fastrand::u32(..200));
             match fastrand::u32(..4) {
                 0 | 1 => {
                     let s = fastrand::i32(-50..50) as f64;
-                    assert_eq!(z.insert(&m, s), model.insert(m.clone(), s).is_none());
+                    assert_eq!(z.insert(&m, s), model.insert(m.to_vec(), s).is_none());
                 }
                 2 => assert_eq!(z.remove(&m), model.remove(&m).is_some()),
                 _ => {
@@ -857,8 +1090,8 @@ mod tests {
             min: LexBound::Exclusive(Bytes::from("a")),
             max: LexBound::Inclusive(Bytes::from("c")),
         };
-        assert_eq!(z.get(z.first_in_lex_range(&r).unwrap()).0, "b");
-        assert_eq!(z.get(z.last_in_lex_range(&r).unwrap()).0, "c");
+        assert_eq!(z.get(z.first_in_lex_range(&r).unwrap()).0, b"b");
+        assert_eq!(z.get(z.last_in_lex_range(&r).unwrap()).0, b"c");
         let all = LexRange {
             min: LexBound::Min,
             max: LexBound::Max,
