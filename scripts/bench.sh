@@ -8,6 +8,8 @@
 # coordis, redis, coordis, redis... and each row reports the median ops/s of
 # each server, the median coordis/redis ratio of the pairs, and the median
 # p50 / p99 latency (ms) of each server as redis-benchmark measured it.
+# The MULTI/EXEC row counts transactions (4 commands each) and comes from
+# client-tests' tx-bench, redis-benchmark having no way to send one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +21,7 @@ RPORT=${RPORT:-7392}
 
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)"; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install redis-server)"; exit 1; }
-cargo build --release --quiet --bin coordis-server
+cargo build --release --quiet --bin coordis-server --bin tx-bench
 COORDIS=target/release/coordis-server
 
 cleanup() { kill "${CPID:-}" "${RPID:-}" 2>/dev/null || true; wait 2>/dev/null || true; }
@@ -32,9 +34,15 @@ for p in "$CPORT" "$RPORT"; do
     for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
 done
 
-# One redis-benchmark run; prints "ops/s p50 p99".
+# One run; prints "ops/s p50 p99". redis-benchmark sends one command per
+# request, so the MULTI/EXEC row (test "--tx") uses tx-bench, which prints the
+# same three figures for whole transactions.
 run() { # port clients pipeline test...
     local port=$1 clients=$2 pipe=$3; shift 3
+    if [ "$1" = "--tx" ]; then
+        target/release/tx-bench "$port" "$clients" "$pipe" "$N"
+        return
+    fi
     redis-benchmark -p "$port" -n "$N" -c "$clients" -P "$pipe" --csv "$@" 2>/dev/null | tail -n 1 |
         tr -d '"' | awk -F, '{print $2, $5, $7}'
 }
@@ -71,6 +79,7 @@ for pipe in 1 16; do
     row "EVALSHA unlock" "$CLIENTS" "$pipe" -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
     row "EVAL unlock (cached)" "$CLIENTS" "$pipe" -r 100000 EVAL "$UNLOCK" 1 "lock:__rand_int__" pod
     row "ZADD sem" "$CLIENTS" "$pipe" -r 100000 ZADD sem __rand_int__ "m:__rand_int__"
+    row "MULTI INCR SET NX EXEC" "$CLIENTS" "$pipe" --tx
 done
 row "set" 500 1 -t set
 row "SET lock NX EX" 500 1 -r 100000 SET "lock:__rand_int__" pod NX EX 30
