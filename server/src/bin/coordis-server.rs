@@ -59,12 +59,7 @@ fn main() -> ExitCode {
     for w in warnings {
         tracing::warn!("{w}");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.io_threads)
-        .thread_name("coordis-io")
-        .enable_all()
-        .build()
-    {
+    let runtime = match coordis::runtime(config.io_threads) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("coordis-server: cannot start runtime: {e}");
