@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side redis-benchmark of coordis-server and redis-server.
 #
-#   scripts/bench.sh            # default: -n 200000 per run, 3 alternating pairs
+#   scripts/bench.sh            # default: -n 200000 per run (x5 at -P 16), 3 alternating pairs
 #   N=50000 PAIRS=1 scripts/bench.sh
 #
 # Both servers run on this machine with the same flags; runs alternate
@@ -14,6 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N=${N:-200000}
+# Pipelined runs get more requests so that each lasts about as long as an
+# unpipelined one: a run of a fraction of a second is mostly start-up.
+PIPELINED_N=$((N * ${PIPELINED_FACTOR:-5}))
 PAIRS=${PAIRS:-3}
 CLIENTS=${CLIENTS:-50}
 CPORT=${CPORT:-7391}
@@ -39,11 +42,13 @@ done
 # same three figures for whole transactions.
 run() { # port clients pipeline test...
     local port=$1 clients=$2 pipe=$3; shift 3
+    local n=$N
+    [ "$pipe" -gt 1 ] && n=$PIPELINED_N
     if [ "$1" = "--tx" ]; then
-        target/release/tx-bench "$port" "$clients" "$pipe" "$N"
+        target/release/tx-bench "$port" "$clients" "$pipe" "$n"
         return
     fi
-    redis-benchmark -p "$port" -n "$N" -c "$clients" -P "$pipe" --csv "$@" 2>/dev/null | tail -n 1 |
+    redis-benchmark -p "$port" -n "$n" -c "$clients" -P "$pipe" --csv "$@" 2>/dev/null | tail -n 1 |
         tr -d '"' | awk -F, '{print $2, $5, $7}'
 }
 
