@@ -260,6 +260,11 @@ fn span32(n: usize) -> u32 {
 struct Path {
     update: [u32; MAX_LEVEL],
     rank: [usize; MAX_LEVEL],
+    /// The score and member prefix of `update[0]`, as read from the link
+    /// that led to it (meaningless when it is the head): a score update
+    /// checks its neighbours without reading their nodes.
+    prev_score: f64,
+    prev_prefix: u64,
 }
 
 // Level loops index several parallel arrays (links, update, rank), as Redis's t_zset.c does.
@@ -319,14 +324,22 @@ impl SkipList {
     /// Where the element `link` points to sorts relative to `k` (an absent
     /// element sorts last).
     fn cmp_forward(&self, link: &Link, k: &Key) -> Ordering {
-        if link.forward == NIL || link.fscore > k.score {
+        if link.forward == NIL {
             Ordering::Greater
-        } else if link.fscore < k.score {
+        } else {
+            self.cmp_node(link.forward, link.fscore, link.fprefix, k)
+        }
+    }
+
+    /// Where node `x`, whose score and member prefix the caller already
+    /// has, sorts relative to `k`. Reads the node only on a tie of both.
+    fn cmp_node(&self, x: u32, score: f64, prefix: u64, k: &Key) -> Ordering {
+        if score > k.score {
+            Ordering::Greater
+        } else if score < k.score {
             Ordering::Less
         } else {
-            link.fprefix
-                .cmp(&k.prefix)
-                .then_with(|| self.member(link.forward).cmp(k.member))
+            prefix.cmp(&k.prefix).then_with(|| self.member(x).cmp(k.member))
         }
     }
 
@@ -335,17 +348,28 @@ impl SkipList {
         let mut p = Path {
             update: [HEAD; MAX_LEVEL],
             rank: [0; MAX_LEVEL],
+            prev_score: 0.0,
+            prev_prefix: 0,
         };
         let (mut x, mut x_off, mut rank) = (HEAD, 0usize, 0usize);
+        // `below` is the current node's link one level down, read together
+        // with the link at this level: both addresses are known as soon as
+        // the node is, so the two reads (often in different cache lines)
+        // are in flight at once, and descending costs no wait.
+        let mut below = NO_LINK;
         for i in (0..self.level).rev() {
+            let mut l = if i + 1 == self.level { self.links[i] } else { below };
             loop {
-                let l = self.links[x_off + i];
-                if self.cmp_forward(&l, k) == Ordering::Less {
-                    rank += l.span as usize;
-                    (x, x_off) = (l.forward, l.forward_off as usize);
-                } else {
+                if i > 0 {
+                    below = self.links[x_off + i - 1];
+                }
+                if self.cmp_forward(&l, k) != Ordering::Less {
                     break;
                 }
+                rank += l.span as usize;
+                (x, x_off) = (l.forward, l.forward_off as usize);
+                (p.prev_score, p.prev_prefix) = (l.fscore, l.fprefix);
+                l = self.links[x_off + i];
             }
             p.update[i] = x;
             p.rank[i] = rank;
@@ -484,10 +508,12 @@ impl SkipList {
     fn set_score(&mut self, x: u32, score: f64) {
         let p = self.path(&self.key(x));
         debug_assert_eq!(self.fwd(p.update[0], 0), x);
-        let (prev, next) = (p.update[0], self.fwd(x, 0));
-        let member = self.member(x);
-        let after_prev = prev == HEAD || less(self.node(prev).score, self.member(prev), score, member);
-        let before_next = next == NIL || less(score, member, self.node(next).score, self.member(next));
+        // The neighbours' scores and prefixes come from links already read;
+        // their nodes are read only on a tie of both.
+        let moved = Key::new(score, self.member(x));
+        let prev = p.update[0];
+        let after_prev = prev == HEAD || self.cmp_node(prev, p.prev_score, p.prev_prefix, &moved) == Ordering::Less;
+        let before_next = self.cmp_forward(self.link(x, 0), &moved) == Ordering::Greater;
         if after_prev && before_next {
             self.nodes[x as usize].score = score;
             for i in 0..self.node(x).level as usize {
