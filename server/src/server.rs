@@ -279,7 +279,14 @@ async fn serve_connection(
     pending: &mut Option<ClientState>,
     messages: &mut Messages,
 ) -> io::Result<()> {
+    // Made once for the connection's life, not at every read: registering
+    // with the close signal's Notify and the stop watch per request cost
+    // about 2% of the CPU of an unpipelined client.
+    let closed = signal.closed();
+    tokio::pin!(closed);
     let mut stop = ctx.stop.clone();
+    let stopped = stopped(&mut stop);
+    tokio::pin!(stopped);
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut requests = VecDeque::new();
@@ -320,8 +327,8 @@ async fn serve_connection(
             let idle = shared.timeout_secs.load(Ordering::Relaxed);
             let read = tokio::select! {
                 biased;
-                _ = signal.closed() => return Ok(()),
-                _ = stopped(&mut stop) => return Ok(()),
+                _ = &mut closed => return Ok(()),
+                _ = &mut stopped => return Ok(()),
                 Some(message) = messages.rx.recv() => {
                     messages.write(socket, message, signal).await?;
                     continue;
@@ -345,7 +352,7 @@ async fn serve_connection(
             tokio::task::yield_now().await;
             tokio::select! {
                 r = socket.write_all(&output.data) => r?,
-                _ = killed(signal, &stop) => return Ok(()),
+                _ = killed(signal, &ctx.stop) => return Ok(()),
             }
             if output.close {
                 let _ = socket.shutdown().await;
