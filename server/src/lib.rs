@@ -204,7 +204,8 @@ impl Builder {
 
     /// Serves on the current tokio runtime (which must be multi-threaded)
     /// until `stop` resolves or a client sends SHUTDOWN; `on_ready` gets the
-    /// bound address. This is what `coordis-server` runs.
+    /// bound address. This is what `coordis-server` runs, on [`runtime`]:
+    /// build yours with it to serve many busy connections in turn.
     pub async fn serve(self, stop: impl Future<Output = ()>, on_ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
         let bound = server::bind(self.config, self.clock).await?;
         on_ready(bound.addr);
