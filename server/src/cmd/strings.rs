@@ -56,7 +56,7 @@ pub enum ExpireUnit {
 
 /// Turns an expire argument into an absolute unix-ms deadline, exactly as
 /// Redis's `getExpireMillisecondsOrReply` (non-positive or overflowing values
-/// are "invalid expire time in '<cmd>' command").
+/// are "invalid expire time in '`<cmd>`' command").
 pub fn deadline(now: u64, arg: &[u8], unit: ExpireUnit, cmd: &str) -> Result<u64, Reply> {
     let mut ms = int(arg)?;
     let seconds = matches!(unit, ExpireUnit::Seconds | ExpireUnit::UnixSeconds);

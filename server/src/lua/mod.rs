@@ -6,9 +6,9 @@
 //! [`Scripting::run`], which dispatches the command exactly as a socket would.
 //!
 //! - `glue.lua`: the error handler and the `redis.*` wrappers (Lua side).
-//! - [`sandbox`]: libraries, removed globals, read-only tables.
+//! - `sandbox`: libraries, removed globals, read-only tables.
 //! - [`convert`]: replies to Lua values and back, as Redis converts them.
-//! - [`bit`], `cjson.lua`: the libraries Redis ships.
+//! - `bit`, `cjson.lua`: the libraries Redis ships.
 
 mod binary;
 mod bit;

@@ -18,8 +18,8 @@ pub struct ProtocolLimits {
     /// Longest inline request line or `*N`/`$N` header without a newline (Redis: 64 KB).
     pub max_inline_len: usize,
     /// The client has not authenticated while a password is required: requests
-    /// are capped at [`PRE_AUTH_MAX_ARGS`] arguments of [`PRE_AUTH_MAX_BULK`]
-    /// bytes, as Redis does since CVE-2021-32675.
+    /// are capped at `PRE_AUTH_MAX_ARGS` (10) arguments of `PRE_AUTH_MAX_BULK`
+    /// (16 KB) each, as Redis does since CVE-2021-32675.
     pub pre_auth: bool,
 }
 
