@@ -745,9 +745,8 @@ impl ZSet {
     fn forget(&mut self, removed: &[u32]) {
         for &x in removed {
             let hash = self.hasher.hash_one(self.list.member(x));
-            if let Ok(entry) = self.index.find_entry(hash, |&y| y == x) {
-                entry.remove();
-            }
+            let found = self.index.find_entry(hash, |&y| y == x).map(|entry| entry.remove());
+            debug_assert!(found.is_ok(), "every linked node is indexed");
             self.list.release(x);
         }
     }
