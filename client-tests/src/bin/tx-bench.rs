@@ -2,13 +2,13 @@
 //! redis-benchmark cannot produce (it sends one command per request).
 //!
 //! ```sh
-//! cargo run --release -p coordis-client-tests --bin tx-bench -- PORT [CLIENTS] [PIPELINE] [TRANSACTIONS]
+//! cargo run --release -p coordis-client-tests --bin tx-bench -- [HOST:]PORT [CLIENTS] [PIPELINE] [TRANSACTIONS]
 //! ```
 //!
-//! CLIENTS connections (default 50) each send PIPELINE transactions at a time
-//! (default 1) until TRANSACTIONS (default 100,000) have been answered. A
-//! transaction takes a fencing token and a lock, the shape of a coordination
-//! client's acquire:
+//! HOST defaults to 127.0.0.1. CLIENTS connections (default 50) each send
+//! PIPELINE transactions at a time (default 1) until TRANSACTIONS (default
+//! 100,000) have been answered. A transaction takes a fencing token and a
+//! lock, the shape of a coordination client's acquire:
 //!
 //! ```text
 //! MULTI
@@ -66,10 +66,10 @@ impl Rng {
 
 /// One connection: sends pipelines until `issued` reaches `total`; returns
 /// the latency of each transaction in microseconds.
-async fn client(port: u16, pipeline: usize, total: usize, issued: Arc<AtomicUsize>, seed: u64) -> Vec<u32> {
-    let mut socket = TcpStream::connect(("127.0.0.1", port))
+async fn client(addr: Arc<str>, pipeline: usize, total: usize, issued: Arc<AtomicUsize>, seed: u64) -> Vec<u32> {
+    let mut socket = TcpStream::connect(&*addr)
         .await
-        .unwrap_or_else(|e| panic!("connect 127.0.0.1:{port}: {e}"));
+        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     socket.set_nodelay(true).expect("nodelay");
     let mut rng = Rng(seed | 1);
     let (mut out, mut input) = (Vec::new(), Vec::with_capacity(16 * 1024));
@@ -113,10 +113,11 @@ async fn client(port: u16, pipeline: usize, total: usize, issued: Arc<AtomicUsiz
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, default: usize| args.get(i).map_or(default, |a| a.parse().expect("a number"));
-    let port: u16 = args
-        .first()
-        .and_then(|p| p.parse().ok())
-        .expect("usage: tx-bench PORT [CLIENTS] [PIPELINE] [TRANSACTIONS]");
+    let addr: Arc<str> = match args.first() {
+        Some(a) if a.contains(':') => a.as_str().into(),
+        Some(port) if port.parse::<u16>().is_ok() => format!("127.0.0.1:{port}").into(),
+        _ => panic!("usage: tx-bench [HOST:]PORT [CLIENTS] [PIPELINE] [TRANSACTIONS]"),
+    };
     let (clients, pipeline, total) = (arg(1, 50), arg(2, 1).max(1), arg(3, 100_000));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -128,7 +129,7 @@ fn main() {
         let tasks: Vec<_> = (0..clients)
             .map(|i| {
                 tokio::spawn(client(
-                    port,
+                    addr.clone(),
                     pipeline,
                     total,
                     issued.clone(),
