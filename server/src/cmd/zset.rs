@@ -167,7 +167,7 @@ enum AddOutcome {
 fn add_one(z: &mut ZSet, member: &[u8], mut score: f64, f: &AddFlags) -> AddOutcome {
     match z.find(member) {
         Some(at) => {
-            let current = z.get(at).1;
+            let current = z.score_of(at);
             if f.nx {
                 return AddOutcome::Skipped;
             }
