@@ -85,21 +85,29 @@ impl Ctx<'_> {
         pubsub::publish_expired(self.dbs, self.server, Some(self.client), flags, self.now);
     }
 
-    /// Looks up a string value: `Ok(None)` when absent, `Err(WRONGTYPE)` when
-    /// the key holds another type.
+    /// Looks up a string value to read it: `Ok(None)` when absent,
+    /// `Err(WRONGTYPE)` when the key holds another type. Counts a keyspace
+    /// hit or miss, as Redis's `lookupKeyRead` does.
     pub fn get_str(&mut self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
-        let now = self.now;
-        let found = match self.db().lookup_str(key, now) {
-            None => None,
-            Some(Ok(s)) => Some(s),
-            Some(Err(())) => return Err(errors::err(errors::WRONGTYPE)),
-        };
+        let found = self.get_str_for_write(key)?;
         if found.is_some() {
             self.server.stats.keyspace_hits += 1;
         } else {
             self.server.stats.keyspace_misses += 1;
         }
         Ok(found)
+    }
+
+    /// Looks up a string value that the command is about to change (APPEND,
+    /// SETRANGE, INCRBYFLOAT): like [`Ctx::get_str`], but no keyspace hit or
+    /// miss is counted, as with Redis's `lookupKeyWrite`.
+    pub fn get_str_for_write(&mut self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
+        let now = self.now;
+        match self.db().lookup_str(key, now) {
+            None => Ok(None),
+            Some(Ok(s)) => Ok(Some(s)),
+            Some(Err(())) => Err(errors::err(errors::WRONGTYPE)),
+        }
     }
 }
 

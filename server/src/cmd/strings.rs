@@ -9,7 +9,7 @@ use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::store::num::{self, FloatIncr};
-use crate::store::Value;
+use crate::store::{EntryRef, Value, ValueRef};
 use crate::tri;
 
 macro_rules! spec {
@@ -291,17 +291,26 @@ fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// INCRBY and friends: parse the stored value, check overflow, store the
 /// result keeping the key's deadline.
+/// INCR and friends. The value is read in place (no copy), and a counter
+/// that keeps its number of digits is rewritten in place.
 fn incr_by(ctx: &mut Ctx, key: &Bytes, by: i64) -> Reply {
-    let current = match tri!(ctx.get_str(key)) {
-        Some(v) => tri!(num::parse_i64(&v).ok_or_else(|| err(errors::NOT_INTEGER))),
+    let now = ctx.now;
+    let current = match ctx.db().lookup(key, now) {
         None => 0,
+        Some(EntryRef {
+            value: ValueRef::Str(v),
+            ..
+        }) => tri!(num::parse_i64(v).ok_or_else(|| err(errors::NOT_INTEGER))),
+        Some(_) => return err(errors::WRONGTYPE),
     };
     let Some(new) = current.checked_add(by) else {
         return err(errors::OVERFLOW);
     };
     let mut buf = itoa::Buffer::new();
-    ctx.db()
-        .replace_value(key, Value::Str(Bytes::copy_from_slice(buf.format(new).as_bytes())));
+    let text = buf.format(new).as_bytes();
+    if !ctx.db().overwrite_str(key, text) {
+        ctx.db().replace_value(key, Value::Str(Bytes::copy_from_slice(text)));
+    }
     ctx.notify(notify::STRING, "incrby", key);
     Reply::Int(new)
 }
@@ -328,7 +337,7 @@ fn decrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let current = tri!(ctx.get_str(&args[1]));
+    let current = tri!(ctx.get_str_for_write(&args[1]));
     match num::incr_by_float(current.as_deref(), &args[2]) {
         FloatIncr::Ok(text) => {
             let text = Bytes::from(text);
@@ -350,7 +359,7 @@ fn check_length(ctx: &Ctx, size: u64, append: u64) -> Result<(), Reply> {
 }
 
 fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let current = tri!(ctx.get_str(&args[1]));
+    let current = tri!(ctx.get_str_for_write(&args[1]));
     let new = match current {
         None => crate::store::db::owned(&args[2]),
         Some(cur) => {
@@ -404,7 +413,7 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::OFFSET_OUT_OF_RANGE);
     }
     let value = &args[3];
-    let current = tri!(ctx.get_str(&args[1]));
+    let current = tri!(ctx.get_str_for_write(&args[1]));
     let cur_len = current.as_ref().map_or(0, |c| c.len());
     if value.is_empty() {
         return Reply::Int(cur_len as i64);

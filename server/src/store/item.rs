@@ -177,6 +177,21 @@ impl Item {
         ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() })
     }
 
+    /// Overwrites an inline string value with `new` of the same length, in
+    /// place (INCR on a counter that keeps its number of digits). Returns
+    /// false, changing nothing, for any other value or length.
+    pub fn overwrite_str(&mut self, new: &[u8]) -> bool {
+        let (_, tag, len) = self.header();
+        if tag != TAG_INLINE || len != new.len() {
+            return false;
+        }
+        // SAFETY: an inline payload is `len` bytes inside the allocation;
+        // `&mut self` makes the write exclusive, and no `Bytes` shares
+        // inline bytes (`str_bytes` copies them).
+        unsafe { std::ptr::copy_nonoverlapping(new.as_ptr(), self.payload(), len) };
+        true
+    }
+
     /// A string value as `Bytes`: a reference for long strings, a copy of
     /// short ones. `None` for other types.
     pub fn str_bytes(&self) -> Option<Bytes> {
@@ -239,6 +254,21 @@ impl std::fmt::Debug for Item {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overwrite_str_only_rewrites_inline_strings_of_the_same_length() {
+        let mut item = Item::new(b"counter", Value::Str(Bytes::from_static(b"41")), 1234);
+        assert!(item.overwrite_str(b"42"));
+        assert!(matches!(item.value(), ValueRef::Str(b"42")));
+        assert_eq!((item.key(), item.expire_at()), (&b"counter"[..], 1234));
+        assert!(!item.overwrite_str(b"100"), "a longer value needs a new item");
+        assert!(matches!(item.value(), ValueRef::Str(b"42")));
+        let long = Bytes::from(vec![b'9'; INLINE_MAX + 1]);
+        let mut boxed = Item::new(b"k", Value::Str(long.clone()), 0);
+        assert!(!boxed.overwrite_str(&long), "boxed strings are shared, never rewritten");
+        let mut z = Item::new(b"z", Value::ZSet(Box::default()), 0);
+        assert!(!z.overwrite_str(b""));
+    }
 
     #[test]
     fn round_trips_every_kind() {
