@@ -1,6 +1,7 @@
 //! Counters (INCR and friends), which coordis rewrites in place when the
-//! number keeps its digits: the same replies, deadlines, WATCH behaviour and
-//! keyspace hit/miss statistics as Redis 7.0.15, checked side by side.
+//! number keeps its digits: the same replies, deadlines and WATCH behaviour
+//! as Redis 7.0.15, checked side by side; and the keyspace hit/miss
+//! statistics (INFO stats) after each of a list of reads and writes.
 
 use coordis::testing::{RawClient, RedisServer};
 
@@ -42,24 +43,66 @@ fn session(addr: std::net::SocketAddr) -> (Vec<String>, String) {
     run(&mut c, &["MULTI"]);
     run(&mut c, &["GET", "w"]);
     run(&mut c, &["EXEC"]);
-    // Commands that change a string do not count keyspace hits or misses
-    // (Redis's lookupKeyWrite); GET, STRLEN and GETRANGE do.
+    // Reads count a keyspace hit (the key exists, of any type) or miss, as
+    // Redis's lookupKeyRead does; commands that change a key count nothing.
+    // The counters are read after every command.
     run(&mut c, &["CONFIG", "RESETSTAT"]);
-    run(&mut c, &["INCR", "n"]);
-    run(&mut c, &["INCR", "absent"]);
-    run(&mut c, &["APPEND", "s", "x"]);
-    run(&mut c, &["SETRANGE", "s", "3", "y"]);
-    run(&mut c, &["INCRBYFLOAT", "f", "1.5"]);
-    run(&mut c, &["GET", "n"]);
-    run(&mut c, &["STRLEN", "s"]);
-    run(&mut c, &["GETRANGE", "nothing", "0", "1"]);
-    let info = String::from_utf8_lossy(&c.command(&["INFO", "stats"]).unwrap()).into_owned();
-    let counters = info
-        .lines()
-        .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    (replies, counters)
+    let commands: &[&[&str]] = &[
+        &["INCR", "n"],
+        &["INCR", "absent"],
+        &["APPEND", "s", "x"],
+        &["SETRANGE", "s", "3", "y"],
+        &["INCRBYFLOAT", "f", "1.5"],
+        &["SETNX", "n", "1"],
+        &["GET", "n"],
+        &["GET", "z"],
+        &["STRLEN", "s"],
+        &["GETRANGE", "nothing", "0", "1"],
+        &["MGET", "s", "nothing", "z", "n"],
+        &["SET", "n", "5", "GET"],
+        &["GETEX", "n"],
+        &["EXISTS", "n", "nothing", "z"],
+        &["TOUCH", "n", "nothing"],
+        &["TYPE", "z"],
+        &["TYPE", "nothing"],
+        &["TTL", "n"],
+        &["PTTL", "nothing"],
+        &["EXPIRETIME", "n"],
+        &["PERSIST", "n"],
+        &["EXPIRE", "n", "100"],
+        &["COPY", "n", "n2"],
+        &["COPY", "nothing", "n3"],
+        &["RENAME", "n2", "n4"],
+        &["DEL", "n4", "nothing"],
+        &["ZADD", "z", "2", "m2"],
+        &["ZINCRBY", "z", "1", "m"],
+        &["ZSCORE", "z", "m"],
+        &["ZMSCORE", "nothing", "m"],
+        &["ZCARD", "z"],
+        &["ZRANK", "z", "m"],
+        &["ZCOUNT", "z", "-inf", "+inf"],
+        &["ZRANGE", "z", "0", "-1"],
+        &["ZRANGESTORE", "dst", "z", "0", "-1"],
+        &["ZRANDMEMBER", "nothing"],
+        &["ZUNION", "2", "z", "nothing"],
+        &["ZINTERSTORE", "dst2", "2", "z", "dst"],
+        &["ZREM", "dst", "m"],
+        &["ZPOPMIN", "dst2"],
+        &["ZREMRANGEBYRANK", "dst", "0", "0"],
+        &["GETDEL", "s"],
+    ];
+    let mut counters = Vec::new();
+    for args in commands {
+        run(&mut c, args);
+        let info = String::from_utf8_lossy(&c.command(&["INFO", "stats"]).unwrap()).into_owned();
+        let line = info
+            .lines()
+            .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        counters.push(format!("{args:?}: {line}"));
+    }
+    (replies, counters.join("\n"))
 }
 
 #[test]

@@ -54,9 +54,7 @@ fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn exists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let now = ctx.now;
-    let db = ctx.db();
-    Reply::Int(args[1..].iter().filter(|k| db.contains(k, now)).count() as i64)
+    Reply::Int(args[1..].iter().filter(|k| ctx.lookup_read(k).is_some()).count() as i64)
 }
 
 /// The EXPIRE family's NX/XX/GT/LT flags.
@@ -154,10 +152,10 @@ fn pexpireat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     expire_generic(ctx, args, 0, false, "pexpireat")
 }
 
-/// The key's deadline: `None` if absent, `Some(0)` if it has none.
+/// The key's deadline, for the TTL family (a read: counts a keyspace hit or
+/// miss): `None` if absent, `Some(0)` if it has none.
 fn deadline_of(ctx: &mut Ctx, key: &[u8]) -> Option<u64> {
-    let now = ctx.now;
-    ctx.db().lookup(key, now).map(|e| e.expire_at)
+    ctx.lookup_read(key).map(|e| e.expire_at)
 }
 
 fn ttl_generic(ctx: &mut Ctx, key: &[u8], millis: bool) -> Reply {
@@ -196,7 +194,8 @@ fn pexpiretime(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    match deadline_of(ctx, &args[1]) {
+    let now = ctx.now;
+    match ctx.db().lookup(&args[1], now).map(|e| e.expire_at) {
         None | Some(0) => Reply::Int(0),
         Some(_) => {
             ctx.db().set_expire(&args[1], 0);
@@ -207,8 +206,7 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn type_(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let now = ctx.now;
-    Reply::status(ctx.db().lookup(&args[1], now).map_or("none", |e| e.value.type_name()))
+    Reply::status(ctx.lookup_read(&args[1]).map_or("none", |e| e.value.type_name()))
 }
 
 fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -348,7 +346,8 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::SAME_OBJECT);
     }
     let now = ctx.now;
-    let Some(entry) = ctx.db().lookup(&args[1], now).map(|e| e.to_owned()) else {
+    // Redis reads COPY's source with lookupKeyRead (a keyspace hit or miss).
+    let Some(entry) = ctx.lookup_read(&args[1]).map(|e| e.to_owned()) else {
         return Reply::Int(0);
     };
     let target = &mut ctx.dbs[target_db];

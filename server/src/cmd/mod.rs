@@ -16,7 +16,7 @@ use crate::clients::ClientState;
 use crate::engine::ServerState;
 use crate::errors;
 use crate::protocol::Reply;
-use crate::store::Db;
+use crate::store::{Db, EntryRef};
 
 /// Builds one [`CommandSpec`] row: documentation group, name, arity, flags,
 /// key positions, summary, handler. Each family wraps it as `spec!` with its group.
@@ -89,13 +89,34 @@ impl Ctx<'_> {
     /// `Err(WRONGTYPE)` when the key holds another type. Counts a keyspace
     /// hit or miss, as Redis's `lookupKeyRead` does.
     pub fn get_str(&mut self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
-        let found = self.get_str_for_write(key)?;
-        if found.is_some() {
-            self.server.stats.keyspace_hits += 1;
-        } else {
-            self.server.stats.keyspace_misses += 1;
+        let now = self.now;
+        let found = self.db().lookup_str(key, now);
+        self.count_lookups(found.is_some() as u64, found.is_none() as u64);
+        match found {
+            None => Ok(None),
+            Some(Ok(s)) => Ok(Some(s)),
+            Some(Err(())) => Err(errors::err(errors::WRONGTYPE)),
         }
-        Ok(found)
+    }
+
+    /// Looks a key up for a command that reads it, counting a keyspace hit
+    /// (any type) or miss, as Redis's `lookupKeyRead` does. Commands that
+    /// change a key look it up through [`Ctx::db`], which counts nothing.
+    pub fn lookup_read(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        let found = self.dbs[self.client.db].lookup(key, self.now);
+        let stats = &mut self.server.stats;
+        if found.is_some() {
+            stats.keyspace_hits += 1;
+        } else {
+            stats.keyspace_misses += 1;
+        }
+        found
+    }
+
+    /// Adds to the keyspace hit and miss counters (INFO stats).
+    pub fn count_lookups(&mut self, hits: u64, misses: u64) {
+        self.server.stats.keyspace_hits += hits;
+        self.server.stats.keyspace_misses += misses;
     }
 
     /// Looks up a string value that the command is about to change (APPEND,

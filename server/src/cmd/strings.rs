@@ -254,15 +254,22 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
     let db = ctx.db();
-    Reply::Array(
-        args[1..]
-            .iter()
-            .map(|k| match db.lookup_str(k, now) {
-                Some(Ok(s)) => Reply::Bulk(s),
-                _ => Reply::Nil,
-            })
-            .collect(),
-    )
+    let (mut hits, mut misses) = (0, 0);
+    let values = args[1..]
+        .iter()
+        .map(|k| match db.lookup_str(k, now) {
+            Some(found) => {
+                hits += 1;
+                found.map_or(Reply::Nil, Reply::Bulk)
+            }
+            None => {
+                misses += 1;
+                Reply::Nil
+            }
+        })
+        .collect();
+    ctx.count_lookups(hits, misses);
+    Reply::Array(values)
 }
 
 fn mset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

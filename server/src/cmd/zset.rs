@@ -58,9 +58,10 @@ const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 
 /// Reads a sorted set: `Ok(None)` when the key is absent, WRONGTYPE when it
 /// holds something else.
+/// Looks up a sorted set a command reads (a keyspace hit or miss, as
+/// Redis's `lookupKeyRead`); commands that change it use [`write`].
 fn read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
-    let now = ctx.now;
-    match ctx.db().lookup(key, now) {
+    match ctx.lookup_read(key) {
         None => Ok(None),
         Some(EntryRef {
             value: ValueRef::ZSet(z),
@@ -234,7 +235,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
         pairs.push((tri!(score_arg(&pair[0])), &pair[1]));
     }
     let key = &args[1];
-    let exists = tri!(read(ctx, key)).is_some();
+    let exists = tri!(write(ctx, key)).is_some();
     if !exists {
         if f.xx {
             return if f.incr { Reply::Nil } else { Reply::Int(0) };
