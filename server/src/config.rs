@@ -165,6 +165,18 @@ fn parse_num<T: std::str::FromStr>(value: &str) -> Result<T, SetError> {
         .map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))
 }
 
+/// A byte size of at least 1 MB, with Redis's error text for the two
+/// directives that share this range (`proto-max-bulk-len`,
+/// `client-query-buffer-limit`).
+fn parse_bytes_from_1mb(value: &str) -> Result<usize, SetError> {
+    match parse_bytes(value)? {
+        n if n < 1024 * 1024 => Err(SetError::Invalid(
+            "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
+        )),
+        n => Ok(n),
+    }
+}
+
 fn parse_bytes(value: &str) -> Result<usize, SetError> {
     let v = value.trim().to_ascii_lowercase();
     let (digits, mult) = if let Some(d) = v.strip_suffix("gb") {
@@ -265,15 +277,7 @@ impl Config {
             }
             "timeout" => self.timeout = parse_num(value)?,
             "tcp-keepalive" => self.tcp_keepalive = parse_num(value)?,
-            "proto-max-bulk-len" => {
-                let n = parse_bytes(value)?;
-                if n < 1024 * 1024 {
-                    return Err(SetError::Invalid(
-                        "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
-                    ));
-                }
-                self.proto_max_bulk_len = n;
-            }
+            "proto-max-bulk-len" => self.proto_max_bulk_len = parse_bytes_from_1mb(value)?,
             "proto-max-multibulk-len" => {
                 let n: usize = parse_num(value)?;
                 if !(1..=i32::MAX as usize).contains(&n) {
@@ -283,15 +287,7 @@ impl Config {
                 }
                 self.proto_max_multibulk_len = n;
             }
-            "client-query-buffer-limit" => {
-                let n = parse_bytes(value)?;
-                if n < 1024 * 1024 {
-                    return Err(SetError::Invalid(
-                        "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
-                    ));
-                }
-                self.client_query_buffer_limit = n;
-            }
+            "client-query-buffer-limit" => self.client_query_buffer_limit = parse_bytes_from_1mb(value)?,
             "protected-mode" => {
                 self.protected_mode = match value.to_ascii_lowercase().as_str() {
                     "yes" => true,

@@ -92,11 +92,7 @@ impl Ctx<'_> {
         let now = self.now;
         let found = self.db().lookup_str(key, now);
         self.count_lookups(found.is_some() as u64, found.is_none() as u64);
-        match found {
-            None => Ok(None),
-            Some(Ok(s)) => Ok(Some(s)),
-            Some(Err(())) => Err(errors::err(errors::WRONGTYPE)),
-        }
+        string_or_wrongtype(found)
     }
 
     /// Looks a key up for a command that reads it, counting a keyspace hit
@@ -124,11 +120,17 @@ impl Ctx<'_> {
     /// miss is counted, as with Redis's `lookupKeyWrite`.
     pub fn get_str_for_write(&mut self, key: &[u8]) -> Result<Option<Bytes>, Reply> {
         let now = self.now;
-        match self.db().lookup_str(key, now) {
-            None => Ok(None),
-            Some(Ok(s)) => Ok(Some(s)),
-            Some(Err(())) => Err(errors::err(errors::WRONGTYPE)),
-        }
+        string_or_wrongtype(self.db().lookup_str(key, now))
+    }
+}
+
+/// [`Db::lookup_str`]'s answer as a command sees it: WRONGTYPE for a key of
+/// another type.
+fn string_or_wrongtype(found: Option<Result<Bytes, ()>>) -> Result<Option<Bytes>, Reply> {
+    match found {
+        None => Ok(None),
+        Some(Ok(s)) => Ok(Some(s)),
+        Some(Err(())) => Err(errors::err(errors::WRONGTYPE)),
     }
 }
 

@@ -190,7 +190,7 @@ fn add_one(z: &mut ZSet, member: &[u8], mut score: f64, f: &AddFlags) -> AddOutc
         }
         None if f.xx => AddOutcome::Skipped,
         None => {
-            z.insert(member, score);
+            z.add(member, score);
             AddOutcome::Added(score)
         }
     }

@@ -359,8 +359,9 @@ impl ZSet {
         self.elems.items[e.0 as usize].score = score;
     }
 
-    /// Adds a member known to be absent.
-    fn add(&mut self, member: &[u8], score: f64) {
+    /// Adds a member known to be absent (found missing by [`ZSet::find`]).
+    pub fn add(&mut self, member: &[u8], score: f64) {
+        debug_assert!(self.find(member).is_none());
         if self.compact && (member.len() > COMPACT_MAX_VALUE || self.len() >= COMPACT_MAX_ENTRIES) {
             self.compact = false;
         }
