@@ -3,8 +3,8 @@
 //!
 //! The server keeps one `Mutex<Engine>`. A connection task parses every
 //! request of a read, takes the lock once, runs the whole batch with
-//! [`Engine::run_batch`] (which encodes the replies into one buffer), drops the
-//! lock and writes. A background task calls [`Engine::active_expire_step`] in
+//! [`Engine::run_batch`] (which encodes the replies into the connection's
+//! output buffer), drops the lock and writes. A background task calls [`Engine::active_expire_step`] in
 //! bounded steps. See [`crate::store`] for why coordis is shaped this way.
 //!
 //! Nothing here performs I/O or awaits; the lock is never held across an
@@ -88,8 +88,11 @@ pub struct ServerState {
     pub config: Config,
     pub clock: Arc<dyn Clock>,
     pub stats: Stats,
-    /// Every connected client except the one whose batch is running.
-    pub clients: HashMap<u64, ClientState>,
+    /// Every connected client except the one whose batch is running. Each
+    /// batch takes its client out and puts it back, so these two lookups run
+    /// for every request: foldhash rather than SipHash, and boxed so that
+    /// they move a pointer rather than the whole state.
+    pub clients: HashMap<u64, Box<ClientState>, foldhash::fast::RandomState>,
     /// Start time, unix ms (uptime, LASTSAVE).
     pub started_ms: u64,
     /// Random 40-hex-digit id of this server instance (INFO run_id).
@@ -103,11 +106,10 @@ pub struct ServerState {
     pub shared: Arc<Shared>,
 }
 
-/// The encoded replies of a batch.
+/// How a batch left the connection (its replies are in the output buffer).
 #[derive(Debug)]
-pub struct BatchOutput {
-    pub data: BytesMut,
-    /// Close the connection after writing `data` (QUIT, CLIENT KILL, protocol error).
+pub struct BatchEnd {
+    /// Close the connection after writing the replies (QUIT, CLIENT KILL, protocol error).
     pub close: bool,
     /// Whether the client is authenticated after the batch (the parsing
     /// limits depend on it); `None` when the batch did not reach the engine.
@@ -152,7 +154,7 @@ impl Engine {
                 config,
                 clock,
                 stats: Stats::default(),
-                clients: HashMap::new(),
+                clients: HashMap::default(),
                 started_ms,
                 run_id,
                 port,
@@ -190,7 +192,7 @@ impl Engine {
     pub fn connect(&mut self, mut client: ClientState) {
         self.state.stats.total_connections_received += 1;
         client.authenticated = self.state.config.requirepass.is_none();
-        self.state.clients.insert(client.id, client);
+        self.state.clients.insert(client.id, Box::new(client));
     }
 
     pub fn disconnect(&mut self, id: u64) {
@@ -213,16 +215,17 @@ impl Engine {
     /// bound is the backpressure for clients that pipeline without reading:
     /// a connection never holds more than about one chunk of replies.
     /// `protocol_error` is answered (and the connection closed) once every
-    /// request before it has run.
+    /// request before it has run. Replies are appended to `out`, which the
+    /// connection reuses from batch to batch.
     pub fn run_batch(
         &mut self,
         id: u64,
         requests: &mut VecDeque<Vec<Bytes>>,
         protocol_error: &mut Option<String>,
         max_output: usize,
-    ) -> BatchOutput {
-        let closed = BatchOutput {
-            data: BytesMut::new(),
+        out: &mut BytesMut,
+    ) -> BatchEnd {
+        let closed = BatchEnd {
             close: true,
             authenticated: None,
         };
@@ -237,18 +240,18 @@ impl Engine {
         // One clock read per batch: a batch runs in an instant, as Redis's
         // per-command time snapshot would see it.
         let now = self.state.clock.now_ms();
-        let mut out = BytesMut::with_capacity(256);
-        while out.len() < max_output && !client.close_after_reply {
+        let start = out.len();
+        while out.len() - start < max_output && !client.close_after_reply {
             let Some(args) = requests.pop_front() else {
                 break;
             };
-            self.execute(&mut client, &args, now, &mut out);
+            self.execute(&mut client, &args, now, out);
         }
         let mut close = client.close_after_reply;
         if requests.is_empty() || close {
             if let Some(text) = protocol_error.take() {
                 if !close {
-                    errors::protocol(text).encode(&mut out, client.resp3);
+                    errors::protocol(text).encode(out, client.resp3);
                 }
                 close = true;
             }
@@ -258,11 +261,7 @@ impl Engine {
         if self.state.shutdown_requested {
             self.server_shutdown.close();
         }
-        BatchOutput {
-            data: out,
-            close,
-            authenticated,
-        }
+        BatchEnd { close, authenticated }
     }
 
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.

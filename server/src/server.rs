@@ -6,11 +6,12 @@
 //! running out of file descriptors) are logged and retried after a short
 //! back-off; they never stop the server.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 
 use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -21,10 +22,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::clients::{ClientState, CloseSignal, Outbox};
+use crate::clients::{ClientState, CloseSignal, ConnSignal, Outbox};
 use crate::cmd::scripting::{BUSY, UNKILLABLE};
 use crate::config::Config;
-use crate::engine::{BatchOutput, Engine, Shared};
+use crate::engine::{BatchEnd, Engine, Shared};
 use crate::errors;
 use crate::lua::ScriptState;
 use crate::protocol::Reply;
@@ -47,6 +48,10 @@ const READ_BUFFER: usize = 16 * 1024;
 /// in the server: once the socket's send buffer is full, its task stops
 /// running and reading its requests until the client reads.
 const MAX_BATCH_OUTPUT: usize = 64 * 1024;
+
+/// A connection keeps its output buffer from batch to batch unless it grew
+/// past this (a large reply); then it is freed once written.
+const OUTPUT_BUFFER_KEEP: usize = 2 * MAX_BATCH_OUTPUT;
 
 /// A bound, not yet running server.
 pub(crate) struct Bound {
@@ -163,17 +168,22 @@ struct ConnCtx {
 
 async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
     let mut conns = JoinSet::new();
+    // Every connection's signal, to stop them all at shutdown.
+    let mut signals: HashMap<tokio::task::Id, Arc<ConnSignal>> = HashMap::new();
     let mut stop = ctx.stop.clone();
     let mut backoff = Duration::from_millis(5);
     loop {
         tokio::select! {
             _ = stopped(&mut stop) => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            Some(done) = conns.join_next_with_id(), if !conns.is_empty() => {
+                signals.remove(&done.map_or_else(|e| e.id(), |(id, ())| id));
+            }
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     backoff = Duration::from_millis(5);
-                    let ctx = ctx.clone();
-                    conns.spawn(async move { connection(socket, peer, ctx).await });
+                    let signal = Arc::new(ConnSignal::default());
+                    let task = conns.spawn(connection(socket, peer, ctx.clone(), signal.clone()));
+                    signals.insert(task.id(), signal);
                 }
                 Err(e) => {
                     tracing::warn!("accept error: {e}; retrying in {backoff:?}");
@@ -184,6 +194,9 @@ async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
         }
     }
     drop(listener);
+    for signal in signals.values() {
+        signal.stop();
+    }
     let drained = tokio::time::timeout(DRAIN_DEADLINE, async { while conns.join_next().await.is_some() {} }).await;
     if drained.is_err() {
         tracing::warn!("drain deadline passed; closing {} connection(s)", conns.len());
@@ -200,7 +213,7 @@ impl Drop for ConnectedGuard {
     }
 }
 
-async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
+async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signal: Arc<ConnSignal>) {
     let open = ctx.shared.connected.fetch_add(1, Ordering::Relaxed) + 1;
     let _guard = ConnectedGuard(ctx.shared.clone());
     if open > ctx.shared.maxclients.load(Ordering::Relaxed) {
@@ -224,15 +237,20 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx) {
     set_keepalive(&socket, ctx.shared.tcp_keepalive.load(Ordering::Relaxed));
     let id = ctx.ids.fetch_add(1, Ordering::Relaxed) + 1;
     let laddr = socket.local_addr().unwrap_or(peer);
-    let signal = Arc::new(CloseSignal::default());
     let now = ctx.clock.now_ms();
-    let (outbox, messages) = Outbox::new();
+    let outbox = Outbox::new(signal.clone());
     let client = ClientState::new(id, peer, laddr, now, signal.clone(), outbox.clone());
-    // Registered with the engine on its first batch (see `execute`), so a
-    // client arriving while a script runs can still be answered -BUSY.
+    // Registered with the engine now if it is free, so that CLIENT LIST,
+    // INFO and CLIENT KILL see a client before its first request, as in
+    // Redis. While a script runs, on its first batch instead (see
+    // `execute`): it can still be answered -BUSY meanwhile.
     let mut pending = Some(client);
-    let mut channel = Messages { rx: messages, outbox };
-    if let Err(e) = serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &mut channel).await {
+    if !ctx.shared.script.is_running() {
+        if let Some(mut engine) = ctx.engine.try_lock_for(BUSY_POLL) {
+            engine.connect(pending.take().expect("a new client"));
+        }
+    }
+    if let Err(e) = serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await {
         tracing::debug!("client {id} ({peer}): {e}");
     }
     if pending.is_none() {
@@ -275,20 +293,13 @@ async fn serve_connection(
     id: u64,
     peer: SocketAddr,
     ctx: &ConnCtx,
-    signal: &CloseSignal,
+    signal: &ConnSignal,
     pending: &mut Option<ClientState>,
-    messages: &mut Messages,
+    outbox: &Outbox,
 ) -> io::Result<()> {
-    // Made once for the connection's life, not at every read: registering
-    // with the close signal's Notify and the stop watch per request cost
-    // about 2% of the CPU of an unpipelined client.
-    let closed = signal.closed();
-    tokio::pin!(closed);
-    let mut stop = ctx.stop.clone();
-    let stopped = stopped(&mut stop);
-    tokio::pin!(stopped);
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    let mut out = BytesMut::new();
     let mut requests = VecDeque::new();
     let mut authenticated = !ctx.shared.auth_required.load(Ordering::Relaxed);
     loop {
@@ -327,12 +338,13 @@ async fn serve_connection(
             let idle = shared.timeout_secs.load(Ordering::Relaxed);
             let read = tokio::select! {
                 biased;
-                _ = &mut closed => return Ok(()),
-                _ = &mut stopped => return Ok(()),
-                Some(message) = messages.rx.recv() => {
-                    messages.write(socket, message, signal).await?;
-                    continue;
-                }
+                wake = woken(signal, outbox) => match wake {
+                    Woken::Closed => return Ok(()),
+                    Woken::Messages => {
+                        write_messages(socket, outbox, signal).await?;
+                        continue;
+                    }
+                },
                 r = read_with_timeout(socket, &mut buf, idle) => r?,
             };
             if read == 0 {
@@ -341,7 +353,7 @@ async fn serve_connection(
             continue;
         }
         while !requests.is_empty() || protocol_error.is_some() {
-            let output = execute(ctx, id, pending, &mut requests, &mut protocol_error).await;
+            let end = execute(ctx, id, pending, &mut requests, &mut protocol_error, &mut out).await;
             // Write after every other ready connection has run its batch, as
             // Redis writes replies in `beforeSleep`: a yielded task runs again
             // after the runtime's next I/O poll. The replies then reach the
@@ -351,14 +363,18 @@ async fn serve_connection(
             // throughput on SET and ZADD.
             tokio::task::yield_now().await;
             tokio::select! {
-                r = socket.write_all(&output.data) => r?,
+                r = socket.write_all(&out) => r?,
                 _ = killed(signal, &ctx.stop) => return Ok(()),
             }
-            if output.close {
+            if end.close {
                 let _ = socket.shutdown().await;
                 return Ok(());
             }
-            authenticated = output.authenticated.unwrap_or(authenticated);
+            if out.capacity() > OUTPUT_BUFFER_KEEP {
+                out = BytesMut::new();
+            }
+            out.clear();
+            authenticated = end.authenticated.unwrap_or(authenticated);
         }
     }
 }
@@ -374,11 +390,12 @@ async fn execute(
     pending: &mut Option<ClientState>,
     requests: &mut VecDeque<Vec<Bytes>>,
     protocol_error: &mut Option<String>,
-) -> BatchOutput {
+    out: &mut BytesMut,
+) -> BatchEnd {
     let script = &ctx.shared.script;
     loop {
         if script.is_running() && script.is_busy(ctx.clock.now_ms()) {
-            return busy_batch(ctx, requests, protocol_error);
+            return busy_batch(ctx, requests, protocol_error, out);
         }
         {
             // Without a script the lock is held for microseconds at a time;
@@ -392,7 +409,7 @@ async fn execute(
                 if let Some(client) = pending.take() {
                     engine.connect(client);
                 }
-                return engine.run_batch(id, requests, protocol_error, MAX_BATCH_OUTPUT);
+                return engine.run_batch(id, requests, protocol_error, MAX_BATCH_OUTPUT, out);
             }
         }
         if script.is_running() {
@@ -402,9 +419,13 @@ async fn execute(
 }
 
 /// Replies to queued requests while a script is busy, without the engine.
-fn busy_batch(ctx: &ConnCtx, requests: &mut VecDeque<Vec<Bytes>>, protocol_error: &mut Option<String>) -> BatchOutput {
+fn busy_batch(
+    ctx: &ConnCtx,
+    requests: &mut VecDeque<Vec<Bytes>>,
+    protocol_error: &mut Option<String>,
+    out: &mut BytesMut,
+) -> BatchEnd {
     let script = &ctx.shared.script;
-    let mut data = BytesMut::new();
     let mut close = false;
     for args in requests.drain(..) {
         let is = |i: usize, word: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
@@ -424,50 +445,66 @@ fn busy_batch(ctx: &ConnCtx, requests: &mut VecDeque<Vec<Bytes>>, protocol_error
         } else {
             errors::err(BUSY)
         };
-        reply.encode(&mut data, false);
+        reply.encode(out, false);
     }
     if let Some(text) = protocol_error.take() {
         if !close {
-            errors::protocol(text).encode(&mut data, false);
+            errors::protocol(text).encode(out, false);
         }
         close = true;
     }
-    BatchOutput {
-        data,
+    BatchEnd {
         close,
         authenticated: None,
     }
 }
 
-/// The receiving end of a client's [`Outbox`] (pub/sub messages).
-struct Messages {
-    rx: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
-    outbox: Arc<Outbox>,
+/// Why a connection task waiting for its next request was woken other than
+/// by its socket.
+enum Woken {
+    /// Its [`ConnSignal`] was closed or stopped: CLIENT KILL, an output
+    /// limit, shutdown.
+    Closed,
+    /// Messages were published to it.
+    Messages,
 }
 
-impl Messages {
-    /// Writes `first` and every other message already queued. A subscriber
-    /// that stops reading blocks this write; the close signal (sent when its
-    /// output limit is passed) still ends it.
-    async fn write(&mut self, socket: &mut TcpStream, first: Bytes, signal: &CloseSignal) -> io::Result<()> {
-        let mut batch = BytesMut::from(&first[..]);
-        while let Ok(more) = self.rx.try_recv() {
-            batch.extend_from_slice(&more);
+/// Resolves when the connection's signal is closed or stopped, or messages arrive.
+fn woken<'a>(signal: &'a ConnSignal, outbox: &'a Outbox) -> impl std::future::Future<Output = Woken> + 'a {
+    std::future::poll_fn(move |cx| {
+        signal.register(cx);
+        if signal.is_closed() || signal.is_stopping() {
+            Poll::Ready(Woken::Closed)
+        } else if outbox.has_messages() {
+            Poll::Ready(Woken::Messages)
+        } else {
+            Poll::Pending
         }
-        tokio::select! {
-            r = socket.write_all(&batch) => r?,
-            _ = signal.closed() => return Err(io::Error::other("closed: pub/sub output limit")),
-        }
-        self.outbox.written(batch.len());
-        Ok(())
+    })
+}
+
+/// Writes every message waiting in `outbox` with one write. A subscriber
+/// that stops reading blocks this write; the close signal (sent when its
+/// output limit is passed) still ends it.
+async fn write_messages(socket: &mut TcpStream, outbox: &Outbox, signal: &ConnSignal) -> io::Result<()> {
+    let messages = outbox.take();
+    let mut batch = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());
+    for message in &messages {
+        batch.extend_from_slice(message);
     }
+    tokio::select! {
+        r = socket.write_all(&batch) => r?,
+        _ = signal.closed() => return Err(io::Error::other("closed: pub/sub output limit")),
+    }
+    outbox.written(batch.len());
+    Ok(())
 }
 
 /// Resolves when the client is killed (CLIENT KILL, output limit), which
 /// ends even a write to a client that does not read. At shutdown every
 /// client is closed too; then in-flight replies are still written, within
 /// the drain deadline.
-async fn killed(signal: &CloseSignal, stop: &watch::Receiver<bool>) {
+async fn killed(signal: &ConnSignal, stop: &watch::Receiver<bool>) {
     signal.closed().await;
     if *stop.borrow() {
         std::future::pending::<()>().await;

@@ -346,8 +346,6 @@ impl RawClient {
 pub struct LocalEngine {
     engine: crate::engine::Engine,
     requests: std::collections::VecDeque<Vec<bytes::Bytes>>,
-    /// Kept open so pub/sub deliveries to this client have somewhere to go.
-    _messages: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
 }
 
 impl LocalEngine {
@@ -362,14 +360,13 @@ impl LocalEngine {
             Arc::new(crate::engine::Shared::default()),
             Arc::new(crate::clients::CloseSignal::default()),
         );
-        let (outbox, messages) = crate::clients::Outbox::new();
         let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
-        let signal = Arc::new(crate::clients::CloseSignal::default());
+        let signal = Arc::new(crate::clients::ConnSignal::default());
+        let outbox = crate::clients::Outbox::new(signal.clone());
         engine.connect(crate::clients::ClientState::new(1, addr, addr, now, signal, outbox));
         LocalEngine {
             engine,
             requests: Default::default(),
-            _messages: messages,
         }
     }
 
@@ -377,17 +374,18 @@ impl LocalEngine {
     /// whether the connection would now be closed.
     pub fn run(&mut self, requests: Vec<Vec<bytes::Bytes>>) -> (Vec<u8>, bool) {
         self.requests.extend(requests);
-        let mut out = Vec::new();
+        let mut out = bytes::BytesMut::new();
         let mut no_error = None;
         while !self.requests.is_empty() {
-            let batch = self.engine.run_batch(1, &mut self.requests, &mut no_error, usize::MAX);
-            out.extend_from_slice(&batch.data);
+            let batch = self
+                .engine
+                .run_batch(1, &mut self.requests, &mut no_error, usize::MAX, &mut out);
             if batch.close {
                 self.requests.clear();
-                return (out, true);
+                return (out.to_vec(), true);
             }
         }
-        (out, false)
+        (out.to_vec(), false)
     }
 
     /// Runs one command and returns its reply.

@@ -41,6 +41,39 @@ fn shutdown_closes_open_connections() {
     assert!(c.command(&["GET", "a"]).is_err());
 }
 
+#[test]
+fn a_connection_that_never_sent_a_request_is_listed_and_closed_at_shutdown() {
+    use std::io::Read;
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut silent = std::net::TcpStream::connect(server.addr()).unwrap();
+    // Wait until the server has accepted it: another client sees two connections.
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let mut accepted = false;
+    for _ in 0..500 {
+        let info = c.command(&["INFO", "clients"]).unwrap();
+        if String::from_utf8_lossy(&info).contains("connected_clients:2\r\n") {
+            accepted = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(accepted, "the silent connection was never accepted");
+    // Listed before its first command, as Redis lists it.
+    let list = String::from_utf8_lossy(&c.command(&["CLIENT", "LIST"]).unwrap()).into_owned();
+    assert_eq!(list.matches("cmd=NULL").count(), 1, "{list}");
+    // Shutdown closes it, rather than waiting out its 5 s drain deadline.
+    let started = std::time::Instant::now();
+    server.shutdown();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
+    silent.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(silent.read(&mut byte).unwrap(), 0, "expected end of stream");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_clients_incr_lose_nothing() {
     let server = coordis::Server::start().await.unwrap();

@@ -103,6 +103,42 @@ fn busy_script_gets_busy_replies_and_script_kill_stops_it() {
 }
 
 #[test]
+fn shutdown_nosave_during_a_script_closes_clients_that_arrived_meanwhile() {
+    let s = server();
+    let mut admin = RawClient::connect(s.addr()).unwrap();
+    assert_eq!(
+        admin.command(&["CONFIG", "SET", "lua-time-limit", "100"]).unwrap(),
+        b"+OK\r\n"
+    );
+    let addr = s.addr();
+    let runner = std::thread::spawn(move || {
+        let mut c = RawClient::connect(addr).unwrap();
+        let _ = c.command(&["EVAL", "while true do end", "0"]);
+    });
+    let mut late = None;
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(50));
+        let mut c = RawClient::connect(addr).unwrap();
+        if text(&c.command(&["PING"]).unwrap()).starts_with("-BUSY ") {
+            late = Some(c);
+            break;
+        }
+    }
+    // This client arrived while the script ran, so the engine has not seen
+    // it; shutdown must still close it, not wait out the drain deadline.
+    let mut late = late.expect("the script never became busy");
+    let started = Instant::now();
+    let _ = admin.command(&["SHUTDOWN", "NOSAVE"]);
+    assert_eq!(late.read_to_close().unwrap(), b"");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    runner.join().unwrap();
+}
+
+#[test]
 fn a_script_that_wrote_is_unkillable_but_the_server_keeps_answering() {
     let s = server();
     let mut admin = RawClient::connect(s.addr()).unwrap();

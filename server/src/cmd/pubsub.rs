@@ -207,7 +207,7 @@ pub fn publish_to(
     for (id, reply) in &deliveries {
         let client = match current {
             Some(c) if c.id == *id => Some(c),
-            _ => server.clients.get(id),
+            _ => server.clients.get(id).map(|c| &**c),
         };
         if let Some(client) = client {
             let mut out = bytes::BytesMut::new();

@@ -298,7 +298,7 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
     }
     let now = ctx.now;
-    let mut all: Vec<&crate::clients::ClientState> = ctx.server.clients.values().collect();
+    let mut all: Vec<&crate::clients::ClientState> = ctx.server.clients.values().map(|c| &**c).collect();
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
