@@ -202,13 +202,6 @@ impl Engine {
         }
     }
 
-    /// Asks every connection to close (server shutdown).
-    pub fn close_all(&self) {
-        for client in self.state.clients.values() {
-            client.signal.close();
-        }
-    }
-
     /// Runs requests from the front of `requests` until they are all done or
     /// the encoded replies reach `max_output` bytes; the rest stay queued for
     /// the next call, after the connection has written these replies. That

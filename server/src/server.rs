@@ -129,7 +129,6 @@ impl Bound {
             tokio::time::sleep(BUSY_POLL).await;
         }
         shared.script.kill.store(true, Ordering::Relaxed);
-        lock_engine(&engine, &shared.script).await.close_all();
         while accepts.join_next().await.is_some() {}
         let _ = expiry.await;
         tracing::info!("coordis is now ready to exit, bye bye...");
@@ -364,7 +363,9 @@ async fn serve_connection(
             tokio::task::yield_now().await;
             tokio::select! {
                 r = socket.write_all(&out) => r?,
-                _ = killed(signal, &ctx.stop) => return Ok(()),
+                // Only a kill ends the write; at shutdown, replies to requests
+                // already read are still written, within the drain deadline.
+                _ = signal.closed() => return Ok(()),
             }
             if end.close {
                 let _ = socket.shutdown().await;
@@ -469,6 +470,18 @@ enum Woken {
     Messages,
 }
 
+/// Resolves once the connection's signal is closed or stopped.
+fn ended(signal: &ConnSignal) -> impl std::future::Future<Output = ()> + '_ {
+    std::future::poll_fn(move |cx| {
+        signal.register(cx);
+        if signal.is_closed() || signal.is_stopping() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+}
+
 /// Resolves when the connection's signal is closed or stopped, or messages arrive.
 fn woken<'a>(signal: &'a ConnSignal, outbox: &'a Outbox) -> impl std::future::Future<Output = Woken> + 'a {
     std::future::poll_fn(move |cx| {
@@ -484,8 +497,8 @@ fn woken<'a>(signal: &'a ConnSignal, outbox: &'a Outbox) -> impl std::future::Fu
 }
 
 /// Writes every message waiting in `outbox` with one write. A subscriber
-/// that stops reading blocks this write; the close signal (sent when its
-/// output limit is passed) still ends it.
+/// that stops reading blocks this write; its output limit (which closes the
+/// signal) or shutdown still ends it.
 async fn write_messages(socket: &mut TcpStream, outbox: &Outbox, signal: &ConnSignal) -> io::Result<()> {
     let messages = outbox.take();
     let mut batch = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());
@@ -494,21 +507,10 @@ async fn write_messages(socket: &mut TcpStream, outbox: &Outbox, signal: &ConnSi
     }
     tokio::select! {
         r = socket.write_all(&batch) => r?,
-        _ = signal.closed() => return Err(io::Error::other("closed: pub/sub output limit")),
+        _ = ended(signal) => return Err(io::Error::other("closed while writing messages")),
     }
     outbox.written(batch.len());
     Ok(())
-}
-
-/// Resolves when the client is killed (CLIENT KILL, output limit), which
-/// ends even a write to a client that does not read. At shutdown every
-/// client is closed too; then in-flight replies are still written, within
-/// the drain deadline.
-async fn killed(signal: &ConnSignal, stop: &watch::Receiver<bool>) {
-    signal.closed().await;
-    if *stop.borrow() {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// Resolves once the server-wide stop flag is set.

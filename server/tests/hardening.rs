@@ -355,7 +355,7 @@ fn sigterm_answers_work_in_flight_then_exits_zero() {
     // Every pipelined reply is whole and in order.
     writing.join().unwrap();
     let text = String::from_utf8(reading.join().unwrap()).unwrap();
-    assert!(text.len() > 1000, "{text:?}");
+    assert!(text.len() > 1000, "{} bytes: {text:?}", text.len());
     assert!(text.ends_with("\r\n"), "cut reply: {:?}", &text[text.len() - 20..]);
     for (i, line) in text.split_terminator("\r\n").enumerate() {
         assert_eq!(line, format!(":{}", i + 1));

@@ -97,3 +97,28 @@ fn a_subscriber_that_does_not_read_is_disconnected_at_the_output_limit() {
         b"*2\r\n$8\r\nfirehose\r\n:0\r\n"
     );
 }
+
+#[test]
+fn shutdown_does_not_wait_for_a_subscriber_that_does_not_read() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut idle = RawClient::connect(server.addr()).unwrap();
+    idle.command(&["SUBSCRIBE", "firehose"]).unwrap();
+    let mut publisher = RawClient::connect(server.addr()).unwrap();
+    // 8 MB, under the output limit but more than the socket buffers hold:
+    // the subscriber's connection is left stuck in a write.
+    let payload = "x".repeat(1024 * 1024);
+    for _ in 0..8 {
+        assert_eq!(
+            publisher.command(&["PUBLISH", "firehose", &payload]).unwrap(),
+            b":1\r\n"
+        );
+    }
+    let started = Instant::now();
+    server.shutdown();
+    // Without ending that write, shutdown waits out its 5 s drain deadline.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+}
