@@ -10,6 +10,13 @@
 # p50 / p99 latency (ms) of each server as redis-benchmark measured it.
 # The MULTI/EXEC row counts transactions (4 commands each) and comes from
 # client-tests' tx-bench, redis-benchmark having no way to send one.
+#
+# Two more columns tell which side limits a row: the CPU each server used
+# per request (µs, user + system, from /proc/PID/stat around the run), and
+# how busy the load generator was (its CPU time over the run's wall time,
+# coordis runs / redis runs). A generator near 100% is the limit: both
+# servers then get the requests it can send, and the ratio is 1.0 give or
+# take the machine's noise, whatever the servers' costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +34,7 @@ command -v redis-server >/dev/null || { echo "redis-server not found (apt-get in
 cargo build --release --quiet --bin coordis-server --bin tx-bench
 COORDIS=target/release/coordis-server
 
-cleanup() { kill "${CPID:-}" "${RPID:-}" 2>/dev/null || true; wait 2>/dev/null || true; }
+cleanup() { kill "${CPID:-}" "${RPID:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "${OUT:-}"; }
 trap cleanup EXIT
 "$COORDIS" --port "$CPORT" --save '' --appendonly no --loglevel warning 2>/dev/null &
 CPID=$!
@@ -37,19 +44,32 @@ for p in "$CPORT" "$RPORT"; do
     for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
 done
 
-# One run; prints "ops/s p50 p99". redis-benchmark sends one command per
-# request, so the MULTI/EXEC row (test "--tx") uses tx-bench, which prints the
-# same three figures for whole transactions.
-run() { # port clients pipeline test...
-    local port=$1 clients=$2 pipe=$3; shift 3
+# CPU time a process has used so far, in clock ticks (user + system).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+OUT=$(mktemp -d)
+
+# One run; prints "ops/s p50 p99 server-µs/request generator-%".
+# redis-benchmark sends one command per request, so the MULTI/EXEC row (test
+# "--tx") uses tx-bench, which prints the same figures for whole transactions.
+run() { # port server-pid clients pipeline test...
+    local port=$1 pid=$2 clients=$3 pipe=$4; shift 4
     local n=$N
     [ "$pipe" -gt 1 ] && n=$PIPELINED_N
+    local before after
+    before=$(cpu_ticks "$pid")
+    TIMEFORMAT='%R %U %S'
     if [ "$1" = "--tx" ]; then
-        target/release/tx-bench "$port" "$clients" "$pipe" "$n"
-        return
+        { time target/release/tx-bench "$port" "$clients" "$pipe" "$n" >"$OUT/run"; } 2>"$OUT/time"
+    else
+        { time redis-benchmark -p "$port" -n "$n" -c "$clients" -P "$pipe" --csv "$@" >"$OUT/run" 2>/dev/null; } 2>"$OUT/time"
+        tail -n 1 "$OUT/run" | tr -d '"' | awk -F, '{print $2, $5, $7}' >"$OUT/row"
+        mv "$OUT/row" "$OUT/run"
     fi
-    redis-benchmark -p "$port" -n "$n" -c "$clients" -P "$pipe" --csv "$@" 2>/dev/null | tail -n 1 |
-        tr -d '"' | awk -F, '{print $2, $5, $7}'
+    after=$(cpu_ticks "$pid")
+    read -r real user sys <"$OUT/time"
+    echo "$(cat "$OUT/run") $(awk -v t=$((after - before)) -v us="$TICK_US" -v n="$n" -v r="$real" -v u="$user" -v s="$sys" \
+        'BEGIN {printf "%.2f %.0f", t * us / n, 100 * (u + s) / r}')"
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -61,21 +81,23 @@ SHA=$(redis-cli -p "$CPORT" script load "$UNLOCK")
 # One table row: a label, clients, a pipeline depth, then redis-benchmark arguments.
 row() {
     local label=$1 clients=$2 pipe=$3; shift 3
-    local cs=() rs=() ratios=() c50=() c99=() r50=() r99=()
+    local cs=() rs=() ratios=() c50=() c99=() r50=() r99=() ccpu=() rcpu=() cgen=() rgen=()
     for _ in $(seq "$PAIRS"); do
         local c r
-        c=($(run "$CPORT" "$clients" "$pipe" "$@")); r=($(run "$RPORT" "$clients" "$pipe" "$@"))
+        c=($(run "$CPORT" "$CPID" "$clients" "$pipe" "$@")); r=($(run "$RPORT" "$RPID" "$clients" "$pipe" "$@"))
         cs+=("${c[0]}"); rs+=("${r[0]}"); c50+=("${c[1]}"); c99+=("${c[2]}"); r50+=("${r[1]}"); r99+=("${r[2]}")
+        ccpu+=("${c[3]}"); rcpu+=("${r[3]}"); cgen+=("${c[4]}"); rgen+=("${r[4]}")
         ratios+=("$(awk -v c="${c[0]}" -v r="${r[0]}" 'BEGIN {printf "%.3f", c / r}')")
     done
     med() { printf '%s\n' "$@" | median; }
-    printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s\n" "$label" "$clients" "$pipe" \
+    printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s %6s %6s %7s\n" "$label" "$clients" "$pipe" \
         "$(med "${cs[@]}")" "$(med "${rs[@]}")" "$(med "${ratios[@]}")" \
-        "$(med "${c50[@]}")" "$(med "${r50[@]}")" "$(med "${c99[@]}")" "$(med "${r99[@]}")"
+        "$(med "${c50[@]}")" "$(med "${r50[@]}")" "$(med "${c99[@]}")" "$(med "${r99[@]}")" \
+        "$(med "${ccpu[@]}")" "$(med "${rcpu[@]}")" "$(med "${cgen[@]}")/$(med "${rgen[@]}")"
 }
 
-printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
-    "c p50" "r p50" "c p99" "r p99"
+printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s %6s %6s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
+    "c p50" "r p50" "c p99" "r p99" "c µs" "r µs" "gen %"
 for pipe in 1 16; do
     for t in set get incr; do
         row "$t" "$CLIENTS" "$pipe" -t "$t"
