@@ -1,6 +1,6 @@
-//! Per-connection state kept by the engine, the signal it uses to reach a
-//! connection task (to close it, or to hand it published messages), and the
-//! server-wide shutdown signal.
+//! Per-connection state kept by the engine, the signal that reaches a
+//! connection task (to close or stop it, or to hand it published messages),
+//! and the server-wide shutdown signal.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -69,7 +69,7 @@ impl ConnSignal {
     /// is abandoned. Wakes the connection task.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.waker.wake();
+        self.wake();
     }
 
     pub fn is_closed(&self) -> bool {
@@ -80,18 +80,24 @@ impl ConnSignal {
     /// requests it has already read. Wakes the connection task.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
-        self.waker.wake();
+        self.wake();
     }
 
-    pub fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
+    /// Closed or stopping: the connection should end once it waits.
+    pub fn is_ended(&self) -> bool {
+        self.is_closed() || self.stopping.load(Ordering::Acquire)
     }
 
-    /// Registers the calling task to be woken by [`ConnSignal::close`] or a
-    /// published message. Register first, then look at what it guards, so
-    /// that a signal sent between the two is not missed.
+    /// Registers the calling task to be woken by [`ConnSignal::close`],
+    /// [`ConnSignal::stop`] or a published message. Register first, then
+    /// look at what it guards, so that a signal sent between the two is not
+    /// missed.
     pub fn register(&self, cx: &Context<'_>) {
         self.waker.register(cx.waker());
+    }
+
+    fn wake(&self) {
+        self.waker.wake();
     }
 
     /// Ready once [`ConnSignal::close`] has been called.
@@ -167,7 +173,7 @@ impl Outbox {
             queue.push(data);
             self.queued.store(true, Ordering::Release);
         }
-        self.signal.waker.wake();
+        self.signal.wake();
         true
     }
 

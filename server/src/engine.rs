@@ -4,8 +4,9 @@
 //! The server keeps one `Mutex<Engine>`. A connection task parses every
 //! request of a read, takes the lock once, runs the whole batch with
 //! [`Engine::run_batch`] (which encodes the replies into the connection's
-//! output buffer), drops the lock and writes. A background task calls [`Engine::active_expire_step`] in
-//! bounded steps. See [`crate::store`] for why coordis is shaped this way.
+//! output buffer), drops the lock and writes. A background task calls
+//! [`Engine::active_expire_step`] in bounded steps. See [`crate::store`] for
+//! why coordis is shaped this way.
 //!
 //! Nothing here performs I/O or awaits; the lock is never held across an
 //! `.await`.

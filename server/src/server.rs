@@ -338,7 +338,7 @@ async fn serve_connection(
             let read = tokio::select! {
                 biased;
                 wake = woken(signal, outbox) => match wake {
-                    Woken::Closed => return Ok(()),
+                    Woken::Ended => return Ok(()),
                     Woken::Messages => {
                         write_messages(socket, outbox, signal).await?;
                         continue;
@@ -465,7 +465,7 @@ fn busy_batch(
 enum Woken {
     /// Its [`ConnSignal`] was closed or stopped: CLIENT KILL, an output
     /// limit, shutdown.
-    Closed,
+    Ended,
     /// Messages were published to it.
     Messages,
 }
@@ -474,7 +474,7 @@ enum Woken {
 fn ended(signal: &ConnSignal) -> impl std::future::Future<Output = ()> + '_ {
     std::future::poll_fn(move |cx| {
         signal.register(cx);
-        if signal.is_closed() || signal.is_stopping() {
+        if signal.is_ended() {
             Poll::Ready(())
         } else {
             Poll::Pending
@@ -486,8 +486,8 @@ fn ended(signal: &ConnSignal) -> impl std::future::Future<Output = ()> + '_ {
 fn woken<'a>(signal: &'a ConnSignal, outbox: &'a Outbox) -> impl std::future::Future<Output = Woken> + 'a {
     std::future::poll_fn(move |cx| {
         signal.register(cx);
-        if signal.is_closed() || signal.is_stopping() {
-            Poll::Ready(Woken::Closed)
+        if signal.is_ended() {
+            Poll::Ready(Woken::Ended)
         } else if outbox.has_messages() {
             Poll::Ready(Woken::Messages)
         } else {
