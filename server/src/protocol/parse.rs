@@ -43,9 +43,6 @@ impl Default for ProtocolLimits {
 /// `*1000000` gets its vector grown as arguments actually arrive.
 const MAX_PREALLOC_ARGS: usize = 1024;
 
-/// Most arguments a request may have to take the fast path ([`scan_whole`]).
-const FAST_ARGS: usize = 16;
-
 /// Incremental request parser. It keeps the state of a partly received
 /// multibulk request between reads, so a large request arriving in many reads
 /// is parsed in linear time.
@@ -71,24 +68,6 @@ impl RequestParser {
     /// exact error text (without the leading `-`); the connection must send it
     /// and close.
     pub fn next(&mut self, buf: &mut BytesMut, limits: &ProtocolLimits) -> Result<Option<Vec<Bytes>>, String> {
-        if self.remaining == 0 && buf.first() == Some(&b'*') {
-            if let Some(whole) = scan_whole(buf, limits) {
-                // One split for the whole request; the arguments are slices of it.
-                let request = buf.split_to(whole.len).freeze();
-                return Ok(Some(
-                    whole.args[..whole.count]
-                        .iter()
-                        .map(|&(start, end)| request.slice(start..end))
-                        .collect(),
-                ));
-            }
-        }
-        self.next_incremental(buf, limits)
-    }
-
-    /// [`RequestParser::next`] without the fast path: consumes each header
-    /// and argument as it arrives, keeping its place between calls.
-    fn next_incremental(&mut self, buf: &mut BytesMut, limits: &ProtocolLimits) -> Result<Option<Vec<Bytes>>, String> {
         loop {
             if self.remaining == 0 {
                 if buf.is_empty() {
@@ -183,63 +162,6 @@ impl RequestParser {
             None => Err("Protocol error: unbalanced quotes in request".into()),
         }
     }
-}
-
-/// Where a whole request lies in the buffer: its length, and the spans of
-/// its `count` arguments.
-struct Whole {
-    len: usize,
-    count: usize,
-    args: [(usize, usize); FAST_ARGS],
-}
-
-/// The fast path, for the common case: a whole, valid multibulk request of
-/// 1 to [`FAST_ARGS`] arguments is already buffered. Reads its headers in
-/// place, consuming nothing, exactly as [`RequestParser::next_incremental`]
-/// reads them. Anything else (incomplete, invalid, empty or larger) gives
-/// `None`, and the incremental path parses it, so that path alone decides
-/// errors and partial input. Saves a split and four cursor moves per
-/// argument.
-fn scan_whole(buf: &[u8], limits: &ProtocolLimits) -> Option<Whole> {
-    // The number after the type byte at `at` runs to the first '\r'; the
-    // byte after that '\r' is skipped unchecked, as Redis does.
-    let header = |at: usize| -> Option<(i64, usize)> {
-        let cr = at + memchr(b'\r', &buf[at..])?;
-        if cr + 1 >= buf.len() {
-            return None;
-        }
-        Some((parse_i64(buf.get(at + 1..cr)?)?, cr + 2))
-    };
-    let (count, mut pos) = header(0)?;
-    if count <= 0
-        || count as usize > FAST_ARGS
-        || count as usize > limits.max_multibulk_len
-        || (limits.pre_auth && count > PRE_AUTH_MAX_ARGS)
-    {
-        return None;
-    }
-    let mut whole = Whole {
-        len: 0,
-        count: count as usize,
-        args: [(0, 0); FAST_ARGS],
-    };
-    for span in &mut whole.args[..count as usize] {
-        if buf.get(pos) != Some(&b'$') {
-            return None;
-        }
-        let (len, start) = header(pos)?;
-        if len < 0 || len as u64 > limits.max_bulk_len as u64 || (limits.pre_auth && len > PRE_AUTH_MAX_BULK) {
-            return None;
-        }
-        let end = start.checked_add(len as usize)?;
-        if buf.len() < end.checked_add(2)? {
-            return None;
-        }
-        *span = (start, end);
-        pos = end + 2;
-    }
-    whole.len = pos;
-    Some(whole)
 }
 
 /// The length of the `\r`-terminated header line at the start of `buf`
@@ -470,75 +392,6 @@ mod tests {
                 while let Ok(Some(_)) = p.next(&mut buf, &ProtocolLimits::default()) {}
             }
         }
-    }
-
-    /// A request that is mostly well formed, with now and then a wrong
-    /// count, a bad header byte, a non-'\n' after '\r', or a cut.
-    fn random_request(rng: &mut fastrand::Rng) -> Vec<u8> {
-        let noise = |rng: &mut fastrand::Rng| rng.u8(..20) == 0;
-        let args = rng.usize(0..20);
-        let declared = if noise(rng) { rng.i64(-2..22) } else { args as i64 };
-        let mut out = format!("*{declared}\r\n").into_bytes();
-        for _ in 0..args {
-            let len = rng.usize(0..12);
-            let shown = if noise(rng) {
-                format!("{}", len as i64 - 1)
-            } else {
-                len.to_string()
-            };
-            out.push(if noise(rng) { b'+' } else { b'$' });
-            out.extend_from_slice(shown.as_bytes());
-            out.push(b'\r');
-            out.push(if noise(rng) { b'x' } else { b'\n' });
-            out.extend((0..len).map(|_| b"ab\r\n$*0"[rng.usize(..7)]));
-            out.extend_from_slice(b"\r\n");
-        }
-        if noise(rng) {
-            out.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
-        }
-        if noise(rng) {
-            out.truncate(rng.usize(..=out.len()));
-        }
-        out
-    }
-
-    /// Whenever the fast path takes a request, the incremental path reads
-    /// the same arguments from it and consumes the same bytes.
-    #[test]
-    fn fast_path_agrees_with_incremental_path() {
-        let mut rng = fastrand::Rng::with_seed(7);
-        let pre_auth = ProtocolLimits {
-            pre_auth: true,
-            ..ProtocolLimits::default()
-        };
-        let (mut taken, mut declined) = (0, 0);
-        for i in 0..50_000 {
-            let input = random_request(&mut rng);
-            let limits = if i % 2 == 0 {
-                &pre_auth
-            } else {
-                &ProtocolLimits::default()
-            };
-            let Some(whole) = scan_whole(&input, limits) else {
-                declined += 1;
-                continue;
-            };
-            taken += 1;
-            let mut buf = BytesMut::from(&input[..]);
-            let slow = RequestParser::new()
-                .next_incremental(&mut buf, limits)
-                .unwrap()
-                .unwrap();
-            assert_eq!(
-                input.len() - buf.len(),
-                whole.len,
-                "{:?}",
-                String::from_utf8_lossy(&input)
-            );
-            let fast: Vec<&[u8]> = whole.args[..whole.count].iter().map(|&(s, e)| &input[s..e]).collect();
-            assert_eq!(slow, fast, "{:?}", String::from_utf8_lossy(&input));
-        }
-        assert!(taken > 10_000 && declined > 5_000, "taken {taken}, declined {declined}");
     }
 
     #[test]
