@@ -100,19 +100,27 @@ impl ConnSignal {
         self.waker.wake();
     }
 
-    /// Ready once [`ConnSignal::close`] has been called.
-    pub fn poll_closed(&self, cx: &Context<'_>) -> Poll<()> {
-        self.register(cx);
-        if self.is_closed() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-
     /// Resolves once [`ConnSignal::close`] has been called.
     pub async fn closed(&self) {
-        std::future::poll_fn(|cx| self.poll_closed(cx)).await
+        self.wait_until(Self::is_closed).await
+    }
+
+    /// Resolves once the connection is closed or stopping ([`ConnSignal::is_ended`]).
+    pub async fn ended(&self) {
+        self.wait_until(Self::is_ended).await
+    }
+
+    /// Resolves once `done` holds, checked after each wake-up.
+    async fn wait_until(&self, done: fn(&Self) -> bool) {
+        std::future::poll_fn(|cx: &mut Context<'_>| {
+            self.register(cx);
+            if done(self) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
     }
 }
 

@@ -475,18 +475,6 @@ enum Woken {
     Messages,
 }
 
-/// Resolves once the connection's signal is closed or stopped.
-fn ended(signal: &ConnSignal) -> impl std::future::Future<Output = ()> + '_ {
-    std::future::poll_fn(move |cx| {
-        signal.register(cx);
-        if signal.is_ended() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-}
-
 /// Resolves when the connection's signal is closed or stopped, or messages arrive.
 fn woken<'a>(signal: &'a ConnSignal, outbox: &'a Outbox) -> impl std::future::Future<Output = Woken> + 'a {
     std::future::poll_fn(move |cx| {
@@ -512,7 +500,7 @@ async fn write_messages(socket: &mut TcpStream, outbox: &Outbox, signal: &ConnSi
     }
     tokio::select! {
         r = socket.write_all(&batch) => r?,
-        _ = ended(signal) => return Err(io::Error::other("closed while writing messages")),
+        _ = signal.ended() => return Err(io::Error::other("closed while writing messages")),
     }
     outbox.written(batch.len());
     Ok(())

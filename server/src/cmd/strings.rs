@@ -296,10 +296,9 @@ fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int(1)
 }
 
-/// INCRBY and friends: parse the stored value, check overflow, store the
-/// result keeping the key's deadline.
-/// INCR and friends. The value is read in place (no copy), and a counter
-/// that keeps its number of digits is rewritten in place.
+/// INCR and friends: parse the stored value, check overflow, store the
+/// result keeping the key's deadline. The value is read in place (no copy),
+/// and a counter that keeps its number of digits is rewritten in place.
 fn incr_by(ctx: &mut Ctx, key: &Bytes, by: i64) -> Reply {
     let now = ctx.now;
     let current = match ctx.db().lookup(key, now) {

@@ -56,10 +56,9 @@ const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range it
 const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
 const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 
-/// Reads a sorted set: `Ok(None)` when the key is absent, WRONGTYPE when it
-/// holds something else.
-/// Looks up a sorted set a command reads (a keyspace hit or miss, as
-/// Redis's `lookupKeyRead`); commands that change it use [`write`].
+/// Looks up a sorted set a command reads: `Ok(None)` when the key is absent,
+/// WRONGTYPE when it holds something else. Counts a keyspace hit or miss, as
+/// Redis's `lookupKeyRead`; commands that change the set use [`write`].
 fn read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
     match ctx.lookup_read(key) {
         None => Ok(None),
