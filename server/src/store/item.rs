@@ -3,8 +3,9 @@
 //!
 //! Memory per key is what a coordination server is judged on (a million
 //! `lock:<id>` keys with short owner tokens), so an [`Item`] is one
-//! allocation of `[expire_at: u64][key_len: u32][tag: u32][key][payload]`
-//! and the hash table holds only the 8-byte pointer. The payload is
+//! allocation of `[expire_at: u64][key_len: u32][tag: 3 bits, inline length:
+//! 29 bits][key][payload]` and the hash table holds only the 8-byte pointer.
+//! The tag is a [`Tag`], matched exhaustively everywhere. The payload is
 //!
 //! - a string of up to [`INLINE_MAX`] bytes, stored inline;
 //! - a longer string, as a pointer to a boxed [`Bytes`] (GET then clones a
@@ -26,12 +27,55 @@ use super::zset::ZSet;
 pub const INLINE_MAX: usize = 256;
 
 const HEADER: usize = 16;
-const TAG_SHIFT: u32 = 30;
+/// The header's last word is `[tag: 3 bits][inline length: 29 bits]`.
+const TAG_SHIFT: u32 = 29;
 const LEN_MASK: u32 = (1 << TAG_SHIFT) - 1;
-const TAG_INLINE: u32 = 0;
-const TAG_BYTES: u32 = 1;
-const TAG_ZSET: u32 = 2;
 const POINTER: usize = std::mem::size_of::<usize>();
+
+/// How an item's payload is stored: one arm per storage form. Every `match`
+/// on it is exhaustive, so a new value type (a new [`Value`] arm) does not
+/// compile until each unsafe site below says how its payload is read,
+/// moved out and freed. Three bits leave room for eight forms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tag {
+    /// A string of up to [`INLINE_MAX`] bytes inside the allocation.
+    InlineStr = 0,
+    /// A pointer to a boxed [`Bytes`].
+    BoxedStr = 1,
+    /// A pointer to a boxed [`ZSet`].
+    ZSet = 2,
+}
+
+const _: () = assert!((Tag::ZSet as u32) < (1 << (32 - TAG_SHIFT)));
+
+impl Tag {
+    /// The storage form of `value` (before it is stored).
+    fn of(value: &Value) -> Tag {
+        match value {
+            Value::Str(s) if s.len() <= INLINE_MAX => Tag::InlineStr,
+            Value::Str(_) => Tag::BoxedStr,
+            Value::ZSet(_) => Tag::ZSet,
+        }
+    }
+
+    fn from_bits(bits: u32) -> Tag {
+        match bits {
+            0 => Tag::InlineStr,
+            1 => Tag::BoxedStr,
+            2 => Tag::ZSet,
+            // Only `Item::new` writes tags, and only from the arms above.
+            other => unreachable!("corrupt item tag {other}"),
+        }
+    }
+
+    /// Bytes of payload after the key: the inline string, or one pointer.
+    fn payload_len(self, inline_len: usize) -> usize {
+        match self {
+            Tag::InlineStr => inline_len,
+            Tag::BoxedStr | Tag::ZSet => POINTER,
+        }
+    }
+}
 
 /// A stored value, borrowed.
 #[derive(Clone, Copy, Debug)]
@@ -79,11 +123,12 @@ unsafe impl Sync for Item {}
 impl Item {
     pub fn new(key: &[u8], value: Value, expire_at: u64) -> Item {
         let key_len = u32::try_from(key.len()).expect("key longer than 4 GB");
-        let (tag, payload_len) = match &value {
-            Value::Str(s) if s.len() <= INLINE_MAX => (TAG_INLINE, s.len()),
-            Value::Str(_) => (TAG_BYTES, POINTER),
-            Value::ZSet(_) => (TAG_ZSET, POINTER),
+        let tag = Tag::of(&value);
+        let inline_len = match &value {
+            Value::Str(s) => s.len(),
+            Value::ZSet(_) => 0,
         };
+        let payload_len = tag.payload_len(inline_len);
         let layout = Self::layout(key.len(), payload_len);
         // SAFETY: the layout has a non-zero size (at least the header).
         let raw = unsafe { alloc(layout) };
@@ -98,11 +143,11 @@ impl Item {
             ptr.as_ptr()
                 .add(12)
                 .cast::<u32>()
-                .write((tag << TAG_SHIFT) | payload_len as u32);
+                .write(((tag as u32) << TAG_SHIFT) | payload_len as u32);
             std::ptr::copy_nonoverlapping(key.as_ptr(), ptr.as_ptr().add(HEADER), key.len());
             let payload = ptr.as_ptr().add(HEADER + key.len());
             match value {
-                Value::Str(s) if tag == TAG_INLINE => std::ptr::copy_nonoverlapping(s.as_ptr(), payload, s.len()),
+                Value::Str(s) if tag == Tag::InlineStr => std::ptr::copy_nonoverlapping(s.as_ptr(), payload, s.len()),
                 Value::Str(s) => payload.cast::<*mut Bytes>().write_unaligned(Box::into_raw(Box::new(s))),
                 Value::ZSet(z) => payload.cast::<*mut ZSet>().write_unaligned(Box::into_raw(z)),
             }
@@ -117,10 +162,10 @@ impl Item {
     /// The layout this item was allocated with.
     fn allocation(&self) -> Layout {
         let (key_len, tag, len) = self.header();
-        Self::layout(key_len, if tag == TAG_INLINE { len } else { POINTER })
+        Self::layout(key_len, tag.payload_len(len))
     }
 
-    fn header(&self) -> (usize, u32, usize) {
+    fn header(&self) -> (usize, Tag, usize) {
         // SAFETY: every Item starts with a header written by `new`.
         let (key_len, word) = unsafe {
             (
@@ -128,7 +173,11 @@ impl Item {
                 self.ptr.as_ptr().add(12).cast::<u32>().read(),
             )
         };
-        (key_len as usize, word >> TAG_SHIFT, (word & LEN_MASK) as usize)
+        (
+            key_len as usize,
+            Tag::from_bits(word >> TAG_SHIFT),
+            (word & LEN_MASK) as usize,
+        )
     }
 
     fn payload(&self) -> *mut u8 {
@@ -161,20 +210,20 @@ impl Item {
         // made by `Box::into_raw` in `new` and stay valid until `drop`.
         unsafe {
             match tag {
-                TAG_INLINE => ValueRef::Str(std::slice::from_raw_parts(payload, len)),
-                TAG_BYTES => ValueRef::Str(&*payload.cast::<*mut Bytes>().read_unaligned()),
-                _ => ValueRef::ZSet(&*payload.cast::<*mut ZSet>().read_unaligned()),
+                Tag::InlineStr => ValueRef::Str(std::slice::from_raw_parts(payload, len)),
+                Tag::BoxedStr => ValueRef::Str(&*payload.cast::<*mut Bytes>().read_unaligned()),
+                Tag::ZSet => ValueRef::ZSet(&*payload.cast::<*mut ZSet>().read_unaligned()),
             }
         }
     }
 
     pub fn value_mut(&mut self) -> ValueMut<'_> {
         let (_, tag, _) = self.header();
-        if tag != TAG_ZSET {
-            return ValueMut::Str;
+        match tag {
+            Tag::InlineStr | Tag::BoxedStr => ValueMut::Str,
+            // SAFETY: as in `value`; `&mut self` makes the borrow exclusive.
+            Tag::ZSet => ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() }),
         }
-        // SAFETY: as in `value`; `&mut self` makes the borrow exclusive.
-        ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() })
     }
 
     /// Overwrites an inline string value with `new` of the same length, in
@@ -182,7 +231,7 @@ impl Item {
     /// false, changing nothing, for any other value or length.
     pub fn overwrite_str(&mut self, new: &[u8]) -> bool {
         let (_, tag, len) = self.header();
-        if tag != TAG_INLINE || len != new.len() {
+        if tag != Tag::InlineStr || len != new.len() {
             return false;
         }
         // SAFETY: an inline payload is `len` bytes inside the allocation;
@@ -195,12 +244,15 @@ impl Item {
     /// A string value as `Bytes`: a reference for long strings, a copy of
     /// short ones. `None` for other types.
     pub fn str_bytes(&self) -> Option<Bytes> {
-        let (_, tag, _) = self.header();
-        match (tag, self.value()) {
-            // SAFETY: TAG_BYTES payloads hold a live boxed Bytes (see `value`).
-            (TAG_BYTES, _) => Some(unsafe { (*self.payload().cast::<*mut Bytes>().read_unaligned()).clone() }),
-            (_, ValueRef::Str(s)) => Some(Bytes::copy_from_slice(s)),
-            _ => None,
+        let (_, tag, len) = self.header();
+        match tag {
+            // SAFETY: an inline payload is `len` bytes inside the allocation.
+            Tag::InlineStr => Some(Bytes::copy_from_slice(unsafe {
+                std::slice::from_raw_parts(self.payload(), len)
+            })),
+            // SAFETY: a BoxedStr payload holds a live boxed Bytes (see `value`).
+            Tag::BoxedStr => Some(unsafe { (*self.payload().cast::<*mut Bytes>().read_unaligned()).clone() }),
+            Tag::ZSet => None,
         }
     }
 
@@ -214,9 +266,9 @@ impl Item {
         // runs for `this`), then the allocation is freed with its layout.
         unsafe {
             let value = match tag {
-                TAG_INLINE => this.value().to_value(),
-                TAG_BYTES => Value::Str(*Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
-                _ => Value::ZSet(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
+                Tag::InlineStr => this.value().to_value(),
+                Tag::BoxedStr => Value::Str(*Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
+                Tag::ZSet => Value::ZSet(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
             };
             dealloc(this.ptr.as_ptr(), this.allocation());
             Entry { value, expire_at }
@@ -232,9 +284,9 @@ impl Drop for Item {
         unsafe {
             let payload = self.payload();
             match tag {
-                TAG_BYTES => drop(Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
-                TAG_ZSET => drop(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
-                _ => {}
+                Tag::InlineStr => {}
+                Tag::BoxedStr => drop(Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
+                Tag::ZSet => drop(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
             }
             dealloc(self.ptr.as_ptr(), self.allocation());
         }
