@@ -9,14 +9,14 @@
 //! - `zrank`: rank lookup through the skip list spans.
 
 use bytes::Bytes;
-use coordis::store::zset::{ScoreRange, ZSet};
+use coordis::store::zset::{Listpack, ScoreRange, ZSet};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 fn build(n: usize) -> (ZSet, Vec<Bytes>) {
     let members: Vec<Bytes> = (0..n).map(|i| Bytes::from(format!("member:{i:08}"))).collect();
     let mut z = ZSet::default();
     for (i, m) in members.iter().enumerate() {
-        z.insert(m, i as f64);
+        z.insert(m, i as f64, Listpack::default());
     }
     (z, members)
 }
@@ -29,13 +29,13 @@ fn bench(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("zadd_update", n), |b| {
             b.iter(|| {
                 let m = &members[rng.usize(..n)];
-                z.insert(m, rng.usize(..n) as f64 + 0.5)
+                z.insert(m, rng.usize(..n) as f64 + 0.5, Listpack::default())
             })
         });
         let extra = Bytes::from_static(b"extra-member");
         group.bench_function(BenchmarkId::new("zadd_insert_remove", n), |b| {
             b.iter(|| {
-                z.insert(&extra, rng.usize(..n) as f64);
+                z.insert(&extra, rng.usize(..n) as f64, Listpack::default());
                 z.remove(&extra)
             })
         });
@@ -51,7 +51,7 @@ fn bench(c: &mut Criterion) {
                 };
                 let removed = z.remove_score_range(&range);
                 for (i, m) in members[start..start + 10].iter().enumerate() {
-                    z.insert(m, (start + i) as f64);
+                    z.insert(m, (start + i) as f64, Listpack::default());
                 }
                 removed
             })

@@ -1,20 +1,25 @@
-//! Server settings: defaults, redis.conf / command-line directives, and the
-//! CONFIG GET / CONFIG SET view of them.
+//! Server settings: one table of directives ([`DIRECTIVES`]) that startup
+//! flags, config files, `CONFIG GET`, `CONFIG SET` and the defaults all read.
 //!
 //! `coordis-server` reads the same syntax as `redis-server`: an optional
 //! config file path first, then `--directive value...` pairs, each directive
-//! exactly as in redis.conf. Directives coordis implements are listed in
-//! [`Config::apply`]; directives Redis has but coordis has no use for
-//! (persistence, daemonizing, ...) are accepted, remembered for CONFIG GET, and
-//! logged as ignored, so existing scripts keep working. Anything else is an
-//! error, as in Redis.
+//! exactly as in redis.conf. A directive is one row of the table (compare
+//! Redis's `static_configs[]` in config.c): its name and aliases, its default
+//! (as redis.conf would spell it), whether CONFIG SET may change it, how its
+//! value is checked and shown, where it is stored, and what a change must
+//! reach beyond this struct ([`Effect`]). Directives Redis has but coordis has
+//! no use for (persistence, daemonizing, ...) are rows too: checked as Redis
+//! checks them, remembered for CONFIG GET, logged as ignored at startup, so
+//! existing scripts keep working. Anything else is an error, as in Redis.
+//!
+//! Adding a directive: a field in [`Config`] (if it has an effect) and a row.
 
 use std::collections::BTreeMap;
 
 use crate::protocol::split_args;
-use crate::store::glob;
+use crate::store::{glob, num};
 
-/// All settings, with Redis's defaults unless noted.
+/// All settings. The defaults are the table's ([`DIRECTIVES`]).
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Addresses to listen on. Default `127.0.0.1` (loopback only).
@@ -44,7 +49,7 @@ pub struct Config {
     /// With no password set, refuse clients that do not connect from
     /// 127.0.0.1 or ::1 with Redis's `-DENIED` text. Default yes.
     pub protected_mode: bool,
-    /// Active-expiry frequency (times per second). Default 10.
+    /// Active-expiry frequency (times per second), 1 to 500. Default 10.
     pub hz: u32,
     /// Threads serving connections in `coordis-server` (tokio workers).
     /// Default 1, as Redis's `io-threads`: on small machines one thread plus
@@ -61,32 +66,60 @@ pub struct Config {
     /// Keyspace notification classes (`notify-keyspace-events`), as
     /// [`crate::notify`] flags. Default: none.
     pub notify_keyspace_events: u32,
-    /// Redis directives accepted but without effect in coordis, by name.
-    pub ignored: BTreeMap<String, String>,
+    /// Sorted sets of at most this many members, none longer than
+    /// `zset_max_listpack_value`, are held the way Redis's listpack holds
+    /// them (a score of -0 reads back as 0). Defaults 128 and 64.
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+    /// The hash, set and list encoding thresholds Redis's own tests set;
+    /// they drive `OBJECT ENCODING` and the small-type orders once those
+    /// types exist. Defaults as Redis: 512, 64, 512, -2, 0.
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
+    pub list_max_listpack_size: i64,
+    pub list_compress_depth: u64,
+    /// Directives accepted without effect in coordis, by name: their value
+    /// as CONFIG GET shows it.
+    pub ignored: BTreeMap<&'static str, String>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            bind: vec!["127.0.0.1".into()],
-            port: 6379,
+        let mut config = Config {
+            bind: vec![],
+            port: 0,
             requirepass: None,
-            databases: 16,
-            maxclients: 10000,
-            loglevel: "notice".into(),
+            databases: 0,
+            maxclients: 0,
+            loglevel: String::new(),
             timeout: 0,
-            tcp_keepalive: 300,
-            proto_max_bulk_len: 512 * 1024 * 1024,
-            proto_max_multibulk_len: 1024 * 1024,
-            client_query_buffer_limit: 1024 * 1024 * 1024,
-            protected_mode: true,
-            hz: 10,
-            io_threads: 1,
-            busy_reply_threshold: 5000,
-            lua_memory_limit: 256 * 1024 * 1024,
+            tcp_keepalive: 0,
+            proto_max_bulk_len: 0,
+            proto_max_multibulk_len: 0,
+            client_query_buffer_limit: 0,
+            protected_mode: false,
+            hz: 0,
+            io_threads: 0,
+            busy_reply_threshold: 0,
+            lua_memory_limit: 0,
             notify_keyspace_events: 0,
-            ignored: IGNORED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            zset_max_listpack_entries: 0,
+            zset_max_listpack_value: 0,
+            hash_max_listpack_entries: 0,
+            hash_max_listpack_value: 0,
+            set_max_intset_entries: 0,
+            list_max_listpack_size: 0,
+            list_compress_depth: 0,
+            ignored: BTreeMap::new(),
+        };
+        for d in DIRECTIVES {
+            let text = d
+                .check(d.default, "")
+                .expect("a directive's default passes its own check");
+            d.write(&mut config, &text);
         }
+        config
     }
 }
 
@@ -107,285 +140,500 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// Redis directives coordis accepts without acting on them, with the value
-/// CONFIG GET reports until one is given.
-const IGNORED: &[(&str, &str)] = &[
-    ("save", "3600 1 300 100 60 10000"),
-    ("appendonly", "no"),
-    ("appendfsync", "everysec"),
-    ("appendfilename", "appendonly.aof"),
-    ("daemonize", "no"),
-    ("supervised", "no"),
-    ("pidfile", ""),
-    ("logfile", ""),
-    ("dir", "."),
-    ("dbfilename", "dump.rdb"),
-    ("tcp-backlog", "511"),
-    ("always-show-logo", "no"),
-    ("set-proc-title", "yes"),
-    ("stop-writes-on-bgsave-error", "yes"),
-    ("rdbcompression", "yes"),
-    ("rdbchecksum", "yes"),
-    ("maxmemory", "0"),
-    ("maxmemory-policy", "noeviction"),
-    ("lazyfree-lazy-eviction", "no"),
-    ("lazyfree-lazy-expire", "no"),
-    ("lazyfree-lazy-server-del", "no"),
-    ("lazyfree-lazy-user-del", "no"),
-    ("slowlog-log-slower-than", "10000"),
-    ("slowlog-max-len", "128"),
-    ("latency-monitor-threshold", "0"),
-    ("enable-debug-command", "no"),
-    ("unixsocket", ""),
-    ("unixsocketperm", "0"),
-    ("replica-read-only", "yes"),
-    ("repl-diskless-sync", "yes"),
-    ("cluster-enabled", "no"),
-    ("activerehashing", "yes"),
-    ("dynamic-hz", "yes"),
-    (
-        "client-output-buffer-limit",
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-    ),
-];
-
-/// Why CONFIG SET refused a value.
-#[derive(Debug, PartialEq)]
-pub enum SetError {
-    /// Not a parameter coordis knows.
-    Unknown,
-    /// Known, but the value is invalid: Redis's reason text.
-    Invalid(String),
+/// Whether CONFIG SET may change a directive (Redis's `IMMUTABLE_CONFIG` and
+/// `PROTECTED_CONFIG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Change {
+    Mutable,
+    Immutable,
+    Protected,
 }
 
-fn parse_num<T: std::str::FromStr>(value: &str) -> Result<T, SetError> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))
+/// How a value is checked, and the canonical text it is kept and shown as.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind {
+    /// `yes` or `no`, any case.
+    Bool,
+    /// An integer in `min..=max`, spelled as Redis's `string2ll` accepts.
+    Int { min: i64, max: i64 },
+    /// A byte count with an optional unit (`b`, `k`, `kb`, `m`, `mb`, `g`,
+    /// `gb`, any case), in `min..=max`; shown in bytes. (Bounds are `i128`
+    /// because `maxmemory` goes up to `u64::MAX`.)
+    Memory { min: i128, max: i128 },
+    /// One of these words, any case; shown in lower case.
+    Enum(&'static [&'static str]),
+    /// Any text.
+    Text,
+    /// Checked and made canonical by a function of its own, given the new
+    /// value and the current one (for directives that update in parts).
+    Custom(fn(&str, &str) -> Result<String, String>),
 }
 
-/// A byte size of at least 1 MB, with Redis's error text for the two
-/// directives that share this range (`proto-max-bulk-len`,
-/// `client-query-buffer-limit`).
-fn parse_bytes_from_1mb(value: &str) -> Result<usize, SetError> {
-    match parse_bytes(value)? {
-        n if n < 1024 * 1024 => Err(SetError::Invalid(
-            "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
-        )),
-        n => Ok(n),
+/// What a changed directive must reach besides [`Config`]; the CONFIG
+/// command applies it (see `cmd::server`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Nothing: readers look at the config each time.
+    None,
+    /// Settings connection tasks read without the engine lock
+    /// ([`crate::engine::Shared`]).
+    Connections,
+    /// Whether databases record expired keys for `expired` events.
+    Notifications,
+    /// The Lua VM's memory limit.
+    LuaMemory,
+}
+
+/// Where a directive's value lives.
+#[derive(Clone, Copy)]
+pub(crate) enum Store {
+    /// A [`Config`] field: `set` writes the canonical text into it (already
+    /// checked), `get` renders it as CONFIG GET shows it.
+    Field {
+        set: fn(&mut Config, &str),
+        get: fn(&Config) -> String,
+    },
+    /// Accepted for compatibility and without effect: the text is kept in
+    /// [`Config::ignored`].
+    Ignored,
+}
+
+/// One directive: see the module docs.
+#[derive(Clone, Copy)]
+pub(crate) struct Directive {
+    pub name: &'static str,
+    /// Other names for it (old Redis spellings), equally accepted everywhere.
+    pub aliases: &'static [&'static str],
+    /// As redis.conf would spell it.
+    pub default: &'static str,
+    pub change: Change,
+    /// Takes several words at startup (`bind 127.0.0.1 ::1`, `save 3600 1`),
+    /// kept joined by spaces (Redis's `MULTI_ARG_CONFIG`).
+    pub multi_arg: bool,
+    pub kind: Kind,
+    pub store: Store,
+    pub effect: Effect,
+}
+
+const fn row(name: &'static str, default: &'static str, kind: Kind, store: Store) -> Directive {
+    Directive {
+        name,
+        aliases: &[],
+        default,
+        change: Change::Mutable,
+        multi_arg: false,
+        kind,
+        store,
+        effect: Effect::None,
     }
 }
 
-fn parse_bytes(value: &str) -> Result<usize, SetError> {
-    let v = value.trim().to_ascii_lowercase();
-    let (digits, mult) = if let Some(d) = v.strip_suffix("gb") {
-        (d, 1 << 30)
-    } else if let Some(d) = v.strip_suffix("mb") {
-        (d, 1 << 20)
-    } else if let Some(d) = v.strip_suffix("kb") {
-        (d, 1 << 10)
-    } else if let Some(d) = v.strip_suffix('g') {
-        (d, 1_000_000_000)
-    } else if let Some(d) = v.strip_suffix('m') {
-        (d, 1_000_000)
-    } else if let Some(d) = v.strip_suffix('k') {
-        (d, 1000)
+impl Directive {
+    const fn alias(self, aliases: &'static [&'static str]) -> Self {
+        Directive { aliases, ..self }
+    }
+    const fn immutable(self) -> Self {
+        Directive {
+            change: Change::Immutable,
+            ..self
+        }
+    }
+    const fn protected(self) -> Self {
+        Directive {
+            change: Change::Protected,
+            ..self
+        }
+    }
+    const fn multi_arg(self) -> Self {
+        Directive {
+            multi_arg: true,
+            ..self
+        }
+    }
+    const fn effect(self, effect: Effect) -> Self {
+        Directive { effect, ..self }
+    }
+
+    /// Whether the directive does anything in coordis.
+    pub fn is_effective(&self) -> bool {
+        matches!(self.store, Store::Field { .. })
+    }
+
+    /// Every name it answers to, its own first.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.name).chain(self.aliases.iter().copied())
+    }
+
+    /// Checks a value given while the directive holds `current`; `Ok` is
+    /// the canonical text to store, `Err` Redis's reason.
+    pub fn check(&self, value: &str, current: &str) -> Result<String, String> {
+        match self.kind {
+            Kind::Bool => match value.to_ascii_lowercase().as_str() {
+                v @ ("yes" | "no") => Ok(v.to_string()),
+                _ => Err("argument must be 'yes' or 'no'".into()),
+            },
+            Kind::Int { min, max } => {
+                let n = num::parse_i64(value.as_bytes())
+                    .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+                within(n, min, max)
+            }
+            Kind::Memory { min, max } => {
+                let n = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+                // Redis keeps all but unsigned 64-bit settings in a `long
+                // long`: a value past i64::MAX wraps negative there.
+                let n = if max > i64::MAX as i128 {
+                    n as i128
+                } else {
+                    n as i64 as i128
+                };
+                within(n, min, max)
+            }
+            Kind::Enum(words) => {
+                let v = value.to_ascii_lowercase();
+                if words.contains(&v.as_str()) {
+                    Ok(v)
+                } else {
+                    Err(format!(
+                        "argument(s) must be one of the following: {}",
+                        words.join(", ")
+                    ))
+                }
+            }
+            Kind::Text => Ok(value.to_string()),
+            Kind::Custom(check) => check(value, current),
+        }
+    }
+
+    /// Stores an already checked canonical value.
+    fn write(&self, config: &mut Config, text: &str) {
+        match self.store {
+            Store::Field { set, .. } => set(config, text),
+            Store::Ignored => {
+                config.ignored.insert(self.name, text.to_string());
+            }
+        }
+    }
+
+    /// The value as CONFIG GET shows it.
+    pub fn read(&self, config: &Config) -> String {
+        match self.store {
+            Store::Field { get, .. } => get(config),
+            Store::Ignored => config.ignored.get(self.name).cloned().unwrap_or_default(),
+        }
+    }
+}
+
+fn within<T: Into<i128>>(n: T, min: T, max: T) -> Result<String, String> {
+    let (n, min, max) = (n.into(), min.into(), max.into());
+    if (min..=max).contains(&n) {
+        Ok(n.to_string())
     } else {
-        (v.as_str(), 1)
+        Err(format!("argument must be between {min} and {max} inclusive"))
+    }
+}
+
+/// Redis 7.0's `memtoull`: digits and an optional unit, nothing else; no
+/// digits read as 0, and too many saturate at `u64::MAX` (as `strtoull`).
+fn parse_memory(value: &str) -> Option<u64> {
+    let v = value.to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (digits, unit) = v.split_at(split);
+    let mult: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1 << 10,
+        "m" => 1_000_000,
+        "mb" => 1 << 20,
+        "g" => 1_000_000_000,
+        "gb" => 1 << 30,
+        _ => return None,
     };
-    let n: usize = digits
-        .parse()
-        .map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))?;
-    n.checked_mul(mult)
-        .ok_or_else(|| SetError::Invalid("argument couldn't be parsed into an integer".into()))
+    if digits.len() >= 128 {
+        return None;
+    }
+    let n = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u64>().unwrap_or(u64::MAX)
+    };
+    Some(n.wrapping_mul(mult))
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+/// `notify-keyspace-events`: Redis's class letters, shown canonically.
+fn check_events(value: &str, _current: &str) -> Result<String, String> {
+    crate::notify::parse_flags(value)
+        .map(crate::notify::flags_to_string)
+        .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
+}
+
+/// `save`: empty, or pairs of `<seconds> <changes>`.
+fn check_save(value: &str, _current: &str) -> Result<String, String> {
+    let words: Vec<&str> = value.split(' ').filter(|w| !w.is_empty()).collect();
+    let valid = if words.is_empty() {
+        value.is_empty()
+    } else {
+        words.len().is_multiple_of(2)
+            && words
+                .iter()
+                .all(|w| num::parse_i64(w.as_bytes()).is_some_and(|n| n >= 0))
+    };
+    if valid {
+        Ok(words.join(" "))
+    } else {
+        Err("Invalid save parameters".into())
+    }
+}
+
+/// `client-output-buffer-limit`: groups of `<class> <hard> <soft> <seconds>`,
+/// each replacing its class's limits in `current`.
+fn check_output_limits(value: &str, current: &str) -> Result<String, String> {
+    const CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+    let mut limits: [Option<String>; 3] = Default::default();
+    for group in current.split_whitespace().collect::<Vec<_>>().chunks(4) {
+        if let Some(i) = CLASSES.iter().position(|c| *c == group[0]) {
+            limits[i] = Some(group.join(" "));
+        }
+    }
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    for group in words.chunks(4) {
+        let class = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+        };
+        let hard = parse_memory(group[1]);
+        let soft = parse_memory(group[2]);
+        let secs = num::parse_i64(group[3].as_bytes()).filter(|n| *n >= 0);
+        let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+            return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+        };
+        limits[class] = Some(format!("{} {hard} {soft} {secs}", CLASSES[class]));
+    }
+    Ok(limits.into_iter().flatten().collect::<Vec<_>>().join(" "))
+}
+
+/// A [`Store::Field`] for a field whose canonical text parses into it.
+macro_rules! field {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.$f.to_string(),
+        }
+    };
+    (bool $f:ident) => {
+        Store::Field {
+            set: |c, v| c.$f = v == "yes",
+            get: |c| yes_no(c.$f),
+        }
+    };
+}
+
+const I32: i64 = i32::MAX as i64;
+const LONG: i64 = i64::MAX;
+const MB: i128 = 1 << 20;
+const LONG_MEM: i128 = i64::MAX as i128;
+use Kind::{Bool, Enum, Int, Memory, Text};
+
+/// Every directive coordis accepts. Order is CONFIG GET's for patterns.
+#[rustfmt::skip]
+pub(crate) static DIRECTIVES: &[Directive] = &[
+    // Networking and clients.
+    row("bind", "127.0.0.1", Text, Store::Field {
+        set: |c, v| c.bind = v.split_whitespace().map(String::from).collect(),
+        get: |c| c.bind.join(" "),
+    }).multi_arg().immutable(),
+    row("port", "6379", Int { min: 0, max: 65535 }, field!(port)).immutable(),
+    row("requirepass", "", Text, Store::Field {
+        set: |c, v| c.requirepass = (!v.is_empty()).then(|| Secret(v.to_string())),
+        get: |c| c.requirepass.as_ref().map(|p| p.expose().to_string()).unwrap_or_default(),
+    }).effect(Effect::Connections),
+    row("databases", "16", Int { min: 1, max: I32 }, field!(databases)).immutable(),
+    row("maxclients", "10000", Int { min: 1, max: u32::MAX as i64 }, field!(maxclients)).effect(Effect::Connections),
+    row("loglevel", "notice", Enum(&["debug", "verbose", "notice", "warning"]), field!(loglevel)),
+    row("timeout", "0", Int { min: 0, max: I32 }, field!(timeout)).effect(Effect::Connections),
+    row("tcp-keepalive", "300", Int { min: 0, max: I32 }, field!(tcp_keepalive)).effect(Effect::Connections),
+    row("proto-max-bulk-len", "512mb", Memory { min: MB, max: LONG_MEM }, field!(proto_max_bulk_len)).effect(Effect::Connections),
+    row("proto-max-multibulk-len", "1048576", Int { min: 1, max: I32 }, field!(proto_max_multibulk_len)).effect(Effect::Connections),
+    row("client-query-buffer-limit", "1gb", Memory { min: MB, max: LONG_MEM }, field!(client_query_buffer_limit)).effect(Effect::Connections),
+    row("protected-mode", "yes", Bool, field!(bool protected_mode)).effect(Effect::Connections),
+    row("io-threads", "1", Int { min: 1, max: 128 }, field!(io_threads)).immutable(),
+    // Expiry, scripting, notifications.
+    row("hz", "10", Int { min: 0, max: I32 }, Store::Field {
+        // Redis keeps hz within 1..=500 whatever is asked.
+        set: |c, v| c.hz = v.parse::<u32>().expect("checked").clamp(1, 500),
+        get: |c| c.hz.to_string(),
+    }),
+    row("busy-reply-threshold", "5000", Int { min: 0, max: LONG }, field!(busy_reply_threshold))
+        .alias(&["lua-time-limit"]).effect(Effect::Connections),
+    row("lua-memory-limit", "256mb", Memory { min: 0, max: LONG_MEM }, field!(lua_memory_limit)).effect(Effect::LuaMemory),
+    row("notify-keyspace-events", "", Kind::Custom(check_events), Store::Field {
+        set: |c, v| c.notify_keyspace_events = crate::notify::parse_flags(v).expect("checked"),
+        get: |c| crate::notify::flags_to_string(c.notify_keyspace_events),
+    }).effect(Effect::Notifications),
+    // Encodings a client can see.
+    row("zset-max-listpack-entries", "128", Int { min: 0, max: LONG }, field!(zset_max_listpack_entries))
+        .alias(&["zset-max-ziplist-entries"]),
+    row("zset-max-listpack-value", "64", Memory { min: 0, max: LONG_MEM }, field!(zset_max_listpack_value))
+        .alias(&["zset-max-ziplist-value"]),
+    row("hash-max-listpack-entries", "512", Int { min: 0, max: LONG }, field!(hash_max_listpack_entries))
+        .alias(&["hash-max-ziplist-entries"]),
+    row("hash-max-listpack-value", "64", Memory { min: 0, max: LONG_MEM }, field!(hash_max_listpack_value))
+        .alias(&["hash-max-ziplist-value"]),
+    row("set-max-intset-entries", "512", Int { min: 0, max: LONG }, field!(set_max_intset_entries)),
+    row("list-max-listpack-size", "-2", Int { min: i32::MIN as i64, max: I32 }, field!(list_max_listpack_size))
+        .alias(&["list-max-ziplist-size"]),
+    row("list-compress-depth", "0", Int { min: 0, max: I32 }, field!(list_compress_depth)),
+    // Accepted without effect, checked as Redis checks them.
+    row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Ignored).multi_arg(),
+    row("appendonly", "no", Bool, Store::Ignored),
+    row("appendfsync", "everysec", Enum(&["everysec", "always", "no"]), Store::Ignored),
+    row("appendfilename", "appendonly.aof", Text, Store::Ignored).immutable(),
+    row("daemonize", "no", Bool, Store::Ignored).immutable(),
+    row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), Store::Ignored).immutable(),
+    row("pidfile", "", Text, Store::Ignored).immutable(),
+    row("logfile", "", Text, Store::Ignored).immutable(),
+    row("dir", ".", Text, Store::Ignored).protected(),
+    row("dbfilename", "dump.rdb", Text, Store::Ignored).protected(),
+    row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
+    row("always-show-logo", "no", Bool, Store::Ignored).immutable(),
+    row("set-proc-title", "yes", Bool, Store::Ignored).immutable(),
+    row("stop-writes-on-bgsave-error", "yes", Bool, Store::Ignored),
+    row("rdbcompression", "yes", Bool, Store::Ignored),
+    row("rdbchecksum", "yes", Bool, Store::Ignored).immutable(),
+    row("maxmemory", "0", Memory { min: 0, max: u64::MAX as i128 }, Store::Ignored),
+    row("maxmemory-policy", "noeviction", Enum(&["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"]), Store::Ignored),
+    row("lazyfree-lazy-eviction", "no", Bool, Store::Ignored),
+    row("lazyfree-lazy-expire", "no", Bool, Store::Ignored),
+    row("lazyfree-lazy-server-del", "no", Bool, Store::Ignored),
+    row("lazyfree-lazy-user-del", "no", Bool, Store::Ignored),
+    row("slowlog-log-slower-than", "10000", Int { min: -1, max: LONG }, Store::Ignored),
+    row("slowlog-max-len", "128", Int { min: 0, max: LONG }, Store::Ignored),
+    row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, Store::Ignored),
+    row("enable-debug-command", "no", Enum(&["no", "yes", "local"]), Store::Ignored).immutable(),
+    row("unixsocket", "", Text, Store::Ignored).immutable(),
+    row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
+    row("replica-read-only", "yes", Bool, Store::Ignored),
+    row("repl-diskless-sync", "yes", Bool, Store::Ignored),
+    row("cluster-enabled", "no", Bool, Store::Ignored).immutable(),
+    row("activerehashing", "yes", Bool, Store::Ignored),
+    row("dynamic-hz", "yes", Bool, Store::Ignored),
+    row("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        Kind::Custom(check_output_limits), Store::Ignored).multi_arg(),
+];
+
+/// The directive named `name` (or one of its aliases), any case.
+pub(crate) fn lookup(name: &str) -> Option<&'static Directive> {
+    DIRECTIVES
+        .iter()
+        .find(|d| d.names().any(|n| n.eq_ignore_ascii_case(name)))
+}
+
+/// Why CONFIG SET refused.
+#[derive(Debug, PartialEq)]
+pub enum SetError {
+    /// Not a parameter coordis knows (the name as given).
+    Unknown(String),
+    /// The parameter given as `.0` cannot be set: Redis's reason text.
+    Refused(String, String),
 }
 
 impl Config {
     /// Applies one directive given at startup (config file or command line).
     /// `Ok(false)` means it was accepted but has no effect in coordis.
     pub fn apply(&mut self, name: &str, values: &[String]) -> Result<bool, String> {
-        let name = name.to_ascii_lowercase();
-        let joined = values.join(" ");
-        let one = || -> Result<&str, String> {
-            match values {
-                [v] => Ok(v.as_str()),
-                _ => Err("wrong number of arguments".to_string()),
-            }
+        let Some(d) = lookup(name) else {
+            return Err("Bad directive or wrong number of arguments".into());
         };
-        match name.as_str() {
-            "bind" => {
-                if values.is_empty() {
-                    return Err("wrong number of arguments".into());
-                }
-                self.bind = values.to_vec();
+        let value = match values {
+            [one] => one.clone(),
+            _ if d.multi_arg && !values.is_empty() => values.join(" "),
+            _ => return Err("wrong number of arguments".into()),
+        };
+        let text = d.check(&value, &d.read(self))?;
+        d.write(self, &text);
+        Ok(d.is_effective())
+    }
+
+    /// CONFIG SET of `(name, value)` pairs, all or nothing, as Redis 7:
+    /// unknown names first, then immutable ones and duplicates, then the
+    /// values. Returns the effects the changes must reach.
+    pub(crate) fn set_runtime(&mut self, pairs: &[(&str, &str)]) -> Result<Vec<Effect>, SetError> {
+        // Names first, in order: the first unknown, immutable or repeated
+        // one is the error.
+        let mut found: Vec<&'static Directive> = Vec::with_capacity(pairs.len());
+        for (i, (name, _)) in pairs.iter().enumerate() {
+            let Some(d) = lookup(name) else {
+                return Err(SetError::Unknown(name.to_string()));
+            };
+            let refused = |why: &str| Err(SetError::Refused(name.to_string(), why.to_string()));
+            match d.change {
+                Change::Mutable => {}
+                Change::Immutable => return refused("can't set immutable config"),
+                Change::Protected => return refused("can't set protected config"),
             }
-            "port" | "databases" | "io-threads" => {
-                let v = one()?;
-                self.set_runtime_inner(&name, v, true).map_err(describe)?;
+            // The same name twice is refused; a name and its alias are not.
+            if pairs[..i].iter().any(|(other, _)| other.eq_ignore_ascii_case(name)) {
+                return refused("duplicate parameter");
             }
-            "requirepass"
-            | "maxclients"
-            | "loglevel"
-            | "timeout"
-            | "tcp-keepalive"
-            | "proto-max-bulk-len"
-            | "proto-max-multibulk-len"
-            | "client-query-buffer-limit"
-            | "protected-mode"
-            | "hz"
-            | "lua-time-limit"
-            | "busy-reply-threshold"
-            | "lua-memory-limit" => {
-                let v = one()?;
-                self.set_runtime_inner(&name, v, true).map_err(describe)?;
-            }
-            _ if self.ignored.contains_key(&name) => {
-                self.ignored.insert(name, joined);
-                return Ok(false);
-            }
-            _ => return Err("Bad directive or wrong number of arguments".into()),
+            found.push(d);
         }
-        Ok(true)
-    }
-
-    /// CONFIG SET of one parameter (names are lower case).
-    pub fn set_runtime(&mut self, name: &str, value: &str) -> Result<(), SetError> {
-        self.set_runtime_inner(name, value, false)
-    }
-
-    fn set_runtime_inner(&mut self, name: &str, value: &str, startup: bool) -> Result<(), SetError> {
-        match name {
-            "requirepass" => self.requirepass = (!value.is_empty()).then(|| Secret(value.to_string())),
-            "maxclients" => {
-                let n: usize = parse_num(value)?;
-                if n < 1 {
-                    return Err(SetError::Invalid(
-                        "argument must be between 1 and 4294967295 inclusive".into(),
-                    ));
-                }
-                self.maxclients = n;
+        let mut staged = self.clone();
+        let mut effects = vec![];
+        for (d, (name, value)) in found.into_iter().zip(pairs) {
+            let text = d
+                .check(value, &d.read(&staged))
+                .map_err(|why| SetError::Refused(name.to_string(), why))?;
+            d.write(&mut staged, &text);
+            if !effects.contains(&d.effect) {
+                effects.push(d.effect);
             }
-            "loglevel" => {
-                let v = value.to_ascii_lowercase();
-                if !["debug", "verbose", "notice", "warning", "nothing"].contains(&v.as_str()) {
-                    return Err(SetError::Invalid(
-                        "argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into(),
-                    ));
-                }
-                self.loglevel = v;
-            }
-            "timeout" => self.timeout = parse_num(value)?,
-            "tcp-keepalive" => self.tcp_keepalive = parse_num(value)?,
-            "proto-max-bulk-len" => self.proto_max_bulk_len = parse_bytes_from_1mb(value)?,
-            "proto-max-multibulk-len" => {
-                let n: usize = parse_num(value)?;
-                if !(1..=i32::MAX as usize).contains(&n) {
-                    return Err(SetError::Invalid(
-                        "argument must be between 1 and 2147483647 inclusive".into(),
-                    ));
-                }
-                self.proto_max_multibulk_len = n;
-            }
-            "client-query-buffer-limit" => self.client_query_buffer_limit = parse_bytes_from_1mb(value)?,
-            "protected-mode" => {
-                self.protected_mode = match value.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err(SetError::Invalid("argument must be 'yes' or 'no'".into())),
-                }
-            }
-            "hz" => {
-                let n: u32 = parse_num(value)?;
-                self.hz = n.clamp(1, 500);
-            }
-            "lua-time-limit" | "busy-reply-threshold" => self.busy_reply_threshold = parse_num(value)?,
-            "lua-memory-limit" => self.lua_memory_limit = parse_bytes(value)?,
-            "notify-keyspace-events" => {
-                self.notify_keyspace_events = crate::notify::parse_flags(value)
-                    .ok_or_else(|| SetError::Invalid("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()))?
-            }
-            "port" if startup => self.port = parse_num(value)?,
-            "databases" if startup => {
-                let n: usize = parse_num(value)?;
-                if n < 1 {
-                    return Err(SetError::Invalid(
-                        "argument must be between 1 and 2147483647 inclusive".into(),
-                    ));
-                }
-                self.databases = n;
-            }
-            "io-threads" if startup => {
-                let n: usize = parse_num(value)?;
-                if !(1..=128).contains(&n) {
-                    return Err(SetError::Invalid("argument must be between 1 and 128 inclusive".into()));
-                }
-                self.io_threads = n;
-            }
-            "port" | "databases" | "bind" | "io-threads" => {
-                return Err(SetError::Invalid("can't set immutable config".into()))
-            }
-            _ if self.ignored.contains_key(name) => {
-                self.ignored.insert(name.to_string(), value.to_string());
-            }
-            _ => return Err(SetError::Unknown),
         }
-        Ok(())
+        *self = staged;
+        Ok(effects)
     }
 
-    /// Every parameter and its current value, as CONFIG GET shows it.
-    pub fn all(&self) -> Vec<(String, String)> {
-        let mut out = vec![
-            ("bind".to_string(), self.bind.join(" ")),
-            ("port".to_string(), self.port.to_string()),
-            (
-                "requirepass".to_string(),
-                self.requirepass
-                    .as_ref()
-                    .map(|p| p.expose().to_string())
-                    .unwrap_or_default(),
-            ),
-            ("databases".to_string(), self.databases.to_string()),
-            ("maxclients".to_string(), self.maxclients.to_string()),
-            ("loglevel".to_string(), self.loglevel.clone()),
-            ("timeout".to_string(), self.timeout.to_string()),
-            ("tcp-keepalive".to_string(), self.tcp_keepalive.to_string()),
-            ("proto-max-bulk-len".to_string(), self.proto_max_bulk_len.to_string()),
-            (
-                "proto-max-multibulk-len".to_string(),
-                self.proto_max_multibulk_len.to_string(),
-            ),
-            (
-                "client-query-buffer-limit".to_string(),
-                self.client_query_buffer_limit.to_string(),
-            ),
-            (
-                "protected-mode".to_string(),
-                if self.protected_mode { "yes" } else { "no" }.to_string(),
-            ),
-            ("hz".to_string(), self.hz.to_string()),
-            ("io-threads".to_string(), self.io_threads.to_string()),
-            (
-                "busy-reply-threshold".to_string(),
-                self.busy_reply_threshold.to_string(),
-            ),
-            ("lua-time-limit".to_string(), self.busy_reply_threshold.to_string()),
-            ("lua-memory-limit".to_string(), self.lua_memory_limit.to_string()),
-            (
-                "notify-keyspace-events".to_string(),
-                crate::notify::flags_to_string(self.notify_keyspace_events),
-            ),
-        ];
-        out.extend(self.ignored.iter().map(|(k, v)| (k.clone(), v.clone())));
+    /// CONFIG GET: the parameters matching each pattern (any case; a name
+    /// without glob characters is looked up and shown as given, as Redis
+    /// does), each once.
+    pub fn matching(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = vec![];
+        let mut seen: Vec<&str> = vec![];
+        for pattern in patterns {
+            if !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'[')) {
+                let name = String::from_utf8_lossy(pattern);
+                let Some(d) = lookup(&name) else { continue };
+                if !out.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+                    out.push((name.into_owned(), d.read(self)));
+                }
+                continue;
+            }
+            for d in DIRECTIVES {
+                for name in d.names() {
+                    let shown = out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) || seen.contains(&name);
+                    if !shown && glob::matches(pattern, name.as_bytes(), true) {
+                        seen.push(name);
+                        out.push((name.to_string(), d.read(self)));
+                    }
+                }
+            }
+        }
         out
     }
 
-    /// Parameters whose name matches a CONFIG GET pattern (case-insensitive).
-    pub fn matching(&self, pattern: &[u8]) -> Vec<(String, String)> {
-        self.all()
-            .into_iter()
-            .filter(|(name, _)| glob::matches(pattern, name.as_bytes(), true))
-            .collect()
+    /// Zsets' listpack thresholds, as the sorted-set code takes them.
+    pub(crate) fn zset_listpack(&self) -> crate::store::zset::Listpack {
+        crate::store::zset::Listpack {
+            max_entries: self.zset_max_listpack_entries,
+            max_value: self.zset_max_listpack_value,
+        }
     }
 
     /// Reads redis.conf syntax: one directive per line, `#` comments,
@@ -449,13 +697,6 @@ impl Config {
     }
 }
 
-fn describe(e: SetError) -> String {
-    match e {
-        SetError::Unknown => "Bad directive or wrong number of arguments".into(),
-        SetError::Invalid(why) => why,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,6 +718,8 @@ mod tests {
                 "no",
                 "--requirepass",
                 "pw",
+                "--notify-keyspace-events",
+                "KEA",
             ]),
             &mut |w| warnings.push(w),
         )
@@ -484,27 +727,95 @@ mod tests {
         assert_eq!(c.port, 7000);
         assert_eq!(c.requirepass.as_ref().map(Secret::expose), Some("pw"));
         assert_eq!(c.ignored["save"], "");
+        assert_eq!(c.notify_keyspace_events, crate::notify::parse_flags("KEA").unwrap());
         assert_eq!(warnings.len(), 2);
         assert!(Config::from_args(&args(&["--nosuch", "1"]), &mut |_| {}).is_err());
         assert!(Config::from_args(&args(&["--port", "abc"]), &mut |_| {}).is_err());
+        assert!(Config::from_args(&args(&["--port", "1", "2"]), &mut |_| {}).is_err());
     }
 
     #[test]
     fn config_file_syntax() {
         let mut c = Config::default();
-        c.apply_file_text("# comment\nport 7001\nbind 127.0.0.1 ::1\nsave \"\"\n", &mut |_| {})
-            .unwrap();
+        c.apply_file_text(
+            "# comment\nport 7001\nbind 127.0.0.1 ::1\nsave \"\"\nnotify-keyspace-events KEA\nzset-max-ziplist-entries 16\n",
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(c.port, 7001);
         assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
+        assert_eq!(c.zset_max_listpack_entries, 16);
+    }
+
+    /// Every row: its default passes its own check and reads back as it
+    /// was written; every name (aliases too) is accepted on the command
+    /// line, in a file and, where mutable, by CONFIG SET.
+    #[test]
+    fn every_directive_is_accepted_everywhere() {
+        let defaults = Config::default();
+        for d in DIRECTIVES {
+            let canonical = d.check(d.default, "").unwrap();
+            assert_eq!(d.read(&defaults), d.check(&canonical, "").unwrap(), "{}", d.name);
+            for name in d.names() {
+                let words: Vec<String> = if d.multi_arg {
+                    d.default.split(' ').map(String::from).collect()
+                } else {
+                    vec![d.default.to_string()]
+                };
+                let mut line = vec![format!("--{name}")];
+                line.extend(words.iter().cloned());
+                if d.default.is_empty() {
+                    line.truncate(1);
+                    line.push(String::new());
+                }
+                let c = Config::from_args(&line, &mut |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(d.read(&c), d.read(&defaults), "{name} on the command line");
+                let mut f = Config::default();
+                f.apply_file_text(&format!("{name} \"{}\"\n", d.default), &mut |_| {})
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(d.read(&f), d.read(&defaults), "{name} in a file");
+                let mut r = Config::default();
+                let set = r.set_runtime(&[(name, d.default)]);
+                match d.change {
+                    Change::Mutable => assert!(set.is_ok(), "{name}: {set:?}"),
+                    Change::Immutable | Change::Protected => assert!(matches!(set, Err(SetError::Refused(..)))),
+                }
+            }
+        }
+        let mut names: Vec<&str> = DIRECTIVES.iter().flat_map(|d| d.names()).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "a name in two rows");
     }
 
     #[test]
     fn runtime_set_and_get() {
         let mut c = Config::default();
-        assert_eq!(c.set_runtime("nosuch", "1"), Err(SetError::Unknown));
-        assert!(matches!(c.set_runtime("maxclients", "abc"), Err(SetError::Invalid(_))));
-        c.set_runtime("maxclients", "5").unwrap();
-        assert_eq!(c.matching(b"maxcl*"), vec![("maxclients".to_string(), "5".to_string())]);
-        assert!(c.set_runtime("port", "1").is_err());
+        assert_eq!(
+            c.set_runtime(&[("nosuch", "1")]),
+            Err(SetError::Unknown("nosuch".into()))
+        );
+        assert!(matches!(
+            c.set_runtime(&[("maxclients", "abc")]),
+            Err(SetError::Refused(..))
+        ));
+        c.set_runtime(&[("maxclients", "5")]).unwrap();
+        assert_eq!(
+            c.matching(&[b"maxcl*"]),
+            vec![("maxclients".to_string(), "5".to_string())]
+        );
+        assert!(c.set_runtime(&[("port", "1")]).is_err());
+        // All or nothing.
+        assert!(c.set_runtime(&[("maxclients", "6"), ("hz", "x")]).is_err());
+        assert_eq!(c.maxclients, 5);
+        assert_eq!(
+            c.set_runtime(&[("maxclients", "6"), ("MAXCLIENTS", "7")]),
+            Err(SetError::Refused("MAXCLIENTS".into(), "duplicate parameter".into()))
+        );
+        c.set_runtime(&[("zset-max-ziplist-entries", "3"), ("hz", "1000")])
+            .unwrap();
+        assert_eq!((c.zset_max_listpack_entries, c.hz), (3, 500));
+        assert_eq!(c.matching(&[b"HZ"]), vec![("HZ".to_string(), "500".to_string())]);
     }
 }

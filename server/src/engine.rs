@@ -339,14 +339,6 @@ impl Engine {
         if ctx.server.config.notify_keyspace_events != 0 {
             ctx.flush_expired();
         }
-        if spec.name == "config" {
-            let log = expired_events_enabled(self.state.config.notify_keyspace_events);
-            for db in &mut self.dbs {
-                db.log_expired = log;
-            }
-            self.state.shared.publish(&self.state.config);
-            self.scripting.set_memory_limit(self.state.config.lua_memory_limit);
-        }
         reply
     }
 }
@@ -376,7 +368,7 @@ impl Engine {
 }
 
 /// Whether `expired` events would reach anyone under these flags.
-fn expired_events_enabled(flags: u32) -> bool {
+pub(crate) fn expired_events_enabled(flags: u32) -> bool {
     flags & crate::notify::EXPIRED != 0 && flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0
 }
 

@@ -96,18 +96,17 @@ pub fn unsupported_option(opt: &[u8]) -> Reply {
 }
 
 /// CONFIG SET on a parameter coordis does not have.
-pub fn config_set_unknown(name: &[u8]) -> Reply {
+pub fn config_set_unknown(name: &str) -> Reply {
     owned(sanitize(format!(
-        "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-        lossy(name)
+        "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
     )))
 }
 
 /// CONFIG SET with a value the parameter rejects.
 pub fn config_set_failed(name: &str, why: &str) -> Reply {
-    owned(format!(
+    owned(sanitize(format!(
         "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-    ))
+    )))
 }
 
 /// A protocol error (already formatted by the parser).

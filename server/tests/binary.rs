@@ -144,3 +144,93 @@ fn shutdown_command_stops_the_process() {
     server.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(err.contains("SHUTDOWN"), "{err}");
 }
+
+/// The directives README's table lists, with the value a default server
+/// shows for each (so that every one is valid).
+fn readme_directives() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let table = readme
+        .split("Directives coordis implements")
+        .nth(1)
+        .expect("README's directive table");
+    let defaults = coordis::Server::builder().start_blocking().unwrap();
+    let mut c = RawClient::connect(defaults.addr()).unwrap();
+    let mut out = vec![];
+    for line in table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+    {
+        let first = line.split('|').nth(1).unwrap_or_default();
+        for name in first.split('`').skip(1).step_by(2) {
+            if matches!(name, "port" | "bind") {
+                continue;
+            }
+            let reply = c.command(&["CONFIG", "GET", name]).unwrap();
+            let text = String::from_utf8(reply).unwrap();
+            let value = text.split("\r\n").nth(4).unwrap_or_else(|| panic!("{name}: {text:?}"));
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
+    assert!(out.len() > 20, "README table: {out:?}");
+    out
+}
+
+/// Every directive in README's table starts the binary, on the command line
+/// and in a config file, and reads back through CONFIG GET.
+#[test]
+fn every_readme_directive_starts_the_binary() {
+    let directives = readme_directives();
+    let dir = std::env::temp_dir().join(format!("coordis-directives-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("redis.conf");
+    let mut file = String::new();
+    for (name, value) in &directives {
+        file.push_str(&format!("{name} \"{value}\"\n"));
+    }
+    std::fs::write(&conf, file).unwrap();
+    for from_file in [false, true] {
+        let port = free_port().unwrap();
+        let port_text = port.to_string();
+        let mut args: Vec<String> = vec![];
+        if from_file {
+            args.push(conf.to_str().unwrap().to_string());
+        } else {
+            for (name, value) in &directives {
+                args.push(format!("--{name}"));
+                args.extend(value.split(' ').filter(|w| !w.is_empty()).map(String::from));
+                if value.is_empty() {
+                    args.push(String::new());
+                }
+            }
+        }
+        args.extend(["--port".to_string(), port_text]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut server = start(&refs);
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut c = loop {
+            if let Ok(Some(status)) = server.0.try_wait() {
+                let mut err = String::new();
+                server.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                panic!("coordis-server exited ({status}) with {args:?}: {err}");
+            }
+            if let Ok(mut c) = RawClient::connect(addr) {
+                if c.command(&["PING"]).is_ok() {
+                    break c;
+                }
+            }
+            assert!(Instant::now() < deadline, "coordis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        for (name, value) in &directives {
+            let reply = String::from_utf8(c.command(&["CONFIG", "GET", name]).unwrap()).unwrap();
+            assert_eq!(
+                reply.split("\r\n").nth(4),
+                Some(value.as_str()),
+                "{name} (from a file: {from_file})"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use super::args::{db_index, int, is};
 use super::flags::{FAST, NOSCRIPT, NO_AUTH, READONLY, WRITE};
 use super::{CommandSpec, Ctx};
+use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
 use crate::protocol::Reply;
 use crate::store::{glob, num};
@@ -576,39 +577,62 @@ fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn config_get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let mut pairs: Vec<(String, String)> = vec![];
-    for pattern in &args[2..] {
-        for (name, value) in ctx.server.config.matching(pattern) {
-            if !pairs.iter().any(|(n, _)| *n == name) {
-                pairs.push((name, value));
-            }
-        }
-    }
+    let patterns: Vec<&[u8]> = args[2..].iter().map(|a| a.as_ref()).collect();
     Reply::Map(
-        pairs
+        ctx.server
+            .config
+            .matching(&patterns)
             .into_iter()
             .map(|(n, v)| (Reply::bulk(n), Reply::bulk(v)))
             .collect(),
     )
 }
 
+/// CONFIG SET of one or more pairs, all or nothing; then each changed
+/// directive's [`Effect`] reaches what it drives.
 fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !args.len().is_multiple_of(2) {
-        return errors::wrong_args("config|set");
+        return err(errors::SYNTAX);
     }
-    // Validate everything first so a failing pair changes nothing.
-    let mut staged = ctx.server.config.clone();
-    for pair in args[2..].chunks(2) {
-        let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
-        let value = String::from_utf8_lossy(&pair[1]).into_owned();
-        match staged.set_runtime(&name, &value) {
-            Ok(()) => {}
-            Err(crate::config::SetError::Unknown) => return errors::config_set_unknown(&pair[0]),
-            Err(crate::config::SetError::Invalid(why)) => return errors::config_set_failed(&name, &why),
+    let texts: Vec<(String, String)> = args[2..]
+        .chunks(2)
+        .map(|p| {
+            (
+                String::from_utf8_lossy(&p[0]).into_owned(),
+                String::from_utf8_lossy(&p[1]).into_owned(),
+            )
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = texts.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let effects = match ctx.server.config.set_runtime(&pairs) {
+        Ok(effects) => effects,
+        Err(SetError::Unknown(name)) => return errors::config_set_unknown(&name),
+        Err(SetError::Refused(name, why)) => return errors::config_set_failed(&name, &why),
+    };
+    for effect in effects {
+        apply_config_effect(ctx, effect);
+    }
+    Reply::Ok
+}
+
+/// Makes a changed setting reach what reads it outside [`Config`](crate::Config).
+pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
+    let config = &ctx.server.config;
+    match effect {
+        Effect::None => {}
+        Effect::Connections => ctx.server.shared.publish(config),
+        Effect::Notifications => {
+            let log = crate::engine::expired_events_enabled(config.notify_keyspace_events);
+            for db in ctx.dbs.iter_mut() {
+                db.log_expired = log;
+            }
+        }
+        Effect::LuaMemory => {
+            if let Some(scripting) = ctx.scripting.as_deref_mut() {
+                scripting.set_memory_limit(config.lua_memory_limit);
+            }
         }
     }
-    ctx.server.config = staged;
-    Reply::Ok
 }
 
 fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

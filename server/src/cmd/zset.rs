@@ -9,7 +9,7 @@ use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::store::num;
-use crate::store::zset::{Cursor, LexBound, LexRange, ScoreRange, ZSet};
+use crate::store::zset::{Cursor, LexBound, LexRange, Listpack, ScoreRange, ZSet};
 use crate::store::{EntryRef, Value, ValueMut, ValueRef};
 use crate::tri;
 
@@ -164,7 +164,7 @@ enum AddOutcome {
     Nan,
 }
 
-fn add_one(z: &mut ZSet, member: &[u8], mut score: f64, f: &AddFlags) -> AddOutcome {
+fn add_one(z: &mut ZSet, member: &[u8], mut score: f64, f: &AddFlags, limits: Listpack) -> AddOutcome {
     match z.find(member) {
         Some(at) => {
             let current = z.score_of(at);
@@ -189,7 +189,7 @@ fn add_one(z: &mut ZSet, member: &[u8], mut score: f64, f: &AddFlags) -> AddOutc
         }
         None if f.xx => AddOutcome::Skipped,
         None => {
-            z.add(member, score);
+            z.add(member, score, limits);
             AddOutcome::Added(score)
         }
     }
@@ -241,10 +241,11 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
         }
         ctx.db().insert(key, Value::ZSet(Box::default()), 0);
     }
+    let limits = ctx.server.config.zset_listpack();
     let z = tri!(write(ctx, key)).expect("present");
     let (mut added, mut updated, mut last) = (0, 0, None);
     for (score, member) in pairs {
-        match add_one(z, member, score, &f) {
+        match add_one(z, member, score, &f, limits) {
             AddOutcome::Added(s) => {
                 added += 1;
                 last = Some(s);
@@ -510,7 +511,10 @@ fn zrange_generic(
         Some(dst) => store(
             ctx,
             dst,
-            ZSet::from_items(items.iter().map(|(m, s)| (m.as_ref(), *s))),
+            ZSet::from_items(
+                items.iter().map(|(m, s)| (m.as_ref(), *s)),
+                ctx.server.config.zset_listpack(),
+            ),
             "zrangestore",
         ),
         None => members_reply(items, withscores),
@@ -792,7 +796,8 @@ fn setop_generic(
                 SetOp::Inter => "zinterstore",
                 SetOp::Diff => "zdiffstore",
             };
-            store(ctx, dst, ZSet::from_items(result.iter()), event)
+            let z = ZSet::from_items(result.iter(), ctx.server.config.zset_listpack());
+            store(ctx, dst, z, event)
         }
         None => members_reply(
             result.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect(),
@@ -811,6 +816,7 @@ fn compute(
     limit: usize,
     card_only: bool,
 ) -> ZSet {
+    // A scratch set is never compact, so the limits its inserts take go unread.
     let mut out = ZSet::scratch();
     let weighted = |w: f64, s: f64| {
         let v = w * s;
@@ -827,7 +833,7 @@ fn compute(
             };
             for (m, s) in first.iter() {
                 if !sources[1..].iter().flatten().any(|o| o.score(m).is_some()) {
-                    out.insert(m, s);
+                    out.insert(m, s, Listpack::default());
                 }
             }
         }
@@ -846,7 +852,7 @@ fn compute(
                         None => continue 'outer,
                     }
                 }
-                out.insert(m, if card_only { 0.0 } else { score });
+                out.insert(m, if card_only { 0.0 } else { score }, Listpack::default());
                 if card_only && limit > 0 && out.len() >= limit {
                     break;
                 }
@@ -872,7 +878,7 @@ fn compute(
                 }
             }
             for m in seen_order {
-                out.insert(&m, acc[&m]);
+                out.insert(&m, acc[&m], Listpack::default());
             }
         }
     }

@@ -306,6 +306,7 @@ impl std::fmt::Debug for Item {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::zset::Listpack;
 
     #[test]
     fn overwrite_str_only_rewrites_inline_strings_of_the_same_length() {
@@ -326,7 +327,7 @@ mod tests {
     fn round_trips_every_kind() {
         let long = Bytes::from(vec![b'x'; INLINE_MAX + 1]);
         let mut z = ZSet::default();
-        z.insert(b"m", 1.0);
+        z.insert(b"m", 1.0, Listpack::default());
         let cases = [
             Value::Str(Bytes::new()),
             Value::Str(Bytes::from_static(b"pod-1234")),
@@ -350,7 +351,7 @@ mod tests {
                 _ => panic!("kind changed"),
             }
             if let ValueMut::ZSet(z) = item.value_mut() {
-                z.insert(b"n", 2.0);
+                z.insert(b"n", 2.0, Listpack::default());
             }
             let again = Item::new(item.key(), item.value().to_value(), 1);
             drop(again);

@@ -172,11 +172,30 @@ impl LexRange {
     }
 }
 
-/// Redis keeps sorted sets of up to this many members in a compact encoding
-/// (`zset-max-listpack-entries`)...
-const COMPACT_MAX_ENTRIES: usize = 128;
-/// ...when no member is longer than this (`zset-max-listpack-value`).
-const COMPACT_MAX_VALUE: usize = 64;
+/// Redis keeps a sorted set in its compact (listpack) encoding while it has
+/// at most `max_entries` members (`zset-max-listpack-entries`), none longer
+/// than `max_value` bytes (`zset-max-listpack-value`). Passed in from the
+/// configuration at every addition, as Redis reads its settings then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listpack {
+    pub max_entries: usize,
+    pub max_value: usize,
+}
+
+impl Default for Listpack {
+    /// The directives' defaults (for tests and benchmarks; commands pass
+    /// the configured values).
+    fn default() -> Self {
+        static DEFAULT: std::sync::OnceLock<Listpack> = std::sync::OnceLock::new();
+        *DEFAULT.get_or_init(|| crate::config::Config::default().zset_listpack())
+    }
+}
+
+impl Listpack {
+    fn holds(&self, len: usize, longest: usize) -> bool {
+        len <= self.max_entries && longest <= self.max_value
+    }
+}
 
 /// An element: its member and score. Elements live in an arena and are
 /// named by number in the index and the tree.
@@ -308,15 +327,16 @@ impl ZSet {
 
     /// Builds a set from computed elements with distinct members (ZUNIONSTORE,
     /// ZRANGESTORE...), in the encoding Redis would pick for the result's size.
-    pub fn from_items<'a>(items: impl IntoIterator<Item = (&'a [u8], f64)>) -> ZSet {
+    pub fn from_items<'a>(items: impl IntoIterator<Item = (&'a [u8], f64)>, limits: Listpack) -> ZSet {
         let items: Vec<(&[u8], f64)> = items.into_iter().collect();
-        let compact = items.len() <= COMPACT_MAX_ENTRIES && items.iter().all(|(m, _)| m.len() <= COMPACT_MAX_VALUE);
+        let longest = items.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+        let compact = limits.holds(items.len(), longest);
         let mut z = ZSet {
             compact,
             ..ZSet::default()
         };
         for (m, s) in items {
-            z.insert(m, s);
+            z.insert(m, s, limits);
         }
         z
     }
@@ -331,14 +351,14 @@ impl ZSet {
     }
 
     /// Sets `member`'s score, adding it if absent. Returns true if it was added.
-    pub fn insert(&mut self, member: &[u8], score: f64) -> bool {
+    pub fn insert(&mut self, member: &[u8], score: f64, limits: Listpack) -> bool {
         match self.find(member) {
             Some(e) => {
                 self.set_score(e, score);
                 false
             }
             None => {
-                self.add(member, score);
+                self.add(member, score, limits);
                 true
             }
         }
@@ -360,9 +380,9 @@ impl ZSet {
     }
 
     /// Adds a member known to be absent (found missing by [`ZSet::find`]).
-    pub fn add(&mut self, member: &[u8], score: f64) {
+    pub fn add(&mut self, member: &[u8], score: f64, limits: Listpack) {
         debug_assert!(self.find(member).is_none());
-        if self.compact && (member.len() > COMPACT_MAX_VALUE || self.len() >= COMPACT_MAX_ENTRIES) {
+        if self.compact && !limits.holds(self.len() + 1, member.len()) {
             self.compact = false;
         }
         let score = self.stored_score(score);
@@ -683,20 +703,20 @@ mod tests {
     fn score_updates_in_place_and_moved() {
         let mut z = ZSet::scratch();
         for i in 0..2000u32 {
-            z.insert(&member(i), f64::from(i));
+            z.insert(&member(i), f64::from(i), Listpack::default());
         }
         check(&z);
         // Within the neighbours: the in-place path. Past them: a move.
-        z.insert(&member(10), 10.5);
-        z.insert(&member(11), 1500.25);
-        z.insert(&member(12), -3.0);
+        z.insert(&member(10), 10.5, Listpack::default());
+        z.insert(&member(11), 1500.25, Listpack::default());
+        z.insert(&member(12), -3.0, Listpack::default());
         check(&z);
         assert_eq!(z.rank(&member(12), false), Some(0));
         // Below 10.5: member 12 (now -3) and members 0..=9.
         assert_eq!(z.rank(&member(10), false), Some(11));
         // Equal scores order by member.
         for i in 0..300 {
-            z.insert(&member(i), 7.0);
+            z.insert(&member(i), 7.0, Listpack::default());
         }
         check(&z);
     }
@@ -711,7 +731,10 @@ mod tests {
             match fastrand::u32(..4) {
                 0 | 1 => {
                     let s = fastrand::i32(-50..50) as f64;
-                    assert_eq!(z.insert(&m, s), model.insert(m.to_vec(), s).is_none());
+                    assert_eq!(
+                        z.insert(&m, s, Listpack::default()),
+                        model.insert(m.to_vec(), s).is_none()
+                    );
                 }
                 2 => assert_eq!(z.remove(&m), model.remove(&m).is_some()),
                 _ => {
@@ -756,7 +779,7 @@ mod tests {
             match rng.u32(..10) {
                 0..=5 => {
                     let s = f64::from(rng.i32(-300..300));
-                    assert_eq!(z.insert(&m, s), model.insert(m, s).is_none());
+                    assert_eq!(z.insert(&m, s, Listpack::default()), model.insert(m, s).is_none());
                 }
                 6..=8 => assert_eq!(z.remove(&m), model.remove(&m).is_some()),
                 _ if step % 2 == 0 => {
@@ -815,7 +838,7 @@ mod tests {
         assert!(z.is_empty());
         check(&z);
         for i in 0..100 {
-            z.insert(&member(i), f64::from(i));
+            z.insert(&member(i), f64::from(i), Listpack::default());
         }
         check(&z);
         assert_eq!(z.rank(&member(42), false), Some(42));
@@ -825,7 +848,7 @@ mod tests {
     fn lex_ranges() {
         let mut z = ZSet::default();
         for m in ["a", "b", "c", "d"] {
-            z.insert(m.as_bytes(), 0.0);
+            z.insert(m.as_bytes(), 0.0, Listpack::default());
         }
         let r = LexRange {
             min: LexBound::Exclusive(Bytes::from("a")),
