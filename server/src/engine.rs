@@ -20,7 +20,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 
 use crate::clients::{ClientState, CloseSignal};
-use crate::cmd::{self, flags, Ctx};
+use crate::cmd::busy::{ClientView, TxChange};
+use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::errors;
 use crate::lua::{ScriptState, Scripting};
@@ -112,9 +113,10 @@ pub struct ServerState {
 pub struct BatchEnd {
     /// Close the connection after writing the replies (QUIT, CLIENT KILL, protocol error).
     pub close: bool,
-    /// Whether the client is authenticated after the batch (the parsing
-    /// limits depend on it); `None` when the batch did not reach the engine.
-    pub authenticated: Option<bool>,
+    /// The client after the batch (the parsing limits depend on whether it
+    /// is authenticated; busy answers on the rest); `None` when the batch did
+    /// not reach the engine.
+    pub view: Option<ClientView>,
 }
 
 /// The keyspace and server state. Shared as `Mutex<Engine>`; every method
@@ -209,11 +211,13 @@ impl Engine {
     /// bound is the backpressure for clients that pipeline without reading:
     /// a connection never holds more than about one chunk of replies.
     /// `protocol_error` is answered (and the connection closed) once every
-    /// request before it has run. Replies are appended to `out`, which the
+    /// request before it has run. `busy_changes` (what the client's answers
+    /// while a script was busy changed) are applied first. Replies are appended to `out`, which the
     /// connection reuses from batch to batch.
     pub fn run_batch(
         &mut self,
         id: u64,
+        busy_changes: Vec<TxChange>,
         requests: &mut VecDeque<Vec<Bytes>>,
         protocol_error: &mut Option<String>,
         max_output: usize,
@@ -221,7 +225,7 @@ impl Engine {
     ) -> BatchEnd {
         let closed = BatchEnd {
             close: true,
-            authenticated: None,
+            view: None,
         };
         let Some(mut client) = self.state.clients.remove(&id) else {
             return closed;
@@ -230,6 +234,9 @@ impl Engine {
             // Killed (CLIENT KILL) while this batch was on its way: no more replies.
             self.state.clients.insert(id, client);
             return closed;
+        }
+        if !busy_changes.is_empty() {
+            cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, busy_changes);
         }
         // One clock read per batch: a batch runs in an instant, as Redis's
         // per-command time snapshot would see it.
@@ -250,12 +257,16 @@ impl Engine {
                 close = true;
             }
         }
-        let authenticated = Some(client.authenticated);
+        let view = Some(ClientView {
+            authenticated: client.authenticated,
+            in_multi: client.multi.is_some(),
+            subscribed_resp2: !client.resp3 && client.is_subscribed(),
+        });
         self.state.clients.insert(id, client);
         if self.state.shutdown_requested {
             self.server_shutdown.close();
         }
-        BatchEnd { close, authenticated }
+        BatchEnd { close, view }
     }
 
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
@@ -273,61 +284,6 @@ impl Engine {
     }
 
     fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes], now: u64) -> Reply {
-        let refused = match cmd::lookup(&args[0]) {
-            None => Err(errors::unknown_command(args)),
-            Some(spec) if !spec.arity_ok(args.len()) => Err(errors::wrong_args(spec.name)),
-            Some(spec) if !client.authenticated && spec.flags & flags::NO_AUTH == 0 => Err(errors::err(errors::NOAUTH)),
-            Some(spec) => Ok(spec),
-        };
-        let spec = match refused {
-            Ok(spec) => spec,
-            Err(reply) => {
-                // Inside MULTI a refused command dooms the transaction; a
-                // refused EXEC ends it with the reason, as in Redis.
-                if client.multi.is_some() {
-                    client.multi_failed = true;
-                    if cmd::lookup(&args[0]).is_some_and(|s| s.name == "exec") {
-                        client.multi = None;
-                        client.multi_failed = false;
-                        cmd::tx::unwatch_all(&mut self.dbs, client);
-                        if let Reply::Error(text) = &reply {
-                            let reason = text.strip_prefix("ERR ").unwrap_or(text);
-                            return Reply::Error(
-                                format!("EXECABORT Transaction discarded because of: {reason}").into(),
-                            );
-                        }
-                    }
-                }
-                return reply;
-            }
-        };
-        if let Some(queue) = client.multi.as_mut() {
-            if !cmd::tx::runs_inside_multi(spec.name) {
-                queue.push(args.to_vec());
-                return Reply::status("QUEUED");
-            }
-        }
-        if spec.name == "exec" && client.multi.is_some() {
-            return self.exec(client, now);
-        }
-        if spec.name == "reset" {
-            client.multi = None;
-            cmd::tx::unwatch_all(&mut self.dbs, client);
-            self.state.pubsub.forget(client);
-        }
-        if !client.resp3 && client.is_subscribed() {
-            if spec.name == "ping" {
-                return cmd::pubsub::subscribed_ping(args);
-            }
-            if !cmd::pubsub::allowed_while_subscribed(spec.name) {
-                return Reply::Error(
-                    format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)
-                        .into(),
-                );
-            }
-        }
-        client.last_cmd = spec.name.into();
-        client.last_cmd_ms = now;
         let mut ctx = Ctx {
             dbs: &mut self.dbs,
             client,
@@ -335,35 +291,7 @@ impl Engine {
             now,
             scripting: Some(&mut self.scripting),
         };
-        let reply = (spec.handler)(&mut ctx, args);
-        if ctx.server.config.notify_keyspace_events != 0 {
-            ctx.flush_expired();
-        }
-        reply
-    }
-}
-
-impl Engine {
-    /// EXEC inside MULTI: EXECABORT if queueing failed, a null array if a
-    /// watched key changed, otherwise every queued command's reply, all run
-    /// under this one lock hold.
-    fn exec(&mut self, client: &mut ClientState, now: u64) -> Reply {
-        let queued = client.multi.take().unwrap_or_default();
-        let failed = std::mem::take(&mut client.multi_failed);
-        let changed = cmd::tx::watched_keys_changed(&mut self.dbs, client, now);
-        if failed {
-            return errors::err(cmd::tx::EXECABORT);
-        }
-        if changed {
-            return Reply::NilArray;
-        }
-        let mut replies = Vec::with_capacity(queued.len());
-        for args in &queued {
-            replies.push(self.dispatch(client, args, now));
-            self.state.stats.total_commands_processed += 1;
-        }
-        client.last_cmd = "exec".into();
-        Reply::Array(replies)
+        cmd::call(&mut ctx, args)
     }
 }
 

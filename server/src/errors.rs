@@ -38,6 +38,20 @@ pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
 pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 pub const COUNT_NEGATIVE: &str = "ERR value is out of range, must be positive";
 
+pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+pub const SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
+pub const SCRIPT_WRONG_ARGS: &str = "ERR Wrong number of args calling Redis command from script";
+pub const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
+pub const WRITE_IN_READ_ONLY_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
+pub const WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
+pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
+pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+pub const NOT_BUSY: &str = "NOTBUSY No scripts in execution right now.";
+pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
 pub fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))
 }
@@ -77,6 +91,19 @@ pub fn unknown_command(args: &[bytes::Bytes]) -> Reply {
     owned(sanitize(format!(
         "ERR unknown command '{name}', with args beginning with: {list}"
     )))
+}
+
+/// A RESP2 client in pub/sub context sent a command other than
+/// (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT or RESET.
+pub fn not_while_subscribed(name: &str) -> Reply {
+    owned(format!("ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+}
+
+/// `EXECABORT Transaction discarded because of: <reason>`, the reason being
+/// the error that refused EXEC without its `ERR ` prefix.
+pub fn exec_abort(reason: &str) -> Reply {
+    let reason = reason.strip_prefix("ERR ").unwrap_or(reason);
+    owned(format!("EXECABORT Transaction discarded because of: {reason}"))
 }
 
 /// `ERR unknown subcommand 'x'. Try CLIENT HELP.`

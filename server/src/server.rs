@@ -23,12 +23,11 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clients::{ClientState, CloseSignal, ConnSignal, Outbox};
-use crate::cmd::scripting::{BUSY, UNKILLABLE};
+use crate::cmd::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::config::Config;
 use crate::engine::{BatchEnd, Engine, Shared};
 use crate::errors;
 use crate::lua::ScriptState;
-use crate::protocol::Reply;
 use crate::protocol::{ProtocolLimits, RequestParser};
 use crate::store::Clock;
 
@@ -300,18 +299,24 @@ async fn serve_connection(
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut out = BytesMut::new();
     let mut requests = VecDeque::new();
-    let mut authenticated = !ctx.shared.auth_required.load(Ordering::Relaxed);
+    let mut conn = ConnState {
+        view: ClientView {
+            authenticated: !ctx.shared.auth_required.load(Ordering::Relaxed),
+            ..ClientView::default()
+        },
+        ..ConnState::default()
+    };
     loop {
         let shared = &ctx.shared;
         let limits = ProtocolLimits {
             max_bulk_len: shared.proto_max_bulk_len.load(Ordering::Relaxed),
             max_multibulk_len: shared.proto_max_multibulk_len.load(Ordering::Relaxed),
-            pre_auth: !authenticated,
+            pre_auth: !conn.view.authenticated,
             ..ProtocolLimits::default()
         };
         let mut protocol_error = None;
         // Before AUTH succeeds, one request at a time: the limits change with it.
-        while authenticated || requests.is_empty() {
+        while conn.view.authenticated || requests.is_empty() {
             match parser.next(&mut buf, &limits) {
                 Ok(Some(req)) => requests.push_back(req),
                 Ok(None) => break,
@@ -353,7 +358,16 @@ async fn serve_connection(
         }
         while !requests.is_empty() || protocol_error.is_some() {
             let pipelined = requests.len() > 1;
-            let end = execute(ctx, id, pending, &mut requests, &mut protocol_error, &mut out).await;
+            let end = execute(
+                ctx,
+                id,
+                pending,
+                &mut conn,
+                &mut requests,
+                &mut protocol_error,
+                &mut out,
+            )
+            .await;
             // A pipelining client's replies are written after every other
             // ready connection has run its batch, as Redis writes replies in
             // `beforeSleep`: a yielded task runs again after the runtime's
@@ -380,7 +394,6 @@ async fn serve_connection(
                 out = BytesMut::new();
             }
             out.clear();
-            authenticated = end.authenticated.unwrap_or(authenticated);
         }
     }
 }
@@ -394,14 +407,19 @@ async fn execute(
     ctx: &ConnCtx,
     id: u64,
     pending: &mut Option<ClientState>,
+    conn: &mut ConnState,
     requests: &mut VecDeque<Vec<Bytes>>,
     protocol_error: &mut Option<String>,
     out: &mut BytesMut,
 ) -> BatchEnd {
     let script = &ctx.shared.script;
     loop {
-        if script.is_running() && script.is_busy(ctx.clock.now_ms()) {
-            return busy_batch(ctx, requests, protocol_error, out);
+        if script.is_running() && script.is_busy(ctx.clock.now_ms()) && !conn.waiting {
+            let (end, waiting) = busy_batch(ctx, &mut conn.view, &mut conn.changes, requests, protocol_error, out);
+            conn.waiting = waiting;
+            if !out.is_empty() || end.close || !waiting {
+                return end;
+            }
         }
         {
             // Without a script the lock is held for microseconds at a time;
@@ -415,7 +433,13 @@ async fn execute(
                 if let Some(client) = pending.take() {
                     engine.connect(client);
                 }
-                return engine.run_batch(id, requests, protocol_error, MAX_BATCH_OUTPUT, out);
+                conn.waiting = false;
+                let changes = std::mem::take(&mut conn.changes);
+                let end = engine.run_batch(id, changes, requests, protocol_error, MAX_BATCH_OUTPUT, out);
+                if let Some(view) = end.view {
+                    conn.view = view;
+                }
+                return end;
             }
         }
         if script.is_running() {
@@ -424,45 +448,60 @@ async fn execute(
     }
 }
 
-/// Replies to queued requests while a script is busy, without the engine.
+/// What a connection keeps of its client between batches, for answering
+/// while a script is busy ([`crate::cmd::busy`]).
+#[derive(Debug, Default)]
+struct ConnState {
+    /// The client as the engine last reported it, updated by busy answers.
+    view: ClientView,
+    /// Transaction changes made by busy answers, applied at the next batch.
+    changes: Vec<TxChange>,
+    /// The next request must wait for the script to end.
+    waiting: bool,
+}
+
+/// Answers queued requests while a script is busy, without the engine
+/// ([`crate::cmd::busy`]). Stops at a request that must wait for the script
+/// (it stays queued); `waiting` says so.
 fn busy_batch(
     ctx: &ConnCtx,
+    view: &mut ClientView,
+    changes: &mut Vec<TxChange>,
     requests: &mut VecDeque<Vec<Bytes>>,
     protocol_error: &mut Option<String>,
     out: &mut BytesMut,
-) -> BatchEnd {
-    let script = &ctx.shared.script;
-    let mut close = false;
-    for args in requests.drain(..) {
-        let is = |i: usize, word: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
-        let reply = if is(0, "script") && is(1, "kill") && args.len() == 2 {
-            if script.wrote.load(Ordering::Relaxed) {
-                errors::err(UNKILLABLE)
-            } else {
-                script.kill.store(true, Ordering::Relaxed);
-                Reply::Ok
+) -> (BatchEnd, bool) {
+    let mut busy = BusyCtx {
+        view,
+        changes,
+        script: &ctx.shared.script,
+        shutdown: &ctx.shutdown,
+        close: false,
+    };
+    let mut waiting = false;
+    while let Some(args) = requests.pop_front() {
+        match busy::answer(&mut busy, &args) {
+            busy::Answer::Reply(reply) => reply.encode(out, false),
+            busy::Answer::Wait => {
+                requests.push_front(args);
+                waiting = true;
+                break;
             }
-        } else if is(0, "shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
-            tracing::warn!("SHUTDOWN NOSAVE while a script is running");
-            script.kill.store(true, Ordering::Relaxed);
-            ctx.shutdown.close();
-            close = true;
-            break;
-        } else {
-            errors::err(BUSY)
-        };
-        reply.encode(out, false);
-    }
-    if let Some(text) = protocol_error.take() {
-        if !close {
-            errors::protocol(text).encode(out, false);
         }
-        close = true;
+        if busy.close {
+            break;
+        }
     }
-    BatchEnd {
-        close,
-        authenticated: None,
+    let mut close = busy.close;
+    if !waiting || close {
+        if let Some(text) = protocol_error.take() {
+            if !close {
+                errors::protocol(text).encode(out, false);
+            }
+            close = true;
+        }
     }
+    (BatchEnd { close, view: None }, waiting && !close)
 }
 
 /// Why a connection task waiting for its next request was woken other than

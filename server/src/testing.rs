@@ -379,7 +379,7 @@ impl LocalEngine {
         while !self.requests.is_empty() {
             let batch = self
                 .engine
-                .run_batch(1, &mut self.requests, &mut no_error, usize::MAX, &mut out);
+                .run_batch(1, Vec::new(), &mut self.requests, &mut no_error, usize::MAX, &mut out);
             if batch.close {
                 self.requests.clear();
                 return (out.to_vec(), true);

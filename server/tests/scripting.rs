@@ -308,3 +308,88 @@ fn canonical_scripts_behave_the_same_on_coordis_and_redis() {
         assert_eq!(text(a), text(b), "step {i}");
     }
 }
+
+/// What a second client sees while a script is busy, then after SCRIPT
+/// KILL: MULTI is accepted and its commands refused (Redis's test "MULTI and
+/// script timeout"), EXEC then aborts, UNWATCH inside MULTI is queued,
+/// SHUTDOWN without NOSAVE is refused, and AUTH (allowed while busy, served
+/// by coordis once the script ends) still answers.
+fn busy_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut admin = RawClient::connect(addr).unwrap();
+    admin
+        .command(&["CONFIG", "SET", "busy-reply-threshold", "100"])
+        .unwrap();
+    admin.command(&["SET", "k", "1"]).unwrap();
+    let mut early = RawClient::connect(addr).unwrap();
+    let mut replies = vec![early.command(&["MULTI"]).unwrap()];
+    let runner = std::thread::spawn(move || {
+        let mut c = RawClient::connect(addr).unwrap();
+        eval(&mut c, "local i = 0 while true do i = i + 1 end", &[], &[])
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = RawClient::connect(addr).unwrap();
+    let session: &[&[&str]] = &[
+        &["MULTI"],
+        &["INCR", "x"],
+        &["EXEC"],
+        &["EXEC"],
+        &["DISCARD"],
+        &["MULTI"],
+        &["MULTI"],
+        &["WATCH", "k"],
+        &["UNWATCH"],
+        &["SHUTDOWN"],
+        &["DISCARD"],
+        &["EXEC", "extra"],
+        &["PING"],
+        &["SHUTDOWN"],
+        &["SCRIPT", "LOAD", "return 1"],
+        &["CLIENT", "ID"],
+        &["NOSUCH"],
+        &["CLIENT", "NOSUCH"],
+        &["MULTI"],
+        &["SET", "k", "2"],
+    ];
+    for args in session {
+        replies.push(c.command(args).unwrap());
+    }
+    // A client already in MULTI when the script got busy.
+    replies.push(early.command(&["INCR", "x"]).unwrap());
+    replies.push(early.command(&["EXEC"]).unwrap());
+    // A pipelined transaction.
+    let mut piped = RawClient::connect(addr).unwrap();
+    piped
+        .send(
+            &[
+                RawClient::encode(&[b"MULTI"]),
+                RawClient::encode(&[b"INCR", b"x"]),
+                RawClient::encode(&[b"EXEC"]),
+            ]
+            .concat(),
+        )
+        .unwrap();
+    for _ in 0..3 {
+        replies.push(piped.read_reply().unwrap());
+    }
+    replies.push(admin.command(&["SCRIPT", "KILL"]).unwrap());
+    let killed = runner.join().unwrap();
+    replies.push(killed[..killed.len().min(46)].to_vec());
+    // After the script: the transaction begun while busy was doomed.
+    replies.push(c.command(&["EXEC"]).unwrap());
+    for args in [&["MULTI"][..], &["INCR", "x"], &["EXEC"], &["GET", "k"]] {
+        replies.push(c.command(args).unwrap());
+    }
+    replies
+}
+
+#[test]
+fn busy_script_transactions_match_redis() {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let s = server();
+    let ours = busy_session(s.addr());
+    let theirs = busy_session(redis.addr());
+    let show = |r: &Vec<Vec<u8>>| r.iter().map(|b| text(b)).collect::<Vec<_>>();
+    assert_eq!(show(&ours), show(&theirs));
+}

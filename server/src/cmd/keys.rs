@@ -4,8 +4,8 @@
 use bytes::Bytes;
 
 use super::args::{db_index, int, is};
-use super::flags::{FAST, READONLY, WRITE};
-use super::{CommandSpec, Ctx};
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
@@ -18,26 +18,26 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("del", -2, WRITE, (1, -1, 1), "Delete a key", del),
-    spec!("unlink", -2, WRITE | FAST, (1, -1, 1), "Delete a key asynchronously in another thread", del),
-    spec!("exists", -2, READONLY | FAST, (1, -1, 1), "Determine if a key exists", exists),
-    spec!("touch", -2, READONLY | FAST, (1, -1, 1), "Alters the last access time of a key(s)", exists),
-    spec!("expire", -3, WRITE | FAST, (1, 1, 1), "Set a key's time to live in seconds", expire),
-    spec!("pexpire", -3, WRITE | FAST, (1, 1, 1), "Set a key's time to live in milliseconds", pexpire),
-    spec!("expireat", -3, WRITE | FAST, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp", expireat),
-    spec!("pexpireat", -3, WRITE | FAST, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp specified in milliseconds", pexpireat),
-    spec!("ttl", 2, READONLY | FAST, (1, 1, 1), "Get the time to live for a key in seconds", ttl),
-    spec!("pttl", 2, READONLY | FAST, (1, 1, 1), "Get the time to live for a key in milliseconds", pttl),
-    spec!("expiretime", 2, READONLY | FAST, (1, 1, 1), "Get the expiration Unix timestamp for a key", expiretime),
-    spec!("pexpiretime", 2, READONLY | FAST, (1, 1, 1), "Get the expiration Unix timestamp for a key in milliseconds", pexpiretime),
-    spec!("persist", 2, WRITE | FAST, (1, 1, 1), "Remove the expiration from a key", persist),
-    spec!("type", 2, READONLY | FAST, (1, 1, 1), "Determine the type stored at key", type_),
-    spec!("keys", 2, READONLY, (0, 0, 0), "Find all keys matching the given pattern", keys),
-    spec!("scan", -2, READONLY, (0, 0, 0), "Incrementally iterate the keys space", scan),
-    spec!("rename", 3, WRITE, (1, 2, 1), "Rename a key", rename),
-    spec!("renamenx", 3, WRITE | FAST, (1, 2, 1), "Rename a key, only if the new key does not exist", renamenx),
-    spec!("copy", -3, WRITE, (1, 2, 1), "Copy a key", copy),
-    spec!("randomkey", 1, READONLY, (0, 0, 0), "Return a random key from the keyspace", randomkey),
+    spec!("del", -2, WRITE, acl::KEYSPACE, (1, -1, 1), "Delete a key", del),
+    spec!("unlink", -2, WRITE | FAST, acl::KEYSPACE, (1, -1, 1), "Delete a key asynchronously in another thread", del),
+    spec!("exists", -2, READONLY | FAST, acl::KEYSPACE, (1, -1, 1), "Determine if a key exists", exists),
+    spec!("touch", -2, READONLY | FAST, acl::KEYSPACE, (1, -1, 1), "Alters the last access time of a key(s)", exists),
+    spec!("expire", -3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Set a key's time to live in seconds", expire),
+    spec!("pexpire", -3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Set a key's time to live in milliseconds", pexpire),
+    spec!("expireat", -3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp", expireat),
+    spec!("pexpireat", -3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Set the expiration for a key as a UNIX timestamp specified in milliseconds", pexpireat),
+    spec!("ttl", 2, READONLY | FAST, acl::KEYSPACE, (1, 1, 1), "Get the time to live for a key in seconds", ttl),
+    spec!("pttl", 2, READONLY | FAST, acl::KEYSPACE, (1, 1, 1), "Get the time to live for a key in milliseconds", pttl),
+    spec!("expiretime", 2, READONLY | FAST, acl::KEYSPACE, (1, 1, 1), "Get the expiration Unix timestamp for a key", expiretime),
+    spec!("pexpiretime", 2, READONLY | FAST, acl::KEYSPACE, (1, 1, 1), "Get the expiration Unix timestamp for a key in milliseconds", pexpiretime),
+    spec!("persist", 2, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Remove the expiration from a key", persist),
+    spec!("type", 2, READONLY | FAST, acl::KEYSPACE, (1, 1, 1), "Determine the type stored at key", type_),
+    spec!("keys", 2, READONLY, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Find all keys matching the given pattern", keys),
+    spec!("scan", -2, READONLY, acl::KEYSPACE, (0, 0, 0), "Incrementally iterate the keys space", scan),
+    spec!("rename", 3, WRITE, acl::KEYSPACE, (1, 2, 1), "Rename a key", rename),
+    spec!("renamenx", 3, WRITE | FAST, acl::KEYSPACE, (1, 2, 1), "Rename a key, only if the new key does not exist", renamenx),
+    spec!("copy", -3, WRITE | DENYOOM, acl::KEYSPACE, (1, 2, 1), "Copy a key", copy),
+    spec!("randomkey", 1, READONLY, acl::KEYSPACE, (0, 0, 0), "Return a random key from the keyspace", randomkey),
 ];
 
 fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

@@ -1,11 +1,30 @@
 //! Commands: the table of every command coordis knows, and dispatch.
 //!
-//! One file per command family. A handler receives the whole argument vector
-//! (`args[0]` is the command name) after the table has checked its arity, parses
-//! and validates its options (producing Redis's exact errors), then applies
-//! them to the keyspace and returns a [`Reply`]. Handlers do no I/O and never
-//! await: the same handler serves a socket, and later a script or a
+//! One file per command family, each with a table of rows ([`CommandSpec`]):
+//! name, arity, Redis 7.0.15's flags and ACL categories (as `COMMAND INFO`
+//! reports them), key positions, documentation, handler, and for container
+//! commands (CLIENT, CONFIG, ...) a table of subcommand rows. Every policy
+//! decision is made from the flags in one place, [`call`], in Redis's order
+//! (`processCommand`): unknown command or subcommand, arity, AUTH, MULTI,
+//! pub/sub context, queueing; scripts go through [`dispatch_from_script`].
+//! A handler receives the whole argument vector (`args[0]` is the command
+//! name), parses and validates its options (producing Redis's exact errors),
+//! applies them to the keyspace and returns a [`Reply`]. Handlers do no I/O
+//! and never await: the same handler serves a socket, a script and a
 //! transaction.
+//!
+//! # Adding a command or a family
+//!
+//! - A command: its handler and one row in its family's `COMMANDS` table,
+//!   with the arity, flags, categories and key positions Redis 7.0.15's
+//!   `COMMAND INFO` gives (`server/tests/commands.rs` compares every row
+//!   with Redis); any new error text in [`crate::errors`]; a scenario in
+//!   `server/tests/scenarios/`; a word in README's command table.
+//! - A family: a new file here with its `COMMANDS`, chained in [`all`].
+//! - A value type: an arm of [`crate::store::Value`] (and of the storage
+//!   tag in `store/item.rs`); every `match` that must handle it fails to
+//!   compile until it does.
+//! - A directive: one row of [`crate::config::DIRECTIVES`].
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -19,21 +38,38 @@ use crate::protocol::Reply;
 use crate::store::{Db, EntryRef};
 
 /// Builds one [`CommandSpec`] row: documentation group, name, arity, flags,
-/// key positions, summary, handler. Each family wraps it as `spec!` with its group.
+/// explicit ACL categories, key positions, summary, handler, and for a
+/// container its subcommand rows. Each family wraps it as `spec!` with its
+/// group.
 macro_rules! command {
-    ($group:literal, $name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+    ($group:literal, $name:literal, $arity:expr, $flags:expr, $acl:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        command!($group, $name, $arity, $flags, $acl, $keys, $summary, $handler, &[])
+    };
+    ($group:literal, $name:literal, $arity:expr, $flags:expr, $acl:expr, $keys:expr, $summary:literal, $handler:expr, $subs:expr) => {
         $crate::cmd::CommandSpec {
             name: $name,
             arity: $arity,
             flags: $flags,
+            acl: $acl,
             keys: $keys,
             group: $group,
             summary: $summary,
             handler: $handler,
+            subcommands: $subs,
+            busy: None,
         }
     };
 }
 
+/// A subcommand row (`client|list`): name, arity, flags, explicit ACL
+/// categories, handler.
+macro_rules! subcommand {
+    ($group:literal, $name:literal, $arity:expr, $flags:expr, $acl:expr, $handler:expr) => {
+        command!($group, $name, $arity, $flags, $acl, (0, 0, 0), "", $handler)
+    };
+}
+
+pub mod busy;
 pub mod keys;
 pub mod pubsub;
 pub mod scripting;
@@ -137,37 +173,144 @@ fn string_or_wrongtype(found: Option<Result<Bytes, ()>>) -> Result<Option<Bytes>
 /// A command handler.
 pub type Handler = fn(&mut Ctx, &[Bytes]) -> Reply;
 
-/// Command flags that change how dispatch treats a command.
+/// Command flags: Redis's, in the order `COMMAND INFO` lists them, then
+/// coordis's own (never shown) where Redis compares command procedures.
 pub mod flags {
-    /// Allowed before AUTH.
-    pub const NO_AUTH: u32 = 1;
-    /// Modifies the keyspace (COMMAND INFO `write`).
-    pub const WRITE: u32 = 2;
-    /// Only reads (COMMAND INFO `readonly`).
-    pub const READONLY: u32 = 4;
-    /// O(1) or O(log n) (COMMAND INFO `fast`).
-    pub const FAST: u32 = 8;
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
     /// Refused inside scripts (`This Redis command is not allowed from script`).
-    pub const NOSCRIPT: u32 = 16;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    /// O(1) or O(log n).
+    pub const FAST: u32 = 1 << 11;
+    /// Allowed before AUTH.
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 13;
+    /// Refused inside MULTI (`Command not allowed inside a transaction`).
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const MOVABLEKEYS: u32 = 1 << 15;
+    /// Served while a script is busy; everything else gets `-BUSY`.
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    /// coordis's own: runs at once inside MULTI instead of being queued
+    /// (Redis: EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub const TX_CONTROL: u32 = 1 << 24;
+    /// coordis's own: allowed on a RESP2 connection in pub/sub context
+    /// (Redis: (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT, RESET).
+    pub const SUBSCRIBED_OK: u32 = 1 << 25;
+
+    /// The flags `COMMAND INFO` shows, in its order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLEKEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// ACL categories, in the order `COMMAND INFO` lists them. A row names only
+/// those Redis does not derive from its flags (see [`CommandSpec::categories`]).
+pub mod acl {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const READ: u32 = 1 << 1;
+    pub const WRITE: u32 = 1 << 2;
+    pub const SET: u32 = 1 << 3;
+    pub const SORTEDSET: u32 = 1 << 4;
+    pub const LIST: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const STRING: u32 = 1 << 7;
+    pub const BITMAP: u32 = 1 << 8;
+    pub const HYPERLOGLOG: u32 = 1 << 9;
+    pub const GEO: u32 = 1 << 10;
+    pub const STREAM: u32 = 1 << 11;
+    pub const PUBSUB: u32 = 1 << 12;
+    pub const ADMIN: u32 = 1 << 13;
+    pub const FAST: u32 = 1 << 14;
+    pub const SLOW: u32 = 1 << 15;
+    pub const BLOCKING: u32 = 1 << 16;
+    pub const DANGEROUS: u32 = 1 << 17;
+    pub const CONNECTION: u32 = 1 << 18;
+    pub const TRANSACTION: u32 = 1 << 19;
+    pub const SCRIPTING: u32 = 1 << 20;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (KEYSPACE, "@keyspace"),
+        (READ, "@read"),
+        (WRITE, "@write"),
+        (SET, "@set"),
+        (SORTEDSET, "@sortedset"),
+        (LIST, "@list"),
+        (HASH, "@hash"),
+        (STRING, "@string"),
+        (BITMAP, "@bitmap"),
+        (HYPERLOGLOG, "@hyperloglog"),
+        (GEO, "@geo"),
+        (STREAM, "@stream"),
+        (PUBSUB, "@pubsub"),
+        (ADMIN, "@admin"),
+        (FAST, "@fast"),
+        (SLOW, "@slow"),
+        (BLOCKING, "@blocking"),
+        (DANGEROUS, "@dangerous"),
+        (CONNECTION, "@connection"),
+        (TRANSACTION, "@transaction"),
+        (SCRIPTING, "@scripting"),
+    ];
 }
 
 /// One row of the command table, with what COMMAND INFO reports.
 #[derive(Debug)]
 pub struct CommandSpec {
-    /// Lower-case name (`client` for the parent of `client|list`).
+    /// Lower-case name; `parent|sub` for a subcommand (`client|list`), as
+    /// Redis 7 names them in errors, COMMAND INFO and CLIENT LIST.
     pub name: &'static str,
     /// Redis arity: N means exactly N arguments including the name, -N at least N.
     pub arity: i32,
+    /// [`flags`]: Redis's and coordis's own.
     pub flags: u32,
+    /// [`acl`] categories beyond those the flags imply.
+    pub acl: u32,
     /// Key positions for COMMAND INFO: first, last (-1: last argument), step.
     pub keys: (i32, i32, i32),
     /// The documentation group (COMMAND DOCS).
     pub group: &'static str,
     pub summary: &'static str,
     pub handler: Handler,
+    /// A container's subcommands (empty for other commands).
+    pub subcommands: &'static [CommandSpec],
+    /// How an `allow_busy` command is answered while a script is busy,
+    /// without the keyspace ([`busy`]); `None`: it waits for the script.
+    pub busy: Option<busy::Handler>,
 }
 
 impl CommandSpec {
+    /// The row with a handler for when a script is busy.
+    pub const fn while_busy(self, handler: busy::Handler) -> CommandSpec {
+        CommandSpec {
+            busy: Some(handler),
+            ..self
+        }
+    }
+
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i32;
         if self.arity >= 0 {
@@ -175,6 +318,54 @@ impl CommandSpec {
         } else {
             argc >= -self.arity
         }
+    }
+
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// The ACL categories COMMAND INFO shows: the row's own plus those
+    /// Redis derives from the flags (`setImplicitACLCategories`).
+    pub fn categories(&self) -> impl Iterator<Item = &'static str> {
+        let mut cats = self.acl;
+        let implied = [
+            (flags::WRITE, acl::WRITE),
+            (flags::ADMIN, acl::ADMIN | acl::DANGEROUS),
+            (flags::PUBSUB, acl::PUBSUB),
+            (flags::FAST, acl::FAST),
+            (flags::BLOCKING, acl::BLOCKING),
+        ];
+        for (flag, cat) in implied {
+            if self.has(flag) {
+                cats |= cat;
+            }
+        }
+        if self.has(flags::READONLY) && cats & acl::SCRIPTING == 0 {
+            cats |= acl::READ;
+        }
+        if !self.has(flags::FAST) {
+            cats |= acl::SLOW;
+        }
+        acl::NAMES
+            .iter()
+            .filter(move |(bit, _)| cats & bit != 0)
+            .map(|(_, name)| *name)
+    }
+
+    /// The flag names COMMAND INFO shows.
+    pub fn flag_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        flags::NAMES
+            .iter()
+            .filter(|(bit, _)| self.has(*bit))
+            .map(|(_, name)| *name)
+    }
+
+    /// The subcommand named `sub` (any case).
+    pub fn subcommand(&self, sub: &[u8]) -> Option<&'static CommandSpec> {
+        self.subcommands.iter().find(|s| {
+            let (_, short) = s.name.split_once('|').unwrap_or(("", s.name));
+            short.as_bytes().eq_ignore_ascii_case(sub)
+        })
     }
 }
 
@@ -190,8 +381,11 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(server::COMMANDS.iter())
 }
 
-/// Finds a command by name, case-insensitively.
+/// Finds a command by name, case-insensitively (`a|b` finds a subcommand).
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    if let Some(bar) = name.iter().position(|&c| c == b'|') {
+        return lookup(&name[..bar])?.subcommand(&name[bar + 1..]);
+    }
     // A fixed seed is fine here: the keys are our own command names.
     type Table = HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>;
     static TABLE: OnceLock<Table> = OnceLock::new();
@@ -206,28 +400,108 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     table.get(&*lower).copied()
 }
 
+/// Why a request names no runnable command ([`resolve`]).
+pub enum Unresolved {
+    /// No such command, or no such subcommand of a container.
+    Unknown(Reply),
+    /// The command (or subcommand) exists but the argument count is wrong.
+    Arity(&'static CommandSpec),
+}
+
+/// The row a request runs: the command, or for a container called with a
+/// subcommand, the subcommand's row; checked for arity. As Redis's
+/// `lookupCommand` and arity check.
+pub fn resolve(args: &[Bytes]) -> Result<&'static CommandSpec, Unresolved> {
+    let Some(base) = lookup(&args[0]) else {
+        return Err(Unresolved::Unknown(errors::unknown_command(args)));
+    };
+    let spec = if !base.subcommands.is_empty() && args.len() >= 2 {
+        match base.subcommand(&args[1]) {
+            Some(sub) => sub,
+            None => {
+                let parent = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+                return Err(Unresolved::Unknown(errors::unknown_subcommand(&args[1], &parent)));
+            }
+        }
+    } else {
+        base
+    };
+    if spec.arity_ok(args.len()) {
+        Ok(spec)
+    } else {
+        Err(Unresolved::Arity(spec))
+    }
+}
+
+/// Runs one request for a client, from its connection or from EXEC: the
+/// checks Redis's `processCommand` makes, in its order and from the
+/// command's flags, then the handler. A refused command inside MULTI dooms
+/// the transaction; a refused EXEC ends it with the reason (`EXECABORT`).
+pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let spec = match resolve(args) {
+        Ok(spec) => spec,
+        Err(Unresolved::Unknown(reply)) => return refuse(ctx, None, reply),
+        Err(Unresolved::Arity(spec)) => return refuse(ctx, Some(spec), errors::wrong_args(spec.name)),
+    };
+    let client = &mut *ctx.client;
+    if !client.authenticated && !spec.has(flags::NO_AUTH) {
+        return refuse(ctx, Some(spec), errors::err(errors::NOAUTH));
+    }
+    if client.multi.is_some() && spec.has(flags::NO_MULTI) {
+        return refuse(ctx, Some(spec), errors::err(errors::NOT_IN_MULTI));
+    }
+    if !client.resp3 && client.is_subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
+        return refuse(ctx, Some(spec), errors::not_while_subscribed(spec.name));
+    }
+    if let Some(queue) = client.multi.as_mut() {
+        if !spec.has(flags::TX_CONTROL) {
+            queue.push(args.to_vec());
+            return Reply::status("QUEUED");
+        }
+    }
+    client.last_cmd = spec.name.into();
+    client.last_cmd_ms = ctx.now;
+    let reply = (spec.handler)(ctx, args);
+    if ctx.server.config.notify_keyspace_events != 0 {
+        ctx.flush_expired();
+    }
+    reply
+}
+
+/// Redis's `rejectCommand`: inside MULTI the transaction is doomed; EXEC
+/// itself answers `EXECABORT` with the reason and ends the transaction.
+fn refuse(ctx: &mut Ctx, spec: Option<&CommandSpec>, reply: Reply) -> Reply {
+    if ctx.client.multi.is_some() {
+        ctx.client.multi_failed = true;
+    }
+    match &reply {
+        Reply::Error(text) if spec.is_some_and(|s| s.name == "exec") => tx::abort(ctx, text),
+        _ => reply,
+    }
+}
+
+/// The handler of a container row (CLIENT, CONFIG, ...): never reached,
+/// since [`resolve`] runs a subcommand's row and the container's arity
+/// needs one.
+fn container(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    errors::wrong_args(&String::from_utf8_lossy(&args[0]).to_ascii_lowercase())
+}
+
 /// Runs a command for a script's `redis.call`: Redis's script-specific
 /// checks, then the same handler a socket reaches. The flag says whether a
 /// write command ran (a script that wrote cannot be killed).
 pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
-    let Some(spec) = lookup(&args[0]) else {
-        return (errors::err("ERR Unknown Redis command called from script"), false);
+    let spec = match resolve(args) {
+        Ok(spec) => spec,
+        Err(Unresolved::Unknown(_)) => return (errors::err(errors::SCRIPT_UNKNOWN_COMMAND), false),
+        Err(Unresolved::Arity(_)) => return (errors::err(errors::SCRIPT_WRONG_ARGS), false),
     };
-    if !spec.arity_ok(args.len()) {
-        return (
-            errors::err("ERR Wrong number of args calling Redis command from script"),
-            false,
-        );
+    if spec.has(flags::NOSCRIPT) {
+        return (errors::err(errors::NOT_FROM_SCRIPT), false);
     }
-    if spec.flags & flags::NOSCRIPT != 0 {
-        return (errors::err("ERR This Redis command is not allowed from script"), false);
-    }
-    let write = spec.flags & flags::WRITE != 0;
+    let write = spec.has(flags::WRITE);
     if read_only && write {
-        return (
-            errors::err("ERR Write commands are not allowed from read-only scripts."),
-            false,
-        );
+        return (errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT), false);
     }
     ctx.server.stats.total_commands_processed += 1;
     let reply = (spec.handler)(ctx, args);
@@ -283,8 +557,13 @@ mod tests {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
             assert!(c.name.len() <= 32);
             assert_ne!(c.arity, 0);
+            for sub in c.subcommands {
+                assert_eq!(sub.name.split_once('|').map(|(p, _)| p), Some(c.name));
+                assert!(sub.arity.abs() >= 2, "{}", sub.name);
+            }
         }
         assert!(lookup(b"GeT").is_some());
         assert!(lookup(b"nosuch").is_none());
+        assert_eq!(lookup(b"CLIENT|List").map(|c| c.name), Some("client|list"));
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::flags::{FAST, NOSCRIPT};
+use super::flags::*;
 use super::{CommandSpec, Ctx};
 use crate::clients::ClientState;
 use crate::engine::ServerState;
@@ -22,21 +22,21 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("subscribe", -2, NOSCRIPT, (0, 0, 0), "Listen for messages published to the given channels", subscribe),
-    spec!("unsubscribe", -1, NOSCRIPT, (0, 0, 0), "Stop listening for messages posted to the given channels", unsubscribe),
-    spec!("psubscribe", -2, NOSCRIPT, (0, 0, 0), "Listen for messages published to channels matching the given patterns", psubscribe),
-    spec!("punsubscribe", -1, NOSCRIPT, (0, 0, 0), "Stop listening for messages posted to channels matching the given patterns", punsubscribe),
-    spec!("publish", 3, FAST, (0, 0, 0), "Post a message to a channel", publish),
-    spec!("pubsub", -2, 0, (0, 0, 0), "A container for Pub/Sub commands", pubsub),
+    spec!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Listen for messages published to the given channels", subscribe),
+    spec!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Stop listening for messages posted to the given channels", unsubscribe),
+    spec!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Listen for messages published to channels matching the given patterns", psubscribe),
+    spec!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Stop listening for messages posted to channels matching the given patterns", punsubscribe),
+    spec!("publish", 3, PUBSUB | LOADING | STALE | FAST, 0, (0, 0, 0), "Post a message to a channel", publish),
+    spec!("pubsub", -2, 0, 0, (0, 0, 0), "A container for Pub/Sub commands", super::container, PUBSUB_SUBCOMMANDS),
 ];
 
-/// Commands a RESP2 client may send while subscribed.
-pub fn allowed_while_subscribed(name: &str) -> bool {
-    matches!(
-        name,
-        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ping" | "quit" | "reset"
-    )
-}
+#[rustfmt::skip]
+static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
+    subcommand!("pubsub", "pubsub|channels", -2, PUBSUB | LOADING | STALE, 0, pubsub_channels),
+    subcommand!("pubsub", "pubsub|numsub", -2, PUBSUB | LOADING | STALE, 0, pubsub_numsub),
+    subcommand!("pubsub", "pubsub|numpat", 2, PUBSUB | LOADING | STALE, 0, pubsub_numpat),
+    subcommand!("pubsub", "pubsub|help", 2, LOADING | STALE, 0, pubsub_help),
+];
 
 /// Channels and patterns to subscriber ids.
 #[derive(Debug, Default)]
@@ -241,20 +241,6 @@ pub fn publish_expired(
 
 fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int(publish_to(ctx.server, Some(ctx.client), &args[1], &args[2], ctx.now) as i64)
-}
-
-fn pubsub(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    super::server::dispatch_sub(
-        ctx,
-        args,
-        "PUBSUB",
-        &[
-            ("channels", -2, pubsub_channels),
-            ("numsub", -2, pubsub_numsub),
-            ("numpat", 2, pubsub_numpat),
-            ("help", 2, pubsub_help),
-        ],
-    )
 }
 
 fn pubsub_channels(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::args::is;
-use super::flags::NOSCRIPT;
-use super::{CommandSpec, Ctx};
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::protocol::Reply;
 use crate::store::num;
@@ -22,17 +22,22 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("eval", -3, NOSCRIPT, (0, 0, 0), "Execute a Lua script server side", eval),
-    spec!("evalsha", -3, NOSCRIPT, (0, 0, 0), "Execute a Lua script server side", evalsha),
-    spec!("eval_ro", -3, NOSCRIPT, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro),
-    spec!("evalsha_ro", -3, NOSCRIPT, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro),
-    spec!("script", -2, NOSCRIPT, (0, 0, 0), "A container for Lua scripts management commands", script),
+    spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval),
+    spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha),
+    spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro),
+    spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro),
+    spec!("script", -2, 0, 0, (0, 0, 0), "A container for Lua scripts management commands", super::container, SCRIPT),
 ];
 
-pub const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
-pub const NOT_BUSY: &str = "NOTBUSY No scripts in execution right now.";
-pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+#[rustfmt::skip]
+static SCRIPT: &[CommandSpec] = &[
+    subcommand!("scripting", "script|load", 3, NOSCRIPT | STALE, acl::SCRIPTING, script_load),
+    subcommand!("scripting", "script|exists", -3, NOSCRIPT, acl::SCRIPTING, script_exists),
+    subcommand!("scripting", "script|flush", -2, NOSCRIPT, acl::SCRIPTING, script_flush),
+    subcommand!("scripting", "script|kill", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, script_kill)
+        .while_busy(super::busy::script_kill),
+    subcommand!("scripting", "script|help", 2, LOADING | STALE, acl::SCRIPTING, script_help),
+];
 
 /// Splits `numkeys key... arg...` as Redis's `evalGenericCommand`.
 fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
@@ -79,7 +84,7 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], read_only: bool
     };
     ctx.client.db = caller_db;
     ctx.scripting = Some(scripting);
-    reply.unwrap_or_else(|| err(NOSCRIPT_ERR))
+    reply.unwrap_or_else(|| err(errors::NOSCRIPT))
 }
 
 fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
@@ -97,7 +102,7 @@ fn evalsha_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     // upper-case one too, and answers None (NOSCRIPT) for anything else.
     match std::str::from_utf8(&args[1]) {
         Ok(sha) if sha.len() == 40 => run(ctx, sha, keys, argv, read_only),
-        _ => err(NOSCRIPT_ERR),
+        _ => err(errors::NOSCRIPT),
     }
 }
 
@@ -115,21 +120,6 @@ fn evalsha(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn evalsha_ro(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     evalsha_generic(ctx, args, true)
-}
-
-fn script(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    super::server::dispatch_sub(
-        ctx,
-        args,
-        "SCRIPT",
-        &[
-            ("load", 3, script_load),
-            ("exists", -3, script_exists),
-            ("flush", -2, script_flush),
-            ("kill", 2, script_kill),
-            ("help", 2, script_help),
-        ],
-    )
 }
 
 fn script_load(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -162,7 +152,7 @@ fn script_flush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// SCRIPT KILL reaching the engine means no script is running (a running
 /// script holds the engine; connection tasks answer SCRIPT KILL themselves).
 fn script_kill(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    err(NOT_BUSY)
+    err(errors::NOT_BUSY)
 }
 
 fn script_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

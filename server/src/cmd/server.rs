@@ -5,8 +5,9 @@
 use bytes::Bytes;
 
 use super::args::{db_index, int, is};
-use super::flags::{FAST, NOSCRIPT, NO_AUTH, READONLY, WRITE};
-use super::{CommandSpec, Ctx};
+use super::busy::{Answer, BusyCtx};
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
 use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
 use crate::protocol::Reply;
@@ -16,44 +17,63 @@ use crate::tri;
 /// The version coordis reports (HELLO, INFO): the Redis version it follows.
 pub const REDIS_VERSION: &str = "7.0.15";
 
-macro_rules! spec {
-    ($name:literal, $arity:expr, $flags:expr, $group:literal, $summary:literal, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            keys: (0, 0, 0),
-            group: $group,
-            summary: $summary,
-            handler: $handler,
-        }
-    };
-}
-
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("ping", -1, FAST, "connection", "Ping the server", ping),
-    spec!("echo", 2, FAST, "connection", "Echo the given string", echo),
-    spec!("hello", -1, NO_AUTH | FAST | NOSCRIPT, "connection", "Handshake with Redis", hello),
-    spec!("auth", -2, NO_AUTH | FAST | NOSCRIPT, "connection", "Authenticate to the server", auth),
-    spec!("select", 2, FAST, "connection", "Change the selected database for the current connection", select),
-    spec!("quit", -1, NO_AUTH | FAST | NOSCRIPT, "connection", "Close the connection", quit),
-    spec!("reset", 1, NO_AUTH | FAST | NOSCRIPT, "connection", "Reset the connection", reset),
-    spec!("client", -2, NOSCRIPT, "connection", "A container for client connection commands", client),
-    spec!("command", -1, 0, "server", "Get array of Redis command details", command),
-    spec!("info", -1, 0, "server", "Get information and statistics about the server", info),
-    spec!("config", -2, NOSCRIPT, "server", "A container for server configuration commands", config),
-    spec!("time", 1, FAST, "server", "Return the current server time", time),
-    spec!("dbsize", 1, READONLY | FAST, "server", "Return the number of keys in the selected database", dbsize),
-    spec!("flushdb", -1, WRITE, "server", "Remove all keys from the current database", flushdb),
-    spec!("flushall", -1, WRITE, "server", "Remove all keys from all databases", flushall),
-    spec!("swapdb", 3, WRITE | FAST, "server", "Swaps two Redis databases", swapdb),
-    spec!("lastsave", 1, FAST, "server", "Get the UNIX time stamp of the last successful save to disk", lastsave),
-    spec!("shutdown", -1, NOSCRIPT, "server", "Synchronously save the dataset to disk and then shut down the server", shutdown),
+    command!("connection", "ping", -1, FAST | SUBSCRIBED_OK, acl::CONNECTION, (0, 0, 0), "Ping the server", ping),
+    command!("connection", "echo", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Echo the given string", echo),
+    command!("connection", "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Handshake with Redis", hello),
+    command!("connection", "auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Authenticate to the server", auth),
+    command!("connection", "select", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Change the selected database for the current connection", select),
+    command!("connection", "quit", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK, acl::CONNECTION, (0, 0, 0), "Close the connection", quit)
+        .while_busy(quit_while_busy),
+    command!("connection", "reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK, acl::CONNECTION, (0, 0, 0), "Reset the connection", reset),
+    command!("connection", "client", -2, 0, 0, (0, 0, 0), "A container for client connection commands", super::container, CLIENT),
+    command!("server", "command", -1, LOADING | STALE, acl::CONNECTION, (0, 0, 0), "Get array of Redis command details", command, COMMAND),
+    command!("server", "info", -1, LOADING | STALE, acl::DANGEROUS, (0, 0, 0), "Get information and statistics about the server", info),
+    command!("server", "config", -2, 0, 0, (0, 0, 0), "A container for server configuration commands", super::container, CONFIG),
+    command!("server", "time", 1, LOADING | STALE | FAST, 0, (0, 0, 0), "Return the current server time", time),
+    command!("server", "dbsize", 1, READONLY | FAST, acl::KEYSPACE, (0, 0, 0), "Return the number of keys in the selected database", dbsize),
+    command!("server", "flushdb", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from the current database", flushdb),
+    command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from all databases", flushall),
+    command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
+    command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
+    command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
+        .while_busy(shutdown_while_busy),
+];
+
+#[rustfmt::skip]
+static CLIENT: &[CommandSpec] = &[
+    subcommand!("connection", "client|id", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_id),
+    subcommand!("connection", "client|getname", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_getname),
+    subcommand!("connection", "client|setname", 3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_setname),
+    subcommand!("connection", "client|info", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_info),
+    subcommand!("connection", "client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_list),
+    subcommand!("connection", "client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_kill),
+    subcommand!("connection", "client|help", 2, LOADING | STALE, acl::CONNECTION, client_help),
+];
+
+#[rustfmt::skip]
+static COMMAND: &[CommandSpec] = &[
+    subcommand!("server", "command|count", 2, LOADING | STALE, acl::CONNECTION, command_count),
+    subcommand!("server", "command|info", -2, LOADING | STALE, acl::CONNECTION, command_info_cmd),
+    subcommand!("server", "command|docs", -2, LOADING | STALE, acl::CONNECTION, command_docs),
+    subcommand!("server", "command|list", -2, LOADING | STALE, acl::CONNECTION, command_list),
+    subcommand!("server", "command|help", 2, LOADING | STALE, acl::CONNECTION, command_help),
+];
+
+#[rustfmt::skip]
+static CONFIG: &[CommandSpec] = &[
+    subcommand!("server", "config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_get),
+    subcommand!("server", "config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_set),
+    subcommand!("server", "config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_resetstat),
+    subcommand!("server", "config|rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_rewrite),
+    subcommand!("server", "config|help", 2, LOADING | STALE, 0, config_help),
 ];
 
 fn ping(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let _ = ctx;
+    if !ctx.client.resp3 && ctx.client.is_subscribed() {
+        return super::pubsub::subscribed_ping(args);
+    }
     match args.len() {
         1 => Reply::status("PONG"),
         2 => Reply::Bulk(args[1].clone()),
@@ -184,7 +204,18 @@ fn quit(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
+/// RESET: leaves MULTI, unwatches, unsubscribes, and returns the
+/// connection to its state after connecting.
+fn quit_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+    ctx.close = true;
+    Answer::Reply(Reply::Ok)
+}
+
 fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    ctx.client.multi = None;
+    ctx.client.multi_failed = false;
+    super::tx::unwatch_all(ctx.dbs, ctx.client);
+    ctx.server.pubsub.forget(ctx.client);
     ctx.client.db = 0;
     ctx.client.resp3 = false;
     ctx.client.name = None;
@@ -192,57 +223,9 @@ fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::status("RESET")
 }
 
-/// Checks a subcommand's arity; `Err` is Redis's `'parent|sub'` arity error.
-fn sub_arity(args: &[Bytes], parent: &str, sub: &str, arity: i32) -> Result<(), Reply> {
-    let n = args.len() as i32;
-    let ok = if arity >= 0 { n == arity } else { n >= -arity };
-    if ok {
-        Ok(())
-    } else {
-        Err(errors::wrong_args(&format!("{parent}|{sub}")))
-    }
-}
-
-/// Runs the subcommand handler whose name matches `args[1]`, after checking
-/// its arity; unknown names get Redis's "Try X HELP" error.
-pub(crate) fn dispatch_sub(
-    ctx: &mut Ctx,
-    args: &[Bytes],
-    parent: &str,
-    table: &[(&str, i32, super::Handler)],
-) -> Reply {
-    for (name, arity, handler) in table {
-        if is(&args[1], name) {
-            let parent = parent.to_ascii_lowercase();
-            tri!(sub_arity(args, &parent, name, *arity));
-            // CLIENT LIST shows `cmd=client|list`, as Redis 7 names subcommands.
-            ctx.client.last_cmd = format!("{parent}|{name}").into();
-            return handler(ctx, args);
-        }
-    }
-    errors::unknown_subcommand(&args[1], parent)
-}
-
 /// A HELP subcommand's reply: one status line per entry.
 pub(crate) fn help_reply(lines: &[&'static str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::status(l)).collect())
-}
-
-fn client(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    dispatch_sub(
-        ctx,
-        args,
-        "CLIENT",
-        &[
-            ("id", 2, client_id),
-            ("getname", 2, client_getname),
-            ("setname", 3, client_setname),
-            ("info", 2, client_info),
-            ("list", -2, client_list),
-            ("kill", -3, client_kill),
-            ("help", 2, client_help),
-        ],
-    )
 }
 
 fn client_id(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -415,63 +398,26 @@ fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ])
 }
 
-fn command(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() == 1 {
-        return Reply::Array(super::all().map(command_info).collect());
-    }
-    dispatch_sub(
-        ctx,
-        args,
-        "COMMAND",
-        &[
-            ("count", 2, command_count),
-            ("info", -2, command_info_cmd),
-            ("docs", -2, command_docs),
-            ("list", -2, command_list),
-            ("help", 2, command_help),
-        ],
-    )
+/// COMMAND without a subcommand: every command's entry.
+fn command(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    Reply::Array(super::all().map(command_info).collect())
 }
 
-fn flag_names(flags: u32) -> Vec<Reply> {
-    let mut out = vec![];
-    if flags & WRITE != 0 {
-        out.push(Reply::status("write"));
-    }
-    if flags & READONLY != 0 {
-        out.push(Reply::status("readonly"));
-    }
-    if flags & NO_AUTH != 0 {
-        out.push(Reply::status("no_auth"));
-    }
-    if flags & NOSCRIPT != 0 {
-        out.push(Reply::status("noscript"));
-    }
-    if flags & FAST != 0 {
-        out.push(Reply::status("fast"));
-    }
-    out
-}
-
-/// One COMMAND INFO entry in Redis 7's ten-field shape.
+/// One COMMAND INFO entry in Redis 7's ten-field shape (without key specs,
+/// tips and argument docs), subcommands included.
 fn command_info(c: &CommandSpec) -> Reply {
-    let mut categories = vec![Reply::Status(format!("@{}", c.group).into())];
-    if c.flags & FAST != 0 {
-        categories.push(Reply::status("@fast"));
-    } else {
-        categories.push(Reply::status("@slow"));
-    }
+    let names = |it: &mut dyn Iterator<Item = &'static str>| it.map(Reply::status).collect::<Vec<_>>();
     Reply::Array(vec![
         Reply::bulk(c.name),
         Reply::Int(c.arity as i64),
-        Reply::Set(flag_names(c.flags)),
+        Reply::Set(names(&mut c.flag_names())),
         Reply::Int(c.keys.0 as i64),
         Reply::Int(c.keys.1 as i64),
         Reply::Int(c.keys.2 as i64),
-        Reply::Set(categories),
+        Reply::Set(names(&mut c.categories())),
         Reply::Set(vec![]),
         Reply::Array(vec![]),
-        Reply::Array(vec![]),
+        Reply::Array(c.subcommands.iter().map(command_info).collect()),
     ])
 }
 
@@ -559,21 +505,6 @@ fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         .collect();
     let text = crate::engine::info_text(ctx, &sections);
     Reply::Verbatim("txt", Bytes::from(text))
-}
-
-fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    dispatch_sub(
-        ctx,
-        args,
-        "CONFIG",
-        &[
-            ("get", -3, config_get),
-            ("set", -4, config_set),
-            ("resetstat", 2, config_resetstat),
-            ("rewrite", 2, config_rewrite),
-            ("help", 2, config_help),
-        ],
-    )
 }
 
 fn config_get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -735,6 +666,20 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ctx.server.shutdown_requested = true;
     ctx.client.close_after_reply = true;
     Reply::Ok
+}
+
+/// SHUTDOWN while a script is busy: only NOSAVE, which kills the script and
+/// stops the server; anything else gets -BUSY, as in Redis.
+fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
+    if !args[1..].iter().any(|a| is(a, "nosave")) {
+        return Answer::Reply(err(errors::BUSY));
+    }
+    tracing::warn!("SHUTDOWN NOSAVE while a script is running");
+    ctx.script.kill.store(true, std::sync::atomic::Ordering::Relaxed);
+    ctx.shutdown.close();
+    ctx.close = true;
+    // No reply: Redis closes the connection on a successful SHUTDOWN.
+    Answer::Reply(Reply::Many(vec![]))
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 use bytes::{Bytes, BytesMut};
 
 use super::args::{int, is};
-use super::flags::{FAST, READONLY, WRITE};
-use super::{CommandSpec, Ctx};
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
@@ -18,27 +18,27 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("get", 2, READONLY | FAST, (1, 1, 1), "Get the value of a key", get),
-    spec!("set", -3, WRITE, (1, 1, 1), "Set the string value of a key", set),
-    spec!("setnx", 3, WRITE | FAST, (1, 1, 1), "Set the value of a key, only if the key does not exist", setnx),
-    spec!("setex", 4, WRITE, (1, 1, 1), "Set the value and expiration of a key", setex),
-    spec!("psetex", 4, WRITE, (1, 1, 1), "Set the value and expiration in milliseconds of a key", psetex),
-    spec!("getset", 3, WRITE | FAST, (1, 1, 1), "Set the string value of a key and return its old value", getset),
-    spec!("getdel", 2, WRITE | FAST, (1, 1, 1), "Get the value of a key and delete the key", getdel),
-    spec!("getex", -2, WRITE | FAST, (1, 1, 1), "Get the value of a key and optionally set its expiration", getex),
-    spec!("mget", -2, READONLY | FAST, (1, -1, 1), "Get the values of all the given keys", mget),
-    spec!("mset", -3, WRITE, (1, -1, 2), "Set multiple keys to multiple values", mset),
-    spec!("msetnx", -3, WRITE, (1, -1, 2), "Set multiple keys to multiple values, only if none of the keys exist", msetnx),
-    spec!("incr", 2, WRITE | FAST, (1, 1, 1), "Increment the integer value of a key by one", incr),
-    spec!("decr", 2, WRITE | FAST, (1, 1, 1), "Decrement the integer value of a key by one", decr),
-    spec!("incrby", 3, WRITE | FAST, (1, 1, 1), "Increment the integer value of a key by the given amount", incrby),
-    spec!("decrby", 3, WRITE | FAST, (1, 1, 1), "Decrement the integer value of a key by the given number", decrby),
-    spec!("incrbyfloat", 3, WRITE | FAST, (1, 1, 1), "Increment the float value of a key by the given amount", incrbyfloat),
-    spec!("append", 3, WRITE, (1, 1, 1), "Append a value to a key", append),
-    spec!("strlen", 2, READONLY | FAST, (1, 1, 1), "Get the length of the value stored in a key", strlen),
-    spec!("getrange", 4, READONLY, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
-    spec!("substr", 4, READONLY, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
-    spec!("setrange", 4, WRITE, (1, 1, 1), "Overwrite part of a string at key starting at the specified offset", setrange),
+    spec!("get", 2, READONLY | FAST, acl::STRING, (1, 1, 1), "Get the value of a key", get),
+    spec!("set", -3, WRITE | DENYOOM, acl::STRING, (1, 1, 1), "Set the string value of a key", set),
+    spec!("setnx", 3, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Set the value of a key, only if the key does not exist", setnx),
+    spec!("setex", 4, WRITE | DENYOOM, acl::STRING, (1, 1, 1), "Set the value and expiration of a key", setex),
+    spec!("psetex", 4, WRITE | DENYOOM, acl::STRING, (1, 1, 1), "Set the value and expiration in milliseconds of a key", psetex),
+    spec!("getset", 3, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Set the string value of a key and return its old value", getset),
+    spec!("getdel", 2, WRITE | FAST, acl::STRING, (1, 1, 1), "Get the value of a key and delete the key", getdel),
+    spec!("getex", -2, WRITE | FAST, acl::STRING, (1, 1, 1), "Get the value of a key and optionally set its expiration", getex),
+    spec!("mget", -2, READONLY | FAST, acl::STRING, (1, -1, 1), "Get the values of all the given keys", mget),
+    spec!("mset", -3, WRITE | DENYOOM, acl::STRING, (1, -1, 2), "Set multiple keys to multiple values", mset),
+    spec!("msetnx", -3, WRITE | DENYOOM, acl::STRING, (1, -1, 2), "Set multiple keys to multiple values, only if none of the keys exist", msetnx),
+    spec!("incr", 2, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Increment the integer value of a key by one", incr),
+    spec!("decr", 2, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Decrement the integer value of a key by one", decr),
+    spec!("incrby", 3, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Increment the integer value of a key by the given amount", incrby),
+    spec!("decrby", 3, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Decrement the integer value of a key by the given number", decrby),
+    spec!("incrbyfloat", 3, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Increment the float value of a key by the given amount", incrbyfloat),
+    spec!("append", 3, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Append a value to a key", append),
+    spec!("strlen", 2, READONLY | FAST, acl::STRING, (1, 1, 1), "Get the length of the value stored in a key", strlen),
+    spec!("getrange", 4, READONLY, acl::STRING, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
+    spec!("substr", 4, READONLY, acl::STRING, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
+    spec!("setrange", 4, WRITE | DENYOOM, acl::STRING, (1, 1, 1), "Overwrite part of a string at key starting at the specified offset", setrange),
 ];
 
 /// How an expire argument is to be read.

@@ -1,6 +1,6 @@
 //! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 //!
-//! While a client is in MULTI, the engine queues its commands (after the
+//! While a client is in MULTI, [`super::call`] queues its commands (after the
 //! same lookup, arity and auth checks a direct call gets; a failure marks the
 //! transaction for EXECABORT) and EXEC runs them back to back under the one
 //! engine lock, so no other client's command interleaves. WATCH records each
@@ -9,10 +9,11 @@
 
 use bytes::Bytes;
 
-use super::flags::{FAST, NOSCRIPT};
-use super::{CommandSpec, Ctx};
+use super::busy::{Answer, BusyCtx, TxChange};
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
 use crate::clients::ClientState;
-use crate::errors::err;
+use crate::errors::{self, err};
 use crate::protocol::Reply;
 use crate::store::Db;
 
@@ -22,19 +23,15 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("multi", 1, NOSCRIPT | FAST, (0, 0, 0), "Mark the start of a transaction block", multi),
-    spec!("exec", 1, NOSCRIPT, (0, 0, 0), "Execute all commands issued after MULTI", exec),
-    spec!("discard", 1, NOSCRIPT | FAST, (0, 0, 0), "Discard all commands issued after MULTI", discard),
-    spec!("watch", -2, NOSCRIPT | FAST, (1, -1, 1), "Watch the given keys to determine execution of the MULTI/EXEC block", watch),
-    spec!("unwatch", 1, NOSCRIPT | FAST, (0, 0, 0), "Forget about all watched keys", unwatch),
+    spec!("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Mark the start of a transaction block", multi)
+        .while_busy(multi_while_busy),
+    spec!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Execute all commands issued after MULTI", exec),
+    spec!("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Discard all commands issued after MULTI", discard)
+        .while_busy(discard_while_busy),
+    spec!("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (1, -1, 1), "Watch the given keys to determine execution of the MULTI/EXEC block", watch)
+        .while_busy(watch_while_busy),
+    spec!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, acl::TRANSACTION, (0, 0, 0), "Forget about all watched keys", unwatch),
 ];
-
-pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
-
-/// Commands that run at once even inside MULTI (everything else is queued).
-pub fn runs_inside_multi(name: &str) -> bool {
-    matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
-}
 
 /// Stops watching every key the client watches.
 pub fn unwatch_all(dbs: &mut [Db], client: &mut ClientState) {
@@ -60,30 +57,111 @@ pub fn watched_keys_changed(dbs: &mut [Db], client: &mut ClientState, now: u64) 
 
 fn multi(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     if ctx.client.multi.is_some() {
-        return err("ERR MULTI calls can not be nested");
+        return err(errors::MULTI_NESTED);
     }
     ctx.client.multi = Some(Vec::new());
     ctx.client.multi_failed = false;
     Reply::Ok
 }
 
-/// EXEC outside MULTI (inside MULTI the engine runs the transaction itself).
-fn exec(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    err("ERR EXEC without MULTI")
+/// EXEC: EXECABORT if queueing failed, a null array if a watched key
+/// changed, otherwise every queued command's reply, all run in this one
+/// lock hold.
+fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let Some(queued) = ctx.client.multi.take() else {
+        return err("ERR EXEC without MULTI");
+    };
+    let failed = std::mem::take(&mut ctx.client.multi_failed);
+    let changed = watched_keys_changed(ctx.dbs, ctx.client, ctx.now);
+    if failed {
+        return err(errors::EXECABORT);
+    }
+    if changed {
+        return Reply::NilArray;
+    }
+    let mut replies = Vec::with_capacity(queued.len());
+    for args in &queued {
+        replies.push(super::call(ctx, args));
+        ctx.server.stats.total_commands_processed += 1;
+    }
+    ctx.client.last_cmd = "exec".into();
+    Reply::Array(replies)
+}
+
+/// A refused EXEC (Redis's `execCommandAbort`): the transaction ends and
+/// the refusal becomes `EXECABORT Transaction discarded because of: ...`.
+pub fn abort(ctx: &mut Ctx, refusal: &str) -> Reply {
+    ctx.client.multi = None;
+    ctx.client.multi_failed = false;
+    unwatch_all(ctx.dbs, ctx.client);
+    errors::exec_abort(refusal)
 }
 
 fn discard(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     if ctx.client.multi.take().is_none() {
-        return err("ERR DISCARD without MULTI");
+        return err(errors::DISCARD_WITHOUT_MULTI);
     }
     ctx.client.multi_failed = false;
     unwatch_all(ctx.dbs, ctx.client);
     Reply::Ok
 }
 
+/// MULTI while a script is busy: accepted, as Redis does, so a pipelined
+/// transaction is not half refused; its commands get -BUSY and doom it.
+fn multi_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+    if ctx.view.in_multi {
+        return Answer::Reply(err(errors::MULTI_NESTED));
+    }
+    ctx.view.in_multi = true;
+    ctx.changes.push(TxChange::Begin);
+    Answer::Reply(Reply::Ok)
+}
+
+fn discard_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+    if !ctx.view.in_multi {
+        return Answer::Reply(err(errors::DISCARD_WITHOUT_MULTI));
+    }
+    ctx.view.in_multi = false;
+    ctx.changes.push(TxChange::End);
+    Answer::Reply(Reply::Ok)
+}
+
+/// WATCH while a script is busy: refused inside MULTI; otherwise it waits
+/// for the script, which may still change the key.
+fn watch_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+    if ctx.view.in_multi {
+        return Answer::Reply(err(errors::WATCH_IN_MULTI));
+    }
+    Answer::Wait
+}
+
+/// Applies what busy answers changed ([`TxChange`]) to the client, before
+/// its next batch.
+pub fn apply_busy_changes(dbs: &mut [Db], client: &mut ClientState, changes: Vec<TxChange>) {
+    for change in changes {
+        match change {
+            TxChange::Begin => {
+                client.multi = Some(Vec::new());
+                client.multi_failed = false;
+            }
+            TxChange::Queue(args) => {
+                if let Some(queue) = client.multi.as_mut() {
+                    queue.push(args);
+                }
+            }
+            TxChange::Fail => client.multi_failed = true,
+            TxChange::End => {
+                client.multi = None;
+                client.multi_failed = false;
+                unwatch_all(dbs, client);
+            }
+        }
+    }
+}
+
 fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if ctx.client.multi.is_some() {
-        return err("ERR WATCH inside MULTI is not allowed");
+        return err(errors::WATCH_IN_MULTI);
     }
     let db = ctx.client.db;
     for key in &args[1..] {

@@ -3,8 +3,8 @@
 use bytes::Bytes;
 
 use super::args::{int, is};
-use super::flags::{FAST, READONLY, WRITE};
-use super::{CommandSpec, Ctx};
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
@@ -19,36 +19,36 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("zadd", -4, WRITE | FAST, (1, 1, 1), "Add one or more members to a sorted set, or update its score if it already exists", zadd),
-    spec!("zincrby", 4, WRITE | FAST, (1, 1, 1), "Increment the score of a member in a sorted set", zincrby),
-    spec!("zcard", 2, READONLY | FAST, (1, 1, 1), "Get the number of members in a sorted set", zcard),
-    spec!("zscore", 3, READONLY | FAST, (1, 1, 1), "Get the score associated with the given member in a sorted set", zscore),
-    spec!("zmscore", -3, READONLY | FAST, (1, 1, 1), "Get the score associated with the given members in a sorted set", zmscore),
-    spec!("zrem", -3, WRITE | FAST, (1, 1, 1), "Remove one or more members from a sorted set", zrem),
-    spec!("zrank", 3, READONLY | FAST, (1, 1, 1), "Determine the index of a member in a sorted set", zrank),
-    spec!("zrevrank", 3, READONLY | FAST, (1, 1, 1), "Determine the index of a member in a sorted set, with scores ordered from high to low", zrevrank),
-    spec!("zcount", 4, READONLY | FAST, (1, 1, 1), "Count the members in a sorted set with scores within the given values", zcount),
-    spec!("zlexcount", 4, READONLY | FAST, (1, 1, 1), "Count the number of members in a sorted set between a given lexicographical range", zlexcount),
-    spec!("zrange", -4, READONLY, (1, 1, 1), "Return a range of members in a sorted set", zrange),
-    spec!("zrangestore", -5, WRITE, (1, 2, 1), "Store a range of members from sorted set into another key", zrangestore),
-    spec!("zrangebyscore", -4, READONLY, (1, 1, 1), "Return a range of members in a sorted set, by score", zrangebyscore),
-    spec!("zrevrangebyscore", -4, READONLY, (1, 1, 1), "Return a range of members in a sorted set, by score, with scores ordered from high to low", zrevrangebyscore),
-    spec!("zrangebylex", -4, READONLY, (1, 1, 1), "Return a range of members in a sorted set, by lexicographical range", zrangebylex),
-    spec!("zrevrangebylex", -4, READONLY, (1, 1, 1), "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", zrevrangebylex),
-    spec!("zrevrange", -4, READONLY, (1, 1, 1), "Return a range of members in a sorted set, by index, with scores ordered from high to low", zrevrange),
-    spec!("zremrangebyscore", 4, WRITE, (1, 1, 1), "Remove all members in a sorted set within the given scores", zremrangebyscore),
-    spec!("zremrangebyrank", 4, WRITE, (1, 1, 1), "Remove all members in a sorted set within the given indexes", zremrangebyrank),
-    spec!("zremrangebylex", 4, WRITE, (1, 1, 1), "Remove all members in a sorted set between the given lexicographical range", zremrangebylex),
-    spec!("zpopmin", -2, WRITE | FAST, (1, 1, 1), "Remove and return members with the lowest scores in a sorted set", zpopmin),
-    spec!("zpopmax", -2, WRITE | FAST, (1, 1, 1), "Remove and return members with the highest scores in a sorted set", zpopmax),
-    spec!("zrandmember", -2, READONLY, (1, 1, 1), "Get one or multiple random elements from a sorted set", zrandmember),
-    spec!("zunionstore", -4, WRITE, (1, 1, 1), "Add multiple sorted sets and store the resulting sorted set in a new key", zunionstore),
-    spec!("zinterstore", -4, WRITE, (1, 1, 1), "Intersect multiple sorted sets and store the resulting sorted set in a new key", zinterstore),
-    spec!("zdiffstore", -4, WRITE, (1, 1, 1), "Subtract multiple sorted sets and store the resulting sorted set in a new key", zdiffstore),
-    spec!("zunion", -3, READONLY, (0, 0, 0), "Add multiple sorted sets", zunion),
-    spec!("zinter", -3, READONLY, (0, 0, 0), "Intersect multiple sorted sets", zinter),
-    spec!("zdiff", -3, READONLY, (0, 0, 0), "Subtract multiple sorted sets", zdiff),
-    spec!("zintercard", -3, READONLY, (0, 0, 0), "Intersect multiple sorted sets and return the cardinality of the result", zintercard),
+    spec!("zadd", -4, WRITE | DENYOOM | FAST, acl::SORTEDSET, (1, 1, 1), "Add one or more members to a sorted set, or update its score if it already exists", zadd),
+    spec!("zincrby", 4, WRITE | DENYOOM | FAST, acl::SORTEDSET, (1, 1, 1), "Increment the score of a member in a sorted set", zincrby),
+    spec!("zcard", 2, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Get the number of members in a sorted set", zcard),
+    spec!("zscore", 3, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Get the score associated with the given member in a sorted set", zscore),
+    spec!("zmscore", -3, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Get the score associated with the given members in a sorted set", zmscore),
+    spec!("zrem", -3, WRITE | FAST, acl::SORTEDSET, (1, 1, 1), "Remove one or more members from a sorted set", zrem),
+    spec!("zrank", 3, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Determine the index of a member in a sorted set", zrank),
+    spec!("zrevrank", 3, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Determine the index of a member in a sorted set, with scores ordered from high to low", zrevrank),
+    spec!("zcount", 4, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Count the members in a sorted set with scores within the given values", zcount),
+    spec!("zlexcount", 4, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Count the number of members in a sorted set between a given lexicographical range", zlexcount),
+    spec!("zrange", -4, READONLY, acl::SORTEDSET, (1, 1, 1), "Return a range of members in a sorted set", zrange),
+    spec!("zrangestore", -5, WRITE | DENYOOM, acl::SORTEDSET, (1, 2, 1), "Store a range of members from sorted set into another key", zrangestore),
+    spec!("zrangebyscore", -4, READONLY, acl::SORTEDSET, (1, 1, 1), "Return a range of members in a sorted set, by score", zrangebyscore),
+    spec!("zrevrangebyscore", -4, READONLY, acl::SORTEDSET, (1, 1, 1), "Return a range of members in a sorted set, by score, with scores ordered from high to low", zrevrangebyscore),
+    spec!("zrangebylex", -4, READONLY, acl::SORTEDSET, (1, 1, 1), "Return a range of members in a sorted set, by lexicographical range", zrangebylex),
+    spec!("zrevrangebylex", -4, READONLY, acl::SORTEDSET, (1, 1, 1), "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", zrevrangebylex),
+    spec!("zrevrange", -4, READONLY, acl::SORTEDSET, (1, 1, 1), "Return a range of members in a sorted set, by index, with scores ordered from high to low", zrevrange),
+    spec!("zremrangebyscore", 4, WRITE, acl::SORTEDSET, (1, 1, 1), "Remove all members in a sorted set within the given scores", zremrangebyscore),
+    spec!("zremrangebyrank", 4, WRITE, acl::SORTEDSET, (1, 1, 1), "Remove all members in a sorted set within the given indexes", zremrangebyrank),
+    spec!("zremrangebylex", 4, WRITE, acl::SORTEDSET, (1, 1, 1), "Remove all members in a sorted set between the given lexicographical range", zremrangebylex),
+    spec!("zpopmin", -2, WRITE | FAST, acl::SORTEDSET, (1, 1, 1), "Remove and return members with the lowest scores in a sorted set", zpopmin),
+    spec!("zpopmax", -2, WRITE | FAST, acl::SORTEDSET, (1, 1, 1), "Remove and return members with the highest scores in a sorted set", zpopmax),
+    spec!("zrandmember", -2, READONLY, acl::SORTEDSET, (1, 1, 1), "Get one or multiple random elements from a sorted set", zrandmember),
+    spec!("zunionstore", -4, WRITE | DENYOOM | MOVABLEKEYS, acl::SORTEDSET, (1, 1, 1), "Add multiple sorted sets and store the resulting sorted set in a new key", zunionstore),
+    spec!("zinterstore", -4, WRITE | DENYOOM | MOVABLEKEYS, acl::SORTEDSET, (1, 1, 1), "Intersect multiple sorted sets and store the resulting sorted set in a new key", zinterstore),
+    spec!("zdiffstore", -4, WRITE | DENYOOM | MOVABLEKEYS, acl::SORTEDSET, (1, 1, 1), "Subtract multiple sorted sets and store the resulting sorted set in a new key", zdiffstore),
+    spec!("zunion", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Add multiple sorted sets", zunion),
+    spec!("zinter", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Intersect multiple sorted sets", zinter),
+    spec!("zdiff", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Subtract multiple sorted sets", zdiff),
+    spec!("zintercard", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Intersect multiple sorted sets and return the cardinality of the result", zintercard),
 ];
 
 const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
