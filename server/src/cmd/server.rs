@@ -432,7 +432,7 @@ fn command_info_cmd(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Array(
         args[2..]
             .iter()
-            .map(|n| super::lookup(n).map_or(Reply::NilArray, command_info))
+            .map(|n| super::lookup(n).map_or(Reply::Nil, command_info))
             .collect(),
     )
 }
