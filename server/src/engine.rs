@@ -270,8 +270,30 @@ impl Engine {
     }
 
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
+    ///
+    /// A panic inside the command is contained: it is logged, the client
+    /// gets [`errors::INTERNAL`] and is closed after the reply (its state
+    /// may be half changed), and its disconnect releases its watches and
+    /// subscriptions as for any client; the server goes on.
     pub fn execute(&mut self, client: &mut ClientState, args: &[Bytes], now: u64, out: &mut BytesMut) {
-        let reply = self.dispatch(client, args, now);
+        let run = std::panic::AssertUnwindSafe(|| self.dispatch(client, args, now));
+        let reply = match std::panic::catch_unwind(run) {
+            Ok(reply) => reply,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(
+                    "command '{}' of client {} panicked: {what}; closing the client",
+                    String::from_utf8_lossy(&args[0]),
+                    client.id
+                );
+                client.close_after_reply = true;
+                errors::err(errors::INTERNAL)
+            }
+        };
         self.state.stats.total_commands_processed += 1;
         if reply.is_error() {
             self.state.stats.total_error_replies += 1;
@@ -300,111 +322,61 @@ pub(crate) fn expired_events_enabled(flags: u32) -> bool {
     flags & crate::notify::EXPIRED != 0 && flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0
 }
 
-/// The text of INFO for the requested sections (none, `default`, `all` or
-/// `everything` mean every section coordis has).
-pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
-    let all = sections.is_empty()
-        || sections
-            .iter()
-            .any(|s| s == "all" || s == "everything" || s == "default");
-    let want = |name: &str| all || sections.iter().any(|s| s == name);
-    let s = &*ctx.server;
-    let now = ctx.now;
-    let uptime = now.saturating_sub(s.started_ms) / 1000;
-    let mut parts: Vec<String> = vec![];
-    if want("server") {
-        parts.push(format!(
-            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nexecutable:{}\r\nconfig_file:\r\ncoordis_version:{}\r\n",
-            cmd::server::REDIS_VERSION,
-            std::env::consts::OS,
-            std::env::consts::ARCH,
-            std::process::id(),
-            s.run_id,
-            s.port,
-            s.clock.now_us(),
-            uptime,
-            uptime / 86400,
-            s.config.hz,
-            s.config.hz,
-            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
-            env!("CARGO_PKG_VERSION"),
-        ));
-    }
-    if want("clients") {
-        parts.push(format!(
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
-            s.clients.len() + 1,
-            s.config.maxclients
-        ));
-    }
-    if want("memory") {
-        let rss = rss_bytes();
-        let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory());
-        parts.push(format!(
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
-            human_bytes(rss),
-            human_bytes(rss),
-            ctx.scripting.as_ref().map_or(0, |l| l.len()),
-        ));
-    }
-    if want("persistence") {
-        parts.push(format!(
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n",
-            s.started_ms / 1000
-        ));
-    }
-    if want("stats") {
-        let expired: u64 = ctx.dbs.iter().map(|d| d.expired_count).sum();
-        let st = &s.stats;
-        parts.push(format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\n",
-            st.total_connections_received,
-            st.total_commands_processed,
-            st.rejected_connections + s.shared.rejected.load(Ordering::Relaxed),
-            expired,
-            st.keyspace_hits,
-            st.keyspace_misses,
-            s.pubsub.channel_count(),
-            s.pubsub.numpat(),
-            st.total_error_replies
-        ));
-    }
-    if want("replication") {
-        parts.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n".to_string());
-    }
-    if want("keyspace") {
-        let mut text = String::from("# Keyspace\r\n");
-        for (i, db) in ctx.dbs.iter().enumerate() {
-            if !db.is_empty() {
-                text.push_str(&format!(
-                    "db{}:keys={},expires={},avg_ttl=0\r\n",
-                    i,
-                    db.len(),
-                    db.expires_len()
-                ));
-            }
-        }
-        parts.push(text);
-    }
-    parts.join("\r\n")
-}
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
 
-/// Resident set size of this process, from /proc (0 where unavailable).
-pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
-        .map_or(0, |pages| pages * 4096)
-}
+    use super::*;
+    use crate::clients::{ConnSignal, Outbox};
+    use crate::store::SystemClock;
 
-fn human_bytes(n: u64) -> String {
-    if n >= 1 << 30 {
-        format!("{:.2}G", n as f64 / (1u64 << 30) as f64)
-    } else if n >= 1 << 20 {
-        format!("{:.2}M", n as f64 / (1u64 << 20) as f64)
-    } else if n >= 1 << 10 {
-        format!("{:.2}K", n as f64 / 1024.0)
-    } else {
-        format!("{n}B")
+    fn client(id: u64) -> ClientState {
+        let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let signal = Arc::new(ConnSignal::default());
+        let outbox = Outbox::new(signal.clone());
+        ClientState::new(id, addr, addr, 0, signal, outbox)
+    }
+
+    fn run(engine: &mut Engine, id: u64, args: &[&str]) -> (String, bool) {
+        let mut requests = VecDeque::from([args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()]);
+        let mut out = BytesMut::new();
+        let end = engine.run_batch(id, vec![], &mut requests, &mut None, usize::MAX, &mut out);
+        (String::from_utf8_lossy(&out).into_owned(), end.close)
+    }
+
+    #[test]
+    fn a_panicking_command_is_contained_and_its_client_released() {
+        let mut engine = Engine::new(
+            Config::default(),
+            Arc::new(SystemClock),
+            0,
+            Arc::new(Shared::default()),
+            Arc::new(CloseSignal::default()),
+        );
+        engine.connect(client(1));
+        engine.connect(client(2));
+        assert_eq!(run(&mut engine, 1, &["WATCH", "k"]).0, "+OK\r\n");
+        run(&mut engine, 1, &["HELLO", "3"]);
+        assert!(run(&mut engine, 1, &["SUBSCRIBE", "ch"]).0.contains("subscribe"));
+        let (reply, close) = run(&mut engine, 1, &["coordis-test-panic"]);
+        assert_eq!(
+            (reply.as_str(), close),
+            ("-ERR internal error running the command\r\n", true)
+        );
+        // The client is still registered until its connection disconnects.
+        assert_eq!(
+            run(&mut engine, 2, &["PUBSUB", "NUMSUB", "ch"]).0,
+            "*2\r\n$2\r\nch\r\n:1\r\n"
+        );
+        assert!(engine.dbs[0].is_watched(b"k"));
+        engine.disconnect(1);
+        assert_eq!(
+            run(&mut engine, 2, &["PUBSUB", "NUMSUB", "ch"]).0,
+            "*2\r\n$2\r\nch\r\n:0\r\n"
+        );
+        assert!(!engine.dbs[0].is_watched(b"k"), "the watch was released");
+        // The server goes on.
+        assert_eq!(run(&mut engine, 2, &["SET", "k", "v"]).0, "+OK\r\n");
+        assert_eq!(run(&mut engine, 2, &["GET", "k"]).0, "$1\r\nv\r\n");
     }
 }

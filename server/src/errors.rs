@@ -44,6 +44,8 @@ pub const SCRIPT_WRONG_ARGS: &str = "ERR Wrong number of args calling Redis comm
 pub const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
 pub const WRITE_IN_READ_ONLY_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
 pub const WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+/// A command panicked (a bug in coordis): contained, logged, answered.
+pub const INTERNAL: &str = "ERR internal error running the command";
 pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";

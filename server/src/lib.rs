@@ -55,6 +55,7 @@ pub mod notify;
 pub mod protocol;
 mod server;
 pub mod store;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 use std::future::Future;

@@ -379,7 +379,19 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
+        .chain(TEST_COMMANDS.iter())
 }
+
+/// Commands that exist only in coordis's own unit tests.
+#[cfg(test)]
+#[rustfmt::skip]
+static TEST_COMMANDS: &[CommandSpec] = &[
+    command!("server", "coordis-test-panic", 1, 0, 0, (0, 0, 0), "Panics (tests that a panic is contained)", |_, _| {
+        panic!("coordis-test-panic")
+    }),
+];
+#[cfg(not(test))]
+static TEST_COMMANDS: &[CommandSpec] = &[];
 
 /// Finds a command by name, case-insensitively (`a|b` finds a subcommand).
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {

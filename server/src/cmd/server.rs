@@ -1,6 +1,6 @@
 //! Connection and server commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT,
 //! RESET, CLIENT, COMMAND, INFO, CONFIG, TIME, DBSIZE, FLUSHDB/FLUSHALL,
-//! SWAPDB, LASTSAVE, SHUTDOWN.
+//! SWAPDB, LASTSAVE, SHUTDOWN; the text of INFO.
 
 use bytes::Bytes;
 
@@ -503,7 +503,7 @@ fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    let text = crate::engine::info_text(ctx, &sections);
+    let text = info_text(ctx, &sections);
     Reply::Verbatim("txt", Bytes::from(text))
 }
 
@@ -680,6 +680,115 @@ fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     ctx.close = true;
     // No reply: Redis closes the connection on a successful SHUTDOWN.
     Answer::Reply(Reply::Many(vec![]))
+}
+
+/// The text of INFO for the requested sections (none, `default`, `all` or
+/// `everything` mean every section coordis has).
+pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
+    let all = sections.is_empty()
+        || sections
+            .iter()
+            .any(|s| s == "all" || s == "everything" || s == "default");
+    let want = |name: &str| all || sections.iter().any(|s| s == name);
+    let s = &*ctx.server;
+    let now = ctx.now;
+    let uptime = now.saturating_sub(s.started_ms) / 1000;
+    let mut parts: Vec<String> = vec![];
+    if want("server") {
+        parts.push(format!(
+            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nexecutable:{}\r\nconfig_file:\r\ncoordis_version:{}\r\n",
+            REDIS_VERSION,
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            s.run_id,
+            s.port,
+            s.clock.now_us(),
+            uptime,
+            uptime / 86400,
+            s.config.hz,
+            s.config.hz,
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            env!("CARGO_PKG_VERSION"),
+        ));
+    }
+    if want("clients") {
+        parts.push(format!(
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+            s.clients.len() + 1,
+            s.config.maxclients
+        ));
+    }
+    if want("memory") {
+        let rss = rss_bytes();
+        let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory());
+        parts.push(format!(
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
+            human_bytes(rss),
+            human_bytes(rss),
+            ctx.scripting.as_ref().map_or(0, |l| l.len()),
+        ));
+    }
+    if want("persistence") {
+        parts.push(format!(
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n",
+            s.started_ms / 1000
+        ));
+    }
+    if want("stats") {
+        let expired: u64 = ctx.dbs.iter().map(|d| d.expired_count).sum();
+        let st = &s.stats;
+        parts.push(format!(
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\n",
+            st.total_connections_received,
+            st.total_commands_processed,
+            st.rejected_connections + s.shared.rejected.load(std::sync::atomic::Ordering::Relaxed),
+            expired,
+            st.keyspace_hits,
+            st.keyspace_misses,
+            s.pubsub.channel_count(),
+            s.pubsub.numpat(),
+            st.total_error_replies
+        ));
+    }
+    if want("replication") {
+        parts.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n".to_string());
+    }
+    if want("keyspace") {
+        let mut text = String::from("# Keyspace\r\n");
+        for (i, db) in ctx.dbs.iter().enumerate() {
+            if !db.is_empty() {
+                text.push_str(&format!(
+                    "db{}:keys={},expires={},avg_ttl=0\r\n",
+                    i,
+                    db.len(),
+                    db.expires_len()
+                ));
+            }
+        }
+        parts.push(text);
+    }
+    parts.join("\r\n")
+}
+
+/// Resident set size of this process, from /proc (0 where unavailable).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn human_bytes(n: u64) -> String {
+    if n >= 1 << 30 {
+        format!("{:.2}G", n as f64 / (1u64 << 30) as f64)
+    } else if n >= 1 << 20 {
+        format!("{:.2}M", n as f64 / (1u64 << 20) as f64)
+    } else if n >= 1 << 10 {
+        format!("{:.2}K", n as f64 / 1024.0)
+    } else {
+        format!("{n}B")
+    }
 }
 
 #[cfg(test)]

@@ -549,7 +549,7 @@ unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
         }
         Err(_) => {
             let _unlimited = Unlimited::new(&bridge.lua);
-            convert::raw::push_error_table(state, "ERR internal error running the command");
+            convert::raw::push_error_table(state, crate::errors::INTERNAL);
             Err(())
         }
     }

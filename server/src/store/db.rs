@@ -158,6 +158,11 @@ impl Db {
     }
 
     /// The change count of a watched key.
+    /// Whether any client watches `key`.
+    pub fn is_watched(&self, key: &[u8]) -> bool {
+        self.watched.contains_key(key)
+    }
+
     pub fn watch_version(&self, key: &[u8]) -> u64 {
         self.watched.get(key).map_or(0, |w| w.version)
     }
