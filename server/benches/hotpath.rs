@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use coordis::protocol::{ProtocolLimits, RequestParser};
-use coordis::store::{Db, SystemClock, Value};
+use coordis::internals::{Db, Value};
+use coordis::internals::{ProtocolLimits, RequestParser};
 use coordis::testing::{LocalEngine, RawClient};
+use coordis::SystemClock;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn bench(c: &mut Criterion) {

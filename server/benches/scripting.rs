@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use coordis::lua::{ScriptState, Scripting};
-use coordis::protocol::Reply;
+use coordis::internals::Reply;
+use coordis::internals::{ScriptState, Scripting};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn bench(c: &mut Criterion) {

@@ -9,7 +9,7 @@
 //! - `zrank`: rank lookup through the skip list spans.
 
 use bytes::Bytes;
-use coordis::store::zset::{Listpack, ScoreRange, ZSet};
+use coordis::internals::zset::{Listpack, ScoreRange, ZSet};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 fn build(n: usize) -> (ZSet, Vec<Bytes>) {

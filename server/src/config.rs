@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use crate::protocol::split_args;
 use crate::store::{glob, num};
 
-/// All settings. The defaults are the table's ([`DIRECTIVES`]).
+/// All settings. The defaults are the directive table's (`DIRECTIVES`).
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Addresses to listen on. Default `127.0.0.1` (loopback only).
@@ -64,7 +64,7 @@ pub struct Config {
     /// Default 256 MB; 0 disables the limit.
     pub lua_memory_limit: usize,
     /// Keyspace notification classes (`notify-keyspace-events`), as
-    /// [`crate::notify`] flags. Default: none.
+    /// `notify` module flags. Default: none.
     pub notify_keyspace_events: u32,
     /// Sorted sets of at most this many members, none longer than
     /// `zset_max_listpack_value`, are held the way Redis's listpack holds

@@ -2,7 +2,9 @@
 //!
 //! Commands never spell an error inline: they use a constant or constructor
 //! from here, so the wording is checked (and changed) in one place. The texts
-//! exclude the leading `-` of the wire format.
+//! exclude the leading `-` of the wire format. (The Lua libraries' own
+//! errors, raised inside Lua as the C libraries word them — cjson, struct,
+//! cmsgpack, the sandbox — live beside their ports in `lua/`.)
 
 use std::borrow::Cow;
 
@@ -34,9 +36,7 @@ pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
 /// Sent (then the connection closed) to a non-loopback client of a server in
 /// protected mode without a password.
 pub const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
-pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
 pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
-pub const COUNT_NEGATIVE: &str = "ERR value is out of range, must be positive";
 
 pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 pub const SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
@@ -53,6 +53,33 @@ pub const NOT_BUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
+pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
+pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+pub const INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
+pub const CLIENT_ID_NOT_POSITIVE: &str = "ERR client-id should be greater than 0";
+pub const NO_CONFIG_FILE: &str = "ERR The server is running without a config file";
+pub const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
+pub const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
+pub const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
+pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+pub const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
+pub const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+pub const INCR_SINGLE_PAIR: &str = "ERR INCR option supports a single increment-element pair";
+pub const LIMIT_NEEDS_BY: &str =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+pub const WITHSCORES_BYLEX: &str = "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+pub const BINARY_SCRIPT: &str = "ERR Error compiling script (new function): user_script: binary code not allowed";
+pub const CALL_OUTSIDE_SCRIPT: &str = "ERR redis.call can only be used while a script runs";
+pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+pub const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
+pub const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range item";
+pub const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
+pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 
 pub fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))
@@ -106,6 +133,44 @@ pub fn not_while_subscribed(name: &str) -> Reply {
 pub fn exec_abort(reason: &str) -> Reply {
     let reason = reason.strip_prefix("ERR ").unwrap_or(reason);
     owned(format!("EXECABORT Transaction discarded because of: {reason}"))
+}
+
+/// `ERR Syntax error in HELLO option 'x'`.
+pub fn hello_option(opt: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Syntax error in HELLO option '{}'", lossy(opt))))
+}
+
+/// `ERR Unknown client type 'x'` (CLIENT LIST / KILL TYPE).
+pub fn unknown_client_type(kind: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unknown client type '{}'", lossy(kind))))
+}
+
+/// `ERR No such user 'x'` (CLIENT KILL USER).
+pub fn no_such_user(user: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR No such user '{}'", lossy(user))))
+}
+
+/// `ERR at least 1 input key is needed for 'zunionstore' command`.
+pub fn no_input_keys(cmd: &str) -> Reply {
+    owned(format!("ERR at least 1 input key is needed for '{cmd}' command"))
+}
+
+/// A script that does not compile: `ERR Error compiling script (new function): <lua error>`.
+pub fn compile_error(lua: &str) -> Reply {
+    owned(sanitize(format!("ERR Error compiling script (new function): {lua}")))
+}
+
+/// A script the VM could not run to an answer: `ERR <lua error>`.
+pub fn script_failed(lua: &str) -> Reply {
+    owned(sanitize(format!("ERR {lua}")))
+}
+
+/// `ERR unknown subcommand or wrong number of arguments for 'x'. Try PUBSUB HELP.`
+pub fn sub_wrong_args(sub: &[u8], parent: &str) -> Reply {
+    owned(sanitize(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {parent} HELP.",
+        lossy(sub)
+    )))
 }
 
 /// `ERR unknown subcommand 'x'. Try CLIENT HELP.`

@@ -35,28 +35,46 @@
 //!
 //! # Layout
 //!
-//! - [`protocol`]: RESP request parsing and reply encoding.
-//! - [`cmd`]: the command table and one module per command family.
-//! - [`store`]: databases, values, expiry, the clock.
-//! - [`engine`]: the keyspace and server state, and running a batch of commands.
-//! - [`lua`]: the Lua 5.1 VM for EVAL, its sandbox and conversions.
-//! - `server`: listeners, connections, shutdown.
-//! - [`config`]: settings, redis.conf directives, CONFIG GET/SET.
-//! - [`errors`]: every error text, as Redis words it.
+//! The public API is the embedding API: [`Server`], [`Builder`],
+//! [`BlockingServer`], [`Config`], [`Clock`] / [`ManualClock`] /
+//! [`SystemClock`], [`runtime`] and [`testing`]. Everything else is the
+//! crate's own:
+//!
+//! - `protocol`: RESP request parsing and reply encoding.
+//! - `cmd`: the command table and one module per command family.
+//! - `store`: databases, values, expiry, the clock.
+//! - `engine`: the keyspace and server state, and running a batch of commands.
+//! - `lua`: the Lua 5.1 VM for EVAL, its sandbox and conversions.
+//! - `server`: listeners, connections, shutdown; `clients`: per-connection state.
+//! - `config`: the directive table, redis.conf, CONFIG GET/SET.
+//! - `notify`: keyspace notification classes.
+//! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 
-pub mod clients;
-pub mod cmd;
-pub mod config;
-pub mod engine;
-pub mod errors;
-pub mod lua;
-pub mod notify;
-pub mod protocol;
+mod clients;
+mod cmd;
+mod config;
+mod engine;
+mod errors;
+mod lua;
+mod notify;
+mod protocol;
 mod server;
-pub mod store;
+mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+
+/// Internals the project's own benchmarks, fuzz targets and tests reach
+/// into. Not part of the API: no stability promise.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::cmd::all as commands;
+    pub use crate::errors::DENIED;
+    pub use crate::lua::{sha1_hex, ScriptState, Scripting};
+    pub use crate::protocol::{ProtocolLimits, Reply, RequestParser};
+    pub use crate::store::zset;
+    pub use crate::store::{Db, Value};
+}
 
 use std::future::Future;
 use std::io;
@@ -66,8 +84,9 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use clients::CloseSignal;
+pub use cmd::server::REDIS_VERSION;
 pub use config::Config;
-use store::{Clock, SystemClock};
+pub use store::{Clock, ManualClock, SystemClock};
 
 /// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
 /// port), no password, 16 databases, Redis's limits.

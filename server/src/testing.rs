@@ -340,7 +340,7 @@ impl RawClient {
     }
 }
 
-/// One client's view of an [`Engine`](crate::engine::Engine) driven without
+/// One client's view of the engine driven without
 /// a listener. Each [`LocalEngine::run`] is one batch, exactly as a
 /// connection task runs a read's requests.
 pub struct LocalEngine {

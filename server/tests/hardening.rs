@@ -111,7 +111,7 @@ fn exchange_from(source: [u8; 4], addr: SocketAddr, input: &[u8]) -> Vec<u8> {
 fn protected_mode_refuses_other_addresses_like_redis() {
     let ours = coordis::Server::builder().start_blocking().unwrap();
     let redis = RedisServer::start(&[]).unwrap();
-    let denied = format!("-{}\r\n<closed>", coordis::errors::DENIED);
+    let denied = format!("-{}\r\n<closed>", coordis::internals::DENIED);
     for (name, addr) in [
         ("coordis", Some(ours.addr())),
         ("redis", redis.as_ref().map(|r| r.addr())),

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use coordis::store::ManualClock;
 use coordis::testing::LocalEngine;
+use coordis::ManualClock;
 use proptest::prelude::*;
 
 const KEYS: &[&str] = &["a", "b", "c"];

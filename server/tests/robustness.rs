@@ -7,7 +7,7 @@ use coordis::testing::RawClient;
 fn random_arguments_to_every_command_always_get_a_reply() {
     let server = coordis::Server::builder().start_blocking().unwrap();
     let mut c = RawClient::connect(server.addr()).unwrap();
-    let names: Vec<&str> = coordis::cmd::all()
+    let names: Vec<&str> = coordis::internals::commands()
         .map(|s| s.name)
         // (P)UNSUBSCRIBE answer once per channel: not one reply per command.
         .filter(|n| {

@@ -226,7 +226,7 @@ fn sandbox_escapes_fail() {
 fn evalsha_uses_the_cache_and_noscript_otherwise() {
     let s = server();
     let mut c = RawClient::connect(s.addr()).unwrap();
-    let sha = coordis::lua::sha1_hex(b"return ARGV[1]");
+    let sha = coordis::internals::sha1_hex(b"return ARGV[1]");
     assert_eq!(
         c.command(&["EVALSHA", &sha, "0", "x"]).unwrap(),
         b"-NOSCRIPT No matching script. Please use EVAL.\r\n"

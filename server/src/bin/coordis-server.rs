@@ -26,7 +26,7 @@ fn main() -> ExitCode {
             println!(
                 "coordis-server v={} (Redis {} compatible)",
                 env!("CARGO_PKG_VERSION"),
-                coordis::cmd::server::REDIS_VERSION
+                coordis::REDIS_VERSION
             );
             return ExitCode::SUCCESS;
         }
@@ -80,7 +80,7 @@ fn main() -> ExitCode {
                         "coordis {} listening on {} (Redis {} protocol); ready to accept connections",
                         env!("CARGO_PKG_VERSION"),
                         addr,
-                        coordis::cmd::server::REDIS_VERSION
+                        coordis::REDIS_VERSION
                     )
                 },
             )

@@ -13,6 +13,7 @@ use super::flags::*;
 use super::{CommandSpec, Ctx};
 use crate::clients::ClientState;
 use crate::engine::ServerState;
+use crate::errors;
 use crate::protocol::Reply;
 use crate::store::glob;
 
@@ -245,10 +246,7 @@ fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn pubsub_channels(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if args.len() > 3 {
-        let sub = String::from_utf8_lossy(&args[1]);
-        return Reply::Error(
-            format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try PUBSUB HELP.").into(),
-        );
+        return errors::sub_wrong_args(&args[1], "PUBSUB");
     }
     let pattern = args.get(2);
     Reply::Array(

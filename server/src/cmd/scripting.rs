@@ -44,10 +44,10 @@ fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
     let numkeys = num::parse_i64(&args[2]).ok_or_else(|| err(errors::NOT_INTEGER))?;
     let available = (args.len() - 3) as i64;
     if numkeys > available {
-        return Err(err("ERR Number of keys can't be greater than number of args"));
+        return Err(err(errors::NUMKEYS_TOO_MANY));
     }
     if numkeys < 0 {
-        return Err(err("ERR Number of keys can't be negative"));
+        return Err(err(errors::NUMKEYS_NEGATIVE));
     }
     let split = 3 + numkeys as usize;
     Ok((&args[3..split], &args[split..]))
@@ -58,7 +58,7 @@ fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
 fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], read_only: bool) -> Reply {
     let now = ctx.now;
     let Some(scripting) = ctx.scripting.take() else {
-        return err("ERR This Redis command is not allowed from script");
+        return err(errors::NOT_FROM_SCRIPT);
     };
     let caller_db = ctx.client.db;
     let state = scripting.state.clone();
@@ -91,7 +91,7 @@ fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     let (keys, argv) = tri!(keys_and_args(args));
     let sha = match ctx.scripting.as_mut() {
         Some(s) => tri!(s.load(&args[1])),
-        None => return err("ERR This Redis command is not allowed from script"),
+        None => return err(errors::NOT_FROM_SCRIPT),
     };
     run(ctx, &sha, keys, argv, read_only)
 }
@@ -125,7 +125,7 @@ fn evalsha_ro(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn script_load(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match ctx.scripting.as_mut() {
         Some(s) => Reply::bulk(tri!(s.load(&args[2]))),
-        None => err("ERR This Redis command is not allowed from script"),
+        None => err(errors::NOT_FROM_SCRIPT),
     }
 }
 
@@ -141,7 +141,7 @@ fn script_exists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn script_flush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if args.len() > 3 || (args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async")) {
-        return err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+        return err(errors::SCRIPT_FLUSH_MODE);
     }
     if let Some(s) = ctx.scripting.as_mut() {
         s.flush();

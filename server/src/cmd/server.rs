@@ -154,14 +154,7 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             name = Some(&args[i + 1]);
             i += 1;
         } else {
-            return Reply::Error(
-                format!(
-                    "ERR Syntax error in HELLO option '{}'",
-                    String::from_utf8_lossy(&args[i])
-                )
-                .replace(['\r', '\n'], " ")
-                .into(),
-            );
+            return errors::hello_option(&args[i]);
         }
         i += 1;
     }
@@ -172,7 +165,7 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx.client.authenticated = true;
     }
     if !ctx.client.authenticated {
-        return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return err(errors::HELLO_NOAUTH);
     }
     if let Some(name) = name {
         if !valid_client_name(name) {
@@ -259,9 +252,7 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 && !is(&args[i + 1], "replica")
                 && !is(&args[i + 1], "pubsub")
             {
-                return Reply::Error(
-                    format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[i + 1])).into(),
-                );
+                return errors::unknown_client_type(&args[i + 1]);
             }
             if !is(&args[i + 1], "normal") {
                 ids = Some(vec![]);
@@ -272,7 +263,7 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             for a in &args[i + 1..] {
                 match num::parse_i64(a) {
                     Some(n) if n > 0 => list.push(n as u64),
-                    _ => return err("ERR Invalid client ID"),
+                    _ => return err(errors::INVALID_CLIENT_ID),
                 }
             }
             ids = Some(list);
@@ -321,7 +312,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         if is(&args[i], "id") {
             match num::parse_i64(value) {
                 Some(n) if n > 0 => id = Some(n as u64),
-                _ => return err("ERR client-id should be greater than 0"),
+                _ => return err(errors::CLIENT_ID_NOT_POSITIVE),
             }
         } else if is(&args[i], "addr") {
             addr = Some(String::from_utf8_lossy(value).into_owned());
@@ -334,11 +325,11 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 && !is(value, "slave")
                 && !is(value, "pubsub")
             {
-                return Reply::Error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(value)).into());
+                return errors::unknown_client_type(value);
             }
         } else if is(&args[i], "user") {
             if value.as_ref() != b"default" {
-                return Reply::Error(format!("ERR No such user '{}'", String::from_utf8_lossy(value)).into());
+                return errors::no_such_user(value);
             }
         } else if is(&args[i], "skipme") {
             if is(value, "yes") {
@@ -572,7 +563,7 @@ fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 fn config_rewrite(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    err("ERR The server is running without a config file")
+    err(errors::NO_CONFIG_FILE)
 }
 
 fn config_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -632,10 +623,10 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let Some(a) = num::parse_i64(&args[1]) else {
-        return err("ERR invalid first DB index");
+        return err(errors::INVALID_FIRST_DB);
     };
     let Some(b) = num::parse_i64(&args[2]) else {
-        return err("ERR invalid second DB index");
+        return err(errors::INVALID_SECOND_DB);
     };
     let n = ctx.dbs.len() as i64;
     if a < 0 || a >= n || b < 0 || b >= n {
@@ -661,7 +652,7 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
     }
     if args[1..].iter().any(|a| is(a, "abort")) {
-        return err("ERR No shutdown in progress.");
+        return err(errors::NO_SHUTDOWN_IN_PROGRESS);
     }
     ctx.server.shutdown_requested = true;
     ctx.client.close_after_reply = true;

@@ -69,7 +69,7 @@ fn multi(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// lock hold.
 fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let Some(queued) = ctx.client.multi.take() else {
-        return err("ERR EXEC without MULTI");
+        return err(errors::EXEC_WITHOUT_MULTI);
     };
     let failed = std::mem::take(&mut ctx.client.multi_failed);
     let changed = watched_keys_changed(ctx.dbs, ctx.client, ctx.now);

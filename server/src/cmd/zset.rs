@@ -51,11 +51,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("zintercard", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Intersect multiple sorted sets and return the cardinality of the result", zintercard),
 ];
 
-const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
-const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range item";
-const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
-const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
-
 /// Looks up a sorted set a command reads: `Ok(None)` when the key is absent,
 /// WRONGTYPE when it holds something else. Counts a keyspace hit or miss, as
 /// Redis's `lookupKeyRead`; commands that change the set use [`write`].
@@ -123,7 +118,7 @@ pub fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Reply> {
     }
     match (bound(min), bound(max)) {
         (Some((min, minex)), Some((max, maxex))) => Ok(ScoreRange { min, max, minex, maxex }),
-        _ => Err(err(MIN_MAX_NOT_FLOAT)),
+        _ => Err(err(errors::MIN_MAX_NOT_FLOAT)),
     }
 }
 
@@ -140,7 +135,7 @@ pub fn parse_lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Reply> {
     }
     match (bound(min), bound(max)) {
         (Some(min), Some(max)) => Ok(LexRange { min, max }),
-        _ => Err(err(MIN_MAX_NOT_STRING_RANGE)),
+        _ => Err(err(errors::MIN_MAX_NOT_STRING_RANGE)),
     }
 }
 
@@ -221,13 +216,13 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
         return err(errors::SYNTAX);
     }
     if f.nx && f.xx {
-        return err("ERR XX and NX options at the same time are not compatible");
+        return err(errors::XX_NX);
     }
     if ((f.gt || f.lt) && f.nx) || (f.gt && f.lt) {
-        return err("ERR GT, LT, and/or NX options at the same time are not compatible");
+        return err(errors::GT_LT_NX);
     }
     if f.incr && elements > 2 {
-        return err("ERR INCR option supports a single increment-element pair");
+        return err(errors::INCR_SINGLE_PAIR);
     }
     let mut pairs = Vec::with_capacity(elements / 2);
     for pair in args[i..].chunks(2) {
@@ -256,7 +251,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
             }
             AddOutcome::Unchanged(s) => last = Some(s),
             AddOutcome::Skipped => {}
-            AddOutcome::Nan => return err(NAN_SCORE),
+            AddOutcome::Nan => return err(errors::NAN_SCORE),
         }
     }
     if added + updated > 0 {
@@ -489,10 +484,10 @@ fn zrange_generic(
     let rev = rev.unwrap_or(false);
     let kind = kind.unwrap_or(RangeKind::Rank);
     if limit_given && kind == RangeKind::Rank {
-        return err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+        return err(errors::LIMIT_NEEDS_BY);
     }
     if withscores && kind == RangeKind::Lex {
-        return err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        return err(errors::WITHSCORES_BYLEX);
     }
     let (mut min, mut max) = (&args[src + 1], &args[src + 2]);
     if rev && kind != RangeKind::Rank {
@@ -604,7 +599,7 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
     let count = match args.get(2) {
         Some(a) => match num::parse_i64(a) {
             Some(n) if n >= 0 => Some(n as usize),
-            _ => return err(NOT_POSITIVE),
+            _ => return err(errors::NOT_POSITIVE),
         },
         None => None,
     };
@@ -731,13 +726,7 @@ fn setop_generic(
 ) -> Reply {
     let setnum = tri!(int(&args[numkeys_at]));
     if setnum < 1 {
-        return Reply::Error(
-            format!(
-                "ERR at least 1 input key is needed for '{}' command",
-                String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
-            )
-            .into(),
-        );
+        return errors::no_input_keys(&String::from_utf8_lossy(&args[0]).to_ascii_lowercase());
     }
     if setnum as u64 > (args.len() - numkeys_at - 1) as u64 {
         return err(errors::SYNTAX);
@@ -758,7 +747,7 @@ fn setop_generic(
         if op != SetOp::Diff && !card_only && remaining > setnum && is(&args[j], "weights") {
             j += 1;
             for w in weights.iter_mut() {
-                *w = tri!(num::parse_f64(&args[j]).ok_or_else(|| err("ERR weight value is not a float")));
+                *w = tri!(num::parse_f64(&args[j]).ok_or_else(|| err(errors::WEIGHT_NOT_FLOAT)));
                 j += 1;
             }
         } else if op != SetOp::Diff && !card_only && remaining >= 2 && is(&args[j], "aggregate") {
@@ -778,7 +767,7 @@ fn setop_generic(
         } else if card_only && remaining >= 2 && is(&args[j], "limit") {
             limit = match num::parse_i64(&args[j + 1]) {
                 Some(n) if n >= 0 => n as usize,
-                _ => return err("ERR LIMIT can't be negative"),
+                _ => return err(errors::LIMIT_NEGATIVE),
             };
             j += 2;
         } else {
@@ -925,8 +914,8 @@ mod tests {
         let r = parse_score_range(b"(1", b"+inf").unwrap();
         assert!(r.minex && !r.maxex && r.max == f64::INFINITY);
         assert_eq!(parse_score_range(b"", b"(").unwrap().min, 0.0);
-        assert_eq!(parse_score_range(b"a", b"1"), Err(err(MIN_MAX_NOT_FLOAT)));
-        assert_eq!(parse_score_range(b"1", b"nan"), Err(err(MIN_MAX_NOT_FLOAT)));
+        assert_eq!(parse_score_range(b"a", b"1"), Err(err(errors::MIN_MAX_NOT_FLOAT)));
+        assert_eq!(parse_score_range(b"1", b"nan"), Err(err(errors::MIN_MAX_NOT_FLOAT)));
     }
 
     #[test]
@@ -943,7 +932,7 @@ mod tests {
             LexBound::Exclusive(Bytes::from("b"))
         );
         for bad in [&b""[..], b"a", b"+x", b"-x"] {
-            assert_eq!(parse_lex_range(bad, b"+"), Err(err(MIN_MAX_NOT_STRING_RANGE)));
+            assert_eq!(parse_lex_range(bad, b"+"), Err(err(errors::MIN_MAX_NOT_STRING_RANGE)));
         }
     }
 }

@@ -226,9 +226,7 @@ impl Scripting {
             return Ok(sha);
         }
         if body.starts_with(b"\x1b") {
-            return Err(Reply::Error(
-                "ERR Error compiling script (new function): user_script: binary code not allowed".into(),
-            ));
+            return Err(Reply::Error(crate::errors::BINARY_SCRIPT.into()));
         }
         let compiled = self
             .lua
@@ -242,10 +240,7 @@ impl Scripting {
                 self.scripts.insert(sha.clone(), f);
                 Ok(sha)
             }
-            Err(e) => {
-                let text = format!("ERR Error compiling script (new function): {}", lua_error_text(&e));
-                Err(Reply::Error(text.replace(['\r', '\n'], " ").into()))
-            }
+            Err(e) => Err(crate::errors::compile_error(&lua_error_text(&e))),
         }
     }
 
@@ -317,11 +312,7 @@ impl Scripting {
         }
         self.state.started_ms.store(0, Ordering::Release);
         self.state.kill.store(false, Ordering::Relaxed);
-        Some(
-            reply.unwrap_or_else(|e| {
-                Reply::Error(format!("ERR {}", lua_error_text(&e)).replace(['\r', '\n'], " ").into())
-            }),
-        )
+        Some(reply.unwrap_or_else(|e| crate::errors::script_failed(&lua_error_text(&e))))
     }
 
     /// Runs `func` with KEYS and ARGV filled in `tables`; hands the tables
@@ -528,7 +519,7 @@ unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
         let _unlimited = Unlimited::new(&bridge.lua);
         let args = convert::raw::command_args(state)?;
         match bridge.current.with(|d| d(&args)) {
-            None => Err("ERR redis.call can only be used while a script runs"),
+            None => Err(crate::errors::CALL_OUTSIDE_SCRIPT),
             Some(Reply::Error(text)) => {
                 convert::raw::push_error_table(state, &text);
                 Ok(false)
@@ -566,7 +557,7 @@ fn install_hook(lua: &Lua, state: Arc<ScriptState>) -> mlua::Result<()> {
                 return Ok(VmState::Continue);
             }
             if state.kill.load(Ordering::Relaxed) {
-                return sandbox::raise("ERR Script killed by user with SCRIPT KILL...");
+                return sandbox::raise(crate::errors::SCRIPT_KILLED);
             }
             let elapsed_ms = monotonic_us().saturating_sub(state.run_started_us.load(Ordering::Relaxed)) / 1000;
             if elapsed_ms >= state.next_detach_ms.load(Ordering::Relaxed) {

@@ -46,7 +46,7 @@ pub struct EntryRef<'a> {
 }
 
 impl EntryRef<'_> {
-    pub fn to_owned(&self) -> Entry {
+    pub fn to_owned(self) -> Entry {
         Entry {
             value: self.value.to_value(),
             expire_at: self.expire_at,
@@ -58,7 +58,7 @@ impl EntryRef<'_> {
 /// [`Db::lookup_mut`], which remove an expired key before answering (lazy
 /// expiry); [`Db::expire_step`] removes due keys nobody reads (active expiry).
 ///
-/// Memory: a key costs one [`Item`] allocation, an 8-byte slot in the hash
+/// Memory: a key costs one `Item` allocation, an 8-byte slot in the hash
 /// table, and (with a deadline) 8 bytes in the deadline index.
 #[derive(Debug, Default)]
 pub struct Db {

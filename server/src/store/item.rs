@@ -94,7 +94,7 @@ impl ValueRef<'_> {
     }
 
     /// An owned copy.
-    pub fn to_value(&self) -> Value {
+    pub fn to_value(self) -> Value {
         match self {
             ValueRef::Str(s) => Value::Str(Bytes::copy_from_slice(s)),
             ValueRef::ZSet(z) => Value::ZSet(Box::new((*z).clone())),

@@ -48,5 +48,5 @@ pub mod num;
 pub mod zset;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use db::{Db, Entry, EntryRef, Value};
+pub use db::{Db, EntryRef, Value};
 pub use item::{ValueMut, ValueRef};
