@@ -636,6 +636,19 @@ impl Config {
         }
     }
 
+    /// Hashes' listpack thresholds.
+    pub(crate) fn hash_listpack(&self) -> crate::store::hash::Limits {
+        crate::store::hash::Limits {
+            max_entries: self.hash_max_listpack_entries,
+            max_value: self.hash_max_listpack_value,
+        }
+    }
+
+    /// Lists' node size (`list-max-listpack-size`).
+    pub(crate) fn list_fill(&self) -> crate::store::list::Fill {
+        crate::store::list::Fill(self.list_max_listpack_size)
+    }
+
     /// Reads redis.conf syntax: one directive per line, `#` comments,
     /// arguments split like redis-cli (quotes allowed).
     pub fn apply_file_text(&mut self, text: &str, warn: &mut dyn FnMut(String)) -> Result<(), String> {

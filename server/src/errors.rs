@@ -46,6 +46,20 @@ pub const WRITE_IN_READ_ONLY_SCRIPT: &str = "ERR Write commands are not allowed 
 pub const WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
 /// A command panicked (a bug in coordis): contained, logged, answered.
 pub const INTERNAL: &str = "ERR internal error running the command";
+pub const VALUE_OUT_OF_RANGE: &str = "ERR value is out of range";
+pub const HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+pub const NUMKEYS_NOT_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+pub const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+pub const COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+pub const MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+pub const COUNT_NOT_POSITIVE: &str = "ERR count should be greater than 0";
+pub const NO_LFU: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+pub const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
+/// `getRangeLongFromObjectOrReply` with Redis's `-LONG_MAX..LONG_MAX`.
+pub const LONG_OUT_OF_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
 pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";

@@ -38,6 +38,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("renamenx", 3, WRITE | FAST, acl::KEYSPACE, (1, 2, 1), "Rename a key, only if the new key does not exist", renamenx),
     spec!("copy", -3, WRITE | DENYOOM, acl::KEYSPACE, (1, 2, 1), "Copy a key", copy),
     spec!("randomkey", 1, READONLY, acl::KEYSPACE, (0, 0, 0), "Return a random key from the keyspace", randomkey),
+    spec!("object", -2, 0, 0, (0, 0, 0), "A container for object introspection commands", super::container, OBJECT),
+];
+
+#[rustfmt::skip]
+static OBJECT: &[CommandSpec] = &[
+    command!("generic", "object|encoding", 3, READONLY, acl::KEYSPACE, (2, 2, 1), "Inspect the internal encoding of a Redis object", object_encoding),
+    command!("generic", "object|refcount", 3, READONLY, acl::KEYSPACE, (2, 2, 1), "Get the number of references to the value of the key", object_refcount),
+    command!("generic", "object|idletime", 3, READONLY, acl::KEYSPACE, (2, 2, 1), "Get the time since a Redis object was last accessed", object_idletime),
+    command!("generic", "object|freq", 3, READONLY, acl::KEYSPACE, (2, 2, 1), "Get the logarithmic access frequency counter of a Redis object", object_freq),
+    subcommand!("generic", "object|help", 2, LOADING | STALE, acl::KEYSPACE, object_help),
 ];
 
 fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -223,77 +233,23 @@ fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// Parses a SCAN cursor as Redis does (`strtoul`, decimal, no spaces).
-fn parse_cursor(arg: &[u8]) -> Result<u64, Reply> {
-    let text = std::str::from_utf8(arg)
-        .ok()
-        .filter(|t| !t.is_empty() && !t.starts_with(char::is_whitespace));
-    text.and_then(|t| t.strip_prefix('+').unwrap_or(t).parse::<u64>().ok())
-        .ok_or_else(|| err(errors::INVALID_CURSOR))
-}
-
 /// SCAN: the cursor is a position in the database's key-hash order (see
 /// [`crate::store::Db::scan_hash`]); a call returns about COUNT keys with hash >=
 /// cursor, and the next cursor is the first hash it did not return. A key
 /// present for the whole iteration is returned at least once, whatever is
 /// inserted or deleted meanwhile. Each call costs O(n) in the database size.
 fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let cursor = tri!(parse_cursor(&args[1]));
-    let mut count = 10usize;
-    let mut pattern: Option<&Bytes> = None;
-    let mut type_filter: Option<&Bytes> = None;
-    let mut i = 2;
-    while i < args.len() {
-        if i + 1 >= args.len() {
-            return err(errors::SYNTAX);
-        }
-        if is(&args[i], "count") {
-            let n = tri!(int(&args[i + 1]));
-            if n < 1 {
-                return err(errors::SYNTAX);
-            }
-            count = n as usize;
-        } else if is(&args[i], "match") {
-            // A lone `*` matches everything, the empty key included (Redis skips matching).
-            pattern = (args[i + 1].as_ref() != b"*").then_some(&args[i + 1]);
-        } else if is(&args[i], "type") {
-            type_filter = Some(&args[i + 1]);
-        } else {
-            return err(errors::SYNTAX);
-        }
-        i += 2;
-    }
+    let opts = tri!(super::scan::Options::parse(args, 1, true));
     let now = ctx.now;
     let db = ctx.db();
-    let mut candidates: Vec<(u64, &[u8], &'static str)> = db
-        .live_keys(now)
-        .map(|(k, e)| (db.scan_hash(k), k, e.value.type_name()))
-        .filter(|(h, _, _)| *h >= cursor)
-        .collect();
-    let next = if candidates.len() > count {
-        candidates.select_nth_unstable_by_key(count, |c| c.0);
-        let boundary = candidates[count].0;
-        // Keep every key sharing the boundary hash in this page: the next
-        // cursor must be strictly greater than all returned hashes.
-        let mut page: Vec<_> = candidates.iter().filter(|c| c.0 <= boundary).copied().collect();
-        let rest_min = candidates.iter().filter(|c| c.0 > boundary).map(|c| c.0).min();
-        std::mem::swap(&mut candidates, &mut page);
-        rest_min.unwrap_or(0)
-    } else {
-        0
-    };
-    let keys = candidates
+    let live = db.live_keys(now).map(|(k, e)| (k, e.value.type_name()));
+    let (next, page) = super::scan::page(live, |(k, _)| db.scan_hash(k), opts.cursor, opts.count);
+    let keys = page
         .into_iter()
-        .filter(|(_, k, t)| {
-            pattern.is_none_or(|p| glob::matches(p, k, false))
-                && type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes()))
-        })
-        .map(|(_, k, _)| Reply::Bulk(Bytes::copy_from_slice(k)))
+        .filter(|(k, t)| opts.matches(k) && opts.type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes())))
+        .map(|(k, _)| Reply::Bulk(Bytes::copy_from_slice(k)))
         .collect();
-    let mut buf = itoa::Buffer::new();
-    Reply::Array(vec![
-        Reply::bulk(Bytes::copy_from_slice(buf.format(next).as_bytes())),
-        Reply::Array(keys),
-    ])
+    super::scan::reply(next, keys)
 }
 
 fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> Reply {
@@ -365,4 +321,58 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn randomkey(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let now = ctx.now;
     ctx.db().random_key(now).map_or(Reply::Nil, Reply::Bulk)
+}
+
+/// OBJECT ENCODING: the encoding Redis would use for the value (strings by
+/// content and length: `int`, `embstr` up to 44 bytes, `raw`; coordis does
+/// not track that APPEND and SETRANGE always leave a `raw` string).
+fn object_encoding(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match ctx.lookup_read(&args[2]) {
+        Some(e) => Reply::bulk(e.value.encoding()),
+        None => Reply::Nil,
+    }
+}
+
+fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match ctx.lookup_read(&args[2]) {
+        Some(_) => Reply::Int(1),
+        None => Reply::Nil,
+    }
+}
+
+/// OBJECT IDLETIME: coordis keeps no access times, so every key reads as
+/// just used (0 s).
+fn object_idletime(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match ctx.lookup_read(&args[2]) {
+        Some(_) => Reply::Int(0),
+        None => Reply::Nil,
+    }
+}
+
+/// OBJECT FREQ: answered as Redis answers without an LFU policy.
+fn object_freq(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match ctx.lookup_read(&args[2]) {
+        Some(_) => err(errors::NO_LFU),
+        None => Reply::Nil,
+    }
+}
+
+fn object_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Prints this help.",
+    ])
 }

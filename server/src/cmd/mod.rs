@@ -35,7 +35,7 @@ use crate::clients::ClientState;
 use crate::engine::ServerState;
 use crate::errors;
 use crate::protocol::Reply;
-use crate::store::{Db, EntryRef};
+use crate::store::{Db, EntryRef, ValueMut, ValueRef};
 
 /// Builds one [`CommandSpec`] row: documentation group, name, arity, flags,
 /// explicit ACL categories, key positions, summary, handler, and for a
@@ -61,6 +61,26 @@ macro_rules! command {
     };
 }
 
+/// A family's `pick` and `pick_mut`: select its value type for
+/// [`Ctx::read_as`] and [`Ctx::write_as`] (another type is WRONGTYPE).
+macro_rules! value_pickers {
+    ($arm:ident, $ty:ty) => {
+        fn pick(v: $crate::store::ValueRef<'_>) -> Option<&$ty> {
+            match v {
+                $crate::store::ValueRef::$arm(x) => Some(x),
+                _ => None,
+            }
+        }
+
+        fn pick_mut(v: $crate::store::ValueMut<'_>) -> Option<&mut $ty> {
+            match v {
+                $crate::store::ValueMut::$arm(x) => Some(x),
+                _ => None,
+            }
+        }
+    };
+}
+
 /// A subcommand row (`client|list`): name, arity, flags, explicit ACL
 /// categories, handler.
 macro_rules! subcommand {
@@ -70,10 +90,14 @@ macro_rules! subcommand {
 }
 
 pub mod busy;
+pub mod hash;
 pub mod keys;
+pub mod list;
 pub mod pubsub;
+pub mod scan;
 pub mod scripting;
 pub mod server;
+pub mod set;
 pub mod strings;
 pub mod tx;
 pub mod zset;
@@ -143,6 +167,50 @@ impl Ctx<'_> {
             stats.keyspace_misses += 1;
         }
         found
+    }
+
+    /// Looks up a collection to read it, as [`Ctx::lookup_read`]: `pick`
+    /// selects the type the command works on; another type is WRONGTYPE.
+    pub fn read_as<T: ?Sized>(
+        &mut self,
+        key: &[u8],
+        pick: for<'v> fn(ValueRef<'v>) -> Option<&'v T>,
+    ) -> Result<Option<&T>, Reply> {
+        match self.lookup_read(key) {
+            None => Ok(None),
+            Some(entry) => pick(entry.value)
+                .map(Some)
+                .ok_or_else(|| errors::err(errors::WRONGTYPE)),
+        }
+    }
+
+    /// Looks up a collection to change it in place (no hit or miss counted,
+    /// as Redis's `lookupKeyWrite`); another type is WRONGTYPE. The caller
+    /// marks the key changed with [`Db::touch`] when it changed it.
+    pub fn write_as<T: ?Sized>(
+        &mut self,
+        key: &[u8],
+        pick: for<'v> fn(ValueMut<'v>) -> Option<&'v mut T>,
+    ) -> Result<Option<&mut T>, Reply> {
+        let now = self.now;
+        match self.db().lookup_mut(key, now) {
+            None => Ok(None),
+            Some(value) => pick(value).map(Some).ok_or_else(|| errors::err(errors::WRONGTYPE)),
+        }
+    }
+
+    /// Deletes `key` if it holds a collection that became empty (Redis
+    /// never keeps one), with the `del` event.
+    pub fn delete_if_empty(&mut self, key: &[u8]) {
+        let now = self.now;
+        if self
+            .db()
+            .lookup(key, now)
+            .is_some_and(|e| e.value.is_empty_collection())
+        {
+            self.db().remove(key);
+            self.notify(crate::notify::GENERIC, "del", key);
+        }
     }
 
     /// Adds to the keyspace hit and miss counters (INFO stats).
@@ -375,6 +443,9 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .iter()
         .chain(keys::COMMANDS.iter())
         .chain(zset::COMMANDS.iter())
+        .chain(hash::COMMANDS.iter())
+        .chain(list::COMMANDS.iter())
+        .chain(set::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())

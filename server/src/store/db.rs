@@ -8,7 +8,10 @@ use bytes::Bytes;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
+use super::hash::Hash;
 use super::item::{Item, ValueMut, ValueRef};
+use super::list::List;
+use super::set::Set;
 use super::zset::ZSet;
 
 /// A value to store. Strings are kept as their bytes (Redis's integer encoding
@@ -16,8 +19,12 @@ use super::zset::ZSet;
 #[derive(Clone, Debug)]
 pub enum Value {
     Str(Bytes),
-    /// Boxed so that the common string case keeps `Value` small.
+    /// The other types are boxed so that the common string case keeps
+    /// `Value` small.
     ZSet(Box<ZSet>),
+    Hash(Box<Hash>),
+    List(Box<List>),
+    Set(Box<Set>),
 }
 
 impl Value {
@@ -26,6 +33,9 @@ impl Value {
         match self {
             Value::Str(_) => "string",
             Value::ZSet(_) => "zset",
+            Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+            Value::Set(_) => "set",
         }
     }
 }

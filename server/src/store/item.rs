@@ -10,7 +10,7 @@
 //! - a string of up to [`INLINE_MAX`] bytes, stored inline;
 //! - a longer string, as a pointer to a boxed [`Bytes`] (GET then clones a
 //!   reference instead of copying megabytes);
-//! - a sorted set, as a pointer to a boxed [`ZSet`].
+//! - a sorted set, hash, list or set, as a pointer to its boxed value.
 //!
 //! This module holds all of the store's `unsafe` code; everything else uses
 //! the safe accessors below.
@@ -21,6 +21,9 @@ use std::ptr::NonNull;
 use bytes::Bytes;
 
 use super::db::{Entry, Value};
+use super::hash::Hash;
+use super::list::List;
+use super::set::Set;
 use super::zset::ZSet;
 
 /// Longest string stored inside the item itself.
@@ -44,9 +47,15 @@ enum Tag {
     BoxedStr = 1,
     /// A pointer to a boxed [`ZSet`].
     ZSet = 2,
+    /// A pointer to a boxed [`Hash`].
+    Hash = 3,
+    /// A pointer to a boxed [`List`].
+    List = 4,
+    /// A pointer to a boxed [`Set`].
+    Set = 5,
 }
 
-const _: () = assert!((Tag::ZSet as u32) < (1 << (32 - TAG_SHIFT)));
+const _: () = assert!((Tag::Set as u32) < (1 << (32 - TAG_SHIFT)));
 
 impl Tag {
     /// The storage form of `value` (before it is stored).
@@ -55,6 +64,9 @@ impl Tag {
             Value::Str(s) if s.len() <= INLINE_MAX => Tag::InlineStr,
             Value::Str(_) => Tag::BoxedStr,
             Value::ZSet(_) => Tag::ZSet,
+            Value::Hash(_) => Tag::Hash,
+            Value::List(_) => Tag::List,
+            Value::Set(_) => Tag::Set,
         }
     }
 
@@ -63,6 +75,9 @@ impl Tag {
             0 => Tag::InlineStr,
             1 => Tag::BoxedStr,
             2 => Tag::ZSet,
+            3 => Tag::Hash,
+            4 => Tag::List,
+            5 => Tag::Set,
             // Only `Item::new` writes tags, and only from the arms above.
             other => unreachable!("corrupt item tag {other}"),
         }
@@ -72,7 +87,7 @@ impl Tag {
     fn payload_len(self, inline_len: usize) -> usize {
         match self {
             Tag::InlineStr => inline_len,
-            Tag::BoxedStr | Tag::ZSet => POINTER,
+            Tag::BoxedStr | Tag::ZSet | Tag::Hash | Tag::List | Tag::Set => POINTER,
         }
     }
 }
@@ -82,6 +97,9 @@ impl Tag {
 pub enum ValueRef<'a> {
     Str(&'a [u8]),
     ZSet(&'a ZSet),
+    Hash(&'a Hash),
+    List(&'a List),
+    Set(&'a Set),
 }
 
 impl ValueRef<'_> {
@@ -90,6 +108,33 @@ impl ValueRef<'_> {
         match self {
             ValueRef::Str(_) => "string",
             ValueRef::ZSet(_) => "zset",
+            ValueRef::Hash(_) => "hash",
+            ValueRef::List(_) => "list",
+            ValueRef::Set(_) => "set",
+        }
+    }
+
+    /// A hash, list, set or sorted set with no elements left.
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            ValueRef::Str(_) => false,
+            ValueRef::ZSet(z) => z.is_empty(),
+            ValueRef::Hash(h) => h.is_empty(),
+            ValueRef::List(l) => l.is_empty(),
+            ValueRef::Set(x) => x.is_empty(),
+        }
+    }
+
+    /// `OBJECT ENCODING` (strings answer by their content and length).
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            ValueRef::Str(s) if s.len() <= 20 && crate::store::num::parse_i64(s).is_some() => "int",
+            ValueRef::Str(s) if s.len() <= 44 => "embstr",
+            ValueRef::Str(_) => "raw",
+            ValueRef::ZSet(z) => z.encoding(),
+            ValueRef::Hash(h) => h.encoding(),
+            ValueRef::List(_) => "quicklist",
+            ValueRef::Set(x) => x.encoding(),
         }
     }
 
@@ -97,7 +142,10 @@ impl ValueRef<'_> {
     pub fn to_value(self) -> Value {
         match self {
             ValueRef::Str(s) => Value::Str(Bytes::copy_from_slice(s)),
-            ValueRef::ZSet(z) => Value::ZSet(Box::new((*z).clone())),
+            ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
+            ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
+            ValueRef::List(l) => Value::List(Box::new(l.clone())),
+            ValueRef::Set(x) => Value::Set(Box::new(x.clone())),
         }
     }
 }
@@ -108,6 +156,9 @@ impl ValueRef<'_> {
 pub enum ValueMut<'a> {
     Str,
     ZSet(&'a mut ZSet),
+    Hash(&'a mut Hash),
+    List(&'a mut List),
+    Set(&'a mut Set),
 }
 
 /// A key with its value and deadline, in one allocation (see the module docs).
@@ -126,7 +177,7 @@ impl Item {
         let tag = Tag::of(&value);
         let inline_len = match &value {
             Value::Str(s) => s.len(),
-            Value::ZSet(_) => 0,
+            Value::ZSet(_) | Value::Hash(_) | Value::List(_) | Value::Set(_) => 0,
         };
         let payload_len = tag.payload_len(inline_len);
         let layout = Self::layout(key.len(), payload_len);
@@ -150,6 +201,9 @@ impl Item {
                 Value::Str(s) if tag == Tag::InlineStr => std::ptr::copy_nonoverlapping(s.as_ptr(), payload, s.len()),
                 Value::Str(s) => payload.cast::<*mut Bytes>().write_unaligned(Box::into_raw(Box::new(s))),
                 Value::ZSet(z) => payload.cast::<*mut ZSet>().write_unaligned(Box::into_raw(z)),
+                Value::Hash(h) => payload.cast::<*mut Hash>().write_unaligned(Box::into_raw(h)),
+                Value::List(l) => payload.cast::<*mut List>().write_unaligned(Box::into_raw(l)),
+                Value::Set(x) => payload.cast::<*mut Set>().write_unaligned(Box::into_raw(x)),
             }
         }
         Item { ptr }
@@ -213,6 +267,9 @@ impl Item {
                 Tag::InlineStr => ValueRef::Str(std::slice::from_raw_parts(payload, len)),
                 Tag::BoxedStr => ValueRef::Str(&*payload.cast::<*mut Bytes>().read_unaligned()),
                 Tag::ZSet => ValueRef::ZSet(&*payload.cast::<*mut ZSet>().read_unaligned()),
+                Tag::Hash => ValueRef::Hash(&*payload.cast::<*mut Hash>().read_unaligned()),
+                Tag::List => ValueRef::List(&*payload.cast::<*mut List>().read_unaligned()),
+                Tag::Set => ValueRef::Set(&*payload.cast::<*mut Set>().read_unaligned()),
             }
         }
     }
@@ -223,6 +280,12 @@ impl Item {
             Tag::InlineStr | Tag::BoxedStr => ValueMut::Str,
             // SAFETY: as in `value`; `&mut self` makes the borrow exclusive.
             Tag::ZSet => ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() }),
+            // SAFETY: as above.
+            Tag::Hash => ValueMut::Hash(unsafe { &mut *self.payload().cast::<*mut Hash>().read_unaligned() }),
+            // SAFETY: as above.
+            Tag::List => ValueMut::List(unsafe { &mut *self.payload().cast::<*mut List>().read_unaligned() }),
+            // SAFETY: as above.
+            Tag::Set => ValueMut::Set(unsafe { &mut *self.payload().cast::<*mut Set>().read_unaligned() }),
         }
     }
 
@@ -252,7 +315,7 @@ impl Item {
             })),
             // SAFETY: a BoxedStr payload holds a live boxed Bytes (see `value`).
             Tag::BoxedStr => Some(unsafe { (*self.payload().cast::<*mut Bytes>().read_unaligned()).clone() }),
-            Tag::ZSet => None,
+            Tag::ZSet | Tag::Hash | Tag::List | Tag::Set => None,
         }
     }
 
@@ -269,6 +332,9 @@ impl Item {
                 Tag::InlineStr => this.value().to_value(),
                 Tag::BoxedStr => Value::Str(*Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
                 Tag::ZSet => Value::ZSet(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
+                Tag::Hash => Value::Hash(Box::from_raw(payload.cast::<*mut Hash>().read_unaligned())),
+                Tag::List => Value::List(Box::from_raw(payload.cast::<*mut List>().read_unaligned())),
+                Tag::Set => Value::Set(Box::from_raw(payload.cast::<*mut Set>().read_unaligned())),
             };
             dealloc(this.ptr.as_ptr(), this.allocation());
             Entry { value, expire_at }
@@ -287,6 +353,9 @@ impl Drop for Item {
                 Tag::InlineStr => {}
                 Tag::BoxedStr => drop(Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
                 Tag::ZSet => drop(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
+                Tag::Hash => drop(Box::from_raw(payload.cast::<*mut Hash>().read_unaligned())),
+                Tag::List => drop(Box::from_raw(payload.cast::<*mut List>().read_unaligned())),
+                Tag::Set => drop(Box::from_raw(payload.cast::<*mut Set>().read_unaligned())),
             }
             dealloc(self.ptr.as_ptr(), self.allocation());
         }

@@ -43,8 +43,13 @@
 pub mod clock;
 pub mod db;
 pub mod glob;
+pub mod hash;
 pub mod item;
+pub mod list;
 pub mod num;
+pub mod packed;
+pub mod set;
+pub mod small;
 pub mod zset;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -21,44 +21,8 @@ use bytes::Bytes;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
+use super::small::SmallBytes as Member;
 use tree::{Key, Members, Pos, Tree};
-
-/// Members up to this long are stored inside their element.
-const INLINE_MEMBER: usize = 22;
-
-/// A member's bytes, inline when short (24 bytes either way).
-#[derive(Clone, Debug)]
-enum Member {
-    Inline { len: u8, bytes: [u8; INLINE_MEMBER] },
-    Heap(Box<[u8]>),
-}
-
-impl Member {
-    fn new(m: &[u8]) -> Member {
-        if m.len() <= INLINE_MEMBER {
-            let mut bytes = [0; INLINE_MEMBER];
-            bytes[..m.len()].copy_from_slice(m);
-            Member::Inline {
-                len: m.len() as u8,
-                bytes,
-            }
-        } else {
-            Member::Heap(m.into())
-        }
-    }
-
-    const EMPTY: Member = Member::Inline {
-        len: 0,
-        bytes: [0; INLINE_MEMBER],
-    };
-
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Member::Inline { len, bytes } => &bytes[..*len as usize],
-            Member::Heap(b) => b,
-        }
-    }
-}
 
 /// The first 8 bytes of a member, zero-padded, as a big-endian number.
 /// Comparing two prefixes orders their members whenever the prefixes
@@ -297,6 +261,15 @@ impl ZSet {
 
     pub fn is_empty(&self) -> bool {
         self.tree.len() == 0
+    }
+
+    /// `OBJECT ENCODING`.
+    pub fn encoding(&self) -> &'static str {
+        if self.compact {
+            "listpack"
+        } else {
+            "skiplist"
+        }
     }
 
     /// The element whose member is `member`.

@@ -1,0 +1,295 @@
+//! Hashes: HSET, HSETNX, HMSET, HGET, HMGET, HGETALL, HDEL, HEXISTS, HLEN,
+//! HKEYS, HVALS, HSTRLEN, HINCRBY, HINCRBYFLOAT, HRANDFIELD, HSCAN.
+//!
+//! The value lives in [`crate::store::hash`] (listpack or hashtable, as
+//! Redis 7.0 encodes it); events are Redis's (`hset`, `hdel`, `hincrby`,
+//! `hincrbyfloat`, then `del` when the last field goes).
+
+use bytes::Bytes;
+
+use super::args::{int, is};
+use super::flags::*;
+use super::{acl, scan, CommandSpec, Ctx};
+use crate::errors::{self, err};
+use crate::notify;
+use crate::protocol::Reply;
+use crate::store::hash::Hash;
+use crate::store::num::{self, FloatIncr};
+use crate::store::Value;
+use crate::tri;
+
+macro_rules! spec {
+    ($($row:tt)*) => { command!("hash", $($row)*) };
+}
+
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    spec!("hset", -4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set the string value of a hash field", hset),
+    spec!("hsetnx", 4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set the value of a hash field, only if the field does not exist", hsetnx),
+    spec!("hmset", -4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set multiple hash fields to multiple values", hset),
+    spec!("hget", 3, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the value of a hash field", hget),
+    spec!("hmget", -3, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the values of all the given hash fields", hmget),
+    spec!("hgetall", 2, READONLY, acl::HASH, (1, 1, 1), "Get all the fields and values in a hash", hgetall),
+    spec!("hdel", -3, WRITE | FAST, acl::HASH, (1, 1, 1), "Delete one or more hash fields", hdel),
+    spec!("hexists", 3, READONLY | FAST, acl::HASH, (1, 1, 1), "Determine if a hash field exists", hexists),
+    spec!("hlen", 2, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the number of fields in a hash", hlen),
+    spec!("hkeys", 2, READONLY, acl::HASH, (1, 1, 1), "Get all the fields in a hash", hkeys),
+    spec!("hvals", 2, READONLY, acl::HASH, (1, 1, 1), "Get all the values in a hash", hvals),
+    spec!("hstrlen", 3, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the length of the value of a hash field", hstrlen),
+    spec!("hincrby", 4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Increment the integer value of a hash field by the given number", hincrby),
+    spec!("hincrbyfloat", 4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Increment the float value of a hash field by the given amount", hincrbyfloat),
+    spec!("hrandfield", -2, READONLY, acl::HASH, (1, 1, 1), "Get one or multiple random fields from a hash", hrandfield),
+    spec!("hscan", -3, READONLY, acl::HASH, (1, 1, 1), "Incrementally iterate hash fields and associated values", hscan),
+];
+
+value_pickers!(Hash, Hash);
+
+/// The hash at `key` to change, created empty if absent.
+fn write_or_create<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Hash, Reply> {
+    if ctx.write_as(key, pick_mut)?.is_none() {
+        ctx.db().insert(key, Value::Hash(Box::default()), 0);
+    }
+    Ok(ctx.write_as(key, pick_mut)?.expect("just created"))
+}
+
+/// HSET and HMSET: field/value pairs; HSET answers how many were new.
+fn hset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if !args.len().is_multiple_of(2) {
+        return errors::wrong_args(&String::from_utf8_lossy(&args[0]).to_ascii_lowercase());
+    }
+    let limits = ctx.server.config.hash_listpack();
+    let key = &args[1];
+    let h = tri!(write_or_create(ctx, key));
+    let mut added = 0;
+    for pair in args[2..].chunks(2) {
+        added += h.set(&pair[0], &pair[1], limits) as i64;
+    }
+    ctx.db().touch(key);
+    ctx.notify(notify::HASH, "hset", key);
+    if is(&args[0], "hmset") {
+        Reply::Ok
+    } else {
+        Reply::Int(added)
+    }
+}
+
+fn hsetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let limits = ctx.server.config.hash_listpack();
+    let key = &args[1];
+    if tri!(ctx.write_as(key, pick_mut)).is_some_and(|h| h.contains(&args[2])) {
+        return Reply::Int(0);
+    }
+    tri!(write_or_create(ctx, key)).set(&args[2], &args[3], limits);
+    ctx.db().touch(key);
+    ctx.notify(notify::HASH, "hset", key);
+    Reply::Int(1)
+}
+
+fn hget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match tri!(ctx.read_as(&args[1], pick)).and_then(|h| h.get(&args[2])) {
+        Some(v) => Reply::Bulk(Bytes::copy_from_slice(v)),
+        None => Reply::Nil,
+    }
+}
+
+fn hmget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let h = tri!(ctx.read_as(&args[1], pick));
+    Reply::Array(
+        args[2..]
+            .iter()
+            .map(|f| match h.and_then(|h| h.get(f)) {
+                Some(v) => Reply::Bulk(Bytes::copy_from_slice(v)),
+                None => Reply::Nil,
+            })
+            .collect(),
+    )
+}
+
+fn hgetall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let Some(h) = tri!(ctx.read_as(&args[1], pick)) else {
+        return Reply::Map(vec![]);
+    };
+    Reply::Map(
+        h.iter()
+            .map(|(f, v)| {
+                (
+                    Reply::Bulk(Bytes::copy_from_slice(f)),
+                    Reply::Bulk(Bytes::copy_from_slice(v)),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn hkeys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let h = tri!(ctx.read_as(&args[1], pick));
+    Reply::Array(h.map_or(vec![], |h| {
+        h.iter().map(|(f, _)| Reply::Bulk(Bytes::copy_from_slice(f))).collect()
+    }))
+}
+
+fn hvals(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let h = tri!(ctx.read_as(&args[1], pick));
+    Reply::Array(h.map_or(vec![], |h| {
+        h.iter().map(|(_, v)| Reply::Bulk(Bytes::copy_from_slice(v))).collect()
+    }))
+}
+
+fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let key = &args[1];
+    let Some(h) = tri!(ctx.write_as(key, pick_mut)) else {
+        return Reply::Int(0);
+    };
+    let mut removed = 0;
+    for f in &args[2..] {
+        removed += h.remove(f) as i64;
+        if h.is_empty() {
+            break;
+        }
+    }
+    if removed > 0 {
+        ctx.db().touch(key);
+        ctx.notify(notify::HASH, "hdel", key);
+        ctx.delete_if_empty(key);
+    }
+    Reply::Int(removed)
+}
+
+fn hexists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let h = tri!(ctx.read_as(&args[1], pick));
+    Reply::Int(h.is_some_and(|h| h.contains(&args[2])) as i64)
+}
+
+fn hlen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let h = tri!(ctx.read_as(&args[1], pick));
+    Reply::Int(h.map_or(0, |h| h.len()) as i64)
+}
+
+fn hstrlen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let h = tri!(ctx.read_as(&args[1], pick));
+    Reply::Int(h.and_then(|h| h.get(&args[2])).map_or(0, |v| v.len()) as i64)
+}
+
+fn hincrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let by = tri!(int(&args[3]));
+    let limits = ctx.server.config.hash_listpack();
+    let key = &args[1];
+    let current = match tri!(ctx.write_as(key, pick_mut)).and_then(|h| h.get(&args[2])) {
+        None => 0,
+        Some(v) => match num::parse_i64(v) {
+            Some(n) => n,
+            None => return err(errors::HASH_NOT_INTEGER),
+        },
+    };
+    let Some(new) = current.checked_add(by) else {
+        return err(errors::OVERFLOW);
+    };
+    let mut buf = itoa::Buffer::new();
+    let text = buf.format(new);
+    tri!(write_or_create(ctx, key)).set(&args[2], text.as_bytes(), limits);
+    ctx.db().touch(key);
+    ctx.notify(notify::HASH, "hincrby", key);
+    Reply::Int(new)
+}
+
+fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if let FloatIncr::NotAFloat = num::incr_by_float(None, &args[3]) {
+        return err(errors::NOT_FLOAT);
+    }
+    let word = String::from_utf8_lossy(&args[3]).to_ascii_lowercase();
+    if matches!(word.trim_start_matches(['+', '-']), "inf" | "infinity" | "nan") {
+        return err(errors::NAN_OR_INF_VALUE);
+    }
+    let limits = ctx.server.config.hash_listpack();
+    let key = &args[1];
+    let current = tri!(ctx.write_as(key, pick_mut))
+        .and_then(|h| h.get(&args[2]))
+        .map(|v| v.to_vec());
+    let text = match num::incr_by_float(current.as_deref(), &args[3]) {
+        FloatIncr::Ok(text) => text,
+        FloatIncr::NotAFloat => return err(errors::HASH_NOT_FLOAT),
+        FloatIncr::NanOrInfinity => return err(errors::NAN_OR_INF),
+    };
+    tri!(write_or_create(ctx, key)).set(&args[2], &text, limits);
+    ctx.db().touch(key);
+    ctx.notify(notify::HASH, "hincrbyfloat", key);
+    Reply::Bulk(Bytes::from(text))
+}
+
+/// HRANDFIELD key [count [WITHVALUES]], as Redis 7.0: a positive count
+/// gives distinct fields (all of them when it is not smaller than the
+/// hash), a negative one may repeat.
+fn hrandfield(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let resp3 = ctx.client.resp3;
+    if args.len() == 2 {
+        let h = tri!(ctx.read_as(&args[1], pick));
+        return match h.and_then(|h| h.nth(fastrand::usize(..h.len()))) {
+            Some((f, _)) => Reply::Bulk(Bytes::copy_from_slice(f)),
+            None => Reply::Nil,
+        };
+    }
+    let count = tri!(int(&args[2]));
+    let with_values = match args.len() {
+        3 => false,
+        4 if is(&args[3], "withvalues") => true,
+        _ => return err(errors::SYNTAX),
+    };
+    if count == i64::MIN {
+        return err(errors::LONG_OUT_OF_RANGE);
+    }
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return err(errors::VALUE_OUT_OF_RANGE);
+    }
+    let Some(h) = tri!(ctx.read_as(&args[1], pick)) else {
+        return Reply::Array(vec![]);
+    };
+    let len = h.len();
+    let picks: Vec<usize> = if count >= 0 {
+        let n = (count as usize).min(len);
+        if n == len {
+            (0..len).collect()
+        } else {
+            let mut all: Vec<usize> = (0..len).collect();
+            fastrand::shuffle(&mut all);
+            all.truncate(n);
+            all
+        }
+    } else {
+        let n = tri!(super::set::bounded_count(count.unsigned_abs()));
+        (0..n).map(|_| fastrand::usize(..len)).collect()
+    };
+    let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
+    let field = |i: usize| Reply::Bulk(Bytes::copy_from_slice(pairs[i].0));
+    let value = |i: usize| Reply::Bulk(Bytes::copy_from_slice(pairs[i].1));
+    Reply::Array(match (with_values, resp3) {
+        (false, _) => picks.into_iter().map(field).collect(),
+        (true, true) => picks
+            .into_iter()
+            .map(|i| Reply::Array(vec![field(i), value(i)]))
+            .collect(),
+        (true, false) => picks.into_iter().flat_map(|i| [field(i), value(i)]).collect(),
+    })
+}
+
+fn hscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let opts = tri!(scan::Options::parse(args, 2, false));
+    let Some(h) = tri!(ctx.read_as(&args[1], pick)) else {
+        return scan::reply(0, vec![]);
+    };
+    let (next, page) = match h {
+        // A listpack is returned whole, as Redis does.
+        Hash::Listpack(_) => (0, h.iter().collect::<Vec<_>>()),
+        Hash::Table(_) => scan::page(h.iter(), |(f, _)| scan::position(f), opts.cursor, opts.count),
+    };
+    let items = page
+        .into_iter()
+        .filter(|(f, _)| opts.matches(f))
+        .flat_map(|(f, v)| {
+            [
+                Reply::Bulk(Bytes::copy_from_slice(f)),
+                Reply::Bulk(Bytes::copy_from_slice(v)),
+            ]
+        })
+        .collect();
+    scan::reply(next, items)
+}

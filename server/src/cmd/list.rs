@@ -1,0 +1,428 @@
+//! Lists: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE, LINDEX,
+//! LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE, RPOPLPUSH, LMPOP.
+//!
+//! The value lives in [`crate::store::list`] (Redis's quicklist shape).
+//! Events are Redis's (`lpush`, `rpush`, `lpop`, `rpop`, `lset`, `linsert`,
+//! `lrem`, `ltrim`, then `del` when the last element goes). The blocking
+//! forms come with the blocking-commands family.
+
+use bytes::Bytes;
+
+use super::args::{int, is};
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
+use crate::errors::{self, err};
+use crate::notify;
+use crate::protocol::Reply;
+use crate::store::list::{End, List};
+use crate::store::Value;
+use crate::tri;
+
+macro_rules! spec {
+    ($($row:tt)*) => { command!("list", $($row)*) };
+}
+
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    spec!("lpush", -3, WRITE | DENYOOM | FAST, acl::LIST, (1, 1, 1), "Prepend one or multiple elements to a list", lpush),
+    spec!("rpush", -3, WRITE | DENYOOM | FAST, acl::LIST, (1, 1, 1), "Append one or multiple elements to a list", rpush),
+    spec!("lpushx", -3, WRITE | DENYOOM | FAST, acl::LIST, (1, 1, 1), "Prepend an element to a list, only if the list exists", lpushx),
+    spec!("rpushx", -3, WRITE | DENYOOM | FAST, acl::LIST, (1, 1, 1), "Append an element to a list, only if the list exists", rpushx),
+    spec!("lpop", -2, WRITE | FAST, acl::LIST, (1, 1, 1), "Remove and get the first elements in a list", lpop),
+    spec!("rpop", -2, WRITE | FAST, acl::LIST, (1, 1, 1), "Remove and get the last elements in a list", rpop),
+    spec!("llen", 2, READONLY | FAST, acl::LIST, (1, 1, 1), "Get the length of a list", llen),
+    spec!("lrange", 4, READONLY, acl::LIST, (1, 1, 1), "Get a range of elements from a list", lrange),
+    spec!("lindex", 3, READONLY, acl::LIST, (1, 1, 1), "Get an element from a list by its index", lindex),
+    spec!("lset", 4, WRITE | DENYOOM, acl::LIST, (1, 1, 1), "Set the value of an element in a list by its index", lset),
+    spec!("linsert", 5, WRITE | DENYOOM, acl::LIST, (1, 1, 1), "Insert an element before or after another element in a list", linsert),
+    spec!("lrem", 4, WRITE, acl::LIST, (1, 1, 1), "Remove elements from a list", lrem),
+    spec!("ltrim", 4, WRITE, acl::LIST, (1, 1, 1), "Trim a list to the specified range", ltrim),
+    spec!("lpos", -3, READONLY, acl::LIST, (1, 1, 1), "Return the index of matching elements on a list", lpos),
+    spec!("lmove", 5, WRITE | DENYOOM, acl::LIST, (1, 2, 1), "Pop an element from a list, push it to another list and return it", lmove),
+    spec!("rpoplpush", 3, WRITE | DENYOOM, acl::LIST, (1, 2, 1), "Remove the last element in a list, prepend it to another list and return it", rpoplpush),
+    spec!("lmpop", -4, WRITE | MOVABLEKEYS, acl::LIST, (0, 0, 0), "Pop elements from a list", lmpop),
+];
+
+value_pickers!(List, List);
+
+fn bulk(b: &[u8]) -> Reply {
+    Reply::Bulk(Bytes::copy_from_slice(b))
+}
+
+fn event(end: End, push: bool) -> &'static str {
+    match (end, push) {
+        (End::Head, true) => "lpush",
+        (End::Tail, true) => "rpush",
+        (End::Head, false) => "lpop",
+        (End::Tail, false) => "rpop",
+    }
+}
+
+/// Pushes `values` at `end` of `key`, creating the list unless `only_if_exists`.
+fn push(ctx: &mut Ctx, args: &[Bytes], end: End, only_if_exists: bool) -> Reply {
+    let fill = ctx.server.config.list_fill();
+    let key = &args[1];
+    if tri!(ctx.write_as(key, pick_mut)).is_none() {
+        if only_if_exists {
+            return Reply::Int(0);
+        }
+        ctx.db().insert(key, Value::List(Box::default()), 0);
+    }
+    let l = tri!(ctx.write_as(key, pick_mut)).expect("just created");
+    for v in &args[2..] {
+        l.push(end, v, fill);
+    }
+    let len = l.len() as i64;
+    ctx.db().touch(key);
+    ctx.notify(notify::LIST, event(end, true), key);
+    Reply::Int(len)
+}
+
+fn lpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Head, false)
+}
+
+fn rpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Tail, false)
+}
+
+fn lpushx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Head, true)
+}
+
+fn rpushx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    push(ctx, args, End::Tail, true)
+}
+
+/// Pops up to `count` elements from `end` of `key` (which must hold a
+/// list), with the pop event and the `del` when it empties.
+fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
+    let Ok(Some(l)) = ctx.write_as(key, pick_mut) else {
+        return vec![];
+    };
+    let popped: Vec<Vec<u8>> = (0..count).map_while(|_| l.pop(end)).collect();
+    if !popped.is_empty() {
+        ctx.db().touch(key);
+        ctx.notify(notify::LIST, event(end, false), key);
+        ctx.delete_if_empty(key);
+    }
+    popped
+}
+
+/// LPOP / RPOP key [count].
+fn pop(ctx: &mut Ctx, args: &[Bytes], end: End) -> Reply {
+    let count = match args.len() {
+        2 => None,
+        3 => match crate::store::num::parse_i64(&args[2]) {
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => return err(errors::NOT_POSITIVE),
+        },
+        _ => return errors::wrong_args(event(end, false)),
+    };
+    if tri!(ctx.write_as(&args[1], pick_mut)).is_none() {
+        return match count {
+            None => Reply::Nil,
+            Some(_) => Reply::NilArray,
+        };
+    }
+    match count {
+        None => pop_n(ctx, &args[1], end, 1)
+            .pop()
+            .map_or(Reply::Nil, |v| Reply::Bulk(v.into())),
+        Some(n) => Reply::Array(
+            pop_n(ctx, &args[1], end, n)
+                .into_iter()
+                .map(|v| Reply::Bulk(v.into()))
+                .collect(),
+        ),
+    }
+}
+
+fn lpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    pop(ctx, args, End::Head)
+}
+
+fn rpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    pop(ctx, args, End::Tail)
+}
+
+fn llen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let l = tri!(ctx.read_as(&args[1], pick));
+    Reply::Int(l.map_or(0, |l| l.len()) as i64)
+}
+
+/// Redis's index rule: negative counts from the tail; `None` if outside.
+fn index(len: usize, i: i64) -> Option<usize> {
+    let i = if i < 0 { len as i64 + i } else { i };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+/// A `start stop` range clamped as LRANGE and LTRIM clamp it; `None` when empty.
+fn clamp(len: usize, start: i64, stop: i64) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 { (len + start).max(0) } else { start };
+    let stop = if stop < 0 { len + stop } else { stop.min(len - 1) };
+    (start <= stop && start < len).then_some((start as usize, stop as usize))
+}
+
+fn lrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (start, stop) = (tri!(int(&args[2])), tri!(int(&args[3])));
+    let Some(l) = tri!(ctx.read_as(&args[1], pick)) else {
+        return Reply::Array(vec![]);
+    };
+    match clamp(l.len(), start, stop) {
+        Some((a, b)) => Reply::Array(l.range(a, b).into_iter().map(bulk).collect()),
+        None => Reply::Array(vec![]),
+    }
+}
+
+fn lindex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let i = tri!(int(&args[2]));
+    let l = tri!(ctx.read_as(&args[1], pick));
+    match l.and_then(|l| index(l.len(), i).and_then(|i| l.get(i))) {
+        Some(v) => bulk(v),
+        None => Reply::Nil,
+    }
+}
+
+fn lset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let i = tri!(int(&args[2]));
+    let key = &args[1];
+    let Some(l) = tri!(ctx.write_as(key, pick_mut)) else {
+        return err(errors::NO_SUCH_KEY);
+    };
+    let Some(i) = index(l.len(), i) else {
+        return err(errors::INDEX_OUT_OF_RANGE);
+    };
+    l.set(i, &args[3]);
+    ctx.db().touch(key);
+    ctx.notify(notify::LIST, "lset", key);
+    Reply::Ok
+}
+
+fn linsert(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let after = if is(&args[2], "after") {
+        true
+    } else if is(&args[2], "before") {
+        false
+    } else {
+        return err(errors::SYNTAX);
+    };
+    let fill = ctx.server.config.list_fill();
+    let key = &args[1];
+    let Some(l) = tri!(ctx.write_as(key, pick_mut)) else {
+        return Reply::Int(0);
+    };
+    let Some(at) = l.iter().position(|e| e == args[3].as_ref()) else {
+        return Reply::Int(-1);
+    };
+    l.insert(at + after as usize, &args[4], fill);
+    let len = l.len() as i64;
+    ctx.db().touch(key);
+    ctx.notify(notify::LIST, "linsert", key);
+    Reply::Int(len)
+}
+
+/// LREM key count element: count > 0 from the head, < 0 from the tail,
+/// 0 all.
+fn lrem(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let count = tri!(int(&args[2]));
+    let key = &args[1];
+    let Some(l) = tri!(ctx.write_as(key, pick_mut)) else {
+        return Reply::Int(0);
+    };
+    let mut hits: Vec<usize> = l
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| *e == args[3].as_ref())
+        .map(|(i, _)| i)
+        .collect();
+    let limit = count.unsigned_abs() as usize;
+    if count < 0 {
+        hits.reverse();
+    }
+    if count != 0 {
+        hits.truncate(limit);
+    }
+    hits.sort_unstable();
+    for (removed, i) in hits.iter().enumerate() {
+        l.remove_range(i - removed, 1);
+    }
+    if !hits.is_empty() {
+        ctx.db().touch(key);
+        ctx.notify(notify::LIST, "lrem", key);
+        ctx.delete_if_empty(key);
+    }
+    Reply::Int(hits.len() as i64)
+}
+
+fn ltrim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (start, stop) = (tri!(int(&args[2])), tri!(int(&args[3])));
+    let key = &args[1];
+    let Some(l) = tri!(ctx.write_as(key, pick_mut)) else {
+        return Reply::Ok;
+    };
+    let len = l.len();
+    match clamp(len, start, stop) {
+        Some((a, b)) => {
+            l.remove_range(b + 1, len - b - 1);
+            l.remove_range(0, a);
+        }
+        None => l.remove_range(0, len),
+    }
+    ctx.db().touch(key);
+    ctx.notify(notify::LIST, "ltrim", key);
+    ctx.delete_if_empty(key);
+    Reply::Ok
+}
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len].
+fn lpos(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0usize);
+    let mut i = 3;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            return err(errors::SYNTAX);
+        }
+        let n = tri!(int(&args[i + 1]));
+        if is(&args[i], "rank") {
+            if n == 0 {
+                return err(errors::RANK_ZERO);
+            }
+            // Redis negates the rank and i64::MIN stays negative: it then
+            // takes the first match from the tail, as RANK -1.
+            rank = if n == i64::MIN { -1 } else { n };
+        } else if is(&args[i], "count") {
+            if n < 0 {
+                return err(errors::COUNT_NEGATIVE);
+            }
+            count = Some(n as usize);
+        } else if is(&args[i], "maxlen") {
+            if n < 0 {
+                return err(errors::MAXLEN_NEGATIVE);
+            }
+            maxlen = n as usize;
+        } else {
+            return err(errors::SYNTAX);
+        }
+        i += 2;
+    }
+    let Some(l) = tri!(ctx.read_as(&args[1], pick)) else {
+        return if count.is_some() {
+            Reply::Array(vec![])
+        } else {
+            Reply::Nil
+        };
+    };
+    let len = l.len();
+    let scan = if maxlen == 0 { len } else { maxlen.min(len) };
+    let wanted = match count {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => 1,
+    };
+    let mut skip = rank.unsigned_abs() as usize - 1;
+    let mut found = vec![];
+    let all: Vec<&[u8]> = l.iter().collect();
+    let elements: Box<dyn Iterator<Item = (usize, &&[u8])>> = if rank > 0 {
+        Box::new(all.iter().enumerate().take(scan))
+    } else {
+        Box::new(all.iter().enumerate().rev().take(scan))
+    };
+    for (i, e) in elements {
+        if *e == args[2].as_ref() {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            found.push(Reply::Int(i as i64));
+            if found.len() >= wanted {
+                break;
+            }
+        }
+    }
+    match count {
+        Some(_) => Reply::Array(found),
+        None => found.pop().unwrap_or(Reply::Nil),
+    }
+}
+
+fn parse_end(arg: &[u8]) -> Option<End> {
+    if is(arg, "left") {
+        Some(End::Head)
+    } else if is(arg, "right") {
+        Some(End::Tail)
+    } else {
+        None
+    }
+}
+
+/// Pops from `from` of `src` and pushes to `to` of `dst`, as LMOVE.
+fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Reply {
+    let fill = ctx.server.config.list_fill();
+    if tri!(ctx.write_as(src, pick_mut)).is_none() {
+        return Reply::Nil;
+    }
+    let dst_exists = tri!(ctx.write_as(dst, pick_mut)).is_some();
+    let Some(value) = pop_n(ctx, src, from, 1).pop() else {
+        return Reply::Nil;
+    };
+    if !dst_exists || tri!(ctx.write_as(dst, pick_mut)).is_none() {
+        ctx.db().insert(dst, Value::List(Box::default()), 0);
+    }
+    tri!(ctx.write_as(dst, pick_mut))
+        .expect("exists")
+        .push(to, &value, fill);
+    ctx.db().touch(dst);
+    ctx.notify(notify::LIST, event(to, true), dst);
+    Reply::Bulk(value.into())
+}
+
+fn lmove(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (Some(from), Some(to)) = (parse_end(&args[3]), parse_end(&args[4])) else {
+        return err(errors::SYNTAX);
+    };
+    move_one(ctx, &args[1], &args[2], from, to)
+}
+
+fn rpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    move_one(ctx, &args[1], &args[2], End::Tail, End::Head)
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops from the
+/// first non-empty list; `[key, [elements]]` or a null array.
+fn lmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let numkeys = match crate::store::num::parse_i64(&args[1]) {
+        Some(n) if n > 0 => n,
+        _ => return err(errors::NUMKEYS_NOT_POSITIVE),
+    };
+    let keys_end = 2usize.saturating_add(numkeys as usize);
+    if numkeys as u64 >= (args.len() - 2) as u64 {
+        return err(errors::SYNTAX);
+    }
+    let Some(end) = parse_end(&args[keys_end]) else {
+        return err(errors::SYNTAX);
+    };
+    let mut count = 1usize;
+    match &args[keys_end + 1..] {
+        [] => {}
+        [word, n] if is(word, "count") => {
+            let n = tri!(int(n));
+            if n <= 0 {
+                return err(errors::COUNT_NOT_POSITIVE);
+            }
+            count = n as usize;
+        }
+        _ => return err(errors::SYNTAX),
+    }
+    for key in &args[2..keys_end] {
+        if tri!(ctx.write_as(key, pick_mut)).is_some() {
+            let popped = pop_n(ctx, key, end, count);
+            return Reply::Array(vec![
+                Reply::Bulk(key.clone()),
+                Reply::Array(popped.into_iter().map(|v| Reply::Bulk(v.into())).collect()),
+            ]);
+        }
+    }
+    Reply::NilArray
+}

@@ -1,0 +1,199 @@
+//! Byte strings packed one after another in one exact-size buffer, the
+//! shape of Redis's listpack: small hashes and the nodes of lists.
+//!
+//! Each entry is `[length: LEB128][bytes]`; the buffer holds nothing else,
+//! so a five-field hash of short strings costs one allocation of about a
+//! hundred bytes. Walking is linear, as in a listpack: the encodings that
+//! use it bound their size (`hash-max-listpack-entries`,
+//! `list-max-listpack-size`).
+
+/// Packed entries (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packed {
+    buf: Vec<u8>,
+    /// Entries in `buf`.
+    count: usize,
+}
+
+/// Bytes a length takes as LEB128.
+fn varint_len(mut n: usize) -> usize {
+    let mut bytes = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        bytes += 1;
+    }
+    bytes
+}
+
+fn write_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Reads a length at `at`; returns it and where its bytes start.
+fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
+    let mut n = 0usize;
+    let mut shift = 0;
+    loop {
+        let b = buf[at];
+        at += 1;
+        n |= ((b & 0x7f) as usize) << shift;
+        if b < 0x80 {
+            return (n, at);
+        }
+        shift += 7;
+    }
+}
+
+impl Packed {
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes of the buffer (what `list-max-listpack-size` bounds).
+    pub fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The entry starting at byte `at`, and where the next one starts.
+    pub fn entry_at(&self, at: usize) -> (&[u8], usize) {
+        let (len, start) = read_varint(&self.buf, at);
+        (&self.buf[start..start + len], start + len)
+    }
+
+    /// Entries in order, each with its byte offset.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= self.buf.len() {
+                return None;
+            }
+            let (entry, next) = self.entry_at(at);
+            let here = at;
+            at = next;
+            Some((here, entry))
+        })
+    }
+
+    /// The byte offset of entry `index` (or the end, for `index == len`).
+    pub fn offset_of(&self, index: usize) -> usize {
+        self.iter().nth(index).map_or(self.buf.len(), |(at, _)| at)
+    }
+
+    /// Replaces `remove_bytes` bytes at `at` with `insert`'s entries.
+    fn splice(&mut self, at: usize, remove_bytes: usize, insert: &[&[u8]]) {
+        let mut new = Vec::with_capacity(insert.iter().map(|e| varint_len(e.len()) + e.len()).sum());
+        for e in insert {
+            write_varint(&mut new, e.len());
+            new.extend_from_slice(e);
+        }
+        let grow = new.len().saturating_sub(remove_bytes);
+        // Exact size, as a listpack: no doubling slack to pay for.
+        self.buf.reserve_exact(grow);
+        self.buf.splice(at..at + remove_bytes, new);
+    }
+
+    /// Inserts entries before the byte offset `at`.
+    pub fn insert_at(&mut self, at: usize, entries: &[&[u8]]) {
+        self.splice(at, 0, entries);
+        self.count += entries.len();
+    }
+
+    pub fn push_back(&mut self, entry: &[u8]) {
+        self.insert_at(self.buf.len(), &[entry]);
+    }
+
+    pub fn push_front(&mut self, entry: &[u8]) {
+        self.insert_at(0, &[entry]);
+    }
+
+    /// Removes `n` entries from the byte offset `at`.
+    pub fn remove_at(&mut self, at: usize, n: usize) {
+        let mut end = at;
+        for _ in 0..n {
+            end = self.entry_at(end).1;
+        }
+        self.splice(at, end - at, &[]);
+        self.count -= n;
+        self.shrink();
+    }
+
+    /// Replaces the entry at byte offset `at` with `entry`.
+    pub fn replace_at(&mut self, at: usize, entry: &[u8]) {
+        let end = self.entry_at(at).1;
+        self.splice(at, end - at, &[entry]);
+        self.shrink();
+    }
+
+    /// Splits off the entries from index `index` on into a new buffer.
+    pub fn split_off(&mut self, index: usize) -> Packed {
+        let at = self.offset_of(index);
+        let tail = Packed {
+            buf: self.buf[at..].to_vec(),
+            count: self.count - index,
+        };
+        self.buf.truncate(at);
+        self.count = index;
+        self.shrink();
+        tail
+    }
+
+    /// Appends every entry of `other`.
+    pub fn append(&mut self, other: &Packed) {
+        self.buf.reserve_exact(other.buf.len());
+        self.buf.extend_from_slice(&other.buf);
+        self.count += other.count;
+    }
+
+    /// Gives back capacity a removal left unused.
+    fn shrink(&mut self) {
+        if self.buf.capacity() > self.buf.len() + self.buf.len() / 4 + 16 {
+            self.buf.shrink_to_fit();
+        }
+    }
+
+    /// Heap bytes held (MEMORY-style accounting for tests).
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_through_every_edit() {
+        let mut p = Packed::default();
+        let long = vec![b'x'; 300];
+        p.push_back(b"a");
+        p.push_back(&long);
+        p.push_front(b"");
+        p.push_back(b"tail");
+        let all: Vec<Vec<u8>> = p.iter().map(|(_, e)| e.to_vec()).collect();
+        assert_eq!(all, vec![b"".to_vec(), b"a".to_vec(), long.clone(), b"tail".to_vec()]);
+        assert_eq!(p.len(), 4);
+        let at = p.offset_of(1);
+        p.replace_at(at, b"changed");
+        assert_eq!(p.entry_at(p.offset_of(1)).0, b"changed");
+        p.remove_at(p.offset_of(2), 1);
+        let all: Vec<&[u8]> = p.iter().map(|(_, e)| e).collect();
+        assert_eq!(all, vec![&b""[..], b"changed", b"tail"]);
+        let tail = p.split_off(1);
+        assert_eq!((p.len(), tail.len()), (1, 2));
+        p.append(&tail);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.entry_at(p.offset_of(2)).0, b"tail");
+        p.insert_at(p.offset_of(1), &[b"x", b"y"]);
+        let all: Vec<&[u8]> = p.iter().map(|(_, e)| e).collect();
+        assert_eq!(all, vec![&b""[..], b"x", b"y", b"changed", b"tail"]);
+    }
+}
