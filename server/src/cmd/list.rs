@@ -357,17 +357,19 @@ fn parse_end(arg: &[u8]) -> Option<End> {
     }
 }
 
-/// Pops from `from` of `src` and pushes to `to` of `dst`, as LMOVE.
+/// Pops from `from` of `src` and pushes to `to` of `dst`, as LMOVE: the
+/// push's event comes before the pop's, as in Redis.
 fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Reply {
     let fill = ctx.server.config.list_fill();
     if tri!(ctx.write_as(src, pick_mut)).is_none() {
         return Reply::Nil;
     }
     let dst_exists = tri!(ctx.write_as(dst, pick_mut)).is_some();
-    let Some(value) = pop_n(ctx, src, from, 1).pop() else {
+    let Some(value) = tri!(ctx.write_as(src, pick_mut)).and_then(|l| l.pop(from)) else {
         return Reply::Nil;
     };
-    if !dst_exists || tri!(ctx.write_as(dst, pick_mut)).is_none() {
+    ctx.db().touch(src);
+    if !dst_exists && tri!(ctx.write_as(dst, pick_mut)).is_none() {
         ctx.db().insert(dst, Value::List(Box::default()), 0);
     }
     tri!(ctx.write_as(dst, pick_mut))
@@ -375,6 +377,8 @@ fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Repl
         .push(to, &value, fill);
     ctx.db().touch(dst);
     ctx.notify(notify::LIST, event(to, true), dst);
+    ctx.notify(notify::LIST, event(from, false), src);
+    ctx.delete_if_empty(src);
     Reply::Bulk(value.into())
 }
 
