@@ -62,6 +62,8 @@ fn session(addr: SocketAddr) -> Vec<String> {
         &["ZRANGESTORE", "r", "z", "0", "-1"],
         &["ZINTERSTORE", "u", "2", "z", "nokey"],
         &["EXPIRE", "r", "-1"],
+        &["SET", "mv", "1"],
+        &["MOVE", "mv", "1"],
         &["HSET", "h", "f", "1", "g", "2"],
         &["HSETNX", "h", "f", "x"],
         &["HSETNX", "h", "n", "x"],

@@ -38,6 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("renamenx", 3, WRITE | FAST, acl::KEYSPACE, (1, 2, 1), "Rename a key, only if the new key does not exist", renamenx),
     spec!("copy", -3, WRITE | DENYOOM, acl::KEYSPACE, (1, 2, 1), "Copy a key", copy),
     spec!("randomkey", 1, READONLY, acl::KEYSPACE, (0, 0, 0), "Return a random key from the keyspace", randomkey),
+    spec!("move", 3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Move a key to another database", move_key),
     spec!("object", -2, 0, 0, (0, 0, 0), "A container for object introspection commands", super::container, OBJECT),
 ];
 
@@ -315,6 +316,23 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     target.insert(&args[2], entry.value, entry.expire_at);
     ctx.notify_in(target_db, notify::GENERIC, "copy_to", &args[2]);
+    Reply::Int(1)
+}
+
+/// MOVE key db: the key with its TTL, unless the target has it already.
+fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let target_db = tri!(db_index(&args[2], ctx.dbs.len()));
+    if target_db == ctx.client.db {
+        return err(errors::SAME_OBJECT);
+    }
+    let now = ctx.now;
+    if !ctx.db().contains(&args[1], now) || ctx.dbs[target_db].contains(&args[1], now) {
+        return Reply::Int(0);
+    }
+    let entry = ctx.db().remove(&args[1]).expect("present");
+    ctx.dbs[target_db].insert(&args[1], entry.value, entry.expire_at);
+    ctx.notify(notify::GENERIC, "move_from", &args[1]);
+    ctx.notify_in(target_db, notify::GENERIC, "move_to", &args[1]);
     Reply::Int(1)
 }
 
