@@ -49,6 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("zinter", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Intersect multiple sorted sets", zinter),
     spec!("zdiff", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Subtract multiple sorted sets", zdiff),
     spec!("zintercard", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Intersect multiple sorted sets and return the cardinality of the result", zintercard),
+    spec!("zscan", -3, READONLY, acl::SORTEDSET, (1, 1, 1), "Incrementally iterate sorted sets elements and associated scores", zscan),
 ];
 
 /// Looks up a sorted set a command reads: `Ok(None)` when the key is absent,
@@ -61,6 +62,29 @@ fn read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, Reply> {
             value: ValueRef::ZSet(z),
             ..
         }) => Ok(Some(z)),
+        Some(_) => Err(err(errors::WRONGTYPE)),
+    }
+}
+
+/// An input of ZUNION, ZINTER, ZDIFF and their STORE and CARD forms: a
+/// sorted set, or a plain set whose members all score 1, as in Redis.
+fn read_source(ctx: &mut Ctx, key: &[u8]) -> Result<Option<ZSet>, Reply> {
+    match ctx.lookup_read(key) {
+        None => Ok(None),
+        Some(EntryRef {
+            value: ValueRef::ZSet(z),
+            ..
+        }) => Ok(Some(z.clone())),
+        Some(EntryRef {
+            value: ValueRef::Set(s),
+            ..
+        }) => {
+            let mut z = ZSet::scratch();
+            for m in s.iter() {
+                z.insert(&m.to_bytes(), 1.0, Listpack::default());
+            }
+            Ok(Some(z))
+        }
         Some(_) => Err(err(errors::WRONGTYPE)),
     }
 }
@@ -735,7 +759,7 @@ fn setop_generic(
     let keys = &args[numkeys_at + 1..numkeys_at + 1 + setnum];
     let mut sources: Vec<Option<ZSet>> = Vec::with_capacity(setnum);
     for key in keys {
-        sources.push(tri!(read(ctx, key)).cloned());
+        sources.push(tri!(read_source(ctx, key)));
     }
     let mut weights = vec![1.0f64; setnum];
     let mut how = Aggregate::Sum;
@@ -935,4 +959,29 @@ mod tests {
             assert_eq!(parse_lex_range(bad, b"+"), Err(err(errors::MIN_MAX_NOT_STRING_RANGE)));
         }
     }
+}
+
+/// ZSCAN: a set in its compact encoding is returned whole (in order), a
+/// larger one paged by the SCAN family's cursor.
+fn zscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let opts = tri!(super::scan::Options::parse(args, 2, false));
+    let Some(z) = tri!(read(ctx, &args[1])) else {
+        return super::scan::reply(0, vec![]);
+    };
+    let (next, page) = if z.encoding() == "listpack" {
+        (0, z.iter().collect::<Vec<_>>())
+    } else {
+        super::scan::page(z.iter(), |(m, _)| super::scan::position(m), opts.cursor, opts.count)
+    };
+    let items = page
+        .into_iter()
+        .filter(|(m, _)| opts.matches(m))
+        .flat_map(|(m, score)| {
+            [
+                Reply::Bulk(Bytes::copy_from_slice(m)),
+                Reply::bulk(crate::protocol::format_double(score)),
+            ]
+        })
+        .collect();
+    super::scan::reply(next, items)
 }
