@@ -929,6 +929,31 @@ fn zintercard(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     setop_generic(ctx, args, 1, None, SetOp::Inter, true)
 }
 
+/// ZSCAN: a set in its compact encoding is returned whole (in order), a
+/// larger one paged by the SCAN family's cursor.
+fn zscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let opts = tri!(super::scan::Options::parse(args, 2, false));
+    let Some(z) = tri!(read(ctx, &args[1])) else {
+        return super::scan::reply(0, vec![]);
+    };
+    let (next, page) = if z.encoding() == "listpack" {
+        (0, z.iter().collect::<Vec<_>>())
+    } else {
+        super::scan::page(z.iter(), |(m, _)| super::scan::position(m), opts.cursor, opts.count)
+    };
+    let items = page
+        .into_iter()
+        .filter(|(m, _)| opts.matches(m))
+        .flat_map(|(m, score)| {
+            [
+                Reply::Bulk(Bytes::copy_from_slice(m)),
+                Reply::bulk(crate::protocol::format_double(score)),
+            ]
+        })
+        .collect();
+    super::scan::reply(next, items)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -959,29 +984,4 @@ mod tests {
             assert_eq!(parse_lex_range(bad, b"+"), Err(err(errors::MIN_MAX_NOT_STRING_RANGE)));
         }
     }
-}
-
-/// ZSCAN: a set in its compact encoding is returned whole (in order), a
-/// larger one paged by the SCAN family's cursor.
-fn zscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let opts = tri!(super::scan::Options::parse(args, 2, false));
-    let Some(z) = tri!(read(ctx, &args[1])) else {
-        return super::scan::reply(0, vec![]);
-    };
-    let (next, page) = if z.encoding() == "listpack" {
-        (0, z.iter().collect::<Vec<_>>())
-    } else {
-        super::scan::page(z.iter(), |(m, _)| super::scan::position(m), opts.cursor, opts.count)
-    };
-    let items = page
-        .into_iter()
-        .filter(|(m, _)| opts.matches(m))
-        .flat_map(|(m, score)| {
-            [
-                Reply::Bulk(Bytes::copy_from_slice(m)),
-                Reply::bulk(crate::protocol::format_double(score)),
-            ]
-        })
-        .collect();
-    super::scan::reply(next, items)
 }
