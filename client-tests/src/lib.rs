@@ -11,12 +11,16 @@
 //! - [`watchdog`]: renews a held lock and reports its loss.
 //! - [`leader`]: heartbeat leader election (the `coordis-pod` binary runs it).
 //! - [`redlock`]: Redlock over N independent servers.
+//! - [`queues`]: a re-entrant hash lock, a lock that signals waiters through
+//!   a list, a sliding-window limiter on a list, and a job queue of hashes,
+//!   lists and a set.
 
 pub mod backend;
 pub mod fencing;
 pub mod leader;
 pub mod limits;
 pub mod lock;
+pub mod queues;
 pub mod redlock;
 pub mod semaphore;
 pub mod watchdog;
