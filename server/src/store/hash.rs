@@ -5,15 +5,11 @@
 //!   fields and values alternate in one [`Packed`] buffer, in insertion
 //!   order (the order HGETALL, HKEYS and HSCAN return, as Redis's listpack).
 //! - **hashtable** once either limit is passed (and never back, as in
-//!   Redis): a hash table of field/value pairs, each [`SmallBytes`] (inline
-//!   up to 22 bytes). Its order is coordis's own, as a Redis dict's is
+//!   Redis): field/value pairs, each [`SmallBytes`] (inline up to 22
+//!   bytes), in an [`Arena`]. Its order is coordis's own, as a Redis dict's is
 //!   Redis's: README lists it among the known differences.
 
-use std::hash::BuildHasher;
-
-use foldhash::fast::RandomState;
-use hashbrown::HashTable;
-
+use super::arena::{Arena, Keyed};
 use super::packed::Packed;
 use super::small::SmallBytes;
 
@@ -28,14 +24,21 @@ pub struct Limits {
 #[derive(Clone, Debug)]
 pub enum Hash {
     Listpack(Packed),
-    Table(Table),
+    /// Boxed: a small hash (the common case) stays one listpack wide.
+    Table(Box<Table>),
 }
 
-/// The hashtable encoding.
-#[derive(Clone, Debug, Default)]
-pub struct Table {
-    map: HashTable<(SmallBytes, SmallBytes)>,
-    hasher: RandomState,
+/// The hashtable encoding: field/value pairs in an [`Arena`].
+pub type Table = Arena<Pair>;
+
+/// A field and its value.
+#[derive(Clone, Debug)]
+pub struct Pair(SmallBytes, SmallBytes);
+
+impl Keyed for Pair {
+    fn key(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
 }
 
 impl Default for Hash {
@@ -44,28 +47,16 @@ impl Default for Hash {
     }
 }
 
-impl Table {
-    fn find(&self, field: &[u8]) -> Option<&(SmallBytes, SmallBytes)> {
-        self.map
-            .find(self.hasher.hash_one(field), |(f, _)| f.as_bytes() == field)
-    }
-
-    fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
-        let hash = self.hasher.hash_one(field);
-        let hasher = &self.hasher;
-        match self.map.entry(
-            hash,
-            |(f, _)| f.as_bytes() == field,
-            |(f, _)| hasher.hash_one(f.as_bytes()),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(mut e) => {
-                e.get_mut().1 = SmallBytes::new(value);
-                false
-            }
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                e.insert((SmallBytes::new(field), SmallBytes::new(value)));
-                true
-            }
+/// Sets a field of a hashtable; true if it is new.
+fn table_set(t: &mut Table, field: &[u8], value: &[u8]) -> bool {
+    match t.get_mut(field) {
+        Some(pair) => {
+            pair.1 = SmallBytes::new(value);
+            false
+        }
+        None => {
+            t.insert_new(Pair(SmallBytes::new(field), SmallBytes::new(value)));
+            true
         }
     }
 }
@@ -74,7 +65,7 @@ impl Hash {
     pub fn len(&self) -> usize {
         match self {
             Hash::Listpack(p) => p.len() / 2,
-            Hash::Table(t) => t.map.len(),
+            Hash::Table(t) => t.len(),
         }
     }
 
@@ -109,7 +100,7 @@ impl Hash {
                 let next = p.entry_at(at).1;
                 Some(p.entry_at(next).0)
             }
-            Hash::Table(t) => t.find(field).map(|(_, v)| v.as_bytes()),
+            Hash::Table(t) => t.get(field).map(|p| p.1.as_bytes()),
         }
     }
 
@@ -125,10 +116,12 @@ impl Hash {
             match Self::listpack_find(p, field) {
                 Some(at) if fits => {
                     let value_at = p.entry_at(at).1;
+                    p.reserve_exact_for(&[value]);
                     p.replace_at(value_at, value);
                     return false;
                 }
                 None if fits && p.len() / 2 < limits.max_entries => {
+                    p.reserve_exact_for(&[field, value]);
                     p.insert_at(p.bytes(), &[field, value]);
                     return true;
                 }
@@ -136,7 +129,7 @@ impl Hash {
             }
         }
         match self {
-            Hash::Table(t) => t.set(field, value),
+            Hash::Table(t) => table_set(t, field, value),
             Hash::Listpack(_) => unreachable!("converted above"),
         }
     }
@@ -145,17 +138,16 @@ impl Hash {
     fn convert(&mut self) {
         let table = match self {
             Hash::Listpack(p) => {
-                let mut table = Table::default();
-                table.map.reserve(p.len() / 2, |_| 0);
+                let mut table = Table::with_capacity(p.len() / 2 + 1);
                 let mut entries = p.iter();
                 while let (Some((_, f)), Some((_, v))) = (entries.next(), entries.next()) {
-                    table.set(f, v);
+                    table_set(&mut table, f, v);
                 }
                 table
             }
             Hash::Table(_) => return,
         };
-        *self = Hash::Table(table);
+        *self = Hash::Table(Box::new(table));
     }
 
     /// Removes `field`; true if it was there.
@@ -168,20 +160,7 @@ impl Hash {
                 }
                 None => false,
             },
-            Hash::Table(t) => {
-                let hash = t.hasher.hash_one(field);
-                match t.map.find_entry(hash, |(f, _)| f.as_bytes() == field) {
-                    Ok(e) => {
-                        e.remove();
-                        if t.map.capacity() > 64 && t.map.len() < t.map.capacity() / 8 {
-                            let hasher = &t.hasher;
-                            t.map.shrink_to_fit(|(f, _)| hasher.hash_one(f.as_bytes()));
-                        }
-                        true
-                    }
-                    Err(_) => false,
-                }
-            }
+            Hash::Table(t) => t.remove(field).is_some(),
         }
     }
 
@@ -196,13 +175,16 @@ impl Hash {
                     Some((f, v))
                 }))
             }
-            Hash::Table(t) => Box::new(t.map.iter().map(|(f, v)| (f.as_bytes(), v.as_bytes()))),
+            Hash::Table(t) => Box::new(t.iter().map(|p| (p.0.as_bytes(), p.1.as_bytes()))),
         }
     }
 
     /// The pair at position `i` of [`Hash::iter`]'s order (HRANDFIELD).
     pub fn nth(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.iter().nth(i)
+        match self {
+            Hash::Listpack(_) => self.iter().nth(i),
+            Hash::Table(t) => t.nth(i).map(|p| (p.0.as_bytes(), p.1.as_bytes())),
+        }
     }
 }
 

@@ -16,23 +16,26 @@ use super::packed::Packed;
 pub struct Fill(pub i64);
 
 impl Fill {
+    /// The bytes a node may hold, for a size-limited fill.
+    fn max_bytes(self) -> Option<usize> {
+        match self.0 {
+            n if n > 0 => None,
+            -1 => Some(4096),
+            -2 => Some(8192),
+            -3 => Some(16384),
+            -4 => Some(32768),
+            _ => Some(65536),
+        }
+    }
+
     /// Whether a node may grow by an entry of `len` bytes.
     fn room(self, node: &Packed, len: usize) -> bool {
         if node.is_empty() {
             return true;
         }
-        match self.0 {
-            n if n > 0 => node.len() < n as usize,
-            n => {
-                let max = match n {
-                    -1 => 4096,
-                    -2 => 8192,
-                    -3 => 16384,
-                    -4 => 32768,
-                    _ => 65536,
-                };
-                node.bytes() + len + 2 <= max
-            }
+        match self.max_bytes() {
+            None => node.len() < self.0 as usize,
+            Some(max) => node.bytes() + len + 2 <= max,
         }
     }
 }
@@ -70,8 +73,13 @@ impl List {
                 End::Head => node.push_front(value),
                 End::Tail => node.push_back(value),
             },
-            _ => {
-                let mut node = Packed::default();
+            full => {
+                // The node at this end is done growing: give back its slack.
+                if let Some(full) = full {
+                    full.fit();
+                }
+                // A node is allocated at its full size once, then filled.
+                let mut node = Packed::with_capacity(fill.max_bytes().unwrap_or(0).max(value.len() + 2));
                 node.push_back(value);
                 match end {
                     End::Head => self.nodes.push_front(node),

@@ -96,8 +96,10 @@ impl Packed {
             new.extend_from_slice(e);
         }
         let grow = new.len().saturating_sub(remove_bytes);
-        // Exact size, as a listpack: no doubling slack to pay for.
-        self.buf.reserve_exact(grow);
+        // Amortized growth: a list node filled by pushes would otherwise be
+        // reallocated at every push. Owners give the slack back with
+        // `fit` once the buffer is done growing.
+        self.buf.reserve(grow);
         self.buf.splice(at..at + remove_bytes, new);
     }
 
@@ -151,6 +153,26 @@ impl Packed {
         self.buf.reserve_exact(other.buf.len());
         self.buf.extend_from_slice(&other.buf);
         self.count += other.count;
+    }
+
+    /// An empty buffer with room for `bytes` (a list node about to be filled).
+    pub fn with_capacity(bytes: usize) -> Packed {
+        Packed {
+            buf: Vec::with_capacity(bytes),
+            count: 0,
+        }
+    }
+
+    /// Makes room for exactly `entries` more entries, so that the next
+    /// insertion does not over-allocate (small hashes stay exact-size).
+    pub fn reserve_exact_for(&mut self, entries: &[&[u8]]) {
+        let bytes = entries.iter().map(|e| varint_len(e.len()) + e.len()).sum();
+        self.buf.reserve_exact(bytes);
+    }
+
+    /// Gives back every unused byte of capacity (a listpack is exact-size).
+    pub fn fit(&mut self) {
+        self.buf.shrink_to_fit();
     }
 
     /// Gives back capacity a removal left unused.

@@ -3,15 +3,11 @@
 //! - **intset** while every member is an integer (as Redis's `string2ll`
 //!   reads it) and there are at most `set-max-intset-entries`: a sorted
 //!   vector, so SMEMBERS and SSCAN return ascending order, as Redis does.
-//! - **hashtable** otherwise (and never back): a hash table of
-//!   [`SmallBytes`] members. Its order is coordis's own (README's known
+//! - **hashtable** otherwise (and never back): [`SmallBytes`] members in an
+//!   [`Arena`] (a random member is one read: SPOP, SRANDMEMBER). Its order is coordis's own (README's known
 //!   differences). Redis 7.0 has no listpack encoding for sets.
 
-use std::hash::BuildHasher;
-
-use foldhash::fast::RandomState;
-use hashbrown::HashTable;
-
+use super::arena::{Arena, Keyed};
 use super::num;
 use super::small::SmallBytes;
 
@@ -19,49 +15,16 @@ use super::small::SmallBytes;
 #[derive(Clone, Debug)]
 pub enum Set {
     Ints(Vec<i64>),
-    Table(Table),
+    /// Boxed: a small set stays one vector wide.
+    Table(Box<Table>),
 }
 
-/// The hashtable encoding.
-#[derive(Clone, Debug, Default)]
-pub struct Table {
-    map: HashTable<SmallBytes>,
-    hasher: RandomState,
-}
+/// The hashtable encoding: members in an [`Arena`].
+pub type Table = Arena<SmallBytes>;
 
-impl Table {
-    fn contains(&self, m: &[u8]) -> bool {
-        self.map.find(self.hasher.hash_one(m), |x| x.as_bytes() == m).is_some()
-    }
-
-    fn add(&mut self, m: &[u8]) -> bool {
-        let hash = self.hasher.hash_one(m);
-        let hasher = &self.hasher;
-        match self
-            .map
-            .entry(hash, |x| x.as_bytes() == m, |x| hasher.hash_one(x.as_bytes()))
-        {
-            hashbrown::hash_table::Entry::Occupied(_) => false,
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                e.insert(SmallBytes::new(m));
-                true
-            }
-        }
-    }
-
-    fn remove(&mut self, m: &[u8]) -> bool {
-        let hash = self.hasher.hash_one(m);
-        match self.map.find_entry(hash, |x| x.as_bytes() == m) {
-            Ok(e) => {
-                e.remove();
-                if self.map.capacity() > 64 && self.map.len() < self.map.capacity() / 8 {
-                    let hasher = &self.hasher;
-                    self.map.shrink_to_fit(|x| hasher.hash_one(x.as_bytes()));
-                }
-                true
-            }
-            Err(_) => false,
-        }
+impl Keyed for SmallBytes {
+    fn key(&self) -> &[u8] {
+        self.as_bytes()
     }
 }
 
@@ -88,14 +51,14 @@ impl Set {
         if num::parse_i64(first).is_some() {
             Set::Ints(Vec::new())
         } else {
-            Set::Table(Table::default())
+            Set::Table(Box::default())
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
             Set::Ints(v) => v.len(),
-            Set::Table(t) => t.map.len(),
+            Set::Table(t) => t.len(),
         }
     }
 
@@ -114,7 +77,7 @@ impl Set {
     pub fn contains(&self, m: &[u8]) -> bool {
         match self {
             Set::Ints(v) => num::parse_i64(m).is_some_and(|n| v.binary_search(&n).is_ok()),
-            Set::Table(t) => t.contains(m),
+            Set::Table(t) => t.get(m).is_some(),
         }
     }
 
@@ -134,7 +97,11 @@ impl Set {
             }
         }
         match self {
-            Set::Table(t) => t.add(m),
+            Set::Table(t) if t.get(m).is_some() => false,
+            Set::Table(t) => {
+                t.insert_new(SmallBytes::new(m));
+                true
+            }
             Set::Ints(_) => unreachable!("converted above"),
         }
     }
@@ -142,16 +109,15 @@ impl Set {
     fn convert(&mut self) {
         let t = match self {
             Set::Ints(v) => {
-                let mut t = Table::default();
-                t.map.reserve(v.len() + 1, |_| 0);
+                let mut t = Table::with_capacity(v.len() + 1);
                 for n in v.iter() {
-                    t.add(n.to_string().as_bytes());
+                    t.insert_new(SmallBytes::new(n.to_string().as_bytes()));
                 }
                 t
             }
             Set::Table(_) => return,
         };
-        *self = Set::Table(t);
+        *self = Set::Table(Box::new(t));
     }
 
     pub fn remove(&mut self, m: &[u8]) -> bool {
@@ -163,7 +129,7 @@ impl Set {
                 }
                 _ => false,
             },
-            Set::Table(t) => t.remove(m),
+            Set::Table(t) => t.remove(m).is_some(),
         }
     }
 
@@ -176,7 +142,7 @@ impl Set {
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match self {
             Set::Ints(v) => Box::new(v.iter().map(|&n| Member::Int(n))),
-            Set::Table(t) => Box::new(t.map.iter().map(|m| Member::Bytes(m.as_bytes()))),
+            Set::Table(t) => Box::new(t.iter().map(|m| Member::Bytes(m.as_bytes()))),
         }
     }
 
@@ -185,7 +151,7 @@ impl Set {
     pub fn nth(&self, i: usize) -> Option<Member<'_>> {
         match self {
             Set::Ints(v) => v.get(i).map(|&n| Member::Int(n)),
-            Set::Table(t) => t.map.iter().nth(i).map(|m| Member::Bytes(m.as_bytes())),
+            Set::Table(t) => t.nth(i).map(|m| Member::Bytes(m.as_bytes())),
         }
     }
 }
