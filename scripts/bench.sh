@@ -57,6 +57,11 @@ run() { # port server-pid clients pipeline test...
     local n=$N
     [ "$pipe" -gt 1 ] && n=$PIPELINED_N
     local before after
+    # Untimed set-up a row may need (pops need something to pop).
+    if [ -n "${PREFILL:-}" ]; then
+        # shellcheck disable=SC2086
+        redis-benchmark -p "$port" -n "$n" -c 50 -P 16 -q $PREFILL >/dev/null 2>&1
+    fi
     before=$(cpu_ticks "$pid")
     TIMEFORMAT='%R %U %S'
     if [ "$1" = "--tx" ]; then
@@ -110,3 +115,25 @@ for pipe in 1 16; do
 done
 row "set" 500 1 -t set
 row "SET lock NX EX" 500 1 -r 100000 SET "lock:__rand_int__" pod NX EX 30
+
+# Hashes, lists and sets: redis-benchmark's own tests (ROWS=core skips them).
+if [ "${ROWS:-all}" = all ]; then
+    redis-cli -p "$CPORT" del mylist >/dev/null; redis-cli -p "$RPORT" del mylist >/dev/null
+    for p in "$CPORT" "$RPORT"; do
+        for _ in $(seq 6); do
+            redis-cli -p "$p" rpush lr100 $(seq 100) >/dev/null
+            redis-cli -p "$p" rpush lr600 $(seq 100) >/dev/null
+        done
+        redis-cli -p "$p" ltrim lr100 0 99 >/dev/null
+    done
+    for pipe in 1 16; do
+        for t in lpush rpush sadd hset mset; do
+            row "$t" "$CLIENTS" "$pipe" -t "$t"
+        done
+        PREFILL="-t lpush" row "lpop" "$CLIENTS" "$pipe" -t lpop
+        PREFILL="-t rpush" row "rpop" "$CLIENTS" "$pipe" -t rpop
+        PREFILL="-r 100000 -t sadd" row "spop" "$CLIENTS" "$pipe" -t spop
+        row "lrange_100" "$CLIENTS" "$pipe" LRANGE lr100 0 99
+        row "lrange_600" "$CLIENTS" "$pipe" LRANGE lr600 0 599
+    done
+fi

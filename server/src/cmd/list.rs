@@ -49,6 +49,24 @@ fn bulk(b: &[u8]) -> Reply {
     Reply::Bulk(Bytes::copy_from_slice(b))
 }
 
+/// Bulk replies of `items`, copied into one buffer and sliced from it:
+/// one allocation for a whole LRANGE rather than one per element.
+fn bulks(items: Vec<&[u8]>) -> Vec<Reply> {
+    let mut buf = bytes::BytesMut::with_capacity(items.iter().map(|i| i.len()).sum());
+    for item in &items {
+        buf.extend_from_slice(item);
+    }
+    let buf = buf.freeze();
+    let mut at = 0;
+    items
+        .iter()
+        .map(|item| {
+            at += item.len();
+            Reply::Bulk(buf.slice(at - item.len()..at))
+        })
+        .collect()
+}
+
 fn event(end: End, push: bool) -> &'static str {
     match (end, push) {
         (End::Head, true) => "lpush",
@@ -171,7 +189,7 @@ fn lrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Array(vec![]);
     };
     match clamp(l.len(), start, stop) {
-        Some((a, b)) => Reply::Array(l.range(a, b).into_iter().map(bulk).collect()),
+        Some((a, b)) => Reply::Array(bulks(l.range(a, b))),
         None => Reply::Array(vec![]),
     }
 }

@@ -9,7 +9,10 @@
 
 use std::collections::VecDeque;
 
-use super::packed::Packed;
+use super::packed;
+
+/// A list node: packed entries with back-lengths (pops at both ends).
+type Packed = packed::Packed<true>;
 
 /// The node size limit (`list-max-listpack-size`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +38,8 @@ impl Fill {
         }
         match self.max_bytes() {
             None => node.len() < self.0 as usize,
-            Some(max) => node.bytes() + len + 2 <= max,
+            // Room for the entry and its two lengths.
+            Some(max) => node.bytes() + len + 4 <= max,
         }
     }
 }
@@ -97,7 +101,7 @@ impl List {
         };
         let at = match end {
             End::Head => 0,
-            End::Tail => node.offset_of(node.len() - 1),
+            End::Tail => node.last_offset().expect("nodes are never empty"),
         };
         let value = node.entry_at(at).0.to_vec();
         node.remove_at(at, 1);

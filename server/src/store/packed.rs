@@ -1,15 +1,18 @@
 //! Byte strings packed one after another in one exact-size buffer, the
 //! shape of Redis's listpack: small hashes and the nodes of lists.
 //!
-//! Each entry is `[length: LEB128][bytes]`; the buffer holds nothing else,
-//! so a five-field hash of short strings costs one allocation of about a
-//! hundred bytes. Walking is linear, as in a listpack: the encodings that
-//! use it bound their size (`hash-max-listpack-entries`,
-//! `list-max-listpack-size`).
+//! Each entry is `[length: LEB128][bytes]`, followed, when `BACK` is set,
+//! by the entry's size as a LEB128 read backwards (a listpack's
+//! back-length), so the last entry is found without a walk: list nodes pop
+//! at both ends in O(1). Small hashes, walked only forwards, go without it.
+//! The buffer holds nothing else, so a five-field hash of short strings
+//! costs one allocation of about a hundred bytes. Walking is linear, as in
+//! a listpack: the encodings that use it bound their size
+//! (`hash-max-listpack-entries`, `list-max-listpack-size`).
 
 /// Packed entries (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Packed {
+pub struct Packed<const BACK: bool = false> {
     buf: Vec<u8>,
     /// Entries in `buf`.
     count: usize,
@@ -33,6 +36,29 @@ fn write_varint(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
+/// Writes `n` as LEB128 in reverse byte order, to be read backwards.
+fn write_back_varint(out: &mut Vec<u8>, n: usize) {
+    let start = out.len();
+    write_varint(out, n);
+    out[start..].reverse();
+}
+
+/// Reads a back-length that ends at `end`; returns it and where it starts.
+fn read_back_varint(buf: &[u8], end: usize) -> (usize, usize) {
+    let mut at = end;
+    let mut n = 0usize;
+    let mut shift = 0;
+    loop {
+        at -= 1;
+        let b = buf[at];
+        n |= ((b & 0x7f) as usize) << shift;
+        if b < 0x80 {
+            return (n, at);
+        }
+        shift += 7;
+    }
+}
+
 /// Reads a length at `at`; returns it and where its bytes start.
 fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
     let mut n = 0usize;
@@ -48,7 +74,7 @@ fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
     }
 }
 
-impl Packed {
+impl<const BACK: bool> Packed<BACK> {
     /// Entries held.
     pub fn len(&self) -> usize {
         self.count
@@ -66,7 +92,32 @@ impl Packed {
     /// The entry starting at byte `at`, and where the next one starts.
     pub fn entry_at(&self, at: usize) -> (&[u8], usize) {
         let (len, start) = read_varint(&self.buf, at);
-        (&self.buf[start..start + len], start + len)
+        let end = start + len;
+        let next = if BACK { end + varint_len(end - at) } else { end };
+        (&self.buf[start..end], next)
+    }
+
+    /// The byte offset of the last entry: O(1) with back-lengths.
+    pub fn last_offset(&self) -> Option<usize> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        if BACK {
+            let (size, back_start) = read_back_varint(&self.buf, self.buf.len());
+            Some(back_start - size)
+        } else {
+            self.iter().last().map(|(at, _)| at)
+        }
+    }
+
+    /// Bytes one entry of `len` bytes takes.
+    fn entry_size(len: usize) -> usize {
+        let front = varint_len(len) + len;
+        if BACK {
+            front + varint_len(front)
+        } else {
+            front
+        }
     }
 
     /// Entries in order, each with its byte offset.
@@ -90,10 +141,15 @@ impl Packed {
 
     /// Replaces `remove_bytes` bytes at `at` with `insert`'s entries.
     fn splice(&mut self, at: usize, remove_bytes: usize, insert: &[&[u8]]) {
-        let mut new = Vec::with_capacity(insert.iter().map(|e| varint_len(e.len()) + e.len()).sum());
+        let mut new = Vec::with_capacity(insert.iter().map(|e| Self::entry_size(e.len())).sum());
         for e in insert {
+            let start = new.len();
             write_varint(&mut new, e.len());
             new.extend_from_slice(e);
+            if BACK {
+                let size = new.len() - start;
+                write_back_varint(&mut new, size);
+            }
         }
         let grow = new.len().saturating_sub(remove_bytes);
         // Amortized growth: a list node filled by pushes would otherwise be
@@ -136,7 +192,7 @@ impl Packed {
     }
 
     /// Splits off the entries from index `index` on into a new buffer.
-    pub fn split_off(&mut self, index: usize) -> Packed {
+    pub fn split_off(&mut self, index: usize) -> Packed<BACK> {
         let at = self.offset_of(index);
         let tail = Packed {
             buf: self.buf[at..].to_vec(),
@@ -149,14 +205,14 @@ impl Packed {
     }
 
     /// Appends every entry of `other`.
-    pub fn append(&mut self, other: &Packed) {
+    pub fn append(&mut self, other: &Packed<BACK>) {
         self.buf.reserve_exact(other.buf.len());
         self.buf.extend_from_slice(&other.buf);
         self.count += other.count;
     }
 
     /// An empty buffer with room for `bytes` (a list node about to be filled).
-    pub fn with_capacity(bytes: usize) -> Packed {
+    pub fn with_capacity(bytes: usize) -> Packed<BACK> {
         Packed {
             buf: Vec::with_capacity(bytes),
             count: 0,
@@ -166,7 +222,7 @@ impl Packed {
     /// Makes room for exactly `entries` more entries, so that the next
     /// insertion does not over-allocate (small hashes stay exact-size).
     pub fn reserve_exact_for(&mut self, entries: &[&[u8]]) {
-        let bytes = entries.iter().map(|e| varint_len(e.len()) + e.len()).sum();
+        let bytes = entries.iter().map(|e| Self::entry_size(e.len())).sum();
         self.buf.reserve_exact(bytes);
     }
 
@@ -194,7 +250,12 @@ mod tests {
 
     #[test]
     fn entries_round_trip_through_every_edit() {
-        let mut p = Packed::default();
+        edits::<false>();
+        edits::<true>();
+    }
+
+    fn edits<const BACK: bool>() {
+        let mut p = Packed::<BACK>::default();
         let long = vec![b'x'; 300];
         p.push_back(b"a");
         p.push_back(&long);
@@ -217,5 +278,10 @@ mod tests {
         p.insert_at(p.offset_of(1), &[b"x", b"y"]);
         let all: Vec<&[u8]> = p.iter().map(|(_, e)| e).collect();
         assert_eq!(all, vec![&b""[..], b"x", b"y", b"changed", b"tail"]);
+        assert_eq!(p.last_offset(), Some(p.offset_of(4)));
+        let mut big = Packed::<BACK>::default();
+        big.push_back(&[b'z'; 200]);
+        big.push_back(&[b'w'; 130]);
+        assert_eq!(big.entry_at(big.last_offset().unwrap()).0, &[b'w'; 130][..]);
     }
 }
