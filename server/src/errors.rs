@@ -60,6 +60,17 @@ pub const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
 /// `getRangeLongFromObjectOrReply` with Redis's `-LONG_MAX..LONG_MAX`.
 pub const LONG_OUT_OF_RANGE: &str =
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+pub const BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+pub const BIT_VALUE: &str = "ERR bit is not an integer or out of range";
+pub const BIT_ARGUMENT: &str = "ERR The bit argument must be 1 or 0.";
+pub const BITOP_NOT_ONE_SOURCE: &str = "ERR BITOP NOT must be called with a single source key.";
+pub const BITFIELD_TYPE: &str =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
+pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
+pub const BITFIELD_RO_ONLY_GET: &str = "ERR BITFIELD_RO only supports the GET subcommand";
+pub const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
+pub const LCS_LEN_AND_IDX: &str = "ERR If you want both the length and indexes, please just use IDX.";
+pub const LCS_TOO_BIG: &str = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
 pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";

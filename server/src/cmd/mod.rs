@@ -89,6 +89,7 @@ macro_rules! subcommand {
     };
 }
 
+pub mod bitmap;
 pub mod busy;
 pub mod hash;
 pub mod keys;
@@ -446,6 +447,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(hash::COMMANDS.iter())
         .chain(list::COMMANDS.iter())
         .chain(set::COMMANDS.iter())
+        .chain(bitmap::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())

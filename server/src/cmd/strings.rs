@@ -39,6 +39,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("getrange", 4, READONLY, acl::STRING, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
     spec!("substr", 4, READONLY, acl::STRING, (1, 1, 1), "Get a substring of the string stored at a key", getrange),
     spec!("setrange", 4, WRITE | DENYOOM, acl::STRING, (1, 1, 1), "Overwrite part of a string at key starting at the specified offset", setrange),
+    spec!("lcs", -3, READONLY, acl::STRING, (1, 2, 1), "Find longest common substring", lcs),
 ];
 
 /// How an expire argument is to be read.
@@ -435,6 +436,120 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ctx.db().replace_value(&args[1], Value::Str(buf.freeze()));
     ctx.notify(notify::STRING, "setrange", &args[1]);
     Reply::Int(len)
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]: Redis's
+/// dynamic-programming table (bounded by `proto-max-bulk-len`) and its
+/// backtracking, so matches come out in Redis's order (from the ends).
+fn lcs(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let a = match ctx.lookup_read(&args[1]) {
+        None => Bytes::new(),
+        Some(e) => match e.value {
+            crate::store::ValueRef::Str(s) => Bytes::copy_from_slice(s),
+            _ => return err(errors::LCS_NOT_STRINGS),
+        },
+    };
+    let b = match ctx.lookup_read(&args[2]) {
+        None => Bytes::new(),
+        Some(e) => match e.value {
+            crate::store::ValueRef::Str(s) => Bytes::copy_from_slice(s),
+            _ => return err(errors::LCS_NOT_STRINGS),
+        },
+    };
+    let (mut get_len, mut get_idx, mut with_len, mut min_len) = (false, false, false, 0u64);
+    let mut i = 3;
+    while i < args.len() {
+        if is(&args[i], "idx") {
+            get_idx = true;
+        } else if is(&args[i], "len") {
+            get_len = true;
+        } else if is(&args[i], "withmatchlen") {
+            with_len = true;
+        } else if is(&args[i], "minmatchlen") && i + 1 < args.len() {
+            min_len = tri!(int(&args[i + 1])).max(0) as u64;
+            i += 1;
+        } else {
+            return err(errors::SYNTAX);
+        }
+        i += 1;
+    }
+    if get_idx && get_len {
+        return err(errors::LCS_LEN_AND_IDX);
+    }
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen as u64 + 1) * (blen as u64 + 1);
+    if cells * 4 > ctx.server.config.proto_max_bulk_len as u64 {
+        return err(errors::LCS_TOO_BIG);
+    }
+    let width = blen + 1;
+    let mut dp = vec![0u32; cells as usize];
+    for x in 1..=alen {
+        for y in 1..=blen {
+            dp[x * width + y] = if a[x - 1] == b[y - 1] {
+                dp[(x - 1) * width + y - 1] + 1
+            } else {
+                dp[(x - 1) * width + y].max(dp[x * width + y - 1])
+            };
+        }
+    }
+    let total = dp[alen * width + blen] as usize;
+    if get_len {
+        return Reply::Int(total as i64);
+    }
+    let mut result = vec![0u8; total];
+    let mut idx = total;
+    let mut matches = vec![];
+    // Redis's walk back; `a_start == alen` means no range is open.
+    let (mut a_start, mut a_end, mut b_start, mut b_end) = (alen, 0, 0, 0);
+    let (mut x, mut y) = (alen, blen);
+    while x > 0 && y > 0 {
+        let mut emit = false;
+        if a[x - 1] == b[y - 1] {
+            result[idx - 1] = a[x - 1];
+            if a_start == alen {
+                (a_start, a_end, b_start, b_end) = (x - 1, x - 1, y - 1, y - 1);
+            } else if a_start == x && b_start == y {
+                a_start -= 1;
+                b_start -= 1;
+            } else {
+                emit = true;
+            }
+            if a_start == 0 || b_start == 0 {
+                emit = true;
+            }
+            idx -= 1;
+            x -= 1;
+            y -= 1;
+        } else {
+            if dp[(x - 1) * width + y] > dp[x * width + y - 1] {
+                x -= 1;
+            } else {
+                y -= 1;
+            }
+            if a_start != alen {
+                emit = true;
+            }
+        }
+        if emit {
+            let match_len = (a_end - a_start + 1) as u64;
+            if min_len == 0 || match_len >= min_len {
+                let range = |s: usize, e: usize| Reply::Array(vec![Reply::Int(s as i64), Reply::Int(e as i64)]);
+                let mut m = vec![range(a_start, a_end), range(b_start, b_end)];
+                if with_len {
+                    m.push(Reply::Int(match_len as i64));
+                }
+                matches.push(Reply::Array(m));
+            }
+            a_start = alen;
+        }
+    }
+    if get_idx {
+        return Reply::Map(vec![
+            (Reply::bulk("matches"), Reply::Array(matches)),
+            (Reply::bulk("len"), Reply::Int(total as i64)),
+        ]);
+    }
+    Reply::Bulk(Bytes::from(result))
 }
 
 #[cfg(test)]
