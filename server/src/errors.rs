@@ -71,6 +71,7 @@ pub const BITFIELD_RO_ONLY_GET: &str = "ERR BITFIELD_RO only supports the GET su
 pub const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
 pub const LCS_LEN_AND_IDX: &str = "ERR If you want both the length and indexes, please just use IDX.";
 pub const LCS_TOO_BIG: &str = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+pub const SORT_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
 pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";

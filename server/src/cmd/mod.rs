@@ -99,6 +99,7 @@ pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod tx;
 pub mod zset;
@@ -448,6 +449,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(list::COMMANDS.iter())
         .chain(set::COMMANDS.iter())
         .chain(bitmap::COMMANDS.iter())
+        .chain(sort::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())

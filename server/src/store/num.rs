@@ -109,6 +109,26 @@ pub fn parse_range_f64(s: &[u8]) -> Option<f64> {
     (ok == 1).then_some(v)
 }
 
+/// C's `strtod` over the whole argument, as SORT reads its scores: leading
+/// spaces, hex floats and `inf` are accepted; trailing bytes, overflow
+/// (`ERANGE`) and NaN are not.
+pub fn strtod_whole(s: &[u8]) -> Option<f64> {
+    let text = std::ffi::CString::new(s).ok()?;
+    let mut end: *mut c_char = std::ptr::null_mut();
+    // SAFETY: `text` is NUL-terminated and outlives the call; `end` points
+    // into it afterwards. errno is this thread's own.
+    let (v, consumed, range_error) = unsafe {
+        *libc::__errno_location() = 0;
+        let v = libc::strtod(text.as_ptr(), &mut end);
+        (
+            v,
+            end.offset_from(text.as_ptr()) as usize,
+            *libc::__errno_location() == libc::ERANGE,
+        )
+    };
+    (consumed == s.len() && !range_error && !v.is_nan()).then_some(v)
+}
+
 /// `printf("%.17g", d)`.
 pub fn fmt_g17(d: f64) -> String {
     let mut buf = [0u8; 64];
