@@ -220,7 +220,7 @@ fn random_hash_list_set_sequences_match_redis() {
             name: format!("random {family} seed {seed}"),
             commands: random_type_commands(family, seed, 300),
         };
-        commands += compare(redis.addr(), coordis.addr(), &scenario, seed % 2 == 0, &mut mismatches);
+        commands += compare(redis.addr(), coordis.addr(), &scenario, seed.is_multiple_of(2), &mut mismatches);
     }
     report("random hash/list/set differential", commands, &mismatches);
 }
@@ -243,7 +243,7 @@ fn random_type_commands(family: &str, seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> 
     ];
     let mut out: Vec<Vec<String>> = vec![];
     if family == "list" {
-        let fill = if seed % 2 == 0 { "2" } else { "-2" };
+        let fill = if seed.is_multiple_of(2) { "2" } else { "-2" };
         out.push(vec![
             "CONFIG".into(),
             "SET".into(),
