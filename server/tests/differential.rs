@@ -220,7 +220,13 @@ fn random_hash_list_set_sequences_match_redis() {
             name: format!("random {family} seed {seed}"),
             commands: random_type_commands(family, seed, 300),
         };
-        commands += compare(redis.addr(), coordis.addr(), &scenario, seed.is_multiple_of(2), &mut mismatches);
+        commands += compare(
+            redis.addr(),
+            coordis.addr(),
+            &scenario,
+            seed.is_multiple_of(2),
+            &mut mismatches,
+        );
     }
     report("random hash/list/set differential", commands, &mismatches);
 }

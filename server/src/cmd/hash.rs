@@ -13,9 +13,9 @@ use super::{acl, scan, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
-use crate::store::hash::Hash;
+use crate::store::hash::{Hash, HashRef};
 use crate::store::num::{self, FloatIncr};
-use crate::store::Value;
+use crate::store::{HashMut, Value, ValueMut, ValueRef};
 use crate::tri;
 
 macro_rules! spec {
@@ -42,14 +42,52 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("hscan", -3, READONLY, acl::HASH, (1, 1, 1), "Incrementally iterate hash fields and associated values", hscan),
 ];
 
-value_pickers!(Hash, Hash);
-
-/// The hash at `key` to change, created empty if absent.
-fn write_or_create<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Hash, Reply> {
-    if ctx.write_as(key, pick_mut)?.is_none() {
-        ctx.db().insert(key, Value::Hash(Box::default()), 0);
+/// The hash at `key` to read (a keyspace hit or miss, as `lookupKeyRead`).
+fn read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<HashRef<'a>>, Reply> {
+    match ctx.lookup_read(key) {
+        None => Ok(None),
+        Some(e) => match e.value {
+            ValueRef::Hash(h) => Ok(Some(h)),
+            _ => Err(err(errors::WRONGTYPE)),
+        },
     }
-    Ok(ctx.write_as(key, pick_mut)?.expect("just created"))
+}
+
+/// Runs `f` on the hash at `key` to change it, created empty first when
+/// absent and `create` (`Ok(None)`: absent). A hashtable is changed in
+/// place; a listpack, which lives inside its key's allocation, is changed
+/// as a copy and written back, as Redis reallocates a listpack. The key is
+/// marked changed for WATCH either way.
+fn update<R>(ctx: &mut Ctx, key: &[u8], create: bool, f: impl FnOnce(&mut Hash) -> R) -> Result<Option<R>, Reply> {
+    let now = ctx.now;
+    match ctx.db().lookup_mut(key, now) {
+        Some(ValueMut::Hash(HashMut::Table(t))) => {
+            let mut h = Hash::Table(Box::new(std::mem::take(t)));
+            let r = f(&mut h);
+            if let Hash::Table(table) = h {
+                *t = *table;
+            }
+            ctx.db().touch(key);
+            Ok(Some(r))
+        }
+        Some(ValueMut::Hash(HashMut::Listpack)) => {
+            let mut h = match read(ctx, key)? {
+                Some(h) => h.to_owned(),
+                None => unreachable!("looked up above"),
+            };
+            let r = f(&mut h);
+            ctx.db().replace_value(key, Value::Hash(Box::new(h)));
+            Ok(Some(r))
+        }
+        Some(_) => Err(err(errors::WRONGTYPE)),
+        None if create => {
+            let mut h = Hash::default();
+            let r = f(&mut h);
+            ctx.db().insert(key, Value::Hash(Box::new(h)), 0);
+            Ok(Some(r))
+        }
+        None => Ok(None),
+    }
 }
 
 /// HSET and HMSET: field/value pairs; HSET answers how many were new.
@@ -59,12 +97,13 @@ fn hset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let limits = ctx.server.config.hash_listpack();
     let key = &args[1];
-    let h = tri!(write_or_create(ctx, key));
-    let mut added = 0;
-    for pair in args[2..].chunks(2) {
-        added += h.set(&pair[0], &pair[1], limits) as i64;
-    }
-    ctx.db().touch(key);
+    let added = tri!(update(ctx, key, true, |h| {
+        args[2..]
+            .chunks(2)
+            .map(|pair| h.set(&pair[0], &pair[1], limits) as i64)
+            .sum::<i64>()
+    }))
+    .unwrap_or(0);
     ctx.notify(notify::HASH, "hset", key);
     if is(&args[0], "hmset") {
         Reply::Ok
@@ -76,24 +115,31 @@ fn hset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn hsetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let limits = ctx.server.config.hash_listpack();
     let key = &args[1];
-    if tri!(ctx.write_as(key, pick_mut)).is_some_and(|h| h.contains(&args[2])) {
+    let now = ctx.now;
+    let exists = match ctx.db().lookup(key, now) {
+        None => false,
+        Some(e) => match e.value {
+            ValueRef::Hash(h) => h.contains(&args[2]),
+            _ => return err(errors::WRONGTYPE),
+        },
+    };
+    if exists {
         return Reply::Int(0);
     }
-    tri!(write_or_create(ctx, key)).set(&args[2], &args[3], limits);
-    ctx.db().touch(key);
+    tri!(update(ctx, key, true, |h| h.set(&args[2], &args[3], limits)));
     ctx.notify(notify::HASH, "hset", key);
     Reply::Int(1)
 }
 
 fn hget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    match tri!(ctx.read_as(&args[1], pick)).and_then(|h| h.get(&args[2])) {
+    match tri!(read(ctx, &args[1])).and_then(|h| h.get(&args[2])) {
         Some(v) => Reply::Bulk(Bytes::copy_from_slice(v)),
         None => Reply::Nil,
     }
 }
 
 fn hmget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let h = tri!(ctx.read_as(&args[1], pick));
+    let h = tri!(read(ctx, &args[1]));
     Reply::Array(
         args[2..]
             .iter()
@@ -106,7 +152,7 @@ fn hmget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn hgetall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let Some(h) = tri!(ctx.read_as(&args[1], pick)) else {
+    let Some(h) = tri!(read(ctx, &args[1])) else {
         return Reply::Map(vec![]);
     };
     Reply::Map(
@@ -122,14 +168,14 @@ fn hgetall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn hkeys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let h = tri!(ctx.read_as(&args[1], pick));
+    let h = tri!(read(ctx, &args[1]));
     Reply::Array(h.map_or(vec![], |h| {
         h.iter().map(|(f, _)| Reply::Bulk(Bytes::copy_from_slice(f))).collect()
     }))
 }
 
 fn hvals(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let h = tri!(ctx.read_as(&args[1], pick));
+    let h = tri!(read(ctx, &args[1]));
     Reply::Array(h.map_or(vec![], |h| {
         h.iter().map(|(_, v)| Reply::Bulk(Bytes::copy_from_slice(v))).collect()
     }))
@@ -137,18 +183,25 @@ fn hvals(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let key = &args[1];
-    let Some(h) = tri!(ctx.write_as(key, pick_mut)) else {
-        return Reply::Int(0);
+    let now = ctx.now;
+    let present: Vec<&Bytes> = match ctx.db().lookup(key, now) {
+        None => return Reply::Int(0),
+        Some(e) => match e.value {
+            ValueRef::Hash(h) => args[2..].iter().filter(|f| h.contains(f)).collect(),
+            _ => return err(errors::WRONGTYPE),
+        },
     };
-    let mut removed = 0;
-    for f in &args[2..] {
-        removed += h.remove(f) as i64;
-        if h.is_empty() {
-            break;
-        }
-    }
+    // Only a hash that changes is written back (a miss is no write for WATCH).
+    let removed = if present.is_empty() {
+        0
+    } else {
+        tri!(update(ctx, key, false, |h| present
+            .iter()
+            .map(|f| h.remove(f) as i64)
+            .sum::<i64>()))
+        .unwrap_or(0)
+    };
     if removed > 0 {
-        ctx.db().touch(key);
         ctx.notify(notify::HASH, "hdel", key);
         ctx.delete_if_empty(key);
     }
@@ -156,17 +209,17 @@ fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn hexists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let h = tri!(ctx.read_as(&args[1], pick));
+    let h = tri!(read(ctx, &args[1]));
     Reply::Int(h.is_some_and(|h| h.contains(&args[2])) as i64)
 }
 
 fn hlen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let h = tri!(ctx.read_as(&args[1], pick));
+    let h = tri!(read(ctx, &args[1]));
     Reply::Int(h.map_or(0, |h| h.len()) as i64)
 }
 
 fn hstrlen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let h = tri!(ctx.read_as(&args[1], pick));
+    let h = tri!(read(ctx, &args[1]));
     Reply::Int(h.and_then(|h| h.get(&args[2])).map_or(0, |v| v.len()) as i64)
 }
 
@@ -174,20 +227,25 @@ fn hincrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let by = tri!(int(&args[3]));
     let limits = ctx.server.config.hash_listpack();
     let key = &args[1];
-    let current = match tri!(ctx.write_as(key, pick_mut)).and_then(|h| h.get(&args[2])) {
-        None => 0,
-        Some(v) => match num::parse_i64(v) {
-            Some(n) => n,
-            None => return err(errors::HASH_NOT_INTEGER),
+    let now = ctx.now;
+    let current = match ctx.db().lookup(key, now) {
+        None => None,
+        Some(e) => match e.value {
+            ValueRef::Hash(h) => h.get(&args[2]).map(|v| num::parse_i64(v).ok_or(())),
+            _ => return err(errors::WRONGTYPE),
         },
+    };
+    let current = match current {
+        None => 0,
+        Some(Ok(n)) => n,
+        Some(Err(())) => return err(errors::HASH_NOT_INTEGER),
     };
     let Some(new) = current.checked_add(by) else {
         return err(errors::OVERFLOW);
     };
     let mut buf = itoa::Buffer::new();
     let text = buf.format(new);
-    tri!(write_or_create(ctx, key)).set(&args[2], text.as_bytes(), limits);
-    ctx.db().touch(key);
+    tri!(update(ctx, key, true, |h| h.set(&args[2], text.as_bytes(), limits)));
     ctx.notify(notify::HASH, "hincrby", key);
     Reply::Int(new)
 }
@@ -202,16 +260,20 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let limits = ctx.server.config.hash_listpack();
     let key = &args[1];
-    let current = tri!(ctx.write_as(key, pick_mut))
-        .and_then(|h| h.get(&args[2]))
-        .map(|v| v.to_vec());
+    let now = ctx.now;
+    let current = match ctx.db().lookup(key, now) {
+        None => None,
+        Some(e) => match e.value {
+            ValueRef::Hash(h) => h.get(&args[2]).map(|v| v.to_vec()),
+            _ => return err(errors::WRONGTYPE),
+        },
+    };
     let text = match num::incr_by_float(current.as_deref(), &args[3]) {
         FloatIncr::Ok(text) => text,
         FloatIncr::NotAFloat => return err(errors::HASH_NOT_FLOAT),
         FloatIncr::NanOrInfinity => return err(errors::NAN_OR_INF),
     };
-    tri!(write_or_create(ctx, key)).set(&args[2], &text, limits);
-    ctx.db().touch(key);
+    tri!(update(ctx, key, true, |h| h.set(&args[2], &text, limits)));
     ctx.notify(notify::HASH, "hincrbyfloat", key);
     Reply::Bulk(Bytes::from(text))
 }
@@ -222,7 +284,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn hrandfield(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let resp3 = ctx.client.resp3;
     if args.len() == 2 {
-        let h = tri!(ctx.read_as(&args[1], pick));
+        let h = tri!(read(ctx, &args[1]));
         return match h.and_then(|h| h.nth(fastrand::usize(..h.len()))) {
             Some((f, _)) => Reply::Bulk(Bytes::copy_from_slice(f)),
             None => Reply::Nil,
@@ -240,7 +302,7 @@ fn hrandfield(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return err(errors::VALUE_OUT_OF_RANGE);
     }
-    let Some(h) = tri!(ctx.read_as(&args[1], pick)) else {
+    let Some(h) = tri!(read(ctx, &args[1])) else {
         return Reply::Array(vec![]);
     };
     let len = h.len();
@@ -273,13 +335,13 @@ fn hrandfield(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn hscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let opts = tri!(scan::Options::parse(args, 2, false));
-    let Some(h) = tri!(ctx.read_as(&args[1], pick)) else {
+    let Some(h) = tri!(read(ctx, &args[1])) else {
         return scan::reply(0, vec![]);
     };
     let (next, page) = match h {
         // A listpack is returned whole, as Redis does.
-        Hash::Listpack(_) => (0, h.iter().collect::<Vec<_>>()),
-        Hash::Table(_) => scan::page(h.iter(), |(f, _)| scan::position(f), opts.cursor, opts.count),
+        HashRef::Listpack(_) => (0, h.iter().collect::<Vec<_>>()),
+        HashRef::Table(_) => scan::page(h.iter(), |(f, _)| scan::position(f), opts.cursor, opts.count),
     };
     let items = page
         .into_iter()

@@ -10,8 +10,14 @@
 //!   Redis's: README lists it among the known differences.
 
 use super::arena::{Arena, Keyed};
-use super::packed::Packed;
+use super::packed::{Packed, PackedRef};
 use super::small::SmallBytes;
+
+/// The most bytes a listpack hash holds, whatever the directives allow: it
+/// lives inside its key's allocation (`store/item.rs`), whose length field
+/// has 28 bits. Past it the hash becomes a hashtable, as Redis converts a
+/// listpack that would pass its own 1 GB cap (`lpSafeToAdd`).
+pub const LISTPACK_MAX_BYTES: usize = 1 << 26;
 
 /// The listpack thresholds (`hash-max-listpack-entries` / `-value`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,11 +67,31 @@ fn table_set(t: &mut Table, field: &[u8], value: &[u8]) -> bool {
     }
 }
 
-impl Hash {
+/// A hash value borrowed for reading: a listpack may live inside its key's
+/// own allocation (see `store/item.rs`), so reads go through this view.
+#[derive(Clone, Copy, Debug)]
+pub enum HashRef<'a> {
+    Listpack(PackedRef<'a>),
+    Table(&'a Table),
+}
+
+/// The byte offset of `field`'s entry in a listpack.
+fn listpack_find(p: PackedRef<'_>, field: &[u8]) -> Option<usize> {
+    let mut entries = p.iter();
+    while let Some((at, f)) = entries.next() {
+        entries.next();
+        if f == field {
+            return Some(at);
+        }
+    }
+    None
+}
+
+impl<'a> HashRef<'a> {
     pub fn len(&self) -> usize {
         match self {
-            Hash::Listpack(p) => p.len() / 2,
-            Hash::Table(t) => t.len(),
+            HashRef::Listpack(p) => p.len() / 2,
+            HashRef::Table(t) => t.len(),
         }
     }
 
@@ -76,32 +102,77 @@ impl Hash {
     /// `OBJECT ENCODING`.
     pub fn encoding(&self) -> &'static str {
         match self {
-            Hash::Listpack(_) => "listpack",
-            Hash::Table(_) => "hashtable",
+            HashRef::Listpack(_) => "listpack",
+            HashRef::Table(_) => "hashtable",
         }
     }
 
-    /// The byte offset of `field`'s entry in a listpack.
-    fn listpack_find(p: &Packed, field: &[u8]) -> Option<usize> {
-        let mut entries = p.iter();
-        while let Some((at, f)) = entries.next() {
-            entries.next();
-            if f == field {
-                return Some(at);
-            }
-        }
-        None
-    }
-
-    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        match self {
-            Hash::Listpack(p) => {
-                let at = Self::listpack_find(p, field)?;
+    pub fn get(&self, field: &[u8]) -> Option<&'a [u8]> {
+        match *self {
+            HashRef::Listpack(p) => {
+                let at = listpack_find(p, field)?;
                 let next = p.entry_at(at).1;
                 Some(p.entry_at(next).0)
             }
-            Hash::Table(t) => t.get(field).map(|p| p.1.as_bytes()),
+            HashRef::Table(t) => t.get(field).map(|p| p.1.as_bytes()),
         }
+    }
+
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// Field/value pairs, in the encoding's order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&'a [u8], &'a [u8])> + 'a> {
+        match *self {
+            HashRef::Listpack(p) => {
+                let mut entries = p.iter();
+                Box::new(std::iter::from_fn(move || {
+                    let (_, f) = entries.next()?;
+                    let (_, v) = entries.next()?;
+                    Some((f, v))
+                }))
+            }
+            HashRef::Table(t) => Box::new(t.iter().map(|p| (p.0.as_bytes(), p.1.as_bytes()))),
+        }
+    }
+
+    /// The pair at position `i` of [`HashRef::iter`]'s order (HRANDFIELD).
+    pub fn nth(&self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        match *self {
+            HashRef::Listpack(_) => self.iter().nth(i),
+            HashRef::Table(t) => t.nth(i).map(|p| (p.0.as_bytes(), p.1.as_bytes())),
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_owned(self) -> Hash {
+        match self {
+            HashRef::Listpack(p) => Hash::Listpack(p.to_owned()),
+            HashRef::Table(t) => Hash::Table(Box::new(t.clone())),
+        }
+    }
+}
+
+impl Hash {
+    /// The value, borrowed for reading.
+    pub fn as_ref(&self) -> HashRef<'_> {
+        match self {
+            Hash::Listpack(p) => HashRef::Listpack(p.as_ref()),
+            Hash::Table(t) => HashRef::Table(t),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        self.as_ref().get(field)
     }
 
     pub fn contains(&self, field: &[u8]) -> bool {
@@ -112,8 +183,10 @@ impl Hash {
     /// hashtable when the listpack limits would be passed.
     pub fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
         if let Hash::Listpack(p) = self {
-            let fits = field.len() <= limits.max_value && value.len() <= limits.max_value;
-            match Self::listpack_find(p, field) {
+            let fits = field.len() <= limits.max_value
+                && value.len() <= limits.max_value
+                && p.bytes() + field.len() + value.len() + 20 <= LISTPACK_MAX_BYTES;
+            match listpack_find(p.as_ref(), field) {
                 Some(at) if fits => {
                     let value_at = p.entry_at(at).1;
                     p.reserve_exact_for(&[value]);
@@ -153,7 +226,7 @@ impl Hash {
     /// Removes `field`; true if it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
-            Hash::Listpack(p) => match Self::listpack_find(p, field) {
+            Hash::Listpack(p) => match listpack_find(p.as_ref(), field) {
                 Some(at) => {
                     p.remove_at(at, 2);
                     true
@@ -166,25 +239,7 @@ impl Hash {
 
     /// Field/value pairs, in the encoding's order.
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
-        match self {
-            Hash::Listpack(p) => {
-                let mut entries = p.iter();
-                Box::new(std::iter::from_fn(move || {
-                    let (_, f) = entries.next()?;
-                    let (_, v) = entries.next()?;
-                    Some((f, v))
-                }))
-            }
-            Hash::Table(t) => Box::new(t.iter().map(|p| (p.0.as_bytes(), p.1.as_bytes()))),
-        }
-    }
-
-    /// The pair at position `i` of [`Hash::iter`]'s order (HRANDFIELD).
-    pub fn nth(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        match self {
-            Hash::Listpack(_) => self.iter().nth(i),
-            Hash::Table(t) => t.nth(i).map(|p| (p.0.as_bytes(), p.1.as_bytes())),
-        }
+        self.as_ref().iter()
     }
 }
 
@@ -205,10 +260,10 @@ mod tests {
         assert!(!h.set(b"b", b"3", SMALL));
         let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
         assert_eq!(pairs, vec![(&b"b"[..], &b"3"[..]), (b"a", b"2")]);
-        assert_eq!(h.encoding(), "listpack");
+        assert_eq!(h.as_ref().encoding(), "listpack");
         assert!(h.set(b"c", b"4", SMALL));
         assert!(h.set(b"d", b"5", SMALL), "a fourth field converts");
-        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.as_ref().encoding(), "hashtable");
         assert_eq!(
             (h.len(), h.get(b"b"), h.get(b"d")),
             (4, Some(&b"3"[..]), Some(&b"5"[..]))
@@ -216,6 +271,6 @@ mod tests {
         assert!(h.remove(b"b") && !h.remove(b"b"));
         let mut long = Hash::default();
         long.set(b"f", b"123456789", SMALL);
-        assert_eq!(long.encoding(), "hashtable", "a long value converts");
+        assert_eq!(long.as_ref().encoding(), "hashtable", "a long value converts");
     }
 }

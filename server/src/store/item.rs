@@ -10,7 +10,10 @@
 //! - a string of up to [`INLINE_MAX`] bytes, stored inline;
 //! - a longer string, as a pointer to a boxed [`Bytes`] (GET then clones a
 //!   reference instead of copying megabytes);
-//! - a sorted set, hash, list or set, as a pointer to its boxed value.
+//! - a hash in its listpack encoding, inline (a small hash is one
+//!   allocation with its key, as the job-queue shape of a million 5-field
+//!   hashes needs);
+//! - a sorted set, large hash, list or set, as a pointer to its boxed value.
 //!
 //! This module holds all of the store's `unsafe` code; everything else uses
 //! the safe accessors below.
@@ -21,8 +24,9 @@ use std::ptr::NonNull;
 use bytes::Bytes;
 
 use super::db::{Entry, Value};
-use super::hash::Hash;
+use super::hash::{Hash, HashRef, Table, LISTPACK_MAX_BYTES};
 use super::list::List;
+use super::packed::PackedRef;
 use super::set::Set;
 use super::zset::ZSet;
 
@@ -30,15 +34,15 @@ use super::zset::ZSet;
 pub const INLINE_MAX: usize = 256;
 
 const HEADER: usize = 16;
-/// The header's last word is `[tag: 3 bits][inline length: 29 bits]`.
-const TAG_SHIFT: u32 = 29;
+/// The header's last word is `[tag: 4 bits][inline length: 28 bits]`.
+const TAG_SHIFT: u32 = 28;
 const LEN_MASK: u32 = (1 << TAG_SHIFT) - 1;
 const POINTER: usize = std::mem::size_of::<usize>();
 
 /// How an item's payload is stored: one arm per storage form. Every `match`
 /// on it is exhaustive, so a new value type (a new [`Value`] arm) does not
 /// compile until each unsafe site below says how its payload is read,
-/// moved out and freed. Three bits leave room for eight forms.
+/// moved out and freed. Four bits leave room for sixteen forms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tag {
     /// A string of up to [`INLINE_MAX`] bytes inside the allocation.
@@ -47,15 +51,20 @@ enum Tag {
     BoxedStr = 1,
     /// A pointer to a boxed [`ZSet`].
     ZSet = 2,
-    /// A pointer to a boxed [`Hash`].
-    Hash = 3,
+    /// A hash in its listpack encoding, inside the allocation:
+    /// `[field/value count: u32][packed entries]`. A small hash (a job's
+    /// five fields) then costs one allocation with its key.
+    HashPacked = 3,
+    /// A pointer to a boxed hashtable-encoded hash ([`Table`]).
+    HashTable = 4,
     /// A pointer to a boxed [`List`].
-    List = 4,
+    List = 5,
     /// A pointer to a boxed [`Set`].
-    Set = 5,
+    Set = 6,
 }
 
 const _: () = assert!((Tag::Set as u32) < (1 << (32 - TAG_SHIFT)));
+const _: () = assert!(LISTPACK_MAX_BYTES + 4 <= LEN_MASK as usize);
 
 impl Tag {
     /// The storage form of `value` (before it is stored).
@@ -64,7 +73,10 @@ impl Tag {
             Value::Str(s) if s.len() <= INLINE_MAX => Tag::InlineStr,
             Value::Str(_) => Tag::BoxedStr,
             Value::ZSet(_) => Tag::ZSet,
-            Value::Hash(_) => Tag::Hash,
+            Value::Hash(h) => match **h {
+                Hash::Listpack(_) => Tag::HashPacked,
+                Hash::Table(_) => Tag::HashTable,
+            },
             Value::List(_) => Tag::List,
             Value::Set(_) => Tag::Set,
         }
@@ -75,19 +87,21 @@ impl Tag {
             0 => Tag::InlineStr,
             1 => Tag::BoxedStr,
             2 => Tag::ZSet,
-            3 => Tag::Hash,
-            4 => Tag::List,
-            5 => Tag::Set,
+            3 => Tag::HashPacked,
+            4 => Tag::HashTable,
+            5 => Tag::List,
+            6 => Tag::Set,
             // Only `Item::new` writes tags, and only from the arms above.
             other => unreachable!("corrupt item tag {other}"),
         }
     }
 
-    /// Bytes of payload after the key: the inline string, or one pointer.
+    /// Bytes of payload after the key: the inline string or listpack, or
+    /// one pointer.
     fn payload_len(self, inline_len: usize) -> usize {
         match self {
-            Tag::InlineStr => inline_len,
-            Tag::BoxedStr | Tag::ZSet | Tag::Hash | Tag::List | Tag::Set => POINTER,
+            Tag::InlineStr | Tag::HashPacked => inline_len,
+            Tag::BoxedStr | Tag::ZSet | Tag::HashTable | Tag::List | Tag::Set => POINTER,
         }
     }
 }
@@ -97,7 +111,7 @@ impl Tag {
 pub enum ValueRef<'a> {
     Str(&'a [u8]),
     ZSet(&'a ZSet),
-    Hash(&'a Hash),
+    Hash(HashRef<'a>),
     List(&'a List),
     Set(&'a Set),
 }
@@ -143,7 +157,7 @@ impl ValueRef<'_> {
         match self {
             ValueRef::Str(s) => Value::Str(Bytes::copy_from_slice(s)),
             ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
-            ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
+            ValueRef::Hash(h) => Value::Hash(Box::new(h.to_owned())),
             ValueRef::List(l) => Value::List(Box::new(l.clone())),
             ValueRef::Set(x) => Value::Set(Box::new(x.clone())),
         }
@@ -156,9 +170,19 @@ impl ValueRef<'_> {
 pub enum ValueMut<'a> {
     Str,
     ZSet(&'a mut ZSet),
-    Hash(&'a mut Hash),
+    /// A hash: a listpack (inside the item) is replaced as a whole, a
+    /// hashtable edited in place.
+    Hash(HashMut<'a>),
     List(&'a mut List),
     Set(&'a mut Set),
+}
+
+/// A hash for modification (see [`ValueMut::Hash`]).
+#[derive(Debug)]
+pub enum HashMut<'a> {
+    /// Read it with [`Item::value`], then replace it (`Db::replace_value`).
+    Listpack,
+    Table(&'a mut Table),
 }
 
 /// A key with its value and deadline, in one allocation (see the module docs).
@@ -177,7 +201,11 @@ impl Item {
         let tag = Tag::of(&value);
         let inline_len = match &value {
             Value::Str(s) => s.len(),
-            Value::ZSet(_) | Value::Hash(_) | Value::List(_) | Value::Set(_) => 0,
+            Value::Hash(h) => match &**h {
+                Hash::Listpack(p) => 4 + p.as_ref().raw().len(),
+                Hash::Table(_) => 0,
+            },
+            Value::ZSet(_) | Value::List(_) | Value::Set(_) => 0,
         };
         let payload_len = tag.payload_len(inline_len);
         let layout = Self::layout(key.len(), payload_len);
@@ -201,7 +229,14 @@ impl Item {
                 Value::Str(s) if tag == Tag::InlineStr => std::ptr::copy_nonoverlapping(s.as_ptr(), payload, s.len()),
                 Value::Str(s) => payload.cast::<*mut Bytes>().write_unaligned(Box::into_raw(Box::new(s))),
                 Value::ZSet(z) => payload.cast::<*mut ZSet>().write_unaligned(Box::into_raw(z)),
-                Value::Hash(h) => payload.cast::<*mut Hash>().write_unaligned(Box::into_raw(h)),
+                Value::Hash(h) => match *h {
+                    Hash::Listpack(p) => {
+                        let p = p.as_ref();
+                        payload.cast::<u32>().write_unaligned(p.len() as u32);
+                        std::ptr::copy_nonoverlapping(p.raw().as_ptr(), payload.add(4), p.raw().len());
+                    }
+                    Hash::Table(t) => payload.cast::<*mut Table>().write_unaligned(Box::into_raw(t)),
+                },
                 Value::List(l) => payload.cast::<*mut List>().write_unaligned(Box::into_raw(l)),
                 Value::Set(x) => payload.cast::<*mut Set>().write_unaligned(Box::into_raw(x)),
             }
@@ -267,7 +302,11 @@ impl Item {
                 Tag::InlineStr => ValueRef::Str(std::slice::from_raw_parts(payload, len)),
                 Tag::BoxedStr => ValueRef::Str(&*payload.cast::<*mut Bytes>().read_unaligned()),
                 Tag::ZSet => ValueRef::ZSet(&*payload.cast::<*mut ZSet>().read_unaligned()),
-                Tag::Hash => ValueRef::Hash(&*payload.cast::<*mut Hash>().read_unaligned()),
+                Tag::HashPacked => ValueRef::Hash(HashRef::Listpack(PackedRef::new(
+                    std::slice::from_raw_parts(payload.add(4), len - 4),
+                    payload.cast::<u32>().read_unaligned() as usize,
+                ))),
+                Tag::HashTable => ValueRef::Hash(HashRef::Table(&*payload.cast::<*mut Table>().read_unaligned())),
                 Tag::List => ValueRef::List(&*payload.cast::<*mut List>().read_unaligned()),
                 Tag::Set => ValueRef::Set(&*payload.cast::<*mut Set>().read_unaligned()),
             }
@@ -281,7 +320,11 @@ impl Item {
             // SAFETY: as in `value`; `&mut self` makes the borrow exclusive.
             Tag::ZSet => ValueMut::ZSet(unsafe { &mut *self.payload().cast::<*mut ZSet>().read_unaligned() }),
             // SAFETY: as above.
-            Tag::Hash => ValueMut::Hash(unsafe { &mut *self.payload().cast::<*mut Hash>().read_unaligned() }),
+            Tag::HashPacked => ValueMut::Hash(HashMut::Listpack),
+            // SAFETY: as above.
+            Tag::HashTable => ValueMut::Hash(HashMut::Table(unsafe {
+                &mut *self.payload().cast::<*mut Table>().read_unaligned()
+            })),
             // SAFETY: as above.
             Tag::List => ValueMut::List(unsafe { &mut *self.payload().cast::<*mut List>().read_unaligned() }),
             // SAFETY: as above.
@@ -315,7 +358,7 @@ impl Item {
             })),
             // SAFETY: a BoxedStr payload holds a live boxed Bytes (see `value`).
             Tag::BoxedStr => Some(unsafe { (*self.payload().cast::<*mut Bytes>().read_unaligned()).clone() }),
-            Tag::ZSet | Tag::Hash | Tag::List | Tag::Set => None,
+            Tag::ZSet | Tag::HashPacked | Tag::HashTable | Tag::List | Tag::Set => None,
         }
     }
 
@@ -332,7 +375,10 @@ impl Item {
                 Tag::InlineStr => this.value().to_value(),
                 Tag::BoxedStr => Value::Str(*Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
                 Tag::ZSet => Value::ZSet(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
-                Tag::Hash => Value::Hash(Box::from_raw(payload.cast::<*mut Hash>().read_unaligned())),
+                Tag::HashPacked => this.value().to_value(),
+                Tag::HashTable => Value::Hash(Box::new(Hash::Table(Box::from_raw(
+                    payload.cast::<*mut Table>().read_unaligned(),
+                )))),
                 Tag::List => Value::List(Box::from_raw(payload.cast::<*mut List>().read_unaligned())),
                 Tag::Set => Value::Set(Box::from_raw(payload.cast::<*mut Set>().read_unaligned())),
             };
@@ -353,7 +399,8 @@ impl Drop for Item {
                 Tag::InlineStr => {}
                 Tag::BoxedStr => drop(Box::from_raw(payload.cast::<*mut Bytes>().read_unaligned())),
                 Tag::ZSet => drop(Box::from_raw(payload.cast::<*mut ZSet>().read_unaligned())),
-                Tag::Hash => drop(Box::from_raw(payload.cast::<*mut Hash>().read_unaligned())),
+                Tag::HashPacked => {}
+                Tag::HashTable => drop(Box::from_raw(payload.cast::<*mut Table>().read_unaligned())),
                 Tag::List => drop(Box::from_raw(payload.cast::<*mut List>().read_unaligned())),
                 Tag::Set => drop(Box::from_raw(payload.cast::<*mut Set>().read_unaligned())),
             }

@@ -55,4 +55,4 @@ pub mod zset;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{Db, EntryRef, Value};
-pub use item::{ValueMut, ValueRef};
+pub use item::{HashMut, ValueMut, ValueRef};

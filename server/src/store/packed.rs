@@ -74,7 +74,69 @@ fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
     }
 }
 
+/// Packed entries borrowed from elsewhere (a small hash stored inside its
+/// key's allocation): the read side of [`Packed`].
+#[derive(Clone, Copy, Debug)]
+pub struct PackedRef<'a, const BACK: bool = false> {
+    buf: &'a [u8],
+    count: usize,
+}
+
+impl<'a, const BACK: bool> PackedRef<'a, BACK> {
+    pub fn new(buf: &'a [u8], count: usize) -> Self {
+        PackedRef { buf, count }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The raw buffer (to store it elsewhere).
+    pub fn raw(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// The entry starting at byte `at`, and where the next one starts.
+    pub fn entry_at(&self, at: usize) -> (&'a [u8], usize) {
+        let (len, start) = read_varint(self.buf, at);
+        let end = start + len;
+        let next = if BACK { end + varint_len(end - at) } else { end };
+        (&self.buf[start..end], next)
+    }
+
+    /// Entries in order, each with its byte offset.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &'a [u8])> + 'a {
+        let this = *self;
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= this.buf.len() {
+                return None;
+            }
+            let (entry, next) = this.entry_at(at);
+            let here = at;
+            at = next;
+            Some((here, entry))
+        })
+    }
+
+    /// An owned copy.
+    pub fn to_owned(self) -> Packed<BACK> {
+        Packed {
+            buf: self.buf.to_vec(),
+            count: self.count,
+        }
+    }
+}
+
 impl<const BACK: bool> Packed<BACK> {
+    /// The entries, borrowed.
+    pub fn as_ref(&self) -> PackedRef<'_, BACK> {
+        PackedRef {
+            buf: &self.buf,
+            count: self.count,
+        }
+    }
+
     /// Entries held.
     pub fn len(&self) -> usize {
         self.count
@@ -91,10 +153,7 @@ impl<const BACK: bool> Packed<BACK> {
 
     /// The entry starting at byte `at`, and where the next one starts.
     pub fn entry_at(&self, at: usize) -> (&[u8], usize) {
-        let (len, start) = read_varint(&self.buf, at);
-        let end = start + len;
-        let next = if BACK { end + varint_len(end - at) } else { end };
-        (&self.buf[start..end], next)
+        self.as_ref().entry_at(at)
     }
 
     /// The byte offset of the last entry: O(1) with back-lengths.
@@ -122,16 +181,7 @@ impl<const BACK: bool> Packed<BACK> {
 
     /// Entries in order, each with its byte offset.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> + '_ {
-        let mut at = 0;
-        std::iter::from_fn(move || {
-            if at >= self.buf.len() {
-                return None;
-            }
-            let (entry, next) = self.entry_at(at);
-            let here = at;
-            at = next;
-            Some((here, entry))
-        })
+        self.as_ref().iter()
     }
 
     /// The byte offset of entry `index` (or the end, for `index == len`).
