@@ -53,6 +53,19 @@ fn read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<HashRef<'a>>, Reply> 
     }
 }
 
+/// The hash at `key` as a command about to change it looks at it (no
+/// keyspace hit or miss, as `lookupKeyWrite`).
+fn peek<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<HashRef<'a>>, Reply> {
+    let now = ctx.now;
+    match ctx.db().lookup(key, now) {
+        None => Ok(None),
+        Some(e) => match e.value {
+            ValueRef::Hash(h) => Ok(Some(h)),
+            _ => Err(err(errors::WRONGTYPE)),
+        },
+    }
+}
+
 /// Runs `f` on the hash at `key` to change it, created empty first when
 /// absent and `create` (`Ok(None)`: absent). A hashtable is changed in
 /// place; a listpack, which lives inside its key's allocation, is changed
@@ -71,10 +84,7 @@ fn update<R>(ctx: &mut Ctx, key: &[u8], create: bool, f: impl FnOnce(&mut Hash) 
             Ok(Some(r))
         }
         Some(ValueMut::Hash(HashMut::Listpack)) => {
-            let mut h = match read(ctx, key)? {
-                Some(h) => h.to_owned(),
-                None => unreachable!("looked up above"),
-            };
+            let mut h = peek(ctx, key)?.expect("looked up above").to_owned();
             let r = f(&mut h);
             ctx.db().replace_value(key, Value::Hash(Box::new(h)));
             Ok(Some(r))
@@ -115,15 +125,7 @@ fn hset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn hsetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let limits = ctx.server.config.hash_listpack();
     let key = &args[1];
-    let now = ctx.now;
-    let exists = match ctx.db().lookup(key, now) {
-        None => false,
-        Some(e) => match e.value {
-            ValueRef::Hash(h) => h.contains(&args[2]),
-            _ => return err(errors::WRONGTYPE),
-        },
-    };
-    if exists {
+    if tri!(peek(ctx, key)).is_some_and(|h| h.contains(&args[2])) {
         return Reply::Int(0);
     }
     tri!(update(ctx, key, true, |h| h.set(&args[2], &args[3], limits)));
@@ -183,13 +185,9 @@ fn hvals(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let key = &args[1];
-    let now = ctx.now;
-    let present: Vec<&Bytes> = match ctx.db().lookup(key, now) {
+    let present: Vec<&Bytes> = match tri!(peek(ctx, key)) {
         None => return Reply::Int(0),
-        Some(e) => match e.value {
-            ValueRef::Hash(h) => args[2..].iter().filter(|f| h.contains(f)).collect(),
-            _ => return err(errors::WRONGTYPE),
-        },
+        Some(h) => args[2..].iter().filter(|f| h.contains(f)).collect(),
     };
     // Only a hash that changes is written back (a miss is no write for WATCH).
     let removed = if present.is_empty() {
@@ -227,14 +225,7 @@ fn hincrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let by = tri!(int(&args[3]));
     let limits = ctx.server.config.hash_listpack();
     let key = &args[1];
-    let now = ctx.now;
-    let current = match ctx.db().lookup(key, now) {
-        None => None,
-        Some(e) => match e.value {
-            ValueRef::Hash(h) => h.get(&args[2]).map(|v| num::parse_i64(v).ok_or(())),
-            _ => return err(errors::WRONGTYPE),
-        },
-    };
+    let current = tri!(peek(ctx, key)).and_then(|h| h.get(&args[2]).map(|v| num::parse_i64(v).ok_or(())));
     let current = match current {
         None => 0,
         Some(Ok(n)) => n,
@@ -260,14 +251,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let limits = ctx.server.config.hash_listpack();
     let key = &args[1];
-    let now = ctx.now;
-    let current = match ctx.db().lookup(key, now) {
-        None => None,
-        Some(e) => match e.value {
-            ValueRef::Hash(h) => h.get(&args[2]).map(|v| v.to_vec()),
-            _ => return err(errors::WRONGTYPE),
-        },
-    };
+    let current = tri!(peek(ctx, key)).and_then(|h| h.get(&args[2]).map(|v| v.to_vec()));
     let text = match num::incr_by_float(current.as_deref(), &args[3]) {
         FloatIncr::Ok(text) => text,
         FloatIncr::NotAFloat => return err(errors::HASH_NOT_FLOAT),
