@@ -1,10 +1,11 @@
-//! Model-based property test: random sequences of string, TTL and sorted-set
-//! commands (with a clock the test moves) run on coordis's engine and on a
-//! small model written here from Redis's documented rules; every reply must
-//! match byte for byte. Keys are shared between strings and sorted sets so
-//! WRONGTYPE paths are exercised too.
+//! Model-based property test: random sequences of string, TTL, sorted-set,
+//! hash, list and set commands (with a clock the test moves) run on
+//! coordis's engine and on a small model written here from Redis's
+//! documented rules; every reply must match byte for byte. Keys are shared
+//! between the types so WRONGTYPE paths are exercised too, and a collection
+//! emptied by a removal is gone, as in Redis.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -35,6 +36,22 @@ enum Op {
     Zrem(usize, usize),
     Zcard(usize),
     Zscore(usize, usize),
+    /// HSET key member value (members double as fields).
+    Hset(usize, usize, usize),
+    Hget(usize, usize),
+    Hdel(usize, usize),
+    Hlen(usize),
+    /// LPUSH (true) or RPUSH (false) key value.
+    Push(usize, bool, usize),
+    /// LPOP (true) or RPOP (false) key.
+    Pop(usize, bool),
+    Llen(usize),
+    Lindex(usize, i64),
+    /// SADD key member; SREM key member.
+    Sadd(usize, usize),
+    Srem(usize, usize),
+    Sismember(usize, usize),
+    Scard(usize),
     Advance(u64),
 }
 
@@ -68,7 +85,19 @@ fn op() -> impl Strategy<Value = Op> {
         (key.clone(), -5i64..5, member.clone()).prop_map(|(k, s, m)| Op::Zadd(k, s, m)),
         (key.clone(), member.clone()).prop_map(|(k, m)| Op::Zrem(k, m)),
         key.clone().prop_map(Op::Zcard),
-        (key, member).prop_map(|(k, m)| Op::Zscore(k, m)),
+        (key.clone(), member.clone()).prop_map(|(k, m)| Op::Zscore(k, m)),
+        (key.clone(), member.clone(), 0..VALUES.len()).prop_map(|(k, f, v)| Op::Hset(k, f, v)),
+        (key.clone(), member.clone()).prop_map(|(k, f)| Op::Hget(k, f)),
+        (key.clone(), member.clone()).prop_map(|(k, f)| Op::Hdel(k, f)),
+        key.clone().prop_map(Op::Hlen),
+        (key.clone(), any::<bool>(), 0..VALUES.len()).prop_map(|(k, left, v)| Op::Push(k, left, v)),
+        (key.clone(), any::<bool>()).prop_map(|(k, left)| Op::Pop(k, left)),
+        key.clone().prop_map(Op::Llen),
+        (key.clone(), -4i64..4).prop_map(|(k, i)| Op::Lindex(k, i)),
+        (key.clone(), member.clone()).prop_map(|(k, m)| Op::Sadd(k, m)),
+        (key.clone(), member.clone()).prop_map(|(k, m)| Op::Srem(k, m)),
+        (key.clone(), member).prop_map(|(k, m)| Op::Sismember(k, m)),
+        key.prop_map(Op::Scard),
         ms.prop_map(Op::Advance),
     ]
 }
@@ -77,6 +106,9 @@ fn op() -> impl Strategy<Value = Op> {
 enum Value {
     Str(String),
     Zset(BTreeMap<String, i64>),
+    Hash(BTreeMap<String, String>),
+    List(VecDeque<String>),
+    Set(BTreeSet<String>),
 }
 
 /// The model: keys with an optional deadline (unix ms).
@@ -201,11 +233,125 @@ impl Model {
                     .map_or("$-1\r\n".into(), |s| bulk(&s.to_string())),
                 Some(_) => WRONGTYPE.into(),
             },
+            Op::Hset(key, f, v) => match self.live(KEYS[key]) {
+                None => {
+                    let h = BTreeMap::from([(MEMBERS[f].to_string(), VALUES[v].to_string())]);
+                    self.keys.insert(KEYS[key].into(), (Value::Hash(h), None));
+                    int(1)
+                }
+                Some((Value::Hash(h), _)) => int(h.insert(MEMBERS[f].into(), VALUES[v].into()).is_none() as i64),
+                Some(_) => WRONGTYPE.into(),
+            },
+            Op::Hget(key, f) => match self.live(KEYS[key]) {
+                None => "$-1\r\n".into(),
+                Some((Value::Hash(h), _)) => h.get(MEMBERS[f]).map_or("$-1\r\n".into(), |v| bulk(v)),
+                Some(_) => WRONGTYPE.into(),
+            },
+            Op::Hdel(key, f) => self.remove_from(key, |v| match v {
+                Value::Hash(h) => Some((h.remove(MEMBERS[f]).is_some(), h.is_empty())),
+                _ => None,
+            }),
+            Op::Hlen(key) => self.size(key, |v| match v {
+                Value::Hash(h) => Some(h.len()),
+                _ => None,
+            }),
+            Op::Push(key, left, v) => {
+                let value = VALUES[v].to_string();
+                match self.live(KEYS[key]) {
+                    None => {
+                        self.keys
+                            .insert(KEYS[key].into(), (Value::List(VecDeque::from([value])), None));
+                        int(1)
+                    }
+                    Some((Value::List(l), _)) => {
+                        if left {
+                            l.push_front(value);
+                        } else {
+                            l.push_back(value);
+                        }
+                        int(l.len() as i64)
+                    }
+                    Some(_) => WRONGTYPE.into(),
+                }
+            }
+            Op::Pop(key, left) => match self.live(KEYS[key]) {
+                None => "$-1\r\n".into(),
+                Some((Value::List(l), _)) => {
+                    let v = if left { l.pop_front() } else { l.pop_back() }.expect("lists are never empty");
+                    if l.is_empty() {
+                        self.keys.remove(KEYS[key]);
+                    }
+                    bulk(&v)
+                }
+                Some(_) => WRONGTYPE.into(),
+            },
+            Op::Llen(key) => self.size(key, |v| match v {
+                Value::List(l) => Some(l.len()),
+                _ => None,
+            }),
+            Op::Lindex(key, i) => match self.live(KEYS[key]) {
+                None => "$-1\r\n".into(),
+                Some((Value::List(l), _)) => {
+                    let at = if i < 0 { l.len() as i64 + i } else { i };
+                    match (at >= 0).then(|| l.get(at as usize)).flatten() {
+                        Some(v) => bulk(v),
+                        None => "$-1\r\n".into(),
+                    }
+                }
+                Some(_) => WRONGTYPE.into(),
+            },
+            Op::Sadd(key, m) => match self.live(KEYS[key]) {
+                None => {
+                    let set = BTreeSet::from([MEMBERS[m].to_string()]);
+                    self.keys.insert(KEYS[key].into(), (Value::Set(set), None));
+                    int(1)
+                }
+                Some((Value::Set(set), _)) => int(set.insert(MEMBERS[m].into()) as i64),
+                Some(_) => WRONGTYPE.into(),
+            },
+            Op::Srem(key, m) => self.remove_from(key, |v| match v {
+                Value::Set(set) => Some((set.remove(MEMBERS[m]), set.is_empty())),
+                _ => None,
+            }),
+            Op::Sismember(key, m) => match self.live(KEYS[key]) {
+                None => int(0),
+                Some((Value::Set(set), _)) => int(set.contains(MEMBERS[m]) as i64),
+                Some(_) => WRONGTYPE.into(),
+            },
+            Op::Scard(key) => self.size(key, |v| match v {
+                Value::Set(set) => Some(set.len()),
+                _ => None,
+            }),
             Op::Advance(ms) => {
                 self.now += ms;
                 return None;
             }
         })
+    }
+
+    /// A removal from a collection: `remove` answers (removed, now empty),
+    /// or `None` for another type; an emptied collection's key goes.
+    fn remove_from(&mut self, key: usize, remove: impl FnOnce(&mut Value) -> Option<(bool, bool)>) -> String {
+        match self.live(KEYS[key]) {
+            None => int(0),
+            Some((value, _)) => match remove(value) {
+                Some((removed, empty)) => {
+                    if empty {
+                        self.keys.remove(KEYS[key]);
+                    }
+                    int(removed as i64)
+                }
+                None => WRONGTYPE.into(),
+            },
+        }
+    }
+
+    /// A collection's size (0 when absent), or WRONGTYPE.
+    fn size(&mut self, key: usize, len: impl FnOnce(&Value) -> Option<usize>) -> String {
+        match self.live(KEYS[key]) {
+            None => int(0),
+            Some((value, _)) => len(value).map_or(WRONGTYPE.into(), |n| int(n as i64)),
+        }
     }
 }
 
@@ -235,6 +381,18 @@ fn command(op: &Op) -> Vec<String> {
         Op::Zrem(k, m) => s(&["ZREM", KEYS[k], MEMBERS[m]]),
         Op::Zcard(k) => s(&["ZCARD", KEYS[k]]),
         Op::Zscore(k, m) => s(&["ZSCORE", KEYS[k], MEMBERS[m]]),
+        Op::Hset(k, f, v) => s(&["HSET", KEYS[k], MEMBERS[f], VALUES[v]]),
+        Op::Hget(k, f) => s(&["HGET", KEYS[k], MEMBERS[f]]),
+        Op::Hdel(k, f) => s(&["HDEL", KEYS[k], MEMBERS[f]]),
+        Op::Hlen(k) => s(&["HLEN", KEYS[k]]),
+        Op::Push(k, left, v) => s(&[if left { "LPUSH" } else { "RPUSH" }, KEYS[k], VALUES[v]]),
+        Op::Pop(k, left) => s(&[if left { "LPOP" } else { "RPOP" }, KEYS[k]]),
+        Op::Llen(k) => s(&["LLEN", KEYS[k]]),
+        Op::Lindex(k, i) => s(&["LINDEX", KEYS[k], &i.to_string()]),
+        Op::Sadd(k, m) => s(&["SADD", KEYS[k], MEMBERS[m]]),
+        Op::Srem(k, m) => s(&["SREM", KEYS[k], MEMBERS[m]]),
+        Op::Sismember(k, m) => s(&["SISMEMBER", KEYS[k], MEMBERS[m]]),
+        Op::Scard(k) => s(&["SCARD", KEYS[k]]),
         Op::Advance(_) => vec![],
     }
 }
