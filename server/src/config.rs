@@ -363,10 +363,12 @@ fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.to_string()
 }
 
-/// `notify-keyspace-events`: Redis's class letters, shown canonically.
+/// `notify-keyspace-events`: Redis's class letters. The value is kept as
+/// given (its flags are parsed from it); CONFIG GET shows Redis's canonical
+/// letters, which, as in Redis 7.0.15, leave out `n` next to `A`.
 fn check_events(value: &str, _current: &str) -> Result<String, String> {
     crate::notify::parse_flags(value)
-        .map(crate::notify::flags_to_string)
+        .map(|_| value.to_string())
         .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
 }
 

@@ -142,13 +142,14 @@ impl Engine {
             .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
             .collect();
         let started_ms = clock.now_ms();
-        let log_expired = expired_events_enabled(config.notify_keyspace_events);
+        let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
         let scripting = Scripting::new(config.lua_memory_limit, shared.script.clone()).expect("create the Lua VM");
         Engine {
             dbs: (0..config.databases)
                 .map(|_| {
                     let mut db = Db::default();
                     db.log_expired = log_expired;
+                    db.log_new = log_new;
                     db
                 })
                 .collect(),
@@ -315,11 +316,6 @@ impl Engine {
         };
         cmd::call(&mut ctx, args)
     }
-}
-
-/// Whether `expired` events would reach anyone under these flags.
-pub(crate) fn expired_events_enabled(flags: u32) -> bool {
-    flags & crate::notify::EXPIRED != 0 && flags & (crate::notify::KEYSPACE | crate::notify::KEYEVENT) != 0
 }
 
 #[cfg(test)]

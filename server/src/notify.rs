@@ -106,3 +106,10 @@ mod tests {
         assert_eq!(flags_to_string(parse_flags("").unwrap()), "");
     }
 }
+
+/// Which removals and additions databases must record for `flags`: keys
+/// expired (`expired` events) and keys created (`new` events).
+pub fn logged_events(flags: u32) -> (bool, bool) {
+    let delivered = flags & (KEYSPACE | KEYEVENT) != 0;
+    (delivered && flags & EXPIRED != 0, delivered && flags & NEW != 0)
+}

@@ -142,6 +142,10 @@ fn config_set_of_several_pairs_matches_redis() {
         &["CONFIG", "GET", "busy-reply-threshold"],
         &["CONFIG", "SET", "notify-keyspace-events", "KEA"],
         &["CONFIG", "GET", "notify-keyspace-events"],
+        &["CONFIG", "SET", "notify-keyspace-events", "KEAn"],
+        &["CONFIG", "GET", "notify-keyspace-events"],
+        &["CONFIG", "SET", "notify-keyspace-events", "Kn"],
+        &["CONFIG", "GET", "notify-keyspace-events"],
         &["CONFIG", "GET", "*max-*-entries"],
     ];
     for case in cases {

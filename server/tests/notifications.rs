@@ -127,3 +127,53 @@ fn notifications_match_redis() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// The `n` class: `new` when a command creates a key (before the command's
+/// own event), never when it overwrites one.
+fn new_key_session(addr: SocketAddr) -> Vec<String> {
+    let mut admin = RawClient::connect(addr).unwrap();
+    admin.command(&["FLUSHALL"]).unwrap();
+    admin
+        .command(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"])
+        .unwrap();
+    let mut sub = RawClient::connect(addr).unwrap();
+    sub.command(&["PSUBSCRIBE", "__key*__:*"]).unwrap();
+    let commands: &[&[&str]] = &[
+        &["SET", "a", "1"],
+        &["SET", "a", "2"],
+        &["INCR", "counter"],
+        &["APPEND", "s", "x"],
+        &["HSET", "h", "f", "v"],
+        &["HSET", "h", "g", "v"],
+        &["LPUSH", "l", "x"],
+        &["SADD", "set", "1"],
+        &["ZADD", "z", "1", "m"],
+        &["COPY", "a", "a2"],
+        &["RENAME", "a2", "a3"],
+        &["MOVE", "a3", "1"],
+        &["SORT", "l", "ALPHA", "STORE", "sorted"],
+        &["SETBIT", "bits", "3", "1"],
+        &["BITOP", "OR", "bits2", "bits"],
+        &["LMOVE", "l", "l2", "LEFT", "LEFT"],
+        &["SUNIONSTORE", "set2", "set"],
+        &["ZUNIONSTORE", "z2", "1", "z"],
+        &["SMOVE", "set", "set3", "1"],
+    ];
+    for cmd in commands {
+        admin.command(cmd).unwrap();
+    }
+    let messages = drain(&mut sub);
+    admin.command(&["CONFIG", "SET", "notify-keyspace-events", ""]).unwrap();
+    messages
+}
+
+#[test]
+fn new_key_notifications_match_redis() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let ours = new_key_session(server.addr());
+    assert!(ours.iter().any(|m| m.contains("__keyevent@0__:new $1 h")), "{ours:#?}");
+    if let Some(redis) = RedisServer::start(&[]).unwrap() {
+        let theirs = new_key_session(redis.addr());
+        assert_eq!(ours, theirs);
+    }
+}

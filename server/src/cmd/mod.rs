@@ -468,11 +468,19 @@ static TEST_COMMANDS: &[CommandSpec] = &[
 #[cfg(not(test))]
 static TEST_COMMANDS: &[CommandSpec] = &[];
 
-/// Finds a command by name, case-insensitively (`a|b` finds a subcommand).
+/// Finds a command by name, case-insensitively (`a|b` finds a subcommand,
+/// as COMMAND INFO names them).
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    if let Some(bar) = name.iter().position(|&c| c == b'|') {
-        return lookup(&name[..bar])?.subcommand(&name[bar + 1..]);
+    match name.iter().position(|&c| c == b'|') {
+        Some(bar) => lookup_top(&name[..bar])?.subcommand(&name[bar + 1..]),
+        None => lookup_top(name),
     }
+}
+
+/// Finds a top-level command by name, case-insensitively: the lookup every
+/// request makes.
+#[inline]
+fn lookup_top(name: &[u8]) -> Option<&'static CommandSpec> {
     // A fixed seed is fine here: the keys are our own command names.
     type Table = HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>;
     static TABLE: OnceLock<Table> = OnceLock::new();
@@ -499,7 +507,7 @@ pub enum Unresolved {
 /// subcommand, the subcommand's row; checked for arity. As Redis's
 /// `lookupCommand` and arity check.
 pub fn resolve(args: &[Bytes]) -> Result<&'static CommandSpec, Unresolved> {
-    let Some(base) = lookup(&args[0]) else {
+    let Some(base) = lookup_top(&args[0]) else {
         return Err(Unresolved::Unknown(errors::unknown_command(args)));
     };
     let spec = if !base.subcommands.is_empty() && args.len() >= 2 {

@@ -237,6 +237,13 @@ pub fn publish_expired(
                 publish_to(server, current, &channel, &message, now);
             }
         }
+        // Keys created since: Redis announces `new` as it adds the key,
+        // before the command's own event.
+        for key in db.take_new() {
+            for (channel, message) in crate::notify::messages(flags, crate::notify::NEW, "new", &key, i) {
+                publish_to(server, current, &channel, &message, now);
+            }
+        }
     }
 }
 

@@ -544,9 +544,10 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         Effect::None => {}
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::Notifications => {
-            let log = crate::engine::expired_events_enabled(config.notify_keyspace_events);
+            let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
             for db in ctx.dbs.iter_mut() {
-                db.log_expired = log;
+                db.log_expired = log_expired;
+                db.log_new = log_new;
             }
         }
         Effect::LuaMemory => {

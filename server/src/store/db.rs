@@ -96,6 +96,10 @@ pub struct Db {
     pub log_expired: bool,
     /// Keys removed by expiry since the last [`Db::take_expired`].
     expired_log: Vec<Bytes>,
+    /// Record keys created (for `new` keyspace notifications, class `n`).
+    pub log_new: bool,
+    /// Keys created since the last [`Db::take_new`].
+    new_log: Vec<Bytes>,
 }
 
 /// A watched key's modification count and how many clients watch it.
@@ -160,6 +164,11 @@ impl Db {
                 self.watched.remove(key);
             }
         }
+    }
+
+    /// Keys created since the last call (empty unless `log_new`).
+    pub fn take_new(&mut self) -> Vec<Bytes> {
+        std::mem::take(&mut self.new_log)
     }
 
     /// Keys expired since the last call (empty unless `log_expired`).
@@ -270,6 +279,9 @@ impl Db {
             }
             hashbrown::hash_table::Entry::Vacant(e) => {
                 e.insert(item);
+                if self.log_new {
+                    self.new_log.push(Bytes::copy_from_slice(key));
+                }
                 0
             }
         };
