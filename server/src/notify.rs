@@ -94,6 +94,13 @@ pub fn messages(flags: u32, class: u32, event: &str, key: &[u8], db: usize) -> V
     out
 }
 
+/// Which removals and additions databases must record for `flags`: keys
+/// expired (`expired` events) and keys created (`new` events).
+pub fn logged_events(flags: u32) -> (bool, bool) {
+    let delivered = flags & (KEYSPACE | KEYEVENT) != 0;
+    (delivered && flags & EXPIRED != 0, delivered && flags & NEW != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,11 +112,4 @@ mod tests {
         assert_eq!(parse_flags("Q"), None);
         assert_eq!(flags_to_string(parse_flags("").unwrap()), "");
     }
-}
-
-/// Which removals and additions databases must record for `flags`: keys
-/// expired (`expired` events) and keys created (`new` events).
-pub fn logged_events(flags: u32) -> (bool, bool) {
-    let delivered = flags & (KEYSPACE | KEYEVENT) != 0;
-    (delivered && flags & EXPIRED != 0, delivered && flags & NEW != 0)
 }
