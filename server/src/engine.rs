@@ -243,11 +243,32 @@ impl Engine {
         // per-command time snapshot would see it.
         let now = self.state.clock.now_ms();
         let start = out.len();
-        while out.len() - start < max_output && !client.close_after_reply {
-            let Some(args) = requests.pop_front() else {
-                break;
-            };
-            self.execute(&mut client, &args, now, out);
+        // A panic inside a command is contained (one boundary per batch, so
+        // the common path pays nothing per command): it is logged, the
+        // client gets `errors::INTERNAL` and is closed after the replies
+        // (its state may be half changed), and its disconnect releases its
+        // watches and subscriptions as for any client; the server goes on.
+        let batch = std::panic::AssertUnwindSafe(|| {
+            while out.len() - start < max_output && !client.close_after_reply {
+                let Some(args) = requests.pop_front() else {
+                    break;
+                };
+                self.execute(&mut client, &args, now, out);
+            }
+        });
+        if let Err(panic) = std::panic::catch_unwind(batch) {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(
+                "command '{}' of client {} panicked: {what}; closing the client",
+                client.last_cmd,
+                client.id
+            );
+            client.close_after_reply = true;
+            errors::err(errors::INTERNAL).encode(out, client.resp3);
         }
         let mut close = client.close_after_reply;
         if requests.is_empty() || close {
@@ -271,30 +292,9 @@ impl Engine {
     }
 
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
-    ///
-    /// A panic inside the command is contained: it is logged, the client
-    /// gets [`errors::INTERNAL`] and is closed after the reply (its state
-    /// may be half changed), and its disconnect releases its watches and
-    /// subscriptions as for any client; the server goes on.
-    pub fn execute(&mut self, client: &mut ClientState, args: &[Bytes], now: u64, out: &mut BytesMut) {
-        let run = std::panic::AssertUnwindSafe(|| self.dispatch(client, args, now));
-        let reply = match std::panic::catch_unwind(run) {
-            Ok(reply) => reply,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                tracing::error!(
-                    "command '{}' of client {} panicked: {what}; closing the client",
-                    String::from_utf8_lossy(&args[0]),
-                    client.id
-                );
-                client.close_after_reply = true;
-                errors::err(errors::INTERNAL)
-            }
-        };
+    #[inline]
+    fn execute(&mut self, client: &mut ClientState, args: &[Bytes], now: u64, out: &mut BytesMut) {
+        let reply = self.dispatch(client, args, now);
         self.state.stats.total_commands_processed += 1;
         if reply.is_error() {
             self.state.stats.total_error_replies += 1;
