@@ -5,9 +5,10 @@
 //! from inside the script's timeout hook: the same checks as [`super::call`]
 //! in the same order, then `-BUSY` for every command without the
 //! `allow_busy` flag. An `allow_busy` command is answered by its row's busy
-//! handler (MULTI, DISCARD, EXEC's refusal, QUIT, SCRIPT KILL, SHUTDOWN
-//! NOSAVE), or, with none (HELLO, AUTH, WATCH, UNWATCH, RESET), waits for
-//! the script to end and then runs normally. What these answers change in
+//! handler (MULTI, DISCARD, WATCH inside MULTI, QUIT, SCRIPT KILL, SHUTDOWN
+//! NOSAVE), or waits for the script to end and then runs normally (HELLO,
+//! AUTH, WATCH outside MULTI, UNWATCH and RESET, which Redis serves at once:
+//! README's known differences). A refused EXEC ends the transaction. What these answers change in
 //! the client's transaction state is recorded as [`TxChange`]s and applied
 //! to the client before its next batch on the engine.
 
