@@ -46,6 +46,9 @@ elif shape in ("hash", "set", "list"):
             cmd("SADD", "big", *[f"member:{i}" for i in items])
         else:
             cmd("RPUSH", "big", *[f"element:{i}" for i in items])
+elif shape == "lists":
+    for i in range(n):
+        cmd("RPUSH", f"queue:{i}", f"job:{i}", f"job:{i + 1}")
 elif shape == "jobs":
     for i in range(n):
         cmd("HSET", f"job:{i}", "state", "queued", "attempts", 0, "queue", "default",
@@ -71,7 +74,7 @@ measure() { # shape command...
 }
 
 printf "%-28s %10s %10s %6s\n" "shape (N=$N)" "coordis MB" "Redis MB" "ratio"
-for shape in locks hash set list jobs; do
+for shape in locks hash set list lists jobs; do
     generate "$shape" >"$OUT/$shape.resp"
     c=$(measure "$shape" target/release/coordis-server)
     r=$(measure "$shape" redis-server)
@@ -80,6 +83,7 @@ for shape in locks hash set list jobs; do
         hash) label="one hash, N fields" ;;
         set) label="one set, N members" ;;
         list) label="one list, N elements" ;;
+        lists) label="N lists of 2 elements" ;;
         jobs) label="N hashes of 5 fields" ;;
     esac
     printf "%-28s %10s %10s %6s\n" "$label" "$c" "$r" "$(awk -v c="$c" -v r="$r" 'BEGIN {printf "%.2f", c / r}')"

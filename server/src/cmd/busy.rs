@@ -8,9 +8,10 @@
 //! handler (MULTI, DISCARD, WATCH inside MULTI, QUIT, SCRIPT KILL, SHUTDOWN
 //! NOSAVE), or waits for the script to end and then runs normally (HELLO,
 //! AUTH, WATCH outside MULTI, UNWATCH and RESET, which Redis serves at once:
-//! README's known differences). A refused EXEC ends the transaction. What these answers change in
-//! the client's transaction state is recorded as [`TxChange`]s and applied
-//! to the client before its next batch on the engine.
+//! README's known differences). A refused EXEC ends the transaction. What
+//! these answers change in the client's transaction state is recorded as
+//! [`TxChange`]s and applied to the client before its next batch on the
+//! engine.
 
 use std::sync::atomic::Ordering;
 

@@ -82,9 +82,22 @@ impl List {
                 if let Some(full) = full {
                     full.fit();
                 }
-                // A node is allocated at its full size once, then filled.
-                let mut node = Packed::with_capacity(fill.max_bytes().unwrap_or(0).max(value.len() + 2));
+                // A list's first node grows as it fills (a small list stays
+                // small); once a list spans nodes, each new node is allocated
+                // at its full size once, then filled (growing node after node
+                // by doubling left a fragmented heap: 18 MB rather than 16 for
+                // a million 14-byte elements).
+                let capacity = match fill.max_bytes() {
+                    Some(max) if !self.nodes.is_empty() => max.max(value.len() + 4),
+                    _ => 0,
+                };
+                let mut node = Packed::with_capacity(capacity);
                 node.push_back(value);
+                if self.nodes.is_empty() {
+                    // One slot for a one-node list, rather than a deque's
+                    // default four: most lists (a job's queue) are small.
+                    self.nodes.reserve_exact(1);
+                }
                 match end {
                     End::Head => self.nodes.push_front(node),
                     End::Tail => self.nodes.push_back(node),
