@@ -223,14 +223,17 @@ fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
+/// GETEX: the options' syntax is checked first, then the key is looked up
+/// (a missing key answers nil whatever the expiry says), then the expiry's
+/// value, as Redis does.
 fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let opts = tri!(SetOptions::parse(&args[2..], true));
+    let Some(value) = tri!(ctx.get_str(&args[1])) else {
+        return Reply::Nil;
+    };
     let expire_at = match &opts.expire {
         Some((unit, arg)) => Some(tri!(deadline(ctx.now, arg, *unit, "getex"))),
         None => None,
-    };
-    let Some(value) = tri!(ctx.get_str(&args[1])) else {
-        return Reply::Nil;
     };
     let now = ctx.now;
     let db = ctx.db();

@@ -627,12 +627,13 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
         },
         None => None,
     };
-    if count == Some(0) {
-        return Reply::Array(vec![]);
-    }
+    // The key's type is checked before a zero count is answered, as Redis.
     let Some(z) = tri!(write(ctx, &args[1])) else {
         return Reply::Array(vec![]);
     };
+    if count == Some(0) {
+        return Reply::Array(vec![]);
+    }
     let mut popped = Vec::new();
     for _ in 0..count.unwrap_or(1) {
         let Some(c) = (if max { z.last() } else { z.first() }) else {

@@ -101,9 +101,11 @@ pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
             if args.len() != 1 {
                 return raise("ERR wrong number of arguments");
             }
+            // Redis hashes what `lua_tolstring` gives: a string or number's
+            // text, and nothing (the empty string) for nil, a table or a boolean.
             match lua.coerce_string(args[0].clone())? {
                 Some(s) => Ok(sha1_hex(&s.as_bytes())),
-                None => raise("ERR wrong number of arguments"),
+                None => Ok(sha1_hex(b"")),
             }
         })?,
     )?;
