@@ -201,7 +201,7 @@ fn srandmember(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// Most elements a repeating random pick (a negative count) may ask for.
 /// Redis would stream them until memory ran out; coordis answers its
 /// out-of-range error instead.
-pub const MAX_RANDOM_PICKS: u64 = 1 << 24;
+pub const MAX_RANDOM_PICKS: u64 = 1 << 20;
 
 pub(crate) fn bounded_count(n: u64) -> Result<usize, Reply> {
     if n > MAX_RANDOM_PICKS {

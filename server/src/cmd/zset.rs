@@ -50,6 +50,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("zdiff", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Subtract multiple sorted sets", zdiff),
     spec!("zintercard", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Intersect multiple sorted sets and return the cardinality of the result", zintercard),
     spec!("zscan", -3, READONLY, acl::SORTEDSET, (1, 1, 1), "Incrementally iterate sorted sets elements and associated scores", zscan),
+    spec!("zmpop", -4, WRITE | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Remove and return members with scores in a sorted set", zmpop),
 ];
 
 /// Looks up a sorted set a command reads: `Ok(None)` when the key is absent,
@@ -634,21 +635,7 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
     if count == Some(0) {
         return Reply::Array(vec![]);
     }
-    let mut popped = Vec::new();
-    for _ in 0..count.unwrap_or(1) {
-        let Some(c) = (if max { z.last() } else { z.first() }) else {
-            break;
-        };
-        let (m, s) = z.get(c);
-        let m = Bytes::copy_from_slice(m);
-        z.remove(&m);
-        popped.push((m, s));
-    }
-    if !popped.is_empty() {
-        ctx.db().touch(&args[1]);
-        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, &args[1]);
-    }
-    drop_if_empty(ctx, &args[1]);
+    let popped = pop_ends(ctx, &args[1], max, count.unwrap_or(1));
     match count {
         None => Reply::Array(
             popped
@@ -658,6 +645,72 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
         ),
         Some(_) => Reply::ScorePairs(popped),
     }
+}
+
+/// Pops up to `count` members from the low (or high, `max`) end of the
+/// sorted set at `key`, with the pop event and the `del` when it empties.
+fn pop_ends(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, f64)> {
+    let mut popped = Vec::new();
+    if let Ok(Some(z)) = write(ctx, key) {
+        for _ in 0..count {
+            let Some(c) = (if max { z.last() } else { z.first() }) else {
+                break;
+            };
+            let (m, s) = z.get(c);
+            let m = Bytes::copy_from_slice(m);
+            z.remove(&m);
+            popped.push((m, s));
+        }
+    }
+    if !popped.is_empty() {
+        ctx.db().touch(key);
+        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+    }
+    drop_if_empty(ctx, key);
+    popped
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first
+/// non-empty sorted set; `[key, [[member, score], ...]]` or a null array.
+fn zmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let numkeys = match num::parse_i64(&args[1]) {
+        Some(n) if n > 0 => n as usize,
+        _ => return err(errors::NUMKEYS_NOT_POSITIVE),
+    };
+    if numkeys >= args.len() - 2 {
+        return err(errors::SYNTAX);
+    }
+    let keys_end = 2 + numkeys;
+    let max = if is(&args[keys_end], "max") {
+        true
+    } else if is(&args[keys_end], "min") {
+        false
+    } else {
+        return err(errors::SYNTAX);
+    };
+    let count = match &args[keys_end + 1..] {
+        [] => 1,
+        [word, n] if is(word, "count") => match num::parse_i64(n) {
+            Some(n) if n > 0 => n as usize,
+            _ => return err(errors::COUNT_NOT_POSITIVE),
+        },
+        _ => return err(errors::SYNTAX),
+    };
+    for key in &args[2..keys_end] {
+        if tri!(write(ctx, key)).is_some_and(|z| !z.is_empty()) {
+            let popped = pop_ends(ctx, key, max, count);
+            return Reply::Array(vec![
+                Reply::Bulk(key.clone()),
+                Reply::Array(
+                    popped
+                        .into_iter()
+                        .map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)]))
+                        .collect(),
+                ),
+            ]);
+        }
+    }
+    Reply::NilArray
 }
 
 fn zpopmin(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
