@@ -629,10 +629,7 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
         None => None,
     };
     // The key's type is checked before a zero count is answered, as Redis.
-    let Some(z) = tri!(write(ctx, &args[1])) else {
-        return Reply::Array(vec![]);
-    };
-    if count == Some(0) {
+    if tri!(write(ctx, &args[1])).is_none() || count == Some(0) {
         return Reply::Array(vec![]);
     }
     let popped = pop_ends(ctx, &args[1], max, count.unwrap_or(1));
