@@ -26,14 +26,21 @@ fn read_with_timeout(sub: &mut RawClient, timeout: Duration) -> Option<Vec<u8>> 
     r
 }
 
-fn session(addr: SocketAddr) -> Vec<String> {
+/// A flushed server with `notify-keyspace-events` set to `flags`, an admin
+/// connection, and a subscriber to every keyspace and keyevent channel.
+fn listening(addr: SocketAddr, flags: &str) -> (RawClient, RawClient) {
     let mut admin = RawClient::connect(addr).unwrap();
     admin.command(&["FLUSHALL"]).unwrap();
     admin
-        .command(&["CONFIG", "SET", "notify-keyspace-events", "KEA"])
+        .command(&["CONFIG", "SET", "notify-keyspace-events", flags])
         .unwrap();
     let mut sub = RawClient::connect(addr).unwrap();
     sub.command(&["PSUBSCRIBE", "__key*__:*"]).unwrap();
+    (admin, sub)
+}
+
+fn session(addr: SocketAddr) -> Vec<String> {
+    let (mut admin, mut sub) = listening(addr, "KEA");
     let commands: &[&[&str]] = &[
         &["SET", "lock:a", "pod-1", "NX", "PX", "30000"],
         &["SET", "lock:a", "pod-2", "NX", "PX", "30000"],
@@ -131,13 +138,7 @@ fn notifications_match_redis() {
 /// The `n` class: `new` when a command creates a key (before the command's
 /// own event), never when it overwrites one.
 fn new_key_session(addr: SocketAddr) -> Vec<String> {
-    let mut admin = RawClient::connect(addr).unwrap();
-    admin.command(&["FLUSHALL"]).unwrap();
-    admin
-        .command(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"])
-        .unwrap();
-    let mut sub = RawClient::connect(addr).unwrap();
-    sub.command(&["PSUBSCRIBE", "__key*__:*"]).unwrap();
+    let (mut admin, mut sub) = listening(addr, "KEAn");
     let commands: &[&[&str]] = &[
         &["SET", "a", "1"],
         &["SET", "a", "2"],
