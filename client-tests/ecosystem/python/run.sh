@@ -9,6 +9,7 @@ ROOT="$(cd "$HERE/../../.." && pwd)"
 VENV="$ROOT/target/ecosystem/python-venv"
 # Exit code 3: no virtualenv could be made (the caller decides whether that
 # is a skip or a failure).
+command -v python3 >/dev/null || exit 3
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV" || exit 3
 fi

@@ -1,0 +1,150 @@
+// Real Node client libraries, unmodified, on coordis-server and on
+// redis-server 7.0.15 with the same assertions: ioredis (the ready check,
+// defineCommand with its EVALSHA-then-EVAL fallback, pipelines and MULTI,
+// pub/sub) and bullmq (a Queue adds a job, a Worker completes it). A case
+// that needs a command family coordis does not have yet must fail on
+// coordis (a strict expected failure, naming the issue): once the family
+// lands it passes there too and the mark must go.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import Redis from "ioredis";
+import { Queue, Worker } from "bullmq";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+// Run from target/ecosystem/node (see run.sh) or from here: either way the
+// repository is three levels up.
+const root = path.resolve(here, "..", "..", "..");
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on("error", reject);
+  });
+}
+
+async function waitForPing(port) {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const r = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await r.connect();
+      if ((await r.ping()) === "PONG") {
+        r.disconnect();
+        return;
+      }
+    } catch {
+      r.disconnect();
+    }
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+  throw new Error(`no server on port ${port}`);
+}
+
+function haveRedis() {
+  try {
+    execFileSync("redis-server", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const children = [];
+after(() => children.forEach((c) => c.kill()));
+
+async function startServer(backend) {
+  const port = await freePort();
+  const argv =
+    backend === "coordis"
+      ? [process.env.COORDIS_SERVER_BIN ?? path.join(root, "target", "debug", "coordis-server"), ["--port", `${port}`]]
+      : ["redis-server", ["--port", `${port}`, "--save", "", "--appendonly", "no"]];
+  const child = spawn(argv[0], [...argv[1], "--bind", "127.0.0.1"], { stdio: "ignore" });
+  children.push(child);
+  await waitForPing(port);
+  return port;
+}
+
+const backends = ["coordis"];
+if (haveRedis()) {
+  backends.push("redis");
+} else if (process.env.COORDIS_REQUIRE_REDIS === "1") {
+  throw new Error("COORDIS_REQUIRE_REDIS=1 but redis-server is not on PATH");
+} else {
+  console.error("*** SKIPPED: redis-server is not on PATH; the Redis leg did not run ***");
+}
+
+/** Runs `body`; on coordis it must fail until `issue` lands. */
+async function waitsOn(backend, issue, body) {
+  if (backend !== "coordis") {
+    return body();
+  }
+  await assert.rejects(body, `expected to fail on coordis until issue #${issue} lands; it passed: remove the mark`);
+}
+
+for (const backend of backends) {
+  const port = await startServer(backend);
+  const connect = () => new Redis({ port, maxRetriesPerRequest: 1 });
+
+  test(`[${backend}] ioredis ready check, defineCommand with EVALSHA fallback, pipelines`, async () => {
+    const r = connect();
+    await new Promise((ok, fail) => {
+      r.once("ready", ok);
+      r.once("error", fail);
+    });
+    await r.flushall();
+    r.defineCommand("unlock", {
+      numberOfKeys: 1,
+      lua: "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
+    });
+    await r.set("lock:job", "pod-1", "PX", 30000, "NX");
+    assert.equal(await r.unlock("lock:job", "pod-2"), 0);
+    await r.script("FLUSH");
+    assert.equal(await r.unlock("lock:job", "pod-1"), 1, "EVALSHA fell back to EVAL after SCRIPT FLUSH");
+    const results = await r.pipeline().set("a", 1).incr("a").hset("h", "f", "v").hgetall("h").exec();
+    assert.deepEqual(results, [[null, "OK"], [null, 2], [null, 1], [null, { f: "v" }]]);
+    const multi = await r.multi().lpush("q", "x", "y").rpop("q").exec();
+    assert.deepEqual(multi, [[null, 2], [null, "x"]]);
+    r.disconnect();
+  });
+
+  test(`[${backend}] ioredis pub/sub`, async () => {
+    const sub = connect();
+    const pub = connect();
+    await sub.subscribe("events");
+    const got = new Promise((ok) => sub.on("message", (channel, message) => ok([channel, message])));
+    await pub.publish("events", "done");
+    assert.deepEqual(await got, ["events", "done"]);
+    sub.disconnect();
+    pub.disconnect();
+  });
+
+  test(`[${backend}] bullmq: a Worker completes a job a Queue added`, async () => {
+    await waitsOn(backend, 17, async () => {
+      const connection = { host: "127.0.0.1", port, maxRetriesPerRequest: null };
+      const name = `jobs-${backend}`;
+      const queue = new Queue(name, { connection });
+      let worker;
+      try {
+        await queue.add("sum", { a: 2, b: 3 });
+        const done = new Promise((ok, fail) => {
+          worker = new Worker(name, async (job) => job.data.a + job.data.b, { connection });
+          worker.on("completed", (_job, result) => ok(result));
+          worker.on("error", fail);
+          setTimeout(() => fail(new Error("no job completed in 10 s")), 10_000);
+        });
+        assert.equal(await done, 5);
+      } finally {
+        await worker?.close(true).catch(() => {});
+        await queue.close().catch(() => {});
+      }
+    });
+  });
+}
