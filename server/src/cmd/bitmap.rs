@@ -46,11 +46,6 @@ fn bit_offset(ctx: &Ctx, arg: &[u8], width: Option<u32>) -> Result<u64, Reply> {
     }
 }
 
-/// The string at `key` for a bit command: `None` when absent.
-fn read(ctx: &mut Ctx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
-    ctx.get_str(key)
-}
-
 /// Writes `bytes` as the value of `key`, keeping its TTL.
 fn store(ctx: &mut Ctx, key: &[u8], bytes: Vec<u8>, existed: bool) {
     if existed {
@@ -131,7 +126,7 @@ fn setbit(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn getbit(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let offset = tri!(bit_offset(ctx, &args[2], None));
-    let bytes = tri!(read(ctx, &args[1]));
+    let bytes = tri!(ctx.get_str(&args[1]));
     Reply::Int(bytes.map_or(0, |b| get_bit(&b, offset)) as i64)
 }
 
@@ -190,7 +185,7 @@ fn bitcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::SYNTAX);
     }
     let r = tri!(range_args(args, 2));
-    let Some(bytes) = tri!(read(ctx, &args[1])) else {
+    let Some(bytes) = tri!(ctx.get_str(&args[1])) else {
         return Reply::Int(0);
     };
     let (first, last) = match bit_range(bytes.len(), r.start, r.end.unwrap_or(-1), r.bits) {
@@ -208,7 +203,7 @@ fn bitpos(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         _ => return err(errors::BIT_ARGUMENT),
     };
     let r = tri!(range_args(args, 3));
-    let Some(bytes) = tri!(read(ctx, &args[1])) else {
+    let Some(bytes) = tri!(ctx.get_str(&args[1])) else {
         return Reply::Int(if target == 1 { -1 } else { 0 });
     };
     let Some((first, last)) = bit_range(bytes.len(), r.start, r.end.unwrap_or(-1), r.bits) else {
@@ -233,7 +228,7 @@ fn bitop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let mut sources = Vec::with_capacity(args.len() - 3);
     for key in &args[3..] {
-        sources.push(tri!(read(ctx, key)).unwrap_or_default());
+        sources.push(tri!(ctx.get_str(key)).unwrap_or_default());
     }
     let len = sources.iter().map(Bytes::len).max().unwrap_or(0);
     let at = |s: &Bytes, i: usize| s.get(i).copied().unwrap_or(0);
@@ -443,7 +438,7 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     let current = if writes {
         tri!(ctx.get_str_for_write(key))
     } else {
-        tri!(read(ctx, key))
+        tri!(ctx.get_str(key))
     };
     let existed = current.is_some();
     let mut bytes = current.map(|b| b.to_vec()).unwrap_or_default();

@@ -78,17 +78,9 @@ pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         }
     };
     let is_exec = spec.name == "exec";
-    let refusal = if !ctx.view.authenticated && !spec.has(flags::NO_AUTH) {
-        Some(errors::err(errors::NOAUTH))
-    } else if ctx.view.in_multi && spec.has(flags::NO_MULTI) {
-        Some(errors::err(errors::NOT_IN_MULTI))
-    } else if ctx.view.subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
-        Some(errors::not_while_subscribed(spec.name))
-    } else if !spec.has(flags::ALLOW_BUSY) {
-        Some(err(errors::BUSY))
-    } else {
-        None
-    };
+    let view = &ctx.view;
+    let refusal = super::gate(spec, view.authenticated, view.in_multi, view.subscribed_resp2)
+        .or_else(|| (!spec.has(flags::ALLOW_BUSY)).then(|| err(errors::BUSY)));
     if let Some(reply) = refusal {
         return Answer::Reply(refuse(ctx, is_exec, reply));
     }

@@ -13,7 +13,7 @@ use super::{acl, scan, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
-use crate::store::hash::{Hash, HashRef};
+use crate::store::hash::{Hash, HashEdit, HashRef};
 use crate::store::num::{self, FloatIncr};
 use crate::store::{HashMut, Value, ValueMut, ValueRef};
 use crate::tri;
@@ -71,28 +71,24 @@ fn peek<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<HashRef<'a>>, Reply> 
 /// place; a listpack, which lives inside its key's allocation, is changed
 /// as a copy and written back, as Redis reallocates a listpack. The key is
 /// marked changed for WATCH either way.
-fn update<R>(ctx: &mut Ctx, key: &[u8], create: bool, f: impl FnOnce(&mut Hash) -> R) -> Result<Option<R>, Reply> {
+fn update<R>(ctx: &mut Ctx, key: &[u8], create: bool, f: impl FnOnce(&mut HashEdit) -> R) -> Result<Option<R>, Reply> {
     let now = ctx.now;
     match ctx.db().lookup_mut(key, now) {
         Some(ValueMut::Hash(HashMut::Table(t))) => {
-            let mut h = Hash::Table(Box::new(std::mem::take(t)));
-            let r = f(&mut h);
-            if let Hash::Table(table) = h {
-                *t = *table;
-            }
+            let r = f(&mut HashEdit::Table(t));
             ctx.db().touch(key);
             Ok(Some(r))
         }
         Some(ValueMut::Hash(HashMut::Listpack)) => {
             let mut h = peek(ctx, key)?.expect("looked up above").to_owned();
-            let r = f(&mut h);
+            let r = f(&mut HashEdit::Whole(&mut h));
             ctx.db().replace_value(key, Value::Hash(Box::new(h)));
             Ok(Some(r))
         }
         Some(_) => Err(err(errors::WRONGTYPE)),
         None if create => {
             let mut h = Hash::default();
-            let r = f(&mut h);
+            let r = f(&mut HashEdit::Whole(&mut h));
             ctx.db().insert(key, Value::Hash(Box::new(h)), 0);
             Ok(Some(r))
         }

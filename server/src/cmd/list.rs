@@ -80,13 +80,10 @@ fn event(end: End, push: bool) -> &'static str {
 fn push(ctx: &mut Ctx, args: &[Bytes], end: End, only_if_exists: bool) -> Reply {
     let fill = ctx.server.config.list_fill();
     let key = &args[1];
-    if tri!(ctx.write_as(key, pick_mut)).is_none() {
-        if only_if_exists {
-            return Reply::Int(0);
-        }
-        ctx.db().insert(key, Value::List(Box::default()), 0);
+    if only_if_exists && tri!(ctx.write_as(key, pick_mut)).is_none() {
+        return Reply::Int(0);
     }
-    let l = tri!(ctx.write_as(key, pick_mut)).expect("just created");
+    let l = tri!(ctx.write_or_insert(key, pick_mut, || Value::List(Box::default())));
     for v in &args[2..] {
         l.push(end, v, fill);
     }
@@ -382,17 +379,13 @@ fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Repl
     if tri!(ctx.write_as(src, pick_mut)).is_none() {
         return Reply::Nil;
     }
-    let dst_exists = tri!(ctx.write_as(dst, pick_mut)).is_some();
+    // A destination of another type refuses before anything is popped.
+    tri!(ctx.write_as(dst, pick_mut));
     let Some(value) = tri!(ctx.write_as(src, pick_mut)).and_then(|l| l.pop(from)) else {
         return Reply::Nil;
     };
     ctx.db().touch(src);
-    if !dst_exists && tri!(ctx.write_as(dst, pick_mut)).is_none() {
-        ctx.db().insert(dst, Value::List(Box::default()), 0);
-    }
-    tri!(ctx.write_as(dst, pick_mut))
-        .expect("exists")
-        .push(to, &value, fill);
+    tri!(ctx.write_or_insert(dst, pick_mut, || Value::List(Box::default()))).push(to, &value, fill);
     ctx.db().touch(dst);
     ctx.notify(notify::LIST, event(to, true), dst);
     ctx.notify(notify::LIST, event(from, false), src);

@@ -35,7 +35,7 @@ use crate::clients::ClientState;
 use crate::engine::ServerState;
 use crate::errors;
 use crate::protocol::Reply;
-use crate::store::{Db, EntryRef, ValueMut, ValueRef};
+use crate::store::{Db, EntryRef, Value, ValueMut, ValueRef};
 
 /// Builds one [`CommandSpec`] row: documentation group, name, arity, flags,
 /// explicit ACL categories, key positions, summary, handler, and for a
@@ -199,6 +199,18 @@ impl Ctx<'_> {
             None => Ok(None),
             Some(value) => pick(value).map(Some).ok_or_else(|| errors::err(errors::WRONGTYPE)),
         }
+    }
+
+    /// [`Ctx::write_as`] for a command that creates its collection: an
+    /// absent key first gets `make()`.
+    pub fn write_or_insert<T: ?Sized>(
+        &mut self,
+        key: &[u8],
+        pick: for<'v> fn(ValueMut<'v>) -> Option<&'v mut T>,
+        make: impl FnOnce() -> Value,
+    ) -> Result<&mut T, Reply> {
+        let now = self.now;
+        pick(self.db().lookup_or_insert_mut(key, now, make)).ok_or_else(|| errors::err(errors::WRONGTYPE))
     }
 
     /// Deletes `key` if it holds a collection that became empty (Redis
@@ -538,16 +550,12 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Err(Unresolved::Unknown(reply)) => return refuse(ctx, None, reply),
         Err(Unresolved::Arity(spec)) => return refuse(ctx, Some(spec), errors::wrong_args(spec.name)),
     };
+    let client = &*ctx.client;
+    let subscribed_resp2 = !client.resp3 && client.is_subscribed();
+    if let Some(reply) = gate(spec, client.authenticated, client.multi.is_some(), subscribed_resp2) {
+        return refuse(ctx, Some(spec), reply);
+    }
     let client = &mut *ctx.client;
-    if !client.authenticated && !spec.has(flags::NO_AUTH) {
-        return refuse(ctx, Some(spec), errors::err(errors::NOAUTH));
-    }
-    if client.multi.is_some() && spec.has(flags::NO_MULTI) {
-        return refuse(ctx, Some(spec), errors::err(errors::NOT_IN_MULTI));
-    }
-    if !client.resp3 && client.is_subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
-        return refuse(ctx, Some(spec), errors::not_while_subscribed(spec.name));
-    }
     if let Some(queue) = client.multi.as_mut() {
         if !spec.has(flags::TX_CONTROL) {
             queue.push(args.to_vec());
@@ -561,6 +569,21 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx.flush_expired();
     }
     reply
+}
+
+/// The connection-state checks of `processCommand`, in its order and from
+/// the command's flags: authentication, a command MULTI refuses, and RESP2
+/// subscriber mode. Shared by [`call`] and the busy-script path.
+pub(crate) fn gate(spec: &CommandSpec, authenticated: bool, in_multi: bool, subscribed_resp2: bool) -> Option<Reply> {
+    if !authenticated && !spec.has(flags::NO_AUTH) {
+        Some(errors::err(errors::NOAUTH))
+    } else if in_multi && spec.has(flags::NO_MULTI) {
+        Some(errors::err(errors::NOT_IN_MULTI))
+    } else if subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
+        Some(errors::not_while_subscribed(spec.name))
+    } else {
+        None
+    }
 }
 
 /// Redis's `rejectCommand`: inside MULTI the transaction is doomed; EXEC

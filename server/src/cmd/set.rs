@@ -53,10 +53,7 @@ fn bulk(b: Bytes) -> Reply {
 fn sadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let max = ctx.server.config.set_max_intset_entries;
     let key = &args[1];
-    if tri!(ctx.write_as(key, pick_mut)).is_none() {
-        ctx.db().insert(key, Value::Set(Box::new(Set::for_member(&args[2]))), 0);
-    }
-    let s = tri!(ctx.write_as(key, pick_mut)).expect("just created");
+    let s = tri!(ctx.write_or_insert(key, pick_mut, || Value::Set(Box::new(Set::for_member(&args[2])))));
     let added: i64 = args[2..].iter().map(|m| s.add(m, max) as i64).sum();
     if added > 0 {
         ctx.db().touch(key);

@@ -251,6 +251,23 @@ impl Db {
             .map(|item| item.value_mut())
     }
 
+    /// The live value of `key` for modification, storing `make()` (with no
+    /// deadline) first when the key is absent: a push or add that creates
+    /// its collection.
+    pub fn lookup_or_insert_mut(&mut self, key: &[u8], now: u64, make: impl FnOnce() -> Value) -> ValueMut<'_> {
+        let hash = match self.live(key, now) {
+            Some(hash) => hash,
+            None => {
+                self.insert(key, make(), 0);
+                self.hash(key)
+            }
+        };
+        self.map
+            .find_mut(hash, |item| item.key() == key)
+            .map(|item| item.value_mut())
+            .expect("live or just inserted")
+    }
+
     /// A live string value as `Bytes` (long values are shared, not copied):
     /// `Some(Err(()))` when the key holds another type.
     pub fn lookup_str(&mut self, key: &[u8], now: u64) -> Option<Result<Bytes, ()>> {

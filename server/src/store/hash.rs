@@ -37,6 +37,31 @@ pub enum Hash {
 /// The hashtable encoding: field/value pairs in an [`Arena`].
 pub type Table = Arena<Pair>;
 
+/// A hash being changed: a whole value (a listpack may convert), or a
+/// hashtable changed in place in its key's slot, with no copy.
+pub enum HashEdit<'a> {
+    Whole(&'a mut Hash),
+    Table(&'a mut Table),
+}
+
+impl HashEdit<'_> {
+    /// [`Hash::set`].
+    pub fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
+        match self {
+            HashEdit::Whole(h) => h.set(field, value, limits),
+            HashEdit::Table(t) => table_set(t, field, value),
+        }
+    }
+
+    /// [`Hash::remove`].
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self {
+            HashEdit::Whole(h) => h.remove(field),
+            HashEdit::Table(t) => t.remove(field).is_some(),
+        }
+    }
+}
+
 /// A field and its value.
 #[derive(Clone, Debug)]
 pub struct Pair(SmallBytes, SmallBytes);
