@@ -318,14 +318,10 @@ fn hscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let Some(h) = tri!(read(ctx, &args[1])) else {
         return scan::reply(0, vec![]);
     };
-    let (next, page) = match h {
-        // A listpack is returned whole, as Redis does.
-        HashRef::Listpack(_) => (0, h.iter().collect::<Vec<_>>()),
-        HashRef::Table(_) => scan::page(h.iter(), |(f, _)| scan::position(f), opts.cursor, opts.count),
-    };
+    let compact = matches!(h, HashRef::Listpack(_));
+    let (next, page) = scan::collection_page(h.iter(), compact, |(f, _)| f, &opts);
     let items = page
         .into_iter()
-        .filter(|(f, _)| opts.matches(f))
         .flat_map(|(f, v)| {
             [
                 Reply::Bulk(Bytes::copy_from_slice(f)),

@@ -120,6 +120,24 @@ pub fn page<T>(
     (next, page)
 }
 
+/// One page of a collection's elements for HSCAN, SSCAN or ZSCAN, MATCH
+/// applied: a compact encoding (listpack, intset) is returned whole with
+/// cursor 0, as Redis does; a hashtable is paged by [`page`].
+pub fn collection_page<T>(
+    items: impl Iterator<Item = T>,
+    compact: bool,
+    member_of: impl Fn(&T) -> &[u8],
+    opts: &Options,
+) -> (u64, Vec<T>) {
+    let (next, mut found) = if compact {
+        (0, items.collect())
+    } else {
+        page(items, |t| position(member_of(t)), opts.cursor, opts.count)
+    };
+    found.retain(|t| opts.matches(member_of(t)));
+    (next, found)
+}
+
 /// `[cursor, items]`.
 pub fn reply(next: u64, items: Vec<Reply>) -> Reply {
     let mut buf = itoa::Buffer::new();

@@ -377,11 +377,7 @@ fn sscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let Some(s) = tri!(ctx.read_as(&args[1], pick)) else {
         return scan::reply(0, vec![]);
     };
-    let all = s.iter().map(|m| m.to_bytes());
-    let (next, page) = match s {
-        // An intset is returned whole, as Redis does.
-        Set::Ints(_) => (0, all.collect::<Vec<_>>()),
-        Set::Table(_) => scan::page(all, |m| scan::position(m), opts.cursor, opts.count),
-    };
-    scan::reply(next, page.into_iter().filter(|m| opts.matches(m)).map(bulk).collect())
+    let compact = matches!(s, Set::Ints(_));
+    let (next, page) = scan::collection_page(s.iter().map(|m| m.to_bytes()), compact, |m| m, &opts);
+    scan::reply(next, page.into_iter().map(bulk).collect())
 }

@@ -987,14 +987,10 @@ fn zscan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let Some(z) = tri!(read(ctx, &args[1])) else {
         return super::scan::reply(0, vec![]);
     };
-    let (next, page) = if z.encoding() == "listpack" {
-        (0, z.iter().collect::<Vec<_>>())
-    } else {
-        super::scan::page(z.iter(), |(m, _)| super::scan::position(m), opts.cursor, opts.count)
-    };
+    let compact = z.encoding() == "listpack";
+    let (next, page) = super::scan::collection_page(z.iter(), compact, |(m, _)| m, &opts);
     let items = page
         .into_iter()
-        .filter(|(m, _)| opts.matches(m))
         .flat_map(|(m, score)| {
             [
                 Reply::Bulk(Bytes::copy_from_slice(m)),
