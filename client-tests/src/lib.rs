@@ -14,6 +14,8 @@
 //! - [`queues`]: a re-entrant hash lock, a lock that signals waiters through
 //!   a list, a sliding-window limiter on a list, and a job queue of hashes,
 //!   lists and a set.
+//! - [`waiting`]: recipes on blocking commands: a fair lock (BLPOP), a
+//!   reliable queue (BLMOVE) and a delayed queue (BZPOPMIN).
 
 pub mod backend;
 pub mod fencing;
@@ -23,4 +25,5 @@ pub mod lock;
 pub mod queues;
 pub mod redlock;
 pub mod semaphore;
+pub mod waiting;
 pub mod watchdog;

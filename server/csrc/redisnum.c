@@ -113,3 +113,20 @@ int coordis_strtod_range(const char *s, size_t slen, double *dp) {
     *dp = value;
     return 1;
 }
+
+/* Redis getTimeoutFromObjectOrReply in seconds: the argument read as a long
+ * double (string2ld's rules), times 1000, rounded up, converted to long
+ * long. Returns 0 when the argument is not a valid float; otherwise 1 and
+ * the milliseconds, negative for a negative timeout. A value out of the
+ * range of long long converts as x86-64 converts it (LLONG_MIN, which Redis
+ * then calls negative: `inf` and `1e400` are "timeout is negative"). */
+int coordis_timeout_ms(const char *s, size_t slen, long long *ms) {
+    long double value;
+    if (!string2ld(s, slen, &value)) return 0;
+    long double t = ceill(value * 1000.0);
+    if (!(t >= -9223372036854775808.0L && t < 9223372036854775808.0L))
+        *ms = (-9223372036854775807LL - 1);
+    else
+        *ms = (long long)t;
+    return 1;
+}

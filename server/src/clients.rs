@@ -61,6 +61,10 @@ impl CloseSignal {
 pub struct ConnSignal {
     closed: AtomicBool,
     stopping: AtomicBool,
+    /// The client is blocked in a command ([`crate::blocking`]): its
+    /// connection runs nothing more until the engine clears this (after
+    /// queueing the reply in the outbox).
+    blocked: AtomicBool,
     waker: AtomicWaker,
 }
 
@@ -81,6 +85,19 @@ impl ConnSignal {
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
         self.wake();
+    }
+
+    /// Marks the client blocked, or (after its reply is queued) unblocked,
+    /// which wakes the connection task.
+    pub fn set_blocked(&self, blocked: bool) {
+        self.blocked.store(blocked, Ordering::Release);
+        if !blocked {
+            self.wake();
+        }
+    }
+
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.load(Ordering::Acquire)
     }
 
     /// Closed or stopping: the connection should end once it waits.
@@ -185,6 +202,19 @@ impl Outbox {
         true
     }
 
+    /// Queues the reply of a command the client was blocked in. Replies are
+    /// not held to the pub/sub output limits (the client asked for them);
+    /// the bytes count as pending until written.
+    pub fn push_reply(&self, data: Bytes) {
+        self.pending.fetch_add(data.len(), Ordering::Relaxed);
+        {
+            let mut queue = self.queue.lock();
+            queue.push(data);
+            self.queued.store(true, Ordering::Release);
+        }
+        self.signal.wake();
+    }
+
     /// Whether messages are waiting (register with the [`ConnSignal`]
     /// before asking, so a push after the answer still wakes the task).
     pub fn has_messages(&self) -> bool {
@@ -235,6 +265,15 @@ pub struct ClientState {
     /// Channels and patterns subscribed to, in subscription order.
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,
+    /// The command this client is blocked in (BLPOP ...), if any.
+    pub blocked: Option<Box<crate::blocking::Blocked>>,
+    /// CLIENT REPLY OFF: no replies at all until CLIENT REPLY ON.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: no reply to the command running now / to the next one.
+    pub reply_skip: bool,
+    pub reply_skip_next: bool,
+    /// CLIENT NO-EVICT ON (shown in CLIENT LIST; coordis evicts no client).
+    pub no_evict: bool,
     /// Where PUBLISH puts this client's messages.
     pub outbox: Arc<Outbox>,
     pub signal: Arc<ConnSignal>,
@@ -266,6 +305,11 @@ impl ClientState {
             watched: Vec::new(),
             channels: Vec::new(),
             patterns: Vec::new(),
+            blocked: None,
+            reply_off: false,
+            reply_skip: false,
+            reply_skip_next: false,
+            no_evict: false,
             outbox,
             signal,
         }
@@ -285,17 +329,34 @@ impl ClientState {
             .as_ref()
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .unwrap_or_default();
+        // Redis's flag letters, in its order, for the states coordis has.
+        let mut flags = String::new();
+        for (on, letter) in [
+            (self.is_subscribed(), 'P'),
+            (self.multi.is_some(), 'x'),
+            (self.blocked.is_some(), 'b'),
+            (self.no_evict, 'e'),
+        ] {
+            if on {
+                flags.push(letter);
+            }
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
             name,
             now_ms.saturating_sub(self.created_ms) / 1000,
             now_ms.saturating_sub(self.last_cmd_ms) / 1000,
+            flags,
             self.db,
             self.channels.len(),
             self.patterns.len(),
+            self.multi.as_ref().map_or(-1, |q| q.len() as i64),
             self.last_cmd,
             if self.resp3 { 3 } else { 2 }
         )

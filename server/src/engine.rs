@@ -62,6 +62,9 @@ pub struct Shared {
     pub rejected: AtomicU64,
     /// The running script's start, kill flag and busy threshold.
     pub script: Arc<ScriptState>,
+    /// Wakes the server's timer task when a client blocks with a deadline
+    /// earlier than any before ([`crate::blocking`]).
+    pub block_timer: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -103,6 +106,8 @@ pub struct ServerState {
     pub port: u16,
     /// Pub/sub subscriptions.
     pub pubsub: cmd::pubsub::PubSub,
+    /// Blocked clients' timeouts and count (their queues are per database).
+    pub blocking: crate::blocking::Blocking,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
     pub shared: Arc<Shared>,
@@ -113,6 +118,9 @@ pub struct ServerState {
 pub struct BatchEnd {
     /// Close the connection after writing the replies (QUIT, CLIENT KILL, protocol error).
     pub close: bool,
+    /// The last command blocked the client: its connection waits for the
+    /// reply ([`crate::blocking`]) before it runs the requests left.
+    pub blocked: bool,
     /// The client after the batch (the parsing limits depend on whether it
     /// is authenticated; busy answers on the rest); `None` when the batch did
     /// not reach the engine.
@@ -163,6 +171,7 @@ impl Engine {
                 run_id,
                 port,
                 pubsub: Default::default(),
+                blocking: Default::default(),
                 shutdown_requested: false,
                 shared,
             },
@@ -175,8 +184,42 @@ impl Engine {
         Duration::from_millis(1000 / self.state.config.hz.max(1) as u64)
     }
 
+    /// Answers the blocked clients whose timeout has passed; returns the
+    /// next deadline of a blocked client (the server's timer sleeps until it).
+    pub fn expire_blocked(&mut self) -> Option<u64> {
+        let now = self.state.clock.now_ms();
+        crate::blocking::expire(&mut self.dbs, &mut self.state, now);
+        crate::blocking::next_deadline(&self.state.blocking)
+    }
+
+    /// Ends client `id`'s wait without another client: a blocking command is
+    /// answered as its timeout would answer it, a CLIENT PAUSE holding it is
+    /// ended. For a lone client driven without a socket (tests, fuzzing).
+    pub fn end_block(&mut self, id: u64) {
+        let Some(mut client) = self.state.clients.remove(&id) else {
+            return;
+        };
+        let postponed = client.blocked.as_ref().is_some_and(|b| b.is_postponed());
+        if postponed {
+            self.state.clients.insert(id, client);
+            crate::blocking::unpause(&mut self.dbs, &mut self.state);
+            return;
+        }
+        crate::blocking::unblock(&mut self.dbs, &mut self.state.blocking, &mut client, false);
+        self.state.clients.insert(id, client);
+    }
+
+    /// Whether client `id`'s replies are off (CLIENT REPLY OFF, or SKIP for
+    /// its next command).
+    pub fn replies_suppressed(&self, id: u64) -> bool {
+        self.state.clients.get(&id).is_some_and(|c| c.reply_off || c.reply_skip)
+    }
+
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
     pub fn active_expire_step(&mut self) -> bool {
+        if !crate::blocking::expiry_allowed(&self.state) {
+            return false;
+        }
         let now = self.state.clock.now_ms();
         let mut budget = EXPIRE_STEP_KEYS;
         for db in &mut self.dbs {
@@ -201,6 +244,7 @@ impl Engine {
 
     pub fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(&id) {
+            crate::blocking::release(&mut self.dbs, &mut self.state.blocking, &mut client);
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
             self.state.pubsub.forget(&mut client);
         }
@@ -226,6 +270,7 @@ impl Engine {
     ) -> BatchEnd {
         let closed = BatchEnd {
             close: true,
+            blocked: false,
             view: None,
         };
         let Some(mut client) = self.state.clients.remove(&id) else {
@@ -249,11 +294,15 @@ impl Engine {
         // (its state may be half changed), and its disconnect releases its
         // watches and subscriptions as for any client; the server goes on.
         let batch = std::panic::AssertUnwindSafe(|| {
-            while out.len() - start < max_output && !client.close_after_reply {
+            while out.len() - start < max_output && !client.close_after_reply && client.blocked.is_none() {
                 let Some(args) = requests.pop_front() else {
                     break;
                 };
                 self.execute(&mut client, &args, now, out);
+                if client.blocked.as_ref().is_some_and(|b| b.is_postponed()) {
+                    // Held by CLIENT PAUSE: it runs again once the pause ends.
+                    requests.push_front(args);
+                }
             }
         });
         if let Err(panic) = std::panic::catch_unwind(batch) {
@@ -279,6 +328,7 @@ impl Engine {
                 close = true;
             }
         }
+        let blocked = client.blocked.is_some();
         let view = Some(ClientView {
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),
@@ -288,7 +338,7 @@ impl Engine {
         if self.state.shutdown_requested {
             self.server_shutdown.close();
         }
-        BatchEnd { close, view }
+        BatchEnd { close, blocked, view }
     }
 
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
@@ -299,11 +349,21 @@ impl Engine {
         if reply.is_error() {
             self.state.stats.total_error_replies += 1;
         }
+        if self.state.blocking.blocked() != 0 {
+            // Keys this command stored may serve blocked clients, now that
+            // it has finished (a MULTI/EXEC or a script as a whole).
+            crate::blocking::serve_ready(&mut self.dbs, &mut self.state, client, now);
+        }
         if self.state.shutdown_requested {
             // Redis closes the connection without replying to a successful SHUTDOWN.
             return;
         }
-        reply.encode(out, client.resp3);
+        // CLIENT REPLY OFF | SKIP: the reply is dropped; SKIP covers one command.
+        let silent = client.reply_off || client.reply_skip;
+        client.reply_skip = std::mem::take(&mut client.reply_skip_next);
+        if !silent {
+            reply.encode(out, client.resp3);
+        }
     }
 
     fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes], now: u64) -> Reply {
@@ -313,6 +373,7 @@ impl Engine {
             server: &mut self.state,
             now,
             scripting: Some(&mut self.scripting),
+            deny_blocking: false,
         };
         cmd::call(&mut ctx, args)
     }

@@ -106,6 +106,14 @@ pub const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
 pub const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range item";
 pub const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
 pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+/// Blocking commands' and WAIT's timeouts (`getTimeoutFromObjectOrReply`).
+pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+pub const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+/// The error a client blocked in a command gets from `CLIENT UNBLOCK id ERROR`.
+pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+pub const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+pub const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
 
 pub fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))

@@ -44,6 +44,7 @@
 //! - `cmd`: the command table and one module per command family.
 //! - `store`: databases, values, expiry, the clock.
 //! - `engine`: the keyspace and server state, and running a batch of commands.
+//! - `blocking`: clients blocked in BLPOP and friends: per-key queues, serving, timeouts.
 //! - `lua`: the Lua 5.1 VM for EVAL, its sandbox and conversions.
 //! - `server`: listeners, connections, shutdown; `clients`: per-connection state.
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
@@ -51,6 +52,7 @@
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 
+mod blocking;
 mod clients;
 mod cmd;
 mod config;

@@ -105,6 +105,12 @@ impl Bound {
         )));
         let (stop_tx, stop_rx) = watch::channel(false);
         let expiry = tokio::spawn(active_expiry(engine.clone(), stop_rx.clone()));
+        let timer = tokio::spawn(blocked_timeouts(
+            engine.clone(),
+            shared.clone(),
+            self.clock.clone(),
+            stop_rx.clone(),
+        ));
         let ids = Arc::new(AtomicU64::new(0));
         let mut accepts = JoinSet::new();
         for listener in self.listeners {
@@ -130,6 +136,7 @@ impl Bound {
         shared.script.kill.store(true, Ordering::Relaxed);
         while accepts.join_next().await.is_some() {}
         let _ = expiry.await;
+        let _ = timer.await;
         tracing::info!("coordis is now ready to exit, bye bye...");
     }
 }
@@ -148,6 +155,47 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
         // try_lock: a running script holds the engine; expiry waits for the next tick.
         while engine.try_lock().is_some_and(|mut e| e.active_expire_step()) {
             tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// Times blocked clients out: sleeps until the earliest deadline of a
+/// blocked client, has the engine answer those past it, and again. Woken
+/// early when a client blocks with an earlier deadline, or when a manual
+/// clock is moved. Without deadlines it sleeps until woken: idle blocked
+/// clients cost nothing.
+async fn blocked_timeouts(
+    engine: Arc<Mutex<Engine>>,
+    shared: Arc<Shared>,
+    clock: Arc<dyn Clock>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut moved = clock.moved();
+    loop {
+        let next = lock_engine(&engine, &shared.script).await.expire_blocked();
+        // The clock runs in milliseconds: a deadline is passed once the
+        // clock is past it, so wake one millisecond after it.
+        let wait = next.map(|at| Duration::from_millis(at.saturating_sub(clock.now_ms()) + 1));
+        let clock_moved = async {
+            match moved.as_mut() {
+                Some(rx) => {
+                    if rx.changed().await.is_err() {
+                        std::future::pending::<()>().await
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = stopped(&mut stop) => return,
+            _ = shared.block_timer.notified() => {}
+            _ = clock_moved => {}
+            _ = async {
+                match wait {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
         }
     }
 }
@@ -342,9 +390,9 @@ async fn serve_connection(
             let idle = shared.timeout_secs.load(Ordering::Relaxed);
             let read = tokio::select! {
                 biased;
-                wake = woken(signal, outbox) => match wake {
+                wake = woken(signal, outbox, false) => match wake {
                     Woken::Ended => return Ok(()),
-                    Woken::Messages => {
+                    Woken::Messages | Woken::Unblocked => {
                         write_messages(socket, outbox, signal).await?;
                         continue;
                     }
@@ -394,6 +442,9 @@ async fn serve_connection(
                 out = BytesMut::new();
             }
             out.clear();
+            if end.blocked && !wait_unblocked(socket, &mut buf, signal, outbox, shared).await? {
+                return Ok(());
+            }
         }
     }
 }
@@ -501,31 +552,92 @@ fn busy_batch(
             close = true;
         }
     }
-    (BatchEnd { close, view: None }, waiting && !close)
+    (
+        BatchEnd {
+            close,
+            blocked: false,
+            view: None,
+        },
+        waiting && !close,
+    )
 }
 
-/// Why a connection task waiting for its next request was woken other than
-/// by its socket.
+/// Why a connection task waiting for its next request (or for the reply
+/// to a blocking command) was woken other than by its socket.
 enum Woken {
     /// Its [`ConnSignal`] was closed or stopped: CLIENT KILL, an output
     /// limit, shutdown.
     Ended,
     /// Messages were published to it.
     Messages,
+    /// The client is no longer blocked (only while waiting for that).
+    Unblocked,
 }
 
-/// Resolves when the connection's signal is closed or stopped, or messages arrive.
-fn woken<'a>(signal: &'a ConnSignal, outbox: &'a Outbox) -> impl std::future::Future<Output = Woken> + 'a {
+/// Resolves when the connection's signal is closed or stopped, or messages
+/// arrive, or (`blocked`: the client waits in a blocking command) the
+/// client is unblocked.
+fn woken<'a>(
+    signal: &'a ConnSignal,
+    outbox: &'a Outbox,
+    blocked: bool,
+) -> impl std::future::Future<Output = Woken> + 'a {
     std::future::poll_fn(move |cx| {
         signal.register(cx);
         if signal.is_ended() {
             Poll::Ready(Woken::Ended)
         } else if outbox.has_messages() {
             Poll::Ready(Woken::Messages)
+        } else if blocked && !signal.is_blocked() {
+            Poll::Ready(Woken::Unblocked)
         } else {
             Poll::Pending
         }
     })
+}
+
+/// Waits while the client is blocked in a command ([`crate::blocking`]):
+/// writes what its outbox receives (its reply comes that way), keeps reading
+/// the socket to see the client leave (what it sends waits in `buf`), and
+/// returns true once the client is unblocked and its reply written; false
+/// when the connection is to end (the client left or was killed, shutdown,
+/// or its query buffer passed the limit).
+async fn wait_unblocked(
+    socket: &mut TcpStream,
+    buf: &mut BytesMut,
+    signal: &ConnSignal,
+    outbox: &Outbox,
+    shared: &Shared,
+) -> io::Result<bool> {
+    loop {
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(READ_BUFFER);
+        }
+        let wake = tokio::select! {
+            biased;
+            wake = woken(signal, outbox, true) => wake,
+            read = socket.read_buf(buf) => {
+                if read? == 0 {
+                    return Ok(false);
+                }
+                if buf.len() > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
+                    tracing::warn!("closing a blocked client that reached max query buffer length");
+                    return Ok(false);
+                }
+                continue;
+            }
+        };
+        match wake {
+            Woken::Ended => return Ok(false),
+            Woken::Messages => write_messages(socket, outbox, signal).await?,
+            Woken::Unblocked => {
+                if outbox.has_messages() {
+                    write_messages(socket, outbox, signal).await?;
+                }
+                return Ok(true);
+            }
+        }
+    }
 }
 
 /// Writes every message waiting in `outbox` with one write. A subscriber

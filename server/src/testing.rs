@@ -346,6 +346,8 @@ impl RawClient {
 pub struct LocalEngine {
     engine: crate::engine::Engine,
     requests: std::collections::VecDeque<Vec<bytes::Bytes>>,
+    /// The client's outbox: where the reply to a blocking command lands.
+    outbox: std::sync::Arc<crate::clients::Outbox>,
 }
 
 impl LocalEngine {
@@ -363,15 +365,25 @@ impl LocalEngine {
         let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
         let signal = Arc::new(crate::clients::ConnSignal::default());
         let outbox = crate::clients::Outbox::new(signal.clone());
-        engine.connect(crate::clients::ClientState::new(1, addr, addr, now, signal, outbox));
+        engine.connect(crate::clients::ClientState::new(
+            1,
+            addr,
+            addr,
+            now,
+            signal,
+            outbox.clone(),
+        ));
         LocalEngine {
             engine,
             requests: Default::default(),
+            outbox,
         }
     }
 
     /// Runs `requests` as one batch and returns the encoded replies, and
-    /// whether the connection would now be closed.
+    /// whether the connection would now be closed. With no other client to
+    /// serve it, a command that blocks is answered as its timeout would
+    /// answer it (and a CLIENT PAUSE that holds the client is ended).
     pub fn run(&mut self, requests: Vec<Vec<bytes::Bytes>>) -> (Vec<u8>, bool) {
         self.requests.extend(requests);
         let mut out = bytes::BytesMut::new();
@@ -384,8 +396,20 @@ impl LocalEngine {
                 self.requests.clear();
                 return (out.to_vec(), true);
             }
+            if batch.blocked {
+                self.engine.end_block(1);
+                for reply in self.outbox.take() {
+                    out.extend_from_slice(&reply);
+                }
+            }
         }
         (out.to_vec(), false)
+    }
+
+    /// Whether the client's replies are turned off (CLIENT REPLY OFF, or
+    /// SKIP for the next command).
+    pub fn replies_suppressed(&self) -> bool {
+        self.engine.replies_suppressed(1)
     }
 
     /// Runs one command and returns its reply.
@@ -468,7 +492,7 @@ pub mod fuzz {
     /// true do end` would only test the time limit, which the scripting
     /// tests cover), as is SHUTDOWN. Byte 0x02 at the start of a request
     /// moves the clock forward, to reach expiry paths. Every command must get
-    /// a reply.
+    /// a reply, except where CLIENT REPLY turns replies off.
     pub fn dispatch(data: &[u8]) {
         let clock = Arc::new(ManualClock::at_ms(1_700_000_000_000));
         // Keep single values small: SETRANGE at a 512 MB offset is legal, and
@@ -490,8 +514,12 @@ pub mod fuzz {
             if !rest.is_empty() {
                 args.extend(rest.split(|&b| b == 1).map(Bytes::copy_from_slice));
             }
+            let silent = engine.replies_suppressed() || args[0] == "client";
             let (reply, closed) = engine.run(vec![args]);
-            assert!(closed || !reply.is_empty(), "every command gets a reply");
+            assert!(
+                closed || !reply.is_empty() || silent || engine.replies_suppressed(),
+                "every command gets a reply"
+            );
             if closed {
                 break;
             }
@@ -544,14 +572,37 @@ pub mod conformance {
     }
 
     /// Runs one scenario against one server and returns every reply.
+    ///
+    /// Besides plain command lines, a scenario may drive more clients,
+    /// named by the line's first word (each opened on first use, with
+    /// `HELLO 3` in RESP3 runs):
+    /// - `@b CMD ...` runs a command on client `b` and records its reply;
+    /// - `@b> CMD ...` only sends it (a blocking command); nothing recorded;
+    /// - `@b<` records the next reply of `b` (waiting up to 5 s);
+    /// - `@b?` records what `b` received within 100 ms, or `<no reply>`
+    ///   (a client still blocked).
+    ///
+    /// An argument `$id:b` is replaced by client `b`'s CLIENT ID (the ids of
+    /// two servers differ).
     pub fn run(addr: SocketAddr, scenario: &Scenario, resp3: bool) -> Vec<Vec<u8>> {
         let mut admin = RawClient::connect(addr).unwrap();
         assert_eq!(admin.command(&["FLUSHALL"]).unwrap(), b"+OK\r\n");
-        let mut c = RawClient::connect(addr).unwrap();
-        if resp3 {
-            let hello = c.command(&["HELLO", "3"]).unwrap();
-            assert!(hello.starts_with(b"%7\r\n"), "{}", show(&hello));
-        }
+        let mut clients: Vec<(Vec<u8>, RawClient, Vec<u8>)> = vec![];
+        let open = |name: &[u8], clients: &mut Vec<(Vec<u8>, RawClient, Vec<u8>)>| -> usize {
+            if let Some(i) = clients.iter().position(|(n, _, _)| n == name) {
+                return i;
+            }
+            let mut c = RawClient::connect(addr).unwrap();
+            if resp3 {
+                let hello = c.command(&["HELLO", "3"]).unwrap();
+                assert!(hello.starts_with(b"%7\r\n"), "{}", show(&hello));
+            }
+            let id = c.command(&["CLIENT", "ID"]).unwrap();
+            let id = id[1..id.len() - 2].to_vec();
+            clients.push((name.to_vec(), c, id));
+            clients.len() - 1
+        };
+        open(b"", &mut clients);
         let mut replies = vec![];
         for args in &scenario.commands {
             if args[0] == b"!sleep" {
@@ -560,13 +611,69 @@ pub mod conformance {
                 replies.push(vec![]);
                 continue;
             }
+            let (who, mode, args) = match args[0].strip_prefix(b"@") {
+                None => (&b""[..], b' ', &args[..]),
+                Some(name) => match name.last() {
+                    Some(m @ (b'>' | b'<' | b'?')) => (&name[..name.len() - 1], *m, &args[1..]),
+                    _ => (name, b' ', &args[1..]),
+                },
+            };
+            let i = open(who, &mut clients);
+            let args: Vec<Vec<u8>> = args
+                .iter()
+                .map(|a| match a.strip_prefix(b"$id:") {
+                    Some(name) => {
+                        let j = open(name, &mut clients);
+                        clients[j].2.clone()
+                    }
+                    None => a.clone(),
+                })
+                .collect();
+            let id = String::from_utf8_lossy(&clients[i].2).into_owned();
+            let c = &mut clients[i].1;
             let raw: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-            replies.push(
-                c.command_bytes(&raw)
+            let reply = match mode {
+                b'>' => {
+                    c.send(&RawClient::encode(&raw)).unwrap();
+                    wait_until_blocked(&mut admin, &id);
+                    vec![]
+                }
+                b'<' | b'?' => {
+                    let wait = if mode == b'<' { 5000 } else { 100 };
+                    c.set_read_timeout(Some(Duration::from_millis(wait))).unwrap();
+                    let reply = c.read_reply().unwrap_or_else(|_| b"<no reply>".to_vec());
+                    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    reply
+                }
+                _ => c
+                    .command_bytes(&raw)
                     .unwrap_or_else(|e| format!("<io error: {e}>").into_bytes()),
-            );
+            };
+            replies.push(reply);
         }
         replies
+    }
+
+    /// Waits (up to 300 ms) until CLIENT LIST shows client `id` blocked
+    /// (`flags=` with `b`), so that a command sent without waiting has
+    /// reached the server before the scenario's next line runs.
+    fn wait_until_blocked(admin: &mut RawClient, id: &str) {
+        let prefix = format!("id={id} ");
+        for _ in 0..60 {
+            let list = admin.command(&["CLIENT", "LIST"]).unwrap_or_default();
+            let list = String::from_utf8_lossy(&list);
+            let blocked = list.lines().any(|line| {
+                let line = line.trim_start_matches(|c: char| !c.is_ascii_alphabetic());
+                line.starts_with(&prefix)
+                    && line
+                        .split(' ')
+                        .any(|f| f.strip_prefix("flags=").is_some_and(|f| f.contains('b')))
+            });
+            if blocked {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Runs `scenario` on both servers, records every differing reply (with the

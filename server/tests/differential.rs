@@ -4,7 +4,8 @@
 //!
 //! Scenarios live in `tests/scenarios/*.txt`. Without redis-server on PATH the
 //! test prints a loud skip line, unless `COORDIS_REQUIRE_REDIS=1` (CI), where
-//! that is a failure.
+//! that is a failure. `COORDIS_SCENARIOS=text` runs only the scenarios whose
+//! name contains `text`.
 
 use coordis::testing::conformance::{compare, load_dir, Scenario};
 use coordis::testing::RedisServer;
@@ -15,10 +16,13 @@ fn coordis_replies_match_redis_byte_for_byte() {
         return;
     };
     let coordis = coordis::Server::builder().start_blocking().unwrap();
-    let scenarios = load_dir(std::path::Path::new(concat!(
+    let mut scenarios = load_dir(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/scenarios"
     )));
+    if let Ok(only) = std::env::var("COORDIS_SCENARIOS") {
+        scenarios.retain(|s| s.name.contains(&only));
+    }
     let mut commands = 0;
     let mut mismatches = vec![];
     for scenario in &scenarios {

@@ -135,9 +135,7 @@ def test_python_redis_lock_auto_renewal(url):
     lock.release()
 
 
-def test_python_redis_lock_blocking_wait_is_woken_by_release(url, backend, request):
-    if backend == "coordis":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="BLPOP: issue #16"))
+def test_python_redis_lock_blocking_wait_is_woken_by_release(url):
     conn = redis.Redis.from_url(url)
     holder = redis_lock.Lock(conn, "woken", expire=10)
     assert holder.acquire()

@@ -1,16 +1,20 @@
 //! Lists: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE, LINDEX,
-//! LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE, RPOPLPUSH, LMPOP.
+//! LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE, RPOPLPUSH, LMPOP, and the
+//! blocking BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP.
 //!
 //! The value lives in [`crate::store::list`] (Redis's quicklist shape).
 //! Events are Redis's (`lpush`, `rpush`, `lpop`, `rpop`, `lset`, `linsert`,
-//! `lrem`, `ltrim`, then `del` when the last element goes). The blocking
-//! forms come with the blocking-commands family.
+//! `lrem`, `ltrim`, then `del` when the last element goes). A blocking
+//! command serves itself at once from the first of its keys holding a list;
+//! otherwise it waits ([`crate::blocking`]) and the same serve function
+//! runs when a key it waits on is stored.
 
 use bytes::Bytes;
 
 use super::args::{int, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
+use crate::blocking::{self, Serve};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
@@ -41,6 +45,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("lmove", 5, WRITE | DENYOOM, acl::LIST, (1, 2, 1), "Pop an element from a list, push it to another list and return it", lmove),
     spec!("rpoplpush", 3, WRITE | DENYOOM, acl::LIST, (1, 2, 1), "Remove the last element in a list, prepend it to another list and return it", rpoplpush),
     spec!("lmpop", -4, WRITE | MOVABLEKEYS, acl::LIST, (0, 0, 0), "Pop elements from a list", lmpop),
+    spec!("blpop", -3, WRITE | NOSCRIPT | BLOCKING, acl::LIST, (1, -2, 1), "Remove and get the first element in a list, or block until one is available", blpop),
+    spec!("brpop", -3, WRITE | NOSCRIPT | BLOCKING, acl::LIST, (1, -2, 1), "Remove and get the last element in a list, or block until one is available", brpop),
+    spec!("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, acl::LIST, (1, 2, 1), "Pop an element from a list, push it to another list and return it; or block until one is available", blmove),
+    spec!("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, acl::LIST, (1, 2, 1), "Pop an element from a list, push it to another list and return it; or block until one is available", brpoplpush),
+    spec!("blmpop", -5, WRITE | BLOCKING | MOVABLEKEYS, acl::LIST, (0, 0, 0), "Pop elements from a list, or block until one is available", blmpop),
 ];
 
 value_pickers!(List, List);
@@ -404,40 +413,118 @@ fn rpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     move_one(ctx, &args[1], &args[2], End::Tail, End::Head)
 }
 
+/// `numkeys key [key ...] LEFT|RIGHT [COUNT count]` from `args[first..]`
+/// (LMPOP, BLMPOP): the keys' range in `args`, the end and the count.
+fn parse_mpop(args: &[Bytes], first: usize) -> Result<(std::ops::Range<usize>, End, usize), Reply> {
+    let numkeys = match crate::store::num::parse_i64(&args[first]) {
+        Some(n) if n > 0 => n,
+        _ => return Err(err(errors::NUMKEYS_NOT_POSITIVE)),
+    };
+    if numkeys as u64 >= (args.len() - first - 1) as u64 {
+        return Err(err(errors::SYNTAX));
+    }
+    let keys = first + 1..first + 1 + numkeys as usize;
+    let end = parse_end(&args[keys.end]).ok_or_else(|| err(errors::SYNTAX))?;
+    let count = match &args[keys.end + 1..] {
+        [] => 1,
+        [word, n] if is(word, "count") => match crate::store::num::parse_i64(n) {
+            Some(n) if n > 0 => n as usize,
+            _ => return Err(err(errors::COUNT_NOT_POSITIVE)),
+        },
+        _ => return Err(err(errors::SYNTAX)),
+    };
+    Ok((keys, end, count))
+}
+
+/// `[key, [elements]]`: what LMPOP and BLMPOP answer for the list at `key`.
+fn mpop_from(ctx: &mut Ctx, key: &Bytes, end: End, count: usize) -> Reply {
+    let popped = pop_n(ctx, key, end, count);
+    Reply::Array(vec![
+        Reply::Bulk(key.clone()),
+        Reply::Array(popped.into_iter().map(|v| Reply::Bulk(v.into())).collect()),
+    ])
+}
+
 /// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: pops from the
 /// first non-empty list; `[key, [elements]]` or a null array.
 fn lmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let numkeys = match crate::store::num::parse_i64(&args[1]) {
-        Some(n) if n > 0 => n,
-        _ => return err(errors::NUMKEYS_NOT_POSITIVE),
-    };
-    let keys_end = 2usize.saturating_add(numkeys as usize);
-    if numkeys as u64 >= (args.len() - 2) as u64 {
-        return err(errors::SYNTAX);
-    }
-    let Some(end) = parse_end(&args[keys_end]) else {
-        return err(errors::SYNTAX);
-    };
-    let mut count = 1usize;
-    match &args[keys_end + 1..] {
-        [] => {}
-        [word, n] if is(word, "count") => {
-            let n = tri!(int(n));
-            if n <= 0 {
-                return err(errors::COUNT_NOT_POSITIVE);
-            }
-            count = n as usize;
-        }
-        _ => return err(errors::SYNTAX),
-    }
-    for key in &args[2..keys_end] {
-        if tri!(ctx.write_as(key, pick_mut)).is_some() {
-            let popped = pop_n(ctx, key, end, count);
-            return Reply::Array(vec![
-                Reply::Bulk(key.clone()),
-                Reply::Array(popped.into_iter().map(|v| Reply::Bulk(v.into())).collect()),
-            ]);
+    let (keys, end, count) = tri!(parse_mpop(args, 1));
+    for key in &args[keys] {
+        if tri!(list_ready(ctx, key)) {
+            return mpop_from(ctx, key, end, count);
         }
     }
     Reply::NilArray
+}
+
+/// Whether `key` holds a list a blocking pop can take from now (WRONGTYPE
+/// for another type).
+fn list_ready(ctx: &mut Ctx, key: &[u8]) -> Result<bool, Reply> {
+    Ok(ctx.write_as(key, pick_mut)?.is_some())
+}
+
+/// Whether `key` can serve a waiter now.
+fn holds_list(ctx: &mut Ctx, key: &[u8]) -> bool {
+    matches!(list_ready(ctx, key), Ok(true))
+}
+
+/// BLPOP / BRPOP key [key ...] timeout.
+fn bpop(ctx: &mut Ctx, args: &[Bytes], serve: Serve) -> Reply {
+    let deadline = tri!(blocking::deadline_secs(&args[args.len() - 1], ctx.now));
+    let keys = &args[1..args.len() - 1];
+    blocking::pop_or_block(ctx, args, keys, deadline, list_ready, serve, Reply::NilArray)
+}
+
+/// Pops one element for BLPOP / BRPOP: `[key, element]`.
+fn serve_pop(ctx: &mut Ctx, key: &Bytes, end: End) -> Option<Reply> {
+    if !holds_list(ctx, key) {
+        return None;
+    }
+    let value = pop_n(ctx, key, end, 1).pop()?;
+    Some(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(value.into())]))
+}
+
+fn blpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    bpop(ctx, args, |ctx, _, key| serve_pop(ctx, key, End::Head))
+}
+
+fn brpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    bpop(ctx, args, |ctx, _, key| serve_pop(ctx, key, End::Tail))
+}
+
+/// BLMOVE / BRPOPLPUSH: moves from the source at once if it holds a list,
+/// otherwise waits for it. Inside MULTI or a script the answer is a null
+/// bulk (LMOVE's nil), not the null array of a timeout.
+fn bmove(ctx: &mut Ctx, args: &[Bytes], timeout: &Bytes, serve: Serve) -> Reply {
+    let deadline = tri!(blocking::deadline_secs(timeout, ctx.now));
+    blocking::pop_or_block(ctx, args, &args[1..2], deadline, list_ready, serve, Reply::Nil)
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
+fn blmove(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if parse_end(&args[3]).is_none() || parse_end(&args[4]).is_none() {
+        return err(errors::SYNTAX);
+    }
+    bmove(ctx, args, &args[5], |ctx, args, src| {
+        let (from, to) = (parse_end(&args[3])?, parse_end(&args[4])?);
+        holds_list(ctx, src).then(|| move_one(ctx, src, &args[2], from, to))
+    })
+}
+
+/// BRPOPLPUSH source destination timeout.
+fn brpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    bmove(ctx, args, &args[3], |ctx, args, src| {
+        holds_list(ctx, src).then(|| move_one(ctx, src, &args[2], End::Tail, End::Head))
+    })
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
+fn blmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (keys, _, _) = tri!(parse_mpop(args, 2));
+    let deadline = tri!(blocking::deadline_secs(&args[1], ctx.now));
+    let serve: Serve = |ctx, args, key| {
+        let (_, end, count) = parse_mpop(args, 2).ok()?;
+        holds_list(ctx, key).then(|| mpop_from(ctx, key, end, count))
+    };
+    blocking::pop_or_block(ctx, args, &args[keys], deadline, list_ready, serve, Reply::NilArray)
 }

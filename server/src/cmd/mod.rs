@@ -113,6 +113,9 @@ pub struct Ctx<'a> {
     pub scripting: Option<&'a mut crate::lua::Scripting>,
     /// The command's time, unix ms: read once so a command sees one instant.
     pub now: u64,
+    /// Inside MULTI/EXEC or a script: blocking commands answer at once
+    /// (Redis's `CLIENT_DENY_BLOCKING`; see [`crate::blocking::block`]).
+    pub deny_blocking: bool,
 }
 
 impl Ctx<'_> {
@@ -286,6 +289,10 @@ pub mod flags {
     /// coordis's own: allowed on a RESP2 connection in pub/sub context
     /// (Redis: (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT, RESET).
     pub const SUBSCRIBED_OK: u32 = 1 << 25;
+    /// Redis's `may_replicate` (not shown by COMMAND INFO): a command that
+    /// may write though not flagged `write` (EVAL, EVALSHA); CLIENT PAUSE
+    /// WRITE holds it.
+    pub const MAY_REPLICATE: u32 = 1 << 26;
 
     /// The flags `COMMAND INFO` shows, in its order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -555,6 +562,9 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if let Some(reply) = gate(spec, client.authenticated, client.multi.is_some(), subscribed_resp2) {
         return refuse(ctx, Some(spec), reply);
     }
+    if !ctx.deny_blocking && ctx.server.blocking.holds(ctx.now, || may_write(spec, ctx.client)) {
+        return crate::blocking::postpone(ctx);
+    }
     let client = &mut *ctx.client;
     if let Some(queue) = client.multi.as_mut() {
         if !spec.has(flags::TX_CONTROL) {
@@ -569,6 +579,19 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx.flush_expired();
     }
     reply
+}
+
+/// Whether CLIENT PAUSE WRITE holds this command: it may write, or it is
+/// the EXEC of a transaction with a command that may.
+fn may_write(spec: &CommandSpec, client: &ClientState) -> bool {
+    let writes = |s: &CommandSpec| s.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
+    writes(spec)
+        || (spec.name == "exec"
+            && client
+                .multi
+                .iter()
+                .flatten()
+                .any(|args| resolve(args).is_ok_and(writes)))
 }
 
 /// The connection-state checks of `processCommand`, in its order and from

@@ -22,8 +22,8 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval),
-    spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha),
+    spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval),
+    spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha),
     spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro),
     spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro),
     spec!("script", -2, 0, 0, (0, 0, 0), "A container for Lua scripts management commands", super::container, SCRIPT),
@@ -73,6 +73,7 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], read_only: bool
                 server,
                 now,
                 scripting: None,
+                deny_blocking: true,
             };
             let (reply, wrote) = super::dispatch_from_script(&mut inner, cmd, read_only);
             if wrote {

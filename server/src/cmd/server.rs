@@ -8,6 +8,7 @@ use super::args::{db_index, int, is};
 use super::busy::{Answer, BusyCtx};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
+use crate::blocking;
 use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
 use crate::protocol::Reply;
@@ -37,6 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from all databases", flushall),
     command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
+    command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
     command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
         .while_busy(shutdown_while_busy),
 ];
@@ -50,6 +52,11 @@ static CLIENT: &[CommandSpec] = &[
     subcommand!("connection", "client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_list),
     subcommand!("connection", "client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_kill),
     subcommand!("connection", "client|help", 2, LOADING | STALE, acl::CONNECTION, client_help),
+    subcommand!("connection", "client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_unblock),
+    subcommand!("connection", "client|pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_pause),
+    subcommand!("connection", "client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_unpause),
+    subcommand!("connection", "client|reply", 3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_reply),
+    subcommand!("connection", "client|no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_no_evict),
 ];
 
 #[rustfmt::skip]
@@ -213,6 +220,9 @@ fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.client.resp3 = false;
     ctx.client.name = None;
     ctx.client.authenticated = ctx.server.config.requirepass.is_none();
+    ctx.client.reply_off = false;
+    ctx.client.reply_skip_next = false;
+    ctx.client.no_evict = false;
     Reply::status("RESET")
 }
 
@@ -367,6 +377,95 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int(killed)
 }
 
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a client blocked in a command gets
+/// its timeout reply, or the `-UNBLOCKED` error; 1 if it was blocked.
+fn client_unblock(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() > 4 {
+        return errors::sub_wrong_args(&args[1], "CLIENT");
+    }
+    let id = tri!(super::args::int(&args[2]));
+    let error = match args.get(3) {
+        None => false,
+        Some(a) if is(a, "timeout") => false,
+        Some(a) if is(a, "error") => true,
+        Some(_) => return err(errors::UNBLOCK_REASON),
+    };
+    let Some(mut target) = ctx.server.clients.remove(&(id as u64)) else {
+        return Reply::Int(0);
+    };
+    // A client postponed by CLIENT PAUSE is not blocked in a command.
+    let done = !target.blocked.as_ref().is_some_and(|b| b.is_postponed())
+        && blocking::unblock(ctx.dbs, &mut ctx.server.blocking, &mut target, error);
+    ctx.server.clients.insert(id as u64, target);
+    Reply::Int(done as i64)
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: holds other clients' commands (all,
+/// or those that may write) until the pause ends ([`blocking::pause`]).
+fn client_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let until = tri!(blocking::deadline_ms(&args[2], ctx.now));
+    let all = match &args[3..] {
+        [] => true,
+        [mode] if is(mode, "all") => true,
+        [mode] if is(mode, "write") => false,
+        [_] => return err(errors::PAUSE_MODE),
+        _ => return errors::sub_wrong_args(&args[1], "CLIENT"),
+    };
+    // A zero timeout pauses until now: the pause is over at once.
+    blocking::pause(ctx, until.max(ctx.now), all);
+    Reply::Ok
+}
+
+fn client_unpause(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    blocking::unpause(ctx.dbs, ctx.server);
+    Reply::Ok
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing themselves; SKIP
+/// drops the next command's reply too (the engine applies both).
+fn client_reply(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let client = &mut *ctx.client;
+    if is(&args[2], "on") {
+        client.reply_off = false;
+        client.reply_skip = false;
+        client.reply_skip_next = false;
+        Reply::Ok
+    } else if is(&args[2], "off") {
+        client.reply_off = true;
+        Reply::NOTHING
+    } else if is(&args[2], "skip") {
+        if !client.reply_off {
+            client.reply_skip_next = true;
+        }
+        Reply::NOTHING
+    } else {
+        err(errors::SYNTAX)
+    }
+}
+
+fn client_no_evict(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if is(&args[2], "on") {
+        ctx.client.no_evict = true;
+    } else if is(&args[2], "off") {
+        ctx.client.no_evict = false;
+    } else {
+        return err(errors::SYNTAX);
+    }
+    Reply::Ok
+}
+
+/// WAIT numreplicas timeout: coordis has no replicas, so the answer is
+/// always 0: at once for `WAIT 0 t` (and inside MULTI), after the timeout
+/// (or never, for 0) when replicas are asked for, as Redis without them.
+fn wait(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let wanted = tri!(super::args::int(&args[1]));
+    let deadline = tri!(blocking::deadline_ms(&args[2], ctx.now));
+    if wanted <= 0 {
+        return Reply::Int(0);
+    }
+    blocking::block(ctx, args, &[], deadline, None, Reply::Int(0), Reply::Int(0))
+}
+
 fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     help_reply(&[
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -382,8 +481,18 @@ fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Kill connections. Options are: ID, ADDR, LADDR, TYPE, USER, SKIPME, MAXAGE.",
         "LIST [options ...]",
         "    Return information about client connections.",
+        "UNPAUSE",
+        "    Stop the current client pause, resuming traffic.",
+        "PAUSE <timeout> [WRITE|ALL]",
+        "    Suspend all, or just write, clients for <timeout> milliseconds.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
         "SETNAME <name>",
         "    Assign the name <name> to the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
+        "NO-EVICT (ON|OFF)",
+        "    Protect current client connection from eviction.",
         "HELP",
         "    Print this help.",
     ])
@@ -638,6 +747,9 @@ fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         let (lo, hi) = (a.min(b), a.max(b));
         let (left, right) = ctx.dbs.split_at_mut(hi);
         left[lo].swap(&mut right[0]);
+        // New content under keys clients wait on may serve them.
+        left[lo].signal_all_waited();
+        right[0].signal_all_waited();
     }
     Reply::Ok
 }
@@ -671,7 +783,7 @@ fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     ctx.shutdown.close();
     ctx.close = true;
     // No reply: Redis closes the connection on a successful SHUTDOWN.
-    Answer::Reply(Reply::Many(vec![]))
+    Answer::Reply(Reply::NOTHING)
 }
 
 /// The text of INFO for the requested sections (none, `default`, `all` or
@@ -706,9 +818,11 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     if want("clients") {
         parts.push(format!(
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
             s.clients.len() + 1,
-            s.config.maxclients
+            s.config.maxclients,
+            s.blocking.blocked(),
+            s.blocking.with_timeout()
         ));
     }
     if want("memory") {

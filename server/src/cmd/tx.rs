@@ -80,10 +80,12 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         return Reply::NilArray;
     }
     let mut replies = Vec::with_capacity(queued.len());
+    let deny_blocking = std::mem::replace(&mut ctx.deny_blocking, true);
     for args in &queued {
         replies.push(super::call(ctx, args));
         ctx.server.stats.total_commands_processed += 1;
     }
+    ctx.deny_blocking = deny_blocking;
     ctx.client.last_cmd = "exec".into();
     Reply::Array(replies)
 }

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use super::args::{int, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
+use crate::blocking::{self, Serve};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
@@ -51,6 +52,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("zintercard", -3, READONLY | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Intersect multiple sorted sets and return the cardinality of the result", zintercard),
     spec!("zscan", -3, READONLY, acl::SORTEDSET, (1, 1, 1), "Incrementally iterate sorted sets elements and associated scores", zscan),
     spec!("zmpop", -4, WRITE | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Remove and return members with scores in a sorted set", zmpop),
+    spec!("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, acl::SORTEDSET, (1, -2, 1), "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", bzpopmin),
+    spec!("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, acl::SORTEDSET, (1, -2, 1), "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", bzpopmax),
+    spec!("bzmpop", -5, WRITE | BLOCKING | MOVABLEKEYS, acl::SORTEDSET, (0, 0, 0), "Remove and return members with scores in a sorted set or block until one is available", bzmpop),
 ];
 
 /// Looks up a sorted set a command reads: `Ok(None)` when the key is absent,
@@ -667,47 +671,109 @@ fn pop_ends(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, 
     popped
 }
 
-/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first
-/// non-empty sorted set; `[key, [[member, score], ...]]` or a null array.
-fn zmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let numkeys = match num::parse_i64(&args[1]) {
+/// `numkeys key [key ...] MIN|MAX [COUNT count]` from `args[first..]`
+/// (ZMPOP, BZMPOP): the keys' range in `args`, MAX or not, and the count.
+fn parse_mpop(args: &[Bytes], first: usize) -> Result<(std::ops::Range<usize>, bool, usize), Reply> {
+    let numkeys = match num::parse_i64(&args[first]) {
         Some(n) if n > 0 => n as usize,
-        _ => return err(errors::NUMKEYS_NOT_POSITIVE),
+        _ => return Err(err(errors::NUMKEYS_NOT_POSITIVE)),
     };
-    if numkeys >= args.len() - 2 {
-        return err(errors::SYNTAX);
+    if numkeys >= args.len() - first - 1 {
+        return Err(err(errors::SYNTAX));
     }
-    let keys_end = 2 + numkeys;
-    let max = if is(&args[keys_end], "max") {
+    let keys = first + 1..first + 1 + numkeys;
+    let max = if is(&args[keys.end], "max") {
         true
-    } else if is(&args[keys_end], "min") {
+    } else if is(&args[keys.end], "min") {
         false
     } else {
-        return err(errors::SYNTAX);
+        return Err(err(errors::SYNTAX));
     };
-    let count = match &args[keys_end + 1..] {
+    let count = match &args[keys.end + 1..] {
         [] => 1,
         [word, n] if is(word, "count") => match num::parse_i64(n) {
             Some(n) if n > 0 => n as usize,
-            _ => return err(errors::COUNT_NOT_POSITIVE),
+            _ => return Err(err(errors::COUNT_NOT_POSITIVE)),
         },
-        _ => return err(errors::SYNTAX),
+        _ => return Err(err(errors::SYNTAX)),
     };
-    for key in &args[2..keys_end] {
-        if tri!(write(ctx, key)).is_some_and(|z| !z.is_empty()) {
-            let popped = pop_ends(ctx, key, max, count);
-            return Reply::Array(vec![
-                Reply::Bulk(key.clone()),
-                Reply::Array(
-                    popped
-                        .into_iter()
-                        .map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)]))
-                        .collect(),
-                ),
-            ]);
+    Ok((keys, max, count))
+}
+
+/// `[key, [[member, score], ...]]`: what ZMPOP and BZMPOP answer for the
+/// sorted set at `key`.
+fn mpop_from(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Reply {
+    let popped = pop_ends(ctx, key, max, count);
+    Reply::Array(vec![
+        Reply::Bulk(key.clone()),
+        Reply::Array(
+            popped
+                .into_iter()
+                .map(|(m, s)| Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)]))
+                .collect(),
+        ),
+    ])
+}
+
+/// Whether `key` holds a sorted set a blocking pop can take from now
+/// (WRONGTYPE for another type).
+fn zset_ready(ctx: &mut Ctx, key: &[u8]) -> Result<bool, Reply> {
+    Ok(write(ctx, key)?.is_some_and(|z| !z.is_empty()))
+}
+
+/// Whether `key` can serve a waiter now.
+fn holds_zset(ctx: &mut Ctx, key: &[u8]) -> bool {
+    matches!(zset_ready(ctx, key), Ok(true))
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first
+/// non-empty sorted set; `[key, [[member, score], ...]]` or a null array.
+fn zmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (keys, max, count) = tri!(parse_mpop(args, 1));
+    for key in &args[keys] {
+        if tri!(zset_ready(ctx, key)) {
+            return mpop_from(ctx, key, max, count);
         }
     }
     Reply::NilArray
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
+fn bzmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (keys, _, _) = tri!(parse_mpop(args, 2));
+    let deadline = tri!(blocking::deadline_secs(&args[1], ctx.now));
+    let serve: Serve = |ctx, args, key| {
+        let (_, max, count) = parse_mpop(args, 2).ok()?;
+        holds_zset(ctx, key).then(|| mpop_from(ctx, key, max, count))
+    };
+    blocking::pop_or_block(ctx, args, &args[keys], deadline, zset_ready, serve, Reply::NilArray)
+}
+
+/// BZPOPMIN / BZPOPMAX key [key ...] timeout: `[key, member, score]`.
+fn bzpop(ctx: &mut Ctx, args: &[Bytes], serve: Serve) -> Reply {
+    let deadline = tri!(blocking::deadline_secs(&args[args.len() - 1], ctx.now));
+    let keys = &args[1..args.len() - 1];
+    blocking::pop_or_block(ctx, args, keys, deadline, zset_ready, serve, Reply::NilArray)
+}
+
+fn serve_bzpop(ctx: &mut Ctx, key: &Bytes, max: bool) -> Option<Reply> {
+    if !holds_zset(ctx, key) {
+        return None;
+    }
+    let (member, score) = pop_ends(ctx, key, max, 1).pop()?;
+    Some(Reply::Array(vec![
+        Reply::Bulk(key.clone()),
+        Reply::Bulk(member),
+        Reply::Double(score),
+    ]))
+}
+
+fn bzpopmin(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    bzpop(ctx, args, |ctx, _, key| serve_bzpop(ctx, key, false))
+}
+
+fn bzpopmax(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    bzpop(ctx, args, |ctx, _, key| serve_bzpop(ctx, key, true))
 }
 
 fn zpopmin(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

@@ -13,6 +13,13 @@ pub trait Clock: Send + Sync + Debug + 'static {
     fn now_ms(&self) -> u64 {
         self.now_us() / 1000
     }
+
+    /// For a clock that jumps (a manual one): a receiver that sees every
+    /// move, so that whatever sleeps until a time on this clock (blocked
+    /// clients' timeouts) looks again. `None` for a clock that only runs.
+    fn moved(&self) -> Option<tokio::sync::watch::Receiver<()>> {
+        None
+    }
 }
 
 /// The system's wall clock.
@@ -30,9 +37,17 @@ impl Clock for SystemClock {
 
 /// A clock that moves only when told to: for tests of expiry and TTLs that
 /// must not depend on the machine's speed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ManualClock {
     us: std::sync::atomic::AtomicU64,
+    /// Tells the servers using this clock that it moved.
+    moves: tokio::sync::watch::Sender<()>,
+}
+
+impl Default for ManualClock {
+    fn default() -> ManualClock {
+        ManualClock::at_ms(0)
+    }
 }
 
 impl ManualClock {
@@ -40,17 +55,25 @@ impl ManualClock {
     pub fn at_ms(unix_ms: u64) -> ManualClock {
         ManualClock {
             us: std::sync::atomic::AtomicU64::new(unix_ms * 1000),
+            moves: tokio::sync::watch::Sender::new(()),
         }
     }
 
-    /// Moves the clock forward by `ms` milliseconds.
+    /// Moves the clock forward by `ms` milliseconds. Blocked clients whose
+    /// timeout it passes are answered shortly after (by the server's timer
+    /// task, not before this returns).
     pub fn advance_ms(&self, ms: u64) {
         self.us.fetch_add(ms * 1000, std::sync::atomic::Ordering::SeqCst);
+        self.moves.send_replace(());
     }
 }
 
 impl Clock for ManualClock {
     fn now_us(&self) -> u64 {
         self.us.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn moved(&self) -> Option<tokio::sync::watch::Receiver<()>> {
+        Some(self.moves.subscribe())
     }
 }

@@ -1,7 +1,7 @@
 //! One database: a hash table of [`Item`]s (key, value and deadline in one
 //! allocation each) plus a deadline index for active expiry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 
 use bytes::Bytes;
@@ -100,6 +100,18 @@ pub struct Db {
     pub log_new: bool,
     /// Keys created since the last [`Db::take_new`].
     new_log: Vec<Bytes>,
+    /// Clients blocked on each key (BLPOP ...), first come first served:
+    /// Redis's `db->blocking_keys`. Kept by [`crate::blocking`].
+    waiters: HashMap<Bytes, VecDeque<u64>, RandomState>,
+    /// Keys with waiters that were stored since the blocking layer last
+    /// looked, in order, each once (Redis's `ready_keys`): the only keys that
+    /// can serve a waiter, since a client blocks only on a key that is
+    /// absent or empty.
+    ready: Vec<Bytes>,
+    ready_set: HashSet<Bytes, RandomState>,
+    /// CLIENT PAUSE is in force: a key past its deadline reads as absent but
+    /// stays, as in Redis 7 (expiry would be a write).
+    pub keep_expired: bool,
 }
 
 /// A watched key's modification count and how many clients watch it.
@@ -139,6 +151,66 @@ fn bump_watched_present(
 }
 
 impl Db {
+    /// Queues `key` for the blocking layer when clients wait on it (Redis's
+    /// `signalKeyAsReady`). Free when nobody is blocked in this database.
+    #[inline]
+    fn signal_ready(&mut self, key: &[u8]) {
+        if !self.waiters.is_empty() && self.waiters.contains_key(key) && !self.ready_set.contains(key) {
+            let key = Bytes::copy_from_slice(key);
+            self.ready_set.insert(key.clone());
+            self.ready.push(key);
+        }
+    }
+
+    /// Adds `client` at the back of `key`'s queue of waiters.
+    pub fn add_waiter(&mut self, key: &Bytes, client: u64) {
+        self.waiters.entry(owned(key)).or_default().push_back(client);
+    }
+
+    /// Removes `client` from `key`'s queue of waiters.
+    pub fn remove_waiter(&mut self, key: &[u8], client: u64) {
+        if let Some(queue) = self.waiters.get_mut(key) {
+            queue.retain(|&c| c != client);
+            if queue.is_empty() {
+                self.waiters.remove(key);
+            }
+        }
+    }
+
+    /// The clients waiting on `key`, longest waiting first.
+    pub fn waiters(&self, key: &[u8]) -> Vec<u64> {
+        self.waiters
+            .get(key)
+            .map_or_else(Vec::new, |q| q.iter().copied().collect())
+    }
+
+    /// Keys that clients wait on (INFO, tests).
+    pub fn waited_keys(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// The keys signalled ready since the last call, in signal order.
+    pub fn take_ready(&mut self) -> Vec<Bytes> {
+        self.ready_set.clear();
+        std::mem::take(&mut self.ready)
+    }
+
+    /// Whether a key was signalled ready since the last [`Db::take_ready`].
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Signals every waited key that exists (SWAPDB brought in new content:
+    /// Redis's `scanDatabaseForReadyKeys`).
+    pub fn signal_all_waited(&mut self) {
+        let keys: Vec<Bytes> = self.waiters.keys().cloned().collect();
+        for key in keys {
+            if self.get(&key).is_some() {
+                self.signal_ready(&key);
+            }
+        }
+    }
+
     /// Records that `key` changed (Redis's `signalModifiedKey`). Free when
     /// nobody watches anything in this database.
     pub fn touch(&mut self, key: &[u8]) {
@@ -216,6 +288,9 @@ impl Db {
         if !is_expired(item.expire_at(), now) {
             return Some(hash);
         }
+        if self.keep_expired {
+            return None;
+        }
         if let Ok(found) = self.map.find_entry(hash, |item| item.key() == key) {
             let item = found.remove().0;
             self.record_expired(&item);
@@ -285,6 +360,7 @@ impl Db {
     /// replacing any previous value and deadline.
     pub fn insert(&mut self, key: &[u8], value: Value, expire_at: u64) {
         self.touch(key);
+        self.signal_ready(key);
         let hash = self.hash(key);
         let item = Item::new(key, value, expire_at);
         let hasher = &self.hasher;

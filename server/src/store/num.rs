@@ -20,6 +20,7 @@ extern "C" {
     fn coordis_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
     fn coordis_fmt_g17(d: f64, out: *mut c_char, outcap: usize) -> c_int;
     fn coordis_strtod_range(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
+    fn coordis_timeout_ms(s: *const c_char, slen: usize, ms: *mut i64) -> c_int;
 }
 
 /// Parses a signed 64-bit integer exactly as Redis's `string2ll` does.
@@ -127,6 +128,18 @@ pub fn strtod_whole(s: &[u8]) -> Option<f64> {
         )
     };
     (consumed == s.len() && !range_error && !v.is_nan()).then_some(v)
+}
+
+/// A blocking command's timeout in seconds, as Redis reads it
+/// (`getTimeoutFromObjectOrReply`): a `long double`, times 1000, rounded up
+/// to whole milliseconds. `None` when it is not a float; a negative result
+/// (`-1`, but also `inf` and values past `long long`) is Redis's "timeout is
+/// negative".
+pub fn timeout_ms(s: &[u8]) -> Option<i64> {
+    let mut ms = 0i64;
+    // SAFETY: the C side reads exactly `s.len()` bytes and writes one i64.
+    let ok = unsafe { coordis_timeout_ms(s.as_ptr() as *const c_char, s.len(), &mut ms) };
+    (ok == 1).then_some(ms)
 }
 
 /// `printf("%.17g", d)`.

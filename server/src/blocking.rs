@@ -1,0 +1,408 @@
+//! Blocked clients (BLPOP, BLMOVE, BZPOPMIN, WAIT, ...): who waits on which
+//! key, serving them when a key becomes ready, and their timeouts.
+//!
+//! The shape is Redis's (`blocked.c`). Each database keeps, per key, the
+//! clients blocked on it in arrival order, and the keys with waiters that
+//! were stored since the blocking layer last looked (see [`Db`]'s waiters
+//! and ready list). A client blocks only on keys that are absent or empty,
+//! so a key can serve a waiter only after something stores it.
+//!
+//! - A command that must wait calls [`block`]: its client records a
+//!   [`Blocked`] and the command answers [`Reply::NOTHING`]. The engine stops
+//!   the client's batch there; its connection waits for the reply.
+//! - After every command a connection runs (a whole MULTI/EXEC or script
+//!   counts as one, so `MULTI; LPUSH k x; DEL k; EXEC` wakes nobody),
+//!   [`serve_ready`] walks the ready keys in order and offers each key to
+//!   its waiters, longest waiting first. The family's [`Serve`] function pops
+//!   for a waiter, or declines (the key is absent, empty or of another type)
+//!   and the waiter keeps waiting. Serving may make another key ready
+//!   (BLMOVE pushes to its destination): the walk goes on until no key is.
+//! - A served, timed-out or unblocked client gets its reply through its
+//!   outbox ([`crate::clients::Outbox`]); its connection writes it and goes
+//!   on with whatever it had pipelined behind the blocking command.
+//! - Timeouts are deadlines on the server's clock, in one ordered index. The
+//!   server's timer task sleeps until the earliest ([`next_deadline`]); the
+//!   engine then answers every waiter past its deadline ([`expire`]).
+//!   Nothing polls: a blocked client costs no CPU until its key or its
+//!   deadline comes.
+//!
+//! Inside MULTI/EXEC and scripts (Redis's `CLIENT_DENY_BLOCKING`) a
+//! blocking command does not block: it answers what it would answer on a
+//! timeout right away (a null), which [`block`] returns.
+
+use std::collections::BTreeSet;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::clients::ClientState;
+use crate::cmd::Ctx;
+use crate::engine::ServerState;
+use crate::errors;
+use crate::protocol::Reply;
+use crate::store::{num, Db};
+
+/// What a blocking command does for a waiter once one of its keys is ready:
+/// the command's arguments and the ready key in, the reply out, or `None`
+/// when the key cannot serve it (absent, empty or of another type) and the
+/// client keeps waiting. The family's non-blocking code does the work, so
+/// events, WATCH and chained readiness are the same as for a direct call.
+pub type Serve = fn(&mut Ctx, &[Bytes], &Bytes) -> Option<Reply>;
+
+/// A blocked client's command, kept in its [`ClientState`].
+#[derive(Debug)]
+pub struct Blocked {
+    /// The database its keys are in (the client's selected one).
+    db: usize,
+    /// The keys it waits on, each once.
+    keys: Vec<Bytes>,
+    /// The command, copied out of the connection's read buffer.
+    args: Vec<Bytes>,
+    /// Unix ms on the server clock after which it times out; 0: never.
+    deadline: u64,
+    /// `None`: nothing serves it but its timeout or CLIENT UNBLOCK (WAIT).
+    serve: Option<Serve>,
+    /// Its reply on timeout, and for `CLIENT UNBLOCK id TIMEOUT`.
+    timeout_reply: Reply,
+    /// Held by CLIENT PAUSE rather than blocked by its command: the command
+    /// has not run, and runs once the pause ends.
+    postponed: bool,
+}
+
+impl Blocked {
+    /// Held by CLIENT PAUSE (its command runs once the pause ends).
+    pub fn is_postponed(&self) -> bool {
+        self.postponed
+    }
+}
+
+/// A CLIENT PAUSE in force.
+#[derive(Debug, Clone, Copy)]
+struct Pause {
+    /// Unix ms on the server clock; the pause ends once the clock passes it.
+    until: u64,
+    /// ALL rather than WRITE.
+    all: bool,
+}
+
+/// Server-wide blocked-client bookkeeping (the per-key queues are in [`Db`]).
+#[derive(Debug, Default)]
+pub struct Blocking {
+    /// (deadline, client id) of every blocked client that has a timeout:
+    /// Redis's `clients_timeout_table`.
+    timeouts: BTreeSet<(u64, u64)>,
+    /// Clients blocked now (INFO `blocked_clients`), postponed ones included.
+    count: usize,
+    /// The CLIENT PAUSE in force, if any.
+    pause: Option<Pause>,
+    /// Clients whose command waits for the pause to end, in arrival order.
+    postponed: Vec<u64>,
+}
+
+impl Blocking {
+    /// Clients blocked now.
+    pub fn blocked(&self) -> usize {
+        self.count
+    }
+
+    /// Blocked clients that have a timeout (INFO `clients_in_timeout_table`).
+    pub fn with_timeout(&self) -> usize {
+        self.timeouts.len()
+    }
+
+    /// Whether a CLIENT PAUSE holds a command (Redis's `processCommand`:
+    /// everything under ALL; under WRITE, what `writes` says may write).
+    /// False once the pause's time is over, even before the timer task has
+    /// ended it. `writes` runs only while a WRITE pause is in force.
+    pub fn holds(&self, now: u64, writes: impl FnOnce() -> bool) -> bool {
+        self.pause.is_some_and(|p| now <= p.until && (p.all || writes()))
+    }
+}
+
+/// A timeout in seconds (a float, `0.1`; 0 waits forever) as an absolute
+/// deadline at `now`, with Redis's errors. 0 means no deadline.
+pub fn deadline_secs(arg: &[u8], now: u64) -> Result<u64, Reply> {
+    let ms = num::timeout_ms(arg).ok_or_else(|| errors::err(errors::TIMEOUT_NOT_FLOAT))?;
+    deadline_after(ms, now)
+}
+
+/// A timeout in whole milliseconds (WAIT, CLIENT PAUSE) as an absolute
+/// deadline at `now`; 0 means no deadline.
+pub fn deadline_ms(arg: &[u8], now: u64) -> Result<u64, Reply> {
+    let ms = num::parse_i64(arg).ok_or_else(|| errors::err(errors::TIMEOUT_NOT_INTEGER))?;
+    deadline_after(ms, now)
+}
+
+fn deadline_after(ms: i64, now: u64) -> Result<u64, Reply> {
+    match ms {
+        ..=-1 => Err(errors::err(errors::TIMEOUT_NEGATIVE)),
+        0 => Ok(0),
+        // Redis adds without a check; a sum past the clock's range never comes.
+        _ => Ok(now.saturating_add(ms as u64)),
+    }
+}
+
+/// Blocks the calling client on `keys` (none for WAIT) until `serve` serves
+/// it from one of them, `deadline` passes (0: never) or it is unblocked; it
+/// then gets `timeout_reply`. Inside MULTI/EXEC or a script nothing blocks:
+/// the answer is `denied` at once.
+pub fn block(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    keys: &[Bytes],
+    deadline: u64,
+    serve: Option<Serve>,
+    timeout_reply: Reply,
+    denied: Reply,
+) -> Reply {
+    if ctx.deny_blocking {
+        return denied;
+    }
+    let id = ctx.client.id;
+    let db = ctx.client.db;
+    let mut unique: Vec<Bytes> = Vec::with_capacity(keys.len());
+    for key in keys {
+        if !unique.contains(key) {
+            ctx.dbs[db].add_waiter(key, id);
+            unique.push(Bytes::copy_from_slice(key));
+        }
+    }
+    let blocking = &mut ctx.server.blocking;
+    if deadline != 0 {
+        let earliest = blocking.timeouts.first().is_none_or(|&(first, _)| deadline < first);
+        blocking.timeouts.insert((deadline, id));
+        if earliest {
+            ctx.server.shared.block_timer.notify_one();
+        }
+    }
+    blocking.count += 1;
+    ctx.client.blocked = Some(Box::new(Blocked {
+        db,
+        keys: unique,
+        args: args.iter().map(|a| Bytes::copy_from_slice(a)).collect(),
+        deadline,
+        serve,
+        timeout_reply,
+        postponed: false,
+    }));
+    ctx.client.signal.set_blocked(true);
+    Reply::NOTHING
+}
+
+/// Holds the calling client's command until the CLIENT PAUSE ends (Redis's
+/// `blockPostponeClient`): the engine puts the request back in front of the
+/// client's queue, and it runs once [`unpause`] releases the client.
+pub fn postpone(ctx: &mut Ctx) -> Reply {
+    let blocking = &mut ctx.server.blocking;
+    blocking.count += 1;
+    blocking.postponed.push(ctx.client.id);
+    ctx.client.blocked = Some(Box::new(Blocked {
+        db: ctx.client.db,
+        keys: Vec::new(),
+        args: Vec::new(),
+        deadline: 0,
+        serve: None,
+        timeout_reply: Reply::NOTHING,
+        postponed: true,
+    }));
+    ctx.client.signal.set_blocked(true);
+    Reply::NOTHING
+}
+
+/// CLIENT PAUSE: pauses other clients until `until` (a later end or ALL
+/// over WRITE extends a pause in force, as Redis's `pauseClients`). While
+/// paused, expiry deletes nothing (expired keys read as absent), as in
+/// Redis 7.
+pub fn pause(ctx: &mut Ctx, until: u64, all: bool) {
+    let pause = match ctx.server.blocking.pause {
+        Some(p) => Pause {
+            until: p.until.max(until),
+            all: p.all || all,
+        },
+        None => Pause { until, all },
+    };
+    ctx.server.blocking.pause = Some(pause);
+    for db in ctx.dbs.iter_mut() {
+        db.keep_expired = true;
+    }
+    ctx.server.shared.block_timer.notify_one();
+}
+
+/// Ends the CLIENT PAUSE (CLIENT UNPAUSE, or its time is over): postponed
+/// clients go on, in the order they were held.
+pub fn unpause(dbs: &mut [Db], server: &mut ServerState) {
+    server.blocking.pause = None;
+    for db in dbs.iter_mut() {
+        db.keep_expired = false;
+    }
+    for id in std::mem::take(&mut server.blocking.postponed) {
+        if let Some(client) = server.clients.get_mut(&id) {
+            release(dbs, &mut server.blocking, client);
+            client.signal.set_blocked(false);
+        }
+    }
+}
+
+/// Whether expiry may delete keys (not while a CLIENT PAUSE is in force).
+pub fn expiry_allowed(server: &ServerState) -> bool {
+    server.blocking.pause.is_none()
+}
+
+/// The shape of every blocking pop (BLPOP, BLMOVE, BZPOPMIN, ...), as
+/// Redis looks before it blocks: the first of `keys` that `ready` says can
+/// serve now is served at once (`ready`'s error, WRONGTYPE, stops the look
+/// at that key); otherwise the client blocks on all of them, to get a null
+/// array on timeout, or `denied` at once inside MULTI or a script.
+pub fn pop_or_block(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    keys: &[Bytes],
+    deadline: u64,
+    ready: fn(&mut Ctx, &[u8]) -> Result<bool, Reply>,
+    serve: Serve,
+    denied: Reply,
+) -> Reply {
+    for key in keys {
+        match ready(ctx, key) {
+            Err(wrongtype) => return wrongtype,
+            Ok(true) => return serve(ctx, args, key).unwrap_or(denied),
+            Ok(false) => {}
+        }
+    }
+    block(ctx, args, keys, deadline, Some(serve), Reply::NilArray, denied)
+}
+
+/// Takes `client` out of every queue it waits in, without a reply (its
+/// connection is gone).
+pub fn release(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState) {
+    let Some(blocked) = client.blocked.take() else {
+        return;
+    };
+    for key in &blocked.keys {
+        dbs[blocked.db].remove_waiter(key, client.id);
+    }
+    if blocked.deadline != 0 {
+        blocking.timeouts.remove(&(blocked.deadline, client.id));
+    }
+    if blocked.postponed {
+        blocking.postponed.retain(|&id| id != client.id);
+    }
+    blocking.count -= 1;
+}
+
+/// Unblocks `client` with `reply`: released from its queues, the reply
+/// handed to its connection, which then goes on.
+pub fn answer(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState, reply: Reply) {
+    release(dbs, blocking, client);
+    if !client.reply_off && reply != Reply::NOTHING {
+        let mut out = BytesMut::new();
+        reply.encode(&mut out, client.resp3);
+        client.outbox.push_reply(out.freeze());
+    }
+    client.signal.set_blocked(false);
+}
+
+/// Unblocks `client` as its timeout would (`CLIENT UNBLOCK id TIMEOUT`) or
+/// with the `-UNBLOCKED` error. False when it is not blocked.
+pub fn unblock(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState, error: bool) -> bool {
+    let Some(blocked) = client.blocked.as_ref() else {
+        return false;
+    };
+    let reply = if error {
+        errors::err(errors::UNBLOCKED)
+    } else {
+        blocked.timeout_reply.clone()
+    };
+    answer(dbs, blocking, client, reply);
+    true
+}
+
+/// The earliest deadline of a blocked client or of the pause.
+pub fn next_deadline(blocking: &Blocking) -> Option<u64> {
+    let first = blocking.timeouts.first().map(|&(deadline, _)| deadline);
+    match (first, blocking.pause) {
+        (Some(a), Some(p)) => Some(a.min(p.until)),
+        (a, p) => a.or(p.map(|p| p.until)),
+    }
+}
+
+/// Ends a pause whose time is over, and answers every blocked client whose
+/// deadline is before `now` with its timeout reply, earliest first.
+pub fn expire(dbs: &mut [Db], server: &mut ServerState, now: u64) {
+    if server.blocking.pause.is_some_and(|p| p.until < now) {
+        unpause(dbs, server);
+    }
+    while let Some(&(deadline, id)) = server.blocking.timeouts.first() {
+        if deadline >= now {
+            break;
+        }
+        let Some(mut client) = server.clients.remove(&id) else {
+            // Not registered (cannot happen: release removes the entry).
+            server.blocking.timeouts.remove(&(deadline, id));
+            continue;
+        };
+        let reply = client.blocked.as_ref().map(|b| b.timeout_reply.clone());
+        if let Some(reply) = reply {
+            answer(dbs, &mut server.blocking, &mut client, reply);
+        }
+        server.clients.insert(id, client);
+    }
+}
+
+/// Serves the clients blocked on keys that became ready, in Redis's order
+/// (`handleClientsBlockedOnKeys`): ready keys in the order they were
+/// signalled, each key's waiters first come first served, and again while
+/// serving makes more keys ready. `current` is the client whose command
+/// just ran (out of the registry while it runs).
+pub fn serve_ready(dbs: &mut [Db], server: &mut ServerState, current: &mut ClientState, now: u64) {
+    loop {
+        let Some(db) = dbs.iter().position(Db::has_ready) else {
+            return;
+        };
+        for key in dbs[db].take_ready() {
+            for id in dbs[db].waiters(&key) {
+                // Gone (a pop emptied and so deleted it): nobody else can
+                // be served from it.
+                if !dbs[db].contains(&key, now) {
+                    break;
+                }
+                // A waiter the key's type does not serve (a BZPOPMIN on a
+                // key that is now a list) is passed over.
+                if id == current.id {
+                    serve_one(dbs, server, current, &key, now);
+                } else if let Some(mut waiter) = server.clients.remove(&id) {
+                    serve_one(dbs, server, &mut waiter, &key, now);
+                    server.clients.insert(id, waiter);
+                }
+            }
+        }
+    }
+}
+
+/// Offers `key` to one blocked client; true if it was served.
+fn serve_one(dbs: &mut [Db], server: &mut ServerState, client: &mut ClientState, key: &Bytes, now: u64) -> bool {
+    let Some(blocked) = client.blocked.as_ref() else {
+        return false;
+    };
+    let Some(serve) = blocked.serve else {
+        return false;
+    };
+    let args = blocked.args.clone();
+    let reply = {
+        let mut ctx = Ctx {
+            dbs: &mut *dbs,
+            client: &mut *client,
+            server: &mut *server,
+            scripting: None,
+            now,
+            deny_blocking: true,
+        };
+        serve(&mut ctx, &args, key)
+    };
+    match reply {
+        Some(reply) => {
+            answer(dbs, &mut server.blocking, client, reply);
+            true
+        }
+        None => false,
+    }
+}
