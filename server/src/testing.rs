@@ -346,38 +346,76 @@ impl RawClient {
 pub struct LocalEngine {
     engine: crate::engine::Engine,
     requests: std::collections::VecDeque<Vec<bytes::Bytes>>,
-    /// The client's outbox: where the reply to a blocking command lands.
-    outbox: std::sync::Arc<crate::clients::Outbox>,
+    /// Each client's outbox: where the reply to a blocking command lands.
+    outboxes: std::collections::HashMap<u64, std::sync::Arc<crate::clients::Outbox>>,
+    /// The clock the engine was made with.
+    clock: std::sync::Arc<dyn crate::store::Clock>,
 }
 
 impl LocalEngine {
-    /// An engine with `config` and `clock`, and one connected client.
+    /// An engine with `config` and `clock`, and one connected client (id 1).
     pub fn new(config: crate::Config, clock: std::sync::Arc<dyn crate::store::Clock>) -> LocalEngine {
         use std::sync::Arc;
-        let now = clock.now_ms();
-        let mut engine = crate::engine::Engine::new(
+        let engine = crate::engine::Engine::new(
             config,
-            clock,
+            clock.clone(),
             0,
             Arc::new(crate::engine::Shared::default()),
             Arc::new(crate::clients::CloseSignal::default()),
         );
+        let mut local = LocalEngine {
+            engine,
+            requests: Default::default(),
+            outboxes: Default::default(),
+            clock,
+        };
+        local.connect();
+        local
+    }
+
+    /// Connects another client and returns its id.
+    pub fn connect(&mut self) -> u64 {
+        use std::sync::Arc;
+        let id = self.outboxes.len() as u64 + 1;
         let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
         let signal = Arc::new(crate::clients::ConnSignal::default());
         let outbox = crate::clients::Outbox::new(signal.clone());
-        engine.connect(crate::clients::ClientState::new(
-            1,
+        let now = self.clock.now_ms();
+        self.engine.connect(crate::clients::ClientState::new(
+            id,
             addr,
             addr,
             now,
             signal,
             outbox.clone(),
         ));
-        LocalEngine {
-            engine,
-            requests: Default::default(),
-            outbox,
-        }
+        self.outboxes.insert(id, outbox);
+        id
+    }
+
+    /// Runs one batch for client `id` as its connection would: the replies,
+    /// and whether its last command blocked it (nothing more of it runs
+    /// until it is served, times out or is unblocked: see
+    /// [`LocalEngine::received`]).
+    pub fn run_as(&mut self, id: u64, requests: Vec<Vec<bytes::Bytes>>) -> (Vec<u8>, bool) {
+        let mut queue: std::collections::VecDeque<_> = requests.into();
+        let mut out = bytes::BytesMut::new();
+        let end = self
+            .engine
+            .run_batch(id, Vec::new(), &mut queue, &mut None, usize::MAX, &mut out);
+        (out.to_vec(), end.blocked)
+    }
+
+    /// What reached client `id` outside its batches (the reply a blocked
+    /// client got when served, timed out or unblocked; published messages).
+    pub fn received(&mut self, id: u64) -> Vec<u8> {
+        self.outboxes.get(&id).map_or_else(Vec::new, |o| o.take().concat())
+    }
+
+    /// Answers the blocked clients whose timeout passed on the clock, as
+    /// the server's timer task does.
+    pub fn expire_blocked(&mut self) {
+        self.engine.expire_blocked();
     }
 
     /// Runs `requests` as one batch and returns the encoded replies, and
@@ -398,9 +436,7 @@ impl LocalEngine {
             }
             if batch.blocked {
                 self.engine.end_block(1);
-                for reply in self.outbox.take() {
-                    out.extend_from_slice(&reply);
-                }
+                out.extend_from_slice(&self.received(1));
             }
         }
         (out.to_vec(), false)
