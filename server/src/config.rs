@@ -56,6 +56,11 @@ pub struct Config {
     /// the client's beats two contending for the keyspace lock; raise it on
     /// machines with cores to spare and many concurrent clients.
     pub io_threads: usize,
+    /// `coordis-server` writes the port it listens on (and a newline) to
+    /// this file once listening, and removes it at a clean exit
+    /// (`port-file`, coordis's own): with `--port 0`, how a test fixture in
+    /// another language learns the port. Empty (the default): no file.
+    pub port_file: String,
     /// Milliseconds a script may run before other clients get `-BUSY`
     /// (`busy-reply-threshold`, alias `lua-time-limit`). Default 5000.
     pub busy_reply_threshold: u64,
@@ -101,6 +106,7 @@ impl Default for Config {
             protected_mode: false,
             hz: 0,
             io_threads: 0,
+            port_file: String::new(),
             busy_reply_threshold: 0,
             lua_memory_limit: 0,
             notify_keyspace_events: 0,
@@ -467,6 +473,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("client-query-buffer-limit", "1gb", Memory { min: MB, max: LONG_MEM }, field!(client_query_buffer_limit)).effect(Effect::Connections),
     row("protected-mode", "yes", Bool, field!(bool protected_mode)).effect(Effect::Connections),
     row("io-threads", "1", Int { min: 1, max: 128 }, field!(io_threads)).immutable(),
+    row("port-file", "", Text, field!(port_file)).immutable(),
     // Expiry, scripting, notifications.
     row("hz", "10", Int { min: 0, max: I32 }, Store::Field {
         // Redis keeps hz within 1..=500 whatever is asked.

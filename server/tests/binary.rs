@@ -234,3 +234,51 @@ fn every_readme_directive_starts_the_binary() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--port 0` picks a free port; a fixture learns it from the JSON ready
+/// line on stdout or from `--port-file`, which is removed at a clean exit.
+#[test]
+fn port_zero_announces_the_chosen_port() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("coordis-port-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port_file = dir.join("port");
+    let mut child = Running(
+        Command::new(BIN)
+            .args(["--port", "0", "--port-file", port_file.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split("\"port\":")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("ready line: {line:?}"));
+    assert_ne!(port, 0);
+    assert!(line.starts_with("{\"ready\":true,"), "{line:?}");
+    assert!(
+        line.contains(&format!("\"addr\":\"127.0.0.1:{port}\"")) && line.contains(&format!("\"pid\":{}", child.0.id())),
+        "{line:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&port_file).unwrap(), format!("{port}\n"));
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    assert_eq!(c.command(&["CONFIG", "GET", "port-file"]).unwrap(), {
+        let path = port_file.to_str().unwrap();
+        format!("*2\r\n$9\r\nport-file\r\n${}\r\n{path}\r\n", path.len()).into_bytes()
+    });
+    assert!(
+        c.command(&["SHUTDOWN", "NOSAVE"]).is_err(),
+        "SHUTDOWN closes the connection"
+    );
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!port_file.exists(), "the port file is removed at exit");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,6 +8,8 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,13 +62,27 @@ function haveRedis() {
 const children = [];
 after(() => children.forEach((c) => c.kill()));
 
+// coordis-server picks a free port itself with --port 0 and says which on
+// its first stdout line (README: "Port 0 in a test fixture").
+async function startCoordis() {
+  const bin = process.env.COORDIS_SERVER_BIN ?? path.join(root, "target", "debug", "coordis-server");
+  const child = spawn(bin, ["--port", "0", "--bind", "127.0.0.1"], { stdio: ["ignore", "pipe", "ignore"] });
+  children.push(child);
+  const lines = createInterface({ input: child.stdout });
+  const [line] = await once(lines, "line");
+  lines.close();
+  const { port } = JSON.parse(line);
+  await waitForPing(port);
+  return port;
+}
+
 async function startServer(backend) {
+  if (backend === "coordis") {
+    return startCoordis();
+  }
   const port = await freePort();
-  const argv =
-    backend === "coordis"
-      ? [process.env.COORDIS_SERVER_BIN ?? path.join(root, "target", "debug", "coordis-server"), ["--port", `${port}`]]
-      : ["redis-server", ["--port", `${port}`, "--save", "", "--appendonly", "no"]];
-  const child = spawn(argv[0], [...argv[1], "--bind", "127.0.0.1"], { stdio: "ignore" });
+  const argv = ["--port", `${port}`, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"];
+  const child = spawn("redis-server", argv, { stdio: "ignore" });
   children.push(child);
   await waitForPing(port);
   return port;

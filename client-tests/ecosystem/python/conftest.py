@@ -2,6 +2,7 @@
 cargo built) and redis-server 7.0.15, each on a free loopback port, stopped
 afterwards. Every test that takes the `url` fixture runs on both."""
 
+import json
 import os
 import shutil
 import socket
@@ -31,8 +32,25 @@ def coordis_binary():
     pytest.fail("coordis-server is not built (cargo build --bin coordis-server)")
 
 
+def start_coordis():
+    """coordis-server picks a free port itself with --port 0 and says which on
+    its first stdout line (README: "Port 0 in a test fixture")."""
+    argv = [coordis_binary(), "--port", "0", "--bind", "127.0.0.1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    if not line:
+        proc.kill()
+        pytest.fail("coordis-server exited before it was ready")
+    port = json.loads(line)["port"]
+    return wait_for_ping(proc, argv, port), port
+
+
 def start(argv, port):
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return wait_for_ping(proc, argv, port)
+
+
+def wait_for_ping(proc, argv, port):
     deadline = time.time() + 10
     while time.time() < deadline:
         try:
@@ -46,16 +64,16 @@ def start(argv, port):
 
 @pytest.fixture(scope="session", params=["coordis", "redis"])
 def server(request):
-    port = free_port()
     if request.param == "coordis":
-        argv = [coordis_binary(), "--port", str(port)]
+        proc, port = start_coordis()
     else:
         if shutil.which("redis-server") is None:
             if os.environ.get("COORDIS_REQUIRE_REDIS") == "1":
                 pytest.fail("COORDIS_REQUIRE_REDIS=1 but redis-server is not on PATH")
             pytest.skip("SKIPPED: redis-server is not on PATH")
+        port = free_port()
         argv = ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"]
-    proc = start(argv + ["--bind", "127.0.0.1"], port)
+        proc = start(argv + ["--bind", "127.0.0.1"], port)
     yield request.param, port
     proc.terminate()
     proc.wait(timeout=10)

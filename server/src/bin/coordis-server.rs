@@ -3,6 +3,12 @@
 //! Takes redis-server's command line (an optional config file, then
 //! `--directive value...`), logs through `tracing` (RUST_LOG overrides
 //! `--loglevel`), and shuts down gracefully on SIGINT, SIGTERM or SHUTDOWN.
+//!
+//! Once listening it prints one JSON line on stdout, for whatever started
+//! it (a test fixture with `--port 0`):
+//! `{"ready":true,"port":54321,"addr":"127.0.0.1:54321","pid":1234}`, and
+//! writes the port to `--port-file PATH` when that is set (removed again
+//! at a clean exit).
 
 use std::process::ExitCode;
 
@@ -69,6 +75,7 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         let bind = config.bind.join(" ");
         let port = config.port;
+        let port_file = (!config.port_file.is_empty()).then(|| std::path::PathBuf::from(&config.port_file));
         let served = coordis::Builder::from_config(config)
             .serve(
                 async {
@@ -81,10 +88,14 @@ fn main() -> ExitCode {
                         env!("CARGO_PKG_VERSION"),
                         addr,
                         coordis::REDIS_VERSION
-                    )
+                    );
+                    announce(addr, port_file.as_deref());
                 },
             )
             .await;
+        if let Some(path) = &port_file {
+            let _ = std::fs::remove_file(path);
+        }
         match served {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -93,6 +104,30 @@ fn main() -> ExitCode {
             }
         }
     })
+}
+
+/// Tells whoever started the server where it listens: the ready line on
+/// stdout, and the port file (written whole under another name, then
+/// renamed, so a reader never sees half a number).
+fn announce(addr: std::net::SocketAddr, port_file: Option<&std::path::Path>) {
+    use std::io::Write;
+    if let Some(path) = port_file {
+        let partial = path.with_extension("partial");
+        let written =
+            std::fs::write(&partial, format!("{}\n", addr.port())).and_then(|()| std::fs::rename(&partial, path));
+        if let Err(e) = written {
+            tracing::warn!("cannot write the port file {}: {e}", path.display());
+        }
+    }
+    let line = format!(
+        "{{\"ready\":true,\"port\":{},\"addr\":\"{}\",\"pid\":{}}}",
+        addr.port(),
+        addr,
+        std::process::id()
+    );
+    // Nobody reading stdout is no reason to stop.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
 async fn shutdown_signal() -> &'static str {
