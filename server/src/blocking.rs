@@ -235,7 +235,7 @@ pub fn unpause(dbs: &mut [Db], server: &mut ServerState) {
         db.keep_expired = false;
     }
     for id in std::mem::take(&mut server.blocking.postponed) {
-        if let Some(client) = server.clients.get_mut(&id) {
+        if let Some(client) = server.clients.get_mut(id) {
             release(dbs, &mut server.blocking, client);
             client.signal.set_blocked(false);
         }
@@ -335,7 +335,7 @@ pub fn expire(dbs: &mut [Db], server: &mut ServerState, now: u64) {
         if deadline >= now {
             break;
         }
-        let Some(mut client) = server.clients.remove(&id) else {
+        let Some(mut client) = server.clients.take(id) else {
             // Not registered (cannot happen: release removes the entry).
             server.blocking.timeouts.remove(&(deadline, id));
             continue;
@@ -344,7 +344,7 @@ pub fn expire(dbs: &mut [Db], server: &mut ServerState, now: u64) {
         if let Some(reply) = reply {
             answer(dbs, &mut server.blocking, &mut client, reply);
         }
-        server.clients.insert(id, client);
+        server.clients.put_back(client);
     }
 }
 
@@ -369,9 +369,9 @@ pub fn serve_ready(dbs: &mut [Db], server: &mut ServerState, current: &mut Clien
                 // key that is now a list) is passed over.
                 if id == current.id {
                     serve_one(dbs, server, current, &key, now);
-                } else if let Some(mut waiter) = server.clients.remove(&id) {
+                } else if let Some(mut waiter) = server.clients.take(id) {
                     serve_one(dbs, server, &mut waiter, &key, now);
-                    server.clients.insert(id, waiter);
+                    server.clients.put_back(waiter);
                 }
             }
         }

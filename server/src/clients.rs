@@ -2,6 +2,7 @@
 //! connection task (to close or stop it, or to hand it published messages),
 //! and the server-wide shutdown signal.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -234,10 +235,83 @@ impl Outbox {
     }
 }
 
+/// Every connected client. While a batch runs, its client is taken out of
+/// the registry (so a handler holding it can still reach the others through
+/// the server state) and put back after: the client keeps its slot, so both
+/// are array accesses where a map keyed by id would hash twice per batch.
+/// Lookups by id (CLIENT KILL, pub/sub delivery, serving blocked clients)
+/// go through an index.
+#[derive(Debug, Default)]
+pub struct Clients {
+    slots: Vec<Option<Box<ClientState>>>,
+    /// Client id -> slot, for every registered client (taken out or not).
+    index: HashMap<u64, usize, foldhash::fast::RandomState>,
+    /// Slots freed by disconnects, reused first.
+    free: Vec<usize>,
+}
+
+impl Clients {
+    /// Registers a client in a free slot.
+    pub fn insert(&mut self, mut client: Box<ClientState>) {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        client.slot = slot;
+        self.index.insert(client.id, slot);
+        self.slots[slot] = Some(client);
+    }
+
+    /// Unregisters client `id` (its connection ended) and frees its slot.
+    pub fn remove(&mut self, id: u64) -> Option<Box<ClientState>> {
+        let slot = self.index.remove(&id)?;
+        self.free.push(slot);
+        self.slots[slot].take()
+    }
+
+    /// Takes client `id` out, keeping its slot for [`Clients::put_back`].
+    pub fn take(&mut self, id: u64) -> Option<Box<ClientState>> {
+        let slot = *self.index.get(&id)?;
+        self.slots[slot].take()
+    }
+
+    /// Returns a client [`Clients::take`] took out to its slot.
+    pub fn put_back(&mut self, client: Box<ClientState>) {
+        let slot = client.slot;
+        debug_assert!(self.slots[slot].is_none(), "slot {slot} is free");
+        self.slots[slot] = Some(client);
+    }
+
+    /// Client `id`, unless it is taken out.
+    pub fn get(&self, id: u64) -> Option<&ClientState> {
+        self.slots[*self.index.get(&id)?].as_deref()
+    }
+
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut ClientState> {
+        self.slots[*self.index.get(&id)?].as_deref_mut()
+    }
+
+    /// The clients in the registry (not those taken out).
+    pub fn values(&self) -> impl Iterator<Item = &ClientState> {
+        self.slots.iter().flatten().map(|c| &**c)
+    }
+
+    /// Registered clients, those taken out included.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
+
 /// What the engine knows about one connection.
 #[derive(Debug)]
 pub struct ClientState {
     pub id: u64,
+    /// Its slot in [`Clients`].
+    pub slot: usize,
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
     /// CLIENT SETNAME / HELLO SETNAME; `None` when unset or set to "".
@@ -290,6 +364,7 @@ impl ClientState {
     ) -> Self {
         ClientState {
             id,
+            slot: 0,
             addr,
             laddr,
             name: None,

@@ -11,7 +11,6 @@
 //! Nothing here performs I/O or awaits; the lock is never held across an
 //! `.await`.
 
-use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::clients::{ClientState, CloseSignal};
+use crate::clients::{ClientState, Clients, CloseSignal};
 use crate::cmd::busy::{ClientView, TxChange};
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
@@ -93,11 +92,9 @@ pub struct ServerState {
     pub config: Config,
     pub clock: Arc<dyn Clock>,
     pub stats: Stats,
-    /// Every connected client except the one whose batch is running. Each
-    /// batch takes its client out and puts it back, so these two lookups run
-    /// for every request: foldhash rather than SipHash, and boxed so that
-    /// they move a pointer rather than the whole state.
-    pub clients: HashMap<u64, Box<ClientState>, foldhash::fast::RandomState>,
+    /// Every connected client; the one whose batch is running is taken out
+    /// while it runs (see [`Clients`]).
+    pub clients: Clients,
     /// Start time, unix ms (uptime, LASTSAVE).
     pub started_ms: u64,
     /// Random 40-hex-digit id of this server instance (INFO run_id).
@@ -166,7 +163,7 @@ impl Engine {
                 config,
                 clock,
                 stats: Stats::default(),
-                clients: HashMap::default(),
+                clients: Clients::default(),
                 started_ms,
                 run_id,
                 port,
@@ -196,23 +193,23 @@ impl Engine {
     /// answered as its timeout would answer it, a CLIENT PAUSE holding it is
     /// ended. For a lone client driven without a socket (tests, fuzzing).
     pub fn end_block(&mut self, id: u64) {
-        let Some(mut client) = self.state.clients.remove(&id) else {
+        let Some(mut client) = self.state.clients.take(id) else {
             return;
         };
         let postponed = client.blocked.as_ref().is_some_and(|b| b.is_postponed());
         if postponed {
-            self.state.clients.insert(id, client);
+            self.state.clients.put_back(client);
             crate::blocking::unpause(&mut self.dbs, &mut self.state);
             return;
         }
         crate::blocking::unblock(&mut self.dbs, &mut self.state.blocking, &mut client, false);
-        self.state.clients.insert(id, client);
+        self.state.clients.put_back(client);
     }
 
     /// Whether client `id`'s replies are off (CLIENT REPLY OFF, or SKIP for
     /// its next command).
     pub fn replies_suppressed(&self, id: u64) -> bool {
-        self.state.clients.get(&id).is_some_and(|c| c.reply_off || c.reply_skip)
+        self.state.clients.get(id).is_some_and(|c| c.reply_off || c.reply_skip)
     }
 
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
@@ -239,11 +236,11 @@ impl Engine {
     pub fn connect(&mut self, mut client: ClientState) {
         self.state.stats.total_connections_received += 1;
         client.authenticated = self.state.config.requirepass.is_none();
-        self.state.clients.insert(client.id, Box::new(client));
+        self.state.clients.insert(Box::new(client));
     }
 
     pub fn disconnect(&mut self, id: u64) {
-        if let Some(mut client) = self.state.clients.remove(&id) {
+        if let Some(mut client) = self.state.clients.remove(id) {
             crate::blocking::release(&mut self.dbs, &mut self.state.blocking, &mut client);
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
             self.state.pubsub.forget(&mut client);
@@ -273,12 +270,12 @@ impl Engine {
             blocked: false,
             view: None,
         };
-        let Some(mut client) = self.state.clients.remove(&id) else {
+        let Some(mut client) = self.state.clients.take(id) else {
             return closed;
         };
         if client.signal.is_closed() {
             // Killed (CLIENT KILL) while this batch was on its way: no more replies.
-            self.state.clients.insert(id, client);
+            self.state.clients.put_back(client);
             return closed;
         }
         if !busy_changes.is_empty() {
@@ -334,7 +331,7 @@ impl Engine {
             in_multi: client.multi.is_some(),
             subscribed_resp2: !client.resp3 && client.is_subscribed(),
         });
-        self.state.clients.insert(id, client);
+        self.state.clients.put_back(client);
         if self.state.shutdown_requested {
             self.server_shutdown.close();
         }

@@ -208,7 +208,7 @@ pub fn publish_to(
     for (id, reply) in &deliveries {
         let client = match current {
             Some(c) if c.id == *id => Some(c),
-            _ => server.clients.get(id).map(|c| &**c),
+            _ => server.clients.get(*id),
         };
         if let Some(client) = client {
             let mut out = bytes::BytesMut::new();

@@ -283,7 +283,7 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
     }
     let now = ctx.now;
-    let mut all: Vec<&crate::clients::ClientState> = ctx.server.clients.values().map(|c| &**c).collect();
+    let mut all: Vec<&crate::clients::ClientState> = ctx.server.clients.values().collect();
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
@@ -390,13 +390,13 @@ fn client_unblock(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Some(a) if is(a, "error") => true,
         Some(_) => return err(errors::UNBLOCK_REASON),
     };
-    let Some(mut target) = ctx.server.clients.remove(&(id as u64)) else {
+    let Some(mut target) = ctx.server.clients.take(id as u64) else {
         return Reply::Int(0);
     };
     // A client postponed by CLIENT PAUSE is not blocked in a command.
     let done = !target.blocked.as_ref().is_some_and(|b| b.is_postponed())
         && blocking::unblock(ctx.dbs, &mut ctx.server.blocking, &mut target, error);
-    ctx.server.clients.insert(id as u64, target);
+    ctx.server.clients.put_back(target);
     Reply::Int(done as i64)
 }
 
@@ -819,7 +819,7 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     if want("clients") {
         parts.push(format!(
             "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
-            s.clients.len() + 1,
+            s.clients.len(),
             s.config.maxclients,
             s.blocking.blocked(),
             s.blocking.with_timeout()
