@@ -213,7 +213,9 @@ pub fn postpone(ctx: &mut Ctx) -> Reply {
 /// paused, expiry deletes nothing (expired keys read as absent), as in
 /// Redis 7.
 pub fn pause(ctx: &mut Ctx, until: u64, all: bool) {
-    let pause = match ctx.server.blocking.pause {
+    // A pause whose time is over (not yet ended by the timer) is gone: it
+    // neither extends nor widens the new one.
+    let pause = match ctx.server.blocking.pause.filter(|p| p.until >= ctx.now) {
         Some(p) => Pause {
             until: p.until.max(until),
             all: p.all || all,

@@ -61,6 +61,12 @@ pub struct Config {
     /// (`port-file`, coordis's own): with `--port 0`, how a test fixture in
     /// another language learns the port. Empty (the default): no file.
     pub port_file: String,
+    /// Whether the test-control commands (`COORDIS.CLOCK`) run: `no`,
+    /// `yes`, or `local` (loopback clients only), as Redis's
+    /// `enable-debug-command` (`enable-test-commands`, coordis's own).
+    /// Default `no` for `coordis-server`; the embedding [`crate::Builder`]
+    /// makes it `local`.
+    pub enable_test_commands: String,
     /// Milliseconds a script may run before other clients get `-BUSY`
     /// (`busy-reply-threshold`, alias `lua-time-limit`). Default 5000.
     pub busy_reply_threshold: u64,
@@ -107,6 +113,7 @@ impl Default for Config {
             hz: 0,
             io_threads: 0,
             port_file: String::new(),
+            enable_test_commands: String::new(),
             busy_reply_threshold: 0,
             lua_memory_limit: 0,
             notify_keyspace_events: 0,
@@ -474,6 +481,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("protected-mode", "yes", Bool, field!(bool protected_mode)).effect(Effect::Connections),
     row("io-threads", "1", Int { min: 1, max: 128 }, field!(io_threads)).immutable(),
     row("port-file", "", Text, field!(port_file)).immutable(),
+    row("enable-test-commands", "no", Enum(&["no", "yes", "local"]), field!(enable_test_commands)).immutable(),
     // Expiry, scripting, notifications.
     row("hz", "10", Int { min: 0, max: I32 }, Store::Field {
         // Redis keeps hz within 1..=500 whatever is asked.

@@ -212,6 +212,15 @@ impl Engine {
         self.state.clients.get(id).is_some_and(|c| c.reply_off || c.reply_skip)
     }
 
+    /// Brings the server up to its clock at once (the test clock moved):
+    /// a CLIENT PAUSE whose time is over ends, blocked clients past their
+    /// deadline are answered, and every key due by now expires, in deadline
+    /// order, with its `expired` event.
+    pub fn settle(&mut self) {
+        self.expire_blocked();
+        while self.active_expire_step() {}
+    }
+
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
     pub fn active_expire_step(&mut self) -> bool {
         if !crate::blocking::expiry_allowed(&self.state) {
@@ -374,6 +383,20 @@ impl Engine {
         };
         cmd::call(&mut ctx, args)
     }
+}
+
+/// [`Engine::settle`] from inside a command (`COORDIS.CLOCK`), at
+/// `ctx.now`: the calling client is out of the registry, so its expired
+/// events go through it.
+pub(crate) fn settle(ctx: &mut Ctx) {
+    let now = ctx.now;
+    crate::blocking::expire(ctx.dbs, ctx.server, now);
+    if crate::blocking::expiry_allowed(ctx.server) {
+        for db in ctx.dbs.iter_mut() {
+            db.expire_step(now, usize::MAX);
+        }
+    }
+    ctx.flush_expired();
 }
 
 #[cfg(test)]

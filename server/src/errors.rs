@@ -114,6 +114,8 @@ pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
 pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 pub const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
 pub const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
+/// `COORDIS.CLOCK` on a server built with a clock of its own.
+pub const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test clock";
 
 pub fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))
@@ -205,6 +207,14 @@ pub fn sub_wrong_args(sub: &[u8], parent: &str) -> Reply {
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {parent} HELP.",
         lossy(sub)
     )))
+}
+
+/// A test-control command `enable-test-commands` does not allow, worded
+/// as Redis refuses DEBUG under `enable-debug-command`.
+pub fn test_commands_disabled(command: &str) -> Reply {
+    owned(format!(
+        "ERR {command} command not allowed. If the enable-test-commands option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    ))
 }
 
 /// `ERR unknown subcommand 'x'. Try CLIENT HELP.`

@@ -36,8 +36,8 @@
 //! # Layout
 //!
 //! The public API is the embedding API: [`Server`], [`Builder`],
-//! [`BlockingServer`], [`Config`], [`Clock`] / [`ManualClock`] /
-//! [`SystemClock`], [`runtime`] and [`testing`]. Everything else is the
+//! [`BlockingServer`], [`Config`], [`Clock`] / [`VirtualClock`] (alias
+//! [`ManualClock`]) / [`SystemClock`], [`ServerClock`], [`runtime`] and [`testing`]. Everything else is the
 //! crate's own:
 //!
 //! - `protocol`: RESP request parsing and reply encoding.
@@ -45,6 +45,7 @@
 //! - `store`: databases, values, expiry, the clock.
 //! - `engine`: the keyspace and server state, and running a batch of commands.
 //! - `blocking`: clients blocked in BLPOP and friends: per-key queues, serving, timeouts.
+//! - `control`: the test clock's handle ([`ServerClock`]); `cmd/control.rs` is the same over the wire.
 //! - `lua`: the Lua 5.1 VM for EVAL, its sandbox and conversions.
 //! - `server`: listeners, connections, shutdown; `clients`: per-connection state.
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
@@ -56,6 +57,7 @@ mod blocking;
 mod clients;
 mod cmd;
 mod config;
+mod control;
 mod engine;
 mod errors;
 mod lua;
@@ -88,7 +90,8 @@ use tokio::sync::oneshot;
 use clients::CloseSignal;
 pub use cmd::server::REDIS_VERSION;
 pub use config::Config;
-pub use store::{Clock, ManualClock, SystemClock};
+pub use control::ServerClock;
+pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 
 /// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
 /// port), no password, 16 databases, Redis's limits.
@@ -96,17 +99,23 @@ pub use store::{Clock, ManualClock, SystemClock};
 pub struct Builder {
     config: Config,
     clock: Arc<dyn Clock>,
+    /// The clock again when it is a [`VirtualClock`] (the default): what
+    /// [`Server::clock`] moves.
+    virtual_clock: Option<Arc<VirtualClock>>,
 }
 
 impl Default for Builder {
     fn default() -> Self {
         let config = Config {
             port: 0,
+            enable_test_commands: "local".into(),
             ..Config::default()
         };
+        let clock = Arc::new(VirtualClock::real());
         Builder {
             config,
-            clock: Arc::new(SystemClock),
+            clock: clock.clone(),
+            virtual_clock: Some(clock),
         }
     }
 }
@@ -147,9 +156,20 @@ impl Builder {
         self
     }
 
-    /// Replaces the clock used for expiry and TIME.
+    /// Replaces the clock every time-reading path uses (expiry, TIME,
+    /// blocking timeouts...). With a clock of your own, [`Server::clock`]
+    /// has nothing to move; prefer [`Builder::virtual_clock`].
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self.virtual_clock = None;
+        self
+    }
+
+    /// Uses `clock` (one test clock may drive several servers, for
+    /// Redlock). [`Server::clock`] moves it and settles that server.
+    pub fn virtual_clock(mut self, clock: Arc<VirtualClock>) -> Self {
+        self.clock = clock.clone();
+        self.virtual_clock = Some(clock);
         self
     }
 
@@ -163,21 +183,24 @@ impl Builder {
     /// runtime only awaits that: its flavor (`#[tokio::test]` is
     /// single-threaded) and whatever else it runs cannot stall the server.
     pub async fn start(self) -> io::Result<Server> {
+        let clock = self.virtual_clock.clone();
         let (ready_rx, shutdown, thread) = self.spawn()?;
-        let addr = ready_rx
+        let (addr, engine) = ready_rx
             .await
             .map_err(|_| io::Error::other("coordis thread exited"))??;
         Ok(Server {
             addr,
             shutdown,
             thread: Some(thread),
+            control: control::Control { engine, clock },
         })
     }
 
     /// [`Builder::start`] for code without an async runtime.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
+        let clock = self.virtual_clock.clone();
         let (ready_rx, shutdown, thread) = self.spawn()?;
-        let addr = ready_rx
+        let (addr, engine) = ready_rx
             .blocking_recv()
             .map_err(|_| io::Error::other("coordis thread exited"))??;
         Ok(BlockingServer {
@@ -185,6 +208,7 @@ impl Builder {
                 addr,
                 shutdown,
                 thread: Some(thread),
+                control: control::Control { engine, clock },
             }),
         })
     }
@@ -193,7 +217,7 @@ impl Builder {
     fn spawn(
         self,
     ) -> io::Result<(
-        oneshot::Receiver<io::Result<SocketAddr>>,
+        oneshot::Receiver<io::Result<(SocketAddr, control::EngineRef)>>,
         Arc<CloseSignal>,
         std::thread::JoinHandle<()>,
     )> {
@@ -209,9 +233,9 @@ impl Builder {
                 }
             };
             runtime.block_on(async move {
-                match server::bind(self.config, self.clock).await {
+                match server::bind(self.config, self.clock, signal.clone()).await {
                     Ok(bound) => {
-                        let _ = ready_tx.send(Ok(bound.addr));
+                        let _ = ready_tx.send(Ok((bound.addr, bound.engine.clone())));
                         bound.serve(signal).await;
                     }
                     Err(e) => {
@@ -229,9 +253,9 @@ impl Builder {
     /// bound address. This is what `coordis-server` runs, on [`runtime`]:
     /// build yours with it to serve many busy connections in turn.
     pub async fn serve(self, stop: impl Future<Output = ()>, on_ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
-        let bound = server::bind(self.config, self.clock).await?;
-        on_ready(bound.addr);
         let shutdown = Arc::new(CloseSignal::default());
+        let bound = server::bind(self.config, self.clock, shutdown.clone()).await?;
+        on_ready(bound.addr);
         let serving = tokio::spawn(bound.serve(shutdown.clone()));
         tokio::select! {
             _ = stop => shutdown.close(),
@@ -281,6 +305,7 @@ pub struct Server {
     addr: SocketAddr,
     shutdown: Arc<CloseSignal>,
     thread: Option<std::thread::JoinHandle<()>>,
+    control: control::Control,
 }
 
 impl Server {
@@ -301,6 +326,13 @@ impl Server {
     /// `redis://HOST:PORT` for client libraries.
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
+    }
+
+    /// The server's test clock: move it, and the server is settled before
+    /// the call returns (see [`ServerClock`]). `None` when the builder was
+    /// given a clock of its own ([`Builder::clock`]).
+    pub fn clock(&self) -> Option<ServerClock> {
+        self.control.clock()
     }
 
     /// Stops accepting, lets connections finish the batch they are running
@@ -345,6 +377,11 @@ impl BlockingServer {
 
     pub fn url(&self) -> String {
         self.server.as_ref().expect("running").url()
+    }
+
+    /// See [`Server::clock`].
+    pub fn clock(&self) -> Option<ServerClock> {
+        self.server.as_ref().expect("running").clock()
     }
 
     /// Shuts down gracefully and waits for it.

@@ -56,13 +56,16 @@ const OUTPUT_BUFFER_KEEP: usize = 2 * MAX_BATCH_OUTPUT;
 pub(crate) struct Bound {
     listeners: Vec<TcpListener>,
     pub addr: SocketAddr,
-    config: Config,
     clock: Arc<dyn Clock>,
+    /// Made at bind time, so the embedding API holds it (the test clock
+    /// settles the server through it) before the first connection.
+    pub engine: Arc<Mutex<Engine>>,
+    shared: Arc<Shared>,
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
 /// first listener is reused for the others when it was 0).
-pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Bound> {
+pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<CloseSignal>) -> io::Result<Bound> {
     let mut listeners = Vec::new();
     let mut port = config.port;
     for host in &config.bind {
@@ -83,11 +86,20 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Bo
         .first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?
         .local_addr()?;
+    let shared = Arc::new(Shared::default());
+    let engine = Arc::new(Mutex::new(Engine::new(
+        config,
+        clock.clone(),
+        addr.port(),
+        shared.clone(),
+        shutdown,
+    )));
     Ok(Bound {
         listeners,
         addr,
-        config,
         clock,
+        engine,
+        shared,
     })
 }
 
@@ -95,14 +107,7 @@ impl Bound {
     /// Serves until `shutdown` is triggered (by the owner or by SHUTDOWN),
     /// then drains connections.
     pub(crate) async fn serve(self, shutdown: Arc<CloseSignal>) {
-        let shared = Arc::new(Shared::default());
-        let engine = Arc::new(Mutex::new(Engine::new(
-            self.config.clone(),
-            self.clock.clone(),
-            self.addr.port(),
-            shared.clone(),
-            shutdown.clone(),
-        )));
+        let (shared, engine) = (self.shared.clone(), self.engine.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
         let expiry = tokio::spawn(active_expiry(engine.clone(), stop_rx.clone()));
         let timer = tokio::spawn(blocked_timeouts(

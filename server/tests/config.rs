@@ -6,8 +6,13 @@
 
 use coordis::testing::{RawClient, RedisServer};
 
-/// coordis's own directives (README: `lua-memory-limit`, `proto-max-multibulk-len`, `port-file`).
-const COORDIS_ONLY: &[&str] = &["lua-memory-limit", "port-file", "proto-max-multibulk-len"];
+/// coordis's own directives (README: `lua-memory-limit`, `proto-max-multibulk-len`, `port-file`, `enable-test-commands`).
+const COORDIS_ONLY: &[&str] = &[
+    "enable-test-commands",
+    "lua-memory-limit",
+    "port-file",
+    "proto-max-multibulk-len",
+];
 
 /// Directives whose value depends on how each server was started (the test
 /// harness passes `--save ''`; `dir` is Redis's working directory).

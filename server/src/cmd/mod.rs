@@ -91,6 +91,7 @@ macro_rules! subcommand {
 
 pub mod bitmap;
 pub mod busy;
+pub mod control;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -473,6 +474,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
+        .chain(control::COMMANDS.iter())
         .chain(TEST_COMMANDS.iter())
 }
 

@@ -53,6 +53,6 @@ pub mod set;
 pub mod small;
 pub mod zset;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, SystemClock, VirtualClock};
 pub use db::{Db, EntryRef, Value};
 pub use item::{HashMut, ValueMut, ValueRef};

@@ -1,0 +1,77 @@
+//! Recipes on coordis's test clock: what takes real sleeps (or cannot be
+//! done) against Redis takes none here. Each runs on the embedded backend
+//! and prints one line saying it is skipped on the others.
+
+use std::time::{Duration, Instant};
+
+use coordis_client_tests::backend::Backend;
+use coordis_client_tests::limits::rate_limit;
+use coordis_client_tests::lock::Lock;
+use coordis_client_tests::on_every_backend;
+use futures_util::StreamExt;
+
+// On Redis: a 30-second sleep, then the event.
+on_every_backend!(
+    a_thirty_second_lock_expires_without_waiting_thirty_seconds,
+    |backend: &Backend| {
+        let clock = backend.test_clock();
+        let client = backend.client();
+        async move {
+            let Some(clock) = clock else { return };
+            clock.freeze();
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("notify-keyspace-events")
+                .arg("Ex")
+                .query_async::<()>(&mut conn)
+                .await
+                .unwrap();
+            let mut events = client.get_async_pubsub().await.unwrap();
+            events.subscribe("__keyevent@0__:expired").await.unwrap();
+            let holder = Lock::new("lock:report", "pod-a");
+            let other = Lock::new("lock:report", "pod-b");
+            assert!(holder.acquire(&mut conn, Duration::from_secs(30)).await.unwrap());
+            assert!(!other.acquire(&mut conn, Duration::from_secs(30)).await.unwrap());
+            let started = Instant::now();
+            clock.advance(Duration::from_secs(30) + Duration::from_millis(1));
+            let event = tokio::time::timeout(Duration::from_secs(5), events.on_message().next())
+                .await
+                .expect("the expired event")
+                .unwrap();
+            assert_eq!(event.get_payload::<String>().unwrap(), "lock:report");
+            assert!(other.acquire(&mut conn, Duration::from_secs(30)).await.unwrap());
+            println!("30 s of lease expired in {:?} of wall time", started.elapsed());
+        }
+    }
+);
+
+// On Redis: the boundary is a race with the wall clock.
+on_every_backend!(a_fixed_window_limiter_at_its_exact_boundary, |backend: &Backend| {
+    let clock = backend.test_clock();
+    let client = backend.client();
+    async move {
+        let Some(clock) = clock else { return };
+        clock.freeze();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let window = Duration::from_millis(1000);
+        for _ in 0..3 {
+            assert!(rate_limit(&mut conn, "rl:api", 3, window).await.unwrap());
+        }
+        assert!(
+            !rate_limit(&mut conn, "rl:api", 3, window).await.unwrap(),
+            "4th in the window"
+        );
+        // The window's key lives through its deadline millisecond, as in Redis.
+        clock.advance(Duration::from_millis(1000));
+        assert!(
+            !rate_limit(&mut conn, "rl:api", 3, window).await.unwrap(),
+            "still the same window"
+        );
+        clock.advance(Duration::from_millis(1));
+        assert!(
+            rate_limit(&mut conn, "rl:api", 3, window).await.unwrap(),
+            "a new window"
+        );
+    }
+});

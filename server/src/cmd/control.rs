@@ -1,0 +1,149 @@
+//! The test-control plane over the wire: `COORDIS.CLOCK`, in coordis's own
+//! namespace, for test suites in any language (the Rust side is
+//! [`crate::ServerClock`]). Refused unless `enable-test-commands` allows it
+//! (`no`, `yes`, or `local`: loopback clients only), as Redis gates DEBUG
+//! with `enable-debug-command`.
+//!
+//! Each move of the clock settles the server before the reply: keys due by
+//! the new time expire (in deadline order, with their `expired` events) and
+//! blocked clients past their deadline are answered.
+
+use bytes::Bytes;
+
+use super::args::int;
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
+use crate::errors::{self, err};
+use crate::protocol::Reply;
+use crate::store::VirtualClock;
+use crate::tri;
+
+macro_rules! spec {
+    ($($row:tt)*) => { command!("coordis", $($row)*) };
+}
+
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
+];
+
+#[rustfmt::skip]
+static CLOCK: &[CommandSpec] = &[
+    subcommand!("coordis", "coordis.clock|get", 2, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN, clock_get),
+    subcommand!("coordis", "coordis.clock|advance", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_advance),
+    subcommand!("coordis", "coordis.clock|jump", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_jump),
+    subcommand!("coordis", "coordis.clock|set", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_set),
+    subcommand!("coordis", "coordis.clock|freeze", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_freeze),
+    subcommand!("coordis", "coordis.clock|resume", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_resume),
+    subcommand!("coordis", "coordis.clock|reset", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_reset),
+    subcommand!("coordis", "coordis.clock|help", 2, LOADING | STALE, acl::ADMIN, clock_help),
+];
+
+/// The server's test clock, if `enable-test-commands` lets this client in.
+fn clock<'a>(ctx: &'a Ctx, command: &str) -> Result<&'a VirtualClock, Reply> {
+    let allowed = match ctx.server.config.enable_test_commands.as_str() {
+        "yes" => true,
+        "local" => ctx.client.addr.ip().is_loopback(),
+        _ => false,
+    };
+    if !allowed {
+        return Err(errors::test_commands_disabled(command));
+    }
+    ctx.server
+        .clock
+        .as_virtual()
+        .ok_or_else(|| err(errors::NOT_A_TEST_CLOCK))
+}
+
+/// Settles the server at the clock's new time (see the module docs) and
+/// answers with that time.
+fn settled(ctx: &mut Ctx) -> Reply {
+    ctx.now = ctx.server.clock.now_ms();
+    crate::engine::settle(ctx);
+    Reply::Int(ctx.now as i64)
+}
+
+/// The clock's time, unix ms, and whether it is frozen, running, or running
+/// off real time by a jump: `[ms, "frozen"|"running", offset-ms]`.
+fn clock_get(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let c = tri!(clock(ctx, "COORDIS.CLOCK"));
+    let mode = if c.is_frozen() { "frozen" } else { "running" };
+    Reply::Array(vec![
+        Reply::Int(ctx.server.clock.now_ms() as i64),
+        Reply::status(mode),
+        Reply::Int(if c.is_frozen() { 0 } else { c.offset_ms() }),
+    ])
+}
+
+fn non_negative(arg: &[u8]) -> Result<u64, Reply> {
+    match int(arg)? {
+        n if n < 0 => Err(err(errors::NOT_POSITIVE)),
+        n => Ok(n as u64),
+    }
+}
+
+/// ADVANCE ms: forward by `ms` (frozen or running); answers the new time.
+fn clock_advance(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let ms = tri!(non_negative(&args[2]));
+    tri!(clock(ctx, "COORDIS.CLOCK")).advance_ms(ms);
+    settled(ctx)
+}
+
+/// JUMP ms: a step either way (a wall-clock jump).
+fn clock_jump(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let ms = tri!(int(&args[2]));
+    tri!(clock(ctx, "COORDIS.CLOCK")).jump_ms(ms);
+    settled(ctx)
+}
+
+/// SET unix-ms.
+fn clock_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let ms = tri!(non_negative(&args[2]));
+    tri!(clock(ctx, "COORDIS.CLOCK")).set_ms(ms);
+    settled(ctx)
+}
+
+fn clock_freeze(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    tri!(clock(ctx, "COORDIS.CLOCK")).freeze();
+    settled(ctx)
+}
+
+fn clock_resume(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    tri!(clock(ctx, "COORDIS.CLOCK")).resume();
+    settled(ctx)
+}
+
+fn clock_reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    tri!(clock(ctx, "COORDIS.CLOCK")).reset();
+    settled(ctx)
+}
+
+fn clock_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "COORDIS.CLOCK <subcommand> [<arg> ...]. Subcommands are:",
+        "GET",
+        "    Return the clock's time (unix ms), FROZEN or RUNNING, and its offset from real time (ms).",
+        "ADVANCE <milliseconds>",
+        "    Move the clock forward; due keys expire and due blocked clients are answered before the reply.",
+        "JUMP <milliseconds>",
+        "    Step the clock forwards or (negative) backwards, as a wall-clock jump.",
+        "SET <unix-time-milliseconds>",
+        "    Set the clock.",
+        "FREEZE",
+        "    Stop the clock: time moves only by ADVANCE, JUMP and SET.",
+        "RESUME",
+        "    Let a frozen clock run on from where it stands.",
+        "RESET",
+        "    Back to real time.",
+        "HELP",
+        "    Print this help.",
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_family_is_in_the_table() {
+        assert!(super::super::lookup(b"COORDIS.CLOCK|advance").is_some());
+    }
+}

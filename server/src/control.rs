@@ -1,0 +1,122 @@
+//! The test-control plane, Rust side: a server's handle on its test clock
+//! ([`ServerClock`]). Moving the clock through it settles the server before
+//! the call returns: every key due by the new time has expired, in deadline
+//! order, with its `expired` event, and every blocked client whose timeout
+//! passed has its reply. A test never sleeps after it. (The same controls
+//! over the wire are `COORDIS.CLOCK`, `cmd/control.rs`.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::engine::Engine;
+use crate::store::{Clock, VirtualClock};
+
+/// The engine as the embedding API holds it.
+pub(crate) type EngineRef = Arc<Mutex<Engine>>;
+
+/// What a [`crate::Server`] keeps to control its engine from the test.
+#[derive(Clone)]
+pub(crate) struct Control {
+    pub engine: EngineRef,
+    pub clock: Option<Arc<VirtualClock>>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Control {
+    pub fn clock(&self) -> Option<ServerClock> {
+        Some(ServerClock {
+            clock: self.clock.clone()?,
+            engine: self.engine.clone(),
+        })
+    }
+}
+
+/// A server's test clock ([`crate::Server::clock`]). Each move settles the
+/// server at once (see the module docs); a clock shared by several servers
+/// ([`crate::Builder::virtual_clock`]) settles the others on their own timer
+/// shortly after, or on their next access to a key.
+///
+/// ```
+/// use std::time::Duration;
+/// let server = coordis::Server::builder().start_blocking()?;
+/// let clock = server.clock().expect("the default clock is virtual");
+/// clock.freeze();
+/// // ... SET lock owner PX 30000 ...
+/// clock.advance(Duration::from_secs(31)); // the lock has expired, its event is out
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct ServerClock {
+    clock: Arc<VirtualClock>,
+    engine: EngineRef,
+}
+
+impl std::fmt::Debug for ServerClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerClock")
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerClock {
+    /// The server's time, unix ms.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Moves the clock forward by `by` (frozen or running) and settles.
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance_ms(by.as_millis().min(u64::MAX as u128) as u64);
+        self.settle();
+    }
+
+    /// Steps the clock by `ms`, forwards or backwards (a wall-clock jump),
+    /// and settles.
+    pub fn jump_ms(&self, ms: i64) {
+        self.clock.jump_ms(ms);
+        self.settle();
+    }
+
+    /// Sets the clock to `unix_ms` and settles.
+    pub fn set_ms(&self, unix_ms: u64) {
+        self.clock.set_ms(unix_ms);
+        self.settle();
+    }
+
+    /// Stops the clock where it stands: nothing expires until it moves.
+    pub fn freeze(&self) {
+        self.clock.freeze();
+    }
+
+    /// Lets a frozen clock run on from where it stands.
+    pub fn resume(&self) {
+        self.clock.resume();
+        self.settle();
+    }
+
+    /// Back to real time, and settles.
+    pub fn reset(&self) {
+        self.clock.reset();
+        self.settle();
+    }
+
+    /// The clock itself (to share it with another server's builder).
+    pub fn virtual_clock(&self) -> Arc<VirtualClock> {
+        self.clock.clone()
+    }
+
+    /// Brings the server up to its clock (see the module docs).
+    pub fn settle(&self) {
+        self.engine.lock().settle();
+    }
+}

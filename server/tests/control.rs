@@ -1,0 +1,172 @@
+//! The test clock (`Server::clock`, `COORDIS.CLOCK`): a move settles the
+//! server before it returns — due keys expire in deadline order with their
+//! events, blocked clients past their deadline are answered — so a test
+//! never sleeps after it. Nothing here waits in real time for the server's
+//! time to pass.
+
+use std::time::{Duration, Instant};
+
+use coordis::testing::RawClient;
+
+fn pttl(c: &mut RawClient, key: &str) -> i64 {
+    let r = String::from_utf8(c.command(&["PTTL", key]).unwrap()).unwrap();
+    r.trim_start_matches(':').trim().parse().unwrap()
+}
+
+#[test]
+fn advancing_expires_due_keys_in_deadline_order_with_their_events() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().expect("the embedded server's clock is a test clock");
+    clock.freeze();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let mut sub = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "notify-keyspace-events", "Ex"]).unwrap(),
+        b"+OK\r\n"
+    );
+    sub.command(&["SUBSCRIBE", "__keyevent@0__:expired"]).unwrap();
+    for (key, ttl) in [
+        ("lock:a", "30000"),
+        ("lock:b", "10000"),
+        ("lock:c", "20000"),
+        ("kept", "90000"),
+    ] {
+        assert_eq!(c.command(&["SET", key, "owner", "PX", ttl]).unwrap(), b"+OK\r\n");
+    }
+    let started = Instant::now();
+    clock.advance(Duration::from_secs(31));
+    // Settled before advance returned: no sleep, no polling.
+    assert_eq!(c.command(&["EXISTS", "lock:a", "lock:b", "lock:c"]).unwrap(), b":0\r\n");
+    assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":1\r\n");
+    for key in ["lock:b", "lock:c", "lock:a"] {
+        let message = String::from_utf8(sub.read_reply().unwrap()).unwrap();
+        assert!(
+            message.ends_with(&format!("${}\r\n{key}\r\n", key.len())),
+            "{message:?}"
+        );
+    }
+    assert_eq!(pttl(&mut c, "kept"), 59_000);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A frozen clock does not move by itself.
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(pttl(&mut c, "kept"), 59_000);
+}
+
+#[test]
+fn advancing_answers_blocked_clients_past_their_deadline() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let mut waiter = RawClient::connect(server.addr()).unwrap();
+    let mut patient = RawClient::connect(server.addr()).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    waiter.send(&RawClient::encode(&[b"BLPOP", b"q", b"10"])).unwrap();
+    patient.send(&RawClient::encode(&[b"BLPOP", b"q", b"60"])).unwrap();
+    while !String::from_utf8(c.command(&["INFO", "clients"]).unwrap())
+        .unwrap()
+        .contains("blocked_clients:2\r\n")
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    clock.advance(Duration::from_millis(10_001));
+    assert_eq!(waiter.read_reply().unwrap(), b"*-1\r\n");
+    assert_eq!(c.command(&["RPUSH", "q", "job"]).unwrap(), b":1\r\n");
+    assert_eq!(patient.read_reply().unwrap(), b"*2\r\n$1\r\nq\r\n$3\r\njob\r\n");
+}
+
+#[test]
+fn jumps_move_a_running_clock_either_way() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["SET", "lock", "me", "PX", "10000"]).unwrap(), b"+OK\r\n");
+    // A backward wall-clock step: the key now has longer to live.
+    clock.jump_ms(-5_000);
+    let ttl = pttl(&mut c, "lock");
+    assert!((14_000..=15_000).contains(&ttl), "{ttl}");
+    // A forward step past its deadline: gone at once.
+    clock.jump_ms(20_000);
+    assert_eq!(c.command(&["EXISTS", "lock"]).unwrap(), b":0\r\n");
+    clock.reset();
+    let now = String::from_utf8(c.command(&["TIME"]).unwrap()).unwrap();
+    let secs: u64 = now.split("\r\n").nth(2).unwrap().parse().unwrap();
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(secs.abs_diff(real) <= 2, "back on real time: {secs} vs {real}");
+}
+
+#[test]
+fn the_clock_over_the_wire() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let mut w = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["COORDIS.CLOCK", "FREEZE"]).unwrap()[0], b':');
+    assert_eq!(
+        c.command(&["COORDIS.CLOCK", "SET", "1700000000000"]).unwrap(),
+        b":1700000000000\r\n"
+    );
+    assert_eq!(
+        c.command(&["COORDIS.CLOCK", "GET"]).unwrap(),
+        b"*3\r\n:1700000000000\r\n+frozen\r\n:0\r\n"
+    );
+    assert_eq!(c.command(&["SET", "k", "v", "EX", "30"]).unwrap(), b"+OK\r\n");
+    assert_eq!(c.command(&["TIME"]).unwrap(), b"*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n");
+    w.send(&RawClient::encode(&[b"BZPOPMIN", b"z", b"5"])).unwrap();
+    while !String::from_utf8(c.command(&["INFO", "clients"]).unwrap())
+        .unwrap()
+        .contains("blocked_clients:1\r\n")
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(
+        c.command(&["coordis.clock", "advance", "30001"]).unwrap(),
+        b":1700000030001\r\n"
+    );
+    assert_eq!(c.command(&["EXISTS", "k"]).unwrap(), b":0\r\n");
+    assert_eq!(w.read_reply().unwrap(), b"*-1\r\n");
+    assert_eq!(
+        c.command(&["COORDIS.CLOCK", "JUMP", "-1"]).unwrap(),
+        b":1700000030000\r\n"
+    );
+    assert_eq!(
+        c.command(&["COORDIS.CLOCK", "ADVANCE", "-5"]).unwrap(),
+        b"-ERR value is out of range, must be positive\r\n"
+    );
+    assert_eq!(
+        c.command(&["COORDIS.CLOCK", "ADVANCE", "x"]).unwrap(),
+        b"-ERR value is not an integer or out of range\r\n"
+    );
+    assert!(c
+        .command(&["COORDIS.CLOCK", "HELP"])
+        .unwrap()
+        .starts_with(b"*17\r\n+COORDIS.CLOCK <subcommand>"));
+    assert_eq!(
+        c.command(&["COORDIS.CLOCK", "NOSUCH"]).unwrap(),
+        b"-ERR unknown subcommand 'NOSUCH'. Try COORDIS.CLOCK HELP.\r\n".to_vec()
+    );
+    assert_eq!(c.command(&["COORDIS.CLOCK", "RESUME"]).unwrap()[0], b':');
+    let get = String::from_utf8(c.command(&["COORDIS.CLOCK", "GET"]).unwrap()).unwrap();
+    assert!(get.contains("+running\r\n"), "{get}");
+    assert!(c
+        .command(&["EVAL", "return redis.call('coordis.clock', 'get')", "0"])
+        .unwrap()
+        .starts_with(b"-ERR This Redis command is not allowed from script"));
+}
+
+#[test]
+fn test_commands_are_refused_unless_enabled() {
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_test_commands = "no".into();
+    let server = builder.start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(
+        c.command(&["COORDIS.CLOCK", "ADVANCE", "1000"]).unwrap(),
+        b"-ERR COORDIS.CLOCK command not allowed. If the enable-test-commands option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.\r\n".to_vec()
+    );
+    assert_eq!(
+        c.command(&["CONFIG", "GET", "enable-test-commands"]).unwrap(),
+        b"*2\r\n$20\r\nenable-test-commands\r\n$2\r\nno\r\n"
+    );
+}
