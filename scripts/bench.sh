@@ -36,7 +36,7 @@ COORDIS=target/release/coordis-server
 
 cleanup() { kill "${CPID:-}" "${RPID:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "${OUT:-}"; }
 trap cleanup EXIT
-"$COORDIS" --port "$CPORT" --save '' --appendonly no --loglevel warning 2>/dev/null &
+"$COORDIS" --port "$CPORT" --save '' --appendonly no --loglevel warning >/dev/null 2>&1 &
 CPID=$!
 redis-server --port "$RPORT" --save '' --appendonly no --loglevel warning >/dev/null &
 RPID=$!
