@@ -1,5 +1,6 @@
 //! The test-control plane, Rust side: a server's handle on its test clock
-//! ([`ServerClock`]). Moving the clock through it settles the server before
+//! ([`ServerClock`]), and the server-wide faults [`crate::Server`] exposes
+//! (a stop-the-world pause, a restart that may lose the data). Moving the clock through it settles the server before
 //! the call returns: every key due by the new time has expired, in deadline
 //! order, with its `expired` event, and every blocked client whose timeout
 //! passed has its reply. A test never sleeps after it. (The same controls
@@ -16,22 +17,40 @@ use crate::store::{Clock, VirtualClock};
 /// The engine as the embedding API holds it.
 pub(crate) type EngineRef = Arc<Mutex<Engine>>;
 
-/// What a [`crate::Server`] keeps to control its engine from the test.
+/// A handle on a running server's test controls (from
+/// [`crate::Server::control`]): cheap to clone and to move into a task, for
+/// the faults a test injects while its clients run.
 #[derive(Clone)]
-pub(crate) struct Control {
-    pub engine: EngineRef,
-    pub clock: Option<Arc<VirtualClock>>,
+pub struct ServerControl {
+    pub(crate) engine: EngineRef,
+    pub(crate) clock: Option<Arc<VirtualClock>>,
 }
 
-impl std::fmt::Debug for Control {
+impl std::fmt::Debug for ServerControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Control")
+        f.debug_struct("ServerControl")
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
 
-impl Control {
+impl ServerControl {
+    /// See [`crate::Server::pause`].
+    pub fn pause(&self) {
+        self.engine.lock().shared().set_frozen(true);
+    }
+
+    /// See [`crate::Server::resume`].
+    pub fn resume(&self) {
+        self.engine.lock().shared().set_frozen(false);
+    }
+
+    /// See [`crate::Server::restart`].
+    pub fn restart(&self, lose_data: bool) {
+        self.engine.lock().restart(lose_data);
+    }
+
+    /// See [`crate::Server::clock`].
     pub fn clock(&self) -> Option<ServerClock> {
         Some(ServerClock {
             clock: self.clock.clone()?,

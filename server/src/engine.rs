@@ -64,6 +64,42 @@ pub struct Shared {
     /// Wakes the server's timer task when a client blocks with a deadline
     /// earlier than any before ([`crate::blocking`]).
     pub block_timer: tokio::sync::Notify,
+    /// A stop-the-world pause from the test-control plane
+    /// ([`crate::Server::pause`]): no connection runs a batch, nothing
+    /// expires and no waiter times out until it is lifted. Clients see only
+    /// silence, as from a server stopped by the OS.
+    pub frozen: AtomicBool,
+    /// Wakes what waits for the pause to be lifted.
+    pub thawed: tokio::sync::Notify,
+}
+
+impl Shared {
+    /// Whether a stop-the-world pause is in force.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.load(Ordering::Acquire)
+    }
+
+    /// Starts or lifts the stop-the-world pause.
+    pub fn set_frozen(&self, frozen: bool) {
+        self.frozen.store(frozen, Ordering::Release);
+        if !frozen {
+            self.thawed.notify_waiters();
+            self.block_timer.notify_one();
+        }
+    }
+
+    /// Resolves once no stop-the-world pause is in force.
+    pub async fn until_thawed(&self) {
+        loop {
+            let thawed = self.thawed.notified();
+            tokio::pin!(thawed);
+            thawed.as_mut().enable();
+            if !self.is_frozen() {
+                return;
+            }
+            thawed.await;
+        }
+    }
 }
 
 impl Shared {
@@ -143,9 +179,7 @@ impl Engine {
         server_shutdown: Arc<CloseSignal>,
     ) -> Engine {
         shared.publish(&config);
-        let run_id: String = (0..40)
-            .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
-            .collect();
+        let run_id = new_run_id();
         let started_ms = clock.now_ms();
         let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
         let scripting = Scripting::new(config.lua_memory_limit, shared.script.clone()).expect("create the Lua VM");
@@ -184,6 +218,9 @@ impl Engine {
     /// Answers the blocked clients whose timeout has passed; returns the
     /// next deadline of a blocked client (the server's timer sleeps until it).
     pub fn expire_blocked(&mut self) -> Option<u64> {
+        if self.state.shared.is_frozen() {
+            return None;
+        }
         let now = self.state.clock.now_ms();
         crate::blocking::expire(&mut self.dbs, &mut self.state, now);
         crate::blocking::next_deadline(&self.state.blocking)
@@ -212,6 +249,19 @@ impl Engine {
         self.state.clients.get(id).is_some_and(|c| c.reply_off || c.reply_skip)
     }
 
+    /// The settings and signals connection tasks share with the engine.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.state.shared
+    }
+
+    /// A restart from the test-control plane ([`crate::Server::restart`]):
+    /// every connection is dropped, and with `lose_data` the keyspace and
+    /// the script cache are gone too, as after a crash of a Redis without
+    /// persistence (a new run id, uptime from zero). The configuration stays.
+    pub fn restart(&mut self, lose_data: bool) {
+        restart(&mut self.dbs, &mut self.state, &mut self.scripting, lose_data);
+    }
+
     /// Brings the server up to its clock at once (the test clock moved):
     /// a CLIENT PAUSE whose time is over ends, blocked clients past their
     /// deadline are answered, and every key due by now expires, in deadline
@@ -223,7 +273,7 @@ impl Engine {
 
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
     pub fn active_expire_step(&mut self) -> bool {
-        if !crate::blocking::expiry_allowed(&self.state) {
+        if !crate::blocking::expiry_allowed(&self.state) || self.state.shared.is_frozen() {
             return false;
         }
         let now = self.state.clock.now_ms();
@@ -383,6 +433,34 @@ impl Engine {
         };
         cmd::call(&mut ctx, args)
     }
+}
+
+/// [`Engine::restart`], also from inside a command (the calling client,
+/// out of the registry, is closed by its command).
+pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting, lose_data: bool) {
+    for client in state.clients.values() {
+        client.signal.close();
+    }
+    if lose_data {
+        for db in dbs.iter_mut() {
+            db.clear();
+        }
+        scripting.flush();
+        state.run_id = new_run_id();
+        state.started_ms = state.clock.now_ms();
+        state.stats = Stats::default();
+    }
+    tracing::warn!(
+        "restart from the test-control plane (data {})",
+        if lose_data { "lost" } else { "kept" }
+    );
+}
+
+/// A random 40-hex-digit run id (INFO `run_id`).
+fn new_run_id() -> String {
+    (0..40)
+        .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
+        .collect()
 }
 
 /// [`Engine::settle`] from inside a command (`COORDIS.CLOCK`), at

@@ -116,6 +116,8 @@ pub const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or
 pub const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
 /// `COORDIS.CLOCK` on a server built with a clock of its own.
 pub const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test clock";
+/// `COORDIS.SERVER PAUSE` on an engine driven without a runtime (tests).
+pub const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
 
 pub fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))

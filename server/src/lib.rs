@@ -37,7 +37,7 @@
 //!
 //! The public API is the embedding API: [`Server`], [`Builder`],
 //! [`BlockingServer`], [`Config`], [`Clock`] / [`VirtualClock`] (alias
-//! [`ManualClock`]) / [`SystemClock`], [`ServerClock`], [`runtime`] and [`testing`]. Everything else is the
+//! [`ManualClock`]) / [`SystemClock`], [`ServerClock`], [`ServerControl`], [`runtime`] and [`testing`]. Everything else is the
 //! crate's own:
 //!
 //! - `protocol`: RESP request parsing and reply encoding.
@@ -90,7 +90,7 @@ use tokio::sync::oneshot;
 use clients::CloseSignal;
 pub use cmd::server::REDIS_VERSION;
 pub use config::Config;
-pub use control::ServerClock;
+pub use control::{ServerClock, ServerControl};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 
 /// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
@@ -192,7 +192,7 @@ impl Builder {
             addr,
             shutdown,
             thread: Some(thread),
-            control: control::Control { engine, clock },
+            control: control::ServerControl { engine, clock },
         })
     }
 
@@ -208,7 +208,7 @@ impl Builder {
                 addr,
                 shutdown,
                 thread: Some(thread),
-                control: control::Control { engine, clock },
+                control: control::ServerControl { engine, clock },
             }),
         })
     }
@@ -305,7 +305,7 @@ pub struct Server {
     addr: SocketAddr,
     shutdown: Arc<CloseSignal>,
     thread: Option<std::thread::JoinHandle<()>>,
-    control: control::Control,
+    control: control::ServerControl,
 }
 
 impl Server {
@@ -333,6 +333,33 @@ impl Server {
     /// given a clock of its own ([`Builder::clock`]).
     pub fn clock(&self) -> Option<ServerClock> {
         self.control.clock()
+    }
+
+    /// A cloneable handle on this server's test controls (pause, resume,
+    /// restart, clock), to move into the task that injects the fault.
+    pub fn control(&self) -> ServerControl {
+        self.control.clone()
+    }
+
+    /// A stop-the-world pause, as a GC pause or a SIGSTOP would make it: the
+    /// server stops answering (connections stay open, requests wait), keys
+    /// stop expiring and waiters stop timing out, until
+    /// [`Server::resume`]. The test clock may still be moved meanwhile.
+    pub fn pause(&self) {
+        self.control.pause();
+    }
+
+    /// Lifts [`Server::pause`]: the waiting requests run, in order.
+    pub fn resume(&self) {
+        self.control.resume();
+    }
+
+    /// Drops every connection, as a restarted server would; with
+    /// `lose_data`, the keyspace and the script cache are gone too, as
+    /// after a crash of a Redis without persistence. The server keeps
+    /// listening on the same port, so clients reconnect.
+    pub fn restart(&self, lose_data: bool) {
+        self.control.restart(lose_data);
     }
 
     /// Stops accepting, lets connections finish the batch they are running
@@ -382,6 +409,21 @@ impl BlockingServer {
     /// See [`Server::clock`].
     pub fn clock(&self) -> Option<ServerClock> {
         self.server.as_ref().expect("running").clock()
+    }
+
+    /// See [`Server::pause`].
+    pub fn pause(&self) {
+        self.server.as_ref().expect("running").pause()
+    }
+
+    /// See [`Server::resume`].
+    pub fn resume(&self) {
+        self.server.as_ref().expect("running").resume()
+    }
+
+    /// See [`Server::restart`].
+    pub fn restart(&self, lose_data: bool) {
+        self.server.as_ref().expect("running").restart(lose_data)
     }
 
     /// Shuts down gracefully and waits for it.

@@ -469,6 +469,9 @@ async fn execute(
     out: &mut BytesMut,
 ) -> BatchEnd {
     let script = &ctx.shared.script;
+    if ctx.shared.is_frozen() {
+        ctx.shared.until_thawed().await;
+    }
     loop {
         if script.is_running() && script.is_busy(ctx.clock.now_ms()) && !conn.waiting {
             let (end, waiting) = busy_batch(ctx, &mut conn.view, &mut conn.changes, requests, protocol_error, out);

@@ -170,3 +170,69 @@ fn test_commands_are_refused_unless_enabled() {
         b"*2\r\n$20\r\nenable-test-commands\r\n$2\r\nno\r\n"
     );
 }
+
+#[test]
+fn a_server_pause_stops_the_world_until_resumed() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["SET", "lock", "me", "PX", "1000"]).unwrap(), b"+OK\r\n");
+    server.pause();
+    // The clock moves during the pause; nothing expires meanwhile.
+    clock.advance(Duration::from_secs(5));
+    c.send(&RawClient::encode(&[b"GET", b"lock"])).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    assert!(c.read_reply().is_err(), "no answer while the server is paused");
+    server.resume();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // Lazy expiry on the first access after the pause.
+    assert_eq!(c.read_reply().unwrap(), b"$-1\r\n");
+}
+
+#[test]
+fn a_restart_drops_every_connection_and_may_lose_the_data() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["SET", "kept", "1"]).unwrap(), b"+OK\r\n");
+    server.restart(false);
+    assert!(c.command(&["PING"]).is_err(), "the connection was dropped");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["GET", "kept"]).unwrap(), b"$1\r\n1\r\n");
+    assert_eq!(c.command(&["SCRIPT", "LOAD", "return 1"]).unwrap()[0], b'$');
+    server.restart(true);
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":0\r\n");
+    assert_eq!(
+        c.command(&["SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"])
+            .unwrap(),
+        b"*1\r\n:0\r\n"
+    );
+}
+
+#[test]
+fn server_faults_over_the_wire() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let mut other = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+    let started = Instant::now();
+    assert_eq!(c.command(&["COORDIS.SERVER", "PAUSE", "300"]).unwrap(), b"+OK\r\n");
+    assert_eq!(other.command(&["GET", "k"]).unwrap(), b"$1\r\nv\r\n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        c.command(&["COORDIS.SERVER", "RESTART", "NOW"]).unwrap(),
+        b"-ERR syntax error\r\n"
+    );
+    c.send(&RawClient::encode(&[b"COORDIS.SERVER", b"RESTART", b"FLUSH"]))
+        .unwrap();
+    assert!(c.read_reply().is_err(), "the caller is dropped too, without a reply");
+    assert!(other.command(&["PING"]).is_err());
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["EXISTS", "k"]).unwrap(), b":0\r\n");
+    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*7\r\n"));
+}

@@ -1,6 +1,7 @@
-//! The test-control plane over the wire: `COORDIS.CLOCK`, in coordis's own
-//! namespace, for test suites in any language (the Rust side is
-//! [`crate::ServerClock`]). Refused unless `enable-test-commands` allows it
+//! The test-control plane over the wire: `COORDIS.CLOCK` and
+//! `COORDIS.SERVER`, in coordis's own namespace, for test suites in any
+//! language (the Rust side is [`crate::ServerClock`] and
+//! `Server::pause`/`restart`). Refused unless `enable-test-commands` allows it
 //! (`no`, `yes`, or `local`: loopback clients only), as Redis gates DEBUG
 //! with `enable-debug-command`.
 //!
@@ -25,6 +26,14 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
+    spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
+];
+
+#[rustfmt::skip]
+static SERVER: &[CommandSpec] = &[
+    subcommand!("coordis", "coordis.server|pause", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_pause),
+    subcommand!("coordis", "coordis.server|restart", -2, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
+    subcommand!("coordis", "coordis.server|help", 2, LOADING | STALE, acl::ADMIN, server_help),
 ];
 
 #[rustfmt::skip]
@@ -39,16 +48,23 @@ static CLOCK: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.clock|help", 2, LOADING | STALE, acl::ADMIN, clock_help),
 ];
 
-/// The server's test clock, if `enable-test-commands` lets this client in.
-fn clock<'a>(ctx: &'a Ctx, command: &str) -> Result<&'a VirtualClock, Reply> {
+/// Whether `enable-test-commands` lets this client in.
+fn allowed(ctx: &Ctx, command: &str) -> Result<(), Reply> {
     let allowed = match ctx.server.config.enable_test_commands.as_str() {
         "yes" => true,
         "local" => ctx.client.addr.ip().is_loopback(),
         _ => false,
     };
-    if !allowed {
-        return Err(errors::test_commands_disabled(command));
+    if allowed {
+        Ok(())
+    } else {
+        Err(errors::test_commands_disabled(command))
     }
+}
+
+/// The server's test clock, if `enable-test-commands` lets this client in.
+fn clock<'a>(ctx: &'a Ctx, command: &str) -> Result<&'a VirtualClock, Reply> {
+    allowed(ctx, command)?;
     ctx.server
         .clock
         .as_virtual()
@@ -135,6 +151,58 @@ fn clock_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Let a frozen clock run on from where it stands.",
         "RESET",
         "    Back to real time.",
+        "HELP",
+        "    Print this help.",
+    ])
+}
+
+/// PAUSE ms: a stop-the-world pause for `ms` of real time (nothing could
+/// lift it over the wire): no command runs, nothing expires, no waiter
+/// times out. This command's own reply is written first.
+fn server_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.SERVER"));
+    let ms = tri!(non_negative(&args[2]));
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return err(errors::NO_RUNTIME);
+    };
+    let shared = ctx.server.shared.clone();
+    shared.set_frozen(true);
+    runtime.spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        shared.set_frozen(false);
+    });
+    Reply::Ok
+}
+
+/// RESTART [KEEPDATA|FLUSH]: every connection is dropped (this one
+/// without a reply, as a crashed server gives none); FLUSH loses the
+/// keyspace and the script cache too. KEEPDATA is the default.
+fn server_restart(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.SERVER"));
+    let lose_data = match args.get(2) {
+        None => false,
+        Some(a) if a.eq_ignore_ascii_case(b"keepdata") => false,
+        Some(a) if a.eq_ignore_ascii_case(b"flush") && args.len() == 3 => true,
+        Some(_) => return err(errors::SYNTAX),
+    };
+    if args.len() > 3 {
+        return err(errors::SYNTAX);
+    }
+    let Some(scripting) = ctx.scripting.as_deref_mut() else {
+        return err(errors::NOT_FROM_SCRIPT);
+    };
+    crate::engine::restart(ctx.dbs, ctx.server, scripting, lose_data);
+    ctx.client.close_after_reply = true;
+    Reply::NOTHING
+}
+
+fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "COORDIS.SERVER <subcommand> [<arg> ...]. Subcommands are:",
+        "PAUSE <milliseconds>",
+        "    Stop the world for that long (real time): no command runs, nothing expires.",
+        "RESTART [KEEPDATA|FLUSH]",
+        "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
         "HELP",
         "    Print this help.",
     ])
