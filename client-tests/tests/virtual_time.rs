@@ -111,3 +111,41 @@ on_every_backend!(
         }
     }
 );
+
+/// Redlock over five embedded servers, some of them hanging (a
+/// stop-the-world pause: connections accepted, no answers). On Redis this
+/// takes SIGSTOP on server processes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_with_hanging_servers() {
+    use coordis_client_tests::redlock::Redlock;
+    let mut servers = vec![];
+    for _ in 0..5 {
+        servers.push(coordis::Server::start().await.unwrap());
+    }
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let redlock = Redlock::new(&urls);
+    let ttl = Duration::from_secs(10);
+    // Two of five hang: the quorum of three still grants, within the budget.
+    servers[3].pause();
+    servers[4].pause();
+    let started = Instant::now();
+    let validity = redlock
+        .lock("res:two-down", "client-a", ttl)
+        .await
+        .expect("quorum of 3");
+    let granted = started.elapsed();
+    assert!(validity > ttl - Duration::from_secs(2), "{validity:?}");
+    // Three hang: refused, and in bounded time (retries × node timeouts).
+    servers[2].pause();
+    let started_refusal = Instant::now();
+    assert_eq!(redlock.lock("res:three-down", "client-b", ttl).await, None);
+    let refusal = started_refusal.elapsed();
+    assert!(refusal < Duration::from_secs(5), "{refusal:?}");
+    println!("two hanging: granted after {granted:?}; three hanging: refused after {refusal:?}");
+    for s in &servers {
+        s.resume();
+    }
+    for s in servers {
+        s.shutdown().await;
+    }
+}
