@@ -67,6 +67,9 @@ pub struct Config {
     /// Default `no` for `coordis-server`; the embedding [`crate::Builder`]
     /// makes it `local`.
     pub enable_test_commands: String,
+    /// Whether DEBUG runs: `no` (the default), `yes`, or `local` (loopback
+    /// clients only), as in Redis 7.
+    pub enable_debug_command: String,
     /// Milliseconds a script may run before other clients get `-BUSY`
     /// (`busy-reply-threshold`, alias `lua-time-limit`). Default 5000.
     pub busy_reply_threshold: u64,
@@ -114,6 +117,7 @@ impl Default for Config {
             io_threads: 0,
             port_file: String::new(),
             enable_test_commands: String::new(),
+            enable_debug_command: String::new(),
             busy_reply_threshold: 0,
             lua_memory_limit: 0,
             notify_keyspace_events: 0,
@@ -482,6 +486,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("io-threads", "1", Int { min: 1, max: 128 }, field!(io_threads)).immutable(),
     row("port-file", "", Text, field!(port_file)).immutable(),
     row("enable-test-commands", "no", Enum(&["no", "yes", "local"]), field!(enable_test_commands)).immutable(),
+    row("enable-debug-command", "no", Enum(&["no", "yes", "local"]), field!(enable_debug_command)).immutable(),
     // Expiry, scripting, notifications.
     row("hz", "10", Int { min: 0, max: I32 }, Store::Field {
         // Redis keeps hz within 1..=500 whatever is asked.
@@ -534,7 +539,6 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("slowlog-log-slower-than", "10000", Int { min: -1, max: LONG }, Store::Ignored),
     row("slowlog-max-len", "128", Int { min: 0, max: LONG }, Store::Ignored),
     row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, Store::Ignored),
-    row("enable-debug-command", "no", Enum(&["no", "yes", "local"]), Store::Ignored).immutable(),
     row("unixsocket", "", Text, Store::Ignored).immutable(),
     row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
     row("replica-read-only", "yes", Bool, Store::Ignored),

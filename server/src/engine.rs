@@ -141,6 +141,9 @@ pub struct ServerState {
     pub pubsub: cmd::pubsub::PubSub,
     /// Blocked clients' timeouts and count (their queues are per database).
     pub blocking: crate::blocking::Blocking,
+    /// `DEBUG SET-ACTIVE-EXPIRE 0` turns active expiry off (lazy expiry
+    /// goes on), as Redis's tests do.
+    pub active_expire: bool,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
     pub shared: Arc<Shared>,
@@ -203,6 +206,7 @@ impl Engine {
                 port,
                 pubsub: Default::default(),
                 blocking: Default::default(),
+                active_expire: true,
                 shutdown_requested: false,
                 shared,
             },
@@ -273,7 +277,7 @@ impl Engine {
 
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
     pub fn active_expire_step(&mut self) -> bool {
-        if !crate::blocking::expiry_allowed(&self.state) || self.state.shared.is_frozen() {
+        if !self.state.active_expire || !crate::blocking::expiry_allowed(&self.state) || self.state.shared.is_frozen() {
             return false;
         }
         let now = self.state.clock.now_ms();

@@ -116,6 +116,7 @@ pub const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or
 pub const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
 /// `COORDIS.CLOCK` on a server built with a clock of its own.
 pub const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test clock";
+pub const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 /// `COORDIS.SERVER PAUSE` on an engine driven without a runtime (tests).
 pub const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
 

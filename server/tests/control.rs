@@ -236,3 +236,76 @@ fn server_faults_over_the_wire() {
     assert_eq!(c.command(&["EXISTS", "k"]).unwrap(), b":0\r\n");
     assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*7\r\n"));
 }
+
+/// DEBUG, enabled on both servers (`enable-debug-command yes`), answers as
+/// Redis 7.0.15 does; `DEBUG OBJECT` shows the same fields (its address and
+/// serialized length are coordis's own).
+#[test]
+fn debug_answers_as_redis_when_enabled() {
+    let Some(redis) = coordis::testing::RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+        return;
+    };
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    let server = builder.start_blocking().unwrap();
+    let mut ours = RawClient::connect(server.addr()).unwrap();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    for args in [
+        &["DEBUG", "SLEEP", "0"][..],
+        &["DEBUG", "SLEEP", "abc"],
+        &["DEBUG", "sleep"],
+        &["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
+        &["DEBUG", "set-active-expire"],
+        &["DEBUG", "nosuch", "x", "y"],
+        &["DEBUG", "OBJECT", "nokey"],
+        &["DEBUG", "object"],
+        &["DEBUG"],
+        &["RPUSH", "list", "a"],
+    ] {
+        assert_eq!(ours.command(args).unwrap(), theirs.command(args).unwrap(), "{args:?}");
+    }
+    for c in [&mut ours, &mut theirs] {
+        assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+        let line = String::from_utf8(c.command(&["DEBUG", "OBJECT", "k"]).unwrap()).unwrap();
+        let fields: Vec<&str> = line
+            .trim_end()
+            .split(' ')
+            .map(|f| f.split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "+Value",
+                "at",
+                "refcount",
+                "encoding",
+                "serializedlength",
+                "lru",
+                "lru_seconds_idle"
+            ],
+            "{line}"
+        );
+        assert!(line.contains(" encoding:embstr "), "{line}");
+        // Active expiry off: a key past its deadline stays until touched.
+        assert_eq!(c.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["SET", "gone", "v", "PX", "10"]).unwrap(), b"+OK\r\n");
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    for c in [&mut ours, &mut theirs] {
+        assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":3\r\n");
+        assert_eq!(c.command(&["GET", "gone"]).unwrap(), b"$-1\r\n");
+        assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":2\r\n");
+    }
+    // The whole server sleeps, as Redis's does.
+    let mut other = RawClient::connect(server.addr()).unwrap();
+    ours.send(&RawClient::encode(&[b"DEBUG", b"SLEEP", b"0.3"])).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let started = Instant::now();
+    assert_eq!(other.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(ours.read_reply().unwrap(), b"+OK\r\n");
+}

@@ -27,6 +27,7 @@ macro_rules! spec {
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
     spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
+    command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, 0, (0, 0, 0), "A container for debugging commands", debug),
 ];
 
 #[rustfmt::skip]
@@ -48,17 +49,75 @@ static CLOCK: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.clock|help", 2, LOADING | STALE, acl::ADMIN, clock_help),
 ];
 
-/// Whether `enable-test-commands` lets this client in.
-fn allowed(ctx: &Ctx, command: &str) -> Result<(), Reply> {
-    let allowed = match ctx.server.config.enable_test_commands.as_str() {
+/// Whether a `no|yes|local` setting lets this client in.
+fn lets_in(setting: &str, ctx: &Ctx) -> bool {
+    match setting {
         "yes" => true,
         "local" => ctx.client.addr.ip().is_loopback(),
         _ => false,
-    };
-    if allowed {
+    }
+}
+
+/// Whether `enable-test-commands` lets this client in.
+fn allowed(ctx: &Ctx, command: &str) -> Result<(), Reply> {
+    if lets_in(&ctx.server.config.enable_test_commands, ctx) {
         Ok(())
     } else {
         Err(errors::test_commands_disabled(command))
+    }
+}
+
+/// DEBUG: Redis's test hooks, gated by `enable-debug-command` as in Redis:
+/// SLEEP seconds (the whole server stops, as Redis's does: the engine is
+/// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, HELP. Numbers are read as
+/// Redis reads them here (`atof`, `atoi`: `abc` is 0).
+fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if !lets_in(&ctx.server.config.enable_debug_command, ctx) {
+        return err(errors::DEBUG_DISABLED);
+    }
+    let sub = args[1].to_ascii_lowercase();
+    match (sub.as_slice(), args.len()) {
+        (b"sleep", 3) => {
+            let secs = crate::store::num::atof(&args[2]);
+            if secs > 0.0 && secs.is_finite() {
+                std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(86_400.0)));
+            }
+            Reply::Ok
+        }
+        (b"set-active-expire", 3) => {
+            ctx.server.active_expire = crate::store::num::atof(&args[2]) as i64 != 0;
+            Reply::Ok
+        }
+        (b"object", 3) => {
+            let now = ctx.now;
+            let address = ctx.db().scan_hash(&args[2]) & 0xffff_ffff_ffff;
+            let Some(entry) = ctx.db().lookup(&args[2], now) else {
+                return err(errors::NO_SUCH_KEY);
+            };
+            // No pointers to show: the address is the key's hash, and the
+            // serialized length is the value's length (a string's bytes, a
+            // collection's elements; Redis's is its RDB encoding's size).
+            // `lru` is Redis's 24-bit seconds clock.
+            let text = format!(
+                "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:0",
+                entry.value.encoding(),
+                entry.value.length(),
+                (now / 1000) & 0xff_ffff
+            );
+            Reply::Status(text.into())
+        }
+        (b"help", 2) => super::server::help_reply(&[
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "OBJECT <key>",
+            "    Show low level info about the key and associated value.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+            "HELP",
+            "    Print this help.",
+        ]),
+        _ => errors::sub_wrong_args(&args[1], "DEBUG"),
     }
 }
 

@@ -139,6 +139,17 @@ impl ValueRef<'_> {
         }
     }
 
+    /// A string's bytes, or a collection's elements (DEBUG OBJECT).
+    pub fn length(&self) -> usize {
+        match self {
+            ValueRef::Str(s) => s.len(),
+            ValueRef::ZSet(z) => z.len(),
+            ValueRef::Hash(h) => h.len(),
+            ValueRef::List(l) => l.len(),
+            ValueRef::Set(x) => x.len(),
+        }
+    }
+
     /// `OBJECT ENCODING` (strings answer by their content and length).
     pub fn encoding(&self) -> &'static str {
         match self {

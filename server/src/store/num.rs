@@ -142,6 +142,16 @@ pub fn timeout_ms(s: &[u8]) -> Option<i64> {
     (ok == 1).then_some(ms)
 }
 
+/// C's `atof`: the longest number at the start of `s` (after spaces), 0
+/// when there is none, as Redis reads DEBUG's arguments.
+pub fn atof(s: &[u8]) -> f64 {
+    let Ok(text) = std::ffi::CString::new(s) else {
+        return 0.0;
+    };
+    // SAFETY: `text` is NUL-terminated and outlives the call.
+    unsafe { libc::atof(text.as_ptr()) }
+}
+
 /// `printf("%.17g", d)`.
 pub fn fmt_g17(d: f64) -> String {
     let mut buf = [0u8; 64];
