@@ -96,6 +96,8 @@ pub struct Blocking {
     pause: Option<Pause>,
     /// Clients whose command waits for the pause to end, in arrival order.
     postponed: Vec<u64>,
+    /// Clients whose command a hang fault rule holds ([`crate::faults`]).
+    hung: Vec<u64>,
 }
 
 impl Blocking {
@@ -208,6 +210,27 @@ pub fn postpone(ctx: &mut Ctx) -> Reply {
     Reply::NOTHING
 }
 
+/// Holds the calling client's command for a hang fault rule, the way a
+/// CLIENT PAUSE holds it ([`postpone`]), until [`release_hung`].
+pub fn hang(ctx: &mut Ctx) -> Reply {
+    let reply = postpone(ctx);
+    let id = ctx.client.id;
+    let blocking = &mut ctx.server.blocking;
+    blocking.postponed.retain(|&c| c != id);
+    blocking.hung.push(id);
+    reply
+}
+
+/// Lets the clients hang rules held go on (their commands run now).
+pub fn release_hung(dbs: &mut [Db], server: &mut ServerState) {
+    for id in std::mem::take(&mut server.blocking.hung) {
+        if let Some(client) = server.clients.get_mut(id) {
+            release(dbs, &mut server.blocking, client);
+            client.signal.set_blocked(false);
+        }
+    }
+}
+
 /// CLIENT PAUSE: pauses other clients until `until` (a later end or ALL
 /// over WRITE extends a pause in force, as Redis's `pauseClients`). While
 /// paused, expiry deletes nothing (expired keys read as absent), as in
@@ -287,6 +310,7 @@ pub fn release(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState
     }
     if blocked.postponed {
         blocking.postponed.retain(|&id| id != client.id);
+        blocking.hung.retain(|&id| id != client.id);
     }
     blocking.count -= 1;
 }

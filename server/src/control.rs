@@ -50,6 +50,32 @@ impl ServerControl {
         self.engine.lock().restart(lose_data);
     }
 
+    /// Adds a fault rule ([`crate::FaultRule`]); returns its id.
+    pub fn add_fault(&self, rule: crate::FaultRule) -> u64 {
+        self.engine.lock().add_fault(rule)
+    }
+
+    /// Removes fault rule `id`; false if there was none. Clients a hang
+    /// rule held go on once no hang rule is left.
+    pub fn remove_fault(&self, id: u64) -> bool {
+        self.engine.lock().remove_faults(Some(id))
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        self.engine.lock().remove_faults(None);
+    }
+
+    /// The rules with their match and fire counts.
+    pub fn faults(&self) -> Vec<crate::FaultEntry> {
+        self.engine.lock().fault_list()
+    }
+
+    /// Seeds the generator fault probabilities draw from.
+    pub fn seed_faults(&self, seed: u64) {
+        self.engine.lock().seed_faults(seed);
+    }
+
     /// See [`crate::Server::clock`].
     pub fn clock(&self) -> Option<ServerClock> {
         Some(ServerClock {

@@ -141,6 +141,8 @@ pub struct ServerState {
     pub pubsub: cmd::pubsub::PubSub,
     /// Blocked clients' timeouts and count (their queues are per database).
     pub blocking: crate::blocking::Blocking,
+    /// Fault rules of the test-control plane ([`crate::faults`]).
+    pub faults: crate::faults::Faults,
     /// `DEBUG SET-ACTIVE-EXPIRE 0` turns active expiry off (lazy expiry
     /// goes on), as Redis's tests do.
     pub active_expire: bool,
@@ -157,6 +159,8 @@ pub struct BatchEnd {
     /// The last command blocked the client: its connection waits for the
     /// reply ([`crate::blocking`]) before it runs the requests left.
     pub blocked: bool,
+    /// A fault rule delays this batch's replies by this many ms.
+    pub delay_ms: u64,
     /// The client after the batch (the parsing limits depend on whether it
     /// is authenticated; busy answers on the rest); `None` when the batch did
     /// not reach the engine.
@@ -207,6 +211,7 @@ impl Engine {
                 pubsub: Default::default(),
                 blocking: Default::default(),
                 active_expire: true,
+                faults: Default::default(),
                 shutdown_requested: false,
                 shared,
             },
@@ -264,6 +269,25 @@ impl Engine {
     /// persistence (a new run id, uptime from zero). The configuration stays.
     pub fn restart(&mut self, lose_data: bool) {
         restart(&mut self.dbs, &mut self.state, &mut self.scripting, lose_data);
+    }
+
+    /// Adds a fault rule; returns its id.
+    pub fn add_fault(&mut self, rule: crate::faults::FaultRule) -> u64 {
+        self.state.faults.add(rule)
+    }
+
+    /// Removes fault rule `id` (`None`: every rule); clients a hang rule
+    /// held go on once no hang rule is left.
+    pub fn remove_faults(&mut self, id: Option<u64>) -> bool {
+        remove_faults(&mut self.dbs, &mut self.state, id)
+    }
+
+    pub fn fault_list(&self) -> Vec<crate::faults::FaultEntry> {
+        self.state.faults.list()
+    }
+
+    pub fn seed_faults(&mut self, seed: u64) {
+        self.state.faults.seed(seed);
     }
 
     /// Brings the server up to its clock at once (the test clock moved):
@@ -331,6 +355,7 @@ impl Engine {
         let closed = BatchEnd {
             close: true,
             blocked: false,
+            delay_ms: 0,
             view: None,
         };
         let Some(mut client) = self.state.clients.take(id) else {
@@ -389,6 +414,7 @@ impl Engine {
             }
         }
         let blocked = client.blocked.is_some();
+        let delay_ms = std::mem::take(&mut client.delay_reply_ms);
         let view = Some(ClientView {
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),
@@ -398,7 +424,12 @@ impl Engine {
         if self.state.shutdown_requested {
             self.server_shutdown.close();
         }
-        BatchEnd { close, blocked, view }
+        BatchEnd {
+            close,
+            blocked,
+            delay_ms,
+            view,
+        }
     }
 
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
@@ -437,6 +468,21 @@ impl Engine {
         };
         cmd::call(&mut ctx, args)
     }
+}
+
+/// [`Engine::remove_faults`], also from inside a command.
+pub(crate) fn remove_faults(dbs: &mut [Db], state: &mut ServerState, id: Option<u64>) -> bool {
+    let removed = match id {
+        Some(id) => state.faults.remove(id),
+        None => {
+            state.faults.clear();
+            true
+        }
+    };
+    if !state.faults.hangs() {
+        crate::blocking::release_hung(dbs, state);
+    }
+    removed
 }
 
 /// [`Engine::restart`], also from inside a command (the calling client,

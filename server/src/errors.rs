@@ -119,6 +119,8 @@ pub const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test clock"
 pub const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 /// `COORDIS.SERVER PAUSE` on an engine driven without a runtime (tests).
 pub const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
+/// `COORDIS.FAULT ADD ... PROBABILITY p` outside 0..1.
+pub const PROBABILITY: &str = "ERR probability must be a number from 0 to 1";
 
 pub fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))

@@ -45,6 +45,7 @@
 //! - `store`: databases, values, expiry, the clock.
 //! - `engine`: the keyspace and server state, and running a batch of commands.
 //! - `blocking`: clients blocked in BLPOP and friends: per-key queues, serving, timeouts.
+//! - `faults`: fault rules (errors, lost requests and replies, hangs, delays) per command, key and client.
 //! - `control`: the test clock's handle ([`ServerClock`]); `cmd/control.rs` is the same over the wire.
 //! - `lua`: the Lua 5.1 VM for EVAL, its sandbox and conversions.
 //! - `server`: listeners, connections, shutdown; `clients`: per-connection state.
@@ -60,6 +61,7 @@ mod config;
 mod control;
 mod engine;
 mod errors;
+mod faults;
 mod lua;
 mod notify;
 mod protocol;
@@ -91,6 +93,7 @@ use clients::CloseSignal;
 pub use cmd::server::REDIS_VERSION;
 pub use config::Config;
 pub use control::{ServerClock, ServerControl};
+pub use faults::{FaultAction, FaultEntry, FaultRule};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 
 /// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
@@ -409,6 +412,11 @@ impl BlockingServer {
     /// See [`Server::clock`].
     pub fn clock(&self) -> Option<ServerClock> {
         self.server.as_ref().expect("running").clock()
+    }
+
+    /// See [`Server::control`].
+    pub fn control(&self) -> ServerControl {
+        self.server.as_ref().expect("running").control()
     }
 
     /// See [`Server::pause`].

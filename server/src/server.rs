@@ -433,6 +433,10 @@ async fn serve_connection(
             if pipelined {
                 tokio::task::yield_now().await;
             }
+            if end.delay_ms > 0 {
+                // A fault rule delays these replies.
+                tokio::time::sleep(Duration::from_millis(end.delay_ms)).await;
+            }
             tokio::select! {
                 r = socket.write_all(&out) => r?,
                 // Only a kill ends the write; at shutdown, replies to requests
@@ -564,6 +568,7 @@ fn busy_batch(
         BatchEnd {
             close,
             blocked: false,
+            delay_ms: 0,
             view: None,
         },
         waiting && !close,

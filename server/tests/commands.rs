@@ -125,7 +125,11 @@ fn command_info_matches_redis_for_every_command() {
             mismatches.push(format!("{name}: coordis {a:?}, redis {b:?}"));
         }
     }
-    assert_eq!(own, ["coordis.clock", "coordis.server"], "coordis's own commands");
+    assert_eq!(
+        own,
+        ["coordis.clock", "coordis.server", "coordis.fault"],
+        "coordis's own commands"
+    );
     println!(
         "commands: {} compared, {} mismatches",
         names.len() - own.len(),

@@ -15,6 +15,7 @@ use super::args::int;
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
+use crate::faults::{FaultAction, FaultRule};
 use crate::protocol::Reply;
 use crate::store::VirtualClock;
 use crate::tri;
@@ -27,7 +28,18 @@ macro_rules! spec {
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
     spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
+    spec!("coordis.fault", -2, 0, 0, (0, 0, 0), "A container for fault rules (coordis's own)", super::container, FAULT),
     command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, 0, (0, 0, 0), "A container for debugging commands", debug),
+];
+
+#[rustfmt::skip]
+static FAULT: &[CommandSpec] = &[
+    subcommand!("coordis", "coordis.fault|add", -3, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_add),
+    subcommand!("coordis", "coordis.fault|list", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_list),
+    subcommand!("coordis", "coordis.fault|del", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_del),
+    subcommand!("coordis", "coordis.fault|clear", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_clear),
+    subcommand!("coordis", "coordis.fault|seed", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_seed),
+    subcommand!("coordis", "coordis.fault|help", 2, LOADING | STALE, acl::ADMIN, fault_help),
 ];
 
 #[rustfmt::skip]
@@ -210,6 +222,142 @@ fn clock_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Let a frozen clock run on from where it stands.",
         "RESET",
         "    Back to real time.",
+        "HELP",
+        "    Print this help.",
+    ])
+}
+
+/// ADD [COMMAND glob] [KEY glob] [CLIENT glob] [AFTER m] [TIMES n]
+/// [PROBABILITY p] ERROR text | DROP | LOSE-REPLY | HANG | DELAY ms: the
+/// rule's id.
+fn fault_add(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.FAULT"));
+    let text = |a: &Bytes| String::from_utf8_lossy(a).into_owned();
+    let mut rule = FaultRule::new(FaultAction::Drop);
+    let mut action = None;
+    let mut i = 2;
+    while i < args.len() {
+        let word = args[i].to_ascii_lowercase();
+        let value = args.get(i + 1);
+        match (word.as_slice(), value) {
+            (b"drop", _) => action = Some(FaultAction::Drop),
+            (b"lose-reply", _) => action = Some(FaultAction::LoseReply),
+            (b"hang", _) => action = Some(FaultAction::Hang),
+            (b"error", Some(v)) => {
+                let message = text(v);
+                action = Some(FaultAction::Error(if message.is_empty() {
+                    "ERR".into()
+                } else {
+                    message
+                }));
+                i += 1;
+            }
+            (b"delay", Some(v)) => {
+                action = Some(FaultAction::Delay(tri!(non_negative(v))));
+                i += 1;
+            }
+            (b"command", Some(v)) => {
+                rule = rule.command(&text(v));
+                i += 1;
+            }
+            (b"key", Some(v)) => {
+                rule.key = Some(v.clone());
+                i += 1;
+            }
+            (b"client", Some(v)) => {
+                rule.client = Some(v.clone());
+                i += 1;
+            }
+            (b"after", Some(v)) => {
+                rule.after = tri!(non_negative(v));
+                i += 1;
+            }
+            (b"times", Some(v)) => {
+                rule.times = Some(tri!(non_negative(v)));
+                i += 1;
+            }
+            (b"probability", Some(v)) => match crate::store::num::parse_f64(v) {
+                Some(p) if (0.0..=1.0).contains(&p) => {
+                    rule.probability = Some(p);
+                    i += 1;
+                }
+                _ => return err(errors::PROBABILITY),
+            },
+            _ => return err(errors::SYNTAX),
+        }
+        i += 1;
+    }
+    let Some(action) = action else {
+        return err(errors::SYNTAX);
+    };
+    rule.action = action;
+    Reply::Int(ctx.server.faults.add(rule) as i64)
+}
+
+/// LIST: each rule as a map of its fields and counts.
+fn fault_list(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.FAULT"));
+    let or_nil = |v: Option<Bytes>| v.map_or(Reply::Nil, Reply::Bulk);
+    let rules = ctx.server.faults.list().into_iter().map(|e| {
+        let action = match &e.rule.action {
+            FaultAction::Error(text) => format!("error {text}"),
+            FaultAction::Drop => "drop".into(),
+            FaultAction::LoseReply => "lose-reply".into(),
+            FaultAction::Hang => "hang".into(),
+            FaultAction::Delay(ms) => format!("delay {ms}"),
+        };
+        let field = |name: &'static str, v: Reply| (Reply::bulk(Bytes::from_static(name.as_bytes())), v);
+        Reply::Map(vec![
+            field("id", Reply::Int(e.id as i64)),
+            field("command", or_nil(e.rule.command.clone().map(Bytes::from))),
+            field("key", or_nil(e.rule.key.clone())),
+            field("client", or_nil(e.rule.client.clone())),
+            field("after", Reply::Int(e.rule.after as i64)),
+            field("times-left", e.rule.times.map_or(Reply::Nil, |n| Reply::Int(n as i64))),
+            field("probability", e.rule.probability.map_or(Reply::Nil, Reply::Double)),
+            field("action", Reply::bulk(Bytes::from(action))),
+            field("matched", Reply::Int(e.matched as i64)),
+            field("fired", Reply::Int(e.fired as i64)),
+        ])
+    });
+    Reply::Array(rules.collect())
+}
+
+/// DEL id: 1 if it was there. Clients a hang rule held go on once no hang
+/// rule is left.
+fn fault_del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.FAULT"));
+    let id = tri!(non_negative(&args[2]));
+    Reply::Int(crate::engine::remove_faults(ctx.dbs, ctx.server, Some(id)) as i64)
+}
+
+fn fault_clear(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.FAULT"));
+    crate::engine::remove_faults(ctx.dbs, ctx.server, None);
+    Reply::Ok
+}
+
+/// SEED n: reseeds the generator probabilities draw from.
+fn fault_seed(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.FAULT"));
+    let seed = tri!(non_negative(&args[2]));
+    ctx.server.faults.seed(seed);
+    Reply::Ok
+}
+
+fn fault_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "COORDIS.FAULT <subcommand> [<arg> ...]. Subcommands are:",
+        "ADD [COMMAND <glob>] [KEY <glob>] [CLIENT <name-glob>] [AFTER <m>] [TIMES <n>] [PROBABILITY <p>] <action>",
+        "    Add a rule; returns its id. Actions: ERROR <text> | DROP | LOSE-REPLY | HANG | DELAY <ms>.",
+        "LIST",
+        "    The rules, with how many commands each matched and how often it fired.",
+        "DEL <id>",
+        "    Remove a rule (commands a HANG rule held then run).",
+        "CLEAR",
+        "    Remove every rule.",
+        "SEED <n>",
+        "    Seed the generator PROBABILITY draws from.",
         "HELP",
         "    Print this help.",
     ])

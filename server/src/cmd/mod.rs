@@ -567,6 +567,33 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !ctx.deny_blocking && ctx.server.blocking.holds(ctx.now, || may_write(spec, ctx.client)) {
         return crate::blocking::postpone(ctx);
     }
+    let mut lose_reply = false;
+    if ctx.server.faults.any() && !ctx.deny_blocking {
+        use crate::faults::FaultAction;
+        match ctx.server.faults.check(spec, args, ctx.client) {
+            None => {}
+            Some(FaultAction::Error(text)) => return Reply::Error(text.into()),
+            Some(FaultAction::Drop) => {
+                ctx.client.close_after_reply = true;
+                return Reply::NOTHING;
+            }
+            Some(FaultAction::Hang) => return crate::blocking::hang(ctx),
+            Some(FaultAction::LoseReply) => lose_reply = true,
+            Some(FaultAction::Delay(ms)) => ctx.client.delay_reply_ms = ctx.client.delay_reply_ms.max(ms),
+        }
+    }
+    if lose_reply {
+        run(ctx, spec, args);
+        ctx.client.close_after_reply = true;
+        return Reply::NOTHING;
+    }
+    run(ctx, spec, args)
+}
+
+/// The rest of [`call`] once the command may run: queued inside MULTI,
+/// otherwise its handler.
+#[inline]
+fn run(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
     let client = &mut *ctx.client;
     if let Some(queue) = client.multi.as_mut() {
         if !spec.has(flags::TX_CONTROL) {

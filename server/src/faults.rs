@@ -1,0 +1,246 @@
+//! Fault rules of the test-control plane: a test says which commands (by
+//! name glob), on which keys (glob on the command's keys) and from which
+//! clients (name glob) go wrong, how often (after M matches, the next N
+//! times, with a probability from a seeded generator), and how:
+//!
+//! - `Error(text)`: answer the error instead of running (`-READONLY ...`);
+//! - `Drop`: close the connection before running (the request was lost);
+//! - `LoseReply`: run, then close the connection without the reply (the
+//!   "did my SET NX land?" case);
+//! - `Hang`: hold the command, unanswered, until the rule is removed (then
+//!   it runs) or the client gives up;
+//! - `Delay(ms)`: run, then hold the batch's replies `ms` of real time.
+//!
+//! Rules are checked in [`crate::cmd::call`] for commands a connection
+//! sends (not inside EXEC or scripts, not for coordis's own `COORDIS.*`
+//! commands); with no rule set the check is one branch. Each rule counts its
+//! matches and its fires; every fire is logged.
+
+use bytes::Bytes;
+
+use crate::clients::ClientState;
+use crate::cmd::CommandSpec;
+use crate::store::glob;
+
+/// What a firing rule does to the command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultAction {
+    /// Answer this error (full text without the `-`, e.g. `READONLY ...`).
+    Error(String),
+    /// Close the connection before running the command.
+    Drop,
+    /// Run the command, then close the connection without its reply.
+    LoseReply,
+    /// Hold the command, unanswered, until the rule is removed.
+    Hang,
+    /// Run the command, then hold the replies this long (real time).
+    Delay(u64),
+}
+
+/// One rule: what it matches, when it fires, what it does.
+#[derive(Debug, Clone)]
+pub struct FaultRule {
+    /// Command name glob, case-insensitive (`SET`, `EVAL*`); `None`: any.
+    pub command: Option<String>,
+    /// Glob one of the command's keys must match (`lock:*`); `None`: any
+    /// command, with keys or not.
+    pub key: Option<Bytes>,
+    /// Glob the client's name (CLIENT SETNAME) must match.
+    pub client: Option<Bytes>,
+    /// Matches let through before the rule starts firing.
+    pub after: u64,
+    /// Fires left; `None`: always.
+    pub times: Option<u64>,
+    /// Chance of firing at a match, drawn from the seeded generator.
+    pub probability: Option<f64>,
+    pub action: FaultAction,
+}
+
+impl FaultRule {
+    /// A rule that fires `action` on every command until told otherwise;
+    /// narrow it with the builder methods.
+    pub fn new(action: FaultAction) -> FaultRule {
+        FaultRule {
+            command: None,
+            key: None,
+            client: None,
+            after: 0,
+            times: None,
+            probability: None,
+            action,
+        }
+    }
+
+    pub fn command(mut self, glob: &str) -> FaultRule {
+        self.command = Some(glob.to_ascii_lowercase());
+        self
+    }
+
+    pub fn key(mut self, glob: &str) -> FaultRule {
+        self.key = Some(Bytes::copy_from_slice(glob.as_bytes()));
+        self
+    }
+
+    pub fn client(mut self, glob: &str) -> FaultRule {
+        self.client = Some(Bytes::copy_from_slice(glob.as_bytes()));
+        self
+    }
+
+    pub fn after(mut self, matches: u64) -> FaultRule {
+        self.after = matches;
+        self
+    }
+
+    pub fn times(mut self, n: u64) -> FaultRule {
+        self.times = Some(n);
+        self
+    }
+
+    pub fn probability(mut self, p: f64) -> FaultRule {
+        self.probability = Some(p);
+        self
+    }
+
+    fn matches(&self, spec: &CommandSpec, args: &[Bytes], client: &ClientState) -> bool {
+        let name = spec.name.split('|').next().unwrap_or(spec.name);
+        if self
+            .command
+            .as_deref()
+            .is_some_and(|g| !glob::matches(g.as_bytes(), name.as_bytes(), true))
+        {
+            return false;
+        }
+        if let Some(pattern) = &self.client {
+            let name = client.name.as_deref().unwrap_or_default();
+            if !glob::matches(pattern, name, false) {
+                return false;
+            }
+        }
+        if let Some(pattern) = &self.key {
+            if !command_keys(spec, args).any(|k| glob::matches(pattern, k, false)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The keys of a command by its table row's positions (first, last, step);
+/// commands whose keys move (EVAL, the *MPOP family) show none.
+fn command_keys<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> {
+    let (first, last, step) = spec.keys;
+    let len = args.len() as i32;
+    let last = if last < 0 { len + last } else { last.min(len - 1) };
+    // (0, 0, 0): no keys at fixed places; an empty range then.
+    let (first, step) = if first > 0 && step > 0 { (first, step) } else { (1, 1) };
+    let last = if spec.keys.0 > 0 { last } else { 0 };
+    (first..=last)
+        .step_by(step as usize)
+        .map(move |i| &args[i as usize][..])
+}
+
+/// A rule as listed: its id and counts.
+#[derive(Debug, Clone)]
+pub struct FaultEntry {
+    pub id: u64,
+    pub rule: FaultRule,
+    /// Commands it matched, and times it fired.
+    pub matched: u64,
+    pub fired: u64,
+}
+
+/// The server's rules and the generator their probabilities draw from.
+#[derive(Debug)]
+pub struct Faults {
+    rules: Vec<FaultEntry>,
+    next_id: u64,
+    rng: fastrand::Rng,
+}
+
+impl Default for Faults {
+    fn default() -> Faults {
+        Faults {
+            rules: Vec::new(),
+            next_id: 1,
+            rng: fastrand::Rng::with_seed(0),
+        }
+    }
+}
+
+impl Faults {
+    /// Whether any rule is set (the hot path's one check).
+    #[inline]
+    pub fn any(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    pub fn add(&mut self, rule: FaultRule) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.rules.push(FaultEntry {
+            id,
+            rule,
+            matched: 0,
+            fired: 0,
+        });
+        id
+    }
+
+    /// Removes rule `id`; false if there is none.
+    pub fn remove(&mut self, id: u64) -> bool {
+        let before = self.rules.len();
+        self.rules.retain(|r| r.id != id);
+        self.rules.len() != before
+    }
+
+    pub fn clear(&mut self) {
+        self.rules.clear();
+    }
+
+    pub fn list(&self) -> Vec<FaultEntry> {
+        self.rules.clone()
+    }
+
+    /// Reseeds the generator probabilities draw from (a failing run replays).
+    pub fn seed(&mut self, seed: u64) {
+        self.rng = fastrand::Rng::with_seed(seed);
+    }
+
+    /// Whether a hang rule is still set (held clients wait for it to go).
+    pub fn hangs(&self) -> bool {
+        self.rules.iter().any(|r| r.rule.action == FaultAction::Hang)
+    }
+
+    /// The action of the first rule that fires for this command, counting
+    /// matches and fires of every rule it reaches.
+    pub fn check(&mut self, spec: &CommandSpec, args: &[Bytes], client: &ClientState) -> Option<FaultAction> {
+        if spec.name.starts_with("coordis.") {
+            return None;
+        }
+        for entry in &mut self.rules {
+            if !entry.rule.matches(spec, args, client) {
+                continue;
+            }
+            entry.matched += 1;
+            if entry.matched <= entry.rule.after || entry.rule.times == Some(0) {
+                continue;
+            }
+            if entry.rule.probability.is_some_and(|p| self.rng.f64() >= p) {
+                continue;
+            }
+            entry.fired += 1;
+            if let Some(n) = entry.rule.times.as_mut() {
+                *n -= 1;
+            }
+            tracing::info!(
+                "fault rule {} fired on '{}' from client {}: {:?}",
+                entry.id,
+                spec.name,
+                client.id,
+                entry.rule.action
+            );
+            return Some(entry.rule.action.clone());
+        }
+        None
+    }
+}

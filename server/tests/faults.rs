@@ -1,0 +1,166 @@
+//! Fault rules (`COORDIS.FAULT`, `ServerControl::add_fault`): which
+//! commands, keys and clients they match, when they fire, and what each
+//! action does to the client.
+
+use std::time::{Duration, Instant};
+
+use coordis::testing::RawClient;
+use coordis::{FaultAction, FaultRule};
+
+fn server() -> coordis::BlockingServer {
+    coordis::Server::builder().start_blocking().unwrap()
+}
+
+#[test]
+fn an_error_rule_matches_command_key_and_count() {
+    let server = server();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let add = c
+        .command(&[
+            "COORDIS.FAULT",
+            "ADD",
+            "COMMAND",
+            "set",
+            "KEY",
+            "lock:*",
+            "TIMES",
+            "1",
+            "ERROR",
+            "READONLY You can't write against a read only replica.",
+        ])
+        .unwrap();
+    assert_eq!(add, b":1\r\n");
+    assert_eq!(c.command(&["SET", "other", "v"]).unwrap(), b"+OK\r\n");
+    assert_eq!(
+        c.command(&["SET", "lock:a", "me"]).unwrap(),
+        b"-READONLY You can't write against a read only replica.\r\n"
+    );
+    assert_eq!(c.command(&["GET", "lock:a"]).unwrap(), b"$-1\r\n", "not run");
+    assert_eq!(c.command(&["SET", "lock:a", "me"]).unwrap(), b"+OK\r\n", "fired once");
+    let list = String::from_utf8(c.command(&["COORDIS.FAULT", "LIST"]).unwrap()).unwrap();
+    assert!(list.contains("$7\r\nmatched\r\n:2\r\n$5\r\nfired\r\n:1\r\n"), "{list}");
+    assert!(list.contains("$10\r\ntimes-left\r\n:0\r\n"), "{list}");
+    assert_eq!(c.command(&["COORDIS.FAULT", "DEL", "1"]).unwrap(), b":1\r\n");
+    assert_eq!(c.command(&["COORDIS.FAULT", "DEL", "1"]).unwrap(), b":0\r\n");
+    assert_eq!(c.command(&["COORDIS.FAULT", "LIST"]).unwrap(), b"*0\r\n");
+}
+
+#[test]
+fn drop_loses_the_request_and_lose_reply_loses_the_reply() {
+    let server = server();
+    let control = server.control();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    control.add_fault(FaultRule::new(FaultAction::Drop).command("incr").times(1));
+    assert!(c.command(&["INCR", "n"]).is_err(), "closed without a reply");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["GET", "n"]).unwrap(), b"$-1\r\n", "the request never ran");
+    // The "did my SET NX land?" case: it ran, the reply was lost.
+    control.add_fault(
+        FaultRule::new(FaultAction::LoseReply)
+            .command("set")
+            .key("lock:*")
+            .times(1),
+    );
+    c.send(&RawClient::encode(&[
+        b"SET",
+        b"lock:job",
+        b"me",
+        b"NX",
+        b"PX",
+        b"30000",
+    ]))
+    .unwrap();
+    assert!(c.read_reply().is_err(), "closed without a reply");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(
+        c.command(&["GET", "lock:job"]).unwrap(),
+        b"$2\r\nme\r\n",
+        "but it landed"
+    );
+    assert_eq!(control.faults().iter().map(|f| f.fired).collect::<Vec<_>>(), [1, 1]);
+}
+
+#[test]
+fn hang_holds_until_the_rule_goes_and_delay_holds_the_reply() {
+    let server = server();
+    let control = server.control();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let mut other = RawClient::connect(server.addr()).unwrap();
+    let id = control.add_fault(FaultRule::new(FaultAction::Hang).command("get"));
+    c.send(&RawClient::encode(&[b"GET", b"k"])).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    assert!(c.read_reply().is_err(), "no answer while the rule stands");
+    assert_eq!(other.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+    assert!(control.remove_fault(id));
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(c.read_reply().unwrap(), b"$1\r\nv\r\n", "it ran once the rule went");
+    control.add_fault(FaultRule::new(FaultAction::Delay(200)).command("ping").times(1));
+    let started = Instant::now();
+    assert_eq!(c.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(180),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn after_client_and_seeded_probability() {
+    let server = server();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let mut worker = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(worker.command(&["CLIENT", "SETNAME", "worker-1"]).unwrap(), b"+OK\r\n");
+    assert_eq!(
+        c.command(&[
+            "COORDIS.FAULT",
+            "ADD",
+            "CLIENT",
+            "worker-*",
+            "AFTER",
+            "2",
+            "ERROR",
+            "ERR boom"
+        ])
+        .unwrap(),
+        b":1\r\n"
+    );
+    for _ in 0..2 {
+        assert_eq!(worker.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    }
+    assert_eq!(worker.command(&["PING"]).unwrap(), b"-ERR boom\r\n");
+    assert_eq!(c.command(&["PING"]).unwrap(), b"+PONG\r\n", "another client");
+    // A seeded generator: the same seed fires on the same matches.
+    let pattern = |c: &mut RawClient| -> Vec<bool> {
+        assert_eq!(c.command(&["COORDIS.FAULT", "CLEAR"]).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["COORDIS.FAULT", "SEED", "42"]).unwrap(), b"+OK\r\n");
+        c.command(&[
+            "COORDIS.FAULT",
+            "ADD",
+            "COMMAND",
+            "incr",
+            "PROBABILITY",
+            "0.5",
+            "ERROR",
+            "ERR flaky",
+        ])
+        .unwrap();
+        (0..32)
+            .map(|_| c.command(&["INCR", "n"]).unwrap().starts_with(b"-"))
+            .collect()
+    };
+    let first = pattern(&mut c);
+    assert!(first.contains(&true) && first.contains(&false), "{first:?}");
+    assert_eq!(pattern(&mut c), first);
+    for bad in [
+        &["COORDIS.FAULT", "ADD", "COMMAND", "get"][..],
+        &["COORDIS.FAULT", "ADD", "NOSUCH"],
+        &["COORDIS.FAULT", "ADD", "DELAY", "-1"],
+    ] {
+        assert!(c.command(bad).unwrap().starts_with(b"-ERR"), "{bad:?}");
+    }
+    assert_eq!(
+        c.command(&["COORDIS.FAULT", "ADD", "PROBABILITY", "2", "DROP"])
+            .unwrap(),
+        b"-ERR probability must be a number from 0 to 1\r\n"
+    );
+}
