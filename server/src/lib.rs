@@ -75,6 +75,7 @@ pub mod testing;
 #[doc(hidden)]
 pub mod internals {
     pub use crate::cmd::all as commands;
+    pub use crate::cmd::flags;
     pub use crate::errors::DENIED;
     pub use crate::lua::{sha1_hex, ScriptState, Scripting};
     pub use crate::protocol::{ProtocolLimits, Reply, RequestParser};
