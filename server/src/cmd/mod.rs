@@ -591,8 +591,8 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// The rest of [`call`] once the command may run: queued inside MULTI,
-/// otherwise its handler.
-#[inline]
+/// otherwise its handler. Inlined: it is the rest of every request's path.
+#[inline(always)]
 fn run(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
     let client = &mut *ctx.client;
     if let Some(queue) = client.multi.as_mut() {
