@@ -40,8 +40,15 @@ fn an_error_rule_matches_command_key_and_count() {
     let list = String::from_utf8(c.command(&["COORDIS.FAULT", "LIST"]).unwrap()).unwrap();
     assert!(list.contains("$7\r\nmatched\r\n:2\r\n$5\r\nfired\r\n:1\r\n"), "{list}");
     assert!(list.contains("$10\r\ntimes-left\r\n:0\r\n"), "{list}");
+    let info = String::from_utf8(c.command(&["INFO", "faults"]).unwrap()).unwrap();
+    assert!(
+        info.contains("# Faults\r\nfault_rules:1\r\nfault_matches:2\r\nfault_fires:1\r\nrule_1:matched=2,fired=1\r\n"),
+        "{info}"
+    );
     assert_eq!(c.command(&["COORDIS.FAULT", "DEL", "1"]).unwrap(), b":1\r\n");
     assert_eq!(c.command(&["COORDIS.FAULT", "DEL", "1"]).unwrap(), b":0\r\n");
+    let info = String::from_utf8(c.command(&["INFO"]).unwrap()).unwrap();
+    assert!(!info.contains("# Faults"), "no section without rules unless asked");
     assert_eq!(c.command(&["COORDIS.FAULT", "LIST"]).unwrap(), b"*0\r\n");
 }
 

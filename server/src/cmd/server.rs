@@ -874,6 +874,22 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         }
         parts.push(text);
     }
+    // coordis's own: the fault rules' counts, when asked for by name, or
+    // with every section while a rule is set.
+    let faults = &ctx.server.faults;
+    if sections.iter().any(|s| s == "faults") || (all && faults.any()) {
+        let rules = faults.list();
+        let mut text = format!(
+            "# Faults\r\nfault_rules:{}\r\nfault_matches:{}\r\nfault_fires:{}\r\n",
+            rules.len(),
+            rules.iter().map(|r| r.matched).sum::<u64>(),
+            rules.iter().map(|r| r.fired).sum::<u64>()
+        );
+        for r in &rules {
+            text.push_str(&format!("rule_{}:matched={},fired={}\r\n", r.id, r.matched, r.fired));
+        }
+        parts.push(text);
+    }
     parts.join("\r\n")
 }
 
