@@ -76,6 +76,13 @@ impl ServerControl {
         self.engine.lock().seed_faults(seed);
     }
 
+    /// Seeds every random choice the server makes (SPOP, SRANDMEMBER,
+    /// ZRANDMEMBER, HRANDFIELD, RANDOMKEY): the same seed and the same
+    /// commands give the same answers, so a test using them replays.
+    pub fn seed_random(&self, seed: u64) {
+        self.engine.lock().seed_random(seed);
+    }
+
     /// See [`crate::Server::clock`].
     pub fn clock(&self) -> Option<ServerClock> {
         Some(ServerClock {

@@ -143,6 +143,12 @@ pub struct ServerState {
     pub blocking: crate::blocking::Blocking,
     /// Fault rules of the test-control plane ([`crate::faults`]).
     pub faults: crate::faults::Faults,
+    /// Set by a test (`COORDIS.SERVER SEED`, `ServerControl::seed_random`):
+    /// the state of the generator every random choice draws from (SPOP,
+    /// SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY), carried from batch
+    /// to batch so that a run replays whichever thread serves it. `None`
+    /// (the default): the thread's own generator, unseeded.
+    pub random: Option<u64>,
     /// `DEBUG SET-ACTIVE-EXPIRE 0` turns active expiry off (lazy expiry
     /// goes on), as Redis's tests do.
     pub active_expire: bool,
@@ -212,6 +218,7 @@ impl Engine {
                 blocking: Default::default(),
                 active_expire: true,
                 faults: Default::default(),
+                random: None,
                 shutdown_requested: false,
                 shared,
             },
@@ -288,6 +295,12 @@ impl Engine {
 
     pub fn seed_faults(&mut self, seed: u64) {
         self.state.faults.seed(seed);
+    }
+
+    /// Seeds the generator of the server's random choices (see
+    /// [`ServerState::random`]).
+    pub fn seed_random(&mut self, seed: u64) {
+        self.state.random = Some(seed);
     }
 
     /// Brings the server up to its clock at once (the test clock moved):
@@ -369,6 +382,9 @@ impl Engine {
         if !busy_changes.is_empty() {
             cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, busy_changes);
         }
+        if let Some(state) = self.state.random {
+            fastrand::seed(state);
+        }
         // One clock read per batch: a batch runs in an instant, as Redis's
         // per-command time snapshot would see it.
         let now = self.state.clock.now_ms();
@@ -412,6 +428,9 @@ impl Engine {
                 }
                 close = true;
             }
+        }
+        if self.state.random.is_some() {
+            self.state.random = Some(fastrand::get_seed());
         }
         let blocked = client.blocked.is_some();
         let delay_ms = std::mem::take(&mut client.delay_reply_ms);

@@ -234,7 +234,7 @@ fn server_faults_over_the_wire() {
     assert!(other.command(&["PING"]).is_err());
     let mut c = RawClient::connect(server.addr()).unwrap();
     assert_eq!(c.command(&["EXISTS", "k"]).unwrap(), b":0\r\n");
-    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*7\r\n"));
+    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*9\r\n"));
 }
 
 /// DEBUG, enabled on both servers (`enable-debug-command yes`), answers as
@@ -308,4 +308,40 @@ fn debug_answers_as_redis_when_enabled() {
         started.elapsed()
     );
     assert_eq!(ours.read_reply().unwrap(), b"+OK\r\n");
+}
+
+/// One seed for every random choice: the same seed and the same commands
+/// give the same answers, on another server too, and over the wire.
+#[test]
+fn seeded_random_choices_replay() {
+    let run = |seed_over_the_wire: bool| -> Vec<Vec<u8>> {
+        let server = coordis::Server::builder().start_blocking().unwrap();
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        let members: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
+        let mut sadd = vec!["SADD", "s"];
+        sadd.extend(members.iter().map(String::as_str));
+        c.command(&sadd).unwrap();
+        for (i, m) in members.iter().enumerate() {
+            c.command(&["ZADD", "z", &i.to_string(), m]).unwrap();
+            c.command(&["HSET", "h", m, "v"]).unwrap();
+            c.command(&["SET", m, "v"]).unwrap();
+        }
+        if seed_over_the_wire {
+            assert_eq!(c.command(&["COORDIS.SERVER", "SEED", "42"]).unwrap(), b"+OK\r\n");
+        } else {
+            server.control().seed_random(42);
+        }
+        let commands: [&[&str]; 6] = [
+            &["SRANDMEMBER", "s", "5"],
+            &["SPOP", "s", "3"],
+            &["ZRANDMEMBER", "z", "-4", "WITHSCORES"],
+            &["HRANDFIELD", "h", "3"],
+            &["RANDOMKEY"],
+            &["SPOP", "s"],
+        ];
+        commands.iter().map(|args| c.command(args).unwrap()).collect()
+    };
+    let first = run(false);
+    assert_eq!(run(false), first, "the same seed replays");
+    assert_eq!(run(true), first, "over the wire too");
 }

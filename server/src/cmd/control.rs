@@ -46,6 +46,7 @@ static FAULT: &[CommandSpec] = &[
 static SERVER: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.server|pause", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_pause),
     subcommand!("coordis", "coordis.server|restart", -2, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
+    subcommand!("coordis", "coordis.server|seed", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_seed),
     subcommand!("coordis", "coordis.server|help", 2, LOADING | STALE, acl::ADMIN, server_help),
 ];
 
@@ -403,6 +404,17 @@ fn server_restart(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::NOTHING
 }
 
+/// SEED n: seeds every random choice the server makes (SPOP, SRANDMEMBER,
+/// ZRANDMEMBER, HRANDFIELD, RANDOMKEY), from the next command on.
+fn server_seed(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.SERVER"));
+    let seed = tri!(non_negative(&args[2]));
+    // The engine carries the state from this batch's end on.
+    fastrand::seed(seed);
+    ctx.server.random = Some(seed);
+    Reply::Ok
+}
+
 fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     super::server::help_reply(&[
         "COORDIS.SERVER <subcommand> [<arg> ...]. Subcommands are:",
@@ -410,6 +422,8 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Stop the world for that long (real time): no command runs, nothing expires.",
         "RESTART [KEEPDATA|FLUSH]",
         "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
+        "SEED <n>",
+        "    Seed every random choice (SPOP, SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY).",
         "HELP",
         "    Print this help.",
     ])
