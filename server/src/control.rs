@@ -12,6 +12,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::engine::Engine;
+use crate::protocol::Reply;
 use crate::store::{Clock, VirtualClock};
 
 /// The engine as the embedding API holds it.
@@ -170,5 +171,222 @@ impl ServerClock {
     /// Brings the server up to its clock (see the module docs).
     pub fn settle(&self) {
         self.engine.lock().settle();
+    }
+}
+
+/// One key's value, read from the keyspace ([`Keyspace::get`]). Sets are
+/// sorted (their order is the server's own business); the other types keep
+/// the order Redis gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyValue {
+    String(bytes::Bytes),
+    List(Vec<bytes::Bytes>),
+    Set(Vec<bytes::Bytes>),
+    Hash(Vec<(bytes::Bytes, bytes::Bytes)>),
+    ZSet(Vec<(bytes::Bytes, f64)>),
+}
+
+/// Direct access to a running server's keyspace from the test, without a
+/// client (from [`ServerControl::keyspace`]): read and write keys and TTLs,
+/// list keys, dump the whole database as a readable table for assertion
+/// messages, and load fixtures. Reads are reads as a client's (lazy expiry
+/// applies); writes are writes (WATCH, keyspace events, blocked clients
+/// served).
+#[derive(Clone)]
+pub struct Keyspace {
+    engine: EngineRef,
+    db: usize,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace").field("db", &self.db).finish_non_exhaustive()
+    }
+}
+
+impl ServerControl {
+    /// Database 0 of the keyspace; [`Keyspace::db`] picks another.
+    pub fn keyspace(&self) -> Keyspace {
+        Keyspace {
+            engine: self.engine.clone(),
+            db: 0,
+        }
+    }
+}
+
+fn bulk_of(reply: &Reply) -> Option<bytes::Bytes> {
+    match reply {
+        Reply::Bulk(b) => Some(b.clone()),
+        Reply::Status(s) => Some(bytes::Bytes::copy_from_slice(s.as_bytes())),
+        _ => None,
+    }
+}
+
+impl Keyspace {
+    /// The same access to database `n`.
+    pub fn db(mut self, n: usize) -> Keyspace {
+        self.db = n;
+        self
+    }
+
+    fn run(&self, args: &[&[u8]]) -> Reply {
+        let args: Vec<bytes::Bytes> = args.iter().map(|a| bytes::Bytes::copy_from_slice(a)).collect();
+        self.engine.lock().run_internal(self.db, &args)
+    }
+
+    /// The key's type as TYPE names it; `None` when it does not exist.
+    pub fn type_of(&self, key: &str) -> Option<String> {
+        match self.run(&[b"TYPE", key.as_bytes()]) {
+            Reply::Status(t) if t != "none" => Some(t.into_owned()),
+            _ => None,
+        }
+    }
+
+    /// The key's value, whatever its type; `None` when it does not exist.
+    pub fn get(&self, key: &str) -> Option<KeyValue> {
+        let k = key.as_bytes();
+        let items = |reply: Reply| match reply {
+            Reply::Array(v) | Reply::Set(v) => v.iter().filter_map(bulk_of).collect::<Vec<_>>(),
+            _ => vec![],
+        };
+        Some(match self.type_of(key)?.as_str() {
+            "string" => KeyValue::String(bulk_of(&self.run(&[b"GET", k]))?),
+            "list" => KeyValue::List(items(self.run(&[b"LRANGE", k, b"0", b"-1"]))),
+            "set" => {
+                let mut members = items(self.run(&[b"SMEMBERS", k]));
+                members.sort();
+                KeyValue::Set(members)
+            }
+            "hash" => match self.run(&[b"HGETALL", k]) {
+                Reply::Map(pairs) => KeyValue::Hash(
+                    pairs
+                        .iter()
+                        .filter_map(|(f, v)| Some((bulk_of(f)?, bulk_of(v)?)))
+                        .collect(),
+                ),
+                _ => KeyValue::Hash(vec![]),
+            },
+            "zset" => match self.run(&[b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"]) {
+                Reply::ScorePairs(pairs) => KeyValue::ZSet(pairs),
+                Reply::Array(pairs) => KeyValue::ZSet(
+                    pairs
+                        .iter()
+                        .filter_map(|p| match p {
+                            Reply::Array(mv) => match mv.as_slice() {
+                                [m, Reply::Double(s)] => Some((bulk_of(m)?, *s)),
+                                _ => None,
+                            },
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+                _ => KeyValue::ZSet(vec![]),
+            },
+            _ => return None,
+        })
+    }
+
+    /// The key's remaining time to live: `None` when the key does not exist,
+    /// `Some(None)` when it has no deadline.
+    pub fn ttl(&self, key: &str) -> Option<Option<Duration>> {
+        match self.run(&[b"PTTL", key.as_bytes()]) {
+            Reply::Int(-2) => None,
+            Reply::Int(ms) if ms >= 0 => Some(Some(Duration::from_millis(ms as u64))),
+            _ => Some(None),
+        }
+    }
+
+    /// Sets a string key, with a time to live if given.
+    pub fn set(&self, key: &str, value: &str, ttl: Option<Duration>) {
+        let ms = ttl.map(|t| t.as_millis().max(1).to_string());
+        match &ms {
+            Some(ms) => self.run(&[b"SET", key.as_bytes(), value.as_bytes(), b"PX", ms.as_bytes()]),
+            None => self.run(&[b"SET", key.as_bytes(), value.as_bytes()]),
+        };
+    }
+
+    /// Deletes a key; whether it existed.
+    pub fn delete(&self, key: &str) -> bool {
+        matches!(self.run(&[b"DEL", key.as_bytes()]), Reply::Int(1))
+    }
+
+    /// Every key of the database, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = match self.run(&[b"KEYS", b"*"]) {
+            Reply::Array(v) => v
+                .iter()
+                .filter_map(bulk_of)
+                .map(|k| String::from_utf8_lossy(&k).into_owned())
+                .collect(),
+            _ => vec![],
+        };
+        keys.sort();
+        keys
+    }
+
+    /// The database as a readable table (key, type, TTL, value), one key a
+    /// line, sorted: for assertion messages.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        for key in self.keys() {
+            let Some(value) = self.get(&key) else { continue };
+            let ttl = match self.ttl(&key) {
+                Some(Some(t)) => format!("{}ms", t.as_millis()),
+                _ => "-".to_string(),
+            };
+            let text = |b: &bytes::Bytes| format!("{:?}", String::from_utf8_lossy(b));
+            let (kind, shown) = match &value {
+                KeyValue::String(s) => ("string", text(s)),
+                KeyValue::List(v) => (
+                    "list",
+                    format!("[{}]", v.iter().map(text).collect::<Vec<_>>().join(", ")),
+                ),
+                KeyValue::Set(v) => (
+                    "set",
+                    format!("{{{}}}", v.iter().map(text).collect::<Vec<_>>().join(", ")),
+                ),
+                KeyValue::Hash(v) => (
+                    "hash",
+                    format!(
+                        "{{{}}}",
+                        v.iter()
+                            .map(|(f, x)| format!("{}: {}", text(f), text(x)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+                KeyValue::ZSet(v) => (
+                    "zset",
+                    format!(
+                        "[{}]",
+                        v.iter()
+                            .map(|(m, s)| format!("{}: {s}", text(m)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+            };
+            out.push_str(&format!("{key:<24} {kind:<6} {ttl:>10}  {shown}\n"));
+        }
+        out
+    }
+
+    /// Loads a fixture: one command per line as redis-cli quotes them (`#`
+    /// comments and blank lines skipped), run in order. The first error
+    /// reply stops it, naming the line.
+    pub fn load(&self, fixture: &str) -> Result<(), String> {
+        for (n, line) in fixture.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let args = crate::protocol::split_args(line.as_bytes())
+                .ok_or_else(|| format!("line {}: unbalanced quotes: {line}", n + 1))?;
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+            if let Reply::Error(e) = self.run(&args) {
+                return Err(format!("line {}: {line}: {e}", n + 1));
+            }
+        }
+        Ok(())
     }
 }

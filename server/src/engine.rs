@@ -476,6 +476,46 @@ impl Engine {
         }
     }
 
+    /// Runs one command for the test-control plane's keyspace access, as a
+    /// client of its own that no CLIENT LIST shows, in database `db` and
+    /// RESP3 (so maps, sets and scores keep their shape). Its writes are
+    /// writes like any (WATCH, events, blocked clients served); it cannot
+    /// block (it answers as inside MULTI) and fault rules and pauses do not
+    /// hold it.
+    pub fn run_internal(&mut self, db: usize, args: &[Bytes]) -> Reply {
+        use std::net::{Ipv4Addr, SocketAddr};
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let signal = Arc::new(crate::clients::ConnSignal::default());
+        let outbox = crate::clients::Outbox::new(signal.clone());
+        let now = self.state.clock.now_ms();
+        let mut client = ClientState::new(0, addr, addr, now, signal, outbox);
+        client.db = db.min(self.dbs.len() - 1);
+        client.resp3 = true;
+        client.authenticated = true;
+        let reply = {
+            let spec = match cmd::resolve(args) {
+                Ok(spec) => spec,
+                Err(cmd::Unresolved::Unknown(reply)) => return reply,
+                Err(cmd::Unresolved::Arity(spec)) => return errors::wrong_args(spec.name),
+            };
+            let mut ctx = Ctx {
+                dbs: &mut self.dbs,
+                client: &mut client,
+                server: &mut self.state,
+                now,
+                scripting: Some(&mut self.scripting),
+                deny_blocking: true,
+            };
+            let reply = (spec.handler)(&mut ctx, args);
+            ctx.flush_expired();
+            reply
+        };
+        if self.state.blocking.blocked() != 0 {
+            crate::blocking::serve_ready(&mut self.dbs, &mut self.state, &mut client, now);
+        }
+        reply
+    }
+
     fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes], now: u64) -> Reply {
         let mut ctx = Ctx {
             dbs: &mut self.dbs,

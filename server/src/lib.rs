@@ -93,7 +93,7 @@ use tokio::sync::oneshot;
 use clients::CloseSignal;
 pub use cmd::server::REDIS_VERSION;
 pub use config::Config;
-pub use control::{ServerClock, ServerControl};
+pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 

@@ -345,3 +345,85 @@ fn seeded_random_choices_replay() {
     assert_eq!(run(false), first, "the same seed replays");
     assert_eq!(run(true), first, "over the wire too");
 }
+
+/// The keyspace from the test, without a client: fixtures in, typed values
+/// and TTLs out, a readable dump for assertion messages; writes are writes
+/// (a blocked client is served).
+#[test]
+fn direct_keyspace_access() {
+    use coordis::KeyValue;
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let keyspace = server.control().keyspace();
+    keyspace
+        .load(
+            "# a fixture\n\
+             SET lock:job pod-a PX 30000\n\
+             RPUSH queue a b\n\
+             SADD members y x\n\
+             HSET h f1 v1 f2 v2\n\
+             ZADD z 2 b 1 a\n",
+        )
+        .unwrap();
+    assert_eq!(
+        keyspace.load("SET ok 1\nLPUSH lock:job x\n").unwrap_err(),
+        "line 2: LPUSH lock:job x: WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    assert_eq!(keyspace.get("lock:job"), Some(KeyValue::String("pod-a".into())));
+    assert_eq!(
+        keyspace.get("queue"),
+        Some(KeyValue::List(vec!["a".into(), "b".into()]))
+    );
+    assert_eq!(
+        keyspace.get("members"),
+        Some(KeyValue::Set(vec!["x".into(), "y".into()]))
+    );
+    assert_eq!(
+        keyspace.get("h"),
+        Some(KeyValue::Hash(vec![
+            ("f1".into(), "v1".into()),
+            ("f2".into(), "v2".into())
+        ]))
+    );
+    assert_eq!(
+        keyspace.get("z"),
+        Some(KeyValue::ZSet(vec![("a".into(), 1.0), ("b".into(), 2.0)]))
+    );
+    assert_eq!(keyspace.get("nokey"), None);
+    assert_eq!(keyspace.ttl("lock:job"), Some(Some(Duration::from_secs(30))));
+    assert_eq!(keyspace.ttl("queue"), Some(None));
+    assert_eq!(keyspace.ttl("nokey"), None);
+    assert_eq!(keyspace.keys(), ["h", "lock:job", "members", "ok", "queue", "z"]);
+    let dump = keyspace.dump();
+    assert!(
+        dump.contains("lock:job                 string    30000ms  \"pod-a\""),
+        "{dump}"
+    );
+    assert!(
+        dump.contains("queue                    list            -  [\"a\", \"b\"]"),
+        "{dump}"
+    );
+    // What a client sees, and what the keyspace sees of a client's writes.
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["GET", "lock:job"]).unwrap(), b"$5\r\npod-a\r\n");
+    c.command(&["INCR", "counter"]).unwrap();
+    assert_eq!(keyspace.get("counter"), Some(KeyValue::String("1".into())));
+    // A write from the test serves a blocked client.
+    let mut waiter = RawClient::connect(server.addr()).unwrap();
+    waiter.send(&RawClient::encode(&[b"BLPOP", b"jobs", b"0"])).unwrap();
+    while !String::from_utf8(c.command(&["INFO", "clients"]).unwrap())
+        .unwrap()
+        .contains("blocked_clients:1\r\n")
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    keyspace.load("RPUSH jobs j1").unwrap();
+    assert_eq!(waiter.read_reply().unwrap(), b"*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n");
+    keyspace.set("lease", "me", Some(Duration::from_millis(500)));
+    clock.advance(Duration::from_millis(501));
+    assert_eq!(keyspace.get("lease"), None);
+    assert!(keyspace.delete("ok"));
+    assert!(!keyspace.delete("ok"));
+    assert_eq!(keyspace.clone().db(1).keys(), Vec::<String>::new());
+}
