@@ -46,6 +46,13 @@ impl ServerControl {
         self.engine.lock().shared().set_frozen(false);
     }
 
+    /// Plays the server down (`true`): every connection is dropped and new
+    /// ones are closed at once, as clients see a server that is gone; `false`
+    /// brings it back, data as it was. The port stays bound meanwhile.
+    pub fn set_down(&self, down: bool) {
+        self.engine.lock().set_down(down);
+    }
+
     /// See [`crate::Server::restart`].
     pub fn restart(&self, lose_data: bool) {
         self.engine.lock().restart(lose_data);

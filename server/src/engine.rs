@@ -71,9 +71,17 @@ pub struct Shared {
     pub frozen: AtomicBool,
     /// Wakes what waits for the pause to be lifted.
     pub thawed: tokio::sync::Notify,
+    /// "The server is down" ([`crate::ServerControl::set_down`]): new
+    /// connections are reset at once (existing ones were dropped).
+    pub down: AtomicBool,
 }
 
 impl Shared {
+    /// Whether the server plays down.
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
+    }
+
     /// Whether a stop-the-world pause is in force.
     pub fn is_frozen(&self) -> bool {
         self.frozen.load(Ordering::Acquire)
@@ -301,6 +309,17 @@ impl Engine {
     /// [`ServerState::random`]).
     pub fn seed_random(&mut self, seed: u64) {
         self.state.random = Some(seed);
+    }
+
+    /// Plays the server down (every connection dropped, new ones closed
+    /// at once) or up again; the data stays.
+    pub fn set_down(&mut self, down: bool) {
+        self.state.shared.down.store(down, Ordering::Release);
+        if down {
+            for client in self.state.clients.values() {
+                client.signal.close();
+            }
+        }
     }
 
     /// Brings the server up to its clock at once (the test clock moved):

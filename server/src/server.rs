@@ -269,6 +269,11 @@ impl Drop for ConnectedGuard {
 }
 
 async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signal: Arc<ConnSignal>) {
+    if ctx.shared.is_down() {
+        // "The server is down" (test-control plane): the connection closes
+        // at once, before a word is exchanged.
+        return;
+    }
     let open = ctx.shared.connected.fetch_add(1, Ordering::Relaxed) + 1;
     let _guard = ConnectedGuard(ctx.shared.clone());
     if open > ctx.shared.maxclients.load(Ordering::Relaxed) {

@@ -427,3 +427,22 @@ fn direct_keyspace_access() {
     assert!(!keyspace.delete("ok"));
     assert_eq!(keyspace.clone().db(1).keys(), Vec::<String>::new());
 }
+
+/// "The server is down": connections dropped, new ones closed at once,
+/// until it is up again with its data.
+#[test]
+fn a_server_plays_down_and_comes_back() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let control = server.control();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+    control.set_down(true);
+    assert!(c.command(&["PING"]).is_err(), "dropped");
+    for _ in 0..3 {
+        let mut fresh = RawClient::connect(server.addr()).unwrap();
+        assert!(fresh.command(&["PING"]).is_err(), "closed at once");
+    }
+    control.set_down(false);
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["GET", "k"]).unwrap(), b"$1\r\nv\r\n");
+}
