@@ -149,3 +149,54 @@ async fn redlock_with_hanging_servers() {
         s.shutdown().await;
     }
 }
+
+// On Redis: SIGSTOP the server past the lease, with timing luck.
+on_every_backend!(
+    a_server_pause_past_the_lease_is_caught_by_the_watchdog_and_the_fence,
+    |backend: &Backend| {
+        use coordis_client_tests::{fencing, lock::Lock, watchdog::Watchdog};
+        let control = match backend {
+            Backend::Embedded(s) => Some(s.control()),
+            _ => {
+                eprintln!("SKIPPED on this backend: the test needs coordis's pause and test clock");
+                None
+            }
+        };
+        let client = backend.client();
+        async move {
+            let Some(control) = control else { return };
+            let clock = control.clock().expect("a test clock");
+            clock.freeze();
+            let lease = Duration::from_millis(60);
+            let mut a = client.get_multiplexed_async_connection().await.unwrap();
+            let token_a = fencing::acquire(&mut a, "lock:job", "pod-a", lease)
+                .await
+                .unwrap()
+                .expect("free");
+            let watchdog = Watchdog::start(client.clone(), Lock::new("lock:job", "pod-a"), lease);
+            fencing::write(&mut a, "report", token_a, "from a").await.unwrap();
+            // The server stops for longer than the lease: renewals wait unanswered.
+            control.pause();
+            clock.advance(Duration::from_secs(1));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            control.resume();
+            // The first renewal answered finds the lease gone: the holder knows.
+            let started = Instant::now();
+            while !watchdog.is_lost() {
+                assert!(started.elapsed() < Duration::from_secs(5), "the watchdog never noticed");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let mut b = client.get_multiplexed_async_connection().await.unwrap();
+            let token_b = fencing::acquire(&mut b, "lock:job", "pod-b", lease)
+                .await
+                .unwrap()
+                .expect("expired");
+            assert!(token_b > token_a);
+            fencing::write(&mut b, "report", token_b, "from b").await.unwrap();
+            // A holder that did not listen to its watchdog is stopped by the fence.
+            let stale = fencing::write(&mut a, "report", token_a, "stale a").await.unwrap_err();
+            assert_eq!(stale.code(), Some("STALE"), "{stale:?}");
+            watchdog.stop();
+        }
+    }
+);
