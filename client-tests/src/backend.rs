@@ -33,17 +33,22 @@ impl Backend {
         }
     }
 
-    /// The server's test clock: only the embedded backend has one. A test
-    /// that needs it prints one line saying it is skipped elsewhere.
-    pub fn test_clock(&self) -> Option<coordis::ServerClock> {
-        let clock = match self {
-            Backend::Embedded(s) => s.clock(),
-            Backend::Redis(_) | Backend::External(_) => None,
-        };
-        if clock.is_none() {
-            eprintln!("SKIPPED on this backend: the test needs coordis's test clock (Redis cannot move time)");
+    /// The server's test controls (clock, pause, restart, faults): only the
+    /// embedded backend has them. A test that needs them prints one line
+    /// saying it is skipped elsewhere.
+    pub fn test_control(&self) -> Option<coordis::ServerControl> {
+        match self {
+            Backend::Embedded(s) => Some(s.control()),
+            Backend::Redis(_) | Backend::External(_) => {
+                eprintln!("SKIPPED on this backend: the test needs coordis's test controls (Redis has none)");
+                None
+            }
         }
-        clock
+    }
+
+    /// The server's test clock ([`Backend::test_control`]'s).
+    pub fn test_clock(&self) -> Option<coordis::ServerClock> {
+        self.test_control().and_then(|c| c.clock())
     }
 
     /// A client for this backend.

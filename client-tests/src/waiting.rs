@@ -1,8 +1,9 @@
 //! Recipes that wait instead of polling, on the blocking commands:
 //!
-//! - [`FairLock`]: a lock whose waiters block on a per-lock signal list
-//!   (`BLPOP`); the release script deletes the lock and pushes one token, so
-//!   the longest-waiting waiter takes it: waiters are served in arrival order.
+//! - [`FairLock`]: [`SignalLock`] whose waiters block on its signal list
+//!   (`BLPOP`) instead of polling it; the release script deletes the lock and
+//!   pushes one token, so the longest-waiting waiter takes it: waiters are
+//!   served in arrival order.
 //! - [`ReliableQueue`]: workers `BLMOVE` a job from `pending` to `processing`,
 //!   work, then `LREM` it; a job whose worker died stays in `processing` until
 //!   a reaper moves it back, so every job is done (at least, and with the
@@ -17,9 +18,9 @@
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, RedisResult, Script};
+use redis::{AsyncConnectionConfig, RedisResult};
 
-const UNLOCK_SIGNAL: &str = include_str!("../../scripts/lua/unlock_signal.lua");
+use crate::queues::SignalLock;
 
 /// A connection of its own for a waiter, with no client-side response
 /// timeout (the crate sets none unless asked): a blocking command answers
@@ -61,6 +62,14 @@ pub struct FairLock {
 }
 
 impl FairLock {
+    /// The same lock as [`SignalLock`] takes and releases it.
+    fn lock(&self) -> SignalLock {
+        SignalLock {
+            key: self.key.clone(),
+            signal: self.signal.clone(),
+        }
+    }
+
     /// Takes the lock for `owner` with lease `ttl`, waiting up to `wait`
     /// for a release signal each time it is held. False if the wait ran out.
     pub async fn acquire(
@@ -70,16 +79,9 @@ impl FairLock {
         ttl: Duration,
         wait: Duration,
     ) -> RedisResult<bool> {
+        let lock = self.lock();
         loop {
-            let set: Option<String> = redis::cmd("SET")
-                .arg(&self.key)
-                .arg(owner)
-                .arg("NX")
-                .arg("PX")
-                .arg(ttl.as_millis() as u64)
-                .query_async(conn)
-                .await?;
-            if set.is_some() {
+            if lock.try_acquire(conn, owner, ttl).await? {
                 return Ok(true);
             }
             let token: Option<(String, String)> = redis::cmd("BLPOP")
@@ -95,13 +97,7 @@ impl FairLock {
 
     /// Releases if `owner` holds it and wakes the first waiter.
     pub async fn release(&self, conn: &mut MultiplexedConnection, owner: &str) -> RedisResult<bool> {
-        let released: i64 = Script::new(UNLOCK_SIGNAL)
-            .key(&self.key)
-            .key(&self.signal)
-            .arg(owner)
-            .invoke_async(conn)
-            .await?;
-        Ok(released == 1)
+        self.lock().release(conn, owner).await
     }
 }
 

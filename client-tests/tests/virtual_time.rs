@@ -80,13 +80,7 @@ on_every_backend!(a_fixed_window_limiter_at_its_exact_boundary, |backend: &Backe
 on_every_backend!(
     a_restart_that_loses_data_lets_a_second_holder_in,
     |backend: &Backend| {
-        let control = match backend {
-            Backend::Embedded(s) => Some(s.control()),
-            _ => {
-                eprintln!("SKIPPED on this backend: the test needs coordis's restart control");
-                None
-            }
-        };
+        let control = backend.test_control();
         let client = backend.client();
         let lease = Duration::from_secs(30);
         async move {
@@ -155,13 +149,7 @@ on_every_backend!(
     a_server_pause_past_the_lease_is_caught_by_the_watchdog_and_the_fence,
     |backend: &Backend| {
         use coordis_client_tests::{fencing, lock::Lock, watchdog::Watchdog};
-        let control = match backend {
-            Backend::Embedded(s) => Some(s.control()),
-            _ => {
-                eprintln!("SKIPPED on this backend: the test needs coordis's pause and test clock");
-                None
-            }
-        };
+        let control = backend.test_control();
         let client = backend.client();
         async move {
             let Some(control) = control else { return };

@@ -194,9 +194,25 @@ pub fn block(
 /// `blockPostponeClient`): the engine puts the request back in front of the
 /// client's queue, and it runs once [`unpause`] releases the client.
 pub fn postpone(ctx: &mut Ctx) -> Reply {
+    hold(ctx, |b| &mut b.postponed)
+}
+
+/// Holds the calling client's command for a hang fault rule, the way a
+/// CLIENT PAUSE holds it ([`postpone`]), until [`release_hung`].
+pub fn hang(ctx: &mut Ctx) -> Reply {
+    hold(ctx, |b| &mut b.hung)
+}
+
+/// Which list of held clients (postponed by a pause, or hung by a rule).
+type HeldList = fn(&mut Blocking) -> &mut Vec<u64>;
+
+/// Holds the calling client's command, listed in `list`: the engine puts
+/// the request back in front of the client's queue ([`Blocked::is_postponed`]),
+/// and it runs once [`let_go`] releases the client.
+fn hold(ctx: &mut Ctx, list: HeldList) -> Reply {
     let blocking = &mut ctx.server.blocking;
     blocking.count += 1;
-    blocking.postponed.push(ctx.client.id);
+    list(blocking).push(ctx.client.id);
     ctx.client.blocked = Some(Box::new(Blocked {
         db: ctx.client.db,
         keys: Vec::new(),
@@ -210,25 +226,19 @@ pub fn postpone(ctx: &mut Ctx) -> Reply {
     Reply::NOTHING
 }
 
-/// Holds the calling client's command for a hang fault rule, the way a
-/// CLIENT PAUSE holds it ([`postpone`]), until [`release_hung`].
-pub fn hang(ctx: &mut Ctx) -> Reply {
-    let reply = postpone(ctx);
-    let id = ctx.client.id;
-    let blocking = &mut ctx.server.blocking;
-    blocking.postponed.retain(|&c| c != id);
-    blocking.hung.push(id);
-    reply
-}
-
-/// Lets the clients hang rules held go on (their commands run now).
-pub fn release_hung(dbs: &mut [Db], server: &mut ServerState) {
-    for id in std::mem::take(&mut server.blocking.hung) {
+/// Lets every client held in `list` go on, in the order they were held.
+fn let_go(dbs: &mut [Db], server: &mut ServerState, list: HeldList) {
+    for id in std::mem::take(list(&mut server.blocking)) {
         if let Some(client) = server.clients.get_mut(id) {
             release(dbs, &mut server.blocking, client);
             client.signal.set_blocked(false);
         }
     }
+}
+
+/// Lets the clients hang rules held go on (their commands run now).
+pub fn release_hung(dbs: &mut [Db], server: &mut ServerState) {
+    let_go(dbs, server, |b| &mut b.hung);
 }
 
 /// CLIENT PAUSE: pauses other clients until `until` (a later end or ALL
@@ -259,12 +269,7 @@ pub fn unpause(dbs: &mut [Db], server: &mut ServerState) {
     for db in dbs.iter_mut() {
         db.keep_expired = false;
     }
-    for id in std::mem::take(&mut server.blocking.postponed) {
-        if let Some(client) = server.clients.get_mut(id) {
-            release(dbs, &mut server.blocking, client);
-            client.signal.set_blocked(false);
-        }
-    }
+    let_go(dbs, server, |b| &mut b.postponed);
 }
 
 /// Whether expiry may delete keys (not while a CLIENT PAUSE is in force).

@@ -21,18 +21,10 @@ pub(crate) type EngineRef = Arc<Mutex<Engine>>;
 /// A handle on a running server's test controls (from
 /// [`crate::Server::control`]): cheap to clone and to move into a task, for
 /// the faults a test injects while its clients run.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ServerControl {
     pub(crate) engine: EngineRef,
     pub(crate) clock: Option<Arc<VirtualClock>>,
-}
-
-impl std::fmt::Debug for ServerControl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerControl")
-            .field("clock", &self.clock)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ServerControl {
@@ -114,18 +106,10 @@ impl ServerControl {
 /// clock.advance(Duration::from_secs(31)); // the lock has expired, its event is out
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ServerClock {
     clock: Arc<VirtualClock>,
     engine: EngineRef,
-}
-
-impl std::fmt::Debug for ServerClock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerClock")
-            .field("clock", &self.clock)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ServerClock {
@@ -199,16 +183,10 @@ pub enum KeyValue {
 /// messages, and load fixtures. Reads are reads as a client's (lazy expiry
 /// applies); writes are writes (WATCH, keyspace events, blocked clients
 /// served).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Keyspace {
     engine: EngineRef,
     db: usize,
-}
-
-impl std::fmt::Debug for Keyspace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keyspace").field("db", &self.db).finish_non_exhaustive()
-    }
 }
 
 impl ServerControl {

@@ -191,6 +191,13 @@ pub struct Engine {
     server_shutdown: Arc<CloseSignal>,
 }
 
+/// Shown by name only: the keyspace and the VM are not for debug output.
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
 impl Engine {
     pub fn new(
         config: Config,

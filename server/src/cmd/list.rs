@@ -413,27 +413,9 @@ fn rpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     move_one(ctx, &args[1], &args[2], End::Tail, End::Head)
 }
 
-/// `numkeys key [key ...] LEFT|RIGHT [COUNT count]` from `args[first..]`
-/// (LMPOP, BLMPOP): the keys' range in `args`, the end and the count.
+/// LMPOP's and BLMPOP's arguments from `args[first..]`.
 fn parse_mpop(args: &[Bytes], first: usize) -> Result<(std::ops::Range<usize>, End, usize), Reply> {
-    let numkeys = match crate::store::num::parse_i64(&args[first]) {
-        Some(n) if n > 0 => n,
-        _ => return Err(err(errors::NUMKEYS_NOT_POSITIVE)),
-    };
-    if numkeys as u64 >= (args.len() - first - 1) as u64 {
-        return Err(err(errors::SYNTAX));
-    }
-    let keys = first + 1..first + 1 + numkeys as usize;
-    let end = parse_end(&args[keys.end]).ok_or_else(|| err(errors::SYNTAX))?;
-    let count = match &args[keys.end + 1..] {
-        [] => 1,
-        [word, n] if is(word, "count") => match crate::store::num::parse_i64(n) {
-            Some(n) if n > 0 => n as usize,
-            _ => return Err(err(errors::COUNT_NOT_POSITIVE)),
-        },
-        _ => return Err(err(errors::SYNTAX)),
-    };
-    Ok((keys, end, count))
+    super::args::mpop(args, first, parse_end)
 }
 
 /// `[key, [elements]]`: what LMPOP and BLMPOP answer for the list at `key`.

@@ -694,6 +694,35 @@ pub mod args {
         num::parse_i64(arg).ok_or_else(|| errors::err(errors::NOT_INTEGER))
     }
 
+    /// The `numkeys key [key ...] <where> [COUNT count]` tail of the *MPOP
+    /// family from `args[first..]`, with Redis's errors in its order: the
+    /// keys' range in `args`, the end to pop from (`end` reads the word;
+    /// LEFT|RIGHT, MIN|MAX) and the count.
+    pub fn mpop<W>(
+        args: &[Bytes],
+        first: usize,
+        end: impl Fn(&[u8]) -> Option<W>,
+    ) -> Result<(std::ops::Range<usize>, W, usize), Reply> {
+        let numkeys = match num::parse_i64(&args[first]) {
+            Some(n) if n > 0 => n as u64,
+            _ => return Err(errors::err(errors::NUMKEYS_NOT_POSITIVE)),
+        };
+        if numkeys >= (args.len() - first - 1) as u64 {
+            return Err(errors::err(errors::SYNTAX));
+        }
+        let keys = first + 1..first + 1 + numkeys as usize;
+        let end = end(&args[keys.end]).ok_or_else(|| errors::err(errors::SYNTAX))?;
+        let count = match &args[keys.end + 1..] {
+            [] => 1,
+            [word, n] if is(word, "count") => match num::parse_i64(n) {
+                Some(n) if n > 0 => n as usize,
+                _ => return Err(errors::err(errors::COUNT_NOT_POSITIVE)),
+            },
+            _ => return Err(errors::err(errors::SYNTAX)),
+        };
+        Ok((keys, end, count))
+    }
+
     /// A database index argument (SELECT, SWAPDB, COPY ... DB).
     pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Reply> {
         let n = int(arg)?;

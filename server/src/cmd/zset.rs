@@ -671,33 +671,17 @@ fn pop_ends(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, 
     popped
 }
 
-/// `numkeys key [key ...] MIN|MAX [COUNT count]` from `args[first..]`
-/// (ZMPOP, BZMPOP): the keys' range in `args`, MAX or not, and the count.
+/// ZMPOP's and BZMPOP's arguments from `args[first..]` (MAX: true).
 fn parse_mpop(args: &[Bytes], first: usize) -> Result<(std::ops::Range<usize>, bool, usize), Reply> {
-    let numkeys = match num::parse_i64(&args[first]) {
-        Some(n) if n > 0 => n as usize,
-        _ => return Err(err(errors::NUMKEYS_NOT_POSITIVE)),
-    };
-    if numkeys >= args.len() - first - 1 {
-        return Err(err(errors::SYNTAX));
-    }
-    let keys = first + 1..first + 1 + numkeys;
-    let max = if is(&args[keys.end], "max") {
-        true
-    } else if is(&args[keys.end], "min") {
-        false
-    } else {
-        return Err(err(errors::SYNTAX));
-    };
-    let count = match &args[keys.end + 1..] {
-        [] => 1,
-        [word, n] if is(word, "count") => match num::parse_i64(n) {
-            Some(n) if n > 0 => n as usize,
-            _ => return Err(err(errors::COUNT_NOT_POSITIVE)),
-        },
-        _ => return Err(err(errors::SYNTAX)),
-    };
-    Ok((keys, max, count))
+    super::args::mpop(args, first, |word| {
+        if is(word, "max") {
+            Some(true)
+        } else if is(word, "min") {
+            Some(false)
+        } else {
+            None
+        }
+    })
 }
 
 /// `[key, [[member, score], ...]]`: what ZMPOP and BZMPOP answer for the
