@@ -140,11 +140,31 @@ fn random_zset_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
                 rng.i32(-4..4).to_string(),
             ],
             11 => vec![if rng.bool() { "ZRANK" } else { "ZREVRANK" }.into(), key, member()],
-            12 => vec![
-                if rng.bool() { "ZPOPMIN" } else { "ZPOPMAX" }.into(),
-                key,
-                rng.u32(0..3).to_string(),
-            ],
+            12 => match rng.u32(0..4) {
+                // The blocking forms, with a short timeout: served at once,
+                // WRONGTYPE, or a null array after 10 ms.
+                0 => vec![
+                    pick(&mut rng, &["BZPOPMIN", "BZPOPMAX"]),
+                    key,
+                    format!("z{}", rng.u32(1..4)),
+                    "0.01".into(),
+                ],
+                1 => vec![
+                    "BZMPOP".into(),
+                    "0.01".into(),
+                    "2".into(),
+                    key,
+                    format!("z{}", rng.u32(1..4)),
+                    pick(&mut rng, &["MIN", "MAX"]),
+                    "COUNT".into(),
+                    rng.u32(1..4).to_string(),
+                ],
+                _ => vec![
+                    if rng.bool() { "ZPOPMIN" } else { "ZPOPMAX" }.into(),
+                    key,
+                    rng.u32(0..3).to_string(),
+                ],
+            },
             13 => vec![
                 "ZRANGE".into(),
                 key,
@@ -333,13 +353,36 @@ fn random_type_commands(family: &str, seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> 
                         }
                         c
                     }
-                    12 => vec![
-                        "LMOVE".into(),
-                        key,
-                        format!("k{}", rng.u32(1..3)),
-                        pick(&mut rng, &["LEFT", "RIGHT"]),
-                        pick(&mut rng, &["LEFT", "RIGHT"]),
-                    ],
+                    12 => match rng.u32(0..5) {
+                        // The blocking forms, with a short timeout: served at
+                        // once, WRONGTYPE, or a null after 10 ms.
+                        0 => vec![
+                            "BLMOVE".into(),
+                            key,
+                            format!("k{}", rng.u32(1..3)),
+                            pick(&mut rng, &["LEFT", "RIGHT"]),
+                            pick(&mut rng, &["LEFT", "RIGHT"]),
+                            "0.01".into(),
+                        ],
+                        1 => vec![pick(&mut rng, &["BLPOP", "BRPOP"]), key, "k2".into(), "0.01".into()],
+                        2 => vec![
+                            "BLMPOP".into(),
+                            "0.01".into(),
+                            "2".into(),
+                            key,
+                            "k2".into(),
+                            pick(&mut rng, &["LEFT", "RIGHT"]),
+                            "COUNT".into(),
+                            rng.u32(1..4).to_string(),
+                        ],
+                        _ => vec![
+                            "LMOVE".into(),
+                            key,
+                            format!("k{}", rng.u32(1..3)),
+                            pick(&mut rng, &["LEFT", "RIGHT"]),
+                            pick(&mut rng, &["LEFT", "RIGHT"]),
+                        ],
+                    },
                     _ => vec!["LRANGE".into(), key, "0".into(), "-1".into()],
                 }
             }
