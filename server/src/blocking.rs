@@ -391,13 +391,10 @@ pub fn serve_ready(dbs: &mut [Db], server: &mut ServerState, current: &mut Clien
         };
         for key in dbs[db].take_ready() {
             for id in dbs[db].waiters(&key) {
-                // Gone (a pop emptied and so deleted it): nobody else can
-                // be served from it.
-                if !dbs[db].contains(&key, now) {
-                    break;
-                }
                 // A waiter the key's type does not serve (a BZPOPMIN on a
-                // key that is now a list) is passed over.
+                // key that is now a list, a BLPOP on a deleted key) is
+                // passed over; a group reader on a deleted stream is
+                // answered with an error.
                 if id == current.id {
                     serve_one(dbs, server, current, &key, now);
                 } else if let Some(mut waiter) = server.clients.take(id) {
@@ -426,6 +423,7 @@ fn serve_one(dbs: &mut [Db], server: &mut ServerState, client: &mut ClientState,
             scripting: None,
             now,
             deny_blocking: true,
+            from_script: false,
         };
         serve(&mut ctx, &args, key)
     };

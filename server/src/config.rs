@@ -93,6 +93,12 @@ pub struct Config {
     pub set_max_intset_entries: usize,
     pub list_max_listpack_size: i64,
     pub list_compress_depth: u64,
+    /// A stream node (Redis's listpack in the radix tree) takes new entries
+    /// while its listpack would stay under this many bytes and it holds
+    /// fewer than this many entries (0: no limit); approximate trimming
+    /// (`MAXLEN ~`) removes whole nodes. Defaults as Redis: 4096 and 100.
+    pub stream_node_max_bytes: usize,
+    pub stream_node_max_entries: usize,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
@@ -128,6 +134,8 @@ impl Default for Config {
             set_max_intset_entries: 0,
             list_max_listpack_size: 0,
             list_compress_depth: 0,
+            stream_node_max_bytes: 0,
+            stream_node_max_entries: 0,
             ignored: BTreeMap::new(),
         };
         for d in DIRECTIVES {
@@ -513,6 +521,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("list-max-listpack-size", "-2", Int { min: i32::MIN as i64, max: I32 }, field!(list_max_listpack_size))
         .alias(&["list-max-ziplist-size"]),
     row("list-compress-depth", "0", Int { min: 0, max: I32 }, field!(list_compress_depth)),
+    row("stream-node-max-bytes", "4096", Memory { min: 0, max: LONG_MEM }, field!(stream_node_max_bytes)),
+    row("stream-node-max-entries", "100", Int { min: 0, max: LONG }, field!(stream_node_max_entries)),
     // Accepted without effect, checked as Redis checks them.
     row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Ignored).multi_arg(),
     row("appendonly", "no", Bool, Store::Ignored),
@@ -668,6 +678,14 @@ impl Config {
     /// Lists' node size (`list-max-listpack-size`).
     pub(crate) fn list_fill(&self) -> crate::store::list::Fill {
         crate::store::list::Fill(self.list_max_listpack_size)
+    }
+
+    /// Stream node limits (`stream-node-max-bytes`, `stream-node-max-entries`).
+    pub(crate) fn stream_limits(&self) -> crate::store::stream::NodeLimits {
+        crate::store::stream::NodeLimits {
+            max_bytes: self.stream_node_max_bytes,
+            max_entries: self.stream_node_max_entries,
+        }
     }
 
     /// Reads redis.conf syntax: one directive per line, `#` comments,

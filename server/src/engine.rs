@@ -531,6 +531,7 @@ impl Engine {
                 now,
                 scripting: Some(&mut self.scripting),
                 deny_blocking: true,
+                from_script: false,
             };
             let reply = (spec.handler)(&mut ctx, args);
             ctx.flush_expired();
@@ -550,6 +551,7 @@ impl Engine {
             now,
             scripting: Some(&mut self.scripting),
             deny_blocking: false,
+            from_script: false,
         };
         cmd::call(&mut ctx, args)
     }

@@ -256,3 +256,85 @@ pub fn config_set_failed(name: &str, why: &str) -> Reply {
 pub fn protocol(text: String) -> Reply {
     owned(format!("ERR {text}"))
 }
+
+// Streams (`cmd/stream.rs`).
+/// XREAD and XREADGROUP alike, with an odd list of keys and IDs.
+pub const XREAD_UNBALANCED: &str =
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
+pub const ELEMENTS_TOO_LARGE: &str = "ERR Elements are too large to be stored";
+pub const UNBLOCKED_STREAM_GONE: &str = "UNBLOCKED the stream key no longer exists";
+pub const STREAM_BAD_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+pub const XADD_ID_TOO_SMALL: &str = "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+pub const XADD_ID_ZERO: &str = "ERR The ID specified in XADD must be greater than 0-0";
+pub const STREAM_EXHAUSTED: &str = "ERR The stream has exhausted the last possible ID, unable to add more items";
+pub const MAXLEN_NEGATIVE_STREAM: &str = "ERR The MAXLEN argument must be >= 0.";
+pub const LIMIT_NEGATIVE_STREAM: &str = "ERR The LIMIT argument must be >= 0.";
+pub const MAXLEN_AND_MINID: &str = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+pub const LIMIT_WITHOUT_TILDE: &str = "ERR syntax error, LIMIT cannot be used without the special ~ option";
+pub const LIMIT_WITHOUT_STRATEGY: &str =
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
+pub const XTRIM_NO_STRATEGY: &str = "ERR syntax error, XTRIM must be called with a trimming strategy";
+pub const INVALID_START_ID: &str = "ERR invalid start ID for the interval";
+pub const INVALID_END_ID: &str = "ERR invalid end ID for the interval";
+pub const XREAD_GT_ID: &str =
+    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.";
+pub const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.";
+pub const XREAD_GROUP_OPTION: &str = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+pub const XREAD_NOACK_OPTION: &str = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+pub const XREADGROUP_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
+pub const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
+pub const XGROUP_KEY_MISSING: &str = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
+pub const ENTRIESREAD_NEGATIVE: &str = "ERR value for ENTRIESREAD must be positive or -1";
+pub const NOGROUP_DESTROYED: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
+pub const XCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XCLAIM";
+pub const XCLAIM_IDLE: &str = "ERR Invalid IDLE option argument for XCLAIM";
+pub const XCLAIM_TIME: &str = "ERR Invalid TIME option argument for XCLAIM";
+pub const XCLAIM_RETRYCOUNT: &str = "ERR Invalid RETRYCOUNT option argument for XCLAIM";
+pub const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XAUTOCLAIM";
+pub const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
+pub const XSETID_SMALLER: &str = "ERR The ID specified in XSETID is smaller than the target stream top item";
+pub const XSETID_ENTRIES_ADDED: &str =
+    "ERR The entries_added specified in XSETID is smaller than the target stream length";
+pub const XSETID_BELOW_MAX_DELETED_ARG: &str =
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+pub const ENTRIES_ADDED_NEGATIVE: &str = "ERR entries_added must be positive";
+
+/// XREAD BLOCK from a script (`name` as the script typed it).
+pub fn xread_block_in_script(name: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR {} command is not allowed with BLOCK option from scripts",
+        lossy(name)
+    )))
+}
+
+/// XREADGROUP on a missing key or group.
+pub fn nogroup_xreadgroup(key: &[u8], group: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+        lossy(key),
+        lossy(group)
+    )))
+}
+
+/// XPENDING / XCLAIM / XAUTOCLAIM on a missing key or group.
+pub fn nogroup_key(key: &[u8], group: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "NOGROUP No such key '{}' or consumer group '{}'",
+        lossy(key),
+        lossy(group)
+    )))
+}
+
+/// XGROUP SETID / CREATECONSUMER / DELCONSUMER and XINFO CONSUMERS on a missing group.
+pub fn nogroup_for_key(group: &[u8], key: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "NOGROUP No such consumer group '{}' for key name '{}'",
+        lossy(group),
+        lossy(key)
+    )))
+}
+
+/// XCLAIM with an option it does not know.
+pub fn xclaim_option(opt: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unrecognized XCLAIM option '{}'", lossy(opt))))
+}

@@ -619,7 +619,9 @@ pub mod conformance {
     ///   (a client still blocked).
     ///
     /// An argument `$id:b` is replaced by client `b`'s CLIENT ID (the ids of
-    /// two servers differ).
+    /// two servers differ). A line starting `~ ` is time-dependent: its
+    /// reply is recorded with every number masked, so only its shape is
+    /// compared.
     pub fn run(addr: SocketAddr, scenario: &Scenario, resp3: bool) -> Vec<Vec<u8>> {
         let mut admin = RawClient::connect(addr).unwrap();
         assert_eq!(admin.command(&["FLUSHALL"]).unwrap(), b"+OK\r\n");
@@ -647,8 +649,14 @@ pub mod conformance {
                 replies.push(vec![]);
                 continue;
             }
+            // `~ CMD ...`: a time-dependent reply, compared for its shape
+            // only (every run of digits masked).
+            let (shape_only, args) = match args[0].as_slice() {
+                b"~" => (true, &args[1..]),
+                _ => (false, &args[..]),
+            };
             let (who, mode, args) = match args[0].strip_prefix(b"@") {
-                None => (&b""[..], b' ', &args[..]),
+                None => (&b""[..], b' ', args),
                 Some(name) => match name.last() {
                     Some(m @ (b'>' | b'<' | b'?')) => (&name[..name.len() - 1], *m, &args[1..]),
                     _ => (name, b' ', &args[1..]),
@@ -685,9 +693,22 @@ pub mod conformance {
                     .command_bytes(&raw)
                     .unwrap_or_else(|e| format!("<io error: {e}>").into_bytes()),
             };
-            replies.push(reply);
+            replies.push(if shape_only { mask_digits(&reply) } else { reply });
         }
         replies
+    }
+
+    /// `reply` with every run of ASCII digits replaced by one `#`.
+    fn mask_digits(reply: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(reply.len());
+        for (i, &b) in reply.iter().enumerate() {
+            if !b.is_ascii_digit() {
+                out.push(b);
+            } else if i == 0 || !reply[i - 1].is_ascii_digit() {
+                out.push(b'#');
+            }
+        }
+        out
     }
 
     /// Waits (up to 300 ms) until CLIENT LIST shows client `id` blocked

@@ -101,6 +101,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod strings;
 pub mod tx;
 pub mod zset;
@@ -117,6 +118,8 @@ pub struct Ctx<'a> {
     /// Inside MULTI/EXEC or a script: blocking commands answer at once
     /// (Redis's `CLIENT_DENY_BLOCKING`; see [`crate::blocking::block`]).
     pub deny_blocking: bool,
+    /// Run by a script's `redis.call` (XREAD refuses BLOCK there, as Redis).
+    pub from_script: bool,
 }
 
 impl Ctx<'_> {
@@ -469,6 +472,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(list::COMMANDS.iter())
         .chain(set::COMMANDS.iter())
         .chain(bitmap::COMMANDS.iter())
+        .chain(stream::COMMANDS.iter())
         .chain(sort::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())
         .chain(tx::COMMANDS.iter())

@@ -74,6 +74,7 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], read_only: bool
                 now,
                 scripting: None,
                 deny_blocking: true,
+                from_script: true,
             };
             let (reply, wrote) = super::dispatch_from_script(&mut inner, cmd, read_only);
             if wrote {

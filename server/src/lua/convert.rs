@@ -166,7 +166,14 @@ pub(super) mod raw {
                 wrap(state, c"set");
             }
             Reply::Set(items) => push_array(state, items, |item| push_reply(state, item, false)),
-            Reply::Map(pairs) if resp3 => {
+            Reply::KeyedPairs(pairs) if !resp3 => push_array(state, pairs, |(k, v)| {
+                ffi::lua_createtable(state, 2, 0);
+                push_reply(state, k, false);
+                ffi::lua_rawseti(state, -2, 1);
+                push_reply(state, v, false);
+                ffi::lua_rawseti(state, -2, 2);
+            }),
+            Reply::Map(pairs) | Reply::KeyedPairs(pairs) if resp3 => {
                 ffi::lua_createtable(state, 0, pairs.len().min(i32::MAX as usize) as c_int);
                 for (k, v) in pairs {
                     push_reply(state, k, resp3);
@@ -175,7 +182,8 @@ pub(super) mod raw {
                 }
                 wrap(state, c"map");
             }
-            Reply::Map(pairs) => {
+            // (KeyedPairs in RESP2 is the first arm above.)
+            Reply::Map(pairs) | Reply::KeyedPairs(pairs) => {
                 ffi::lua_createtable(state, (pairs.len() * 2).min(i32::MAX as usize) as c_int, 0);
                 for (i, (k, v)) in pairs.iter().enumerate() {
                     push_reply(state, k, false);

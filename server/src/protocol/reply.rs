@@ -40,6 +40,9 @@ pub enum Reply {
     /// Members with scores (WITHSCORES): a flat `member, score, ...` array of
     /// bulk strings in RESP2, an array of `[member, double]` pairs in RESP3.
     ScorePairs(Vec<(Bytes, f64)>),
+    /// Keys with their values (XREAD's streams): a RESP3 map, and in RESP2
+    /// an array of `[key, value]` pairs rather than a flat array.
+    KeyedPairs(Vec<(Reply, Reply)>),
 }
 
 impl Reply {
@@ -94,7 +97,15 @@ impl Reply {
                     item.encode(out, resp3);
                 }
             }
-            Reply::Map(pairs) => {
+            Reply::KeyedPairs(pairs) if !resp3 => {
+                int_line(out, b'*', pairs.len() as i64);
+                for (k, v) in pairs {
+                    out.put_slice(b"*2\r\n");
+                    k.encode(out, false);
+                    v.encode(out, false);
+                }
+            }
+            Reply::Map(pairs) | Reply::KeyedPairs(pairs) => {
                 if resp3 {
                     int_line(out, b'%', pairs.len() as i64);
                 } else {

@@ -12,6 +12,7 @@ use super::hash::Hash;
 use super::item::{Item, ValueMut, ValueRef};
 use super::list::List;
 use super::set::Set;
+use super::stream::Stream;
 use super::zset::ZSet;
 
 /// A value to store. Strings are kept as their bytes (Redis's integer encoding
@@ -25,6 +26,7 @@ pub enum Value {
     Hash(Box<Hash>),
     List(Box<List>),
     Set(Box<Set>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -36,6 +38,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
             Value::Set(_) => "set",
+            Value::Stream(_) => "stream",
         }
     }
 }
@@ -154,7 +157,7 @@ impl Db {
     /// Queues `key` for the blocking layer when clients wait on it (Redis's
     /// `signalKeyAsReady`). Free when nobody is blocked in this database.
     #[inline]
-    fn signal_ready(&mut self, key: &[u8]) {
+    pub fn signal_ready(&mut self, key: &[u8]) {
         if !self.waiters.is_empty() && self.waiters.contains_key(key) && !self.ready_set.contains(key) {
             let key = Bytes::copy_from_slice(key);
             self.ready_set.insert(key.clone());
@@ -302,6 +305,7 @@ impl Db {
     fn record_expired(&mut self, item: &Item) {
         self.with_deadline -= 1;
         self.touch(item.key());
+        self.signal_ready(item.key());
         if self.log_expired {
             self.expired_log.push(Bytes::copy_from_slice(item.key()));
         }
@@ -457,6 +461,8 @@ impl Db {
         let hash = self.hash(key);
         let item = self.map.find_entry(hash, |item| item.key() == key).ok()?.remove().0;
         self.touch(key);
+        // A group reader blocked on a deleted stream is told so.
+        self.signal_ready(key);
         if item.expire_at() != 0 {
             self.with_deadline -= 1;
         }
@@ -465,6 +471,7 @@ impl Db {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        self.signal_all_waited();
         bump_watched_present(&mut self.watched, &[(&self.map, &self.hasher)]);
         self.map = HashTable::new();
         self.expires = BTreeMap::new();

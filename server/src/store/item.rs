@@ -13,7 +13,8 @@
 //! - a hash in its listpack encoding, inline (a small hash is one
 //!   allocation with its key, as the job-queue shape of a million 5-field
 //!   hashes needs);
-//! - a sorted set, large hash, list or set, as a pointer to its boxed value.
+//! - a sorted set, large hash, list, set or stream, as a pointer to its
+//!   boxed value.
 //!
 //! This module holds all of the store's `unsafe` code; everything else uses
 //! the safe accessors below.
@@ -28,6 +29,7 @@ use super::hash::{Hash, HashRef, Table, LISTPACK_MAX_BYTES};
 use super::list::List;
 use super::packed::PackedRef;
 use super::set::Set;
+use super::stream::Stream;
 use super::zset::ZSet;
 
 /// Longest string stored inside the item itself.
@@ -61,9 +63,11 @@ enum Tag {
     List = 5,
     /// A pointer to a boxed [`Set`].
     Set = 6,
+    /// A pointer to a boxed [`Stream`].
+    Stream = 7,
 }
 
-const _: () = assert!((Tag::Set as u32) < (1 << (32 - TAG_SHIFT)));
+const _: () = assert!((Tag::Stream as u32) < (1 << (32 - TAG_SHIFT)));
 const _: () = assert!(LISTPACK_MAX_BYTES + 4 <= LEN_MASK as usize);
 
 impl Tag {
@@ -79,6 +83,7 @@ impl Tag {
             },
             Value::List(_) => Tag::List,
             Value::Set(_) => Tag::Set,
+            Value::Stream(_) => Tag::Stream,
         }
     }
 
@@ -91,6 +96,7 @@ impl Tag {
             4 => Tag::HashTable,
             5 => Tag::List,
             6 => Tag::Set,
+            7 => Tag::Stream,
             // Only `Item::new` writes tags, and only from the arms above.
             other => unreachable!("corrupt item tag {other}"),
         }
@@ -101,7 +107,7 @@ impl Tag {
     fn payload_len(self, inline_len: usize) -> usize {
         match self {
             Tag::InlineStr | Tag::HashPacked => inline_len,
-            Tag::BoxedStr | Tag::ZSet | Tag::HashTable | Tag::List | Tag::Set => POINTER,
+            Tag::BoxedStr | Tag::ZSet | Tag::HashTable | Tag::List | Tag::Set | Tag::Stream => POINTER,
         }
     }
 }
@@ -114,6 +120,7 @@ pub enum ValueRef<'a> {
     Hash(HashRef<'a>),
     List(&'a List),
     Set(&'a Set),
+    Stream(&'a Stream),
 }
 
 impl ValueRef<'_> {
@@ -125,6 +132,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(_) => "hash",
             ValueRef::List(_) => "list",
             ValueRef::Set(_) => "set",
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -136,6 +144,8 @@ impl ValueRef<'_> {
             ValueRef::Hash(h) => h.is_empty(),
             ValueRef::List(l) => l.is_empty(),
             ValueRef::Set(x) => x.is_empty(),
+            // An empty stream is a value of its own (XADD MAXLEN 0 keeps it).
+            ValueRef::Stream(_) => false,
         }
     }
 
@@ -147,6 +157,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(h) => h.len(),
             ValueRef::List(l) => l.len(),
             ValueRef::Set(x) => x.len(),
+            ValueRef::Stream(x) => x.len() as usize,
         }
     }
 
@@ -160,6 +171,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::List(_) => "quicklist",
             ValueRef::Set(x) => x.encoding(),
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -171,6 +183,7 @@ impl ValueRef<'_> {
             ValueRef::Hash(h) => Value::Hash(Box::new(h.to_owned())),
             ValueRef::List(l) => Value::List(Box::new(l.clone())),
             ValueRef::Set(x) => Value::Set(Box::new(x.clone())),
+            ValueRef::Stream(x) => Value::Stream(Box::new(x.clone())),
         }
     }
 }
@@ -186,6 +199,7 @@ pub enum ValueMut<'a> {
     Hash(HashMut<'a>),
     List(&'a mut List),
     Set(&'a mut Set),
+    Stream(&'a mut Stream),
 }
 
 /// A hash for modification (see [`ValueMut::Hash`]).
@@ -216,7 +230,7 @@ impl Item {
                 Hash::Listpack(p) => 4 + p.as_ref().raw().len(),
                 Hash::Table(_) => 0,
             },
-            Value::ZSet(_) | Value::List(_) | Value::Set(_) => 0,
+            Value::ZSet(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => 0,
         };
         let payload_len = tag.payload_len(inline_len);
         let layout = Self::layout(key.len(), payload_len);
@@ -250,6 +264,7 @@ impl Item {
                 },
                 Value::List(l) => payload.cast::<*mut List>().write_unaligned(Box::into_raw(l)),
                 Value::Set(x) => payload.cast::<*mut Set>().write_unaligned(Box::into_raw(x)),
+                Value::Stream(x) => payload.cast::<*mut Stream>().write_unaligned(Box::into_raw(x)),
             }
         }
         Item { ptr }
@@ -320,6 +335,7 @@ impl Item {
                 Tag::HashTable => ValueRef::Hash(HashRef::Table(&*payload.cast::<*mut Table>().read_unaligned())),
                 Tag::List => ValueRef::List(&*payload.cast::<*mut List>().read_unaligned()),
                 Tag::Set => ValueRef::Set(&*payload.cast::<*mut Set>().read_unaligned()),
+                Tag::Stream => ValueRef::Stream(&*payload.cast::<*mut Stream>().read_unaligned()),
             }
         }
     }
@@ -340,6 +356,7 @@ impl Item {
             Tag::List => ValueMut::List(unsafe { &mut *self.payload().cast::<*mut List>().read_unaligned() }),
             // SAFETY: as above.
             Tag::Set => ValueMut::Set(unsafe { &mut *self.payload().cast::<*mut Set>().read_unaligned() }),
+            Tag::Stream => ValueMut::Stream(unsafe { &mut *self.payload().cast::<*mut Stream>().read_unaligned() }),
         }
     }
 
@@ -369,7 +386,7 @@ impl Item {
             })),
             // SAFETY: a BoxedStr payload holds a live boxed Bytes (see `value`).
             Tag::BoxedStr => Some(unsafe { (*self.payload().cast::<*mut Bytes>().read_unaligned()).clone() }),
-            Tag::ZSet | Tag::HashPacked | Tag::HashTable | Tag::List | Tag::Set => None,
+            Tag::ZSet | Tag::HashPacked | Tag::HashTable | Tag::List | Tag::Set | Tag::Stream => None,
         }
     }
 
@@ -392,6 +409,7 @@ impl Item {
                 )))),
                 Tag::List => Value::List(Box::from_raw(payload.cast::<*mut List>().read_unaligned())),
                 Tag::Set => Value::Set(Box::from_raw(payload.cast::<*mut Set>().read_unaligned())),
+                Tag::Stream => Value::Stream(Box::from_raw(payload.cast::<*mut Stream>().read_unaligned())),
             };
             dealloc(this.ptr.as_ptr(), this.allocation());
             Entry { value, expire_at }
@@ -414,6 +432,7 @@ impl Drop for Item {
                 Tag::HashTable => drop(Box::from_raw(payload.cast::<*mut Table>().read_unaligned())),
                 Tag::List => drop(Box::from_raw(payload.cast::<*mut List>().read_unaligned())),
                 Tag::Set => drop(Box::from_raw(payload.cast::<*mut Set>().read_unaligned())),
+                Tag::Stream => drop(Box::from_raw(payload.cast::<*mut Stream>().read_unaligned())),
             }
             dealloc(self.ptr.as_ptr(), self.allocation());
         }

@@ -51,6 +51,7 @@ pub mod num;
 pub mod packed;
 pub mod set;
 pub mod small;
+pub mod stream;
 pub mod zset;
 
 pub use clock::{Clock, ManualClock, SystemClock, VirtualClock};

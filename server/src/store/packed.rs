@@ -19,7 +19,7 @@ pub struct Packed<const BACK: bool = false> {
 }
 
 /// Bytes a length takes as LEB128.
-fn varint_len(mut n: usize) -> usize {
+pub(crate) fn varint_len(mut n: usize) -> usize {
     let mut bytes = 1;
     while n >= 0x80 {
         n >>= 7;
@@ -28,7 +28,7 @@ fn varint_len(mut n: usize) -> usize {
     bytes
 }
 
-fn write_varint(out: &mut Vec<u8>, mut n: usize) {
+pub(crate) fn write_varint(out: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;
@@ -60,7 +60,7 @@ fn read_back_varint(buf: &[u8], end: usize) -> (usize, usize) {
 }
 
 /// Reads a length at `at`; returns it and where its bytes start.
-fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
+pub(crate) fn read_varint(buf: &[u8], mut at: usize) -> (usize, usize) {
     let mut n = 0usize;
     let mut shift = 0;
     loop {
