@@ -5,6 +5,7 @@
 #
 #   scripts/memory.sh            # N=1000000
 #   N=100000 scripts/memory.sh
+#   SHAPES="stream jobs" scripts/memory.sh   # only these shapes
 #
 # Prints, per shape, each server's RSS after loading minus its RSS when
 # started empty (MB), and the coordis/Redis ratio.
@@ -12,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N=${N:-1000000}
+SHAPES=${SHAPES:-locks hash set list lists jobs stream}
 PORT=${PORT:-7394}
 for tool in redis-server redis-cli python3; do
     command -v "$tool" >/dev/null || { echo "$tool not found"; exit 1; }
@@ -49,6 +51,10 @@ elif shape in ("hash", "set", "list"):
 elif shape == "lists":
     for i in range(n):
         cmd("RPUSH", f"queue:{i}", f"job:{i}", f"job:{i + 1}")
+elif shape == "stream":
+    # An events stream: N entries of three small fields, automatic IDs.
+    for i in range(n):
+        cmd("XADD", "events", "*", "job", i, "event", "completed", "worker", f"w-{i % 8}")
 elif shape == "jobs":
     for i in range(n):
         cmd("HSET", f"job:{i}", "state", "queued", "attempts", 0, "queue", "default",
@@ -74,7 +80,7 @@ measure() { # shape command...
 }
 
 printf "%-28s %10s %10s %6s\n" "shape (N=$N)" "coordis MB" "Redis MB" "ratio"
-for shape in locks hash set list lists jobs; do
+for shape in $SHAPES; do
     generate "$shape" >"$OUT/$shape.resp"
     c=$(measure "$shape" target/release/coordis-server)
     r=$(measure "$shape" redis-server)
@@ -85,6 +91,7 @@ for shape in locks hash set list lists jobs; do
         list) label="one list, N elements" ;;
         lists) label="N lists of 2 elements" ;;
         jobs) label="N hashes of 5 fields" ;;
+        stream) label="one stream, N 3-field XADDs" ;;
     esac
     printf "%-28s %10s %10s %6s\n" "$label" "$c" "$r" "$(awk -v c="$c" -v r="$r" 'BEGIN {printf "%.2f", c / r}')"
 done

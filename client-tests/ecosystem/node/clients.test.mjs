@@ -1,10 +1,8 @@
 // Real Node client libraries, unmodified, on coordis-server and on
 // redis-server 7.0.15 with the same assertions: ioredis (the ready check,
 // defineCommand with its EVALSHA-then-EVAL fallback, pipelines and MULTI,
-// pub/sub) and bullmq (a Queue adds a job, a Worker completes it). A case
-// that needs a command family coordis does not have yet must fail on
-// coordis (a strict expected failure, naming the issue): once the family
-// lands it passes there too and the mark must go.
+// pub/sub) and bullmq (Queue, Worker, QueueEvents: jobs complete, a delayed
+// job runs when due, a failing job is retried).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -14,7 +12,7 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Redis from "ioredis";
-import { Queue, Worker } from "bullmq";
+import { Queue, QueueEvents, Worker } from "bullmq";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // Run from target/ecosystem/node (see run.sh) or from here: either way the
@@ -97,14 +95,6 @@ if (haveRedis()) {
   console.error("*** SKIPPED: redis-server is not on PATH; the Redis leg did not run ***");
 }
 
-/** Runs `body`; on coordis it must fail until `issue` lands. */
-async function waitsOn(backend, issue, body) {
-  if (backend !== "coordis") {
-    return body();
-  }
-  await assert.rejects(body, `expected to fail on coordis until issue #${issue} lands; it passed: remove the mark`);
-}
-
 for (const backend of backends) {
   const port = await startServer(backend);
   const connect = () => new Redis({ port, maxRetriesPerRequest: 1 });
@@ -142,25 +132,62 @@ for (const backend of backends) {
     pub.disconnect();
   });
 
-  test(`[${backend}] bullmq: a Worker completes a job a Queue added`, async () => {
-    await waitsOn(backend, 17, async () => {
-      const connection = { host: "127.0.0.1", port, maxRetriesPerRequest: null };
-      const name = `jobs-${backend}`;
-      const queue = new Queue(name, { connection });
-      let worker;
-      try {
-        await queue.add("sum", { a: 2, b: 3 });
-        const done = new Promise((ok, fail) => {
-          worker = new Worker(name, async (job) => job.data.a + job.data.b, { connection });
-          worker.on("completed", (_job, result) => ok(result));
-          worker.on("error", fail);
-          setTimeout(() => fail(new Error("no job completed in 10 s")), 10_000);
+  test(`[${backend}] bullmq: jobs complete, a delayed job runs when due, QueueEvents sees completed, a failure is retried`, async () => {
+    const connection = { host: "127.0.0.1", port, maxRetriesPerRequest: null };
+    const name = `jobs-${backend}`;
+    const queue = new Queue(name, { connection });
+    const events = new QueueEvents(name, { connection });
+    let worker;
+    try {
+      await events.waitUntilReady();
+      const attempts = new Map();
+      const completed = new Map();
+      const allDone = new Promise((ok, fail) => {
+        worker = new Worker(
+          name,
+          async (job) => {
+            attempts.set(job.name, (attempts.get(job.name) ?? 0) + 1);
+            if (job.name === "flaky" && job.attemptsMade === 0) {
+              throw new Error("first attempt fails");
+            }
+            return job.data.a + job.data.b;
+          },
+          { connection },
+        );
+        worker.on("completed", (job, result) => {
+          completed.set(job.name, { result, at: Date.now() });
+          if (completed.size === 4) ok();
         });
-        assert.equal(await done, 5);
-      } finally {
-        await worker?.close(true).catch(() => {});
-        await queue.close().catch(() => {});
-      }
-    });
+        worker.on("error", fail);
+        setTimeout(() => fail(new Error(`only ${[...completed.keys()]} completed in 20 s`)), 20_000).unref();
+      });
+      const seenByEvents = new Promise((ok) => {
+        const ids = new Set();
+        events.on("completed", ({ jobId }) => {
+          ids.add(jobId);
+          if (ids.size === 4) ok(ids);
+        });
+      });
+      const added = Date.now();
+      const jobs = [
+        await queue.add("sum", { a: 2, b: 3 }),
+        await queue.add("sum2", { a: 10, b: 20 }),
+        await queue.add("later", { a: 1, b: 1 }, { delay: 700 }),
+        await queue.add("flaky", { a: 4, b: 4 }, { attempts: 2, backoff: { type: "fixed", delay: 50 } }),
+      ];
+      await allDone;
+      assert.equal(completed.get("sum").result, 5);
+      assert.equal(completed.get("sum2").result, 30);
+      assert.equal(completed.get("later").result, 2);
+      assert.ok(completed.get("later").at - added >= 650, "the delayed job ran when due, not before");
+      assert.equal(completed.get("flaky").result, 8);
+      assert.equal(attempts.get("flaky"), 2, "the failing job was retried once");
+      assert.deepEqual([...(await seenByEvents)].sort(), jobs.map((j) => j.id).sort());
+      assert.equal(await queue.getCompletedCount(), 4);
+    } finally {
+      await worker?.close(true).catch(() => {});
+      await events.close().catch(() => {});
+      await queue.close().catch(() => {});
+    }
   });
 }

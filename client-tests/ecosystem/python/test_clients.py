@@ -101,9 +101,7 @@ def test_redis_py_asyncio_lock_and_pubsub(url):
     asyncio.run(main())
 
 
-def test_rq_burst_worker_runs_jobs_and_records_failures(url, backend, request):
-    if backend == "coordis":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="rq 2 stores results with XADD: issue #17"))
+def test_rq_burst_worker_runs_jobs_and_records_failures(url):
     conn = redis.Redis.from_url(url)
     queue = Queue("default", connection=conn)
     done = [queue.enqueue(jobs.add, i, i) for i in range(5)]
