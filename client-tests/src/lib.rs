@@ -14,6 +14,8 @@
 //! - [`queues`]: a re-entrant hash lock, a lock that signals waiters through
 //!   a list, a sliding-window limiter on a list, and a job queue of hashes,
 //!   lists and a set.
+//! - [`streams`]: a consumer-group work queue with takeover (XREADGROUP,
+//!   XACK, XAUTOCLAIM) and a capped events stream read by blocking listeners.
 //! - [`waiting`]: recipes on blocking commands: a fair lock (BLPOP), a
 //!   reliable queue (BLMOVE) and a delayed queue (BZPOPMIN).
 
@@ -25,5 +27,6 @@ pub mod lock;
 pub mod queues;
 pub mod redlock;
 pub mod semaphore;
+pub mod streams;
 pub mod waiting;
 pub mod watchdog;
