@@ -433,3 +433,214 @@ fn random_type_commands(family: &str, seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> 
         .map(|c| c.into_iter().map(String::into_bytes).collect())
         .collect()
 }
+
+/// Random stream command sequences (fixed seeds): appends with explicit,
+/// `ms-*` and too-small IDs, exact and approximate trimming by MAXLEN and
+/// MINID (with LIMIT) over small nodes, so whole-node trimming is exercised
+/// at node boundaries, deletions, ranges, and a consumer group's reads,
+/// acks, claims and lag. Idle and delivery times never appear in a compared
+/// reply (claims use JUSTID and min-idle 0).
+#[test]
+fn random_stream_sequences_match_redis() {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    let mut commands = 0;
+    let mut mismatches = vec![];
+    for seed in 1..=12u64 {
+        let scenario = Scenario {
+            name: format!("random stream seed {seed}"),
+            commands: random_stream_commands(seed, 500),
+        };
+        commands += compare(
+            redis.addr(),
+            coordis.addr(),
+            &scenario,
+            seed.is_multiple_of(2),
+            &mut mismatches,
+        );
+    }
+    report("random stream differential", commands, &mismatches);
+}
+
+fn random_stream_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let node_entries = ["3", "5", "100", "0"][(seed % 4) as usize];
+    let mut out: Vec<Vec<String>> = vec![
+        vec![
+            "CONFIG".into(),
+            "SET".into(),
+            "stream-node-max-entries".into(),
+            node_entries.into(),
+        ],
+        vec![
+            "CONFIG".into(),
+            "SET".into(),
+            "stream-node-max-bytes".into(),
+            ["4096", "60", "0"][(seed % 3) as usize].into(),
+        ],
+    ];
+    let mut ms = 1u64;
+    for _ in 0..n {
+        let pick = |rng: &mut fastrand::Rng, list: &[&str]| list[rng.usize(..list.len())].to_string();
+        let key = format!("s{}", rng.u32(1..3));
+        // An ID near the ones in use: mostly existing or nearby entries.
+        let near = |rng: &mut fastrand::Rng, ms: u64| match rng.u32(0..6) {
+            0 => pick(rng, &["-", "+", "0", "0-0"]),
+            1 => format!("({}-{}", rng.u64(0..ms + 2), rng.u32(0..3)),
+            2 => rng.u64(0..ms + 2).to_string(),
+            _ => format!("{}-{}", rng.u64(0..ms + 2), rng.u32(0..3)),
+        };
+        let strategy = |rng: &mut fastrand::Rng, ms: u64| -> Vec<String> {
+            let mut c = vec![];
+            if rng.bool() {
+                c.push("MAXLEN".into());
+                c.extend(
+                    ["~", "=", ""]
+                        .map(String::from)
+                        .into_iter()
+                        .filter(|_| rng.bool())
+                        .take(1),
+                );
+                c.push(rng.i32(-1..25).to_string());
+            } else {
+                c.push("MINID".into());
+                c.extend(["~", "="].map(String::from).into_iter().filter(|_| rng.bool()).take(1));
+                c.push(format!("{}-{}", rng.u64(0..ms + 1), rng.u32(0..2)));
+            }
+            c.retain(|a| !a.is_empty());
+            if rng.u32(0..4) == 0 {
+                c.push("LIMIT".into());
+                c.push(rng.i32(-1..12).to_string());
+            }
+            c
+        };
+        let cmd: Vec<String> = match rng.u32(0..20) {
+            0..=6 => {
+                let mut c = vec!["XADD".to_string(), key];
+                if rng.u32(0..8) == 0 {
+                    c.push("NOMKSTREAM".into());
+                }
+                if rng.u32(0..3) == 0 {
+                    c.extend(strategy(&mut rng, ms));
+                }
+                ms += rng.u64(0..3);
+                c.push(match rng.u32(0..8) {
+                    0 => format!("{ms}-*"),
+                    1 => format!("{}-{}", rng.u64(0..ms + 1), rng.u32(0..3)),
+                    _ => format!("{ms}-{}", rng.u32(0..4)),
+                });
+                // Mostly the same field names (a node's master fields).
+                let fields: &[&str] = if rng.u32(0..4) == 0 {
+                    &["x", "y", "z"]
+                } else {
+                    &["a", "b"]
+                };
+                for f in &fields[..rng.usize(1..fields.len() + 1)] {
+                    c.push(f.to_string());
+                    c.push(rng.u32(0..300).to_string());
+                }
+                c
+            }
+            7 | 8 => {
+                let mut c = vec!["XTRIM".to_string(), key];
+                c.extend(strategy(&mut rng, ms));
+                c
+            }
+            9 => vec![
+                "XDEL".into(),
+                key,
+                near(&mut rng, ms),
+                format!("{}-{}", rng.u64(0..ms + 1), rng.u32(0..3)),
+            ],
+            10 | 11 => {
+                let mut c = vec![
+                    pick(&mut rng, &["XRANGE", "XREVRANGE"]),
+                    key,
+                    near(&mut rng, ms),
+                    near(&mut rng, ms),
+                ];
+                if rng.bool() {
+                    c.push("COUNT".into());
+                    c.push(rng.i32(-1..6).to_string());
+                }
+                c
+            }
+            12 => vec![pick(&mut rng, &["XLEN", "TYPE"]), key],
+            13 => vec![
+                "XGROUP".into(),
+                "CREATE".into(),
+                key,
+                pick(&mut rng, &["g", "h"]),
+                pick(&mut rng, &["0", "$", "3-0"]),
+                "MKSTREAM".into(),
+            ],
+            14 => vec![
+                "XREADGROUP".into(),
+                "GROUP".into(),
+                pick(&mut rng, &["g", "h"]),
+                pick(&mut rng, &["c1", "c2"]),
+                "COUNT".into(),
+                rng.u32(1..5).to_string(),
+                "STREAMS".into(),
+                key,
+                pick(&mut rng, &[">", ">", "0"]),
+            ],
+            15 => vec![
+                "XACK".into(),
+                key,
+                pick(&mut rng, &["g", "h"]),
+                near(&mut rng, ms),
+                near(&mut rng, ms),
+            ],
+            16 => vec![
+                "XCLAIM".into(),
+                key,
+                "g".into(),
+                pick(&mut rng, &["c1", "c2", "c3"]),
+                "0".into(),
+                format!("{}-{}", rng.u64(0..ms + 1), rng.u32(0..3)),
+                near(&mut rng, ms),
+                "JUSTID".into(),
+            ],
+            17 => vec![
+                "XAUTOCLAIM".into(),
+                key,
+                "g".into(),
+                pick(&mut rng, &["c1", "c2"]),
+                "0".into(),
+                near(&mut rng, ms),
+                "COUNT".into(),
+                rng.u32(1..4).to_string(),
+                "JUSTID".into(),
+            ],
+            18 if rng.bool() => vec!["XPENDING".into(), key, "g".into()],
+            18 => vec!["XINFO".into(), "GROUPS".into(), key],
+            _ => vec![
+                "XREAD".into(),
+                "COUNT".into(),
+                rng.u32(0..4).to_string(),
+                "STREAMS".into(),
+                key,
+                near(&mut rng, ms),
+            ],
+        };
+        out.push(cmd);
+    }
+    out.push(vec![
+        "CONFIG".into(),
+        "SET".into(),
+        "stream-node-max-entries".into(),
+        "100".into(),
+    ]);
+    out.push(vec![
+        "CONFIG".into(),
+        "SET".into(),
+        "stream-node-max-bytes".into(),
+        "4096".into(),
+    ]);
+    out.into_iter()
+        .map(|c| c.into_iter().map(String::into_bytes).collect())
+        .collect()
+}
