@@ -126,12 +126,13 @@ impl WorkQueue {
 
     /// Messages delivered and not yet acknowledged (XPENDING's count).
     pub async fn pending(&self, conn: &mut MultiplexedConnection) -> RedisResult<i64> {
-        let (count, ..): (i64, Option<String>, Option<String>, Option<Vec<(String, String)>>) = redis::cmd("XPENDING")
+        // [count, first ID, last ID, [[consumer, count], ...]]
+        let summary: Vec<redis::Value> = redis::cmd("XPENDING")
             .arg(&self.key)
             .arg(&self.group)
             .query_async(conn)
             .await?;
-        Ok(count)
+        redis::from_redis_value(&summary[0])
     }
 }
 

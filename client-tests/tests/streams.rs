@@ -86,7 +86,7 @@ on_every_backend!(
                     "a second ack acknowledges nothing"
                 );
             }
-            let acked = acked.lock().unwrap();
+            let acked = acked.lock().unwrap().clone();
             assert_eq!(acked.len(), 300);
             assert!(acked.values().all(|&n| n == 1), "every message acked exactly once");
             assert_eq!(queue.pending(&mut admin).await.unwrap(), 0);

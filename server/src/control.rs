@@ -175,6 +175,8 @@ pub enum KeyValue {
     Set(Vec<bytes::Bytes>),
     Hash(Vec<(bytes::Bytes, bytes::Bytes)>),
     ZSet(Vec<(bytes::Bytes, f64)>),
+    /// Entries in ID order: the ID (`ms-seq`) and the field-value pairs.
+    Stream(Vec<(String, Vec<(bytes::Bytes, bytes::Bytes)>)>),
 }
 
 /// Direct access to a running server's keyspace from the test, without a
@@ -267,6 +269,27 @@ impl Keyspace {
                 ),
                 _ => KeyValue::ZSet(vec![]),
             },
+            "stream" => match self.run(&[b"XRANGE", k, b"-", b"+"]) {
+                Reply::Array(entries) => KeyValue::Stream(
+                    entries
+                        .iter()
+                        .filter_map(|e| match e {
+                            Reply::Array(parts) => match parts.as_slice() {
+                                [id, Reply::Array(fields)] => Some((
+                                    String::from_utf8_lossy(&bulk_of(id)?).into_owned(),
+                                    fields
+                                        .chunks(2)
+                                        .filter_map(|fv| Some((bulk_of(&fv[0])?, bulk_of(fv.get(1)?)?)))
+                                        .collect(),
+                                )),
+                                _ => None,
+                            },
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+                _ => KeyValue::Stream(vec![]),
+            },
             _ => return None,
         })
     }
@@ -346,6 +369,22 @@ impl Keyspace {
                         "[{}]",
                         v.iter()
                             .map(|(m, s)| format!("{}: {s}", text(m)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+                KeyValue::Stream(v) => (
+                    "stream",
+                    format!(
+                        "[{}]",
+                        v.iter()
+                            .map(|(id, fields)| {
+                                let fields: Vec<String> = fields
+                                    .iter()
+                                    .map(|(f, x)| format!("{}: {}", text(f), text(x)))
+                                    .collect();
+                                format!("{id} {{{}}}", fields.join(", "))
+                            })
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),

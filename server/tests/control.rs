@@ -363,7 +363,8 @@ fn direct_keyspace_access() {
              RPUSH queue a b\n\
              SADD members y x\n\
              HSET h f1 v1 f2 v2\n\
-             ZADD z 2 b 1 a\n",
+             ZADD z 2 b 1 a\n\
+             XADD events 1-1 job 7 state done\n",
         )
         .unwrap();
     assert_eq!(
@@ -390,11 +391,21 @@ fn direct_keyspace_access() {
         keyspace.get("z"),
         Some(KeyValue::ZSet(vec![("a".into(), 1.0), ("b".into(), 2.0)]))
     );
+    assert_eq!(
+        keyspace.get("events"),
+        Some(KeyValue::Stream(vec![(
+            "1-1".into(),
+            vec![("job".into(), "7".into()), ("state".into(), "done".into())]
+        )]))
+    );
     assert_eq!(keyspace.get("nokey"), None);
     assert_eq!(keyspace.ttl("lock:job"), Some(Some(Duration::from_secs(30))));
     assert_eq!(keyspace.ttl("queue"), Some(None));
     assert_eq!(keyspace.ttl("nokey"), None);
-    assert_eq!(keyspace.keys(), ["h", "lock:job", "members", "ok", "queue", "z"]);
+    assert_eq!(
+        keyspace.keys(),
+        ["events", "h", "lock:job", "members", "ok", "queue", "z"]
+    );
     let dump = keyspace.dump();
     assert!(
         dump.contains("lock:job                 string    30000ms  \"pod-a\""),
@@ -402,6 +413,10 @@ fn direct_keyspace_access() {
     );
     assert!(
         dump.contains("queue                    list            -  [\"a\", \"b\"]"),
+        "{dump}"
+    );
+    assert!(
+        dump.contains("events                   stream          -  [1-1 {\"job\": \"7\", \"state\": \"done\"}]"),
         "{dump}"
     );
     // What a client sees, and what the keyspace sees of a client's writes.
