@@ -9,7 +9,11 @@
 # each server, the median coordis/redis ratio of the pairs, and the median
 # p50 / p99 latency (ms) of each server as redis-benchmark measured it.
 # The MULTI/EXEC row counts transactions (4 commands each) and comes from
-# client-tests' tx-bench, redis-benchmark having no way to send one.
+# client-tests' tx-bench, redis-benchmark having no way to send one; so does
+# the XREADGROUP+XACK row, which counts a consumer's round trips (read one
+# entry, ack the ID it got: two commands, the second built from the first's
+# reply). ROWS=core runs the string, lock and script rows only; ROWS=streams
+# the stream rows only.
 #
 # Two more columns tell which side limits a row: the CPU each server used
 # per request (µs, user + system, from /proc/PID/stat around the run), and
@@ -18,6 +22,8 @@
 # servers then get the requests it can send, and the ratio is 1.0 give or
 # take the machine's noise, whatever the servers' costs.
 set -euo pipefail
+# Arguments such as XADD's `*` pass through unquoted expansions: no globbing.
+set -o noglob
 cd "$(dirname "$0")/.."
 
 N=${N:-200000}
@@ -64,8 +70,8 @@ run() { # port server-pid clients pipeline test...
     fi
     before=$(cpu_ticks "$pid")
     TIMEFORMAT='%R %U %S'
-    if [ "$1" = "--tx" ]; then
-        { time target/release/tx-bench "$port" "$clients" "$pipe" "$n" >"$OUT/run"; } 2>"$OUT/time"
+    if [ "$1" = "--tx" ] || [ "$1" = "--stream" ]; then
+        { time target/release/tx-bench "$port" "$clients" "$pipe" "$n" "${1#--}" >"$OUT/run"; } 2>"$OUT/time"
     else
         { time redis-benchmark -p "$port" -n "$n" -c "$clients" -P "$pipe" --csv "$@" >"$OUT/run" 2>/dev/null; } 2>"$OUT/time"
         tail -n 1 "$OUT/run" | tr -d '"' | awk -F, '{print $2, $5, $7}' >"$OUT/row"
@@ -103,18 +109,20 @@ row() {
 
 printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s %6s %6s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
     "c p50" "r p50" "c p99" "r p99" "c µs" "r µs" "gen %"
-for pipe in 1 16; do
-    for t in set get incr; do
-        row "$t" "$CLIENTS" "$pipe" -t "$t"
+if [ "${ROWS:-all}" != streams ]; then
+    for pipe in 1 16; do
+        for t in set get incr; do
+            row "$t" "$CLIENTS" "$pipe" -t "$t"
+        done
+        row "SET lock NX EX" "$CLIENTS" "$pipe" -r 100000 SET "lock:__rand_int__" pod NX EX 30
+        row "EVALSHA unlock" "$CLIENTS" "$pipe" -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
+        row "EVAL unlock (cached)" "$CLIENTS" "$pipe" -r 100000 EVAL "$UNLOCK" 1 "lock:__rand_int__" pod
+        row "ZADD sem" "$CLIENTS" "$pipe" -r 100000 ZADD sem __rand_int__ "m:__rand_int__"
+        row "MULTI INCR SET NX EXEC" "$CLIENTS" "$pipe" --tx
     done
-    row "SET lock NX EX" "$CLIENTS" "$pipe" -r 100000 SET "lock:__rand_int__" pod NX EX 30
-    row "EVALSHA unlock" "$CLIENTS" "$pipe" -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
-    row "EVAL unlock (cached)" "$CLIENTS" "$pipe" -r 100000 EVAL "$UNLOCK" 1 "lock:__rand_int__" pod
-    row "ZADD sem" "$CLIENTS" "$pipe" -r 100000 ZADD sem __rand_int__ "m:__rand_int__"
-    row "MULTI INCR SET NX EXEC" "$CLIENTS" "$pipe" --tx
-done
-row "set" 500 1 -t set
-row "SET lock NX EX" 500 1 -r 100000 SET "lock:__rand_int__" pod NX EX 30
+    row "set" 500 1 -t set
+    row "SET lock NX EX" 500 1 -r 100000 SET "lock:__rand_int__" pod NX EX 30
+fi
 
 # Hashes, lists and sets: redis-benchmark's own tests (ROWS=core skips them).
 if [ "${ROWS:-all}" = all ]; then
@@ -136,4 +144,19 @@ if [ "${ROWS:-all}" = all ]; then
         row "lrange_100" "$CLIENTS" "$pipe" LRANGE lr100 0 99
         row "lrange_600" "$CLIENTS" "$pipe" LRANGE lr600 0 599
     done
+fi
+
+# Streams: appends to an events stream, and a consumer group's read-and-ack
+# round trip (each run first appends as many entries as it will read).
+if [ "${ROWS:-all}" = all ] || [ "${ROWS:-all}" = streams ]; then
+    XADD_ARGS="XADD s * job __rand_int__ event completed worker w-1"
+    for p in "$CPORT" "$RPORT"; do
+        redis-cli -p "$p" del s >/dev/null
+        redis-cli -p "$p" xgroup create s g 0 mkstream >/dev/null
+    done
+    for pipe in 1 16; do
+        # shellcheck disable=SC2086
+        row "XADD" "$CLIENTS" "$pipe" -r 100000 $XADD_ARGS
+    done
+    PREFILL="-r 100000 $XADD_ARGS" row "XREADGROUP+XACK" "$CLIENTS" 1 --stream
 fi

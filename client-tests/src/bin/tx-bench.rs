@@ -1,9 +1,14 @@
-//! A MULTI/EXEC load generator: the row of `scripts/bench.sh` that
-//! redis-benchmark cannot produce (it sends one command per request).
+//! A MULTI/EXEC load generator: the rows of `scripts/bench.sh` that
+//! redis-benchmark cannot produce (it sends one command per request, and
+//! never one built from the reply before it).
 //!
 //! ```sh
-//! cargo run --release -p coordis-client-tests --bin tx-bench -- [HOST:]PORT [CLIENTS] [PIPELINE] [TRANSACTIONS]
+//! cargo run --release -p coordis-client-tests --bin tx-bench -- [HOST:]PORT [CLIENTS] [PIPELINE] [TRANSACTIONS] [tx|stream]
 //! ```
+//!
+//! `stream` measures a consumer's round trip instead: `XREADGROUP GROUP g
+//! c<n> COUNT 1 STREAMS s >`, then `XACK s g <the ID it read>` (PIPELINE is
+//! then 1). The stream `s` and its group `g` must hold enough entries.
 //!
 //! HOST defaults to 127.0.0.1. CLIENTS connections (default 50) each send
 //! PIPELINE transactions at a time (default 1) until TRANSACTIONS (default
@@ -66,6 +71,65 @@ impl Rng {
 
 /// One connection: sends pipelines until `issued` reaches `total`; returns
 /// the latency of each transaction in microseconds.
+/// The bulk strings of the complete reply at the start of `buf`, in order.
+fn bulks(buf: &[u8]) -> Vec<&[u8]> {
+    let mut out = vec![];
+    let mut at = 0;
+    while let Some(line) = buf[at..].windows(2).position(|w| w == b"\r\n").map(|p| at + p + 2) {
+        if buf[at] == b'$' {
+            let len: i64 = std::str::from_utf8(&buf[at + 1..line - 2]).unwrap().parse().unwrap();
+            if len >= 0 {
+                out.push(&buf[line..line + len as usize]);
+                at = line + len as usize + 2;
+                continue;
+            }
+        }
+        at = line;
+    }
+    out
+}
+
+/// Sends `request` and returns its one reply.
+async fn exchange(socket: &mut TcpStream, input: &mut Vec<u8>, request: &[u8]) -> Vec<u8> {
+    socket.write_all(request).await.expect("write");
+    input.clear();
+    while reply_end(input, 0).is_none() {
+        if socket.read_buf(input).await.expect("read") == 0 {
+            panic!("server closed the connection");
+        }
+    }
+    input.clone()
+}
+
+/// One consumer of the `stream` workload: reads one entry, acks it, again.
+async fn consumer(addr: Arc<str>, total: usize, issued: Arc<AtomicUsize>, n: u64) -> Vec<u32> {
+    let mut socket = TcpStream::connect(&*addr)
+        .await
+        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    socket.set_nodelay(true).expect("nodelay");
+    let name = format!("c{n}");
+    let read = format!(
+        "*9\r\n$10\r\nXREADGROUP\r\n$5\r\nGROUP\r\n$1\r\ng\r\n${}\r\n{name}\r\n$5\r\nCOUNT\r\n$1\r\n1\r\n$7\r\nSTREAMS\r\n$1\r\ns\r\n$1\r\n>\r\n",
+        name.len()
+    );
+    let mut input = Vec::with_capacity(4096);
+    let mut latencies = Vec::new();
+    while issued.fetch_add(1, Ordering::Relaxed) < total {
+        let start = Instant::now();
+        let reply = exchange(&mut socket, &mut input, read.as_bytes()).await;
+        let id = bulks(&reply)
+            .get(1)
+            .map(|id| id.to_vec())
+            .expect("the stream ran dry: fill it first");
+        let mut ack = format!("*4\r\n$4\r\nXACK\r\n$1\r\ns\r\n$1\r\ng\r\n${}\r\n", id.len()).into_bytes();
+        ack.extend_from_slice(&id);
+        ack.extend_from_slice(b"\r\n");
+        assert_eq!(exchange(&mut socket, &mut input, &ack).await, b":1\r\n");
+        latencies.push(start.elapsed().as_micros().min(u32::MAX as u128) as u32);
+    }
+    latencies
+}
+
 async fn client(addr: Arc<str>, pipeline: usize, total: usize, issued: Arc<AtomicUsize>, seed: u64) -> Vec<u32> {
     let mut socket = TcpStream::connect(&*addr)
         .await
@@ -116,7 +180,12 @@ fn main() {
     let addr: Arc<str> = match args.first() {
         Some(a) if a.contains(':') => a.as_str().into(),
         Some(port) if port.parse::<u16>().is_ok() => format!("127.0.0.1:{port}").into(),
-        _ => panic!("usage: tx-bench [HOST:]PORT [CLIENTS] [PIPELINE] [TRANSACTIONS]"),
+        _ => panic!("usage: tx-bench [HOST:]PORT [CLIENTS] [PIPELINE] [TRANSACTIONS] [tx|stream]"),
+    };
+    let stream = match args.get(4).map(String::as_str) {
+        None | Some("tx") => false,
+        Some("stream") => true,
+        Some(other) => panic!("unknown workload {other}: tx or stream"),
     };
     let (clients, pipeline, total) = (arg(1, 50), arg(2, 1).max(1), arg(3, 100_000));
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -128,13 +197,17 @@ fn main() {
     let mut latencies: Vec<u32> = runtime.block_on(async {
         let tasks: Vec<_> = (0..clients)
             .map(|i| {
-                tokio::spawn(client(
-                    addr.clone(),
-                    pipeline,
-                    total,
-                    issued.clone(),
-                    0x9E37_79B9_7F4A_7C15 ^ i as u64,
-                ))
+                if stream {
+                    tokio::spawn(consumer(addr.clone(), total, issued.clone(), i as u64))
+                } else {
+                    tokio::spawn(client(
+                        addr.clone(),
+                        pipeline,
+                        total,
+                        issued.clone(),
+                        0x9E37_79B9_7F4A_7C15 ^ i as u64,
+                    ))
+                }
             })
             .collect();
         let mut all = Vec::with_capacity(total);

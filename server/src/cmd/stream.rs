@@ -437,8 +437,7 @@ fn xsetid(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::NO_SUCH_KEY);
     };
     if !s.is_empty() {
-        let top = s.iter().next_back().map_or(StreamId::ZERO, |e| e.id);
-        if id < top {
+        if id < s.last_entry_id() {
             return err(errors::XSETID_SMALLER);
         }
         if added.is_some_and(|n| n < s.len()) {
@@ -613,7 +612,7 @@ fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, waiter: bool) -
     let s = ctx.write_as(key, pick_mut).ok()??;
     let Some((group, consumer)) = read.group else {
         let From::After(after) = from else { return None };
-        let top = if waiter { s.last_id } else { s.iter().next_back()?.id };
+        let top = if waiter { s.last_id } else { s.last_entry_id() };
         if top <= after {
             return None;
         }
@@ -627,11 +626,7 @@ fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, waiter: bool) -
         From::New => g.last_id,
     };
     if from == From::New {
-        let top = if waiter {
-            s.last_id
-        } else {
-            s.iter().next_back().map_or(StreamId::ZERO, |e| e.id)
-        };
+        let top = if waiter { s.last_id } else { s.last_entry_id() };
         if top <= after {
             return None;
         }
@@ -642,13 +637,15 @@ fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, waiter: bool) -
     if let From::After(_) = from {
         return Some(Reply::Array(history(s, group, consumer, start, count, now)));
     }
-    let ids: Vec<StreamId> = s.range(start, StreamId::MAX).take(count).map(|e| e.id).collect();
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
+    let entries: Vec<(StreamId, Reply)> = s
+        .range(start, StreamId::MAX)
+        .take(count)
+        .map(|e| (e.id, entry_reply(e)))
+        .collect();
+    let mut out = Vec::with_capacity(entries.len());
+    for (id, entry) in entries {
         s.advance_group(group, id);
-        if let Some(e) = s.get(id) {
-            out.push(entry_reply(e));
-        }
+        out.push(entry);
         if !read.noack {
             let g = s.group_mut(group)?;
             deliver(g, id, consumer, now);

@@ -150,6 +150,9 @@ struct Node {
     /// The last entry's ID, deleted or not: MINID trimming removes a node
     /// whose last ID is below its target, as Redis reads it from the node.
     last: StreamId,
+    /// Whether that last entry is deleted (so the stream's last live entry
+    /// is found without decoding a node, unless XDEL took it).
+    last_deleted: bool,
     /// The size of Redis's listpack for this node, less its header and its
     /// count and deleted elements (their size changes as they do).
     lp_rest: u32,
@@ -172,6 +175,7 @@ impl Node {
             live: 0,
             deleted: 0,
             last: StreamId::ZERO,
+            last_deleted: false,
             lp_rest: lp_rest as u32,
         }
     }
@@ -230,6 +234,7 @@ impl Node {
         self.lp_rest = self.lp_rest.saturating_add(lp.min(u32::MAX as usize) as u32);
         self.live += 1;
         self.last = id;
+        self.last_deleted = false;
     }
 
     /// Every entry in the node, deleted ones included, in order.
@@ -514,10 +519,20 @@ impl Stream {
         };
         Range {
             nodes,
-            front: Vec::new().into_iter(),
+            front: Front::Buffered(Vec::new().into_iter()),
             back: Vec::new().into_iter(),
             start,
             end,
+        }
+    }
+
+    /// The last live entry's ID (Redis's `streamLastValidID`); 0-0 when
+    /// empty.
+    pub fn last_entry_id(&self) -> StreamId {
+        match self.nodes.last_key_value() {
+            None => StreamId::ZERO,
+            Some((_, node)) if !node.last_deleted => node.last,
+            Some(_) => self.iter().next_back().map_or(StreamId::ZERO, |e| e.id),
         }
     }
 
@@ -541,6 +556,7 @@ impl Stream {
         node.buf[flags_at] |= DELETED;
         node.live -= 1;
         node.deleted += 1;
+        node.last_deleted |= node.last == id;
         if node.live == 0 {
             self.nodes.remove(&first);
         }
@@ -726,25 +742,60 @@ impl Stream {
     }
 }
 
-/// Live entries in an ID range (see [`Stream::range`]).
+/// Live entries in an ID range (see [`Stream::range`]). Walking forwards
+/// decodes a node only as far as it is read (XREADGROUP's `COUNT 1` reads
+/// one entry); walking backwards decodes a node at a time.
 pub struct Range<'a> {
     nodes: std::collections::btree_map::Range<'a, StreamId, Node>,
-    /// Entries of the node being walked from the front, and from the back.
-    front: std::vec::IntoIter<Entry<'a>>,
+    /// The node being walked from the front.
+    front: Front<'a>,
+    /// Entries of the node being walked from the back.
     back: std::vec::IntoIter<Entry<'a>>,
     start: StreamId,
     end: StreamId,
 }
 
+/// The front of a [`Range`]: a node read lazily, or (once the back has
+/// reached it) its remaining entries decoded.
+enum Front<'a> {
+    Lazy(NodeEntries<'a>),
+    Buffered(std::vec::IntoIter<Entry<'a>>),
+}
+
 impl<'a> Range<'a> {
+    /// Whether a walked entry is a live one in the range.
+    fn wanted(&self, e: &RawEntry<'a>) -> bool {
+        !e.deleted && e.entry.id >= self.start && e.entry.id <= self.end
+    }
+
     /// A node's live entries within the range.
     fn load(&self, first: StreamId, node: &'a Node) -> std::vec::IntoIter<Entry<'a>> {
-        let (start, end) = (self.start, self.end);
         node.entries(first)
-            .filter(|e| !e.deleted && e.entry.id >= start && e.entry.id <= end)
+            .filter(|e| self.wanted(e))
             .map(|e| e.entry)
             .collect::<Vec<_>>()
             .into_iter()
+    }
+
+    /// The front node's next entry in the range.
+    fn front_next(&mut self) -> Option<Entry<'a>> {
+        match &mut self.front {
+            Front::Buffered(entries) => entries.next(),
+            Front::Lazy(entries) => {
+                let (start, end) = (self.start, self.end);
+                for e in entries.by_ref() {
+                    if e.entry.id > end {
+                        // Everything after is past the range.
+                        self.front = Front::Buffered(Vec::new().into_iter());
+                        return None;
+                    }
+                    if !e.deleted && e.entry.id >= start {
+                        return Some(e.entry);
+                    }
+                }
+                None
+            }
+        }
     }
 }
 
@@ -753,11 +804,11 @@ impl<'a> Iterator for Range<'a> {
 
     fn next(&mut self) -> Option<Entry<'a>> {
         loop {
-            if let Some(e) = self.front.next() {
+            if let Some(e) = self.front_next() {
                 return Some(e);
             }
             match self.nodes.next() {
-                Some((first, node)) => self.front = self.load(*first, node),
+                Some((first, node)) => self.front = Front::Lazy(node.entries(*first)),
                 None => return self.back.next(),
             }
         }
@@ -772,7 +823,17 @@ impl DoubleEndedIterator for Range<'_> {
             }
             match self.nodes.next_back() {
                 Some((first, node)) => self.back = self.load(*first, node),
-                None => return self.front.next_back(),
+                None => {
+                    if let Front::Lazy(_) = self.front {
+                        let rest: Vec<Entry> = std::iter::from_fn(|| self.front_next()).collect();
+                        self.front = Front::Buffered(rest.into_iter());
+                    }
+                    return match &mut self.front {
+                        Front::Buffered(entries) => entries.next_back(),
+                        // (Made Buffered just above.)
+                        Front::Lazy(_) => None,
+                    };
+                }
             }
         }
     }
