@@ -728,18 +728,6 @@ impl Stream {
         }
         g.last_id = id;
     }
-
-    /// Approximate heap bytes (MEMORY USAGE).
-    pub fn heap_bytes(&self) -> usize {
-        self.nodes
-            .values()
-            .map(|n| n.buf.capacity() + std::mem::size_of::<Node>() + 16)
-            .sum::<usize>()
-            + self
-                .groups()
-                .map(|(name, g)| name.len() + 64 + g.pending.len() * 64 + g.consumers.len() * 64)
-                .sum::<usize>()
-    }
 }
 
 /// Live entries in an ID range (see [`Stream::range`]). Walking forwards
