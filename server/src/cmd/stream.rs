@@ -451,7 +451,7 @@ fn xsetid(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !max_deleted.is_zero() {
         s.max_deleted = max_deleted;
     }
-    ctx.db().touch(&args[1]);
+    // (Redis 7.0.15's XSETID does not touch WATCH.)
     ctx.notify(notify::STREAM, "xsetid", &args[1]);
     Reply::Ok
 }
@@ -810,7 +810,6 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         if !s.add_group(name, Group::new(id, entries_read)) {
             return err(errors::BUSYGROUP);
         }
-        ctx.db().touch(key);
         ctx.notify(notify::STREAM, "xgroup-create", key);
         return Reply::Ok;
     }
@@ -825,14 +824,12 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         let g = s.group_mut(name).expect("checked above");
         g.last_id = id;
         g.entries_read = entries_read;
-        ctx.db().touch(key);
         ctx.notify(notify::STREAM, "xgroup-setid", key);
         Reply::Ok
     } else if is(sub, "destroy") {
         if !s.remove_group(name) {
             return Reply::Int(0);
         }
-        ctx.db().touch(key);
         ctx.notify(notify::STREAM, "xgroup-destroy", key);
         // Readers blocked on the group get -NOGROUP.
         ctx.db().signal_ready(key);
@@ -849,7 +846,6 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 pending: Default::default(),
             },
         );
-        ctx.db().touch(key);
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
         Reply::Int(1)
     } else if is(sub, "delconsumer") {
@@ -860,7 +856,6 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         for id in &c.pending {
             g.pending.remove(id);
         }
-        ctx.db().touch(key);
         ctx.notify(notify::STREAM, "xgroup-delconsumer", key);
         Reply::Int(c.pending.len() as i64)
     } else {
@@ -914,9 +909,6 @@ fn xack(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             }
             acked += 1;
         }
-    }
-    if acked > 0 {
-        ctx.db().touch(&args[1]);
     }
     Reply::Int(acked)
 }
@@ -1034,10 +1026,9 @@ fn claim(g: &mut Group, id: StreamId, to: &Claim) -> bool {
     created
 }
 
-/// The claimed entries (or their IDs, JUSTID), after the key is marked
-/// changed and a consumer made by the claim announced.
+/// The claimed entries (or their IDs, JUSTID), after a consumer made by the
+/// claim is announced. (Group changes do not touch WATCH, as in Redis.)
 fn claimed_replies(ctx: &mut Ctx, key: &Bytes, ids: &[StreamId], justid: bool, created: bool) -> Vec<Reply> {
-    ctx.db().touch(key);
     if created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
     }
