@@ -338,3 +338,84 @@ pub fn nogroup_for_key(group: &[u8], key: &[u8]) -> Reply {
 pub fn xclaim_option(opt: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unrecognized XCLAIM option '{}'", lossy(opt))))
 }
+
+// Functions (`cmd/functions.rs`, `lua/functions.rs`).
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+pub const LIBRARY_METADATA_MISSING: &str = "ERR Missing library metadata";
+pub const LIBRARY_METADATA_INVALID: &str = "ERR Invalid library metadata";
+pub const LIBRARY_NAME_TWICE: &str = "ERR Invalid metadata value, name argument was given multiple times";
+pub const LIBRARY_NAME_MISSING: &str = "ERR Library name was not given";
+pub const LIBRARY_NAME_INVALID: &str =
+    "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+pub const NO_FUNCTIONS_REGISTERED: &str = "ERR No functions registered";
+pub const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
+pub const LIBRARY_NOT_FOUND: &str = "ERR Library not found";
+pub const BAD_NUMBER_OF_KEYS: &str = "ERR Bad number of keys provided";
+pub const WRITE_FLAG_WITH_RO: &str = "ERR Can not execute a script with write flag using *_ro command.";
+pub const LIBRARY_NAME_ARG_MISSING: &str = "ERR library name argument was not given";
+pub const FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+pub const DUMP_PAYLOAD_INVALID: &str = "ERR DUMP payload version or checksum are wrong";
+pub const RESTORE_POLICY: &str = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
+pub const INVALID_SHEBANG: &str = "ERR Invalid script shebang";
+
+/// FUNCTION LOAD with a shebang argument it does not know.
+pub fn metadata_value(part: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Invalid metadata value given: {}", lossy(part))))
+}
+
+pub fn engine_not_found(engine: &str) -> Reply {
+    owned(sanitize(format!("ERR Engine '{engine}' not found")))
+}
+
+pub fn library_exists(name: &str) -> Reply {
+    owned(sanitize(format!("ERR Library '{name}' already exists")))
+}
+
+/// FUNCTION RESTORE (APPEND) of a library already loaded: worded without
+/// FUNCTION LOAD's quotes.
+pub fn restored_library_exists(name: &str) -> Reply {
+    owned(sanitize(format!("ERR Library {name} already exists")))
+}
+
+pub fn function_exists(name: &str) -> Reply {
+    owned(sanitize(format!("ERR Function {name} already exists")))
+}
+
+pub fn function_compile_error(lua: &str) -> Reply {
+    owned(sanitize(format!("ERR Error compiling function: {lua}")))
+}
+
+/// A library's code failed while it loaded (`error` already starts with
+/// its code, `ERR ...`).
+pub fn registering_functions(error: &str) -> Reply {
+    owned(sanitize(format!("ERR Error registering functions: {error}")))
+}
+
+/// FUNCTION LIST / RESTORE with an argument it does not know.
+pub fn unknown_argument(arg: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unknown argument {}", lossy(arg))))
+}
+
+pub fn unknown_option_given(arg: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unknown option given: {}", lossy(arg))))
+}
+
+/// EVAL's shebang, Redis's `evalExtractShebangFlags` errors.
+pub fn shebang_engine(engine: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR Unexpected engine in script shebang: {}",
+        lossy(engine)
+    )))
+}
+
+pub fn shebang_flag(flag: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR Unexpected flag in script shebang: {}",
+        lossy(flag)
+    )))
+}
+
+pub fn shebang_option(option: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unknown lua shebang option: {}", lossy(option))))
+}

@@ -80,7 +80,7 @@ pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     let is_exec = spec.name == "exec";
     let view = &ctx.view;
     let refusal = super::gate(spec, view.authenticated, view.in_multi, view.subscribed_resp2)
-        .or_else(|| (!spec.has(flags::ALLOW_BUSY)).then(|| err(errors::BUSY)));
+        .or_else(|| (!spec.has(flags::ALLOW_BUSY)).then(|| busy(ctx.script)));
     if let Some(reply) = refusal {
         return Answer::Reply(refuse(ctx, is_exec, reply));
     }
@@ -113,10 +113,33 @@ fn refuse(ctx: &mut BusyCtx, is_exec: bool, reply: Reply) -> Reply {
 
 /// SCRIPT KILL while a script is busy.
 pub fn script_kill(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+    kill(ctx, false)
+}
+
+/// FUNCTION KILL while a function (or a script) is busy.
+pub fn function_kill(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+    kill(ctx, true)
+}
+
+/// Stops the busy script or function, as Redis's `scriptKill`: not one that
+/// wrote, and SCRIPT KILL stops only a script, FUNCTION KILL only a function.
+fn kill(ctx: &mut BusyCtx, function: bool) -> Answer {
+    let running_function = ctx.script.function.load(Ordering::Relaxed);
     Answer::Reply(if ctx.script.wrote.load(Ordering::Relaxed) {
         err(errors::UNKILLABLE)
+    } else if running_function != function {
+        busy(ctx.script)
     } else {
         ctx.script.kill.store(true, Ordering::Relaxed);
         Reply::Ok
     })
+}
+
+/// `-BUSY`, naming the command that can stop what runs.
+pub fn busy(script: &ScriptState) -> Reply {
+    if script.function.load(Ordering::Relaxed) {
+        err(errors::BUSY_FUNCTION)
+    } else {
+        err(errors::BUSY)
+    }
 }

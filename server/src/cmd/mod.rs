@@ -92,6 +92,7 @@ macro_rules! subcommand {
 pub mod bitmap;
 pub mod busy;
 pub mod control;
+pub mod functions;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -475,6 +476,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(stream::COMMANDS.iter())
         .chain(sort::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())
+        .chain(functions::COMMANDS.iter())
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())

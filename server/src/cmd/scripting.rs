@@ -39,9 +39,13 @@ static SCRIPT: &[CommandSpec] = &[
     subcommand!("scripting", "script|help", 2, LOADING | STALE, acl::SCRIPTING, script_help),
 ];
 
-/// Splits `numkeys key... arg...` as Redis's `evalGenericCommand`.
-fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
-    let numkeys = num::parse_i64(&args[2]).ok_or_else(|| err(errors::NOT_INTEGER))?;
+/// Splits `numkeys key... arg...` as Redis's `evalGenericCommand` (FCALL's
+/// words a bad `numkeys` its own way: `not_integer`).
+pub(super) fn keys_and_args<'a>(
+    args: &'a [Bytes],
+    not_integer: &'static str,
+) -> Result<(&'a [Bytes], &'a [Bytes]), Reply> {
+    let numkeys = num::parse_i64(&args[2]).ok_or_else(|| err(not_integer))?;
     let available = (args.len() - 3) as i64;
     if numkeys > available {
         return Err(err(errors::NUMKEYS_TOO_MANY));
@@ -53,12 +57,18 @@ fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
     Ok((&args[3..split], &args[split..]))
 }
 
-/// Runs the cached script `sha` with the caller's database; SELECT inside a
-/// script does not change the caller's database, as in Redis 7.
-fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], read_only: bool) -> Reply {
+/// Runs something on the VM (a script or a function, through `call`) with
+/// the caller's database; SELECT inside it does not change the caller's
+/// database, as in Redis 7. `read_only` refuses write commands (EVAL_RO, a
+/// `no-writes` script or function). `None` from `call`: nothing to run.
+pub(super) fn run_in_vm(
+    ctx: &mut Ctx,
+    read_only: bool,
+    call: impl FnOnce(&mut crate::lua::Scripting, &mut crate::lua::Dispatch, u64) -> Option<Reply>,
+) -> Option<Reply> {
     let now = ctx.now;
     let Some(scripting) = ctx.scripting.take() else {
-        return err(errors::NOT_FROM_SCRIPT);
+        return Some(err(errors::NOT_FROM_SCRIPT));
     };
     let caller_db = ctx.client.db;
     let state = scripting.state.clone();
@@ -82,15 +92,32 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], read_only: bool
             }
             reply
         };
-        scripting.run(sha, keys, argv, now, &mut dispatch)
+        call(scripting, &mut dispatch, now)
     };
     ctx.client.db = caller_db;
     ctx.scripting = Some(scripting);
-    reply.unwrap_or_else(|| err(errors::NOSCRIPT))
+    reply
+}
+
+/// Runs the cached script `sha`, honouring its shebang flags: a
+/// `no-writes` script runs read-only, and the `_RO` commands refuse a
+/// script with a shebang that does not say `no-writes`.
+fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], ro_command: bool) -> Reply {
+    let flags = ctx.scripting.as_ref().and_then(|s| s.script_flags(sha));
+    let Some(flags) = flags else {
+        return err(errors::NOSCRIPT);
+    };
+    if ro_command && flags.shebang && !flags.no_writes {
+        return err(errors::WRITE_FLAG_WITH_RO);
+    }
+    run_in_vm(ctx, ro_command || flags.no_writes, |scripting, dispatch, now| {
+        scripting.run(sha, keys, argv, now, dispatch)
+    })
+    .unwrap_or_else(|| err(errors::NOSCRIPT))
 }
 
 fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
-    let (keys, argv) = tri!(keys_and_args(args));
+    let (keys, argv) = tri!(keys_and_args(args, errors::NOT_INTEGER));
     let sha = match ctx.scripting.as_mut() {
         Some(s) => tri!(s.load(&args[1])),
         None => return err(errors::NOT_FROM_SCRIPT),
@@ -99,7 +126,7 @@ fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
 }
 
 fn evalsha_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
-    let (keys, argv) = tri!(keys_and_args(args));
+    let (keys, argv) = tri!(keys_and_args(args, errors::NOT_INTEGER));
     // The cache is keyed by lower-case SHA1 hex; `Scripting::run` finds an
     // upper-case one too, and answers None (NOSCRIPT) for anything else.
     match std::str::from_utf8(&args[1]) {

@@ -776,7 +776,7 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// stops the server; anything else gets -BUSY, as in Redis.
 fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     if !args[1..].iter().any(|a| is(a, "nosave")) {
-        return Answer::Reply(err(errors::BUSY));
+        return Answer::Reply(super::busy::busy(ctx.script));
     }
     tracing::warn!("SHUTDOWN NOSAVE while a script is running");
     ctx.script.kill.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -11,6 +11,7 @@
 local getinfo, setfenv, visible = ...
 local error, type, tostring, match, pcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, sub =
       error, type, tostring, string.match, pcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, string.sub
+local pairs, ipairs, select = pairs, ipairs, select
 
 local readonly = setmetatable({}, {__mode = 'k'})
 
@@ -57,6 +58,152 @@ setmetatable(visible, {
 })
 local env = setmetatable({}, {__index = visible, __newindex = deny, __metatable = {}})
 readonly[env] = true
+
+-- Functions (FUNCTION LOAD / FCALL). Every library's code, and so every
+-- callback it registers, runs with one read-only environment, `fn_env`.
+-- While a library loads, the only global is `redis` with register_function,
+-- log, the LOG_* levels and the version numbers (Redis 7.0's library API);
+-- when a function runs, the globals are a script's, without KEYS and ARGV
+-- (a function gets its keys and arguments as parameters), and with a
+-- `redis` without the debugger's calls.
+local real_redis = visible.redis
+local lower, find, concat = string.lower, string.find, table.concat
+local loading = false
+-- The library being loaded: its functions in registration order, each
+-- {name, callback, flags (a list of Redis's flag names), description}.
+local registered = nil
+local function missing(name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 3)
+end
+local FLAG_NAMES = {'no-writes', 'allow-oom', 'allow-stale', 'no-cluster', 'allow-cross-slot-keys'}
+local function read_flags(list)
+  local seen = {}
+  local j = 1
+  while true do
+    local f = list[j]
+    if f == nil then break end
+    if type(f) ~= 'string' and type(f) ~= 'number' then return nil end
+    local known = false
+    for _, name in ipairs(FLAG_NAMES) do
+      if lower(tostring(f)) == name then seen[name] = true known = true break end
+    end
+    if not known then return nil end
+    j = j + 1
+  end
+  local flags = {}
+  for _, name in ipairs(FLAG_NAMES) do
+    if seen[name] then flags[#flags + 1] = name end
+  end
+  return flags
+end
+local function register_function(...)
+  local n = select('#', ...)
+  if n < 1 or n > 2 then error('wrong number of arguments to redis.register_function', 0) end
+  local name, callback, flags, description
+  if n == 1 then
+    local args = ...
+    if type(args) ~= 'table' then
+      error('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).', 0)
+    end
+    for k, v in pairs(args) do
+      if type(k) ~= 'string' and type(k) ~= 'number' then
+        error('named argument key given to redis.register_function is not a string', 0)
+      end
+      local key = lower(tostring(k))
+      if key == 'function_name' then
+        if type(v) ~= 'string' and type(v) ~= 'number' then
+          error('function_name argument given to redis.register_function must be a string', 0)
+        end
+        name = tostring(v)
+      elseif key == 'description' then
+        if type(v) ~= 'string' and type(v) ~= 'number' then
+          error('description argument given to redis.register_function must be a string', 0)
+        end
+        description = tostring(v)
+      elseif key == 'callback' then
+        if type(v) ~= 'function' then
+          error('callback argument given to redis.register_function must be a function', 0)
+        end
+        callback = v
+      elseif key == 'flags' then
+        if type(v) ~= 'table' then
+          error('flags argument to redis.register_function must be a table representing function flags', 0)
+        end
+        flags = read_flags(v)
+        if not flags then error('unknown flag given', 0) end
+      else
+        error('unknown argument given to redis.register_function', 0)
+      end
+    end
+    if not name then error('redis.register_function must get a function name argument', 0) end
+    if not callback then error('redis.register_function must get a callback argument', 0) end
+  else
+    local first, second = ...
+    if type(first) ~= 'string' and type(first) ~= 'number' then
+      error('first argument to redis.register_function must be a string', 0)
+    end
+    if type(second) ~= 'function' then
+      error('second argument to redis.register_function must be a function', 0)
+    end
+    name, callback = tostring(first), second
+  end
+  -- (Redis 7.0.15 words a bad function name as a bad library name.)
+  if name == '' or find(name, '[^%w_]') then
+    error('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long', 0)
+  end
+  for _, f in ipairs(registered) do
+    if f[1] == name then error('Function already exists in the library', 0) end
+  end
+  registered[#registered + 1] = {name, callback, flags or {}, description}
+end
+local library_api = {register_function = register_function, log = real_redis.log,
+  REDIS_VERSION = real_redis.REDIS_VERSION, REDIS_VERSION_NUM = real_redis.REDIS_VERSION_NUM}
+for _, level in ipairs({'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING'}) do
+  library_api[level] = real_redis[level]
+end
+local library_redis = setmetatable({}, {
+  __index = function(_, name)
+    local v = library_api[name]
+    if v == nil then missing(name) end
+    return v
+  end,
+  __newindex = deny, __metatable = {},
+})
+readonly[library_redis] = true
+local HIDDEN = {breakpoint = true, debug = true, replicate_commands = true}
+local function_redis = setmetatable({}, {
+  __index = function(_, name)
+    if HIDDEN[name] then return nil end
+    return real_redis[name]
+  end,
+  __newindex = deny, __metatable = {},
+})
+readonly[function_redis] = true
+local fn_env = setmetatable({}, {
+  __index = function(_, name)
+    if name == 'redis' then return loading and library_redis or function_redis end
+    if loading or name == 'KEYS' or name == 'ARGV' then missing(name) end
+    local v = rawget(visible, name)
+    if v == nil then missing(name) end
+    return v
+  end,
+  __newindex = deny, __metatable = {},
+})
+readonly[fn_env] = true
+
+-- Runs a compiled library chunk in load mode; returns its registrations
+-- (the chunk's errors propagate to the caller's handler).
+local function load_library(chunk)
+  setfenv(chunk, fn_env)
+  registered = {}
+  loading = true
+  local ok, err = pcall(chunk)
+  loading = false
+  local found = registered
+  registered = nil
+  if not ok then error(err, 0) end
+  return found
+end
 
 for _, name in ipairs({'string', 'table', 'math', 'coroutine', 'redis', 'cjson', 'bit', 'struct', 'cmsgpack'}) do
   visible[name] = protect(visible[name])
@@ -119,4 +266,4 @@ end
 
 -- The handler is returned for the Rust side, which calls scripts with
 -- lua_pcall and this as the message handler (what xpcall does).
-return handler, adopt
+return handler, adopt, load_library

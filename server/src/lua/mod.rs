@@ -13,6 +13,7 @@
 mod binary;
 mod bit;
 pub mod convert;
+pub mod functions;
 mod sandbox;
 
 use std::collections::HashMap;
@@ -44,6 +45,9 @@ pub struct ScriptState {
     pub kill: AtomicBool,
     /// The running script has executed a write command (SCRIPT KILL refuses).
     pub wrote: AtomicBool,
+    /// What runs is a function (FCALL), not a script: FUNCTION KILL, not
+    /// SCRIPT KILL, stops it, and `-BUSY` says so.
+    pub function: AtomicBool,
     /// `lua-time-limit` / `busy-reply-threshold` in ms.
     pub busy_after_ms: AtomicU64,
     /// Monotonic start of the running script (µs since [`monotonic_us`]'s epoch).
@@ -110,9 +114,14 @@ pub struct Scripting {
     lua: Lua,
     /// Compiled scripts by lower-case SHA1 hex.
     scripts: HashMap<String, Function, foldhash::fast::RandomState>,
+    /// The flags of the cached scripts that have a shebang line.
+    script_flags: HashMap<String, ScriptFlags, foldhash::fast::RandomState>,
     /// glue.lua's functions.
     vm_handler: Function,
     vm_adopt: Function,
+    vm_load_library: Function,
+    /// Function libraries (FUNCTION LOAD), see [`functions`].
+    libraries: functions::Libraries,
     /// The table behind scripts' globals: KEYS and ARGV are set here.
     visible: Table,
     /// The KEYS and ARGV tables, reused from one script to the next while
@@ -130,6 +139,56 @@ impl std::fmt::Debug for Scripting {
             .field("scripts", &self.scripts.len())
             .finish()
     }
+}
+
+/// What a script's shebang line (`#!lua flags=no-writes,allow-oom`) says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// It has a shebang: EVAL_RO then requires `no-writes`.
+    pub shebang: bool,
+    /// `no-writes`: it runs read-only, and EVAL_RO may run it.
+    pub no_writes: bool,
+}
+
+/// A script's shebang flags and where its code starts (at the shebang's
+/// newline), or `None` without a shebang; Redis's
+/// `evalExtractShebangFlags` errors. The other flags (allow-oom,
+/// allow-stale, no-cluster, allow-cross-slot-keys) are accepted: coordis
+/// has no memory limit, replicas or cluster for them to relax.
+fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
+    use crate::errors;
+    if !body.starts_with(b"#!") {
+        return Ok(None);
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err(errors::err(errors::INVALID_SHEBANG));
+    };
+    let parts = crate::protocol::split_args(&body[..end]).unwrap_or_default();
+    let Some(engine) = parts.first() else {
+        return Err(errors::err(errors::INVALID_SHEBANG));
+    };
+    if engine.as_slice() != b"#!lua" {
+        return Err(errors::shebang_engine(engine));
+    }
+    let mut flags = ScriptFlags {
+        shebang: true,
+        no_writes: false,
+    };
+    for part in &parts[1..] {
+        let Some(list) = part.strip_prefix(b"flags=") else {
+            return Err(errors::shebang_option(part));
+        };
+        if list.is_empty() {
+            continue;
+        }
+        for flag in list.split(|&b| b == b',') {
+            if !functions::FLAG_NAMES.iter().any(|f| f.as_bytes() == flag) {
+                return Err(errors::shebang_flag(flag));
+            }
+            flags.no_writes |= flag == b"no-writes";
+        }
+    }
+    Ok(Some((flags, end)))
 }
 
 /// Lower-case hex SHA1, as SCRIPT LOAD returns and `redis.sha1hex` computes.
@@ -205,8 +264,11 @@ impl Scripting {
         Ok(Scripting {
             lua: vm.lua,
             scripts: HashMap::default(),
+            script_flags: HashMap::default(),
             vm_handler: vm.handler,
             vm_adopt: vm.adopt,
+            vm_load_library: vm.load_library,
+            libraries: functions::Libraries::default(),
             visible: vm.visible,
             arg_tables: None,
             bridge,
@@ -228,9 +290,15 @@ impl Scripting {
         if body.starts_with(b"\x1b") {
             return Err(Reply::Error(crate::errors::BINARY_SCRIPT.into()));
         }
+        // A shebang line is read for its flags and left out of the code (its
+        // newline kept, so line numbers count it), as Redis 7 does.
+        let (flags, code) = match shebang_flags(body)? {
+            Some((flags, end)) => (Some(flags), &body[end..]),
+            None => (None, body),
+        };
         let compiled = self
             .lua
-            .load(body)
+            .load(code)
             .set_name("@user_script")
             .set_mode(mlua::chunk::ChunkMode::Text)
             .into_function()
@@ -238,10 +306,21 @@ impl Scripting {
         match compiled {
             Ok(f) => {
                 self.scripts.insert(sha.clone(), f);
+                if let Some(flags) = flags {
+                    self.script_flags.insert(sha.clone(), flags);
+                }
                 Ok(sha)
             }
             Err(e) => Err(crate::errors::compile_error(&lua_error_text(&e))),
         }
+    }
+
+    /// The flags of cached script `sha` (any case); `None` when not cached.
+    pub fn script_flags(&self, sha: &str) -> Option<ScriptFlags> {
+        let sha = sha.to_ascii_lowercase();
+        self.scripts
+            .contains_key(&sha)
+            .then(|| self.script_flags.get(&sha).copied().unwrap_or_default())
     }
 
     /// Whether a script with this SHA1 (any case) is cached.
@@ -258,6 +337,7 @@ impl Scripting {
     /// SCRIPT FLUSH.
     pub fn flush(&mut self) {
         self.scripts.clear();
+        self.script_flags.clear();
         let _ = self.lua.gc_collect();
     }
 

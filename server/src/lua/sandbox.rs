@@ -53,6 +53,9 @@ pub struct Vm {
     pub handler: Function,
     /// glue.lua's `adopt`: gives a compiled script the read-only environment.
     pub adopt: Function,
+    /// glue.lua's `load_library`: runs a library's code in load mode and
+    /// returns what it registered.
+    pub load_library: Function,
     /// The real `redis` table (`call`/`pcall` are installed by the caller).
     pub redis: Table,
     /// The table behind scripts' read-only globals (KEYS and ARGV go here).
@@ -202,7 +205,7 @@ pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
     visible.raw_set("bit", super::bit::create(&lua)?)?;
     visible.raw_set("struct", super::binary::create_struct(&lua)?)?;
     visible.raw_set("cmsgpack", super::binary::create_cmsgpack(&lua)?)?;
-    let (handler, adopt): (Function, Function) =
+    let (handler, adopt, load_library): (Function, Function, Function) =
         lua.load(GLUE)
             .set_name("=coordis")
             .call((getinfo, setfenv, visible.clone()))?;
@@ -213,6 +216,7 @@ pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
         lua,
         handler,
         adopt,
+        load_library,
         redis,
         visible,
     })
