@@ -11,6 +11,8 @@
 //! - [`watchdog`]: renews a held lock and reports its loss.
 //! - [`leader`]: heartbeat leader election (the `coordis-pod` binary runs it).
 //! - [`redlock`]: Redlock over N independent servers.
+//! - [`functions`]: the canonical scripts as one Redis 7 function library,
+//!   called with FCALL.
 //! - [`queues`]: a re-entrant hash lock, a lock that signals waiters through
 //!   a list, a sliding-window limiter on a list, and a job queue of hashes,
 //!   lists and a set.
@@ -21,6 +23,7 @@
 
 pub mod backend;
 pub mod fencing;
+pub mod functions;
 pub mod leader;
 pub mod limits;
 pub mod lock;

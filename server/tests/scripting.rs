@@ -393,3 +393,122 @@ fn busy_script_transactions_match_redis() {
     let show = |r: &Vec<Vec<u8>>| r.iter().map(|b| text(b)).collect::<Vec<_>>();
     assert_eq!(show(&ours), show(&theirs));
 }
+
+/// A busy function and a busy script, each stopped by its own KILL: what
+/// PING, the other KILL and the runner get.
+fn busy_function_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut admin = RawClient::connect(addr).unwrap();
+    admin
+        .command(&["CONFIG", "SET", "busy-reply-threshold", "100"])
+        .unwrap();
+    let mut replies = vec![admin
+        .command(&[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            "#!lua name=busy\nredis.register_function('spin', function() local i = 0 while true do i = i + 1 end end)",
+        ])
+        .unwrap()];
+    for (run, right_kill, wrong_kill) in [
+        (&["FCALL", "spin", "0"][..], "FUNCTION", "SCRIPT"),
+        (
+            &["EVAL", "local i = 0 while true do i = i + 1 end", "0"][..],
+            "SCRIPT",
+            "FUNCTION",
+        ),
+    ] {
+        let run: Vec<String> = run.iter().map(|s| s.to_string()).collect();
+        let runner = std::thread::spawn(move || {
+            let mut c = RawClient::connect(addr).unwrap();
+            let args: Vec<&str> = run.iter().map(String::as_str).collect();
+            c.command(&args).unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        replies.push(admin.command(&["PING"]).unwrap());
+        replies.push(admin.command(&[wrong_kill, "KILL"]).unwrap());
+        replies.push(admin.command(&[right_kill, "KILL"]).unwrap());
+        replies.push(runner.join().unwrap());
+        replies.push(admin.command(&[right_kill, "KILL"]).unwrap());
+    }
+    replies
+}
+
+#[test]
+fn busy_functions_and_scripts_are_killed_each_by_its_own_kill_as_in_redis() {
+    let coordis_server = server();
+    let ours = busy_function_session(coordis_server.addr());
+    assert_eq!(
+        ours[1],
+        b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(ours[3], b"+OK\r\n", "FUNCTION KILL stops the function");
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let theirs = busy_function_session(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "step {i}");
+    }
+}
+
+/// FUNCTION DUMP's payload moves both ways: a dump from Redis (whose long
+/// library code is LZF-compressed) restores into coordis, and coordis's
+/// dump restores into Redis.
+#[test]
+fn function_dumps_restore_across_coordis_and_redis() {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let coordis_server = server();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    let mut ours = RawClient::connect(coordis_server.addr()).unwrap();
+    let library = format!(
+        "#!lua name=big\n{}",
+        (0..40)
+            .map(|i| format!(
+                "redis.register_function('f{i}', function(keys, args) return 'result of function {i}' end)\n"
+            ))
+            .collect::<String>()
+    );
+    assert_eq!(
+        theirs.command(&["FUNCTION", "LOAD", &library]).unwrap(),
+        b"$3\r\nbig\r\n"
+    );
+    let dump = theirs.command(&["FUNCTION", "DUMP"]).unwrap();
+    let payload = bulk_payload(&dump);
+    assert!(payload.len() < library.len(), "Redis compressed the code");
+    let payload_arg: &[u8] = &payload;
+    assert_eq!(
+        ours.command_bytes(&[b"FUNCTION", b"RESTORE", payload_arg]).unwrap(),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        ours.command(&["FCALL", "f39", "0"]).unwrap(),
+        b"$21\r\nresult of function 39\r\n"
+    );
+    // And back: coordis's dump into an empty Redis.
+    ours.command(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=small\nredis.register_function('g', function() return 7 end)",
+    ])
+    .unwrap();
+    let dump = bulk_payload(&ours.command(&["FUNCTION", "DUMP"]).unwrap());
+    theirs.command(&["FUNCTION", "FLUSH"]).unwrap();
+    let dump_arg: &[u8] = &dump;
+    assert_eq!(
+        theirs.command_bytes(&[b"FUNCTION", b"RESTORE", dump_arg]).unwrap(),
+        b"+OK\r\n"
+    );
+    assert_eq!(theirs.command(&["FCALL", "g", "0"]).unwrap(), b":7\r\n");
+    assert_eq!(
+        theirs.command(&["FCALL", "f0", "0"]).unwrap(),
+        b"$20\r\nresult of function 0\r\n"
+    );
+}
+
+/// The bytes of a bulk reply.
+fn bulk_payload(reply: &[u8]) -> Vec<u8> {
+    let header_end = reply.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+    reply[header_end..reply.len() - 2].to_vec()
+}

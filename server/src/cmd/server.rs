@@ -828,11 +828,22 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     if want("memory") {
         let rss = rss_bytes();
         let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory());
+        let scripts = ctx.scripting.as_ref().map_or(0, |l| l.len());
+        let (functions, functions_bytes) = ctx.scripting.as_ref().map_or((0, 0), |l| {
+            let libraries = l.libraries();
+            (
+                libraries.function_count(),
+                libraries.iter().map(|l| l.code.len()).sum::<usize>(),
+            )
+        });
+        // Scripts and functions share one VM here (Redis has one each): its
+        // memory is reported as EVAL's.
         parts.push(format!(
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
             human_bytes(rss),
             human_bytes(rss),
-            ctx.scripting.as_ref().map_or(0, |l| l.len()),
+            human_bytes(lua as u64),
+            human_bytes(lua as u64),
         ));
     }
     if want("persistence") {

@@ -17,7 +17,9 @@ use mlua::{Lua, Table, Value};
 use crate::protocol::Reply;
 
 /// Deepest table nesting converted to a reply (cycles end here too).
-const MAX_DEPTH: usize = 1000;
+/// Tables nested deeper than this in a script's result become an error
+/// (Redis runs out of Lua stack at the same depth: 7,995 levels).
+const MAX_DEPTH: usize = 7994;
 
 /// A Lua number as C's `(long long)` cast produces it on this machine:
 /// truncation, and on x86-64 `i64::MIN` for NaN and out-of-range values.
@@ -230,75 +232,145 @@ pub(super) mod raw {
 
 /// What a script returned, as the reply its caller gets.
 pub fn lua_to_reply(value: &Value, resp3: bool) -> mlua::Result<Reply> {
-    to_reply(value, resp3, 0)
+    to_reply(value, resp3)
 }
 
 fn sanitize(text: &str) -> String {
     text.replace(['\r', '\n'], " ")
 }
 
-fn to_reply(value: &Value, resp3: bool, depth: usize) -> mlua::Result<Reply> {
-    if depth > MAX_DEPTH {
-        return Ok(Reply::Error("ERR reached lua stack limit".into()));
-    }
-    Ok(match value {
+/// A table being converted (see [`to_reply`]).
+enum Pending {
+    /// An array: its elements (read when it opens, so no reference to the
+    /// table itself stays alive: mlua's references are Lua stack slots), and
+    /// the items converted so far.
+    Array(std::vec::IntoIter<Value>, Vec<Reply>),
+    /// A `{map=...}`: its entries, and the pairs converted so far (a key
+    /// waits in the last slot until its value is done).
+    Map(
+        std::vec::IntoIter<(Value, Value)>,
+        Vec<(Reply, Reply)>,
+        Option<Reply>,
+        Option<Value>,
+    ),
+    /// A `{set=...}`: its members, and those converted so far.
+    Set(std::vec::IntoIter<Value>, Vec<Reply>),
+}
+
+/// What one value is: a finished reply, or a table whose elements follow.
+enum Step {
+    Done(Reply),
+    Open(Pending),
+}
+
+/// One value's reply, or the table it opens, at nesting `depth`: past
+/// [`MAX_DEPTH`] a table is the `reached lua stack limit` error in its
+/// place, as Redis answers a script's deeply nested result.
+fn step(value: &Value, resp3: bool, depth: usize) -> mlua::Result<Step> {
+    Ok(Step::Done(match value {
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Integer(i) => Reply::Int(*i),
         Value::Number(n) => Reply::Int(number_to_integer(*n)),
-        Value::Boolean(true) => {
-            if resp3 {
-                Reply::Bool(true)
-            } else {
-                Reply::Int(1)
-            }
-        }
-        Value::Boolean(false) => {
-            if resp3 {
-                Reply::Bool(false)
-            } else {
-                Reply::Nil
-            }
-        }
+        Value::Boolean(true) if resp3 => Reply::Bool(true),
+        Value::Boolean(true) => Reply::Int(1),
+        Value::Boolean(false) if resp3 => Reply::Bool(false),
+        Value::Boolean(false) => Reply::Nil,
+        Value::Table(_) if depth > MAX_DEPTH => Reply::Error("ERR reached lua stack limit".into()),
         Value::Table(t) => {
             if let Value::String(e) = t.raw_get::<Value>("err")? {
-                return Ok(Reply::Error(sanitize(&e.to_string_lossy()).into()));
+                return Ok(Step::Done(Reply::Error(sanitize(&e.to_string_lossy()).into())));
             }
             if let Value::String(s) = t.raw_get::<Value>("ok")? {
-                return Ok(Reply::Status(sanitize(&s.to_string_lossy()).into()));
+                return Ok(Step::Done(Reply::Status(sanitize(&s.to_string_lossy()).into())));
             }
             match t.raw_get::<Value>("double")? {
-                Value::Number(d) => return Ok(Reply::Double(d)),
-                Value::Integer(d) => return Ok(Reply::Double(d as f64)),
+                Value::Number(d) => return Ok(Step::Done(Reply::Double(d))),
+                Value::Integer(d) => return Ok(Step::Done(Reply::Double(d as f64))),
                 _ => {}
             }
             if let Value::Table(m) = t.raw_get::<Value>("map")? {
-                let mut pairs = vec![];
-                for pair in m.pairs::<Value, Value>() {
-                    let (k, v) = pair?;
-                    pairs.push((to_reply(&k, resp3, depth + 1)?, to_reply(&v, resp3, depth + 1)?));
-                }
-                return Ok(Reply::Map(pairs));
+                let entries = m.pairs::<Value, Value>().collect::<mlua::Result<Vec<_>>>()?;
+                return Ok(Step::Open(Pending::Map(entries.into_iter(), vec![], None, None)));
             }
-            if let Value::Table(s) = t.raw_get::<Value>("set")? {
-                let mut items = vec![];
-                for pair in s.pairs::<Value, Value>() {
-                    let (k, _) = pair?;
-                    items.push(to_reply(&k, resp3, depth + 1)?);
-                }
-                return Ok(Reply::Set(items));
+            if let Value::Table(set) = t.raw_get::<Value>("set")? {
+                let members = set
+                    .pairs::<Value, Value>()
+                    .map(|p| p.map(|(k, _)| k))
+                    .collect::<mlua::Result<Vec<_>>>()?;
+                return Ok(Step::Open(Pending::Set(members.into_iter(), vec![])));
             }
-            let mut items = vec![];
+            let mut elements = vec![];
             for i in 1.. {
                 let v: Value = t.raw_get(i)?;
                 if v.is_nil() {
                     break;
                 }
-                items.push(to_reply(&v, resp3, depth + 1)?);
+                elements.push(v);
             }
-            Reply::Array(items)
+            return Ok(Step::Open(Pending::Array(elements.into_iter(), vec![])));
         }
         _ => Reply::Nil,
-    })
+    }))
+}
+
+/// Converts a script's result without recursion (a script may return
+/// thousands of nested tables): open tables wait on an explicit stack.
+fn to_reply(value: &Value, resp3: bool) -> mlua::Result<Reply> {
+    let mut stack: Vec<Pending> = vec![];
+    let mut next = Some(value.clone());
+    loop {
+        // Convert the next value; a finished one goes to its parent.
+        let mut done = match next.take() {
+            Some(v) => match step(&v, resp3, stack.len())? {
+                Step::Done(reply) => Some(reply),
+                Step::Open(pending) => {
+                    stack.push(pending);
+                    None
+                }
+            },
+            None => None,
+        };
+        loop {
+            let Some(top) = stack.last_mut() else {
+                return Ok(done.unwrap_or(Reply::Nil));
+            };
+            match top {
+                Pending::Array(elements, items) | Pending::Set(elements, items) => {
+                    if let Some(reply) = done.take() {
+                        items.push(reply);
+                    }
+                    if let Some(v) = elements.next() {
+                        next = Some(v);
+                        break;
+                    }
+                }
+                Pending::Map(entries, pairs, key, value) => {
+                    if let Some(reply) = done.take() {
+                        match key.take() {
+                            Some(k) => pairs.push((k, reply)),
+                            None => *key = Some(reply),
+                        }
+                    }
+                    if key.is_some() {
+                        if let Some(v) = value.take() {
+                            next = Some(v);
+                            break;
+                        }
+                    } else if let Some((k, v)) = entries.next() {
+                        *value = Some(v);
+                        next = Some(k);
+                        break;
+                    }
+                }
+            }
+            // The table on top is complete.
+            done = stack.pop().map(|finished| match finished {
+                Pending::Array(_, items) => Reply::Array(items),
+                Pending::Map(_, pairs, _, _) => Reply::Map(pairs),
+                Pending::Set(_, items) => Reply::Set(items),
+            });
+        }
+    }
 }
 
 /// The reply for a script that raised `err` (the error handler's table):

@@ -403,7 +403,9 @@ pub fn restore(payload: &[u8]) -> Option<Vec<Bytes>> {
                 codes.push(Bytes::from(code));
                 at = next;
             }
-            OPCODE_FUNCTION | _ => return None,
+            // 7.0's release candidates' format, refused by Redis too.
+            OPCODE_FUNCTION => return None,
+            _ => return None,
         }
     }
     Some(codes)

@@ -688,6 +688,37 @@ mod limit_tests {
         s.run(&sha, &[], &[], 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
     }
 
+    /// Redis answers a result nested deeper than its Lua stack with an
+    /// error in place of the innermost tables: 7,995 levels, then the
+    /// error. Converting, encoding and dropping such a reply must not
+    /// overflow a 2 MB thread stack (tokio's default), in a debug build too.
+    #[test]
+    fn deeply_nested_results_stop_where_redis_stops_without_overflowing() {
+        let out = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let mut s = vm();
+                let reply = eval(
+                    &mut s,
+                    "local t = {} local c = t for i = 1, 20000 do c[1] = {} c = c[1] end return t",
+                );
+                let mut out = bytes::BytesMut::new();
+                reply.encode(&mut out, false);
+                drop(reply);
+                out
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(text.matches("*1\r\n").count(), 7995, "{}", &text[..text.len().min(300)]);
+        assert!(
+            text.ends_with("*1\r\n-ERR reached lua stack limit\r\n"),
+            "{}",
+            &text[text.len() - 60..]
+        );
+    }
+
     #[test]
     fn every_script_sees_plain_keys_and_argv() {
         let mut s = vm();

@@ -45,6 +45,41 @@ pub enum Reply {
     KeyedPairs(Vec<(Reply, Reply)>),
 }
 
+/// A container's children still to be written (see [`Reply::encode`]).
+enum Children<'a> {
+    Items(std::slice::Iter<'a, Reply>),
+    /// Keys and values in turn; `pair_header` writes `*2` before each pair
+    /// (XREAD's pairs in RESP2).
+    Pairs {
+        pairs: std::slice::Iter<'a, (Reply, Reply)>,
+        value: Option<&'a Reply>,
+        pair_header: bool,
+    },
+}
+
+impl<'a> Children<'a> {
+    fn next(&mut self, out: &mut BytesMut) -> Option<&'a Reply> {
+        match self {
+            Children::Items(items) => items.next(),
+            Children::Pairs {
+                pairs,
+                value,
+                pair_header,
+            } => {
+                if let Some(v) = value.take() {
+                    return Some(v);
+                }
+                let (k, v) = pairs.next()?;
+                if *pair_header {
+                    out.put_slice(b"*2\r\n");
+                }
+                *value = Some(v);
+                Some(k)
+            }
+        }
+    }
+}
+
 impl Reply {
     /// No bytes at all: a blocked client's command (answered later, see
     /// [`crate::blocking`]) or a reply CLIENT REPLY OFF | SKIP suppresses.
@@ -63,7 +98,32 @@ impl Reply {
     }
 
     /// Appends this reply's bytes for the given protocol version (2 or 3).
+    /// Nested replies are walked with an explicit stack, not recursion: a
+    /// script may return thousands of nested tables.
     pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
+        let mut stack: Vec<Children<'_>> = Vec::new();
+        let mut next = Some(self);
+        loop {
+            if let Some(reply) = next.take() {
+                if let Some(children) = reply.encode_head(out, resp3) {
+                    stack.push(children);
+                }
+            }
+            let Some(top) = stack.last_mut() else {
+                return;
+            };
+            match top.next(out) {
+                Some(child) => next = Some(child),
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+    }
+
+    /// Writes a scalar reply, or a container's header and returns its
+    /// children for [`Reply::encode`] to write.
+    fn encode_head<'a>(&'a self, out: &mut BytesMut, resp3: bool) -> Option<Children<'a>> {
         match self {
             Reply::Ok => out.put_slice(b"+OK\r\n"),
             Reply::Status(s) => line(out, b'+', s.as_bytes()),
@@ -76,34 +136,24 @@ impl Reply {
             Reply::NilArray => out.put_slice(b"*-1\r\n"),
             Reply::Array(items) => {
                 int_line(out, b'*', items.len() as i64);
-                for item in items {
-                    item.encode(out, resp3);
-                }
+                return Some(Children::Items(items.iter()));
             }
             Reply::Push(items) => {
                 int_line(out, if resp3 { b'>' } else { b'*' }, items.len() as i64);
-                for item in items {
-                    item.encode(out, resp3);
-                }
+                return Some(Children::Items(items.iter()));
             }
-            Reply::Many(items) => {
-                for item in items {
-                    item.encode(out, resp3);
-                }
-            }
+            Reply::Many(items) => return Some(Children::Items(items.iter())),
             Reply::Set(items) => {
                 int_line(out, if resp3 { b'~' } else { b'*' }, items.len() as i64);
-                for item in items {
-                    item.encode(out, resp3);
-                }
+                return Some(Children::Items(items.iter()));
             }
             Reply::KeyedPairs(pairs) if !resp3 => {
                 int_line(out, b'*', pairs.len() as i64);
-                for (k, v) in pairs {
-                    out.put_slice(b"*2\r\n");
-                    k.encode(out, false);
-                    v.encode(out, false);
-                }
+                return Some(Children::Pairs {
+                    pairs: pairs.iter(),
+                    value: None,
+                    pair_header: true,
+                });
             }
             Reply::Map(pairs) | Reply::KeyedPairs(pairs) => {
                 if resp3 {
@@ -111,10 +161,11 @@ impl Reply {
                 } else {
                     int_line(out, b'*', 2 * pairs.len() as i64);
                 }
-                for (k, v) in pairs {
-                    k.encode(out, resp3);
-                    v.encode(out, resp3);
-                }
+                return Some(Children::Pairs {
+                    pairs: pairs.iter(),
+                    value: None,
+                    pair_header: false,
+                });
             }
             Reply::Double(d) => {
                 let text = format_double(*d);
@@ -152,6 +203,7 @@ impl Reply {
                 }
             }
         }
+        None
     }
 }
 
