@@ -62,6 +62,19 @@ impl Elector {
         Ok(if leader { Role::Leader } else { Role::Follower })
     }
 
+    /// One heartbeat that must answer within `limit`: a leader whose
+    /// renewal fails or does not answer in time steps down at once (it can
+    /// no longer know it holds the lease), and says so.
+    pub async fn tick_within(&self, conn: &mut MultiplexedConnection, limit: Duration) -> Role {
+        match tokio::time::timeout(limit, self.tick(conn)).await {
+            Ok(Ok(role)) => role,
+            Ok(Err(_)) | Err(_) => {
+                self.is_leader.store(false, Ordering::SeqCst);
+                Role::Follower
+            }
+        }
+    }
+
     pub fn role(&self) -> Role {
         if self.is_leader.load(Ordering::SeqCst) {
             Role::Leader

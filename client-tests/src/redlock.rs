@@ -1,5 +1,7 @@
 //! Redlock over N independent servers: try `SET resource owner NX PX ttl`
-//! on every server (each with a short timeout); the lock is held when a
+//! on every server (each with a short timeout; a lost reply is asked again
+//! with `SET ... NX GET`, so the client recognises its own lock); the lock
+//! is held when a
 //! quorum (N/2 + 1) said yes and time is left: validity = ttl − elapsed −
 //! drift, with drift = ttl·1% + 2 ms. Otherwise release everywhere and retry
 //! after a random delay.
@@ -35,20 +37,33 @@ impl Redlock {
         self.clients.len() / 2 + 1
     }
 
+    /// `SET resource owner NX PX ttl` on one server. If the reply is lost
+    /// (the connection fails: did the SET land?), it asks once more with
+    /// `SET ... NX GET`, which answers the value already there: its own
+    /// owner id means the first SET landed, and the lock is this client's.
     async fn try_node(&self, client: &redis::Client, resource: &str, owner: &str, ttl: Duration) -> bool {
-        let attempt = async {
+        let set = |get: bool| async move {
             let mut conn = client.get_multiplexed_async_connection().await?;
-            let r: Option<String> = redis::cmd("SET")
-                .arg(resource)
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(resource)
                 .arg(owner)
                 .arg("NX")
                 .arg("PX")
-                .arg(ttl.as_millis() as u64)
-                .query_async(&mut conn)
-                .await?;
-            Ok::<bool, redis::RedisError>(r.is_some())
+                .arg(ttl.as_millis() as u64);
+            if get {
+                cmd.arg("GET");
+            }
+            cmd.query_async::<Option<String>>(&mut conn).await
         };
-        matches!(tokio::time::timeout(self.node_timeout, attempt).await, Ok(Ok(true)))
+        match tokio::time::timeout(self.node_timeout, set(false)).await {
+            Ok(Ok(reply)) => reply.is_some(),
+            Ok(Err(e)) if e.is_connection_dropped() || e.is_io_error() => {
+                // With GET, a nil reply means the key was absent (now set).
+                let retry = tokio::time::timeout(self.node_timeout, set(true)).await;
+                matches!(retry, Ok(Ok(None))) || matches!(retry, Ok(Ok(Some(ref held))) if held == owner)
+            }
+            _ => false,
+        }
     }
 
     /// Acquires `resource` for `owner`; returns the validity left, or `None`.

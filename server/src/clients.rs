@@ -348,8 +348,8 @@ pub struct ClientState {
     pub reply_skip_next: bool,
     /// CLIENT NO-EVICT ON (shown in CLIENT LIST; coordis evicts no client).
     pub no_evict: bool,
-    /// A fault rule's delay for this batch's replies, ms (0: none).
-    pub delay_reply_ms: u64,
+    /// What fault rules do to this batch's replies (none: the default).
+    pub reply_fault: crate::faults::ReplyFault,
     /// Where PUBLISH puts this client's messages.
     pub outbox: Arc<Outbox>,
     pub signal: Arc<ConnSignal>,
@@ -387,7 +387,7 @@ impl ClientState {
             reply_skip: false,
             reply_skip_next: false,
             no_evict: false,
-            delay_reply_ms: 0,
+            reply_fault: Default::default(),
             outbox,
             signal,
         }

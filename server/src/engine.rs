@@ -173,8 +173,8 @@ pub struct BatchEnd {
     /// The last command blocked the client: its connection waits for the
     /// reply ([`crate::blocking`]) before it runs the requests left.
     pub blocked: bool,
-    /// A fault rule delays this batch's replies by this many ms.
-    pub delay_ms: u64,
+    /// What fault rules do to this batch's replies (a delay, slicing).
+    pub reply_fault: crate::faults::ReplyFault,
     /// The client after the batch (the parsing limits depend on whether it
     /// is authenticated; busy answers on the rest); `None` when the batch did
     /// not reach the engine.
@@ -321,12 +321,7 @@ impl Engine {
     /// Plays the server down (every connection dropped, new ones closed
     /// at once) or up again; the data stays.
     pub fn set_down(&mut self, down: bool) {
-        self.state.shared.down.store(down, Ordering::Release);
-        if down {
-            for client in self.state.clients.values() {
-                client.signal.close();
-            }
-        }
+        set_down(&mut self.state, down);
     }
 
     /// Brings the server up to its clock at once (the test clock moved):
@@ -394,7 +389,7 @@ impl Engine {
         let closed = BatchEnd {
             close: true,
             blocked: false,
-            delay_ms: 0,
+            reply_fault: Default::default(),
             view: None,
         };
         let Some(mut client) = self.state.clients.take(id) else {
@@ -459,7 +454,7 @@ impl Engine {
             self.state.random = Some(fastrand::get_seed());
         }
         let blocked = client.blocked.is_some();
-        let delay_ms = std::mem::take(&mut client.delay_reply_ms);
+        let reply_fault = std::mem::take(&mut client.reply_fault);
         let view = Some(ClientView {
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),
@@ -472,7 +467,7 @@ impl Engine {
         BatchEnd {
             close,
             blocked,
-            delay_ms,
+            reply_fault,
             view,
         }
     }
@@ -612,6 +607,17 @@ pub(crate) fn settle(ctx: &mut Ctx) {
         }
     }
     ctx.flush_expired();
+}
+
+/// Plays the server down (`true`: every registered connection dropped, new
+/// ones closed at once) or brings it back (see [`Engine::set_down`]).
+pub fn set_down(state: &mut ServerState, down: bool) {
+    state.shared.down.store(down, Ordering::Release);
+    if down {
+        for client in state.clients.values() {
+            client.signal.close();
+        }
+    }
 }
 
 #[cfg(test)]

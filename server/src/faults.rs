@@ -9,7 +9,11 @@
 //!   "did my SET NX land?" case);
 //! - `Hang`: hold the command, unanswered, until the rule is removed (then
 //!   it runs) or the client gives up;
-//! - `Delay(ms)`: run, then hold the batch's replies `ms` of real time.
+//! - `Delay { ms, jitter_ms }`: run, then hold the batch's replies `ms`
+//!   of real time, plus up to `jitter_ms` drawn from the seeded generator;
+//! - `Slice { bytes, pause_ms }`: run, then write the batch's replies in
+//!   pieces of `bytes` with `pause_ms` between them (a client's parser must
+//!   cope with a reply that arrives in parts).
 //!
 //! Rules are checked in [`crate::cmd::call`] for commands a connection
 //! sends (not inside EXEC or scripts, not for coordis's own `COORDIS.*`
@@ -33,8 +37,22 @@ pub enum FaultAction {
     LoseReply,
     /// Hold the command, unanswered, until the rule is removed.
     Hang,
-    /// Run the command, then hold the replies this long (real time).
-    Delay(u64),
+    /// Run the command, then hold the replies `ms` (real time), plus up to
+    /// `jitter_ms` more, drawn when the rule fires.
+    Delay { ms: u64, jitter_ms: u64 },
+    /// Run the command, then write the replies `bytes` at a time with
+    /// `pause_ms` (real time) between the pieces.
+    Slice { bytes: usize, pause_ms: u64 },
+}
+
+/// What fault rules did to one batch's replies (the connection applies it
+/// when it writes them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplyFault {
+    /// Hold the replies this long first, ms (0: no delay).
+    pub delay_ms: u64,
+    /// Write them in pieces of this many bytes, pausing this many ms.
+    pub slice: Option<(usize, u64)>,
 }
 
 /// One rule: what it matches, when it fires, what it does.
@@ -239,7 +257,13 @@ impl Faults {
                 client.id,
                 entry.rule.action
             );
-            return Some(entry.rule.action.clone());
+            return Some(match entry.rule.action {
+                FaultAction::Delay { ms, jitter_ms } if jitter_ms > 0 => FaultAction::Delay {
+                    ms: ms.saturating_add(self.rng.u64(0..=jitter_ms)),
+                    jitter_ms: 0,
+                },
+                ref action => action.clone(),
+            });
         }
         None
     }

@@ -394,6 +394,106 @@ impl Drop for Server {
     }
 }
 
+/// N independent servers on free ports, each with its own keyspace and its
+/// own test clock, for Redlock-style tests: fault, pause, take down or move
+/// the clock of any subset, by index.
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// use coordis::{FaultAction, FaultRule, ServerSet};
+/// let set = ServerSet::start(5).await?;
+/// let urls = set.urls(); // hand these to the Redlock client
+/// set.pause(&[3, 4]); // two of five hang
+/// set.add_fault(&[2], FaultRule::new(FaultAction::LoseReply).command("set").times(1));
+/// set.clock(0).expect("a test clock").jump_ms(30_000); // one server's clock jumps
+/// set.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ServerSet {
+    servers: Vec<Server>,
+}
+
+impl ServerSet {
+    /// Starts `n` servers with default settings.
+    pub async fn start(n: usize) -> io::Result<ServerSet> {
+        let mut servers = Vec::with_capacity(n);
+        for _ in 0..n {
+            servers.push(Server::start().await?);
+        }
+        Ok(ServerSet { servers })
+    }
+
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Every server's `redis://` URL, in index order.
+    pub fn urls(&self) -> Vec<String> {
+        self.servers.iter().map(Server::url).collect()
+    }
+
+    /// Server `i`.
+    pub fn server(&self, i: usize) -> &Server {
+        &self.servers[i]
+    }
+
+    /// Server `i`'s test clock.
+    pub fn clock(&self, i: usize) -> Option<ServerClock> {
+        self.servers[i].clock()
+    }
+
+    /// Stop-the-world pauses the servers in `which` ([`Server::pause`]).
+    pub fn pause(&self, which: &[usize]) {
+        for &i in which {
+            self.servers[i].pause();
+        }
+    }
+
+    /// Resumes the servers in `which`.
+    pub fn resume(&self, which: &[usize]) {
+        for &i in which {
+            self.servers[i].resume();
+        }
+    }
+
+    /// Plays the servers in `which` down, or brings them back
+    /// ([`ServerControl::set_down`]).
+    pub fn set_down(&self, which: &[usize], down: bool) {
+        for &i in which {
+            self.servers[i].control().set_down(down);
+        }
+    }
+
+    /// Adds `rule` to each server in `which`; the rule ids, in that order.
+    pub fn add_fault(&self, which: &[usize], rule: FaultRule) -> Vec<u64> {
+        which
+            .iter()
+            .map(|&i| self.servers[i].control().add_fault(rule.clone()))
+            .collect()
+    }
+
+    /// Removes every fault rule everywhere and resumes every server.
+    pub fn heal(&self) {
+        for s in &self.servers {
+            s.control().clear_faults();
+            s.control().set_down(false);
+            s.resume();
+        }
+    }
+
+    /// Shuts every server down and waits.
+    pub async fn shutdown(self) {
+        for s in self.servers {
+            s.shutdown().await;
+        }
+    }
+}
+
 /// A running server for synchronous code; dropping it shuts it down and
 /// waits.
 #[derive(Debug)]

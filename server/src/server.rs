@@ -442,12 +442,12 @@ async fn serve_connection(
             if pipelined {
                 tokio::task::yield_now().await;
             }
-            if end.delay_ms > 0 {
+            if end.reply_fault.delay_ms > 0 {
                 // A fault rule delays these replies.
-                tokio::time::sleep(Duration::from_millis(end.delay_ms)).await;
+                tokio::time::sleep(Duration::from_millis(end.reply_fault.delay_ms)).await;
             }
             tokio::select! {
-                r = socket.write_all(&out) => r?,
+                r = write_replies(socket, &out, end.reply_fault.slice) => r?,
                 // Only a kill ends the write; at shutdown, replies to requests
                 // already read are still written, within the drain deadline.
                 _ = signal.closed() => return Ok(()),
@@ -465,6 +465,22 @@ async fn serve_connection(
             }
         }
     }
+}
+
+/// Writes a batch's replies: at once, or (a fault rule's slicing) a piece
+/// of `bytes` at a time with a pause between pieces.
+async fn write_replies(socket: &mut TcpStream, out: &[u8], slice: Option<(usize, u64)>) -> io::Result<()> {
+    let Some((bytes, pause_ms)) = slice else {
+        return socket.write_all(out).await;
+    };
+    for (i, piece) in out.chunks(bytes.max(1)).enumerate() {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+        }
+        socket.write_all(piece).await?;
+        socket.flush().await?;
+    }
+    Ok(())
 }
 
 /// Runs requests on the engine (as many as [`MAX_BATCH_OUTPUT`] allows).
@@ -577,7 +593,7 @@ fn busy_batch(
         BatchEnd {
             close,
             blocked: false,
-            delay_ms: 0,
+            reply_fault: Default::default(),
             view: None,
         },
         waiting && !close,

@@ -234,7 +234,7 @@ fn server_faults_over_the_wire() {
     assert!(other.command(&["PING"]).is_err());
     let mut c = RawClient::connect(server.addr()).unwrap();
     assert_eq!(c.command(&["EXISTS", "k"]).unwrap(), b":0\r\n");
-    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*9\r\n"));
+    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*11\r\n"));
 }
 
 /// DEBUG, enabled on both servers (`enable-debug-command yes`), answers as
@@ -460,4 +460,21 @@ fn a_server_plays_down_and_comes_back() {
     control.set_down(false);
     let mut c = RawClient::connect(server.addr()).unwrap();
     assert_eq!(c.command(&["GET", "k"]).unwrap(), b"$1\r\nv\r\n");
+    // Over the wire, for a while: the asking connection is dropped too.
+    let mut watcher = RawClient::connect(server.addr()).unwrap();
+    assert!(
+        c.command(&["COORDIS.SERVER", "DOWN", "300"]).is_err(),
+        "no reply from a dead server"
+    );
+    assert!(watcher.command(&["PING"]).is_err(), "dropped");
+    assert!(RawClient::connect(server.addr()).unwrap().command(&["PING"]).is_err());
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(reply) = RawClient::connect(server.addr()).and_then(|mut c| c.command(&["GET", "k"])) {
+            assert_eq!(reply, b"$1\r\nv\r\n", "back, data kept");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "never came back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

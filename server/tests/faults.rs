@@ -101,7 +101,11 @@ fn hang_holds_until_the_rule_goes_and_delay_holds_the_reply() {
     assert!(control.remove_fault(id));
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     assert_eq!(c.read_reply().unwrap(), b"$1\r\nv\r\n", "it ran once the rule went");
-    control.add_fault(FaultRule::new(FaultAction::Delay(200)).command("ping").times(1));
+    control.add_fault(
+        FaultRule::new(FaultAction::Delay { ms: 200, jitter_ms: 0 })
+            .command("ping")
+            .times(1),
+    );
     let started = Instant::now();
     assert_eq!(c.command(&["PING"]).unwrap(), b"+PONG\r\n");
     assert!(
@@ -170,4 +174,65 @@ fn after_client_and_seeded_probability() {
             .unwrap(),
         b"-ERR probability must be a number from 0 to 1\r\n"
     );
+}
+
+#[test]
+fn slice_writes_a_reply_in_pieces_and_jitter_adds_to_a_delay() {
+    use std::io::{Read, Write};
+    let server = server();
+    let control = server.control();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let value = "v".repeat(100);
+    c.command(&["SET", "big", &value]).unwrap();
+    let rule = control.add_fault(FaultRule::new(FaultAction::Slice { bytes: 7, pause_ms: 5 }).command("get"));
+    let mut raw = std::net::TcpStream::connect(server.addr()).unwrap();
+    raw.write_all(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n").unwrap();
+    let expected = format!("$100\r\n{value}\r\n").into_bytes();
+    let (mut got, mut reads, mut biggest) = (vec![], 0, 0);
+    while got.len() < expected.len() {
+        let mut buf = [0u8; 4096];
+        let n = raw.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early");
+        biggest = biggest.max(n);
+        got.extend_from_slice(&buf[..n]);
+        reads += 1;
+    }
+    assert_eq!(got, expected, "the pieces make the reply");
+    assert!(biggest <= 7, "no piece above 7 bytes: {biggest}");
+    assert!(reads >= 16, "{reads} reads");
+    assert!(control.remove_fault(rule));
+    // A delay with jitter holds the reply at least the delay, at most both.
+    control.add_fault(
+        FaultRule::new(FaultAction::Delay { ms: 50, jitter_ms: 100 })
+            .command("ping")
+            .times(1),
+    );
+    let started = Instant::now();
+    assert_eq!(c.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(45),
+        "{:?}",
+        started.elapsed()
+    );
+    // Over the wire, and as LIST shows them.
+    assert_eq!(
+        c.command(&["COORDIS.FAULT", "ADD", "COMMAND", "echo", "SLICE", "3", "PAUSE", "1"])
+            .unwrap(),
+        b":3\r\n"
+    );
+    assert_eq!(
+        c.command(&["COORDIS.FAULT", "ADD", "COMMAND", "time", "DELAY", "5", "JITTER", "5"])
+            .unwrap(),
+        b":4\r\n"
+    );
+    assert_eq!(
+        c.command(&["COORDIS.FAULT", "ADD", "JITTER", "5", "DROP"]).unwrap(),
+        b"-ERR syntax error\r\n"
+    );
+    let list = String::from_utf8(c.command(&["COORDIS.FAULT", "LIST"]).unwrap()).unwrap();
+    assert!(
+        list.contains("slice 3 pause 1") && list.contains("delay 5 jitter 5"),
+        "{list}"
+    );
+    assert_eq!(c.command(&["ECHO", "hello"]).unwrap(), b"$5\r\nhello\r\n");
 }

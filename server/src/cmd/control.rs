@@ -46,6 +46,7 @@ static FAULT: &[CommandSpec] = &[
 static SERVER: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.server|pause", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_pause),
     subcommand!("coordis", "coordis.server|restart", -2, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
+    subcommand!("coordis", "coordis.server|down", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_down),
     subcommand!("coordis", "coordis.server|seed", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_seed),
     subcommand!("coordis", "coordis.server|help", 2, LOADING | STALE, acl::ADMIN, server_help),
 ];
@@ -229,13 +230,15 @@ fn clock_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 /// ADD [COMMAND glob] [KEY glob] [CLIENT glob] [AFTER m] [TIMES n]
-/// [PROBABILITY p] ERROR text | DROP | LOSE-REPLY | HANG | DELAY ms: the
-/// rule's id.
+/// [PROBABILITY p] ERROR text | DROP | LOSE-REPLY | HANG | DELAY ms
+/// [JITTER ms] | SLICE bytes [PAUSE ms]: the rule's id.
 fn fault_add(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     tri!(allowed(ctx, "COORDIS.FAULT"));
     let text = |a: &Bytes| String::from_utf8_lossy(a).into_owned();
     let mut rule = FaultRule::new(FaultAction::Drop);
     let mut action = None;
+    // DELAY's JITTER and SLICE's PAUSE, in any order.
+    let (mut jitter, mut pause) = (0, 0);
     let mut i = 2;
     while i < args.len() {
         let word = args[i].to_ascii_lowercase();
@@ -254,7 +257,25 @@ fn fault_add(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 i += 1;
             }
             (b"delay", Some(v)) => {
-                action = Some(FaultAction::Delay(tri!(non_negative(v))));
+                action = Some(FaultAction::Delay {
+                    ms: tri!(non_negative(v)),
+                    jitter_ms: 0,
+                });
+                i += 1;
+            }
+            (b"jitter", Some(v)) => {
+                jitter = tri!(non_negative(v));
+                i += 1;
+            }
+            (b"slice", Some(v)) => {
+                action = Some(FaultAction::Slice {
+                    bytes: tri!(non_negative(v)).max(1) as usize,
+                    pause_ms: 0,
+                });
+                i += 1;
+            }
+            (b"pause", Some(v)) => {
+                pause = tri!(non_negative(v));
                 i += 1;
             }
             (b"command", Some(v)) => {
@@ -288,10 +309,12 @@ fn fault_add(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         i += 1;
     }
-    let Some(action) = action else {
-        return err(errors::SYNTAX);
+    rule.action = match action {
+        Some(FaultAction::Delay { ms, .. }) => FaultAction::Delay { ms, jitter_ms: jitter },
+        Some(FaultAction::Slice { bytes, .. }) => FaultAction::Slice { bytes, pause_ms: pause },
+        Some(other) if jitter == 0 && pause == 0 => other,
+        _ => return err(errors::SYNTAX),
     };
-    rule.action = action;
     Reply::Int(ctx.server.faults.add(rule) as i64)
 }
 
@@ -305,7 +328,9 @@ fn fault_list(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
             FaultAction::Drop => "drop".into(),
             FaultAction::LoseReply => "lose-reply".into(),
             FaultAction::Hang => "hang".into(),
-            FaultAction::Delay(ms) => format!("delay {ms}"),
+            FaultAction::Delay { ms, jitter_ms: 0 } => format!("delay {ms}"),
+            FaultAction::Delay { ms, jitter_ms } => format!("delay {ms} jitter {jitter_ms}"),
+            FaultAction::Slice { bytes, pause_ms } => format!("slice {bytes} pause {pause_ms}"),
         };
         let field = |name: &'static str, v: Reply| (Reply::bulk(Bytes::from_static(name.as_bytes())), v);
         Reply::Map(vec![
@@ -350,7 +375,8 @@ fn fault_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     super::server::help_reply(&[
         "COORDIS.FAULT <subcommand> [<arg> ...]. Subcommands are:",
         "ADD [COMMAND <glob>] [KEY <glob>] [CLIENT <name-glob>] [AFTER <m>] [TIMES <n>] [PROBABILITY <p>] <action>",
-        "    Add a rule; returns its id. Actions: ERROR <text> | DROP | LOSE-REPLY | HANG | DELAY <ms>.",
+        "    Add a rule; returns its id. Actions: ERROR <text> | DROP | LOSE-REPLY | HANG |",
+        "    DELAY <ms> [JITTER <ms>] | SLICE <bytes> [PAUSE <ms>].",
         "LIST",
         "    The rules, with how many commands each matched and how often it fired.",
         "DEL <id>",
@@ -404,6 +430,25 @@ fn server_restart(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::NOTHING
 }
 
+/// DOWN ms: the server plays gone for `ms` of real time (every connection
+/// dropped, this one without a reply, as from a server that died; new ones
+/// closed at once), then is back with its data.
+fn server_down(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(allowed(ctx, "COORDIS.SERVER"));
+    let ms = tri!(non_negative(&args[2]));
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return err(errors::NO_RUNTIME);
+    };
+    crate::engine::set_down(ctx.server, true);
+    ctx.client.close_after_reply = true;
+    let shared = ctx.server.shared.clone();
+    runtime.spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        shared.down.store(false, std::sync::atomic::Ordering::Release);
+    });
+    Reply::NOTHING
+}
+
 /// SEED n: seeds every random choice the server makes (SPOP, SRANDMEMBER,
 /// ZRANDMEMBER, HRANDFIELD, RANDOMKEY), from the next command on.
 fn server_seed(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -420,6 +465,8 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "COORDIS.SERVER <subcommand> [<arg> ...]. Subcommands are:",
         "PAUSE <milliseconds>",
         "    Stop the world for that long (real time): no command runs, nothing expires.",
+        "DOWN <milliseconds>",
+        "    Play a dead server for that long (real time): connections dropped, new ones closed; data kept.",
         "RESTART [KEEPDATA|FLUSH]",
         "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
         "SEED <n>",

@@ -585,7 +585,10 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             }
             Some(FaultAction::Hang) => return crate::blocking::hang(ctx),
             Some(FaultAction::LoseReply) => lose_reply = true,
-            Some(FaultAction::Delay(ms)) => ctx.client.delay_reply_ms = ctx.client.delay_reply_ms.max(ms),
+            Some(FaultAction::Delay { ms, .. }) => {
+                ctx.client.reply_fault.delay_ms = ctx.client.reply_fault.delay_ms.max(ms);
+            }
+            Some(FaultAction::Slice { bytes, pause_ms }) => ctx.client.reply_fault.slice = Some((bytes, pause_ms)),
         }
     }
     if lose_reply {
