@@ -4,6 +4,7 @@
 #
 #   scripts/instructions.sh          # default: N=50000
 #   N=20000 scripts/instructions.sh
+#   COORDIS_BIN=/tmp/old/coordis-server scripts/instructions.sh   # another build
 #
 # Each server runs under `valgrind --tool=callgrind` twice per row, for N and
 # for 2N requests of the same redis-benchmark test; the difference of the two
@@ -27,8 +28,10 @@ PORT=${PORT:-7393}
 for tool in valgrind redis-benchmark redis-server redis-cli; do
     command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind redis-server redis-tools)"; exit 1; }
 done
-cargo build --release --quiet --bin coordis-server
-COORDIS=(target/release/coordis-server --port "$PORT" --save '' --loglevel warning)
+if [ -z "${COORDIS_BIN:-}" ]; then
+    cargo build --release --quiet --bin coordis-server
+fi
+COORDIS=("${COORDIS_BIN:-target/release/coordis-server}" --port "$PORT" --save '' --loglevel warning)
 REDIS=(redis-server --port "$PORT" --save '' --appendonly no --loglevel warning)
 UNLOCK=$(cat scripts/lua/unlock.lua)
 SHA=$(printf '%s' "$UNLOCK" | sha1sum | cut -d' ' -f1)

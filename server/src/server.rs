@@ -446,11 +446,21 @@ async fn serve_connection(
                 // A fault rule delays these replies.
                 tokio::time::sleep(Duration::from_millis(end.reply_fault.delay_ms)).await;
             }
-            tokio::select! {
-                r = write_replies(socket, &out, end.reply_fault.slice) => r?,
-                // Only a kill ends the write; at shutdown, replies to requests
-                // already read are still written, within the drain deadline.
-                _ = signal.closed() => return Ok(()),
+            // Only a kill ends the write; at shutdown, replies to requests
+            // already read are still written, within the drain deadline.
+            let written = match end.reply_fault.slice {
+                None => tokio::select! {
+                    r = socket.write_all(&out) => Some(r),
+                    _ = signal.closed() => None,
+                },
+                Some((bytes, pause_ms)) => tokio::select! {
+                    r = write_sliced(socket, &out, bytes, pause_ms) => Some(r),
+                    _ = signal.closed() => None,
+                },
+            };
+            match written {
+                Some(r) => r?,
+                None => return Ok(()),
             }
             if end.close {
                 let _ = socket.shutdown().await;
@@ -467,12 +477,9 @@ async fn serve_connection(
     }
 }
 
-/// Writes a batch's replies: at once, or (a fault rule's slicing) a piece
-/// of `bytes` at a time with a pause between pieces.
-async fn write_replies(socket: &mut TcpStream, out: &[u8], slice: Option<(usize, u64)>) -> io::Result<()> {
-    let Some((bytes, pause_ms)) = slice else {
-        return socket.write_all(out).await;
-    };
+/// Writes a batch's replies a piece of `bytes` at a time with a pause
+/// between pieces (a fault rule's slicing).
+async fn write_sliced(socket: &mut TcpStream, out: &[u8], bytes: usize, pause_ms: u64) -> io::Result<()> {
     for (i, piece) in out.chunks(bytes.max(1)).enumerate() {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(pause_ms)).await;

@@ -316,8 +316,12 @@ fn step(value: &Value, resp3: bool, depth: usize) -> mlua::Result<Step> {
 /// Converts a script's result without recursion (a script may return
 /// thousands of nested tables): open tables wait on an explicit stack.
 fn to_reply(value: &Value, resp3: bool) -> mlua::Result<Reply> {
-    let mut stack: Vec<Pending> = vec![];
-    let mut next = Some(value.clone());
+    let first = match step(value, resp3, 0)? {
+        Step::Done(reply) => return Ok(reply),
+        Step::Open(pending) => pending,
+    };
+    let mut stack: Vec<Pending> = vec![first];
+    let mut next: Option<Value> = None;
     loop {
         // Convert the next value; a finished one goes to its parent.
         let mut done = match next.take() {

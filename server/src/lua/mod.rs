@@ -315,8 +315,15 @@ impl Scripting {
         }
     }
 
-    /// The flags of cached script `sha` (any case); `None` when not cached.
+    /// The flags of cached script `sha` (any case); `None` when it is not
+    /// cached. While no cached script has a shebang (the usual case) every
+    /// script's flags are the default, answered without a lookup: EVALSHA
+    /// pays nothing for shebangs, and [`Scripting::run`] then finds whether
+    /// the script exists.
     pub fn script_flags(&self, sha: &str) -> Option<ScriptFlags> {
+        if self.script_flags.is_empty() {
+            return Some(ScriptFlags::default());
+        }
         let sha = sha.to_ascii_lowercase();
         self.scripts
             .contains_key(&sha)

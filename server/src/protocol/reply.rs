@@ -101,19 +101,22 @@ impl Reply {
     /// Nested replies are walked with an explicit stack, not recursion: a
     /// script may return thousands of nested tables.
     pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
-        let mut stack: Vec<Children<'_>> = Vec::new();
-        let mut next = Some(self);
-        loop {
-            if let Some(reply) = next.take() {
-                if let Some(children) = reply.encode_head(out, resp3) {
-                    stack.push(children);
-                }
-            }
-            let Some(top) = stack.last_mut() else {
-                return;
-            };
+        // A scalar (most replies) is written here and done.
+        if let Some(children) = self.encode_head(out, resp3) {
+            Self::encode_nested(children, out, resp3);
+        }
+    }
+
+    /// Writes a container's children, and theirs, depth first.
+    fn encode_nested(children: Children<'_>, out: &mut BytesMut, resp3: bool) {
+        let mut stack: Vec<Children<'_>> = vec![children];
+        while let Some(top) = stack.last_mut() {
             match top.next(out) {
-                Some(child) => next = Some(child),
+                Some(child) => {
+                    if let Some(grandchildren) = child.encode_head(out, resp3) {
+                        stack.push(grandchildren);
+                    }
+                }
                 None => {
                     stack.pop();
                 }
@@ -123,6 +126,7 @@ impl Reply {
 
     /// Writes a scalar reply, or a container's header and returns its
     /// children for [`Reply::encode`] to write.
+    #[inline]
     fn encode_head<'a>(&'a self, out: &mut BytesMut, resp3: bool) -> Option<Children<'a>> {
         match self {
             Reply::Ok => out.put_slice(b"+OK\r\n"),
