@@ -113,7 +113,9 @@ on_every_backend!(
 async fn redlock_with_hanging_servers() {
     use coordis_client_tests::redlock::Redlock;
     let set = coordis::ServerSet::start(5).await.unwrap();
-    let redlock = Redlock::new(&set.urls());
+    let mut redlock = Redlock::new(&set.urls());
+    // Retries wait at most 30 ms of real time (no sleep over 50 ms).
+    redlock.retry_delay = Duration::from_millis(20);
     let ttl = Duration::from_secs(10);
     // Two of five hang: the quorum of three still grants, within the budget.
     set.pause(&[3, 4]);
@@ -207,7 +209,8 @@ async fn redlock_clock_jumps_and_the_fencing_token() {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let redlock = Redlock::new(&set.urls());
+    let mut redlock = Redlock::new(&set.urls());
+    redlock.retry_delay = Duration::from_millis(20);
     let ttl = Duration::from_secs(30);
     let urls = set.urls();
     let holds = |i: usize| get(&urls[i], "res:report");

@@ -47,7 +47,6 @@ pub struct Stats {
 #[derive(Debug, Default)]
 pub struct Shared {
     pub maxclients: AtomicUsize,
-    pub timeout_secs: AtomicU64,
     pub proto_max_bulk_len: AtomicUsize,
     pub proto_max_multibulk_len: AtomicUsize,
     pub client_query_buffer_limit: AtomicUsize,
@@ -113,7 +112,6 @@ impl Shared {
 impl Shared {
     pub fn publish(&self, config: &Config) {
         self.maxclients.store(config.maxclients, Ordering::Relaxed);
-        self.timeout_secs.store(config.timeout, Ordering::Relaxed);
         self.proto_max_bulk_len
             .store(config.proto_max_bulk_len, Ordering::Relaxed);
         self.proto_max_multibulk_len
@@ -331,6 +329,28 @@ impl Engine {
     pub fn settle(&mut self) {
         self.expire_blocked();
         while self.active_expire_step() {}
+        self.close_idle_clients();
+    }
+
+    /// Closes the clients idle for longer than `timeout` seconds on the
+    /// server's clock (Redis's `clientsCronHandleTimeout`): not a blocked
+    /// client (its own timeout rules it) nor a subscriber. Nothing to do
+    /// with `timeout 0`, the default.
+    pub fn close_idle_clients(&mut self) {
+        let timeout_ms = self.state.config.timeout.saturating_mul(1000);
+        if timeout_ms == 0 || self.state.shared.is_frozen() {
+            return;
+        }
+        let now = self.state.clock.now_ms();
+        for client in self.state.clients.values() {
+            if client.blocked.is_none()
+                && !client.is_subscribed()
+                && now.saturating_sub(client.last_cmd_ms) > timeout_ms
+            {
+                tracing::debug!("closing idle client {} after {}s", client.id, timeout_ms / 1000);
+                client.signal.close();
+            }
+        }
     }
 
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.

@@ -147,7 +147,8 @@ impl Bound {
 }
 
 /// Active expiry: every 1000/hz ms, removes due keys in bounded steps,
-/// releasing the lock between steps so commands interleave.
+/// releasing the lock between steps so commands interleave; then closes
+/// the clients idle past `timeout`.
 async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<bool>) {
     loop {
         let interval = engine
@@ -160,6 +161,9 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
         // try_lock: a running script holds the engine; expiry waits for the next tick.
         while engine.try_lock().is_some_and(|mut e| e.active_expire_step()) {
             tokio::task::yield_now().await;
+        }
+        if let Some(mut e) = engine.try_lock() {
+            e.close_idle_clients();
         }
     }
 }
@@ -401,7 +405,6 @@ async fn serve_connection(
             if buf.capacity() - buf.len() < 4096 {
                 buf.reserve(READ_BUFFER);
             }
-            let idle = shared.timeout_secs.load(Ordering::Relaxed);
             let read = tokio::select! {
                 biased;
                 wake = woken(signal, outbox, false) => match wake {
@@ -411,7 +414,8 @@ async fn serve_connection(
                         continue;
                     }
                 },
-                r = read_with_timeout(socket, &mut buf, idle) => r?,
+                // An idle client is closed by the engine, on the server clock.
+                r = socket.read_buf(&mut buf) => r?,
             };
             if read == 0 {
                 return Ok(());
@@ -705,19 +709,6 @@ async fn write_messages(socket: &mut TcpStream, outbox: &Outbox, signal: &ConnSi
 /// Resolves once the server-wide stop flag is set.
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
-}
-
-async fn read_with_timeout(socket: &mut TcpStream, buf: &mut BytesMut, idle_secs: u64) -> io::Result<usize> {
-    if idle_secs == 0 {
-        return socket.read_buf(buf).await;
-    }
-    match tokio::time::timeout(Duration::from_secs(idle_secs), socket.read_buf(buf)).await {
-        Ok(r) => r,
-        Err(_) => {
-            tracing::debug!("closing idle client after {idle_secs}s");
-            Ok(0)
-        }
-    }
 }
 
 /// Enables TCP keepalive probes every `secs` seconds (0: leave off).

@@ -478,3 +478,39 @@ fn a_server_plays_down_and_comes_back() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The idle-client `timeout` runs on the server clock: a test moves time
+/// past it and the idle client is closed, a subscriber and a blocked
+/// client are not (as in Redis), all without a real wait.
+#[test]
+fn idle_clients_are_closed_on_the_test_clock() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let mut admin = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(admin.command(&["CONFIG", "SET", "timeout", "10"]).unwrap(), b"+OK\r\n");
+    let mut idle = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(idle.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    let mut subscriber = RawClient::connect(server.addr()).unwrap();
+    subscriber.command(&["SUBSCRIBE", "news"]).unwrap();
+    let mut blocked = RawClient::connect(server.addr()).unwrap();
+    blocked.send(&RawClient::encode(&[b"BLPOP", b"q", b"0"])).unwrap();
+    while !String::from_utf8(admin.command(&["INFO", "clients"]).unwrap())
+        .unwrap()
+        .contains("blocked_clients:1\r\n")
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    clock.advance(Duration::from_secs(9));
+    assert_eq!(idle.command(&["PING"]).unwrap(), b"+PONG\r\n", "not idle long enough");
+    clock.advance(Duration::from_secs(11));
+    assert_eq!(idle.read_to_close().unwrap(), b"", "closed, no reply");
+    assert!(admin.command(&["PING"]).is_err(), "idle just as long");
+    let mut admin = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(admin.command(&["PUBLISH", "news", "still here"]).unwrap(), b":1\r\n");
+    assert!(String::from_utf8(subscriber.read_reply().unwrap())
+        .unwrap()
+        .contains("still here"));
+    assert_eq!(admin.command(&["RPUSH", "q", "job"]).unwrap(), b":1\r\n");
+    assert_eq!(blocked.read_reply().unwrap(), b"*2\r\n$1\r\nq\r\n$3\r\njob\r\n");
+}
