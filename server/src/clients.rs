@@ -348,6 +348,8 @@ pub struct ClientState {
     pub reply_skip_next: bool,
     /// CLIENT NO-EVICT ON (shown in CLIENT LIST; coordis evicts no client).
     pub no_evict: bool,
+    /// In MONITOR mode (CLIENT LIST flag `O`).
+    pub monitor: bool,
     /// What fault rules do to this batch's replies (none: the default).
     pub reply_fault: crate::faults::ReplyFault,
     /// Where PUBLISH puts this client's messages.
@@ -387,6 +389,7 @@ impl ClientState {
             reply_skip: false,
             reply_skip_next: false,
             no_evict: false,
+            monitor: false,
             reply_fault: Default::default(),
             outbox,
             signal,
@@ -410,6 +413,7 @@ impl ClientState {
         // Redis's flag letters, in its order, for the states coordis has.
         let mut flags = String::new();
         for (on, letter) in [
+            (self.monitor, 'O'),
             (self.is_subscribed(), 'P'),
             (self.multi.is_some(), 'x'),
             (self.blocked.is_some(), 'b'),

@@ -145,6 +145,8 @@ pub struct ServerState {
     pub port: u16,
     /// Pub/sub subscriptions.
     pub pubsub: cmd::pubsub::PubSub,
+    /// Clients in MONITOR mode, in the order they asked.
+    pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).
     pub blocking: crate::blocking::Blocking,
     /// Fault rules of the test-control plane ([`crate::faults`]).
@@ -228,6 +230,7 @@ impl Engine {
                 run_id,
                 port,
                 pubsub: Default::default(),
+                monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,
                 faults: Default::default(),
@@ -385,6 +388,7 @@ impl Engine {
             crate::blocking::release(&mut self.dbs, &mut self.state.blocking, &mut client);
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
             self.state.pubsub.forget(&mut client);
+            self.state.monitors.retain(|&m| m != id);
         }
     }
 

@@ -50,6 +50,7 @@ fn vm<'a>(ctx: &'a mut Ctx) -> Result<&'a mut crate::lua::Scripting, Reply> {
 
 /// FCALL / FCALL_RO function numkeys [key ...] [arg ...]
 fn fcall_generic(ctx: &mut Ctx, args: &[Bytes], ro_command: bool) -> Reply {
+    super::scripting::feed_monitors_first(ctx, args);
     let name = String::from_utf8_lossy(&args[1]).into_owned();
     let no_writes = match tri!(vm(ctx)).libraries().function(&name) {
         Some(f) => f.no_writes(),

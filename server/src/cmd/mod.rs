@@ -616,7 +616,20 @@ fn run(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
     if ctx.server.config.notify_keyspace_events != 0 {
         ctx.flush_expired();
     }
+    if !ctx.server.monitors.is_empty() {
+        monitor_after(ctx, spec, args);
+    }
     reply
+}
+
+/// Feeds a command that ran to MONITOR clients, unless Redis keeps it from
+/// them (`admin` commands; `skip_monitor` ones, which EVAL and FCALL feed
+/// themselves before they run, so a script's commands follow it).
+#[cold]
+fn monitor_after(ctx: &Ctx, spec: &CommandSpec, args: &[Bytes]) {
+    if !spec.has(flags::SKIP_MONITOR | flags::ADMIN) {
+        server::feed_monitors(ctx, args);
+    }
 }
 
 /// Whether CLIENT PAUSE WRITE holds this command: it may write, or it is
@@ -684,6 +697,9 @@ pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (
     }
     ctx.server.stats.total_commands_processed += 1;
     let reply = (spec.handler)(ctx, args);
+    if !ctx.server.monitors.is_empty() {
+        monitor_after(ctx, spec, args);
+    }
     let wrote = write && !reply.is_error();
     (reply, wrote)
 }

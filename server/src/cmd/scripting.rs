@@ -116,7 +116,16 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], ro_command: boo
     .unwrap_or_else(|| err(errors::NOSCRIPT))
 }
 
+/// Feeds EVAL / EVALSHA / FCALL to MONITOR clients before it runs, so the
+/// commands it calls follow it (Redis does the same).
+pub(super) fn feed_monitors_first(ctx: &Ctx, args: &[Bytes]) {
+    if !ctx.server.monitors.is_empty() {
+        super::server::feed_monitors(ctx, args);
+    }
+}
+
 fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
+    feed_monitors_first(ctx, args);
     let (keys, argv) = tri!(keys_and_args(args, errors::NOT_INTEGER));
     let sha = match ctx.scripting.as_mut() {
         Some(s) => tri!(s.load(&args[1])),
@@ -126,6 +135,7 @@ fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
 }
 
 fn evalsha_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
+    feed_monitors_first(ctx, args);
     let (keys, argv) = tri!(keys_and_args(args, errors::NOT_INTEGER));
     // The cache is keyed by lower-case SHA1 hex; `Scripting::run` finds an
     // upper-case one too, and answers None (NOSCRIPT) for anything else.

@@ -37,6 +37,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command!("server", "flushdb", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from the current database", flushdb),
     command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from all databases", flushall),
     command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
+    command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
     command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
@@ -216,6 +217,8 @@ fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.client.multi_failed = false;
     super::tx::unwatch_all(ctx.dbs, ctx.client);
     ctx.server.pubsub.forget(ctx.client);
+    ctx.server.monitors.retain(|&id| id != ctx.client.id);
+    ctx.client.monitor = false;
     ctx.client.db = 0;
     ctx.client.resp3 = false;
     ctx.client.name = None;
@@ -922,6 +925,74 @@ fn human_bytes(n: u64) -> String {
     } else {
         format!("{n}B")
     }
+}
+
+/// MONITOR: from now on the connection receives every command the server
+/// runs, one line each, until it disconnects or RESETs (see [`feed_monitors`]).
+fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    if ctx.deny_blocking {
+        return err(errors::MONITOR_DENY_BLOCKING);
+    }
+    // A second MONITOR changes nothing and gets no reply, as in Redis.
+    if ctx.server.monitors.contains(&ctx.client.id) {
+        return Reply::NOTHING;
+    }
+    ctx.server.monitors.push(ctx.client.id);
+    ctx.client.monitor = true;
+    Reply::Ok
+}
+
+/// Sends a command that ran to the MONITOR clients, in Redis's format:
+/// `+<unix seconds>.<microseconds> [<db> <client address>] "arg" "arg"...`,
+/// `[<db> lua]` for a script's `redis.call`. The time is the server clock's.
+/// Called only while some client monitors.
+pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
+    let now = ctx.now;
+    let mut line = format!("+{}.{:06} [{} ", now / 1000, (now % 1000) * 1000, ctx.client.db);
+    if ctx.from_script {
+        line.push_str("lua");
+    } else {
+        line.push_str(&ctx.client.addr.to_string());
+    }
+    line.push_str("] ");
+    for (i, arg) in args.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        repr(&mut line, arg);
+    }
+    line.push_str("\r\n");
+    let line = Bytes::from(line);
+    for &id in &ctx.server.monitors {
+        if id == ctx.client.id {
+            continue;
+        }
+        if let Some(client) = ctx.server.clients.get(id) {
+            if !client.outbox.push(line.clone(), now) {
+                tracing::warn!("client {id} closed: MONITOR output over its limit");
+                client.signal.close();
+            }
+        }
+    }
+}
+
+/// `arg` quoted as Redis's `sdscatrepr` quotes it.
+fn repr(out: &mut String, arg: &[u8]) {
+    out.push('"');
+    for &b in arg {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            7 => out.push_str("\\a"),
+            8 => out.push_str("\\b"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
 }
 
 #[cfg(test)]
