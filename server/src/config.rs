@@ -99,6 +99,11 @@ pub struct Config {
     /// (`MAXLEN ~`) removes whole nodes. Defaults as Redis: 4096 and 100.
     pub stream_node_max_bytes: usize,
     pub stream_node_max_entries: usize,
+    /// SLOWLOG: commands taking at least this many µs are logged (-1: none,
+    /// 0: all), the newest `slowlog_max_len` kept. Defaults as Redis: 10000
+    /// and 128.
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: usize,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
@@ -136,6 +141,8 @@ impl Default for Config {
             list_compress_depth: 0,
             stream_node_max_bytes: 0,
             stream_node_max_entries: 0,
+            slowlog_log_slower_than: 0,
+            slowlog_max_len: 0,
             ignored: BTreeMap::new(),
         };
         for d in DIRECTIVES {
@@ -546,8 +553,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("lazyfree-lazy-expire", "no", Bool, Store::Ignored),
     row("lazyfree-lazy-server-del", "no", Bool, Store::Ignored),
     row("lazyfree-lazy-user-del", "no", Bool, Store::Ignored),
-    row("slowlog-log-slower-than", "10000", Int { min: -1, max: LONG }, Store::Ignored),
-    row("slowlog-max-len", "128", Int { min: 0, max: LONG }, Store::Ignored),
+    row("slowlog-log-slower-than", "10000", Int { min: -1, max: LONG }, field!(slowlog_log_slower_than)),
+    row("slowlog-max-len", "128", Int { min: 0, max: LONG }, field!(slowlog_max_len)),
     row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, Store::Ignored),
     row("unixsocket", "", Text, Store::Ignored).immutable(),
     row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),

@@ -145,6 +145,8 @@ pub struct ServerState {
     pub port: u16,
     /// Pub/sub subscriptions.
     pub pubsub: cmd::pubsub::PubSub,
+    /// Per-command and per-error counters and the slow log.
+    pub observe: cmd::observe::Observe,
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).
@@ -230,6 +232,7 @@ impl Engine {
                 run_id,
                 port,
                 pubsub: Default::default(),
+                observe: Default::default(),
                 monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,

@@ -341,6 +341,7 @@ pub fn xclaim_option(opt: &[u8]) -> Reply {
 
 // Functions (`cmd/functions.rs`, `lua/functions.rs`).
 pub const MONITOR_DENY_BLOCKING: &str = "ERR MONITOR isn't allowed for DENY BLOCKING client";
+pub const SLOWLOG_COUNT: &str = "ERR count should be greater than or equal to -1";
 pub const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 pub const LIBRARY_METADATA_MISSING: &str = "ERR Missing library metadata";

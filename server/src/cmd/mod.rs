@@ -96,6 +96,7 @@ pub mod functions;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod observe;
 pub mod pubsub;
 pub mod scan;
 pub mod scripting;
@@ -480,6 +481,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
+        .chain(observe::COMMANDS.iter())
         .chain(control::COMMANDS.iter())
         .chain(TEST_COMMANDS.iter())
 }
@@ -562,12 +564,20 @@ pub fn resolve(args: &[Bytes]) -> Result<&'static CommandSpec, Unresolved> {
 pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let spec = match resolve(args) {
         Ok(spec) => spec,
-        Err(Unresolved::Unknown(reply)) => return refuse(ctx, None, reply),
-        Err(Unresolved::Arity(spec)) => return refuse(ctx, Some(spec), errors::wrong_args(spec.name)),
+        Err(Unresolved::Unknown(reply)) => {
+            observe::rejected(ctx, None, &reply);
+            return refuse(ctx, None, reply);
+        }
+        Err(Unresolved::Arity(spec)) => {
+            let reply = errors::wrong_args(spec.name);
+            observe::rejected(ctx, Some(spec), &reply);
+            return refuse(ctx, Some(spec), reply);
+        }
     };
     let client = &*ctx.client;
     let subscribed_resp2 = !client.resp3 && client.is_subscribed();
     if let Some(reply) = gate(spec, client.authenticated, client.multi.is_some(), subscribed_resp2) {
+        observe::rejected(ctx, Some(spec), &reply);
         return refuse(ctx, Some(spec), reply);
     }
     if !ctx.deny_blocking && ctx.server.blocking.holds(ctx.now, || may_write(spec, ctx.client)) {
@@ -592,17 +602,17 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
     }
     if lose_reply {
-        run(ctx, spec, args);
+        observe::timed(ctx, spec, args);
         ctx.client.close_after_reply = true;
         return Reply::NOTHING;
     }
-    run(ctx, spec, args)
+    observe::timed(ctx, spec, args)
 }
 
 /// The rest of [`call`] once the command may run: queued inside MULTI,
 /// otherwise its handler. Inlined: it is the rest of every request's path.
 #[inline(always)]
-fn run(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
+pub(crate) fn run(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
     let client = &mut *ctx.client;
     if let Some(queue) = client.multi.as_mut() {
         if !spec.has(flags::TX_CONTROL) {

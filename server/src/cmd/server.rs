@@ -672,6 +672,7 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
 
 fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.server.stats = Default::default();
+    ctx.server.observe.reset_stats();
     Reply::Ok
 }
 
@@ -873,6 +874,15 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     if want("replication") {
         parts.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n".to_string());
+    }
+    // Redis prints errorstats by default, commandstats only when asked for
+    // by name or with `all` / `everything`.
+    let named_or_all = |name: &str| sections.iter().any(|s| s == name || s == "all" || s == "everything");
+    if named_or_all("commandstats") {
+        parts.push(ctx.server.observe.commandstats());
+    }
+    if want("errorstats") {
+        parts.push(ctx.server.observe.errorstats());
     }
     if want("keyspace") {
         let mut text = String::from("# Keyspace\r\n");

@@ -1,0 +1,267 @@
+//! What tools look at a server with: SLOWLOG (GET, LEN, RESET, HELP, with
+//! `slowlog-log-slower-than` and `slowlog-max-len`), and the per-command
+//! and per-error counters of INFO's `commandstats` and `errorstats`.
+//!
+//! [`timed`] runs every command a client sends (EXEC's commands one by
+//! one; a script's `redis.call`s are part of its EVAL, as in Redis) and
+//! records its calls, time and failure; commands refused before running
+//! count as rejected. Durations are real time (the work the server did);
+//! a slow-log entry's timestamp is the server clock's.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::flags::*;
+use super::{acl, CommandSpec, Ctx};
+use crate::errors::{self, err};
+use crate::protocol::Reply;
+
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    command!("server", "slowlog", -2, 0, 0, (0, 0, 0), "A container for slow log commands", super::container, SLOWLOG),
+];
+
+#[rustfmt::skip]
+static SLOWLOG: &[CommandSpec] = &[
+    command!("server", "slowlog|get", -2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the slow log's entries", slowlog_get),
+    command!("server", "slowlog|len", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the slow log's length", slowlog_len),
+    command!("server", "slowlog|reset", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Clear all entries from the slow log", slowlog_reset),
+    command!("server", "slowlog|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands", slowlog_help),
+];
+
+/// Arguments a slow-log entry keeps (Redis's `SLOWLOG_ENTRY_MAX_ARGC`).
+const ENTRY_MAX_ARGS: usize = 32;
+/// Bytes an argument keeps (`SLOWLOG_ENTRY_MAX_STRING`).
+const ENTRY_MAX_BYTES: usize = 128;
+
+/// One command's counters (INFO `cmdstat_<name>`).
+#[derive(Debug, Default, Clone, Copy)]
+struct CommandStats {
+    calls: u64,
+    usec: u64,
+    rejected: u64,
+    failed: u64,
+}
+
+/// A slow command, as SLOWLOG GET shows it.
+#[derive(Debug, Clone)]
+struct SlowEntry {
+    id: u64,
+    /// Unix seconds (server clock).
+    at: u64,
+    usec: u64,
+    args: Vec<Bytes>,
+    addr: String,
+    name: Bytes,
+}
+
+/// The server's counters and slow log.
+#[derive(Debug, Default)]
+pub struct Observe {
+    /// By command row (its address), with the row.
+    commands: HashMap<usize, (&'static CommandSpec, CommandStats), foldhash::fast::RandomState>,
+    /// Error replies by their first word (`ERR`, `WRONGTYPE`, ...).
+    errors: BTreeMap<String, u64>,
+    slowlog: VecDeque<SlowEntry>,
+    next_id: u64,
+}
+
+impl Observe {
+    fn stats(&mut self, spec: &'static CommandSpec) -> &mut CommandStats {
+        &mut self
+            .commands
+            .entry(spec as *const CommandSpec as usize)
+            .or_insert((spec, CommandStats::default()))
+            .1
+    }
+
+    /// An error reply sent: counted by its code.
+    fn count_error(&mut self, reply: &Reply) {
+        if let Reply::Error(text) = reply {
+            let code = text.split(' ').next().unwrap_or_default();
+            *self.errors.entry(code.to_string()).or_default() += 1;
+        }
+    }
+
+    /// CONFIG RESETSTAT: the counters (not the slow log) start again.
+    pub fn reset_stats(&mut self) {
+        self.commands.clear();
+        self.errors.clear();
+    }
+
+    /// INFO `commandstats`, by command name.
+    pub fn commandstats(&self) -> String {
+        let mut rows: Vec<(&str, CommandStats)> = self.commands.values().map(|(s, c)| (s.name, *c)).collect();
+        rows.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out = String::from("# Commandstats\r\n");
+        for (name, c) in rows {
+            let per_call = if c.calls == 0 {
+                0.0
+            } else {
+                c.usec as f64 / c.calls as f64
+            };
+            out.push_str(&format!(
+                "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+                c.calls, c.usec, c.rejected, c.failed
+            ));
+        }
+        out
+    }
+
+    /// INFO `errorstats`, by error code.
+    pub fn errorstats(&self) -> String {
+        let mut out = String::from("# Errorstats\r\n");
+        for (code, count) in &self.errors {
+            out.push_str(&format!("errorstat_{code}:count={count}\r\n"));
+        }
+        out
+    }
+}
+
+/// Runs a command the checks let through and records it (see the module
+/// docs). A command queued inside MULTI is not called yet: nothing is
+/// recorded until EXEC runs it.
+#[inline]
+pub fn timed(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
+    if ctx.client.multi.is_some() && !spec.has(TX_CONTROL) {
+        return super::run(ctx, spec, args);
+    }
+    let started = Instant::now();
+    let reply = super::run(ctx, spec, args);
+    record(ctx, spec, args, started.elapsed(), &reply);
+    reply
+}
+
+fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], took: Duration, reply: &Reply) {
+    let usec = took.as_micros().min(u64::MAX as u128) as u64;
+    let observe = &mut ctx.server.observe;
+    let stats = observe.stats(spec);
+    stats.calls += 1;
+    stats.usec += usec;
+    if reply.is_error() {
+        stats.failed += 1;
+        observe.count_error(reply);
+    }
+    let threshold = ctx.server.config.slowlog_log_slower_than;
+    if threshold >= 0 && usec >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
+        log_slow(ctx, spec, args, usec);
+    }
+}
+
+/// A command refused before it ran (`spec` when the command is known).
+pub fn rejected(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: &Reply) {
+    let observe = &mut ctx.server.observe;
+    if let Some(spec) = spec {
+        observe.stats(spec).rejected += 1;
+    }
+    observe.count_error(reply);
+}
+
+/// Appends an entry, dropping the oldest past `slowlog-max-len`.
+fn log_slow(ctx: &mut Ctx, spec: &CommandSpec, args: &[Bytes], usec: u64) {
+    let mut kept: Vec<Bytes> = Vec::with_capacity(args.len().min(ENTRY_MAX_ARGS));
+    for (i, arg) in args.iter().enumerate() {
+        if args.len() > ENTRY_MAX_ARGS && i == ENTRY_MAX_ARGS - 1 {
+            kept.push(Bytes::from(format!(
+                "... ({} more arguments)",
+                args.len() - ENTRY_MAX_ARGS + 1
+            )));
+            break;
+        }
+        if redacted(spec, args, i) {
+            kept.push(Bytes::from_static(b"(redacted)"));
+        } else if arg.len() > ENTRY_MAX_BYTES {
+            let mut s = arg[..ENTRY_MAX_BYTES].to_vec();
+            s.extend_from_slice(format!("... ({} more bytes)", arg.len() - ENTRY_MAX_BYTES).as_bytes());
+            kept.push(Bytes::from(s));
+        } else {
+            kept.push(arg.clone());
+        }
+    }
+    let max = ctx.server.config.slowlog_max_len;
+    let observe = &mut ctx.server.observe;
+    observe.slowlog.push_front(SlowEntry {
+        id: observe.next_id,
+        at: ctx.now / 1000,
+        usec,
+        args: kept,
+        addr: ctx.client.addr.to_string(),
+        name: ctx.client.name.clone().unwrap_or_default(),
+    });
+    observe.next_id += 1;
+    observe.slowlog.truncate(max);
+}
+
+/// Passwords never reach the slow log: AUTH's arguments, and HELLO's after
+/// AUTH (Redis's `redactClientCommandArgument`).
+fn redacted(spec: &CommandSpec, args: &[Bytes], i: usize) -> bool {
+    match spec.name {
+        "auth" => i >= 1,
+        "hello" => args
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case(b"auth"))
+            .is_some_and(|at| i == at + 1 || i == at + 2),
+        _ => false,
+    }
+}
+
+/// SLOWLOG GET [count]: the newest `count` entries (10; -1: all).
+fn slowlog_get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let count = match args.get(2) {
+        None => 10,
+        Some(a) => match crate::store::num::parse_i64(a) {
+            Some(-1) => usize::MAX,
+            Some(n) if n >= 0 => n as usize,
+            _ => return err(errors::SLOWLOG_COUNT),
+        },
+    };
+    if args.len() > 3 {
+        return errors::sub_wrong_args(&args[1], "SLOWLOG");
+    }
+    let entries = ctx
+        .server
+        .observe
+        .slowlog
+        .iter()
+        .take(count)
+        .map(|e| {
+            Reply::Array(vec![
+                Reply::Int(e.id as i64),
+                Reply::Int(e.at as i64),
+                Reply::Int(e.usec as i64),
+                Reply::Array(e.args.iter().cloned().map(Reply::Bulk).collect()),
+                Reply::Bulk(Bytes::from(e.addr.clone())),
+                Reply::Bulk(e.name.clone()),
+            ])
+        })
+        .collect();
+    Reply::Array(entries)
+}
+
+fn slowlog_len(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    Reply::Int(ctx.server.observe.slowlog.len() as i64)
+}
+
+fn slowlog_reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    ctx.server.observe.slowlog.clear();
+    Reply::Ok
+}
+
+fn slowlog_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Prints this help.",
+    ])
+}
