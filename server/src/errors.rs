@@ -342,6 +342,10 @@ pub fn xclaim_option(opt: &[u8]) -> Reply {
 // Functions (`cmd/functions.rs`, `lua/functions.rs`).
 pub const MONITOR_DENY_BLOCKING: &str = "ERR MONITOR isn't allowed for DENY BLOCKING client";
 pub const SLOWLOG_COUNT: &str = "ERR count should be greater than or equal to -1";
+pub const GETKEYS_UNKNOWN_COMMAND: &str = "ERR Invalid command specified";
+pub const GETKEYS_ARITY: &str = "ERR Invalid number of arguments specified for command";
+pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
+pub const GETKEYS_INVALID: &str = "ERR Invalid arguments specified for command";
 pub const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 pub const LIBRARY_METADATA_MISSING: &str = "ERR Missing library metadata";

@@ -135,26 +135,13 @@ impl FaultRule {
             }
         }
         if let Some(pattern) = &self.key {
-            if !command_keys(spec, args).any(|k| glob::matches(pattern, k, false)) {
+            let keys = crate::cmd::command_keys(spec, args).unwrap_or_default();
+            if !keys.iter().any(|k| glob::matches(pattern, k, false)) {
                 return false;
             }
         }
         true
     }
-}
-
-/// The keys of a command by its table row's positions (first, last, step);
-/// commands whose keys move (EVAL, the *MPOP family) show none.
-fn command_keys<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> {
-    let (first, last, step) = spec.keys;
-    let len = args.len() as i32;
-    let last = if last < 0 { len + last } else { last.min(len - 1) };
-    // (0, 0, 0): no keys at fixed places; an empty range then.
-    let (first, step) = if first > 0 && step > 0 { (first, step) } else { (1, 1) };
-    let last = if spec.keys.0 > 0 { last } else { 0 };
-    (first..=last)
-        .step_by(step as usize)
-        .map(move |i| &args[i as usize][..])
 }
 
 /// A rule as listed: its id and counts.

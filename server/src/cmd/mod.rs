@@ -714,6 +714,62 @@ pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (
     (reply, wrote)
 }
 
+/// The keys a command names, as COMMAND GETKEYS lists them and fault rules
+/// match them: the row's fixed positions (first, last, step), or for a
+/// command whose keys move, where its arguments say. `None` when the
+/// arguments cannot name keys (a bad `numkeys`).
+pub fn command_keys<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<Vec<&'a [u8]>> {
+    let n = args.len();
+    // `numkeys` at `at`, the keys right after it.
+    let counted = |at: usize, min: i64| -> Option<Vec<&'a [u8]>> {
+        let count = crate::store::num::parse_i64(args.get(at)?)?;
+        if count < min || count > (n - at - 1) as i64 {
+            return None;
+        }
+        Some(args[at + 1..at + 1 + count as usize].iter().map(|a| &a[..]).collect())
+    };
+    if spec.has(flags::MOVABLEKEYS) {
+        return match spec.name {
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => counted(2, 0),
+            "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => counted(1, 1),
+            "blmpop" | "bzmpop" => counted(2, 1),
+            "zunionstore" | "zinterstore" | "zdiffstore" => {
+                let mut keys = vec![&args.get(1)?[..]];
+                keys.extend(counted(2, 1)?);
+                Some(keys)
+            }
+            "xread" | "xreadgroup" => {
+                let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"))?;
+                let rest = &args[at + 1..];
+                (rest.len() % 2 == 0).then(|| rest[..rest.len() / 2].iter().map(|a| &a[..]).collect())
+            }
+            "sort" | "sort_ro" => {
+                let mut keys = vec![&args.get(1)?[..]];
+                if let Some(at) = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"store")) {
+                    keys.extend(args.get(at + 3).map(|a| &a[..]));
+                }
+                Some(keys)
+            }
+            _ => None,
+        };
+    }
+    let (first, last, step) = spec.keys;
+    if first <= 0 || step <= 0 {
+        return Some(vec![]);
+    }
+    let last = if last < 0 {
+        n as i32 + last
+    } else {
+        last.min(n as i32 - 1)
+    };
+    Some(
+        (first..=last)
+            .step_by(step as usize)
+            .filter_map(|i| args.get(i as usize).map(|a| &a[..]))
+            .collect(),
+    )
+}
+
 /// Argument helpers shared by the families.
 pub mod args {
     use super::*;

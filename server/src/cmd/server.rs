@@ -66,6 +66,7 @@ static COMMAND: &[CommandSpec] = &[
     subcommand!("server", "command|info", -2, LOADING | STALE, acl::CONNECTION, command_info_cmd),
     subcommand!("server", "command|docs", -2, LOADING | STALE, acl::CONNECTION, command_docs),
     subcommand!("server", "command|list", -2, LOADING | STALE, acl::CONNECTION, command_list),
+    subcommand!("server", "command|getkeys", -4, LOADING | STALE, acl::CONNECTION, command_getkeys),
     subcommand!("server", "command|help", 2, LOADING | STALE, acl::CONNECTION, command_help),
 ];
 
@@ -594,11 +595,42 @@ fn command_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Return a list of all commands in this Redis server.",
         "INFO [<command-name> ...]",
         "    Return details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
         "DOCS [<command-name> ...]",
         "    Return documentation details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
+        "GETKEYS <full-command>",
+        "    Return the keys from a full Redis command.",
+        "GETKEYSANDFLAGS <full-command>",
+        "    Return the keys and the access flags from a full Redis command.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ])
+}
+
+/// COMMAND GETKEYS command [arg ...]: the keys the command would touch
+/// ([`super::command_keys`]), with Redis's errors.
+fn command_getkeys(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let target = &args[2..];
+    let spec = match super::resolve(target) {
+        Ok(spec) => spec,
+        Err(super::Unresolved::Unknown(_)) => return err(errors::GETKEYS_UNKNOWN_COMMAND),
+        Err(super::Unresolved::Arity(_)) => return err(errors::GETKEYS_ARITY),
+    };
+    if spec.keys == (0, 0, 0) && !spec.has(MOVABLEKEYS) {
+        return err(errors::GETKEYS_NO_KEYS);
+    }
+    match super::command_keys(spec, target) {
+        Some(keys) if !keys.is_empty() => Reply::Array(
+            keys.into_iter()
+                .map(|k| Reply::Bulk(Bytes::copy_from_slice(k)))
+                .collect(),
+        ),
+        _ if spec.has(NO_MANDATORY_KEYS) => Reply::Array(vec![]),
+        _ => err(errors::GETKEYS_INVALID),
+    }
 }
 
 fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
