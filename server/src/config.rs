@@ -104,6 +104,9 @@ pub struct Config {
     /// and 128.
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
+    /// LATENCY: commands taking at least this many ms are latency events
+    /// (0: off, the default, as Redis).
+    pub latency_monitor_threshold: u64,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
@@ -143,6 +146,7 @@ impl Default for Config {
             stream_node_max_entries: 0,
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
+            latency_monitor_threshold: 0,
             ignored: BTreeMap::new(),
         };
         for d in DIRECTIVES {
@@ -555,7 +559,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("lazyfree-lazy-user-del", "no", Bool, Store::Ignored),
     row("slowlog-log-slower-than", "10000", Int { min: -1, max: LONG }, field!(slowlog_log_slower_than)),
     row("slowlog-max-len", "128", Int { min: 0, max: LONG }, field!(slowlog_max_len)),
-    row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, Store::Ignored),
+    row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, field!(latency_monitor_threshold)),
     row("unixsocket", "", Text, Store::Ignored).immutable(),
     row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
     row("replica-read-only", "yes", Bool, Store::Ignored),

@@ -741,7 +741,9 @@ pub fn command_keys<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<Vec<&'a
             "xread" | "xreadgroup" => {
                 let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"))?;
                 let rest = &args[at + 1..];
-                rest.len().is_multiple_of(2).then(|| rest[..rest.len() / 2].iter().map(|a| &a[..]).collect())
+                rest.len()
+                    .is_multiple_of(2)
+                    .then(|| rest[..rest.len() / 2].iter().map(|a| &a[..]).collect())
             }
             "sort" | "sort_ro" => {
                 let mut keys = vec![&args.get(1)?[..]];

@@ -1,6 +1,8 @@
 //! What tools look at a server with: SLOWLOG (GET, LEN, RESET, HELP, with
-//! `slowlog-log-slower-than` and `slowlog-max-len`), and the per-command
-//! and per-error counters of INFO's `commandstats` and `errorstats`.
+//! `slowlog-log-slower-than` and `slowlog-max-len`), LATENCY (LATEST,
+//! HISTORY, RESET, HELP, with `latency-monitor-threshold`: the `command`
+//! and `fast-command` events), and the per-command and per-error counters
+//! of INFO's `commandstats` and `errorstats`.
 //!
 //! [`timed`] runs every command a client sends (EXEC's commands one by
 //! one; a script's `redis.call`s are part of its EVAL, as in Redis) and
@@ -21,7 +23,27 @@ use crate::protocol::Reply;
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
     command!("server", "slowlog", -2, 0, 0, (0, 0, 0), "A container for slow log commands", super::container, SLOWLOG),
+    command!("server", "latency", -2, 0, 0, (0, 0, 0), "A container for latency diagnostics commands", super::container, LATENCY),
 ];
+
+#[rustfmt::skip]
+static LATENCY: &[CommandSpec] = &[
+    command!("server", "latency|latest", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the latest latency samples for all events.", latency_latest),
+    command!("server", "latency|history", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return timestamp-latency samples for the event.", latency_history),
+    command!("server", "latency|reset", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Reset latency data for one or more events.", latency_reset),
+    command!("server", "latency|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands.", latency_help),
+];
+
+/// Samples a latency event keeps (Redis's `LATENCY_TS_LEN`).
+const LATENCY_SAMPLES: usize = 160;
+
+/// One latency event's samples: (unix seconds, ms), newest last, and the
+/// greatest ever.
+#[derive(Debug, Default)]
+struct LatencyEvent {
+    samples: VecDeque<(u64, u64)>,
+    max: u64,
+}
 
 #[rustfmt::skip]
 static SLOWLOG: &[CommandSpec] = &[
@@ -66,9 +88,27 @@ pub struct Observe {
     errors: BTreeMap<String, u64>,
     slowlog: VecDeque<SlowEntry>,
     next_id: u64,
+    /// Latency events by name.
+    latency: BTreeMap<&'static str, LatencyEvent>,
 }
 
 impl Observe {
+    /// A latency sample of `ms` at unix second `at` (Redis's
+    /// `latencyAddSample`: one sample per second, the greatest).
+    fn latency_sample(&mut self, event: &'static str, at: u64, ms: u64) {
+        let e = self.latency.entry(event).or_default();
+        e.max = e.max.max(ms);
+        match e.samples.back_mut() {
+            Some((t, m)) if *t == at => *m = (*m).max(ms),
+            _ => {
+                e.samples.push_back((at, ms));
+                if e.samples.len() > LATENCY_SAMPLES {
+                    e.samples.pop_front();
+                }
+            }
+        }
+    }
+
     fn stats(&mut self, spec: &'static CommandSpec) -> &mut CommandStats {
         &mut self
             .commands
@@ -147,6 +187,11 @@ fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], took: Durat
     let threshold = ctx.server.config.slowlog_log_slower_than;
     if threshold >= 0 && usec >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
         log_slow(ctx, spec, args, usec);
+    }
+    let latency = ctx.server.config.latency_monitor_threshold;
+    if latency > 0 && usec / 1000 >= latency {
+        let event = if spec.has(FAST) { "fast-command" } else { "command" };
+        ctx.server.observe.latency_sample(event, ctx.now / 1000, usec / 1000);
     }
 }
 
@@ -261,6 +306,79 @@ fn slowlog_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Return the length of the slowlog.",
         "RESET",
         "    Reset the slowlog.",
+        "HELP",
+        "    Prints this help.",
+    ])
+}
+
+/// LATENCY LATEST: per event, [name, last sample's time, its ms, the max].
+fn latency_latest(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let events = ctx
+        .server
+        .observe
+        .latency
+        .iter()
+        .filter_map(|(name, e)| {
+            let &(at, ms) = e.samples.back()?;
+            Some(Reply::Array(vec![
+                Reply::Bulk(Bytes::from_static(name.as_bytes())),
+                Reply::Int(at as i64),
+                Reply::Int(ms as i64),
+                Reply::Int(e.max as i64),
+            ]))
+        })
+        .collect();
+    Reply::Array(events)
+}
+
+/// LATENCY HISTORY event: its samples, oldest first.
+fn latency_history(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let samples = ctx
+        .server
+        .observe
+        .latency
+        .iter()
+        .find(|(name, _)| name.as_bytes() == args[2].as_ref())
+        .map(|(_, e)| {
+            e.samples
+                .iter()
+                .map(|&(at, ms)| Reply::Array(vec![Reply::Int(at as i64), Reply::Int(ms as i64)]))
+                .collect()
+        })
+        .unwrap_or_default();
+    Reply::Array(samples)
+}
+
+/// LATENCY RESET [event ...]: how many events were reset.
+fn latency_reset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let latency = &mut ctx.server.observe.latency;
+    if args.len() == 2 {
+        let n = latency.len();
+        latency.clear();
+        return Reply::Int(n as i64);
+    }
+    let before = latency.len();
+    latency.retain(|name, _| !args[2..].iter().any(|a| a.as_ref() == name.as_bytes()));
+    Reply::Int((before - latency.len()) as i64)
+}
+
+fn latency_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return a human readable latency analysis report.",
+        "GRAPH <event>",
+        "    Return an ASCII latency graph for the <event> class.",
+        "HISTORY <event>",
+        "    Return time-latency samples for the <event> class.",
+        "LATEST",
+        "    Return the latest latency samples for all events.",
+        "RESET [<event> ...]",
+        "    Reset latency data of one or more <event> classes.",
+        "    (default: reset all data for all event classes)",
+        "HISTOGRAM [COMMAND ...]",
+        "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+        "    If no commands are specified then all histograms are replied.",
         "HELP",
         "    Prints this help.",
     ])
