@@ -42,6 +42,48 @@ pub struct Stats {
     pub rejected_connections: u64,
 }
 
+/// Samples a rate keeps, as Redis's `STATS_METRIC_SAMPLES`.
+const RATE_SAMPLES: usize = 16;
+
+/// INFO's instantaneous rates (ops/sec, input and output bytes/sec): the
+/// average of the last samples, each the change of a counter over the real
+/// time since the one before (Redis's `trackInstantaneousMetric`).
+#[derive(Debug, Default)]
+pub struct Rates {
+    last: Option<(std::time::Instant, [u64; 3])>,
+    samples: std::collections::VecDeque<[f64; 3]>,
+}
+
+impl Rates {
+    /// Takes a sample of `[commands, bytes in, bytes out]` so far.
+    pub fn sample(&mut self, totals: [u64; 3]) {
+        let now = std::time::Instant::now();
+        if let Some((at, before)) = self.last {
+            let secs = now.duration_since(at).as_secs_f64();
+            if secs > 0.0 {
+                let rate = |i: usize| totals[i].saturating_sub(before[i]) as f64 / secs;
+                self.samples.push_back([rate(0), rate(1), rate(2)]);
+                if self.samples.len() > RATE_SAMPLES {
+                    self.samples.pop_front();
+                }
+            }
+        }
+        self.last = Some((now, totals));
+    }
+
+    /// The average per second of `[commands, bytes in, bytes out]`.
+    pub fn per_second(&self) -> [f64; 3] {
+        let n = self.samples.len().max(1) as f64;
+        let mut sum = [0.0; 3];
+        for s in &self.samples {
+            for i in 0..3 {
+                sum[i] += s[i];
+            }
+        }
+        sum.map(|v| v / n)
+    }
+}
+
 /// Settings and counters the connection tasks read without asking the
 /// engine lock (the engine updates them when CONFIG SET changes a setting).
 #[derive(Debug, Default)]
@@ -58,6 +100,12 @@ pub struct Shared {
     pub connected: AtomicUsize,
     /// Connections refused at maxclients.
     pub rejected: AtomicU64,
+    /// Bytes read from and written to clients, and the reads and writes
+    /// (INFO `total_net_input_bytes`, `total_reads_processed`, ...).
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub reads_processed: AtomicU64,
+    pub writes_processed: AtomicU64,
     /// The running script's start, kill flag and busy threshold.
     pub script: Arc<ScriptState>,
     /// Wakes the server's timer task when a client blocks with a deadline
@@ -147,6 +195,8 @@ pub struct ServerState {
     pub pubsub: cmd::pubsub::PubSub,
     /// Per-command and per-error counters and the slow log.
     pub observe: cmd::observe::Observe,
+    /// INFO's instantaneous rates, sampled by the expiry task.
+    pub rates: Rates,
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).
@@ -233,6 +283,7 @@ impl Engine {
                 port,
                 pubsub: Default::default(),
                 observe: Default::default(),
+                rates: Rates::default(),
                 monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,
@@ -336,6 +387,17 @@ impl Engine {
         self.expire_blocked();
         while self.active_expire_step() {}
         self.close_idle_clients();
+    }
+
+    /// Samples INFO's instantaneous rates (every expiry tick).
+    pub fn sample_rates(&mut self) {
+        let shared = &self.state.shared;
+        let totals = [
+            self.state.stats.total_commands_processed,
+            shared.net_input_bytes.load(Ordering::Relaxed),
+            shared.net_output_bytes.load(Ordering::Relaxed),
+        ];
+        self.state.rates.sample(totals);
     }
 
     /// Closes the clients idle for longer than `timeout` seconds on the

@@ -164,6 +164,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
         }
         if let Some(mut e) = engine.try_lock() {
             e.close_idle_clients();
+            e.sample_rates();
         }
     }
 }
@@ -410,7 +411,7 @@ async fn serve_connection(
                 wake = woken(signal, outbox, false) => match wake {
                     Woken::Ended => return Ok(()),
                     Woken::Messages | Woken::Unblocked => {
-                        write_messages(socket, outbox, signal).await?;
+                        write_messages(socket, outbox, signal, shared).await?;
                         continue;
                     }
                 },
@@ -420,6 +421,8 @@ async fn serve_connection(
             if read == 0 {
                 return Ok(());
             }
+            shared.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
+            shared.reads_processed.fetch_add(1, Ordering::Relaxed);
             continue;
         }
         while !requests.is_empty() || protocol_error.is_some() {
@@ -466,6 +469,8 @@ async fn serve_connection(
                 Some(r) => r?,
                 None => return Ok(()),
             }
+            shared.net_output_bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
+            shared.writes_processed.fetch_add(1, Ordering::Relaxed);
             if end.close {
                 let _ = socket.shutdown().await;
                 return Ok(());
@@ -678,10 +683,10 @@ async fn wait_unblocked(
         };
         match wake {
             Woken::Ended => return Ok(false),
-            Woken::Messages => write_messages(socket, outbox, signal).await?,
+            Woken::Messages => write_messages(socket, outbox, signal, shared).await?,
             Woken::Unblocked => {
                 if outbox.has_messages() {
-                    write_messages(socket, outbox, signal).await?;
+                    write_messages(socket, outbox, signal, shared).await?;
                 }
                 return Ok(true);
             }
@@ -692,7 +697,12 @@ async fn wait_unblocked(
 /// Writes every message waiting in `outbox` with one write. A subscriber
 /// that stops reading blocks this write; its output limit (which closes the
 /// signal) or shutdown still ends it.
-async fn write_messages(socket: &mut TcpStream, outbox: &Outbox, signal: &ConnSignal) -> io::Result<()> {
+async fn write_messages(
+    socket: &mut TcpStream,
+    outbox: &Outbox,
+    signal: &ConnSignal,
+    shared: &Shared,
+) -> io::Result<()> {
     let messages = outbox.take();
     let mut batch = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());
     for message in &messages {
@@ -703,6 +713,8 @@ async fn write_messages(socket: &mut TcpStream, outbox: &Outbox, signal: &ConnSi
         _ = signal.ended() => return Err(io::Error::other("closed while writing messages")),
     }
     outbox.written(batch.len());
+    shared.net_output_bytes.fetch_add(batch.len() as u64, Ordering::Relaxed);
+    shared.writes_processed.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 

@@ -891,21 +891,33 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     if want("stats") {
         let expired: u64 = ctx.dbs.iter().map(|d| d.expired_count).sum();
         let st = &s.stats;
+        let rates = s.rates.per_second();
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         parts.push(format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntotal_error_replies:{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:0\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:0\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\ntracking_total_prefixes:0\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
             st.total_connections_received,
             st.total_commands_processed,
-            st.rejected_connections + s.shared.rejected.load(std::sync::atomic::Ordering::Relaxed),
+            rates[0].round() as u64,
+            load(&s.shared.net_input_bytes),
+            load(&s.shared.net_output_bytes),
+            rates[1] / 1024.0,
+            rates[2] / 1024.0,
+            st.rejected_connections + load(&s.shared.rejected),
             expired,
             st.keyspace_hits,
             st.keyspace_misses,
             s.pubsub.channel_count(),
             s.pubsub.numpat(),
-            st.total_error_replies
+            st.total_error_replies,
+            load(&s.shared.reads_processed),
+            load(&s.shared.writes_processed),
         ));
     }
     if want("replication") {
         parts.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n".to_string());
+    }
+    if want("cpu") {
+        parts.push(cpu_section());
     }
     // Redis prints errorstats by default, commandstats only when asked for
     // by name or with `all` / `everything`.
@@ -967,6 +979,23 @@ fn human_bytes(n: u64) -> String {
     } else {
         format!("{n}B")
     }
+}
+
+/// INFO `cpu`: the process's user and system CPU time (getrusage). coordis
+/// forks no children, and its threads share the work, so the main-thread
+/// fields give the process's figures.
+fn cpu_section() -> String {
+    // SAFETY: getrusage fills the struct it is given; zeroed is a valid start.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let (sys, user) = (secs(usage.ru_stime), secs(usage.ru_utime));
+    format!(
+        "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:{sys:.6}\r\nused_cpu_user_main_thread:{user:.6}\r\n"
+    )
 }
 
 /// MONITOR: from now on the connection receives every command the server
