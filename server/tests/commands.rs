@@ -165,3 +165,47 @@ fn command_info_of_subcommands_matches_redis() {
         assert_eq!(ours.command(args).unwrap(), theirs.command(args).unwrap(), "{args:?}");
     }
 }
+
+/// INFO lists the sections Redis 7.0.15 lists, in its order, for the
+/// default, `everything`, and sections named together; and each section
+/// has the fields Redis prints (values aside).
+#[test]
+fn info_sections_and_fields_match_redis() {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    let layout = |addr, args: &[&str]| -> Vec<String> {
+        let mut c = RawClient::connect(addr).unwrap();
+        c.command(&["SET", "k", "v"]).unwrap();
+        let mut cmd = vec!["INFO"];
+        cmd.extend_from_slice(args);
+        let text = String::from_utf8(c.command(&cmd).unwrap()).unwrap();
+        text.split("\r\n")
+            .filter(|l| l.starts_with('#') || l.contains(':'))
+            // Fields by name; the per-command rows depend on what ran.
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .filter(|f| {
+                !f.starts_with("cmdstat_")
+                    && !f.starts_with("latency_percentiles_usec_")
+                    && !f.starts_with("errorstat_")
+            })
+            .collect()
+    };
+    for args in [
+        &[][..],
+        &["everything"],
+        &["default"],
+        &["stats", "cpu"],
+        &["commandstats", "errorstats", "latencystats"],
+    ] {
+        let theirs = layout(redis.addr(), args);
+        let ours = layout(coordis.addr(), args);
+        let sections = |v: &[String]| v.iter().filter(|l| l.starts_with('#')).cloned().collect::<Vec<_>>();
+        assert_eq!(sections(&ours), sections(&theirs), "INFO {args:?}");
+        // The stats and cpu sections: every field Redis prints, in its order.
+        if args == ["stats", "cpu"] {
+            assert_eq!(ours, theirs, "INFO stats cpu fields");
+        }
+    }
+}

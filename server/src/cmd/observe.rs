@@ -2,7 +2,7 @@
 //! `slowlog-log-slower-than` and `slowlog-max-len`), LATENCY (LATEST,
 //! HISTORY, RESET, HELP, with `latency-monitor-threshold`: the `command`
 //! and `fast-command` events), and the per-command and per-error counters
-//! of INFO's `commandstats` and `errorstats`.
+//! of INFO's `commandstats`, `errorstats` and `latencystats`.
 //!
 //! [`timed`] runs every command a client sends (EXEC's commands one by
 //! one; a script's `redis.call`s are part of its EVAL, as in Redis) and
@@ -58,13 +58,68 @@ const ENTRY_MAX_ARGS: usize = 32;
 /// Bytes an argument keeps (`SLOWLOG_ENTRY_MAX_STRING`).
 const ENTRY_MAX_BYTES: usize = 128;
 
-/// One command's counters (INFO `cmdstat_<name>`).
-#[derive(Debug, Default, Clone, Copy)]
+/// One command's counters (INFO `cmdstat_<name>`) and latency histogram
+/// (`latency_percentiles_usec_<name>`).
+#[derive(Debug, Default, Clone)]
 struct CommandStats {
     calls: u64,
     usec: u64,
     rejected: u64,
     failed: u64,
+    latency: Histogram,
+}
+
+/// Latencies in ns in the buckets of an HDR histogram of 2 significant
+/// digits (256 sub-buckets), as Redis keeps per command: values below 256
+/// exact, above that each power of two split in 128, so a value reads back
+/// as the highest one its bucket holds (7,000 ns as 7,007), which is what
+/// Redis prints.
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    counts: Vec<u32>,
+    total: u64,
+}
+
+impl Histogram {
+    fn index(ns: u64) -> usize {
+        if ns < 256 {
+            return ns as usize;
+        }
+        let bucket = 63 - ns.leading_zeros() as usize - 7;
+        256 + (bucket - 1) * 128 + ((ns >> bucket) as usize - 128)
+    }
+
+    /// The highest value the bucket at `index` holds.
+    fn highest(index: usize) -> u64 {
+        if index < 256 {
+            return index as u64;
+        }
+        let bucket = (index - 256) / 128 + 1;
+        let sub = ((index - 256) % 128 + 128) as u64;
+        ((sub + 1) << bucket) - 1
+    }
+
+    fn record(&mut self, ns: u64) {
+        let i = Self::index(ns);
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] = self.counts[i].saturating_add(1);
+        self.total += 1;
+    }
+
+    /// The value at percentile `p` (HDR's `value_at_percentile`).
+    fn at_percentile(&self, p: f64) -> u64 {
+        let wanted = ((p / 100.0 * self.total as f64) + 0.5).max(1.0) as u64;
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c as u64;
+            if seen >= wanted {
+                return Self::highest(i);
+            }
+        }
+        0
+    }
 }
 
 /// A slow command, as SLOWLOG GET shows it.
@@ -133,7 +188,7 @@ impl Observe {
 
     /// INFO `commandstats`, by command name.
     pub fn commandstats(&self) -> String {
-        let mut rows: Vec<(&str, CommandStats)> = self.commands.values().map(|(s, c)| (s.name, *c)).collect();
+        let mut rows: Vec<(&str, &CommandStats)> = self.commands.values().map(|(s, c)| (s.name, c)).collect();
         rows.sort_by(|a, b| a.0.cmp(b.0));
         let mut out = String::from("# Commandstats\r\n");
         for (name, c) in rows {
@@ -145,6 +200,28 @@ impl Observe {
             out.push_str(&format!(
                 "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
                 c.calls, c.usec, c.rejected, c.failed
+            ));
+        }
+        out
+    }
+
+    /// INFO `latencystats`: each command's p50, p99 and p99.9 in µs.
+    pub fn latencystats(&self) -> String {
+        let mut rows: Vec<(&str, &Histogram)> = self
+            .commands
+            .values()
+            .filter(|(_, c)| c.latency.total > 0)
+            .map(|(s, c)| (s.name, &c.latency))
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out = String::from("# Latencystats\r\n");
+        for (name, h) in rows {
+            let at = |p: f64| h.at_percentile(p) as f64 / 1000.0;
+            out.push_str(&format!(
+                "latency_percentiles_usec_{name}:p50={:.3},p99={:.3},p99.9={:.3}\r\n",
+                at(50.0),
+                at(99.0),
+                at(99.9)
             ));
         }
         out
@@ -180,6 +257,8 @@ fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], took: Durat
     let stats = observe.stats(spec);
     stats.calls += 1;
     stats.usec += usec;
+    // Redis times in µs and records ns: µs × 1000.
+    stats.latency.record(usec.saturating_mul(1000));
     if reply.is_error() {
         stats.failed += 1;
         observe.count_error(reply);
@@ -382,4 +461,32 @@ fn latency_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "HELP",
         "    Prints this help.",
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Histogram;
+
+    #[test]
+    fn histogram_values_read_back_as_redis_prints_them() {
+        // INFO latencystats of Redis 7.0.15: 3 µs as 3.007, 7 µs as 7.007,
+        // 12 µs as 12.031.
+        for (ns, shown) in [
+            (3000, 3007),
+            (7000, 7007),
+            (12000, 12031),
+            (200, 200),
+            (1_000_000, 1_003_519),
+        ] {
+            let mut h = Histogram::default();
+            h.record(ns);
+            assert_eq!(h.at_percentile(50.0), shown, "{ns}");
+        }
+        let mut h = Histogram::default();
+        for ns in [5000, 6000, 6000, 100_000] {
+            h.record(ns);
+        }
+        assert_eq!(h.at_percentile(50.0), 6015);
+        assert_eq!(h.at_percentile(99.0), 100_351);
+    }
 }

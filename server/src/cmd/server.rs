@@ -919,14 +919,23 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     if want("cpu") {
         parts.push(cpu_section());
     }
-    // Redis prints errorstats by default, commandstats only when asked for
-    // by name or with `all` / `everything`.
+    if want("modules") {
+        parts.push("# Modules\r\n".to_string());
+    }
+    // Redis prints errorstats by default, commandstats and latencystats only
+    // when asked for by name or with `all` / `everything`.
     let named_or_all = |name: &str| sections.iter().any(|s| s == name || s == "all" || s == "everything");
     if named_or_all("commandstats") {
         parts.push(ctx.server.observe.commandstats());
     }
     if want("errorstats") {
         parts.push(ctx.server.observe.errorstats());
+    }
+    if named_or_all("latencystats") {
+        parts.push(ctx.server.observe.latencystats());
+    }
+    if want("cluster") {
+        parts.push("# Cluster\r\ncluster_enabled:0\r\n".to_string());
     }
     if want("keyspace") {
         let mut text = String::from("# Keyspace\r\n");
