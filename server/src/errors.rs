@@ -346,6 +346,7 @@ pub const GETKEYS_UNKNOWN_COMMAND: &str = "ERR Invalid command specified";
 pub const GETKEYS_ARITY: &str = "ERR Invalid number of arguments specified for command";
 pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
 pub const GETKEYS_INVALID: &str = "ERR Invalid arguments specified for command";
+pub const NOT_C_INT: &str = "ERR value is out of range, value must between -2147483648 and 2147483647";
 pub const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 pub const LIBRARY_METADATA_MISSING: &str = "ERR Missing library metadata";

@@ -76,6 +76,7 @@ pub mod testing;
 pub mod internals {
     pub use crate::cmd::all as commands;
     pub use crate::cmd::flags;
+    pub use crate::cmd::CommandSpec;
     pub use crate::errors::DENIED;
     pub use crate::lua::{sha1_hex, ScriptState, Scripting};
     pub use crate::protocol::{ProtocolLimits, Reply, RequestParser};

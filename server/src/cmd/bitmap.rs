@@ -180,14 +180,16 @@ fn range_args(args: &[Bytes], at: usize) -> Result<RangeArgs, Reply> {
     Ok(r)
 }
 
+/// BITCOUNT key [start end [BYTE|BIT]]: the key is looked up (0 when
+/// absent, WRONGTYPE) before the range is read, as in Redis 7.0.
 fn bitcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() == 3 {
-        return err(errors::SYNTAX);
-    }
-    let r = tri!(range_args(args, 2));
     let Some(bytes) = tri!(ctx.get_str(&args[1])) else {
         return Reply::Int(0);
     };
+    if !matches!(args.len(), 2 | 4 | 5) {
+        return err(errors::SYNTAX);
+    }
+    let r = tri!(range_args(args, 2));
     let (first, last) = match bit_range(bytes.len(), r.start, r.end.unwrap_or(-1), r.bits) {
         Some(range) => range,
         None => return Reply::Int(0),
@@ -202,10 +204,11 @@ fn bitpos(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         _ if num::parse_i64(&args[2]).is_none() => return err(errors::NOT_INTEGER),
         _ => return err(errors::BIT_ARGUMENT),
     };
-    let r = tri!(range_args(args, 3));
+    // The bit first, then the key (absent: no range read), then the range.
     let Some(bytes) = tri!(ctx.get_str(&args[1])) else {
         return Reply::Int(if target == 1 { -1 } else { 0 });
     };
+    let r = tri!(range_args(args, 3));
     let Some((first, last)) = bit_range(bytes.len(), r.start, r.end.unwrap_or(-1), r.bits) else {
         return Reply::Int(-1);
     };

@@ -200,21 +200,25 @@ fn lrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
+/// LINDEX key index: the key is looked up before the index is read.
 fn lindex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let Some(l) = tri!(ctx.read_as(&args[1], pick)) else {
+        return Reply::Nil;
+    };
     let i = tri!(int(&args[2]));
-    let l = tri!(ctx.read_as(&args[1], pick));
-    match l.and_then(|l| index(l.len(), i).and_then(|i| l.get(i))) {
+    match index(l.len(), i).and_then(|i| l.get(i)) {
         Some(v) => bulk(v),
         None => Reply::Nil,
     }
 }
 
+/// LSET key index element: the key is looked up before the index is read.
 fn lset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let i = tri!(int(&args[2]));
     let key = &args[1];
     let Some(l) = tri!(ctx.write_as(key, pick_mut)) else {
         return err(errors::NO_SUCH_KEY);
     };
+    let i = tri!(int(&args[2]));
     let Some(i) = index(l.len(), i) else {
         return err(errors::INDEX_OUT_OF_RANGE);
     };
@@ -305,10 +309,18 @@ fn lpos(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let (mut rank, mut count, mut maxlen) = (1i64, None, 0usize);
     let mut i = 3;
     while i < args.len() {
-        if i + 1 >= args.len() {
+        // The option is recognised before its value is read.
+        if i + 1 >= args.len() || !["rank", "count", "maxlen"].iter().any(|o| is(&args[i], o)) {
             return err(errors::SYNTAX);
         }
-        let n = tri!(int(&args[i + 1]));
+        // COUNT and MAXLEN word a non-number as a negative one (Redis's
+        // getPositiveLongFromObjectOrReply with their message).
+        let n = match crate::store::num::parse_i64(&args[i + 1]) {
+            Some(n) => n,
+            None if is(&args[i], "count") => return err(errors::COUNT_NEGATIVE),
+            None if is(&args[i], "maxlen") => return err(errors::MAXLEN_NEGATIVE),
+            None => return err(errors::NOT_INTEGER),
+        };
         if is(&args[i], "rank") {
             if n == 0 {
                 return err(errors::RANK_ZERO);

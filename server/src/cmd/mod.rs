@@ -817,8 +817,13 @@ pub mod args {
     }
 
     /// A database index argument (SELECT, SWAPDB, COPY ... DB).
+    /// A database index as Redis reads one (`getIntFromObjectOrReply`): an
+    /// integer, within a C int, then within the databases.
     pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Reply> {
         let n = int(arg)?;
+        if i32::try_from(n).is_err() {
+            return Err(errors::err(errors::NOT_C_INT));
+        }
         if n < 0 || n as u64 >= databases as u64 {
             return Err(errors::err(errors::DB_OUT_OF_RANGE));
         }

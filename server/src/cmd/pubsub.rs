@@ -36,6 +36,8 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
     subcommand!("pubsub", "pubsub|channels", -2, PUBSUB | LOADING | STALE, 0, pubsub_channels),
     subcommand!("pubsub", "pubsub|numsub", -2, PUBSUB | LOADING | STALE, 0, pubsub_numsub),
     subcommand!("pubsub", "pubsub|numpat", 2, PUBSUB | LOADING | STALE, 0, pubsub_numpat),
+    subcommand!("pubsub", "pubsub|shardchannels", -2, PUBSUB | LOADING | STALE, 0, pubsub_shardchannels),
+    subcommand!("pubsub", "pubsub|shardnumsub", -2, PUBSUB | LOADING | STALE, 0, pubsub_shardnumsub),
     subcommand!("pubsub", "pubsub|help", 2, LOADING | STALE, 0, pubsub_help),
 ];
 
@@ -292,9 +294,33 @@ fn pubsub_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "NUMSUB [<channel> ...]",
         "    Return the number of subscribers for the specified channels, excluding",
         "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ])
+}
+
+/// PUBSUB SHARDCHANNELS [pattern]: coordis has no sharded pub/sub (no
+/// SSUBSCRIBE), so no shard channel is ever active.
+fn pubsub_shardchannels(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() > 3 {
+        return errors::sub_wrong_args(&args[1], "PUBSUB");
+    }
+    Reply::Array(vec![])
+}
+
+/// PUBSUB SHARDNUMSUB [channel ...]: each channel with 0 subscribers (see
+/// [`pubsub_shardchannels`]).
+fn pubsub_shardnumsub(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    Reply::Array(
+        args[2..]
+            .iter()
+            .flat_map(|c| [Reply::Bulk(c.clone()), Reply::Int(0)])
+            .collect(),
+    )
 }
 
 /// PING while subscribed in RESP2: `["pong", message]`.

@@ -136,13 +136,15 @@ fn eval_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
 
 fn evalsha_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     feed_monitors_first(ctx, args);
-    let (keys, argv) = tri!(keys_and_args(args, errors::NOT_INTEGER));
     // The cache is keyed by lower-case SHA1 hex; `Scripting::run` finds an
-    // upper-case one too, and answers None (NOSCRIPT) for anything else.
-    match std::str::from_utf8(&args[1]) {
-        Ok(sha) if sha.len() == 40 => run(ctx, sha, keys, argv, read_only),
-        _ => err(errors::NOSCRIPT),
-    }
+    // upper-case one too, and answers None (NOSCRIPT) for anything else. A
+    // SHA of the wrong length is NOSCRIPT before `numkeys` is read.
+    let sha = match std::str::from_utf8(&args[1]) {
+        Ok(sha) if sha.len() == 40 => sha,
+        _ => return err(errors::NOSCRIPT),
+    };
+    let (keys, argv) = tri!(keys_and_args(args, errors::NOT_INTEGER));
+    run(ctx, sha, keys, argv, read_only)
 }
 
 fn eval(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

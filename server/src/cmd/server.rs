@@ -768,10 +768,12 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let Some(a) = num::parse_i64(&args[1]) else {
+    // Each index must be a C int (Redis's getIntFromObject).
+    let int = |a: &[u8]| num::parse_i64(a).filter(|n| i32::try_from(*n).is_ok());
+    let Some(a) = int(&args[1]) else {
         return err(errors::INVALID_FIRST_DB);
     };
-    let Some(b) = num::parse_i64(&args[2]) else {
+    let Some(b) = int(&args[2]) else {
         return err(errors::INVALID_SECOND_DB);
     };
     let n = ctx.dbs.len() as i64;
