@@ -209,3 +209,59 @@ fn info_sections_and_fields_match_redis() {
         }
     }
 }
+
+/// COMMAND LIST, with and without FILTERBY, lists what Redis lists (commands
+/// and subcommands), among the commands coordis has; COMMAND DOCS of a
+/// container lists its subcommands.
+#[test]
+fn command_list_filters_and_docs_match_redis() {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    let list = |addr, args: &[&str]| -> Vec<String> {
+        let mut c = RawClient::connect(addr).unwrap();
+        let mut cmd = vec!["COMMAND", "LIST"];
+        cmd.extend_from_slice(args);
+        let reply = String::from_utf8(c.command(&cmd).unwrap()).unwrap();
+        let mut names: Vec<String> = reply
+            .split("\r\n")
+            .filter(|l| !l.is_empty() && !l.starts_with('*') && !l.starts_with('$'))
+            .map(String::from)
+            .collect();
+        names.sort();
+        names
+    };
+    let ours_all = list(coordis.addr(), &[]);
+    assert!(
+        ours_all.contains(&"xgroup|create".to_string()),
+        "subcommands are listed"
+    );
+    for filter in [
+        &[][..],
+        &["FILTERBY", "ACLCAT", "write"],
+        &["FILTERBY", "ACLCAT", "Stream"],
+        &["FILTERBY", "ACLCAT", "dangerous"],
+        &["FILTERBY", "PATTERN", "x*"],
+        &["FILTERBY", "PATTERN", "client|*"],
+        &["FILTERBY", "MODULE", "redisjson"],
+        &["FILTERBY", "ACLCAT", "nosuchcategory"],
+    ] {
+        let theirs: Vec<String> = list(redis.addr(), filter)
+            .into_iter()
+            .filter(|n| ours_all.contains(n))
+            .collect();
+        // coordis's own COORDIS.* family is not Redis's to list.
+        let ours: Vec<String> = list(coordis.addr(), filter)
+            .into_iter()
+            .filter(|n| !n.starts_with("coordis."))
+            .collect();
+        assert_eq!(ours, theirs, "COMMAND LIST {filter:?}");
+    }
+    let mut c = RawClient::connect(coordis.addr()).unwrap();
+    let docs = String::from_utf8(c.command(&["COMMAND", "DOCS", "xinfo"]).unwrap()).unwrap();
+    assert!(
+        docs.contains("subcommands") && docs.contains("xinfo|consumers"),
+        "{docs}"
+    );
+}

@@ -547,41 +547,58 @@ fn command_docs(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     } else {
         args[2..].iter().filter_map(|n| super::lookup(n)).collect()
     };
-    Reply::Map(
-        specs
-            .into_iter()
-            .map(|c| {
-                (
-                    Reply::bulk(c.name),
-                    Reply::Map(vec![
-                        (Reply::bulk("summary"), Reply::bulk(c.summary)),
-                        (Reply::bulk("group"), Reply::bulk(c.group)),
-                    ]),
-                )
-            })
-            .collect(),
-    )
+    Reply::Map(specs.into_iter().map(|c| (Reply::bulk(c.name), docs_of(c))).collect())
 }
 
-fn command_list(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() > 2 {
-        // FILTERBY MODULE|ACLCAT|PATTERN
-        if args.len() != 5 || !is(&args[2], "filterby") {
-            return err(errors::SYNTAX);
-        }
-        let value = &args[4];
-        let keep = |c: &&CommandSpec| {
-            if is(&args[3], "pattern") {
-                glob::matches(value, c.name.as_bytes(), true)
-            } else if is(&args[3], "aclcat") {
-                value.eq_ignore_ascii_case(c.group.as_bytes())
-            } else {
-                false
-            }
-        };
-        return Reply::Array(super::all().filter(keep).map(|c| Reply::bulk(c.name)).collect());
+/// A command's COMMAND DOCS entry: its summary and group, and a container's
+/// subcommands with theirs, as Redis 7 lists them.
+fn docs_of(c: &CommandSpec) -> Reply {
+    let mut fields = vec![
+        (Reply::bulk("summary"), Reply::bulk(c.summary)),
+        (Reply::bulk("group"), Reply::bulk(c.group)),
+    ];
+    if !c.subcommands.is_empty() {
+        let subs = c
+            .subcommands
+            .iter()
+            .map(|s| (Reply::bulk(s.name), docs_of(s)))
+            .collect();
+        fields.push((Reply::bulk("subcommands"), Reply::Map(subs)));
     }
-    Reply::Array(super::all().map(|c| Reply::bulk(c.name)).collect())
+    Reply::Map(fields)
+}
+
+/// Every command and subcommand row, each container followed by its
+/// subcommands (COMMAND LIST lists both, as Redis 7 does).
+fn every_row() -> impl Iterator<Item = &'static CommandSpec> {
+    super::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]:
+/// commands and subcommands; no core command is in a module.
+fn command_list(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let names = |keep: &dyn Fn(&CommandSpec) -> bool| {
+        Reply::Array(every_row().filter(|c| keep(c)).map(|c| Reply::bulk(c.name)).collect())
+    };
+    if args.len() == 2 {
+        return names(&|_| true);
+    }
+    if args.len() != 5 || !is(&args[2], "filterby") {
+        return err(errors::SYNTAX);
+    }
+    let value = &args[4];
+    if is(&args[3], "pattern") {
+        names(&|c| glob::matches(value, c.name.as_bytes(), true))
+    } else if is(&args[3], "aclcat") {
+        names(&|c| {
+            c.categories()
+                .any(|cat| cat.as_bytes()[1..].eq_ignore_ascii_case(value))
+        })
+    } else if is(&args[3], "module") {
+        names(&|_| false)
+    } else {
+        err(errors::SYNTAX)
+    }
 }
 
 fn command_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
