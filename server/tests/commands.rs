@@ -98,7 +98,9 @@ fn command_info_matches_redis_for_every_command() {
         // coordis's own namespace (the test-control commands) has no
         // counterpart in Redis.
         if name.starts_with("coordis.") {
-            own.push(name.clone());
+            if !name.contains('|') {
+                own.push(name.clone());
+            }
             continue;
         }
         let (a, b) = (info(&mut ours, name), info(&mut theirs, name));
