@@ -136,7 +136,7 @@ impl FaultRule {
         }
         if let Some(pattern) = &self.key {
             let keys = crate::cmd::command_keys(spec, args).unwrap_or_default();
-            if !keys.iter().any(|k| glob::matches(pattern, k, false)) {
+            if !keys.iter().any(|&k| glob::matches(pattern, &args[k], false)) {
                 return false;
             }
         }

@@ -95,6 +95,7 @@ pub mod control;
 pub mod functions;
 pub mod hash;
 pub mod keys;
+pub mod keyspecs;
 pub mod list;
 pub mod observe;
 pub mod pubsub;
@@ -714,19 +715,21 @@ pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (
     (reply, wrote)
 }
 
-/// The keys a command names, as COMMAND GETKEYS lists them and fault rules
-/// match them: the row's fixed positions (first, last, step), or for a
-/// command whose keys move, where its arguments say. `None` when the
-/// arguments cannot name keys (a bad `numkeys`).
-pub fn command_keys<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<Vec<&'a [u8]>> {
+/// Where the keys of a command are, by argument position, as the command's
+/// own key finder sees them (fault rules match these; COMMAND GETKEYS uses
+/// the key specs, [`keyspecs`], and falls back to this as Redis does): the
+/// row's fixed positions (first, last, step), or for a command whose keys
+/// move, where its arguments say. `None` when the arguments cannot name
+/// keys (a bad `numkeys`).
+pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
     let n = args.len();
     // `numkeys` at `at`, the keys right after it.
-    let counted = |at: usize, min: i64| -> Option<Vec<&'a [u8]>> {
+    let counted = |at: usize, min: i64| -> Option<Vec<usize>> {
         let count = crate::store::num::parse_i64(args.get(at)?)?;
         if count < min || count > (n - at - 1) as i64 {
             return None;
         }
-        Some(args[at + 1..at + 1 + count as usize].iter().map(|a| &a[..]).collect())
+        Some((at + 1..at + 1 + count as usize).collect())
     };
     if spec.has(flags::MOVABLEKEYS) {
         return match spec.name {
@@ -734,21 +737,23 @@ pub fn command_keys<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<Vec<&'a
             "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => counted(1, 1),
             "blmpop" | "bzmpop" => counted(2, 1),
             "zunionstore" | "zinterstore" | "zdiffstore" => {
-                let mut keys = vec![&args.get(1)?[..]];
+                args.get(1)?;
+                let mut keys = vec![1];
                 keys.extend(counted(2, 1)?);
                 Some(keys)
             }
             "xread" | "xreadgroup" => {
                 let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"))?;
-                let rest = &args[at + 1..];
-                rest.len()
-                    .is_multiple_of(2)
-                    .then(|| rest[..rest.len() / 2].iter().map(|a| &a[..]).collect())
+                let rest = n - at - 1;
+                rest.is_multiple_of(2).then(|| (at + 1..at + 1 + rest / 2).collect())
             }
             "sort" | "sort_ro" => {
-                let mut keys = vec![&args.get(1)?[..]];
+                args.get(1)?;
+                let mut keys = vec![1];
                 if let Some(at) = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"store")) {
-                    keys.extend(args.get(at + 3).map(|a| &a[..]));
+                    if at + 3 < n {
+                        keys.push(at + 3);
+                    }
                 }
                 Some(keys)
             }
@@ -767,7 +772,8 @@ pub fn command_keys<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<Vec<&'a
     Some(
         (first..=last)
             .step_by(step as usize)
-            .filter_map(|i| args.get(i as usize).map(|a| &a[..]))
+            .map(|i| i as usize)
+            .filter(|&i| i < n)
             .collect(),
     )
 }

@@ -67,6 +67,7 @@ static COMMAND: &[CommandSpec] = &[
     subcommand!("server", "command|docs", -2, LOADING | STALE, acl::CONNECTION, command_docs),
     subcommand!("server", "command|list", -2, LOADING | STALE, acl::CONNECTION, command_list),
     subcommand!("server", "command|getkeys", -4, LOADING | STALE, acl::CONNECTION, command_getkeys),
+    subcommand!("server", "command|getkeysandflags", -4, LOADING | STALE, acl::CONNECTION, command_getkeysandflags),
     subcommand!("server", "command|help", 2, LOADING | STALE, acl::CONNECTION, command_help),
 ];
 
@@ -627,27 +628,47 @@ fn command_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ])
 }
 
-/// COMMAND GETKEYS command [arg ...]: the keys the command would touch
-/// ([`super::command_keys`]), with Redis's errors.
-fn command_getkeys(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+/// COMMAND GETKEYS / GETKEYSANDFLAGS command [arg ...]: the keys the
+/// command would touch ([`super::keyspecs`]), with their access flags for
+/// the second, and Redis's errors.
+fn getkeys(args: &[Bytes], with_flags: bool) -> Reply {
     let target = &args[2..];
     let spec = match super::resolve(target) {
         Ok(spec) => spec,
         Err(super::Unresolved::Unknown(_)) => return err(errors::GETKEYS_UNKNOWN_COMMAND),
         Err(super::Unresolved::Arity(_)) => return err(errors::GETKEYS_ARITY),
     };
-    if spec.keys == (0, 0, 0) && !spec.has(MOVABLEKEYS) {
+    if super::keyspecs::of(spec.name).is_empty() && !spec.has(MOVABLEKEYS) {
         return err(errors::GETKEYS_NO_KEYS);
     }
-    match super::command_keys(spec, target) {
-        Some(keys) if !keys.is_empty() => Reply::Array(
-            keys.into_iter()
-                .map(|k| Reply::Bulk(Bytes::copy_from_slice(k)))
-                .collect(),
-        ),
-        _ if spec.has(NO_MANDATORY_KEYS) => Reply::Array(vec![]),
-        _ => err(errors::GETKEYS_INVALID),
+    let keys = super::keyspecs::keys(spec, target);
+    if keys.is_empty() {
+        return if spec.has(NO_MANDATORY_KEYS) {
+            Reply::Array(vec![])
+        } else {
+            err(errors::GETKEYS_INVALID)
+        };
     }
+    Reply::Array(
+        keys.into_iter()
+            .map(|(at, flags)| {
+                let key = Reply::Bulk(target[at].clone());
+                if with_flags {
+                    Reply::Array(vec![key, Reply::Set(flags.iter().map(|f| Reply::status(f)).collect())])
+                } else {
+                    key
+                }
+            })
+            .collect(),
+    )
+}
+
+fn command_getkeys(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    getkeys(args, false)
+}
+
+fn command_getkeysandflags(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    getkeys(args, true)
 }
 
 fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
