@@ -876,10 +876,9 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     let mut parts: Vec<String> = vec![];
     if want("server") {
         parts.push(format!(
-            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nexecutable:{}\r\nconfig_file:\r\ncoordis_version:{}\r\n",
+            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
             REDIS_VERSION,
-            std::env::consts::OS,
-            std::env::consts::ARCH,
+            os_name(),
             std::process::id(),
             s.run_id,
             s.port,
@@ -888,6 +887,8 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             uptime / 86400,
             s.config.hz,
             s.config.hz,
+            // Redis's LRU clock: seconds, 24 bits wide.
+            (now / 1000) & 0xFF_FFFF,
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
             env!("CARGO_PKG_VERSION"),
         ));
@@ -1011,6 +1012,26 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
 }
 
 /// Resident set size of this process, from /proc (0 where unavailable).
+/// INFO's `os`: uname's system, release and machine, as Redis prints them.
+fn os_name() -> String {
+    // SAFETY: uname fills the struct it is given; zeroed is a valid start,
+    // and each field it fills is NUL-terminated.
+    let u = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+        }
+        u
+    };
+    let field = |f: &[libc::c_char]| {
+        // SAFETY: the field is NUL-terminated (see above).
+        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine))
+}
+
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
