@@ -197,6 +197,13 @@ pub struct ServerState {
     pub observe: cmd::observe::Observe,
     /// INFO's instantaneous rates, sampled by the expiry task.
     pub rates: Rates,
+    /// INFO memory: allocated bytes when the server started
+    /// (`used_memory_startup`) and the most seen since (`used_memory_peak`,
+    /// sampled with the rates and at every INFO).
+    pub memory_startup: u64,
+    pub memory_peak: u64,
+    /// INFO replication's `master_replid`: random, as Redis's.
+    pub repl_id: String,
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).
@@ -215,6 +222,15 @@ pub struct ServerState {
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
     pub shared: Arc<Shared>,
+}
+
+impl ServerState {
+    /// The allocator's figures now, noted for `used_memory_peak`.
+    pub fn note_memory(&mut self) -> crate::process::Allocator {
+        let now = crate::process::allocator();
+        self.memory_peak = self.memory_peak.max(now.allocated);
+        now
+    }
 }
 
 /// How a batch left the connection (its replies are in the output buffer).
@@ -260,6 +276,7 @@ impl Engine {
     ) -> Engine {
         shared.publish(&config);
         let run_id = new_run_id();
+        let memory_startup = crate::process::allocator().allocated;
         let started_ms = clock.now_ms();
         let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
         let scripting = Scripting::new(config.lua_memory_limit, shared.script.clone()).expect("create the Lua VM");
@@ -284,6 +301,9 @@ impl Engine {
                 pubsub: Default::default(),
                 observe: Default::default(),
                 rates: Rates::default(),
+                memory_startup,
+                memory_peak: memory_startup,
+                repl_id: new_run_id(),
                 monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,
@@ -398,6 +418,7 @@ impl Engine {
             shared.net_output_bytes.load(Ordering::Relaxed),
         ];
         self.state.rates.sample(totals);
+        self.state.note_memory();
     }
 
     /// Closes the clients idle for longer than `timeout` seconds on the

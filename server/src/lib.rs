@@ -64,6 +64,7 @@ mod errors;
 mod faults;
 mod lua;
 mod notify;
+mod process;
 mod protocol;
 mod server;
 mod store;

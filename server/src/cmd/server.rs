@@ -870,6 +870,8 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             .iter()
             .any(|s| s == "all" || s == "everything" || s == "default");
     let want = |name: &str| all || sections.iter().any(|s| s == name);
+    // Before the shared borrow below: it notes the memory peak.
+    let memory = want("memory").then(|| memory_section(ctx));
     let s = &*ctx.server;
     let now = ctx.now;
     let uptime = now.saturating_sub(s.started_ms) / 1000;
@@ -878,7 +880,7 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         parts.push(format!(
             "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
             REDIS_VERSION,
-            os_name(),
+            crate::process::os_name(),
             std::process::id(),
             s.run_id,
             s.port,
@@ -902,30 +904,12 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             s.blocking.with_timeout()
         ));
     }
-    if want("memory") {
-        let rss = rss_bytes();
-        let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory());
-        let scripts = ctx.scripting.as_ref().map_or(0, |l| l.len());
-        let (functions, functions_bytes) = ctx.scripting.as_ref().map_or((0, 0), |l| {
-            let libraries = l.libraries();
-            (
-                libraries.function_count(),
-                libraries.iter().map(|l| l.code.len()).sum::<usize>(),
-            )
-        });
-        // Scripts and functions share one VM here (Redis has one each): its
-        // memory is reported as EVAL's.
-        parts.push(format!(
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_allocator:system\r\n",
-            human_bytes(rss),
-            human_bytes(rss),
-            human_bytes(lua as u64),
-            human_bytes(lua as u64),
-        ));
-    }
+    parts.extend(memory);
     if want("persistence") {
+        // coordis keeps no files: nothing is ever loading, saving or
+        // rewriting, and the last save is the start (as LASTSAVE says).
         parts.push(format!(
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
             s.started_ms / 1000
         ));
     }
@@ -955,10 +939,20 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         ));
     }
     if want("replication") {
-        parts.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n".to_string());
+        // A master without replicas or backlog; the backlog size is Redis's
+        // default `repl-backlog-size`.
+        parts.push(format!(
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+            s.repl_id
+        ));
     }
     if want("cpu") {
-        parts.push(cpu_section());
+        let (sys, user) = crate::process::cpu_seconds();
+        // coordis forks no children, and its threads share the work, so the
+        // main-thread fields give the process's figures.
+        parts.push(format!(
+            "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:{sys:.6}\r\nused_cpu_user_main_thread:{user:.6}\r\n"
+        ));
     }
     if want("modules") {
         parts.push("# Modules\r\n".to_string());
@@ -1012,31 +1006,71 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
 }
 
 /// Resident set size of this process, from /proc (0 where unavailable).
-/// INFO's `os`: uname's system, release and machine, as Redis prints them.
-fn os_name() -> String {
-    // SAFETY: uname fills the struct it is given; zeroed is a valid start,
-    // and each field it fills is NUL-terminated.
-    let u = unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
-        }
-        u
-    };
-    let field = |f: &[libc::c_char]| {
-        // SAFETY: the field is NUL-terminated (see above).
-        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
-    };
-    format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine))
-}
-
-pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
-        .map_or(0, |pages| pages * 4096)
+/// INFO `memory`, with Redis's fields. Memory is the allocator's (see
+/// [`crate::process`]); the overhead is what the server held at start plus
+/// the script and function sources, the dataset the rest. Scripts and
+/// functions share one Lua VM here (Redis has one each): its memory is
+/// reported as EVAL's. coordis neither replicates nor appends to a file, and
+/// frees synchronously, so those fields are zero; it does not account for
+/// client buffers (`mem_clients_normal` is 0).
+fn memory_section(ctx: &mut Ctx) -> String {
+    let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory()) as u64;
+    let (scripts, scripts_bytes) = ctx
+        .scripting
+        .as_ref()
+        .map_or((0, 0), |l| (l.len(), l.scripts_bytes() as u64));
+    let (functions, libraries, functions_bytes) = ctx.scripting.as_ref().map_or((0, 0, 0), |l| {
+        let libraries = l.libraries();
+        (
+            libraries.function_count(),
+            libraries.len(),
+            libraries.iter().map(|l| l.code.len()).sum::<usize>() as u64,
+        )
+    });
+    let s = &mut *ctx.server;
+    let alloc = s.note_memory();
+    let (used, peak, startup) = (alloc.allocated, s.memory_peak, s.memory_startup);
+    let rss = crate::process::rss_bytes();
+    let system = crate::process::total_system_memory();
+    let overhead = (startup + scripts_bytes + functions_bytes).min(used);
+    let dataset = used - overhead;
+    let net = used.saturating_sub(startup).max(1);
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let diff = |a: u64, b: u64| a as i64 - b as i64;
+    let maxmemory: u64 = s
+        .config
+        .ignored
+        .get("maxmemory")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let policy = s
+        .config
+        .ignored
+        .get("maxmemory-policy")
+        .map_or("noeviction", |v| v.as_str());
+    let scripts_total = scripts_bytes + functions_bytes;
+    format!(
+        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        human_bytes(used),
+        human_bytes(rss),
+        human_bytes(peak),
+        ratio(used, peak) * 100.0,
+        ratio(dataset, net) * 100.0,
+        alloc.active,
+        human_bytes(system),
+        human_bytes(lua),
+        human_bytes(lua),
+        human_bytes(scripts_total),
+        human_bytes(maxmemory),
+        ratio(alloc.active, used),
+        diff(alloc.active, used),
+        ratio(rss, alloc.active),
+        diff(rss, alloc.active),
+        // The allocator's resident memory is the process's here.
+        1.0,
+        ratio(rss, used),
+        diff(rss, used),
+    )
 }
 
 fn human_bytes(n: u64) -> String {
@@ -1049,23 +1083,6 @@ fn human_bytes(n: u64) -> String {
     } else {
         format!("{n}B")
     }
-}
-
-/// INFO `cpu`: the process's user and system CPU time (getrusage). coordis
-/// forks no children, and its threads share the work, so the main-thread
-/// fields give the process's figures.
-fn cpu_section() -> String {
-    // SAFETY: getrusage fills the struct it is given; zeroed is a valid start.
-    let usage = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut u);
-        u
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    let (sys, user) = (secs(usage.ru_stime), secs(usage.ru_utime));
-    format!(
-        "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:{sys:.6}\r\nused_cpu_user_main_thread:{user:.6}\r\n"
-    )
 }
 
 /// MONITOR: from now on the connection receives every command the server

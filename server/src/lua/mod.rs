@@ -114,6 +114,8 @@ pub struct Scripting {
     lua: Lua,
     /// Compiled scripts by lower-case SHA1 hex.
     scripts: HashMap<String, Function, foldhash::fast::RandomState>,
+    /// Bytes of the cached scripts' bodies (INFO used_memory_scripts_eval).
+    scripts_bytes: usize,
     /// The flags of the cached scripts that have a shebang line.
     script_flags: HashMap<String, ScriptFlags, foldhash::fast::RandomState>,
     /// glue.lua's functions.
@@ -264,6 +266,7 @@ impl Scripting {
         Ok(Scripting {
             lua: vm.lua,
             scripts: HashMap::default(),
+            scripts_bytes: 0,
             script_flags: HashMap::default(),
             vm_handler: vm.handler,
             vm_adopt: vm.adopt,
@@ -306,6 +309,7 @@ impl Scripting {
         match compiled {
             Ok(f) => {
                 self.scripts.insert(sha.clone(), f);
+                self.scripts_bytes += body.len();
                 if let Some(flags) = flags {
                     self.script_flags.insert(sha.clone(), flags);
                 }
@@ -344,6 +348,7 @@ impl Scripting {
     /// SCRIPT FLUSH.
     pub fn flush(&mut self) {
         self.scripts.clear();
+        self.scripts_bytes = 0;
         self.script_flags.clear();
         let _ = self.lua.gc_collect();
     }
@@ -355,6 +360,11 @@ impl Scripting {
 
     pub fn is_empty(&self) -> bool {
         self.scripts.is_empty()
+    }
+
+    /// Bytes of the cached scripts' bodies (INFO used_memory_scripts_eval).
+    pub fn scripts_bytes(&self) -> usize {
+        self.scripts_bytes
     }
 
     /// Bytes the VM uses (INFO used_memory_lua).

@@ -1,0 +1,125 @@
+//! What the operating system says about this process, for INFO: the OS
+//! name, resident memory, what the allocator holds, the machine's memory and
+//! CPU time.
+//!
+//! coordis allocates with the system allocator (glibc malloc on Linux, what
+//! Redis calls `libc`), so the allocator figures come from `mallinfo2`.
+//! They are the whole process's: a server embedded in a test process counts
+//! the test's own allocations too. Off Linux/glibc the allocator figures
+//! fall back to the resident size.
+
+/// The allocator's own figures, as Redis's `allocator_*` fields name them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Allocator {
+    /// Bytes handed out to the program and not yet freed (INFO
+    /// `used_memory`, `allocator_allocated`).
+    pub allocated: u64,
+    /// Bytes the allocator holds from the system, free chunks included
+    /// (`allocator_active`).
+    pub active: u64,
+}
+
+/// The allocator's figures now.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn allocator() -> Allocator {
+    // SAFETY: mallinfo2 takes no arguments and returns a plain struct.
+    let m = unsafe { libc::mallinfo2() };
+    // `uordblks` is in-use heap; `hblkhd` is memory in mmap'd chunks (large
+    // allocations), in use by definition; `arena` is the heap obtained.
+    Allocator {
+        allocated: (m.uordblks + m.hblkhd) as u64,
+        active: (m.arena + m.hblkhd) as u64,
+    }
+}
+
+/// The allocator's figures now (no allocator statistics: the resident size).
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn allocator() -> Allocator {
+    let rss = rss_bytes();
+    Allocator {
+        allocated: rss,
+        active: rss,
+    }
+}
+
+/// Resident set size in bytes (0 where `/proc` is missing).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * page_size())
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as u64
+    } else {
+        4096
+    }
+}
+
+/// The machine's physical memory in bytes (INFO `total_system_memory`).
+pub fn total_system_memory() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    if pages > 0 {
+        pages as u64 * page_size()
+    } else {
+        0
+    }
+}
+
+/// uname's system, release and machine, as Redis's INFO `os` prints them.
+pub fn os_name() -> String {
+    // SAFETY: uname fills the struct it is given; zeroed is a valid start,
+    // and each field it fills is NUL-terminated.
+    let u = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+        }
+        u
+    };
+    let field = |f: &[libc::c_char]| {
+        // SAFETY: the field is NUL-terminated (see above).
+        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine))
+}
+
+/// The process's `(system, user)` CPU time in seconds (getrusage).
+pub fn cpu_seconds() -> (f64, f64) {
+    // SAFETY: getrusage fills the struct it is given; zeroed is a valid start.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_stime), secs(usage.ru_utime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_plausible() {
+        let before = allocator();
+        let block = vec![1u8; 64 << 20];
+        let during = allocator();
+        assert!(
+            during.allocated >= before.allocated + (60 << 20),
+            "{before:?} -> {during:?}"
+        );
+        assert!(during.active >= during.allocated);
+        drop(block);
+        assert!(rss_bytes() > 0);
+        assert!(total_system_memory() > 0);
+        assert!(os_name().split(' ').count() >= 3);
+    }
+}
