@@ -83,6 +83,11 @@ pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
 pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
 pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+pub const SCRIPT_DEBUG_MODE: &str = "ERR Use SCRIPT DEBUG YES/SYNC/NO";
+pub const SCRIPT_DEBUG_IN_MULTI: &str = "ERR SCRIPT DEBUG must be called outside a pipeline";
+/// coordis's own: it has no Lua debugger (LDB) to switch on.
+pub const SCRIPT_DEBUG_UNSUPPORTED: &str =
+    "ERR coordis has no Lua debugger: SCRIPT DEBUG YES and SYNC are not supported";
 pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
 pub const INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
 pub const CLIENT_ID_NOT_POSITIVE: &str = "ERR client-id should be greater than 0";

@@ -698,8 +698,8 @@ const NOT_FUZZED: &[(&str, &str)] = &[
     ("punsubscribe", "pub/sub context"),
     ("wait", "waits"),
     (
-        "script|help",
-        "lists SCRIPT DEBUG, which coordis does not have (README)",
+        "script|debug",
+        "YES and SYNC start Redis's Lua debugger, which coordis does not have (README)",
     ),
 ];
 

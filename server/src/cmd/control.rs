@@ -128,8 +128,6 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
-            "HELP",
-            "    Print this help.",
         ]),
         _ => errors::sub_wrong_args(&args[1], "DEBUG"),
     }
@@ -224,8 +222,6 @@ fn clock_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Let a frozen clock run on from where it stands.",
         "RESET",
         "    Back to real time.",
-        "HELP",
-        "    Print this help.",
     ])
 }
 
@@ -385,8 +381,6 @@ fn fault_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Remove every rule.",
         "SEED <n>",
         "    Seed the generator PROBABILITY draws from.",
-        "HELP",
-        "    Print this help.",
     ])
 }
 
@@ -471,8 +465,6 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
         "SEED <n>",
         "    Seed every random choice (SPOP, SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY).",
-        "HELP",
-        "    Print this help.",
     ])
 }
 

@@ -261,7 +261,5 @@ fn function_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
         "      libraries with the new libraries (notice that even on this option there is a chance of failure",
         "      in case of functions name collision with another library).",
-        "HELP",
-        "    Prints this help.",
     ])
 }

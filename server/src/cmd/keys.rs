@@ -390,7 +390,5 @@ fn object_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "REFCOUNT <key>",
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
-        "HELP",
-        "    Prints this help.",
     ])
 }

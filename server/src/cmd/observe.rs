@@ -385,8 +385,6 @@ fn slowlog_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Return the length of the slowlog.",
         "RESET",
         "    Reset the slowlog.",
-        "HELP",
-        "    Prints this help.",
     ])
 }
 
@@ -458,8 +456,6 @@ fn latency_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "HISTOGRAM [COMMAND ...]",
         "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
         "    If no commands are specified then all histograms are replied.",
-        "HELP",
-        "    Prints this help.",
     ])
 }
 

@@ -298,8 +298,6 @@ fn pubsub_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Return the currently active shard level channels matching a <pattern> (default: '*').",
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
-        "HELP",
-        "    Prints this help.",
     ])
 }
 

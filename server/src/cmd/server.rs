@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::args::{db_index, int, is};
+use super::args::{db_index, is};
 use super::busy::{Answer, BusyCtx};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
@@ -231,9 +231,11 @@ fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::status("RESET")
 }
 
-/// A HELP subcommand's reply: one status line per entry.
+/// A HELP subcommand's reply: one status line per entry, then the HELP
+/// entry itself, as Redis's `addReplyHelp` ends every help text.
 pub(crate) fn help_reply(lines: &[&'static str]) -> Reply {
-    Reply::Array(lines.iter().map(|l| Reply::status(l)).collect())
+    let end = ["HELP", "    Prints this help."];
+    Reply::Array(lines.iter().chain(&end).map(|l| Reply::status(l)).collect())
 }
 
 fn client_id(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -257,46 +259,68 @@ fn client_info(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Verbatim("txt", Bytes::from(line))
 }
 
-fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let mut ids: Option<Vec<u64>> = None;
-    let mut i = 2;
-    while i < args.len() {
-        if is(&args[i], "type") && i + 1 < args.len() {
-            if !is(&args[i + 1], "normal")
-                && !is(&args[i + 1], "master")
-                && !is(&args[i + 1], "replica")
-                && !is(&args[i + 1], "pubsub")
-            {
-                return errors::unknown_client_type(&args[i + 1]);
-            }
-            if !is(&args[i + 1], "normal") {
-                ids = Some(vec![]);
-            }
-            i += 2;
-        } else if is(&args[i], "id") && i + 1 < args.len() {
-            let mut list = vec![];
-            for a in &args[i + 1..] {
-                match num::parse_i64(a) {
-                    Some(n) if n > 0 => list.push(n as u64),
-                    _ => return err(errors::INVALID_CLIENT_ID),
-                }
-            }
-            ids = Some(list);
-            i = args.len();
+/// Redis's client types (`getClientTypeByName`): coordis has no masters or
+/// replicas, so a client is `pubsub` while subscribed and `normal` otherwise.
+#[derive(Clone, Copy, PartialEq)]
+enum ClientType {
+    Normal,
+    Replica,
+    PubSub,
+    Master,
+}
+
+impl ClientType {
+    fn parse(name: &[u8]) -> Result<ClientType, Reply> {
+        Ok(if is(name, "normal") {
+            ClientType::Normal
+        } else if is(name, "slave") || is(name, "replica") {
+            ClientType::Replica
+        } else if is(name, "pubsub") {
+            ClientType::PubSub
+        } else if is(name, "master") {
+            ClientType::Master
         } else {
-            return err(errors::SYNTAX);
+            return Err(errors::unknown_client_type(name));
+        })
+    }
+
+    fn of(c: &crate::clients::ClientState) -> ClientType {
+        if c.is_subscribed() {
+            ClientType::PubSub
+        } else {
+            ClientType::Normal
         }
     }
+}
+
+/// CLIENT LIST: every client by id, `TYPE t` those of one type, or `ID id...`
+/// each listed client in the order given (repeats too, as Redis).
+fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
     let mut all: Vec<&crate::clients::ClientState> = ctx.server.clients.values().collect();
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
-    let mut text = String::new();
-    for c in all {
-        if ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
-            text.push_str(&c.info_line(now));
-            text.push('\n');
+    let chosen: Vec<&crate::clients::ClientState> = if args.len() == 2 {
+        all
+    } else if args.len() == 4 && is(&args[2], "type") {
+        let kind = tri!(ClientType::parse(&args[3]));
+        all.into_iter().filter(|c| ClientType::of(c) == kind).collect()
+    } else if args.len() >= 4 && is(&args[2], "id") {
+        let mut chosen = vec![];
+        for a in &args[3..] {
+            let Some(id) = num::parse_i64(a) else {
+                return err(errors::INVALID_CLIENT_ID);
+            };
+            chosen.extend(all.iter().find(|c| c.id as i64 == id));
         }
+        chosen
+    } else {
+        return err(errors::SYNTAX);
+    };
+    let mut text = String::new();
+    for c in chosen {
+        text.push_str(&c.info_line(now));
+        text.push('\n');
     }
     Reply::Verbatim("txt", Bytes::from(text))
 }
@@ -317,7 +341,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             None => err(errors::NO_SUCH_CLIENT),
         };
     }
-    let (mut id, mut addr, mut laddr, mut skipme, mut maxage) = (None, None, None, true, None);
+    let (mut id, mut addr, mut laddr, mut kind, mut skipme) = (None, None, None, None, true);
     let mut i = 2;
     while i < args.len() {
         if i + 1 >= args.len() {
@@ -334,14 +358,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         } else if is(&args[i], "laddr") {
             laddr = Some(String::from_utf8_lossy(value).into_owned());
         } else if is(&args[i], "type") {
-            if !is(value, "normal")
-                && !is(value, "master")
-                && !is(value, "replica")
-                && !is(value, "slave")
-                && !is(value, "pubsub")
-            {
-                return errors::unknown_client_type(value);
-            }
+            kind = Some(tri!(ClientType::parse(value)));
         } else if is(&args[i], "user") {
             if value.as_ref() != b"default" {
                 return errors::no_such_user(value);
@@ -354,19 +371,16 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             } else {
                 return err(errors::SYNTAX);
             }
-        } else if is(&args[i], "maxage") {
-            maxage = Some(tri!(int(value)));
         } else {
             return err(errors::SYNTAX);
         }
         i += 2;
     }
-    let now = ctx.now;
     let selected = |c: &crate::clients::ClientState| {
         id.is_none_or(|id| c.id == id)
             && addr.as_ref().is_none_or(|a| c.addr.to_string() == *a)
             && laddr.as_ref().is_none_or(|a| c.laddr.to_string() == *a)
-            && maxage.is_none_or(|age| (now.saturating_sub(c.created_ms) / 1000) as i64 >= age)
+            && kind.is_none_or(|k| ClientType::of(c) == k)
     };
     let mut killed = 0;
     for c in ctx.server.clients.values() {
@@ -483,9 +497,21 @@ fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "KILL <ip:port>",
         "    Kill connection made from <ip:port>.",
         "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections. Options are: ID, ADDR, LADDR, TYPE, USER, SKIPME, MAXAGE.",
+        "    Kill connections. Options are:",
+        "    * ADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made from the specified address",
+        "    * LADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made to specified local address",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Kill connections by type.",
+        "    * USER <username>",
+        "      Kill connections authenticated by <username>.",
+        "    * SKIPME (YES|NO)",
+        "      Skip killing current connection (default: yes).",
         "LIST [options ...]",
-        "    Return information about client connections.",
+        "    Return information about client connections. Options:",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Return clients of specified type.",
         "UNPAUSE",
         "    Stop the current client pause, resuming traffic.",
         "PAUSE <timeout> [WRITE|ALL]",
@@ -498,8 +524,6 @@ fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Unblock the specified blocked client.",
         "NO-EVICT (ON|OFF)",
         "    Protect current client connection from eviction.",
-        "HELP",
-        "    Print this help.",
     ])
 }
 
@@ -623,8 +647,6 @@ fn command_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Return the keys from a full Redis command.",
         "GETKEYSANDFLAGS <full-command>",
         "    Return the keys and the access flags from a full Redis command.",
-        "HELP",
-        "    Prints this help.",
     ])
 }
 
@@ -761,8 +783,6 @@ fn config_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Reset statistics reported by the INFO command.",
         "REWRITE",
         "    Rewrite the configuration file.",
-        "HELP",
-        "    Print this help.",
     ])
 }
 

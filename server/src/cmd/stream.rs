@@ -880,8 +880,6 @@ fn xgroup_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Remove the specified group.",
         "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
         "    Set the current group ID and entries_read counter.",
-        "HELP",
-        "    Prints this help.",
     ])
 }
 
@@ -1407,8 +1405,6 @@ fn xinfo_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Show the stream consumer groups.",
         "STREAM <key> [FULL [COUNT <count>]",
         "    Show information about the stream.",
-        "HELP",
-        "    Prints this help.",
     ])
 }
 
