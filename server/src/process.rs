@@ -42,6 +42,16 @@ pub fn allocator() -> Allocator {
     }
 }
 
+/// Returns free heap memory to the system where the allocator can
+/// (MEMORY PURGE).
+pub fn purge() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Resident set size in bytes (0 where `/proc` is missing).
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")

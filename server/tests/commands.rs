@@ -2,6 +2,7 @@
 //! has, `COMMAND INFO` must give Redis's name, arity, flags, key positions
 //! and ACL categories, and list the same subcommands with theirs. (Tips, key
 //! specs and argument docs are not reproduced: README's known differences.)
+//! Also what INFO and MEMORY report: Redis's layout, coordis's figures.
 
 use coordis::testing::{RawClient, RedisServer};
 
@@ -269,6 +270,60 @@ fn info_memory_follows_the_dataset() {
         [&m["maxmemory"], &m["maxmemory_human"], &m["maxmemory_policy"]],
         ["104857600", "100.00M", "allkeys-lru"]
     );
+}
+
+/// MEMORY USAGE follows what a key holds (sampled or whole), STATS counts
+/// the keys per database, DOCTOR answers with one of Redis's reports.
+#[test]
+fn memory_usage_follows_the_value() {
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    let mut c = RawClient::connect(coordis.addr()).unwrap();
+    let mut run = |args: &[&str]| parse(&c.command(args).unwrap(), &mut 0);
+    let usage = |v: Value| match v {
+        Value::Int(n) => n,
+        other => panic!("MEMORY USAGE: {other:?}"),
+    };
+    assert_eq!(run(&["MEMORY", "USAGE", "missing"]), Value::Nil);
+    run(&["SET", "short", "v"]);
+    let long = "x".repeat(10_000);
+    run(&["SET", "long", &long]);
+    let short = usage(run(&["MEMORY", "USAGE", "short"]));
+    assert!((16..200).contains(&short), "{short}");
+    assert!(usage(run(&["MEMORY", "USAGE", "long"])) >= 10_000);
+    // Every type: 1,000 elements of 100 bytes weigh at least 100 KB.
+    let value = "v".repeat(100);
+    for i in 0..1000 {
+        let member = format!("{i:03}{value}");
+        run(&["HSET", "hash", &member, &value]);
+        run(&["RPUSH", "list", &member]);
+        run(&["SADD", "set", &member]);
+        run(&["ZADD", "zset", &i.to_string(), &member]);
+        run(&["XADD", "stream", "*", "f", &member]);
+    }
+    for key in ["hash", "list", "set", "zset", "stream"] {
+        let sampled = usage(run(&["MEMORY", "USAGE", key]));
+        let whole = usage(run(&["MEMORY", "USAGE", key, "SAMPLES", "0"]));
+        assert!(whole >= 100_000 && sampled >= 100_000, "{key}: {sampled} / {whole}");
+        assert!(sampled < whole * 2 && whole < sampled * 2, "{key}: {sampled} / {whole}");
+    }
+    let Value::Array(stats) = run(&["MEMORY", "STATS"]) else {
+        panic!()
+    };
+    let field = |name: &str| {
+        let at = stats.iter().position(|v| *v == Value::Text(name.into())).unwrap();
+        clone(&stats[at + 1])
+    };
+    assert_eq!(field("keys.count"), Value::Int(7));
+    assert!(matches!(field("db.0"), Value::Array(a) if a.len() == 6));
+    assert!(!stats.contains(&Value::Text("db.1".into())));
+    let Value::Text(report) = run(&["MEMORY", "DOCTOR"]) else {
+        panic!()
+    };
+    assert!(
+        report.starts_with("Hi Sam") || report.starts_with("Sam, I detected"),
+        "{report}"
+    );
+    assert_eq!(run(&["MEMORY", "PURGE"]), Value::Text("OK".into()));
 }
 
 /// COMMAND LIST, with and without FILTERBY, lists what Redis lists (commands

@@ -122,6 +122,7 @@ static KEY_SPECS: &[(&str, &[KeySpec])] = &[
     ("lrem", &[KeySpec { flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("lset", &[KeySpec { flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("ltrim", &[KeySpec { flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("memory|usage", &[KeySpec { flags: &["RO"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("mget", &[KeySpec { flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: -1, step: 1, limit: 0 } }]),
     ("move", &[KeySpec { flags: &["RW", "access", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("mset", &[KeySpec { flags: &["OW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: -1, step: 2, limit: 0 } }]),

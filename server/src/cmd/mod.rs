@@ -97,6 +97,7 @@ pub mod hash;
 pub mod keys;
 pub mod keyspecs;
 pub mod list;
+pub mod memory;
 pub mod observe;
 pub mod pubsub;
 pub mod scan;
@@ -483,6 +484,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
         .chain(observe::COMMANDS.iter())
+        .chain(memory::COMMANDS.iter())
         .chain(control::COMMANDS.iter())
         .chain(TEST_COMMANDS.iter())
 }

@@ -312,6 +312,20 @@ impl Db {
         self.expired_count += 1;
     }
 
+    /// The item stored under `key`, even past its deadline (Redis's
+    /// `dictFind`: MEMORY USAGE neither expires nor touches a key).
+    pub fn peek(&self, key: &[u8]) -> Option<&Item> {
+        self.map.find(self.hash(key), |item| item.key() == key)
+    }
+
+    /// Bytes of the key table and of the deadline index (MEMORY STATS
+    /// `overhead.hashtable.main` and `.expires`): a pointer and a control
+    /// byte per slot; 8 bytes per indexed deadline and a map entry per
+    /// distinct deadline.
+    pub fn overhead(&self) -> (usize, usize) {
+        (self.map.capacity() * 9, self.index_len * 8 + self.expires.len() * 48)
+    }
+
     /// The live entry of `key`, if any.
     pub fn lookup(&mut self, key: &[u8], now: u64) -> Option<EntryRef<'_>> {
         let hash = self.live(key, now)?;

@@ -301,6 +301,18 @@ impl Item {
         unsafe { self.ptr.as_ptr().add(HEADER + key_len) }
     }
 
+    /// Bytes of this item's own allocation (header, key and inline
+    /// payload), and for a long string its boxed bytes: what a key costs
+    /// apart from a boxed collection's contents (MEMORY USAGE).
+    pub fn own_bytes(&self) -> usize {
+        let (_, tag, _) = self.header();
+        let boxed = match (tag, self.value()) {
+            (Tag::BoxedStr, ValueRef::Str(s)) => std::mem::size_of::<Bytes>() + s.len(),
+            _ => 0,
+        };
+        self.allocation().size() + boxed
+    }
+
     /// Absolute deadline in unix ms; 0 means none.
     pub fn expire_at(&self) -> u64 {
         // SAFETY: the first 8 bytes are the deadline, aligned to 8.

@@ -460,6 +460,37 @@ impl Stream {
         self.nodes.len()
     }
 
+    /// Heap bytes this stream holds, for MEMORY USAGE: the first `samples`
+    /// nodes' buffers measured and the rest estimated from them (as Redis
+    /// samples), plus every group's bookkeeping (PEL entries and consumers,
+    /// counted from their lengths; the map nodes are approximate).
+    pub fn heap_bytes(&self, samples: usize) -> usize {
+        const MAP_ENTRY: usize = 48;
+        let sampled: Vec<usize> = self
+            .nodes
+            .values()
+            .take(samples.max(1))
+            .map(|n| n.buf.capacity() + std::mem::size_of::<Node>() + MAP_ENTRY)
+            .collect();
+        let nodes = match sampled.len() {
+            0 => 0,
+            n => sampled.iter().sum::<usize>() / n * self.nodes.len(),
+        };
+        let groups: usize = self
+            .groups
+            .iter()
+            .map(|(name, g)| {
+                let consumers: usize = g
+                    .consumers
+                    .iter()
+                    .map(|(name, c)| MAP_ENTRY + name.len() + c.pending.len() * 24)
+                    .sum();
+                MAP_ENTRY + name.len() + g.pending.len() * (MAP_ENTRY + 16) + consumers
+            })
+            .sum();
+        std::mem::size_of::<Stream>() + nodes + groups
+    }
+
     /// The next automatic ID at `now_ms` (`streamNextID`): now, or the last
     /// ID's successor when the clock is not past it; `None` when the last
     /// possible ID is taken.
