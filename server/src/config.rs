@@ -70,6 +70,9 @@ pub struct Config {
     /// Whether DEBUG runs: `no` (the default), `yes`, or `local` (loopback
     /// clients only), as in Redis 7.
     pub enable_debug_command: String,
+    /// `enable-module-command`: who may run MODULE LOAD/LOADEX/UNLOAD
+    /// (which then fail: coordis loads no modules).
+    pub enable_module_command: String,
     /// Milliseconds a script may run before other clients get `-BUSY`
     /// (`busy-reply-threshold`, alias `lua-time-limit`). Default 5000.
     pub busy_reply_threshold: u64,
@@ -132,6 +135,7 @@ impl Default for Config {
             port_file: String::new(),
             enable_test_commands: String::new(),
             enable_debug_command: String::new(),
+            enable_module_command: String::new(),
             busy_reply_threshold: 0,
             lua_memory_limit: 0,
             notify_keyspace_events: 0,
@@ -506,6 +510,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("port-file", "", Text, field!(port_file)).immutable(),
     row("enable-test-commands", "no", Enum(&["no", "yes", "local"]), field!(enable_test_commands)).immutable(),
     row("enable-debug-command", "no", Enum(&["no", "yes", "local"]), field!(enable_debug_command)).immutable(),
+    row("enable-module-command", "no", Enum(&["no", "yes", "local"]), field!(enable_module_command)).immutable(),
     // Expiry, scripting, notifications.
     row("hz", "10", Int { min: 0, max: I32 }, Store::Field {
         // Redis keeps hz within 1..=500 whatever is asked.

@@ -445,3 +445,9 @@ pub const MEMORY_DOCTOR_MANY_SCRIPTS: &str = " * Many scripts: There seem to be 
 pub const MEMORY_DOCTOR_END: &str = "I'm here to keep you safe, Sam. I want to help you.\n";
 /// MEMORY MALLOC-STATS from a Redis built with libc malloc, as coordis is.
 pub const MALLOC_STATS_UNSUPPORTED: &str = "Stats not supported for the current allocator";
+
+// A standalone server without modules (cmd/cluster.rs).
+pub const CLUSTER_DISABLED: &str = "ERR This instance has cluster support disabled";
+pub const MODULE_DISABLED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+pub const MODULE_LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
+pub const MODULE_UNLOAD_FAILED: &str = "ERR Error unloading module: no such module with that name";

@@ -29,7 +29,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
     spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
     spec!("coordis.fault", -2, 0, 0, (0, 0, 0), "A container for fault rules (coordis's own)", super::container, FAULT),
-    command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, 0, (0, 0, 0), "A container for debugging commands", debug),
+    command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, 0, (0, 0, 0), "A container for debugging commands", debug),
 ];
 
 #[rustfmt::skip]
@@ -63,18 +63,9 @@ static CLOCK: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.clock|help", 2, LOADING | STALE, acl::ADMIN, clock_help),
 ];
 
-/// Whether a `no|yes|local` setting lets this client in.
-fn lets_in(setting: &str, ctx: &Ctx) -> bool {
-    match setting {
-        "yes" => true,
-        "local" => ctx.client.addr.ip().is_loopback(),
-        _ => false,
-    }
-}
-
 /// Whether `enable-test-commands` lets this client in.
 fn allowed(ctx: &Ctx, command: &str) -> Result<(), Reply> {
-    if lets_in(&ctx.server.config.enable_test_commands, ctx) {
+    if super::lets_in(&ctx.server.config.enable_test_commands, ctx) {
         Ok(())
     } else {
         Err(errors::test_commands_disabled(command))
@@ -86,9 +77,6 @@ fn allowed(ctx: &Ctx, command: &str) -> Result<(), Reply> {
 /// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, HELP. Numbers are read as
 /// Redis reads them here (`atof`, `atoi`: `abc` is 0).
 fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if !lets_in(&ctx.server.config.enable_debug_command, ctx) {
-        return err(errors::DEBUG_DISABLED);
-    }
     let sub = args[1].to_ascii_lowercase();
     match (sub.as_slice(), args.len()) {
         (b"sleep", 3) => {

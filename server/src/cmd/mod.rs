@@ -91,6 +91,7 @@ macro_rules! subcommand {
 
 pub mod bitmap;
 pub mod busy;
+pub mod cluster;
 pub mod control;
 pub mod functions;
 pub mod hash;
@@ -291,6 +292,9 @@ pub mod flags {
     pub const MOVABLEKEYS: u32 = 1 << 15;
     /// Served while a script is busy; everything else gets `-BUSY`.
     pub const ALLOW_BUSY: u32 = 1 << 16;
+    /// Refused while a replica loads its data asynchronously; coordis has
+    /// no replication, so only COMMAND INFO shows it.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 17;
     /// coordis's own: runs at once inside MULTI instead of being queued
     /// (Redis: EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     pub const TX_CONTROL: u32 = 1 << 24;
@@ -301,6 +305,11 @@ pub mod flags {
     /// may write though not flagged `write` (EVAL, EVALSHA); CLIENT PAUSE
     /// WRITE holds it.
     pub const MAY_REPLICATE: u32 = 1 << 26;
+    /// Redis's `protected` (not shown by COMMAND INFO): refused, before any
+    /// other check and before MULTI queues it, unless its setting lets the
+    /// client in (DEBUG: `enable-debug-command`; MODULE LOAD/LOADEX/UNLOAD:
+    /// `enable-module-command`). See [`protected_refusal`].
+    pub const PROTECTED: u32 = 1 << 27;
 
     /// The flags `COMMAND INFO` shows, in its order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -318,6 +327,7 @@ pub mod flags {
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
@@ -485,6 +495,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(server::COMMANDS.iter())
         .chain(observe::COMMANDS.iter())
         .chain(memory::COMMANDS.iter())
+        .chain(cluster::COMMANDS.iter())
         .chain(control::COMMANDS.iter())
         .chain(TEST_COMMANDS.iter())
 }
@@ -577,6 +588,12 @@ pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             return refuse(ctx, Some(spec), reply);
         }
     };
+    if spec.has(flags::PROTECTED) {
+        if let Some(reply) = protected_refusal(ctx, spec) {
+            observe::rejected(ctx, Some(spec), &reply);
+            return refuse(ctx, Some(spec), reply);
+        }
+    }
     let client = &*ctx.client;
     let subscribed_resp2 = !client.resp3 && client.is_subscribed();
     if let Some(reply) = gate(spec, client.authenticated, client.multi.is_some(), subscribed_resp2) {
@@ -661,6 +678,27 @@ fn may_write(spec: &CommandSpec, client: &ClientState) -> bool {
 /// The connection-state checks of `processCommand`, in its order and from
 /// the command's flags: authentication, a command MULTI refuses, and RESP2
 /// subscriber mode. Shared by [`call`] and the busy-script path.
+/// Whether a `no|yes|local` setting lets this client in.
+pub(crate) fn lets_in(setting: &str, ctx: &Ctx) -> bool {
+    match setting {
+        "yes" => true,
+        "local" => ctx.client.addr.ip().is_loopback(),
+        _ => false,
+    }
+}
+
+/// The refusal of a [`flags::PROTECTED`] command its setting does not let
+/// this client run (Redis's check right after the arity check).
+fn protected_refusal(ctx: &Ctx, spec: &CommandSpec) -> Option<Reply> {
+    let config = &ctx.server.config;
+    let (setting, refusal) = if spec.name == "debug" {
+        (&config.enable_debug_command, errors::DEBUG_DISABLED)
+    } else {
+        (&config.enable_module_command, errors::MODULE_DISABLED)
+    };
+    (!lets_in(setting, ctx)).then(|| errors::err(refusal))
+}
+
 pub(crate) fn gate(spec: &CommandSpec, authenticated: bool, in_multi: bool, subscribed_resp2: bool) -> Option<Reply> {
     if !authenticated && !spec.has(flags::NO_AUTH) {
         Some(errors::err(errors::NOAUTH))

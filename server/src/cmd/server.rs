@@ -38,6 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from all databases", flushall),
     command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
     command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
+    command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
     command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
@@ -848,6 +849,11 @@ fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         right[0].signal_all_waited();
     }
     Reply::Ok
+}
+
+/// ROLE: a master with replication offset 0 and no replicas.
+fn role(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    Reply::Array(vec![Reply::bulk("master"), Reply::Int(0), Reply::Array(vec![])])
 }
 
 fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
