@@ -31,6 +31,7 @@ static LATENCY: &[CommandSpec] = &[
     command!("server", "latency|latest", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the latest latency samples for all events.", latency_latest),
     command!("server", "latency|history", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return timestamp-latency samples for the event.", latency_history),
     command!("server", "latency|reset", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Reset latency data for one or more events.", latency_reset),
+    command!("server", "latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the cumulative distribution of latencies of a subset of commands or all.", latency_histogram),
     command!("server", "latency|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands.", latency_help),
 ];
 
@@ -99,13 +100,35 @@ impl Histogram {
         ((sub + 1) << bucket) - 1
     }
 
+    /// Records a latency, kept within 1 ns ..= 1 s as Redis keeps it.
     fn record(&mut self, ns: u64) {
-        let i = Self::index(ns);
+        let i = Self::index(ns.clamp(1, 1_000_000_000));
         if self.counts.len() <= i {
             self.counts.resize(i + 1, 0);
         }
         self.counts[i] = self.counts[i].saturating_add(1);
         self.total += 1;
+    }
+
+    /// LATENCY HISTOGRAM's cumulative distribution (Redis's
+    /// `fillCommandCDF`: HDR's logarithmic iteration from 1024 ns by powers
+    /// of two): per level reached, the highest value of its bucket in µs
+    /// and the calls up to it, where that count grew.
+    fn cdf(&self) -> Vec<(u64, u64)> {
+        let mut out = vec![];
+        let (mut level, mut seen, mut at) = (1024u64, 0u64, 0usize);
+        while seen < self.total {
+            let index = Self::index(level);
+            while at <= index && at < self.counts.len() {
+                seen += self.counts[at] as u64;
+                at += 1;
+            }
+            if out.last().is_none_or(|&(_, before)| seen > before) && seen > 0 {
+                out.push((Self::highest(index) / 1000, seen));
+            }
+            level *= 2;
+        }
+        out
     }
 
     /// The value at percentile `p` (HDR's `value_at_percentile`).
@@ -439,6 +462,53 @@ fn latency_reset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int((before - latency.len()) as i64)
 }
 
+/// LATENCY HISTOGRAM [command ...]: each named command (a container: its
+/// subcommands) that has run, in the order named; with no names every
+/// command that has run, by name (Redis: its table's hash order).
+fn latency_histogram(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let observe = &ctx.server.observe;
+    let ran = |spec: &'static CommandSpec| {
+        observe
+            .commands
+            .get(&(spec as *const CommandSpec as usize))
+            .filter(|(_, stats)| stats.latency.total > 0)
+            .map(|(spec, stats)| (*spec, &stats.latency))
+    };
+    let mut rows: Vec<(&'static CommandSpec, &Histogram)> = vec![];
+    if args.len() == 2 {
+        rows = observe
+            .commands
+            .values()
+            .filter(|(_, stats)| stats.latency.total > 0)
+            .map(|(spec, stats)| (*spec, &stats.latency))
+            .collect();
+        rows.sort_by_key(|(spec, _)| spec.name);
+    } else {
+        for name in &args[2..] {
+            let Some(spec) = super::lookup(name) else { continue };
+            rows.extend(ran(spec));
+            rows.extend(spec.subcommands.iter().filter_map(ran));
+        }
+    }
+    let int = |n: u64| Reply::Int(n as i64);
+    Reply::Map(
+        rows.into_iter()
+            .map(|(spec, h)| {
+                let cdf = h
+                    .cdf()
+                    .into_iter()
+                    .map(|(usec, calls)| (int(usec), int(calls)))
+                    .collect();
+                let body = vec![
+                    (Reply::bulk("calls"), int(h.total)),
+                    (Reply::bulk("histogram_usec"), Reply::Map(cdf)),
+                ];
+                (Reply::bulk(spec.name), Reply::Map(body))
+            })
+            .collect(),
+    )
+}
+
 fn latency_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     super::server::help_reply(&[
         "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -484,5 +554,19 @@ mod tests {
         }
         assert_eq!(h.at_percentile(50.0), 6015);
         assert_eq!(h.at_percentile(99.0), 100_351);
+    }
+
+    #[test]
+    fn histogram_cdf_reads_as_redis_prints_it() {
+        // LATENCY HISTOGRAM of Redis 7.0.15: levels from 1024 ns by powers of
+        // two, keyed by their bucket's highest value in µs (131072 ns is
+        // 132), counts cumulative, a level shown only when its count grew;
+        // values kept within 1 ns ..= 1 s (the last level is 2^30 ns).
+        let mut h = Histogram::default();
+        for ns in [0, 900, 1500, 3000, 3000, 130_000, 2_000_000_000] {
+            h.record(ns);
+        }
+        assert_eq!(h.cdf(), vec![(1, 2), (2, 3), (4, 5), (132, 6), (1_082_130, 7)]);
+        assert_eq!(Histogram::default().cdf(), vec![]);
     }
 }
