@@ -199,7 +199,9 @@ pub struct ServerState {
     pub rates: Rates,
     /// INFO memory: allocated bytes when the server started
     /// (`used_memory_startup`) and the most seen since (`used_memory_peak`,
-    /// sampled with the rates and at every INFO).
+    /// noted whenever INFO or MEMORY reads the allocator: not on a timer,
+    /// because reading glibc's figures walks its free lists under its
+    /// locks).
     pub memory_startup: u64,
     pub memory_peak: u64,
     /// INFO replication's `master_replid`: random, as Redis's.
@@ -225,7 +227,8 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    /// The allocator's figures now, noted for `used_memory_peak`.
+    /// The allocator's figures now, noted for `used_memory_peak` (costs a
+    /// walk of the allocator's free lists: for INFO and MEMORY only).
     pub fn note_memory(&mut self) -> crate::process::Allocator {
         let now = crate::process::allocator();
         self.memory_peak = self.memory_peak.max(now.allocated);
@@ -418,7 +421,6 @@ impl Engine {
             shared.net_output_bytes.load(Ordering::Relaxed),
         ];
         self.state.rates.sample(totals);
-        self.state.note_memory();
     }
 
     /// Closes the clients idle for longer than `timeout` seconds on the
