@@ -621,7 +621,8 @@ pub mod conformance {
     /// An argument `$id:b` is replaced by client `b`'s CLIENT ID (the ids of
     /// two servers differ). A line starting `~ ` is time-dependent: its
     /// reply is recorded with every number masked, so only its shape is
-    /// compared.
+    /// compared. A line starting `±N ` (a remaining time or a deadline) has
+    /// its integer reply compared within `N` by [`compare`].
     pub fn run(addr: SocketAddr, scenario: &Scenario, resp3: bool) -> Vec<Vec<u8>> {
         let mut admin = RawClient::connect(addr).unwrap();
         assert_eq!(admin.command(&["FLUSHALL"]).unwrap(), b"+OK\r\n");
@@ -653,6 +654,7 @@ pub mod conformance {
             // only (every run of digits masked).
             let (shape_only, args) = match args[0].as_slice() {
                 b"~" => (true, &args[1..]),
+                _ if tolerance(args).is_some() => (false, &args[1..]),
                 _ => (false, &args[..]),
             };
             let (who, mode, args) = match args[0].strip_prefix(b"@") {
@@ -696,6 +698,20 @@ pub mod conformance {
             replies.push(if shape_only { mask_digits(&reply) } else { reply });
         }
         replies
+    }
+
+    /// The `N` of a line starting `±N` (see [`run`]).
+    fn tolerance(args: &[Vec<u8>]) -> Option<u64> {
+        std::str::from_utf8(args.first()?).ok()?.strip_prefix('±')?.parse().ok()
+    }
+
+    /// The value of an integer reply that is not negative (`-1`/`-2`, "no
+    /// deadline" and "no key", must match exactly).
+    fn non_negative_int(reply: &[u8]) -> Option<u64> {
+        std::str::from_utf8(reply.strip_prefix(b":")?.strip_suffix(b"\r\n")?)
+            .ok()?
+            .parse()
+            .ok()
     }
 
     /// `reply` with every run of ASCII digits replaced by one `#`.
@@ -745,7 +761,14 @@ pub mod conformance {
         let expected = run(redis, scenario, resp3);
         let actual = run(coordis, scenario, resp3);
         for (i, args) in scenario.commands.iter().enumerate() {
-            if expected[i] != actual[i] {
+            let close =
+                tolerance(args).is_some_and(
+                    |n| match (non_negative_int(&expected[i]), non_negative_int(&actual[i])) {
+                        (Some(a), Some(b)) => a.abs_diff(b) <= n,
+                        _ => false,
+                    },
+                );
+            if expected[i] != actual[i] && !close {
                 let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
                 let before = if i > 0 { show(&expected[i - 1]) } else { String::new() };
                 mismatches.push(format!(
