@@ -9,7 +9,7 @@ use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
-use crate::store::glob;
+use crate::store::{glob, num, ValueRef};
 use crate::tri;
 
 macro_rules! spec {
@@ -351,9 +351,25 @@ fn object_encoding(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
+/// OBJECT REFCOUNT: 1, except for an integer string from 0 to 9,999,
+/// which Redis keeps as one of its shared integers (refcount `INT_MAX`)
+/// unless a `maxmemory` with an LRU/LFU policy rules sharing out.
 fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let config = &ctx.server.config;
+    let maxmemory = config.ignored.get("maxmemory").is_some_and(|m| m != "0");
+    let policy = config.ignored.get("maxmemory-policy").map_or("", |p| p.as_str());
+    let shared = !(maxmemory && (policy.contains("lru") || policy.contains("lfu")));
     match ctx.lookup_read(&args[2]) {
-        Some(_) => Reply::Int(1),
+        Some(e) => match e.value {
+            ValueRef::Str(s)
+                if shared
+                    && e.value.encoding() == "int"
+                    && num::parse_i64(s).is_some_and(|n| (0..10_000).contains(&n)) =>
+            {
+                Reply::Int(i32::MAX as i64)
+            }
+            _ => Reply::Int(1),
+        },
         None => Reply::Nil,
     }
 }

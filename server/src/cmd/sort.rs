@@ -17,7 +17,7 @@ use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::store::list::{End, List};
-use crate::store::{num, Value, ValueRef};
+use crate::store::{num, Value, ValueMut, ValueRef};
 use crate::tri;
 
 macro_rules! spec {
@@ -105,6 +105,12 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
             _ => return err(errors::WRONGTYPE),
         },
     };
+    // Redis converts a listpack sorted set it sorts to a skip list, for good
+    // (OBJECT ENCODING shows it).
+    let now = ctx.now;
+    if let Some(ValueMut::ZSet(z)) = ctx.db().lookup_mut(&args[1], now) {
+        z.to_skiplist();
+    }
     let mut keyed: Vec<(Bytes, Option<Bytes>, f64)> = Vec::with_capacity(elements.len());
     for element in elements {
         let by_value = match by {

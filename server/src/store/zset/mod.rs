@@ -272,6 +272,12 @@ impl ZSet {
         }
     }
 
+    /// Leaves the compact encoding for good, as SORT does to a listpack
+    /// sorted set in Redis ("destructively convert encoded sorted sets").
+    pub fn to_skiplist(&mut self) {
+        self.compact = false;
+    }
+
     /// The element whose member is `member`.
     pub fn find(&self, member: &[u8]) -> Option<Entry> {
         let hash = self.hasher.hash_one(member);
