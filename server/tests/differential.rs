@@ -53,21 +53,9 @@ fn report(label: &str, commands: usize, mismatches: &[String]) {
 /// combinations (valid and invalid) update existing members.
 #[test]
 fn random_zset_sequences_match_redis() {
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
-        return;
-    };
-    let coordis = coordis::Server::builder().start_blocking().unwrap();
-    let mut commands = 0;
-    let mut mismatches = vec![];
-    for seed in 1..=16u64 {
-        let resp3 = seed % 2 == 0;
-        let scenario = Scenario {
-            name: format!("random zset seed {seed}"),
-            commands: random_zset_commands(seed, 400),
-        };
-        commands += compare(redis.addr(), coordis.addr(), &scenario, resp3, &mut mismatches);
-    }
-    report("random zset differential", commands, &mismatches);
+    random_differential("random zset differential", 16, |seed| {
+        (format!("random zset seed {seed}"), random_zset_commands(seed, 400))
+    });
 }
 
 fn random_zset_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
@@ -232,27 +220,13 @@ fn random_zset_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
 /// counts, out-of-range indexes, non-numbers, missing keys.
 #[test]
 fn random_hash_list_set_sequences_match_redis() {
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
-        return;
-    };
-    let coordis = coordis::Server::builder().start_blocking().unwrap();
-    let mut commands = 0;
-    let mut mismatches = vec![];
-    for seed in 1..=24u64 {
+    random_differential("random hash/list/set differential", 24, |seed| {
         let family = ["hash", "list", "set"][(seed % 3) as usize];
-        let scenario = Scenario {
-            name: format!("random {family} seed {seed}"),
-            commands: random_type_commands(family, seed, 300),
-        };
-        commands += compare(
-            redis.addr(),
-            coordis.addr(),
-            &scenario,
-            seed.is_multiple_of(2),
-            &mut mismatches,
-        );
-    }
-    report("random hash/list/set differential", commands, &mismatches);
+        (
+            format!("random {family} seed {seed}"),
+            random_type_commands(family, seed, 300),
+        )
+    });
 }
 
 fn random_type_commands(family: &str, seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
@@ -442,26 +416,9 @@ fn random_type_commands(family: &str, seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> 
 /// reply (claims use JUSTID and min-idle 0).
 #[test]
 fn random_stream_sequences_match_redis() {
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
-        return;
-    };
-    let coordis = coordis::Server::builder().start_blocking().unwrap();
-    let mut commands = 0;
-    let mut mismatches = vec![];
-    for seed in 1..=12u64 {
-        let scenario = Scenario {
-            name: format!("random stream seed {seed}"),
-            commands: random_stream_commands(seed, 500),
-        };
-        commands += compare(
-            redis.addr(),
-            coordis.addr(),
-            &scenario,
-            seed.is_multiple_of(2),
-            &mut mismatches,
-        );
-    }
-    report("random stream differential", commands, &mismatches);
+    random_differential("random stream differential", 12, |seed| {
+        (format!("random stream seed {seed}"), random_stream_commands(seed, 500))
+    });
 }
 
 fn random_stream_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
@@ -718,20 +675,30 @@ const TIMES: &[(&str, u64)] = &[("TTL", 5), ("PTTL", 5_000), ("EXPIRETIME", 5), 
 /// `COORDIS_FUZZ_SEEDS=n` runs n seeds of 2,000 commands (default 10).
 #[test]
 fn random_commands_across_every_family_match_redis() {
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
-        return;
-    };
-    let coordis = coordis::Server::builder().start_blocking().unwrap();
     let seeds: u64 = std::env::var("COORDIS_FUZZ_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
+    random_differential("random differential over every command", seeds, |seed| {
+        (format!("random commands seed {seed}"), random_any_commands(seed, 2000))
+    });
+}
+
+/// Runs seeds `1..=seeds` of a random command stream (`generate` names
+/// each) on a redis-server and on coordis, RESP3 for even seeds, and fails
+/// with every mismatch.
+fn random_differential(label: &str, seeds: u64, generate: impl Fn(u64) -> (String, Vec<Vec<Vec<u8>>>)) {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
     let mut commands = 0;
     let mut mismatches = vec![];
     for seed in 1..=seeds {
+        let (name, commands_of_seed) = generate(seed);
         let scenario = Scenario {
-            name: format!("random commands seed {seed}"),
-            commands: random_any_commands(seed, 2000),
+            name,
+            commands: commands_of_seed,
         };
         commands += compare(
             redis.addr(),
@@ -741,7 +708,7 @@ fn random_commands_across_every_family_match_redis() {
             &mut mismatches,
         );
     }
-    report("random differential over every command", commands, &mismatches);
+    report(label, commands, &mismatches);
 }
 
 fn random_any_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
