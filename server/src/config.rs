@@ -593,6 +593,19 @@ pub enum SetError {
 }
 
 impl Config {
+    /// `maxmemory` in bytes (0: no limit). Accepted without effect: INFO,
+    /// MEMORY and OBJECT REFCOUNT show it as Redis would.
+    pub fn maxmemory(&self) -> u64 {
+        self.ignored.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    /// `maxmemory-policy` (accepted without effect, as `maxmemory`).
+    pub fn maxmemory_policy(&self) -> &str {
+        self.ignored
+            .get("maxmemory-policy")
+            .map_or("noeviction", |v| v.as_str())
+    }
+
     /// Applies one directive given at startup (config file or command line).
     /// `Ok(false)` means it was accepted but has no effect in coordis.
     pub fn apply(&mut self, name: &str, values: &[String]) -> Result<bool, String> {

@@ -356,9 +356,8 @@ fn object_encoding(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// unless a `maxmemory` with an LRU/LFU policy rules sharing out.
 fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let config = &ctx.server.config;
-    let maxmemory = config.ignored.get("maxmemory").is_some_and(|m| m != "0");
-    let policy = config.ignored.get("maxmemory-policy").map_or("", |p| p.as_str());
-    let shared = !(maxmemory && (policy.contains("lru") || policy.contains("lfu")));
+    let policy = config.maxmemory_policy();
+    let shared = config.maxmemory() == 0 || !(policy.contains("lru") || policy.contains("lfu"));
     match ctx.lookup_read(&args[2]) {
         Some(e) => match e.value {
             ValueRef::Str(s)

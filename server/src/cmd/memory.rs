@@ -120,23 +120,28 @@ fn memory_usage(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int(bytes as i64)
 }
 
-/// The figures MEMORY STATS and DOCTOR read (Redis's `redisMemOverhead`).
-struct Overhead {
-    peak: u64,
-    total: u64,
-    startup: u64,
-    lua_caches: u64,
-    functions_caches: u64,
+/// The figures INFO memory, MEMORY STATS and DOCTOR read (Redis's
+/// `redisMemOverhead`): the overhead is the memory at start, the script
+/// and function sources and the key tables; the dataset the rest.
+pub(super) struct Overhead {
+    pub peak: u64,
+    pub total: u64,
+    pub startup: u64,
+    /// Bytes of the cached scripts' and the libraries' sources.
+    pub lua_caches: u64,
+    pub functions_caches: u64,
     /// Per database with keys: (index, main table, deadline index, keys).
-    dbs: Vec<(usize, u64, u64, u64)>,
-    overhead_total: u64,
-    dataset: u64,
-    allocator_active: u64,
-    rss: u64,
-    scripts: usize,
+    pub dbs: Vec<(usize, u64, u64, u64)>,
+    pub overhead_total: u64,
+    pub dataset: u64,
+    pub allocator_active: u64,
+    pub rss: u64,
+    /// Cached scripts.
+    pub scripts: usize,
 }
 
-fn overhead(ctx: &mut Ctx) -> Overhead {
+/// Reads the allocator (see [`crate::process`]): for INFO and MEMORY only.
+pub(super) fn overhead(ctx: &mut Ctx) -> Overhead {
     let (lua_caches, functions_caches, scripts) = ctx.scripting.as_ref().map_or((0, 0, 0), |l| {
         let functions: usize = l.libraries().iter().map(|lib| lib.code.len()).sum();
         (l.scripts_bytes() as u64, functions as u64, l.len())

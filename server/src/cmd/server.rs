@@ -1031,49 +1031,28 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     parts.join("\r\n")
 }
 
-/// Resident set size of this process, from /proc (0 where unavailable).
-/// INFO `memory`, with Redis's fields. Memory is the allocator's (see
-/// [`crate::process`]); the overhead is what the server held at start plus
-/// the script and function sources, the dataset the rest. Scripts and
+/// INFO `memory`, with Redis's fields, from the figures MEMORY STATS reads
+/// ([`super::memory::overhead`]). Scripts and
 /// functions share one Lua VM here (Redis has one each): its memory is
 /// reported as EVAL's. coordis neither replicates nor appends to a file, and
 /// frees synchronously, so those fields are zero; it does not account for
 /// client buffers (`mem_clients_normal` is 0).
 fn memory_section(ctx: &mut Ctx) -> String {
     let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory()) as u64;
-    let (scripts, scripts_bytes) = ctx
-        .scripting
-        .as_ref()
-        .map_or((0, 0), |l| (l.len(), l.scripts_bytes() as u64));
-    let (functions, libraries, functions_bytes) = ctx.scripting.as_ref().map_or((0, 0, 0), |l| {
+    let (functions, libraries) = ctx.scripting.as_ref().map_or((0, 0), |l| {
         let libraries = l.libraries();
-        (
-            libraries.function_count(),
-            libraries.len(),
-            libraries.iter().map(|l| l.code.len()).sum::<usize>() as u64,
-        )
+        (libraries.function_count(), libraries.len())
     });
-    let s = &mut *ctx.server;
-    let alloc = s.note_memory();
-    let (used, peak, startup) = (alloc.allocated, s.memory_peak, s.memory_startup);
-    let rss = crate::process::rss_bytes();
+    let m = super::memory::overhead(ctx);
+    let (used, peak, startup, rss) = (m.total, m.peak, m.startup, m.rss);
+    let (overhead, dataset, scripts) = (m.overhead_total, m.dataset, m.scripts);
+    let (scripts_bytes, functions_bytes) = (m.lua_caches, m.functions_caches);
     let system = crate::process::total_system_memory();
-    let overhead = (startup + scripts_bytes + functions_bytes).min(used);
-    let dataset = used - overhead;
     let net = used.saturating_sub(startup).max(1);
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let diff = |a: u64, b: u64| a as i64 - b as i64;
-    let maxmemory: u64 = s
-        .config
-        .ignored
-        .get("maxmemory")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let policy = s
-        .config
-        .ignored
-        .get("maxmemory-policy")
-        .map_or("noeviction", |v| v.as_str());
+    let config = &ctx.server.config;
+    let (maxmemory, policy) = (config.maxmemory(), config.maxmemory_policy());
     let scripts_total = scripts_bytes + functions_bytes;
     format!(
         "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
@@ -1082,16 +1061,16 @@ fn memory_section(ctx: &mut Ctx) -> String {
         human_bytes(peak),
         ratio(used, peak) * 100.0,
         ratio(dataset, net) * 100.0,
-        alloc.active,
+        m.allocator_active,
         human_bytes(system),
         human_bytes(lua),
         human_bytes(lua),
         human_bytes(scripts_total),
         human_bytes(maxmemory),
-        ratio(alloc.active, used),
-        diff(alloc.active, used),
-        ratio(rss, alloc.active),
-        diff(rss, alloc.active),
+        ratio(m.allocator_active, used),
+        diff(m.allocator_active, used),
+        ratio(rss, m.allocator_active),
+        diff(rss, m.allocator_active),
         // The allocator's resident memory is the process's here.
         1.0,
         ratio(rss, used),
