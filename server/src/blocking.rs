@@ -156,7 +156,7 @@ pub fn block(
     timeout_reply: Reply,
     denied: Reply,
 ) -> Reply {
-    if ctx.deny_blocking {
+    if ctx.deny_blocking() {
         return denied;
     }
     let id = ctx.client.id;
@@ -422,10 +422,9 @@ fn serve_one(dbs: &mut [Db], server: &mut ServerState, client: &mut ClientState,
             server: &mut *server,
             scripting: None,
             now,
-            deny_blocking: true,
-            from_script: false,
+            caller: crate::exec::Caller::Waiter,
         };
-        serve(&mut ctx, &args, key)
+        crate::exec::serve_waiter(&mut ctx, serve, &args, key)
     };
     match reply {
         Some(reply) => {

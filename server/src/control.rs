@@ -28,6 +28,15 @@ pub struct ServerControl {
 }
 
 impl ServerControl {
+    /// A reader of the server's effects feed: from now on, every write's
+    /// effect (what a replica or the append-only file would receive), in
+    /// order, as Redis 7.0.15's replication stream carries it
+    /// ([`crate::EffectReader::try_bytes`]). Recording costs nothing until
+    /// the first reader; a dropped reader is forgotten.
+    pub fn effects(&self) -> crate::EffectReader {
+        self.engine.lock().subscribe_effects()
+    }
+
     /// See [`crate::Server::pause`].
     pub fn pause(&self) {
         self.engine.lock().shared().set_frozen(true);

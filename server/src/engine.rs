@@ -23,6 +23,7 @@ use crate::cmd::busy::{ClientView, TxChange};
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::errors;
+use crate::exec::Caller;
 use crate::lua::{ScriptState, Scripting};
 use crate::protocol::Reply;
 use crate::store::{Clock, Db};
@@ -36,7 +37,6 @@ pub const EXPIRE_STEP_KEYS: usize = 500;
 pub struct Stats {
     pub total_connections_received: u64,
     pub total_commands_processed: u64,
-    pub total_error_replies: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub rejected_connections: u64,
@@ -121,6 +121,9 @@ pub struct Shared {
     /// "The server is down" ([`crate::ServerControl::set_down`]): new
     /// connections are reset at once (existing ones were dropped).
     pub down: AtomicBool,
+    /// Who may run the protected commands, for answers while a script is
+    /// busy (set once when the engine starts: the settings are immutable).
+    guards: parking_lot::Mutex<crate::exec::Guards>,
 }
 
 impl Shared {
@@ -158,6 +161,14 @@ impl Shared {
 }
 
 impl Shared {
+    pub(crate) fn set_guards(&self, guards: crate::exec::Guards) {
+        *self.guards.lock() = guards;
+    }
+
+    pub(crate) fn guards(&self) -> crate::exec::Guards {
+        *self.guards.lock()
+    }
+
     pub fn publish(&self, config: &Config) {
         self.maxclients.store(config.maxclients, Ordering::Relaxed);
         self.proto_max_bulk_len
@@ -223,6 +234,15 @@ pub struct ServerState {
     pub active_expire: bool,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
+    /// Changes to the dataset since the last save (Redis's `server.dirty`:
+    /// INFO `rdb_changes_since_last_save`); raised by handlers through
+    /// [`Ctx::dirty`], read around each call by [`crate::exec::call`].
+    pub dirty: u64,
+    /// The effects being recorded for the feed's readers ([`crate::exec::feed`]).
+    pub(crate) effects: crate::exec::feed::Effects,
+    /// Who may run the protected commands (fixed at start: the settings
+    /// are immutable, as Redis's).
+    pub guards: crate::exec::Guards,
     pub shared: Arc<Shared>,
 }
 
@@ -278,6 +298,9 @@ impl Engine {
         server_shutdown: Arc<CloseSignal>,
     ) -> Engine {
         shared.publish(&config);
+        crate::exec::monotonic::init();
+        let guards = crate::exec::Guards::from_config(&config);
+        shared.set_guards(guards);
         let run_id = new_run_id();
         let memory_startup = crate::process::allocator().allocated;
         let started_ms = clock.now_ms();
@@ -313,6 +336,9 @@ impl Engine {
                 faults: Default::default(),
                 random: None,
                 shutdown_requested: false,
+                dirty: 0,
+                effects: Default::default(),
+                guards,
                 shared,
             },
             server_shutdown,
@@ -332,6 +358,7 @@ impl Engine {
         }
         let now = self.state.clock.now_ms();
         crate::blocking::expire(&mut self.dbs, &mut self.state, now);
+        self.state.effects.flush();
         crate::blocking::next_deadline(&self.state.blocking)
     }
 
@@ -407,9 +434,8 @@ impl Engine {
     /// deadline are answered, and every key due by now expires, in deadline
     /// order, with its `expired` event.
     pub fn settle(&mut self) {
-        self.expire_blocked();
-        while self.active_expire_step() {}
-        self.close_idle_clients();
+        settle_state(&mut self.dbs, &mut self.state, None);
+        self.state.effects.flush();
     }
 
     /// Samples INFO's instantaneous rates (every expiry tick).
@@ -428,40 +454,14 @@ impl Engine {
     /// client (its own timeout rules it) nor a subscriber. Nothing to do
     /// with `timeout 0`, the default.
     pub fn close_idle_clients(&mut self) {
-        let timeout_ms = self.state.config.timeout.saturating_mul(1000);
-        if timeout_ms == 0 || self.state.shared.is_frozen() {
-            return;
-        }
-        let now = self.state.clock.now_ms();
-        for client in self.state.clients.values() {
-            if client.blocked.is_none()
-                && !client.is_subscribed()
-                && now.saturating_sub(client.last_cmd_ms) > timeout_ms
-            {
-                tracing::debug!("closing idle client {} after {}s", client.id, timeout_ms / 1000);
-                client.signal.close();
-            }
-        }
+        close_idle_clients(&mut self.state);
     }
 
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
     pub fn active_expire_step(&mut self) -> bool {
-        if !self.state.active_expire || !crate::blocking::expiry_allowed(&self.state) || self.state.shared.is_frozen() {
-            return false;
-        }
-        let now = self.state.clock.now_ms();
-        let mut budget = EXPIRE_STEP_KEYS;
-        for db in &mut self.dbs {
-            budget -= db.expire_step(now, budget);
-            if budget == 0 {
-                break;
-            }
-        }
-        let flags = self.state.config.notify_keyspace_events;
-        if flags != 0 {
-            cmd::pubsub::publish_expired(&mut self.dbs, &self.state, None, flags, now);
-        }
-        budget == 0
+        let more = active_expire_step(&mut self.dbs, &mut self.state, None, EXPIRE_STEP_KEYS);
+        self.state.effects.flush();
+        more
     }
 
     /// Registers a new connection (before any of its batches).
@@ -565,9 +565,11 @@ impl Engine {
         if self.state.random.is_some() {
             self.state.random = Some(fastrand::get_seed());
         }
+        self.state.effects.flush();
         let blocked = client.blocked.is_some();
         let reply_fault = std::mem::take(&mut client.reply_fault);
         let view = Some(ClientView {
+            local: client.addr.ip().is_loopback(),
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),
             subscribed_resp2: !client.resp3 && client.is_subscribed(),
@@ -587,25 +589,32 @@ impl Engine {
     /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
     #[inline]
     fn execute(&mut self, client: &mut ClientState, args: &[Bytes], now: u64, out: &mut BytesMut) {
-        let reply = self.dispatch(client, args, now);
-        self.state.stats.total_commands_processed += 1;
-        if reply.is_error() {
-            self.state.stats.total_error_replies += 1;
-        }
-        if self.state.blocking.blocked() != 0 {
-            // Keys this command stored may serve blocked clients, now that
-            // it has finished (a MULTI/EXEC or a script as a whole).
-            crate::blocking::serve_ready(&mut self.dbs, &mut self.state, client, now);
-        }
+        let reply = {
+            let mut ctx = Ctx {
+                dbs: &mut self.dbs,
+                client,
+                server: &mut self.state,
+                now,
+                scripting: Some(&mut self.scripting),
+                caller: Caller::Client,
+            };
+            let reply = crate::exec::process(&mut ctx, args);
+            crate::exec::end_unit(&mut ctx);
+            reply
+        };
         if self.state.shutdown_requested {
             // Redis closes the connection without replying to a successful SHUTDOWN.
             return;
         }
-        // CLIENT REPLY OFF | SKIP: the reply is dropped; SKIP covers one command.
+        // CLIENT REPLY OFF | SKIP: the reply is dropped; SKIP covers one
+        // command. Pushes are not replies: a RESP3 subscriber still gets its
+        // subscribe confirmations, as from Redis 7.0.
         let silent = client.reply_off || client.reply_skip;
         client.reply_skip = std::mem::take(&mut client.reply_skip_next);
         if !silent {
             reply.encode(out, client.resp3);
+        } else if client.resp3 {
+            reply.encode_pushes(out);
         }
     }
 
@@ -626,41 +635,31 @@ impl Engine {
         client.resp3 = true;
         client.authenticated = true;
         let reply = {
-            let spec = match cmd::resolve(args) {
-                Ok(spec) => spec,
-                Err(cmd::Unresolved::Unknown(reply)) => return reply,
-                Err(cmd::Unresolved::Arity(spec)) => return errors::wrong_args(spec.name),
-            };
             let mut ctx = Ctx {
                 dbs: &mut self.dbs,
                 client: &mut client,
                 server: &mut self.state,
                 now,
                 scripting: Some(&mut self.scripting),
-                deny_blocking: true,
-                from_script: false,
+                caller: Caller::Control,
             };
-            let reply = (spec.handler)(&mut ctx, args);
-            ctx.flush_expired();
+            let reply = crate::exec::call_control(&mut ctx, args);
+            crate::exec::end_unit(&mut ctx);
             reply
         };
-        if self.state.blocking.blocked() != 0 {
-            crate::blocking::serve_ready(&mut self.dbs, &mut self.state, &mut client, now);
-        }
+        self.state.effects.flush();
         reply
     }
 
-    fn dispatch(&mut self, client: &mut ClientState, args: &[Bytes], now: u64) -> Reply {
-        let mut ctx = Ctx {
-            dbs: &mut self.dbs,
-            client,
-            server: &mut self.state,
-            now,
-            scripting: Some(&mut self.scripting),
-            deny_blocking: false,
-            from_script: false,
-        };
-        cmd::call(&mut ctx, args)
+    /// A new reader of the effects feed ([`crate::exec::feed`]): from now
+    /// on it receives every effect, in order. While one reads, expired keys
+    /// are noted for their DELs.
+    pub fn subscribe_effects(&mut self) -> crate::exec::feed::Reader {
+        let reader = self.state.effects.subscribe();
+        for db in &mut self.dbs {
+            db.log_expired = true;
+        }
+        reader
     }
 }
 
@@ -707,18 +706,70 @@ fn new_run_id() -> String {
         .collect()
 }
 
-/// [`Engine::settle`] from inside a command (`COORDIS.CLOCK`), at
-/// `ctx.now`: the calling client is out of the registry, so its expired
-/// events go through it.
+/// [`Engine::settle`] from inside a command (`COORDIS.CLOCK`): the
+/// calling client is out of the registry, so its expired events go
+/// through it.
 pub(crate) fn settle(ctx: &mut Ctx) {
-    let now = ctx.now;
-    crate::blocking::expire(ctx.dbs, ctx.server, now);
-    if crate::blocking::expiry_allowed(ctx.server) {
-        for db in ctx.dbs.iter_mut() {
-            db.expire_step(now, usize::MAX);
+    settle_state(ctx.dbs, ctx.server, Some(ctx.client));
+}
+
+/// Brings the server up to its clock (the one body of [`Engine::settle`]
+/// and [`settle`]): a CLIENT PAUSE whose time is over ends, blocked clients
+/// past their deadline are answered, every key due expires (in deadline
+/// order, with its event and its DEL), and idle clients are closed, all as
+/// the timers would, unless active expiry is off (DEBUG SET-ACTIVE-EXPIRE 0)
+/// or the server is frozen.
+fn settle_state(dbs: &mut [Db], state: &mut ServerState, current: Option<&mut ClientState>) {
+    if state.shared.is_frozen() {
+        return;
+    }
+    let now = state.clock.now_ms();
+    crate::blocking::expire(dbs, state, now);
+    let mut current = current;
+    while active_expire_step(dbs, state, current.as_deref_mut(), EXPIRE_STEP_KEYS) {}
+    close_idle_clients(state);
+}
+
+/// One bounded step of active expiry (see [`Engine::active_expire_step`]):
+/// each expired key is an effect of its own (a DEL), as Redis's
+/// `activeExpireCycle` propagates it.
+fn active_expire_step(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    current: Option<&mut ClientState>,
+    budget: usize,
+) -> bool {
+    if !state.active_expire || !crate::blocking::expiry_allowed(state) || state.shared.is_frozen() {
+        return false;
+    }
+    let now = state.clock.now_ms();
+    let mut left = budget;
+    for db in dbs.iter_mut() {
+        left -= db.expire_step(now, left);
+        if left == 0 {
+            break;
         }
     }
-    ctx.flush_expired();
+    cmd::pubsub::publish_expired(dbs, state, current.as_deref(), now, true);
+    left == 0
+}
+
+/// Closes the clients idle for longer than `timeout` seconds on the
+/// server's clock (Redis's `clientsCronHandleTimeout`): not a blocked
+/// client (its own timeout rules it) nor a subscriber. Nothing to do with
+/// `timeout 0`, the default.
+fn close_idle_clients(state: &mut ServerState) {
+    let timeout_ms = state.config.timeout.saturating_mul(1000);
+    if timeout_ms == 0 || state.shared.is_frozen() {
+        return;
+    }
+    let now = state.clock.now_ms();
+    for client in state.clients.values() {
+        if client.blocked.is_none() && !client.is_subscribed() && now.saturating_sub(client.last_cmd_ms) > timeout_ms {
+            tracing::debug!("closing idle client {} after {}s", client.id, timeout_ms / 1000);
+            client.signal.close();
+        }
+    }
 }
 
 /// Plays the server down (`true`: every registered connection dropped, new

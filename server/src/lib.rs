@@ -61,6 +61,7 @@ mod config;
 mod control;
 mod engine;
 mod errors;
+mod exec;
 mod faults;
 mod lua;
 mod notify;
@@ -96,6 +97,7 @@ use clients::CloseSignal;
 pub use cmd::server::REDIS_VERSION;
 pub use config::Config;
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
+pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 

@@ -369,6 +369,7 @@ async fn serve_connection(
     let mut conn = ConnState {
         view: ClientView {
             authenticated: !ctx.shared.auth_required.load(Ordering::Relaxed),
+            local: peer.ip().is_loopback(),
             ..ClientView::default()
         },
         ..ConnState::default()
@@ -580,6 +581,7 @@ fn busy_batch(
         changes,
         script: &ctx.shared.script,
         shutdown: &ctx.shutdown,
+        guards: ctx.shared.guards(),
         close: false,
     };
     let mut waiting = false;

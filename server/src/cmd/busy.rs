@@ -2,9 +2,9 @@
 //!
 //! The script holds the keyspace for its whole run, so a connection answers
 //! its own requests meanwhile, without the engine, as Redis answers them
-//! from inside the script's timeout hook: the same checks as [`super::call`]
-//! in the same order, then `-BUSY` for every command without the
-//! `allow_busy` flag. An `allow_busy` command is answered by its row's busy
+//! from inside the script's timeout hook: the same admission
+//! ([`crate::exec::admit`], with the busy script as one of its facts), so
+//! `-BUSY` for every command without the `allow_busy` flag. An `allow_busy` command is answered by its row's busy
 //! handler (MULTI, DISCARD, WATCH inside MULTI, QUIT, SCRIPT KILL, SHUTDOWN
 //! NOSAVE), or waits for the script to end and then runs normally (HELLO,
 //! AUTH, WATCH outside MULTI, UNWATCH and RESET, which Redis serves at once:
@@ -17,20 +17,22 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{flags, resolve, Unresolved};
 use crate::clients::CloseSignal;
 use crate::errors::{self, err};
+use crate::exec::{self, Caller, Facts, Guards, NoHolds, TxEffect, Verdict};
 use crate::lua::ScriptState;
 use crate::protocol::Reply;
 
 /// What a connection knows of its client between batches (the engine
-/// reports it after each one), enough to apply [`super::call`]'s checks.
+/// reports it after each one), enough for admission's checks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientView {
     pub authenticated: bool,
     pub in_multi: bool,
     /// RESP2 and subscribed: only the pub/sub commands are allowed.
     pub subscribed_resp2: bool,
+    /// Connected over loopback (protected commands set to `local`).
+    pub local: bool,
 }
 
 /// A change to the client's transaction made while the engine was busy.
@@ -53,6 +55,8 @@ pub struct BusyCtx<'a> {
     pub script: &'a ScriptState,
     /// The server's shutdown signal (SHUTDOWN NOSAVE).
     pub shutdown: &'a CloseSignal,
+    /// Who may run the protected commands.
+    pub guards: Guards,
     /// Set to close the connection after the reply.
     pub close: bool,
 }
@@ -68,47 +72,44 @@ pub enum Answer {
     Wait,
 }
 
-/// Answers one request while a script is busy.
+/// Answers one request while a script is busy: admitted as on the
+/// engine (the busy script is one of the facts), then queued inside MULTI,
+/// answered by its row's busy handler, or made to wait.
 pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
-    let spec = match resolve(args) {
-        Ok(spec) => spec,
-        Err(Unresolved::Unknown(reply)) => return Answer::Reply(refuse(ctx, false, reply)),
-        Err(Unresolved::Arity(spec)) => {
-            return Answer::Reply(refuse(ctx, spec.name == "exec", errors::wrong_args(spec.name)));
-        }
+    let facts = Facts {
+        authenticated: ctx.view.authenticated,
+        in_multi: ctx.view.in_multi,
+        subscribed_resp2: ctx.view.subscribed_resp2,
+        local: ctx.view.local,
+        guards: &ctx.guards,
+        busy: Some(busy),
+        script: Some(ctx.script),
     };
-    let is_exec = spec.name == "exec";
-    let view = &ctx.view;
-    let refusal = super::gate(spec, view.authenticated, view.in_multi, view.subscribed_resp2)
-        .or_else(|| (!spec.has(flags::ALLOW_BUSY)).then(|| busy(ctx.script)));
-    if let Some(reply) = refusal {
-        return Answer::Reply(refuse(ctx, is_exec, reply));
+    match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
+        Verdict::Refused { spec, reply } => {
+            let (reply, effect) = exec::refusal(spec, reply, ctx.view.in_multi);
+            match effect {
+                TxEffect::None => {}
+                TxEffect::Doom => ctx.changes.push(TxChange::Fail),
+                TxEffect::Abort => {
+                    ctx.view.in_multi = false;
+                    ctx.changes.push(TxChange::End);
+                }
+            }
+            Answer::Reply(reply)
+        }
+        Verdict::Queue(_) => {
+            ctx.changes.push(TxChange::Queue(args.to_vec()));
+            Answer::Reply(Reply::status("QUEUED"))
+        }
+        Verdict::Run(spec) => match spec.busy {
+            Some(handler) => handler(ctx, args),
+            None => Answer::Wait,
+        },
+        // The connection side holds nothing (the pause and the rules are the
+        // engine's): after the script, the engine decides.
+        Verdict::Postponed | Verdict::Fault(..) => Answer::Wait,
     }
-    if ctx.view.in_multi && !spec.has(flags::TX_CONTROL) {
-        ctx.changes.push(TxChange::Queue(args.to_vec()));
-        return Answer::Reply(Reply::status("QUEUED"));
-    }
-    match spec.busy {
-        Some(handler) => handler(ctx, args),
-        None => Answer::Wait,
-    }
-}
-
-/// [`super::call`]'s refusal, on the view: inside MULTI the transaction is
-/// doomed; a refused EXEC ends it with `EXECABORT`.
-fn refuse(ctx: &mut BusyCtx, is_exec: bool, reply: Reply) -> Reply {
-    if is_exec {
-        ctx.view.in_multi = false;
-        ctx.changes.push(TxChange::End);
-        return match &reply {
-            Reply::Error(text) => errors::exec_abort(text),
-            _ => reply,
-        };
-    }
-    if ctx.view.in_multi {
-        ctx.changes.push(TxChange::Fail);
-    }
-    reply
 }
 
 /// SCRIPT KILL while a script is busy.

@@ -57,9 +57,9 @@ static CLUSTER: &[CommandSpec] = &[
 static MODULE: &[CommandSpec] = &[
     command!("server", "module|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands", module_help),
     command!("server", "module|list", 2, ADMIN | NOSCRIPT, 0, (0, 0, 0), "List all modules loaded by the server", module_list),
-    command!("server", "module|load", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED, 0, (0, 0, 0), "Load a module", module_load),
-    command!("server", "module|loadex", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED, 0, (0, 0, 0), "Load a module with extended parameters", module_load),
-    command!("server", "module|unload", 3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED, 0, (0, 0, 0), "Unload a module", module_load),
+    command!("server", "module|load", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED | GUARD_MODULE, 0, (0, 0, 0), "Load a module", module_load),
+    command!("server", "module|loadex", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED | GUARD_MODULE, 0, (0, 0, 0), "Load a module with extended parameters", module_load),
+    command!("server", "module|unload", 3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED | GUARD_MODULE, 0, (0, 0, 0), "Unload a module", module_load),
 ];
 
 fn cluster_disabled(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

@@ -29,48 +29,39 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
     spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
     spec!("coordis.fault", -2, 0, 0, (0, 0, 0), "A container for fault rules (coordis's own)", super::container, FAULT),
-    command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, 0, (0, 0, 0), "A container for debugging commands", debug),
+    command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | GUARD_DEBUG, 0, (0, 0, 0), "A container for debugging commands", debug),
 ];
 
 #[rustfmt::skip]
 static FAULT: &[CommandSpec] = &[
-    subcommand!("coordis", "coordis.fault|add", -3, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_add),
-    subcommand!("coordis", "coordis.fault|list", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_list),
-    subcommand!("coordis", "coordis.fault|del", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_del),
-    subcommand!("coordis", "coordis.fault|clear", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_clear),
-    subcommand!("coordis", "coordis.fault|seed", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_seed),
-    subcommand!("coordis", "coordis.fault|help", 2, LOADING | STALE, acl::ADMIN, fault_help),
+    subcommand!("coordis", "coordis.fault|add", -3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_add),
+    subcommand!("coordis", "coordis.fault|list", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_list),
+    subcommand!("coordis", "coordis.fault|del", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_del),
+    subcommand!("coordis", "coordis.fault|clear", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_clear),
+    subcommand!("coordis", "coordis.fault|seed", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_seed),
+    subcommand!("coordis", "coordis.fault|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, fault_help),
 ];
 
 #[rustfmt::skip]
 static SERVER: &[CommandSpec] = &[
-    subcommand!("coordis", "coordis.server|pause", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_pause),
-    subcommand!("coordis", "coordis.server|restart", -2, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
-    subcommand!("coordis", "coordis.server|down", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_down),
-    subcommand!("coordis", "coordis.server|seed", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, server_seed),
-    subcommand!("coordis", "coordis.server|help", 2, LOADING | STALE, acl::ADMIN, server_help),
+    subcommand!("coordis", "coordis.server|pause", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_pause),
+    subcommand!("coordis", "coordis.server|restart", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
+    subcommand!("coordis", "coordis.server|down", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_down),
+    subcommand!("coordis", "coordis.server|seed", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_seed),
+    subcommand!("coordis", "coordis.server|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, server_help),
 ];
 
 #[rustfmt::skip]
 static CLOCK: &[CommandSpec] = &[
-    subcommand!("coordis", "coordis.clock|get", 2, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN, clock_get),
-    subcommand!("coordis", "coordis.clock|advance", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_advance),
-    subcommand!("coordis", "coordis.clock|jump", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_jump),
-    subcommand!("coordis", "coordis.clock|set", 3, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_set),
-    subcommand!("coordis", "coordis.clock|freeze", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_freeze),
-    subcommand!("coordis", "coordis.clock|resume", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_resume),
-    subcommand!("coordis", "coordis.clock|reset", 2, NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_reset),
-    subcommand!("coordis", "coordis.clock|help", 2, LOADING | STALE, acl::ADMIN, clock_help),
+    subcommand!("coordis", "coordis.clock|get", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN, clock_get),
+    subcommand!("coordis", "coordis.clock|advance", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_advance),
+    subcommand!("coordis", "coordis.clock|jump", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_jump),
+    subcommand!("coordis", "coordis.clock|set", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_set),
+    subcommand!("coordis", "coordis.clock|freeze", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_freeze),
+    subcommand!("coordis", "coordis.clock|resume", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_resume),
+    subcommand!("coordis", "coordis.clock|reset", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, clock_reset),
+    subcommand!("coordis", "coordis.clock|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, clock_help),
 ];
-
-/// Whether `enable-test-commands` lets this client in.
-fn allowed(ctx: &Ctx, command: &str) -> Result<(), Reply> {
-    if super::lets_in(&ctx.server.config.enable_test_commands, ctx) {
-        Ok(())
-    } else {
-        Err(errors::test_commands_disabled(command))
-    }
-}
 
 /// DEBUG: Redis's test hooks, gated by `enable-debug-command` as in Redis:
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
@@ -121,9 +112,9 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// The server's test clock, if `enable-test-commands` lets this client in.
-fn clock<'a>(ctx: &'a Ctx, command: &str) -> Result<&'a VirtualClock, Reply> {
-    allowed(ctx, command)?;
+/// The server's test clock (`enable-test-commands` let this client in:
+/// admission refuses the `COORDIS.*` commands otherwise).
+fn clock<'a>(ctx: &'a Ctx) -> Result<&'a VirtualClock, Reply> {
     ctx.server
         .clock
         .as_virtual()
@@ -141,7 +132,7 @@ fn settled(ctx: &mut Ctx) -> Reply {
 /// The clock's time, unix ms, and whether it is frozen, running, or running
 /// off real time by a jump: `[ms, "frozen"|"running", offset-ms]`.
 fn clock_get(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    let c = tri!(clock(ctx, "COORDIS.CLOCK"));
+    let c = tri!(clock(ctx));
     let mode = if c.is_frozen() { "frozen" } else { "running" };
     Reply::Array(vec![
         Reply::Int(ctx.server.clock.now_ms() as i64),
@@ -160,36 +151,36 @@ fn non_negative(arg: &[u8]) -> Result<u64, Reply> {
 /// ADVANCE ms: forward by `ms` (frozen or running); answers the new time.
 fn clock_advance(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let ms = tri!(non_negative(&args[2]));
-    tri!(clock(ctx, "COORDIS.CLOCK")).advance_ms(ms);
+    tri!(clock(ctx)).advance_ms(ms);
     settled(ctx)
 }
 
 /// JUMP ms: a step either way (a wall-clock jump).
 fn clock_jump(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let ms = tri!(int(&args[2]));
-    tri!(clock(ctx, "COORDIS.CLOCK")).jump_ms(ms);
+    tri!(clock(ctx)).jump_ms(ms);
     settled(ctx)
 }
 
 /// SET unix-ms.
 fn clock_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let ms = tri!(non_negative(&args[2]));
-    tri!(clock(ctx, "COORDIS.CLOCK")).set_ms(ms);
+    tri!(clock(ctx)).set_ms(ms);
     settled(ctx)
 }
 
 fn clock_freeze(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    tri!(clock(ctx, "COORDIS.CLOCK")).freeze();
+    tri!(clock(ctx)).freeze();
     settled(ctx)
 }
 
 fn clock_resume(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    tri!(clock(ctx, "COORDIS.CLOCK")).resume();
+    tri!(clock(ctx)).resume();
     settled(ctx)
 }
 
 fn clock_reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    tri!(clock(ctx, "COORDIS.CLOCK")).reset();
+    tri!(clock(ctx)).reset();
     settled(ctx)
 }
 
@@ -217,7 +208,6 @@ fn clock_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// [PROBABILITY p] ERROR text | DROP | LOSE-REPLY | HANG | DELAY ms
 /// [JITTER ms] | SLICE bytes [PAUSE ms]: the rule's id.
 fn fault_add(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.FAULT"));
     let text = |a: &Bytes| String::from_utf8_lossy(a).into_owned();
     let mut rule = FaultRule::new(FaultAction::Drop);
     let mut action = None;
@@ -304,7 +294,6 @@ fn fault_add(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// LIST: each rule as a map of its fields and counts.
 fn fault_list(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.FAULT"));
     let or_nil = |v: Option<Bytes>| v.map_or(Reply::Nil, Reply::Bulk);
     let rules = ctx.server.faults.list().into_iter().map(|e| {
         let action = match &e.rule.action {
@@ -336,20 +325,17 @@ fn fault_list(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// DEL id: 1 if it was there. Clients a hang rule held go on once no hang
 /// rule is left.
 fn fault_del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.FAULT"));
     let id = tri!(non_negative(&args[2]));
     Reply::Int(crate::engine::remove_faults(ctx.dbs, ctx.server, Some(id)) as i64)
 }
 
 fn fault_clear(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.FAULT"));
     crate::engine::remove_faults(ctx.dbs, ctx.server, None);
     Reply::Ok
 }
 
 /// SEED n: reseeds the generator probabilities draw from.
 fn fault_seed(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.FAULT"));
     let seed = tri!(non_negative(&args[2]));
     ctx.server.faults.seed(seed);
     Reply::Ok
@@ -376,7 +362,6 @@ fn fault_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// lift it over the wire): no command runs, nothing expires, no waiter
 /// times out. This command's own reply is written first.
 fn server_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.SERVER"));
     let ms = tri!(non_negative(&args[2]));
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return err(errors::NO_RUNTIME);
@@ -394,7 +379,6 @@ fn server_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// without a reply, as a crashed server gives none); FLUSH loses the
 /// keyspace and the script cache too. KEEPDATA is the default.
 fn server_restart(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.SERVER"));
     let lose_data = match args.get(2) {
         None => false,
         Some(a) if a.eq_ignore_ascii_case(b"keepdata") => false,
@@ -416,7 +400,6 @@ fn server_restart(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// dropped, this one without a reply, as from a server that died; new ones
 /// closed at once), then is back with its data.
 fn server_down(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.SERVER"));
     let ms = tri!(non_negative(&args[2]));
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return err(errors::NO_RUNTIME);
@@ -434,7 +417,6 @@ fn server_down(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// SEED n: seeds every random choice the server makes (SPOP, SRANDMEMBER,
 /// ZRANDMEMBER, HRANDFIELD, RANDOMKEY), from the next command on.
 fn server_seed(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    tri!(allowed(ctx, "COORDIS.SERVER"));
     let seed = tri!(non_negative(&args[2]));
     // The engine carries the state from this batch's end on.
     fastrand::seed(seed);

@@ -23,8 +23,9 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Invoke a function", fcall),
-    spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Invoke a read-only function", fcall_ro),
+    spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a function", fcall)
+        .may_write_if(fcall_may_write),
+    spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a read-only function", fcall_ro),
     spec!("function", -2, 0, 0, (0, 0, 0), "A container for function commands", super::container, FUNCTION),
 ];
 
@@ -64,6 +65,13 @@ fn fcall_generic(ctx: &mut Ctx, args: &[Bytes], ro_command: bool) -> Reply {
         vm.call_function(&name, keys, argv, now, dispatch)
     })
     .unwrap_or_else(|| err(errors::FUNCTION_NOT_FOUND))
+}
+
+/// Whether FCALL of this function may write: not when it is registered
+/// with the `no-writes` flag (CLIENT PAUSE WRITE lets it run, as Redis).
+fn fcall_may_write(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
+    let name = String::from_utf8_lossy(&args[1]);
+    vm.libraries().function(&name).is_none_or(|f| !f.no_writes())
 }
 
 fn fcall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

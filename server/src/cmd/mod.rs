@@ -20,6 +20,13 @@
 //!   `COMMAND INFO` gives (`server/tests/commands.rs` compares every row
 //!   with Redis); any new error text in [`crate::errors`]; a scenario in
 //!   `server/tests/scenarios/`; a word in README's command table.
+//! - If it writes: [`Ctx::dirty`] for each change, exactly where Redis
+//!   raises `server.dirty` (INFO's `rdb_changes_since_last_save`, and what
+//!   decides whether the command leaves an effect), and the effect itself
+//!   when its arguments are not it: [`Ctx::propagate_as`] for relative or
+//!   random arguments (Redis's `rewriteClientCommandVector`),
+//!   [`Ctx::also_propagate`] / [`Ctx::prevent_propagation`] for effects of
+//!   another shape ([`crate::exec::feed`]).
 //! - A family: a new file here with its `COMMANDS`, chained in [`all`].
 //! - A value type: an arm of [`crate::store::Value`] (and of the storage
 //!   tag in `store/item.rs`); every `match` that must handle it fails to
@@ -57,6 +64,7 @@ macro_rules! command {
             handler: $handler,
             subcommands: $subs,
             busy: None,
+            may_write: None,
         }
     };
 }
@@ -120,14 +128,77 @@ pub struct Ctx<'a> {
     pub scripting: Option<&'a mut crate::lua::Scripting>,
     /// The command's time, unix ms: read once so a command sees one instant.
     pub now: u64,
-    /// Inside MULTI/EXEC or a script: blocking commands answer at once
-    /// (Redis's `CLIENT_DENY_BLOCKING`; see [`crate::blocking::block`]).
-    pub deny_blocking: bool,
-    /// Run by a script's `redis.call` (XREAD refuses BLOCK there, as Redis).
-    pub from_script: bool,
+    /// Who runs the command: only a client's own request may block
+    /// ([`crate::exec::Caller::may_block`]); XREAD refuses BLOCK from a
+    /// script, MONITOR shows a script's commands as `lua`.
+    pub caller: crate::exec::Caller,
 }
 
 impl Ctx<'_> {
+    /// Inside MULTI/EXEC, a script or the control plane: blocking commands
+    /// answer at once (Redis's `CLIENT_DENY_BLOCKING`; see
+    /// [`crate::blocking::block`]).
+    pub fn deny_blocking(&self) -> bool {
+        !self.caller.may_block()
+    }
+
+    /// Run by a script's or function's `redis.call`.
+    pub fn from_script(&self) -> bool {
+        matches!(self.caller, crate::exec::Caller::Script { .. })
+    }
+
+    /// Counts `n` changes to the dataset (Redis's `server.dirty += n`):
+    /// INFO's `rdb_changes_since_last_save`, and what makes [`crate::exec::call`]
+    /// record the command's effect.
+    #[inline]
+    pub fn dirty(&mut self, n: u64) {
+        self.server.dirty += n;
+    }
+
+    /// Whether effects are being recorded (someone reads the feed): a
+    /// handler builds a rewritten effect only then.
+    #[inline]
+    pub fn propagating(&self) -> bool {
+        self.server.effects.active()
+    }
+
+    /// The running command's effect is `build()` instead of its own
+    /// arguments (Redis's `rewriteClientCommandVector`: EXPIRE as
+    /// PEXPIREAT, SET EX as SET PXAT, INCRBYFLOAT as SET KEEPTTL). Built
+    /// only while effects are recorded.
+    #[inline]
+    pub fn propagate_as(&mut self, build: impl FnOnce() -> Vec<Bytes>) {
+        if self.server.effects.active() {
+            self.server.effects.propagate_as(build());
+        }
+    }
+
+    /// Adds the effect `build()` in the client's database before the running
+    /// command's own (Redis's `alsoPropagate`: SPOP's SREMs, a blocking pop's
+    /// plain pop). Built only while effects are recorded.
+    #[inline]
+    pub fn also_propagate(&mut self, build: impl FnOnce() -> Vec<Bytes>) {
+        if self.server.effects.active() {
+            let db = self.client.db;
+            self.server.effects.also_propagate(db, build());
+        }
+    }
+
+    /// The running command leaves no effect of its own (Redis's
+    /// `preventCommandPropagation`): what it added with
+    /// [`Ctx::also_propagate`] is its effect.
+    #[inline]
+    pub fn prevent_propagation(&mut self) {
+        self.server.effects.prevent();
+    }
+
+    /// The running command leaves its effect though it changed nothing
+    /// (Redis's `forceCommandPropagation`: PUBLISH, SCRIPT LOAD).
+    #[inline]
+    pub fn force_propagation(&mut self) {
+        self.server.effects.force();
+    }
+
     /// The client's selected database.
     pub fn db(&mut self) -> &mut Db {
         &mut self.dbs[self.client.db]
@@ -153,10 +224,10 @@ impl Ctx<'_> {
         }
     }
 
-    /// Publishes `expired` events for keys removed by expiry so far.
+    /// Publishes `expired` events for keys removed by expiry so far, and
+    /// records their DELs before the running command's effect.
     pub fn flush_expired(&mut self) {
-        let flags = self.server.config.notify_keyspace_events;
-        pubsub::publish_expired(self.dbs, self.server, Some(self.client), flags, self.now);
+        pubsub::publish_expired(self.dbs, self.server, Some(self.client), self.now, false);
     }
 
     /// Looks up a string value to read it: `Ok(None)` when absent,
@@ -310,6 +381,23 @@ pub mod flags {
     /// client in (DEBUG: `enable-debug-command`; MODULE LOAD/LOADEX/UNLOAD:
     /// `enable-module-command`). See [`protected_refusal`].
     pub const PROTECTED: u32 = 1 << 27;
+    /// coordis's own: which setting lets a [`PROTECTED`] command in
+    /// (`enable-debug-command`, `enable-module-command`,
+    /// `enable-test-commands`; see [`crate::exec::Guards`]).
+    pub const GUARD_DEBUG: u32 = 1 << 28;
+    pub const GUARD_MODULE: u32 = 1 << 29;
+    pub const GUARD_TEST: u32 = 1 << 30;
+    /// coordis's own: EXEC (its refusal ends the transaction; CLIENT PAUSE
+    /// WRITE looks at what it would run).
+    pub const EXEC: u32 = 1 << 31;
+    /// coordis's own (Redis compares procedures): the commands that run
+    /// others (EXEC, EVAL, FCALL) leave no effect of their own; the
+    /// commands they ran carry the effects.
+    pub const NO_PROPAGATE: u32 = 1 << 23;
+    /// Redis's `touches_arbitrary_keys` (not shown by COMMAND INFO): SCAN
+    /// and RANDOMKEY, whose effects (expired keys' DELs) are not wrapped
+    /// in MULTI/EXEC.
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 22;
 
     /// The flags `COMMAND INFO` shows, in its order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -407,6 +495,11 @@ pub struct CommandSpec {
     /// How an `allow_busy` command is answered while a script is busy,
     /// without the keyspace ([`busy`]); `None`: it waits for the script.
     pub busy: Option<busy::Handler>,
+    /// For a [`flags::MAY_REPLICATE`] command that runs a script or a
+    /// function: whether these arguments may write, from the script's own
+    /// flags (Redis's `evalGetCommandFlags`, `fcallGetCommandFlags`);
+    /// `None`: it may.
+    pub may_write: Option<fn(&crate::lua::Scripting, &[Bytes]) -> bool>,
 }
 
 impl CommandSpec {
@@ -414,6 +507,14 @@ impl CommandSpec {
     pub const fn while_busy(self, handler: busy::Handler) -> CommandSpec {
         CommandSpec {
             busy: Some(handler),
+            ..self
+        }
+    }
+
+    /// The row of a command that may write only as its script says.
+    pub const fn may_write_if(self, may_write: fn(&crate::lua::Scripting, &[Bytes]) -> bool) -> CommandSpec {
+        CommandSpec {
+            may_write: Some(may_write),
             ..self
         }
     }
@@ -571,188 +672,11 @@ pub fn resolve(args: &[Bytes]) -> Result<&'static CommandSpec, Unresolved> {
     }
 }
 
-/// Runs one request for a client, from its connection or from EXEC: the
-/// checks Redis's `processCommand` makes, in its order and from the
-/// command's flags, then the handler. A refused command inside MULTI dooms
-/// the transaction; a refused EXEC ends it with the reason (`EXECABORT`).
-pub fn call(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let spec = match resolve(args) {
-        Ok(spec) => spec,
-        Err(Unresolved::Unknown(reply)) => {
-            observe::rejected(ctx, None, &reply);
-            return refuse(ctx, None, reply);
-        }
-        Err(Unresolved::Arity(spec)) => {
-            let reply = errors::wrong_args(spec.name);
-            observe::rejected(ctx, Some(spec), &reply);
-            return refuse(ctx, Some(spec), reply);
-        }
-    };
-    if spec.has(flags::PROTECTED) {
-        if let Some(reply) = protected_refusal(ctx, spec) {
-            observe::rejected(ctx, Some(spec), &reply);
-            return refuse(ctx, Some(spec), reply);
-        }
-    }
-    let client = &*ctx.client;
-    let subscribed_resp2 = !client.resp3 && client.is_subscribed();
-    if let Some(reply) = gate(spec, client.authenticated, client.multi.is_some(), subscribed_resp2) {
-        observe::rejected(ctx, Some(spec), &reply);
-        return refuse(ctx, Some(spec), reply);
-    }
-    if !ctx.deny_blocking && ctx.server.blocking.holds(ctx.now, || may_write(spec, ctx.client)) {
-        return crate::blocking::postpone(ctx);
-    }
-    let mut lose_reply = false;
-    if ctx.server.faults.any() && !ctx.deny_blocking {
-        use crate::faults::FaultAction;
-        match ctx.server.faults.check(spec, args, ctx.client) {
-            None => {}
-            Some(FaultAction::Error(text)) => return Reply::Error(text.into()),
-            Some(FaultAction::Drop) => {
-                ctx.client.close_after_reply = true;
-                return Reply::NOTHING;
-            }
-            Some(FaultAction::Hang) => return crate::blocking::hang(ctx),
-            Some(FaultAction::LoseReply) => lose_reply = true,
-            Some(FaultAction::Delay { ms, .. }) => {
-                ctx.client.reply_fault.delay_ms = ctx.client.reply_fault.delay_ms.max(ms);
-            }
-            Some(FaultAction::Slice { bytes, pause_ms }) => ctx.client.reply_fault.slice = Some((bytes, pause_ms)),
-        }
-    }
-    if lose_reply {
-        observe::timed(ctx, spec, args);
-        ctx.client.close_after_reply = true;
-        return Reply::NOTHING;
-    }
-    observe::timed(ctx, spec, args)
-}
-
-/// The rest of [`call`] once the command may run: queued inside MULTI,
-/// otherwise its handler. Inlined: it is the rest of every request's path.
-#[inline(always)]
-pub(crate) fn run(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
-    let client = &mut *ctx.client;
-    if let Some(queue) = client.multi.as_mut() {
-        if !spec.has(flags::TX_CONTROL) {
-            queue.push(args.to_vec());
-            return Reply::status("QUEUED");
-        }
-    }
-    client.last_cmd = spec.name.into();
-    client.last_cmd_ms = ctx.now;
-    let reply = (spec.handler)(ctx, args);
-    if ctx.server.config.notify_keyspace_events != 0 {
-        ctx.flush_expired();
-    }
-    if !ctx.server.monitors.is_empty() {
-        monitor_after(ctx, spec, args);
-    }
-    reply
-}
-
-/// Feeds a command that ran to MONITOR clients, unless Redis keeps it from
-/// them (`admin` commands; `skip_monitor` ones, which EVAL and FCALL feed
-/// themselves before they run, so a script's commands follow it).
-#[cold]
-fn monitor_after(ctx: &Ctx, spec: &CommandSpec, args: &[Bytes]) {
-    if !spec.has(flags::SKIP_MONITOR | flags::ADMIN) {
-        server::feed_monitors(ctx, args);
-    }
-}
-
-/// Whether CLIENT PAUSE WRITE holds this command: it may write, or it is
-/// the EXEC of a transaction with a command that may.
-fn may_write(spec: &CommandSpec, client: &ClientState) -> bool {
-    let writes = |s: &CommandSpec| s.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
-    writes(spec)
-        || (spec.name == "exec"
-            && client
-                .multi
-                .iter()
-                .flatten()
-                .any(|args| resolve(args).is_ok_and(writes)))
-}
-
-/// The connection-state checks of `processCommand`, in its order and from
-/// the command's flags: authentication, a command MULTI refuses, and RESP2
-/// subscriber mode. Shared by [`call`] and the busy-script path.
-/// Whether a `no|yes|local` setting lets this client in.
-pub(crate) fn lets_in(setting: &str, ctx: &Ctx) -> bool {
-    match setting {
-        "yes" => true,
-        "local" => ctx.client.addr.ip().is_loopback(),
-        _ => false,
-    }
-}
-
-/// The refusal of a [`flags::PROTECTED`] command its setting does not let
-/// this client run (Redis's check right after the arity check).
-fn protected_refusal(ctx: &Ctx, spec: &CommandSpec) -> Option<Reply> {
-    let config = &ctx.server.config;
-    let (setting, refusal) = if spec.name == "debug" {
-        (&config.enable_debug_command, errors::DEBUG_DISABLED)
-    } else {
-        (&config.enable_module_command, errors::MODULE_DISABLED)
-    };
-    (!lets_in(setting, ctx)).then(|| errors::err(refusal))
-}
-
-pub(crate) fn gate(spec: &CommandSpec, authenticated: bool, in_multi: bool, subscribed_resp2: bool) -> Option<Reply> {
-    if !authenticated && !spec.has(flags::NO_AUTH) {
-        Some(errors::err(errors::NOAUTH))
-    } else if in_multi && spec.has(flags::NO_MULTI) {
-        Some(errors::err(errors::NOT_IN_MULTI))
-    } else if subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
-        Some(errors::not_while_subscribed(spec.name))
-    } else {
-        None
-    }
-}
-
-/// Redis's `rejectCommand`: inside MULTI the transaction is doomed; EXEC
-/// itself answers `EXECABORT` with the reason and ends the transaction.
-fn refuse(ctx: &mut Ctx, spec: Option<&CommandSpec>, reply: Reply) -> Reply {
-    if ctx.client.multi.is_some() {
-        ctx.client.multi_failed = true;
-    }
-    match &reply {
-        Reply::Error(text) if spec.is_some_and(|s| s.name == "exec") => tx::abort(ctx, text),
-        _ => reply,
-    }
-}
-
 /// The handler of a container row (CLIENT, CONFIG, ...): never reached,
 /// since [`resolve`] runs a subcommand's row and the container's arity
 /// needs one.
 fn container(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     errors::wrong_args(&String::from_utf8_lossy(&args[0]).to_ascii_lowercase())
-}
-
-/// Runs a command for a script's `redis.call`: Redis's script-specific
-/// checks, then the same handler a socket reaches. The flag says whether a
-/// write command ran (a script that wrote cannot be killed).
-pub fn dispatch_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
-    let spec = match resolve(args) {
-        Ok(spec) => spec,
-        Err(Unresolved::Unknown(_)) => return (errors::err(errors::SCRIPT_UNKNOWN_COMMAND), false),
-        Err(Unresolved::Arity(_)) => return (errors::err(errors::SCRIPT_WRONG_ARGS), false),
-    };
-    if spec.has(flags::NOSCRIPT) {
-        return (errors::err(errors::NOT_FROM_SCRIPT), false);
-    }
-    let write = spec.has(flags::WRITE);
-    if read_only && write {
-        return (errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT), false);
-    }
-    ctx.server.stats.total_commands_processed += 1;
-    let reply = (spec.handler)(ctx, args);
-    if !ctx.server.monitors.is_empty() {
-        monitor_after(ctx, spec, args);
-    }
-    let wrote = write && !reply.is_error();
-    (reply, wrote)
 }
 
 /// Where the keys of a command are, by argument position, as the command's
@@ -860,6 +784,11 @@ pub mod args {
             _ => return Err(errors::err(errors::SYNTAX)),
         };
         Ok((keys, end, count))
+    }
+
+    /// An integer as an argument of an effect (a deadline, a count).
+    pub fn int_arg(n: impl itoa::Integer) -> Bytes {
+        Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
     }
 
     /// A database index argument (SELECT, SWAPDB, COPY ... DB).

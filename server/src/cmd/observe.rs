@@ -4,14 +4,15 @@
 //! and `fast-command` events), and the per-command and per-error counters
 //! of INFO's `commandstats`, `errorstats` and `latencystats`.
 //!
-//! [`timed`] runs every command a client sends (EXEC's commands one by
-//! one; a script's `redis.call`s are part of its EVAL, as in Redis) and
-//! records its calls, time and failure; commands refused before running
-//! count as rejected. Durations are real time (the work the server did);
+//! [`record`] is called by [`crate::exec::call`] for every command that
+//! runs (EXEC's commands one by one, and a script's `redis.call`s, as
+//! Redis counts them) with its time and reply; commands refused before
+//! running count as rejected ([`rejected`]). Every error reply is counted
+//! once, here: errorstats and `total_error_replies` are the same count. Durations are real time (the work the server did);
 //! a slow-log entry's timestamp is the server clock's.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -164,6 +165,8 @@ pub struct Observe {
     commands: HashMap<usize, (&'static CommandSpec, CommandStats), foldhash::fast::RandomState>,
     /// Error replies by their first word (`ERR`, `WRONGTYPE`, ...).
     errors: BTreeMap<String, u64>,
+    /// Every error reply counted in `errors` (INFO `total_error_replies`).
+    total_errors: u64,
     slowlog: VecDeque<SlowEntry>,
     next_id: u64,
     /// Latency events by name.
@@ -195,18 +198,25 @@ impl Observe {
             .1
     }
 
-    /// An error reply sent: counted by its code.
+    /// An error reply sent: counted by its code, and in the total.
     fn count_error(&mut self, reply: &Reply) {
         if let Reply::Error(text) = reply {
             let code = text.split(' ').next().unwrap_or_default();
             *self.errors.entry(code.to_string()).or_default() += 1;
+            self.total_errors += 1;
         }
+    }
+
+    /// INFO's `total_error_replies`.
+    pub fn total_errors(&self) -> u64 {
+        self.total_errors
     }
 
     /// CONFIG RESETSTAT: the counters (not the slow log) start again.
     pub fn reset_stats(&mut self) {
         self.commands.clear();
         self.errors.clear();
+        self.total_errors = 0;
     }
 
     /// INFO `commandstats`, by command name.
@@ -260,21 +270,9 @@ impl Observe {
     }
 }
 
-/// Runs a command the checks let through and records it (see the module
-/// docs). A command queued inside MULTI is not called yet: nothing is
-/// recorded until EXEC runs it.
-#[inline]
-pub fn timed(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
-    if ctx.client.multi.is_some() && !spec.has(TX_CONTROL) {
-        return super::run(ctx, spec, args);
-    }
-    let started = Instant::now();
-    let reply = super::run(ctx, spec, args);
-    record(ctx, spec, args, started.elapsed(), &reply);
-    reply
-}
-
-fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], took: Duration, reply: &Reply) {
+/// Records a command that ran (see the module docs): its call, time and
+/// failure, the slow log and the latency monitor.
+pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], took: Duration, reply: &Reply) {
     let usec = took.as_micros().min(u64::MAX as u128) as u64;
     let observe = &mut ctx.server.observe;
     let stats = observe.stats(spec);

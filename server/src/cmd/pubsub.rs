@@ -228,13 +228,27 @@ pub fn publish_to(
 /// `dbs` since the last call (nothing unless `flags` enables them).
 pub fn publish_expired(
     dbs: &mut [crate::store::Db],
-    server: &ServerState,
+    server: &mut ServerState,
     current: Option<&ClientState>,
-    flags: u32,
     now: u64,
+    alone: bool,
 ) {
+    let flags = server.config.notify_keyspace_events;
     for (i, db) in dbs.iter_mut().enumerate() {
         for key in db.take_expired() {
+            // An expired key's effect is its DEL (Redis's `propagateDeletion`):
+            // before the command's own, or a unit of its own from active expiry.
+            if server.effects.active() {
+                let del = vec![Bytes::from_static(b"DEL"), key.clone()];
+                if alone {
+                    server.effects.record_alone(i, del);
+                } else {
+                    server.effects.also_propagate(i, del);
+                }
+            }
+            if flags == 0 {
+                continue;
+            }
             for (channel, message) in crate::notify::messages(flags, crate::notify::EXPIRED, "expired", &key, i) {
                 publish_to(server, current, &channel, &message, now);
             }

@@ -1,6 +1,6 @@
 //! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
 //!
-//! A script's `redis.call` runs through [`super::dispatch_from_script`], the
+//! A script's `redis.call` runs through [`crate::exec::call_from_script`], the
 //! same handlers a socket reaches, inside the same lock hold: no other
 //! client's command can interleave with a script.
 
@@ -22,10 +22,12 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval),
-    spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha),
-    spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro),
-    spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro),
+    spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval)
+        .may_write_if(|_, args| crate::lua::body_may_write(&args[1])),
+    spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha)
+        .may_write_if(evalsha_may_write),
+    spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro),
+    spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro),
     spec!("script", -2, 0, 0, (0, 0, 0), "A container for Lua scripts management commands", super::container, SCRIPT),
 ];
 
@@ -84,10 +86,9 @@ pub(super) fn run_in_vm(
                 server,
                 now,
                 scripting: None,
-                deny_blocking: true,
-                from_script: true,
+                caller: crate::exec::Caller::Script { read_only },
             };
-            let (reply, wrote) = super::dispatch_from_script(&mut inner, cmd, read_only);
+            let (reply, wrote) = crate::exec::call_from_script(&mut inner, cmd, read_only);
             if wrote {
                 state.wrote.store(true, Ordering::Relaxed);
             }
@@ -98,6 +99,13 @@ pub(super) fn run_in_vm(
     ctx.client.db = caller_db;
     ctx.scripting = Some(scripting);
     reply
+}
+
+/// Whether EVALSHA of this script may write: not when the cached script's
+/// shebang says `no-writes`.
+fn evalsha_may_write(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
+    let sha = String::from_utf8_lossy(&args[1]);
+    vm.script_flags(&sha).is_none_or(|f| !f.no_writes)
 }
 
 /// Runs the cached script `sha`, honouring its shebang flags: a
@@ -204,7 +212,7 @@ fn script_debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     // Inside EXEC (scripts cannot call it: `noscript`). Redis refuses it
     // whenever earlier replies are still unsent, which EXEC's always are;
     // coordis does not refuse it within a pipeline.
-    if ctx.deny_blocking {
+    if ctx.deny_blocking() {
         return err(errors::SCRIPT_DEBUG_IN_MULTI);
     }
     if is(&args[2], "no") {

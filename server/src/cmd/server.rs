@@ -750,6 +750,8 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::Notifications => {
             let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
+            // Expired keys are noted for their DELs too while effects are recorded.
+            let log_expired = log_expired || ctx.server.effects.active();
             for db in ctx.dbs.iter_mut() {
                 db.log_expired = log_expired;
                 db.log_new = log_new;
@@ -959,7 +961,7 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             st.keyspace_misses,
             s.pubsub.channel_count(),
             s.pubsub.numpat(),
-            st.total_error_replies,
+            s.observe.total_errors(),
             load(&s.shared.reads_processed),
             load(&s.shared.writes_processed),
         ));
@@ -1093,7 +1095,7 @@ fn human_bytes(n: u64) -> String {
 /// MONITOR: from now on the connection receives every command the server
 /// runs, one line each, until it disconnects or RESETs (see [`feed_monitors`]).
 fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    if ctx.deny_blocking {
+    if ctx.deny_blocking() {
         return err(errors::MONITOR_DENY_BLOCKING);
     }
     // A second MONITOR changes nothing and gets no reply, as in Redis.
@@ -1112,7 +1114,7 @@ fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
     let now = ctx.now;
     let mut line = format!("+{}.{:06} [{} ", now / 1000, (now % 1000) * 1000, ctx.client.db);
-    if ctx.from_script {
+    if ctx.from_script() {
         line.push_str("lua");
     } else {
         line.push_str(&ctx.client.addr.to_string());

@@ -2,7 +2,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::args::{int, is};
+use super::args::{int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
@@ -163,9 +163,27 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     } else {
         db.insert(&args[1], value, expire_at);
     }
+    ctx.dirty(1);
     ctx.notify(notify::STRING, "set", &args[1]);
     if expire_at != 0 {
+        // A relative or absolute expiry is replayed as SET key value PXAT ms.
+        ctx.propagate_as(|| {
+            vec![
+                Bytes::from_static(b"SET"),
+                args[1].clone(),
+                args[2].clone(),
+                Bytes::from_static(b"PXAT"),
+                int_arg(expire_at),
+            ]
+        });
         ctx.notify(notify::GENERIC, "expire", &args[1]);
+    } else if opts.get {
+        // GET (however often given) is not part of the effect.
+        ctx.propagate_as(|| {
+            let mut effect = args[..3].to_vec();
+            effect.extend(args[3..].iter().filter(|a| !is(a, "get")).cloned());
+            effect
+        });
     }
     if opts.get {
         old.map_or(Reply::Nil, Reply::Bulk)

@@ -1,8 +1,8 @@
 //! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 //!
-//! While a client is in MULTI, [`super::call`] queues its commands (after the
-//! same lookup, arity and auth checks a direct call gets; a failure marks the
-//! transaction for EXECABORT) and EXEC runs them back to back under the one
+//! While a client is in MULTI, [`crate::exec::admit`] queues its commands
+//! (after the same lookup, arity and auth checks a direct call gets; a
+//! failure marks the transaction for EXECABORT) and EXEC runs them back to back under the one
 //! engine lock, so no other client's command interleaves. WATCH records each
 //! key's change count ([`crate::store::Db::watch`]); EXEC returns a null array
 //! when any of them changed, expired or was flushed since.
@@ -25,7 +25,7 @@ macro_rules! spec {
 pub static COMMANDS: &[CommandSpec] = &[
     spec!("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Mark the start of a transaction block", multi)
         .while_busy(multi_while_busy),
-    spec!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Execute all commands issued after MULTI", exec),
+    spec!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL | EXEC | NO_PROPAGATE, acl::TRANSACTION, (0, 0, 0), "Execute all commands issued after MULTI", exec),
     spec!("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Discard all commands issued after MULTI", discard)
         .while_busy(discard_while_busy),
     spec!("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (1, -1, 1), "Watch the given keys to determine execution of the MULTI/EXEC block", watch)
@@ -80,23 +80,19 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         return Reply::NilArray;
     }
     let mut replies = Vec::with_capacity(queued.len());
-    let deny_blocking = std::mem::replace(&mut ctx.deny_blocking, true);
     for args in &queued {
-        replies.push(super::call(ctx, args));
-        ctx.server.stats.total_commands_processed += 1;
+        replies.push(crate::exec::call_queued(ctx, args));
     }
-    ctx.deny_blocking = deny_blocking;
     ctx.client.last_cmd = "exec".into();
     Reply::Array(replies)
 }
 
-/// A refused EXEC (Redis's `execCommandAbort`): the transaction ends and
-/// the refusal becomes `EXECABORT Transaction discarded because of: ...`.
-pub fn abort(ctx: &mut Ctx, refusal: &str) -> Reply {
+/// The transaction ends without running (a refused EXEC, Redis's
+/// `execCommandAbort`): the queue and the watches are dropped.
+pub fn end(ctx: &mut Ctx) {
     ctx.client.multi = None;
     ctx.client.multi_failed = false;
     unwatch_all(ctx.dbs, ctx.client);
-    errors::exec_abort(refusal)
 }
 
 fn discard(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

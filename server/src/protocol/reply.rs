@@ -97,6 +97,17 @@ impl Reply {
         matches!(self, Reply::Error(_))
     }
 
+    /// Appends only the RESP3 pushes of this reply (a subscribe's
+    /// confirmations): what a client with its replies off still receives,
+    /// as from Redis 7.0 (pushes are not replies).
+    pub fn encode_pushes(&self, out: &mut BytesMut) {
+        match self {
+            Reply::Push(_) => self.encode(out, true),
+            Reply::Many(items) => items.iter().for_each(|item| item.encode_pushes(out)),
+            _ => {}
+        }
+    }
+
     /// Appends this reply's bytes for the given protocol version (2 or 3).
     /// Nested replies are walked with an explicit stack, not recursion: a
     /// script may return thousands of nested tables.

@@ -1,0 +1,308 @@
+//! The effects feed: what every write leaves for another server to apply
+//! (Redis's `alsoPropagate` and `propagatePendingCommands`).
+//!
+//! A write's *effect* is a command that, replayed on another server, gives
+//! the same dataset: deterministic, absolute, minimal. [`crate::exec::call`]
+//! records the command's own arguments as its effect when the dirty counter
+//! moved, unless the handler rewrote it ([`Effects::propagate_as`]),
+//! prevented it, or the row says its inner commands carry the effects
+//! (EXEC, EVAL, FCALL: [`crate::cmd::flags::NO_PROPAGATE`]). Handlers add
+//! further effects before it ([`Effects::also_propagate`]); expired keys
+//! add a `DEL`.
+//!
+//! The effects of one *execution unit* (a top-level command, with whatever
+//! ran inside it) form one [`Unit`]: several effects are wrapped in
+//! MULTI/EXEC when the unit is replayed, as Redis wraps them. The units of
+//! one engine batch go to every reader at once ([`Effects::flush`]), which
+//! consumes them outside the engine lock and encodes them as the Redis
+//! replication stream would carry them (SELECT when the database changes).
+//! With no reader nothing is recorded: [`Effects::active`] is one branch.
+//!
+//! What must never happen here: a record while no one reads, or I/O.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::cmd::{flags, CommandSpec};
+
+/// One effect: a command and the database it applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Op {
+    pub db: usize,
+    pub args: Vec<Bytes>,
+}
+
+/// The effects of one execution unit, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unit {
+    pub ops: Vec<Op>,
+    /// Replayed without MULTI/EXEC around several effects: active expiry,
+    /// and the commands Redis flags `touches_arbitrary_keys` (SCAN,
+    /// RANDOMKEY), whose only effects are expired keys' DELs.
+    pub unwrapped: bool,
+}
+
+/// The current call's propagation state: saved and restored around every
+/// nested call ([`Effects::enter`], [`Effects::leave`]).
+#[derive(Debug, Default)]
+pub(crate) struct Frame {
+    /// The handler's rewrite of its own effect (Redis's
+    /// `rewriteClientCommandVector`).
+    own: Option<Vec<Bytes>>,
+    /// The handler asked for no effect of its own (`preventCommandPropagation`).
+    prevented: bool,
+    /// The handler asked for its effect whatever the dirty counter says
+    /// (`forceCommandPropagation`).
+    forced: bool,
+}
+
+/// Effects being recorded, and the readers they go to.
+#[derive(Debug, Default)]
+pub(crate) struct Effects {
+    readers: Vec<mpsc::Sender<Arc<[Unit]>>>,
+    /// The effects of the execution unit now running.
+    unit: Vec<Op>,
+    /// The unit now running is replayed without MULTI/EXEC.
+    unwrapped: bool,
+    /// The units closed in this engine batch, not yet sent.
+    closed: Vec<Unit>,
+    frame: Frame,
+}
+
+impl Effects {
+    /// Whether anyone reads the feed (nothing is recorded otherwise).
+    #[inline]
+    pub(crate) fn active(&self) -> bool {
+        !self.readers.is_empty()
+    }
+
+    /// A new reader: it receives every batch closed from now on.
+    pub(crate) fn subscribe(&mut self) -> Reader {
+        let (tx, rx) = mpsc::channel();
+        self.readers.push(tx);
+        Reader {
+            rx,
+            selected: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Starts a call: its own frame, the caller's returned to restore.
+    #[inline]
+    pub(crate) fn enter(&mut self) -> Frame {
+        std::mem::take(&mut self.frame)
+    }
+
+    /// Ends a call: records its own effect (when `dirty` changes were made,
+    /// or it was forced, and neither the handler nor the row prevents it),
+    /// then restores the caller's frame.
+    #[inline]
+    pub(crate) fn leave(&mut self, outer: Frame, dirty: u64, spec: &CommandSpec, db: usize, args: &[Bytes]) {
+        let frame = std::mem::replace(&mut self.frame, outer);
+        if self.readers.is_empty() {
+            return;
+        }
+        if (dirty > 0 || frame.forced) && !frame.prevented && !spec.has(flags::NO_PROPAGATE) {
+            let args = frame.own.unwrap_or_else(|| args.to_vec());
+            self.unit.push(Op { db, args });
+        }
+        if spec.has(flags::TOUCHES_ARBITRARY_KEYS) {
+            self.unwrapped = true;
+        }
+    }
+
+    /// Ends a served blocked client's call: only what it added is its effect.
+    pub(crate) fn leave_waiter(&mut self, outer: Frame) {
+        self.frame = outer;
+    }
+
+    /// The running command's effect is `args` instead of its own arguments.
+    pub(crate) fn propagate_as(&mut self, args: Vec<Bytes>) {
+        self.frame.own = Some(args);
+    }
+
+    /// The running command leaves no effect of its own (what it added with
+    /// [`Effects::also_propagate`] stays).
+    pub(crate) fn prevent(&mut self) {
+        self.frame.prevented = true;
+    }
+
+    /// The running command leaves its effect even if it changed nothing
+    /// (PUBLISH, SCRIPT LOAD, FUNCTION LOAD reach replicas as Redis's do).
+    pub(crate) fn force(&mut self) {
+        self.frame.forced = true;
+    }
+
+    /// Adds an effect before the running command's own.
+    pub(crate) fn also_propagate(&mut self, db: usize, args: Vec<Bytes>) {
+        if self.active() {
+            self.unit.push(Op { db, args });
+        }
+    }
+
+    /// Closes the execution unit now running.
+    #[inline]
+    pub(crate) fn end_unit(&mut self) {
+        if !self.unit.is_empty() {
+            self.closed.push(Unit {
+                ops: std::mem::take(&mut self.unit),
+                unwrapped: self.unwrapped,
+            });
+        }
+        self.unwrapped = false;
+    }
+
+    /// An effect outside any command (active expiry): a unit of its own.
+    pub(crate) fn record_alone(&mut self, db: usize, args: Vec<Bytes>) {
+        if self.active() {
+            self.closed.push(Unit {
+                ops: vec![Op { db, args }],
+                unwrapped: true,
+            });
+        }
+    }
+
+    /// Sends the units closed so far to every reader (dropping readers that
+    /// are gone). Called at the end of every engine batch.
+    pub(crate) fn flush(&mut self) {
+        if self.closed.is_empty() {
+            return;
+        }
+        let batch: Arc<[Unit]> = std::mem::take(&mut self.closed).into();
+        self.readers.retain(|tx| tx.send(batch.clone()).is_ok());
+    }
+}
+
+/// One reader of the feed: receives the engine's batches in order and
+/// encodes them as Redis's replication stream carries them.
+#[derive(Debug)]
+pub struct Reader {
+    rx: mpsc::Receiver<Arc<[Unit]>>,
+    /// The database the stream last selected (`None`: nothing yet, so the
+    /// first effect is preceded by SELECT, as a new replica's stream is).
+    selected: Option<usize>,
+    /// Units received and not yet taken.
+    pending: Vec<Unit>,
+}
+
+impl Reader {
+    /// Every unit received so far (without waiting).
+    pub fn try_units(&mut self) -> Vec<Unit> {
+        while let Ok(batch) = self.rx.try_recv() {
+            self.pending.extend(batch.iter().cloned());
+        }
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Waits up to `timeout` for at least one unit; every unit received.
+    pub fn units_timeout(&mut self, timeout: Duration) -> Vec<Unit> {
+        if self.pending.is_empty() {
+            if let Ok(batch) = self.rx.recv_timeout(timeout) {
+                self.pending.extend(batch.iter().cloned());
+            }
+        }
+        self.try_units()
+    }
+
+    /// Every unit received so far, encoded as RESP commands the way Redis
+    /// 7.0.15 writes its replication stream: SELECT whenever the database
+    /// changes, several effects of one unit between MULTI and EXEC.
+    pub fn try_bytes(&mut self) -> Vec<u8> {
+        let units = self.try_units();
+        let mut out = BytesMut::new();
+        for unit in &units {
+            self.encode(unit, &mut out);
+        }
+        out.to_vec()
+    }
+
+    /// Encodes one unit after what this reader encoded before.
+    pub fn encode(&mut self, unit: &Unit, out: &mut BytesMut) {
+        let wrap = unit.ops.len() > 1 && !unit.unwrapped;
+        if wrap {
+            // MULTI goes out in the first effect's database, so its SELECT
+            // comes first; EXEC in the last one's, so it needs none.
+            self.select(unit.ops[0].db, out);
+            encode_command(&[Bytes::from_static(b"MULTI")], out);
+        }
+        for op in &unit.ops {
+            self.select(op.db, out);
+            encode_command(&op.args, out);
+        }
+        if wrap {
+            encode_command(&[Bytes::from_static(b"EXEC")], out);
+        }
+    }
+
+    fn select(&mut self, db: usize, out: &mut BytesMut) {
+        if self.selected != Some(db) {
+            let mut buf = itoa::Buffer::new();
+            let index = Bytes::copy_from_slice(buf.format(db).as_bytes());
+            encode_command(&[Bytes::from_static(b"SELECT"), index], out);
+            self.selected = Some(db);
+        }
+    }
+}
+
+/// A command as a RESP array of bulk strings.
+pub fn encode_command(args: &[Bytes], out: &mut BytesMut) {
+    let mut buf = itoa::Buffer::new();
+    out.put_u8(b'*');
+    out.put_slice(buf.format(args.len()).as_bytes());
+    out.put_slice(b"\r\n");
+    for arg in args {
+        out.put_u8(b'$');
+        out.put_slice(buf.format(arg.len()).as_bytes());
+        out.put_slice(b"\r\n");
+        out.put_slice(arg);
+        out.put_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(db: usize, args: &[&str]) -> Op {
+        Op {
+            db,
+            args: args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect(),
+        }
+    }
+
+    #[test]
+    fn units_encode_as_the_replication_stream() {
+        let mut effects = Effects::default();
+        let mut reader = effects.subscribe();
+        effects.unit.push(op(0, &["SET", "a", "1"]));
+        effects.end_unit();
+        effects.unit.push(op(0, &["DEL", "b"]));
+        effects.unit.push(op(1, &["SET", "c", "2"]));
+        effects.end_unit();
+        effects.record_alone(1, vec![Bytes::from_static(b"DEL"), Bytes::from_static(b"x")]);
+        effects.flush();
+        let text = String::from_utf8(reader.try_bytes()).unwrap().replace("\r\n", " ");
+        assert_eq!(
+            text,
+            "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 *1 $5 MULTI *2 $3 DEL $1 b *2 $6 SELECT $1 1 \
+             *3 $3 SET $1 c $1 2 *1 $4 EXEC *2 $3 DEL $1 x "
+        );
+    }
+
+    #[test]
+    fn nothing_is_recorded_without_a_reader() {
+        let mut effects = Effects::default();
+        effects.also_propagate(0, vec![Bytes::from_static(b"DEL")]);
+        effects.record_alone(0, vec![Bytes::from_static(b"DEL")]);
+        effects.end_unit();
+        assert!(effects.unit.is_empty() && effects.closed.is_empty());
+        let reader = effects.subscribe();
+        drop(reader);
+        effects.record_alone(0, vec![Bytes::from_static(b"DEL")]);
+        effects.flush();
+        assert!(!effects.active(), "a reader that is gone is dropped");
+    }
+}
