@@ -624,6 +624,23 @@ pub mod conformance {
     /// compared. A line starting `±N ` (a remaining time or a deadline) has
     /// its integer reply compared within `N` by [`compare`].
     pub fn run(addr: SocketAddr, scenario: &Scenario, resp3: bool) -> Vec<Vec<u8>> {
+        run_counting(addr, scenario, resp3).0
+    }
+
+    /// The server's dirty counter (INFO `rdb_changes_since_last_save`).
+    pub fn dirty(admin: &mut RawClient) -> u64 {
+        let info = admin.command(&["INFO", "persistence"]).unwrap_or_default();
+        let info = String::from_utf8_lossy(&info);
+        info.lines()
+            .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(u64::MAX)
+    }
+
+    /// [`run`], and the changes each line made to the dataset (the dirty
+    /// counter's rise over the line, which decides whether a write leaves
+    /// an effect; `u64::MAX` where it cannot be told).
+    pub fn run_counting(addr: SocketAddr, scenario: &Scenario, resp3: bool) -> (Vec<Vec<u8>>, Vec<u64>) {
         let mut admin = RawClient::connect(addr).unwrap();
         assert_eq!(admin.command(&["FLUSHALL"]).unwrap(), b"+OK\r\n");
         let mut clients: Vec<(Vec<u8>, RawClient, Vec<u8>)> = vec![];
@@ -643,11 +660,17 @@ pub mod conformance {
         };
         open(b"", &mut clients);
         let mut replies = vec![];
+        let mut changes = vec![];
+        let mut dirty_before = dirty(&mut admin);
+        // After a CLIENT PAUSE the admin's INFO would wait for the pause:
+        // the scenario's changes are not measured from there on.
+        let mut measuring = true;
         for args in &scenario.commands {
             if args[0] == b"!sleep" {
                 let ms: u64 = String::from_utf8_lossy(&args[1]).parse().unwrap();
                 std::thread::sleep(Duration::from_millis(ms));
                 replies.push(vec![]);
+                changes.push(0);
                 continue;
             }
             // `~ CMD ...`: a time-dependent reply, compared for its shape
@@ -696,8 +719,17 @@ pub mod conformance {
                     .unwrap_or_else(|e| format!("<io error: {e}>").into_bytes()),
             };
             replies.push(if shape_only { mask_digits(&reply) } else { reply });
+            let pause = |a: &[Vec<u8>]| a.len() > 1 && a[0].eq_ignore_ascii_case(b"client") && a[1].eq_ignore_ascii_case(b"pause");
+            measuring &= !pause(&args);
+            if measuring {
+                let dirty_after = dirty(&mut admin);
+                changes.push(dirty_after.wrapping_sub(dirty_before));
+                dirty_before = dirty_after;
+            } else {
+                changes.push(u64::MAX);
+            }
         }
-        replies
+        (replies, changes)
     }
 
     /// The `N` of a line starting `±N` (see [`run`]).
@@ -750,7 +782,9 @@ pub mod conformance {
     }
 
     /// Runs `scenario` on both servers, records every differing reply (with the
-    /// reply before it, for context) and returns the number of commands compared.
+    /// reply before it, for context) and every line whose changes to the
+    /// dataset (the dirty counter's rise) differ, and returns the number of
+    /// commands compared.
     pub fn compare(
         redis: SocketAddr,
         coordis: SocketAddr,
@@ -758,9 +792,20 @@ pub mod conformance {
         resp3: bool,
         mismatches: &mut Vec<String>,
     ) -> usize {
-        let expected = run(redis, scenario, resp3);
-        let actual = run(coordis, scenario, resp3);
+        let (expected, expected_changes) = run_counting(redis, scenario, resp3);
+        let (actual, actual_changes) = run_counting(coordis, scenario, resp3);
         for (i, args) in scenario.commands.iter().enumerate() {
+            if expected_changes[i] != actual_changes[i] {
+                let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+                mismatches.push(format!(
+                    "[{} RESP{}] {}\n    changes (rdb_changes_since_last_save): redis {}, coordis {}",
+                    scenario.name,
+                    if resp3 { 3 } else { 2 },
+                    cmd.join(" "),
+                    expected_changes[i],
+                    actual_changes[i],
+                ));
+            }
             let close =
                 tolerance(args).is_some_and(
                     |n| match (non_negative_int(&expected[i]), non_negative_int(&actual[i])) {
