@@ -513,7 +513,7 @@ impl Engine {
             return closed;
         }
         if !busy_changes.is_empty() {
-            cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, busy_changes);
+            cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, &mut self.state.observe, busy_changes);
         }
         if let Some(state) = self.state.random {
             fastrand::seed(state);

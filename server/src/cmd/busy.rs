@@ -46,6 +46,10 @@ pub enum TxChange {
     Fail,
     /// DISCARD, or a refused EXEC: the transaction ended (watches dropped).
     End,
+    /// A command was refused (`-BUSY`, NOAUTH, ...): counted in the stats
+    /// (rejected calls, errorstats) once the engine is free, as Redis
+    /// counts it at once.
+    Rejected(Option<&'static super::CommandSpec>, Reply),
 }
 
 /// What a busy handler may touch.
@@ -87,6 +91,7 @@ pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {
+            ctx.changes.push(TxChange::Rejected(spec, reply.clone()));
             let (reply, effect) = exec::refusal(spec, reply, ctx.view.in_multi);
             match effect {
                 TxEffect::None => {}

@@ -297,11 +297,17 @@ pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], 
 
 /// A command refused before it ran (`spec` when the command is known).
 pub fn rejected(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: &Reply) {
-    let observe = &mut ctx.server.observe;
-    if let Some(spec) = spec {
-        observe.stats(spec).rejected += 1;
+    ctx.server.observe.reject(spec, reply);
+}
+
+impl Observe {
+    /// A command refused before it ran (`spec` when the command is known).
+    pub(crate) fn reject(&mut self, spec: Option<&'static CommandSpec>, reply: &Reply) {
+        if let Some(spec) = spec {
+            self.stats(spec).rejected += 1;
+        }
+        self.count_error(reply);
     }
-    observe.count_error(reply);
 }
 
 /// Appends an entry, dropping the oldest past `slowlog-max-len`.
