@@ -803,7 +803,9 @@ pub mod conformance {
                     .unwrap_or_else(|e| format!("<io error: {e}>").into_bytes()),
             };
             replies.push(if shape_only { mask_digits(&reply) } else { reply });
-            let pause = |a: &[Vec<u8>]| a.len() > 1 && a[0].eq_ignore_ascii_case(b"client") && a[1].eq_ignore_ascii_case(b"pause");
+            let pause = |a: &[Vec<u8>]| {
+                a.len() > 1 && a[0].eq_ignore_ascii_case(b"client") && a[1].eq_ignore_ascii_case(b"pause")
+            };
             measuring &= !pause(&args);
             if measuring {
                 let dirty_after = dirty(&mut admin);

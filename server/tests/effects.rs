@@ -1,8 +1,9 @@
 //! The effects feed (`ServerControl::effects`): what every write leaves for
 //! a replica or the append-only file, encoded as Redis 7.0.15's replication
 //! stream carries it. The shapes asserted here are those a real Redis sends
-//! its replicas for the same commands (`server/tests/effects_redis.rs`
-//! compares the two streams on the same workloads).
+//! its replicas for the same commands (captured with
+//! `coordis::testing::ReplicationCapture`; the `effects_<family>.rs` tests
+//! compare the two streams family by family).
 
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
 /// The stream's commands, one per line, arguments space-separated.
 fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
     let bytes = feed.try_bytes();
-    parse(&bytes)
+    coordis::testing::parse_commands(&bytes)
         .into_iter()
         .map(|args| {
             args.iter()
@@ -34,30 +35,6 @@ fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
                 .join(" ")
         })
         .collect()
-}
-
-/// The RESP arrays of bulk strings in `bytes`.
-fn parse(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
-    fn line<'a>(bytes: &mut &'a [u8]) -> &'a [u8] {
-        let end = bytes.windows(2).position(|w| w == b"\r\n").expect("a CRLF");
-        let (head, rest) = bytes.split_at(end);
-        *bytes = &rest[2..];
-        head
-    }
-    let mut commands = Vec::new();
-    while !bytes.is_empty() {
-        let head = line(&mut bytes);
-        assert_eq!(head[0], b'*', "an array");
-        let n: usize = std::str::from_utf8(&head[1..]).unwrap().parse().unwrap();
-        let mut args = Vec::with_capacity(n);
-        for _ in 0..n {
-            let len: usize = std::str::from_utf8(&line(&mut bytes)[1..]).unwrap().parse().unwrap();
-            args.push(bytes[..len].to_vec());
-            bytes = &bytes[len + 2..];
-        }
-        commands.push(args);
-    }
-    commands
 }
 
 fn run(c: &mut RawClient, args: &[&str]) -> String {
@@ -114,12 +91,12 @@ fn a_transaction_with_several_effects_is_wrapped_and_one_with_a_single_effect_is
 }
 
 #[test]
-fn a_script_leaves_the_effects_of_the_commands_it_ran() {
+fn a_script_leaves_the_effects_of_the_commands_it_ran_in_its_spelling() {
     let (_server, mut c, mut feed) = setup();
     let script = "redis.call('set', KEYS[1], ARGV[1]); redis.call('get', KEYS[1]); redis.call('set', KEYS[2], ARGV[1]); return 1";
     run(&mut c, &["EVAL", script, "2", "x", "y", "7"]);
     run(&mut c, &["EVAL", "return redis.call('get', KEYS[1])", "1", "x"]);
-    assert_eq!(commands(&mut feed), ["SELECT 0", "MULTI", "SET x 7", "SET y 7", "EXEC"]);
+    assert_eq!(commands(&mut feed), ["SELECT 0", "MULTI", "set x 7", "set y 7", "EXEC"]);
 }
 
 #[test]

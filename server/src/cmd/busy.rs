@@ -36,7 +36,7 @@ pub struct ClientView {
 }
 
 /// A change to the client's transaction made while the engine was busy.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum TxChange {
     /// MULTI was accepted.
     Begin,
