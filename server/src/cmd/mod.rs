@@ -807,7 +807,6 @@ pub mod args {
 }
 
 /// Unwraps a `Result<T, Reply>` inside a handler, returning the error reply.
-#[macro_export]
 macro_rules! tri {
     ($e:expr) => {
         match $e {
@@ -816,6 +815,7 @@ macro_rules! tri {
         }
     };
 }
+pub(crate) use tri;
 
 #[cfg(test)]
 mod tests {

@@ -167,6 +167,9 @@ pub struct Observe {
     errors: BTreeMap<String, u64>,
     /// Every error reply counted in `errors` (INFO `total_error_replies`).
     total_errors: u64,
+    /// The reply of the command now ending is an error already counted
+    /// where it arose (a script passing on its command's error).
+    counted: bool,
     slowlog: VecDeque<SlowEntry>,
     next_id: u64,
     /// Latency events by name.
@@ -205,6 +208,11 @@ impl Observe {
             *self.errors.entry(code.to_string()).or_default() += 1;
             self.total_errors += 1;
         }
+    }
+
+    /// The error reply of the command now ending was counted already.
+    pub(crate) fn error_already_counted(&mut self) {
+        self.counted = true;
     }
 
     /// INFO's `total_error_replies`.
@@ -282,7 +290,9 @@ pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], 
     stats.latency.record(usec.saturating_mul(1000));
     if reply.is_error() {
         stats.failed += 1;
-        observe.count_error(reply);
+        if !std::mem::take(&mut observe.counted) {
+            observe.count_error(reply);
+        }
     }
     let threshold = ctx.server.config.slowlog_log_slower_than;
     if threshold >= 0 && usec >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {

@@ -15,8 +15,7 @@ use crate::protocol::Reply;
 use crate::store::{glob, num};
 use crate::tri;
 
-/// The version coordis reports (HELLO, INFO): the Redis version it follows.
-pub const REDIS_VERSION: &str = "7.0.15";
+use crate::REDIS_VERSION;
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
