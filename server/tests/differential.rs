@@ -40,11 +40,19 @@ fn coordis_replies_match_redis_byte_for_byte() {
 /// Prints the summary line and fails with the first mismatches, if any.
 fn report(label: &str, commands: usize, mismatches: &[String]) {
     println!("{label}, {commands} commands, {} mismatches", mismatches.len());
+    // Differing replies first, then differing changes (the dirty counter).
+    let (changes, replies): (Vec<&String>, Vec<&String>) =
+        mismatches.iter().partition(|m| m.contains("changes (rdb_changes_since_last_save)"));
+    let mismatches: Vec<&String> = replies.into_iter().chain(changes).collect();
     assert!(
         mismatches.is_empty(),
         "{} mismatches:\n{}",
         mismatches.len(),
-        mismatches[..mismatches.len().min(40)].join("\n")
+        mismatches[..mismatches.len().min(40)]
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
