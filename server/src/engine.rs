@@ -124,6 +124,9 @@ pub struct Shared {
     /// Who may run the protected commands, for answers while a script is
     /// busy (set once when the engine starts: the settings are immutable).
     guards: parking_lot::Mutex<crate::exec::Guards>,
+    /// The function an FCALL runs, set while it runs (FUNCTION STATS asked
+    /// while it is busy is answered from this).
+    pub(crate) running_function: parking_lot::Mutex<Option<cmd::functions::RunningFunction>>,
 }
 
 impl Shared {
@@ -570,6 +573,7 @@ impl Engine {
         let reply_fault = std::mem::take(&mut client.reply_fault);
         let view = Some(ClientView {
             local: client.addr.ip().is_loopback(),
+            resp3: client.resp3,
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),
             subscribed_resp2: !client.resp3 && client.is_subscribed(),

@@ -582,12 +582,14 @@ fn busy_batch(
         script: &ctx.shared.script,
         shutdown: &ctx.shutdown,
         guards: ctx.shared.guards(),
+        running_function: &ctx.shared.running_function,
         close: false,
     };
     let mut waiting = false;
+    let resp3 = busy.view.resp3;
     while let Some(args) = requests.pop_front() {
         match busy::answer(&mut busy, &args) {
-            busy::Answer::Reply(reply) => reply.encode(out, false),
+            busy::Answer::Reply(reply) => reply.encode(out, resp3),
             busy::Answer::Wait => {
                 requests.push_front(args);
                 waiting = true;
@@ -602,7 +604,7 @@ fn busy_batch(
     if !waiting || close {
         if let Some(text) = protocol_error.take() {
             if !close {
-                errors::protocol(text).encode(out, false);
+                errors::protocol(text).encode(out, resp3);
             }
             close = true;
         }

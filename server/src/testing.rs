@@ -746,9 +746,14 @@ pub mod conformance {
         let mut replies = vec![];
         let mut changes = vec![];
         let mut dirty_before = dirty(&mut admin);
-        // After a CLIENT PAUSE the admin's INFO would wait for the pause:
-        // the scenario's changes are not measured from there on.
+        // After a CLIENT PAUSE the admin's INFO would wait for the pause,
+        // and a MONITOR would see it: the scenario's changes are not
+        // measured from there on.
         let mut measuring = true;
+        let unmeasurable = |a: &[Vec<u8>]| {
+            let word = |i: usize, w: &[u8]| a.get(i).is_some_and(|x| x.eq_ignore_ascii_case(w));
+            word(0, b"monitor") || (word(0, b"client") && word(1, b"pause"))
+        };
         for args in &scenario.commands {
             if args[0] == b"!sleep" {
                 let ms: u64 = String::from_utf8_lossy(&args[1]).parse().unwrap();
@@ -771,6 +776,7 @@ pub mod conformance {
                     _ => (name, b' ', &args[1..]),
                 },
             };
+            measuring &= !unmeasurable(args);
             let i = open(who, &mut clients);
             let args: Vec<Vec<u8>> = args
                 .iter()
@@ -803,10 +809,6 @@ pub mod conformance {
                     .unwrap_or_else(|e| format!("<io error: {e}>").into_bytes()),
             };
             replies.push(if shape_only { mask_digits(&reply) } else { reply });
-            let pause = |a: &[Vec<u8>]| {
-                a.len() > 1 && a[0].eq_ignore_ascii_case(b"client") && a[1].eq_ignore_ascii_case(b"pause")
-            };
-            measuring &= !pause(&args);
             if measuring {
                 let dirty_after = dirty(&mut admin);
                 changes.push(dirty_after.wrapping_sub(dirty_before));

@@ -41,8 +41,9 @@ fn coordis_replies_match_redis_byte_for_byte() {
 fn report(label: &str, commands: usize, mismatches: &[String]) {
     println!("{label}, {commands} commands, {} mismatches", mismatches.len());
     // Differing replies first, then differing changes (the dirty counter).
-    let (changes, replies): (Vec<&String>, Vec<&String>) =
-        mismatches.iter().partition(|m| m.contains("changes (rdb_changes_since_last_save)"));
+    let (changes, replies): (Vec<&String>, Vec<&String>) = mismatches
+        .iter()
+        .partition(|m| m.contains("changes (rdb_changes_since_last_save)"));
     let mismatches: Vec<&String> = replies.into_iter().chain(changes).collect();
     assert!(
         mismatches.is_empty(),

@@ -14,7 +14,9 @@ const T0: u64 = 1_900_000_000_000;
 
 /// A server on a frozen clock at [`T0`], a client, and a reader of its feed.
 fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
-    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "local".into();
+    let server = builder.start_blocking().unwrap();
     let clock = server.clock().unwrap();
     clock.freeze();
     clock.set_ms(T0);
@@ -119,8 +121,11 @@ fn an_expired_key_leaves_a_del_lazily_and_actively() {
     run(&mut c, &["SET", "lazy", "v", "PX", "100"]);
     run(&mut c, &["SET", "active", "v", "PX", "200"]);
     commands(&mut feed);
-    run(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    assert_eq!(run(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
     clock.advance(Duration::from_millis(150));
+    // Not removed by the clock's move: active expiry is off.
+    assert_eq!(run(&mut c, &["DBSIZE"]), ":2\r\n");
+    assert!(commands(&mut feed).is_empty());
     // Read after its deadline: DEL before the read (which leaves nothing).
     assert_eq!(run(&mut c, &["GET", "lazy"]), "$-1\r\n");
     assert_eq!(commands(&mut feed), ["DEL lazy"]);

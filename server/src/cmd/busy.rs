@@ -33,6 +33,8 @@ pub struct ClientView {
     pub subscribed_resp2: bool,
     /// Connected over loopback (protected commands set to `local`).
     pub local: bool,
+    /// RESP3 (HELLO 3): busy answers are encoded as the client speaks.
+    pub resp3: bool,
 }
 
 /// A change to the client's transaction made while the engine was busy.
@@ -61,6 +63,8 @@ pub struct BusyCtx<'a> {
     pub shutdown: &'a CloseSignal,
     /// Who may run the protected commands.
     pub guards: Guards,
+    /// The function an FCALL runs, if that is what is busy (FUNCTION STATS).
+    pub(crate) running_function: &'a parking_lot::Mutex<Option<super::functions::RunningFunction>>,
     /// Set to close the connection after the reply.
     pub close: bool,
 }
