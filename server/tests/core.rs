@@ -220,3 +220,60 @@ fn settling_the_clock_honours_active_expiry_off_from_inside_a_command() {
     assert_eq!(run(&mut c, &["GET", "k"]), "$-1\r\n");
     assert_eq!(run(&mut c, &["DBSIZE"]), ":0\r\n");
 }
+
+/// FUNCTION STATS while a function is busy answers at once with the running
+/// function (Redis flags it `allow_busy`); while a script is busy it is
+/// refused `-BUSY`. Compared with Redis, the duration masked.
+#[test]
+fn function_stats_answers_at_once_while_busy_as_in_redis() {
+    let Some(redis) = RedisServer::start(&["--busy-reply-threshold", "50"]).unwrap() else {
+        return;
+    };
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().busy_reply_threshold = 50;
+    let coordis = builder.start_blocking().unwrap();
+    let check = |addr: SocketAddr| {
+        let mut admin = RawClient::connect(addr).unwrap();
+        run(
+            &mut admin,
+            &["FUNCTION", "LOAD", "#!lua name=spin\nredis.register_function('spin', function() local t = redis.call('time')[1] + 0; while redis.call('time')[1] + 0 < t + 2 do end return 1 end)"],
+        );
+        let mut seen = vec![];
+        for (busy, stats_of) in [
+            (&["FCALL", "spin", "0"][..], "function"),
+            (
+                &[
+                    "EVAL",
+                    "local t = redis.call('time')[1] + 0; while redis.call('time')[1] + 0 < t + 2 do end return 1",
+                    "0",
+                ],
+                "script",
+            ),
+        ] {
+            let mut runner = RawClient::connect(addr).unwrap();
+            let raw: Vec<&[u8]> = busy.iter().map(|a| a.as_bytes()).collect();
+            runner.send(&RawClient::encode(&raw)).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            let started = std::time::Instant::now();
+            let stats = run(&mut admin, &["FUNCTION", "STATS"]);
+            assert!(
+                started.elapsed() < Duration::from_millis(500),
+                "FUNCTION STATS waited for the {stats_of}"
+            );
+            let masked: String = stats
+                .split("\r\n")
+                .map(|l| if l.starts_with(':') && l.len() > 2 { ":#" } else { l })
+                .collect::<Vec<_>>()
+                .join("\r\n");
+            seen.push(masked);
+            // The runner's own reply once its command ends.
+            seen.push(String::from_utf8(runner.read_reply().unwrap()).unwrap());
+        }
+        seen
+    };
+    assert_eq!(
+        check(coordis.addr()),
+        check(redis.addr()),
+        "coordis (left) and Redis (right)"
+    );
+}
