@@ -68,6 +68,7 @@ mod notify;
 mod process;
 mod protocol;
 mod server;
+mod state;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -23,12 +23,13 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clients::{ClientState, CloseSignal, ConnSignal, Outbox};
-use crate::cmd::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::config::Config;
-use crate::engine::{BatchEnd, Engine, Shared};
+use crate::engine::{BatchEnd, Engine};
 use crate::errors;
+use crate::exec::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::lua::ScriptState;
 use crate::protocol::{ProtocolLimits, RequestParser};
+use crate::state::Shared;
 use crate::store::Clock;
 
 /// How long shutdown waits for connections to finish their in-flight batch.

@@ -444,7 +444,7 @@ impl LocalEngine {
             config,
             clock.clone(),
             0,
-            Arc::new(crate::engine::Shared::default()),
+            Arc::new(crate::state::Shared::default()),
             Arc::new(crate::clients::CloseSignal::default()),
         );
         let mut local = LocalEngine {

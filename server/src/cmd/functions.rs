@@ -38,7 +38,7 @@ static FUNCTION: &[CommandSpec] = &[
     command!("scripting", "function|dump", 2, NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Dump all functions into a serialized binary payload", function_dump),
     command!("scripting", "function|restore", -3, WRITE | DENYOOM | NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Restore all the functions on the given payload", function_restore),
     command!("scripting", "function|kill", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, (0, 0, 0), "Kill the function currently in execution.", function_kill)
-        .while_busy(super::busy::function_kill),
+        .while_busy(crate::exec::busy::function_kill),
     command!("scripting", "function|stats", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, (0, 0, 0), "Return information about the function currently running (name, description, duration)", function_stats)
         .while_busy(function_stats_while_busy),
     command!("scripting", "function|help", 2, LOADING | STALE, acl::SCRIPTING, (0, 0, 0), "Show helpful text about the different subcommands", function_help),
@@ -248,9 +248,9 @@ fn function_stats(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// FUNCTION STATS while a script or function is busy, as Redis answers it
 /// from inside the busy script: `-BUSY` for a script (EVAL), the running
 /// function's name, command and duration for a function.
-fn function_stats_while_busy(ctx: &mut super::busy::BusyCtx, _args: &[Bytes]) -> super::busy::Answer {
+fn function_stats_while_busy(ctx: &mut crate::exec::busy::BusyCtx, _args: &[Bytes]) -> crate::exec::busy::Answer {
     let running = ctx.running_function.lock().clone();
-    super::busy::Answer::Reply(match running {
+    crate::exec::busy::Answer::Reply(match running {
         Some(f) => {
             let duration = f.started.elapsed().as_millis() as i64;
             stats_reply(Some((&f, duration)), f.libraries, f.functions)

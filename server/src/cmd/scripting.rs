@@ -37,7 +37,7 @@ static SCRIPT: &[CommandSpec] = &[
     subcommand!("scripting", "script|exists", -3, NOSCRIPT, acl::SCRIPTING, script_exists),
     subcommand!("scripting", "script|flush", -2, NOSCRIPT, acl::SCRIPTING, script_flush),
     subcommand!("scripting", "script|kill", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, script_kill)
-        .while_busy(super::busy::script_kill),
+        .while_busy(crate::exec::busy::script_kill),
     subcommand!("scripting", "script|help", 2, LOADING | STALE, acl::SCRIPTING, script_help),
     subcommand!("scripting", "script|debug", 3, NOSCRIPT, acl::SCRIPTING, script_debug),
 ];

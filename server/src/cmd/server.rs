@@ -5,12 +5,12 @@
 use bytes::Bytes;
 
 use super::args::{db_index, is};
-use super::busy::{Answer, BusyCtx};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::blocking;
 use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
+use crate::exec::busy::{Answer, BusyCtx};
 use crate::protocol::Reply;
 use crate::store::{glob, num};
 use crate::tri;
@@ -879,7 +879,7 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// stops the server; anything else gets -BUSY, as in Redis.
 fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     if !args[1..].iter().any(|a| is(a, "nosave")) {
-        return Answer::Reply(super::busy::busy(ctx.script));
+        return Answer::Reply(crate::exec::busy::busy(ctx.script));
     }
     tracing::warn!("SHUTDOWN NOSAVE while a script is running");
     ctx.script.kill.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -1115,7 +1115,7 @@ fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
     let now = ctx.now;
     let mut line = format!("+{}.{:06} [{} ", now / 1000, (now % 1000) * 1000, ctx.client.db);
-    if ctx.from_script() {
+    if ctx.in_script() {
         line.push_str("lua");
     } else {
         line.push_str(&ctx.client.addr.to_string());

@@ -51,7 +51,7 @@ pub enum TxChange {
     /// A command was refused (`-BUSY`, NOAUTH, ...): counted in the stats
     /// (rejected calls, errorstats) once the engine is free, as Redis
     /// counts it at once.
-    Rejected(Option<&'static super::CommandSpec>, Reply),
+    Rejected(Option<&'static crate::cmd::CommandSpec>, Reply),
 }
 
 /// What a busy handler may touch.
@@ -64,7 +64,7 @@ pub struct BusyCtx<'a> {
     /// Who may run the protected commands.
     pub guards: Guards,
     /// The function an FCALL runs, if that is what is busy (FUNCTION STATS).
-    pub(crate) running_function: &'a parking_lot::Mutex<Option<super::functions::RunningFunction>>,
+    pub(crate) running_function: &'a parking_lot::Mutex<Option<crate::cmd::functions::RunningFunction>>,
     /// Set to close the connection after the reply.
     pub close: bool,
 }
