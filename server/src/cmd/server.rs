@@ -197,6 +197,8 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ])
 }
 
+/// SELECT changes no data and is never an effect itself: the feed writes a
+/// SELECT before any effect whose database differs from the last one.
 fn select(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ctx.client.db = tri!(db_index(&args[1], ctx.dbs.len()));
     Reply::Ok
@@ -809,21 +811,32 @@ fn flush_mode_ok(args: &[Bytes]) -> bool {
     }
 }
 
+/// FLUSHDB: one change per key removed (keys past their deadline but not
+/// yet deleted included, as Redis's `emptyData` counts them), and its
+/// effect even when the database was already empty, as Redis forces it.
 fn flushdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
         return err(errors::SYNTAX);
     }
+    let removed = ctx.db().len() as u64;
     ctx.db().clear();
+    ctx.dirty(removed);
+    ctx.force_propagation();
     Reply::Ok
 }
 
+/// FLUSHALL: as [`flushdb`], over every database.
 fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
         return err(errors::SYNTAX);
     }
+    let mut removed = 0;
     for db in ctx.dbs.iter_mut() {
+        removed += db.len() as u64;
         db.clear();
     }
+    ctx.dirty(removed);
+    ctx.force_propagation();
     Reply::Ok
 }
 
@@ -849,6 +862,8 @@ fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         left[lo].signal_all_waited();
         right[0].signal_all_waited();
     }
+    // One change, even for a database swapped with itself (as Redis).
+    ctx.dirty(1);
     Reply::Ok
 }
 
