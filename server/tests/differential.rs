@@ -934,15 +934,17 @@ fn random_any_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
 
 /// The effects feed replayed into a real Redis gives coordis's dataset:
 /// each random workload (every family, and every command) runs on
-/// coordis with a feed reader attached; the feed's bytes, sent as they
-/// are to a fresh redis-server, must leave the same keys, types, values
-/// and TTLs (within a tolerance) as coordis has. A write whose effect is
+/// coordis with a feed reader attached; the feed's bytes, written as the
+/// append-only file a fresh redis-server loads at start (so Redis applies
+/// them as it applies its primary's stream or its own AOF, obeying them
+/// without a client's checks), must leave the same keys, types, values and
+/// TTLs (within a tolerance) as coordis has. A write whose effect is
 /// missing, relative, random or wrong shows here as a differing key.
 #[test]
 fn the_effects_feed_replayed_into_redis_gives_the_same_dataset() {
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+    if RedisServer::start(&[]).unwrap().is_none() {
         return;
-    };
+    }
     let coordis = coordis::Server::builder().start_blocking().unwrap();
     let mut feed = coordis.control().effects();
     let workloads: Vec<(String, Vec<Vec<Vec<u8>>>)> = (1..=4)
@@ -962,34 +964,97 @@ fn the_effects_feed_replayed_into_redis_gives_the_same_dataset() {
     for (name, commands) in &workloads {
         let mut c = coordis::testing::RawClient::connect(coordis.addr()).unwrap();
         c.command(&["FLUSHALL"]).unwrap();
+        feed.try_bytes();
         for args in commands {
             let raw: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
             let _ = c.command_bytes(&raw);
         }
         drop(c);
         let stream = feed.try_bytes();
-        let mut r = coordis::testing::RawClient::connect(redis.addr()).unwrap();
-        for args in coordis::testing::parse_commands(&stream) {
-            let raw: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-            let reply = r.command_bytes(&raw).unwrap();
-            effects += 1;
-            if reply.starts_with(b"-") {
-                differences.push(format!(
-                    "[{name}] Redis refused the effect {}: {}",
-                    String::from_utf8_lossy(&args.join(&b' ')),
-                    String::from_utf8_lossy(&reply).trim_end()
-                ));
-            }
+        effects += coordis::testing::parse_commands(&stream).len();
+        let dir = std::env::temp_dir().join(format!("coordis-replay-{}-{}", std::process::id(), effects));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("appendonly.aof"), &stream).unwrap();
+        let dir_arg = dir.to_string_lossy().into_owned();
+        let redis = RedisServer::start(&[
+            "--dir",
+            &dir_arg,
+            "--appendonly",
+            "yes",
+            "--appendfilename",
+            "appendonly.aof",
+        ])
+        .unwrap()
+        .expect("redis-server");
+        let ours = replicated_view(coordis::testing::dataset(coordis.addr(), &dbs).unwrap());
+        let theirs = replicated_view(coordis::testing::dataset(redis.addr(), &dbs).unwrap());
+        if theirs.is_empty() && !ours.is_empty() && !stream.is_empty() {
+            differences.push(format!(
+                "[{name}] Redis loaded nothing: is the stream a valid append-only file?"
+            ));
         }
-        let ours = coordis::testing::dataset(coordis.addr(), &dbs).unwrap();
-        let theirs = coordis::testing::dataset(redis.addr(), &dbs).unwrap();
         for difference in coordis::testing::compare_datasets(&ours, &theirs, 1000) {
             differences.push(format!("[{name}] {difference}"));
         }
+        // Where two values differ, the first line that does.
+        for (key, a) in &ours {
+            let Some(b) = theirs.get(key).filter(|b| b.kind == a.kind && b.value != a.value) else {
+                continue;
+            };
+            let at = a
+                .value
+                .iter()
+                .zip(&b.value)
+                .position(|(x, y)| x != y)
+                .unwrap_or(a.value.len().min(b.value.len()));
+            let line = |v: &Vec<Vec<u8>>| {
+                v.get(at)
+                    .map_or("<end>".into(), |l| String::from_utf8_lossy(l).into_owned())
+            };
+            differences.push(format!(
+                "[{name}] db {} key {}: first difference: coordis {:?}, redis {:?}",
+                key.0,
+                String::from_utf8_lossy(&key.1),
+                line(&a.value),
+                line(&b.value)
+            ));
+        }
+        drop(redis);
+        let _ = std::fs::remove_dir_all(&dir);
     }
     report(
         &format!("effects feed replayed into Redis: {} workloads", workloads.len()),
         effects,
         &differences,
     );
+}
+
+/// A dataset as Redis's own replication carries it: a consumer group's
+/// `entries-read` and `lag` are left out, since the XCLAIMs Redis 7.0.15
+/// propagates for XREADGROUP do not carry them, and so is a pending
+/// entry's delivery count, which a read of the consumer's history raises
+/// without propagating anything (a real replica of a real primary differs
+/// there too).
+fn replicated_view(
+    mut keys: std::collections::BTreeMap<(usize, Vec<u8>), coordis::testing::KeyDump>,
+) -> std::collections::BTreeMap<(usize, Vec<u8>), coordis::testing::KeyDump> {
+    for dump in keys.values_mut().filter(|d| d.kind == "stream") {
+        for line in dump
+            .value
+            .iter_mut()
+            .filter(|l| l.starts_with(b"group ") || l.starts_with(b"pending "))
+        {
+            let text = String::from_utf8_lossy(line).into_owned();
+            let kept: Vec<&str> = text
+                .split(' ')
+                .filter(|f| {
+                    !["entries-read=", "lag=", "delivery-count="]
+                        .iter()
+                        .any(|p| f.starts_with(p))
+                })
+                .collect();
+            *line = kept.join(" ").into_bytes();
+        }
+    }
+    keys
 }
