@@ -228,37 +228,51 @@ impl Reader {
     /// 7.0.15 writes its replication stream: SELECT whenever the database
     /// changes, several effects of one unit between MULTI and EXEC.
     pub fn try_bytes(&mut self) -> Vec<u8> {
-        let units = self.try_units();
         let mut out = BytesMut::new();
-        for unit in &units {
-            self.encode(unit, &mut out);
+        for unit in self.try_units() {
+            self.encode(&unit, &mut out);
         }
         out.to_vec()
     }
 
+    /// The same stream as [`Reader::try_bytes`], one command per item.
+    pub fn try_commands(&mut self) -> Vec<Vec<Bytes>> {
+        let mut commands = Vec::new();
+        for unit in self.try_units() {
+            self.stream(&unit, |args| commands.push(args.to_vec()));
+        }
+        commands
+    }
+
     /// Encodes one unit after what this reader encoded before.
     pub fn encode(&mut self, unit: &Unit, out: &mut BytesMut) {
+        self.stream(unit, |args| encode_command(args, out));
+    }
+
+    /// The commands of one unit in stream order, after what this reader
+    /// streamed before.
+    fn stream(&mut self, unit: &Unit, mut emit: impl FnMut(&[Bytes])) {
         let wrap = unit.ops.len() > 1 && !unit.unwrapped;
         if wrap {
             // MULTI goes out in the first effect's database, so its SELECT
             // comes first; EXEC in the last one's, so it needs none.
-            self.select(unit.ops[0].db, out);
-            encode_command(&[Bytes::from_static(b"MULTI")], out);
+            self.select(unit.ops[0].db, &mut emit);
+            emit(&[Bytes::from_static(b"MULTI")]);
         }
         for op in &unit.ops {
-            self.select(op.db, out);
-            encode_command(&op.args, out);
+            self.select(op.db, &mut emit);
+            emit(&op.args);
         }
         if wrap {
-            encode_command(&[Bytes::from_static(b"EXEC")], out);
+            emit(&[Bytes::from_static(b"EXEC")]);
         }
     }
 
-    fn select(&mut self, db: usize, out: &mut BytesMut) {
+    fn select(&mut self, db: usize, emit: &mut impl FnMut(&[Bytes])) {
         if self.selected != Some(db) {
             let mut buf = itoa::Buffer::new();
             let index = Bytes::copy_from_slice(buf.format(db).as_bytes());
-            encode_command(&[Bytes::from_static(b"SELECT"), index], out);
+            emit(&[Bytes::from_static(b"SELECT"), index]);
             self.selected = Some(db);
         }
     }

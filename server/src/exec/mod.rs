@@ -125,6 +125,25 @@ pub(crate) struct Facts<'a> {
     pub script: Option<&'a crate::lua::ScriptState>,
 }
 
+impl Facts<'static> {
+    /// The facts of a caller without a connection of its own (a script's
+    /// `redis.call`, the control plane): admission makes none of the
+    /// connection's checks for them ([`Caller::checks`]).
+    const INTERNAL: Facts<'static> = Facts {
+        authenticated: true,
+        in_multi: false,
+        subscribed_resp2: false,
+        local: true,
+        guards: &Guards {
+            debug: Allow::No,
+            module: Allow::No,
+            test: Allow::No,
+        },
+        busy: None,
+        script: None,
+    };
+}
+
 /// `no | yes | local`: who may run a protected command.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Allow {
@@ -440,17 +459,7 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// be killed).
 pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
-    let guards = Guards::default();
-    let facts = Facts {
-        authenticated: true,
-        in_multi: false,
-        subscribed_resp2: false,
-        local: true,
-        guards: &guards,
-        busy: None,
-        script: None,
-    };
-    match admit(caller, args, &facts, &mut NoHolds) {
+    match admit(caller, args, &Facts::INTERNAL, &mut NoHolds) {
         Verdict::Run(spec) => {
             let reply = call(ctx, caller, spec, args);
             let wrote = spec.has(flags::WRITE) && !reply.is_error();
@@ -468,17 +477,7 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
 /// A command of the test-control plane: only looked up and checked for
 /// arity, then called (not observed; it cannot block).
 pub(crate) fn call_control(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let guards = Guards::default();
-    let facts = Facts {
-        authenticated: true,
-        in_multi: false,
-        subscribed_resp2: false,
-        local: true,
-        guards: &guards,
-        busy: None,
-        script: None,
-    };
-    match admit(Caller::Control, args, &facts, &mut NoHolds) {
+    match admit(Caller::Control, args, &Facts::INTERNAL, &mut NoHolds) {
         Verdict::Run(spec) => call(ctx, Caller::Control, spec, args),
         Verdict::Refused { reply, .. } => reply,
         Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => errors::err(errors::INTERNAL),
