@@ -103,6 +103,7 @@ pub use config::Config;
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
+pub use server::{DRAIN_DEADLINE, SCRIPT_STOP_GRACE};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 
 /// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
@@ -255,7 +256,9 @@ impl Builder {
                     }
                 }
             });
-            runtime.shutdown_timeout(server::DRAIN_DEADLINE);
+            // The drain has had its deadline: a worker still inside a script
+            // that never returns is left behind, not waited for.
+            runtime.shutdown_timeout(server::SCRIPT_STOP_GRACE);
         })?;
         Ok((ready_rx, shutdown, thread))
     }
@@ -375,7 +378,8 @@ impl Server {
     }
 
     /// Stops accepting, lets connections finish the batch they are running
-    /// (up to a drain deadline), and returns when the server has stopped.
+    /// (up to [`DRAIN_DEADLINE`]; a script still running then is stopped,
+    /// even one that wrote), and returns when the server has stopped.
     pub async fn shutdown(mut self) {
         self.shutdown.close();
         if let Some(thread) = self.thread.take() {

@@ -35,6 +35,12 @@ use crate::store::Clock;
 /// How long shutdown waits for connections to finish their in-flight batch.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
 
+/// How long a script stopped at shutdown gets to reach its next hook and
+/// return: shutdown stops a busy script this long before the drain
+/// deadline, so the drain ends by then; one still running after it is
+/// left behind.
+pub const SCRIPT_STOP_GRACE: Duration = Duration::from_millis(500);
+
 /// How long a connection task waits for the engine before it looks at the
 /// script state again.
 const BUSY_POLL: Duration = Duration::from_millis(1);
@@ -134,15 +140,39 @@ impl Bound {
         tracing::info!("shutting down: draining connections");
         let _ = stop_tx.send(true);
         // A script in flight may finish within the drain deadline (its client
-        // gets the real reply); past it, it is killed so the engine frees.
+        // gets the real reply); past it, it is stopped, even one that wrote,
+        // so the engine frees. SHUTDOWN NOSAVE has stopped it already.
         let deadline = tokio::time::Instant::now() + DRAIN_DEADLINE;
-        while shared.script.is_running() && tokio::time::Instant::now() < deadline {
+        while shared.script.is_running()
+            && !shared.script.must_stop()
+            && tokio::time::Instant::now() + SCRIPT_STOP_GRACE < deadline
+        {
             tokio::time::sleep(BUSY_POLL).await;
         }
-        shared.script.kill.store(true, Ordering::Relaxed);
-        while accepts.join_next().await.is_some() {}
-        let _ = expiry.await;
-        let _ = timer.await;
+        shared.script.stop_for_shutdown();
+        let stopped = tokio::time::Instant::now();
+        while shared.script.is_running() && stopped.elapsed() < SCRIPT_STOP_GRACE {
+            tokio::time::sleep(BUSY_POLL).await;
+        }
+        if shared.script.is_running() {
+            // A script inside one long C call (a pattern search that
+            // backtracks for hours, say) never reaches its hook. The tasks
+            // waiting for the engine would wait as long: leave them all
+            // behind, so the server still stops.
+            tracing::warn!("a script did not stop; shutting down without waiting for it");
+            return;
+        }
+        // Connections have the drain deadline; a script started meanwhile is
+        // stopped at its first hook.
+        let drained = tokio::time::timeout_at(deadline + SCRIPT_STOP_GRACE, async {
+            while accepts.join_next().await.is_some() {}
+            let _ = expiry.await;
+            let _ = timer.await;
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("the drain did not finish in time; shutting down without it");
+        }
         tracing::info!("coordis is now ready to exit, bye bye...");
     }
 }
@@ -520,7 +550,10 @@ async fn execute(
         ctx.shared.until_thawed().await;
     }
     loop {
-        if script.is_running() && script.is_busy(ctx.clock.now_ms()) && !conn.waiting {
+        // A script told to stop (SCRIPT KILL, FUNCTION KILL, shutdown) ends
+        // at its next hook: requests that come after wait for it, as in
+        // Redis, where it ends before the next request is read.
+        if script.is_running() && script.is_busy(ctx.clock.now_ms()) && !script.must_stop() && !conn.waiting {
             let (end, waiting) = busy_batch(ctx, &mut conn.view, &mut conn.changes, requests, protocol_error, out);
             conn.waiting = waiting;
             if !out.is_empty() || end.close || !waiting {

@@ -141,6 +141,26 @@ impl RedisServer {
     pub fn version(&self) -> &str {
         &self.version
     }
+
+    /// Waits up to `timeout` for the server to exit by itself (after
+    /// SHUTDOWN, say); `None`: still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
+        wait_exit(&mut self.child, timeout)
+    }
+}
+
+/// Polls `child` until it exits or `timeout` passes.
+fn wait_exit(child: &mut Child, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 impl Drop for RedisServer {
@@ -275,14 +295,13 @@ impl ServerProcess {
         if unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait()? {
-                return Ok(Some(status));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Ok(None)
+        self.wait_exit(timeout)
+    }
+
+    /// Waits up to `timeout` for the server to exit by itself (after
+    /// SHUTDOWN, say); `None`: still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
+        wait_exit(&mut self.child, timeout)
     }
 }
 

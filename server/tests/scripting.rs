@@ -512,3 +512,43 @@ fn bulk_payload(reply: &[u8]) -> Vec<u8> {
     let header_end = reply.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
     reply[header_end..reply.len() - 2].to_vec()
 }
+
+/// `pcall` around a `redis.*` function that raises (Redis raises an error
+/// table, whose text pcall returns) gives the script the error's text.
+fn pcall_error_texts(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut c = RawClient::connect(addr).unwrap();
+    [
+        "pcall(redis.setresp, 5)",
+        "pcall(redis.setresp)",
+        "pcall(redis.sha1hex)",
+        "pcall(redis.log, 99, 'x')",
+        "pcall(redis.call, 'nosuchcommand')",
+    ]
+    .iter()
+    .map(|call| {
+        eval(
+            &mut c,
+            &format!("local ok, e = {call} return {{tostring(ok), type(e), e}}"),
+            &[],
+            &[],
+        )
+    })
+    .collect()
+}
+
+#[test]
+fn pcall_gives_the_text_of_errors_redis_functions_raise_as_redis_does() {
+    let s = server();
+    let ours = pcall_error_texts(s.addr());
+    assert_eq!(
+        text(&ours[0]),
+        "*3\r\n$5\r\nfalse\r\n$6\r\nstring\r\n$32\r\nERR RESP version must be 2 or 3.\r\n"
+    );
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let theirs = pcall_error_texts(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "call {i}");
+    }
+}

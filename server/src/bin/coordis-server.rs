@@ -2,7 +2,9 @@
 //!
 //! Takes redis-server's command line (an optional config file, then
 //! `--directive value...`), logs through `tracing` (RUST_LOG overrides
-//! `--loglevel`), and shuts down gracefully on SIGINT, SIGTERM or SHUTDOWN.
+//! `--loglevel`), and shuts down gracefully on SIGINT, SIGTERM or SHUTDOWN:
+//! within the drain deadline, busy script or not (a second signal exits at
+//! once).
 //!
 //! Once listening it prints one JSON line on stdout, for whatever started
 //! it (a test fixture with `--port 0`):
@@ -13,6 +15,13 @@
 use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
+
+/// How long after SIGTERM / SIGINT the process exits whatever still runs:
+/// the drain's deadline, the grace a stopped script gets, and the
+/// runtime's own shutdown.
+const EXIT_DEADLINE: std::time::Duration = coordis::DRAIN_DEADLINE
+    .saturating_add(coordis::SCRIPT_STOP_GRACE)
+    .saturating_add(coordis::SCRIPT_STOP_GRACE);
 
 const USAGE: &str = "Usage: coordis-server [/path/to/redis.conf] [options]
        coordis-server -v or --version
@@ -65,6 +74,8 @@ fn main() -> ExitCode {
     for w in warnings {
         tracing::warn!("{w}");
     }
+    // Before the runtime's threads exist, so that they inherit the mask.
+    let signalled = watch_signals();
     let runtime = match coordis::runtime(config.io_threads) {
         Ok(rt) => rt,
         Err(e) => {
@@ -72,15 +83,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         let bind = config.bind.join(" ");
         let port = config.port;
         let port_file = (!config.port_file.is_empty()).then(|| std::path::PathBuf::from(&config.port_file));
         let served = coordis::Builder::from_config(config)
             .serve(
                 async {
-                    let signal = shutdown_signal().await;
-                    tracing::info!("received {signal}, shutting down");
+                    let _ = signalled.await;
                 },
                 |addr| {
                     tracing::info!(
@@ -103,7 +113,12 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-    })
+    });
+    // Dropping the runtime would wait for every worker, one running a
+    // script that never returns too: the drain has had its deadline, and
+    // the process exits whatever is left.
+    runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
+    code
 }
 
 /// Tells whoever started the server where it listens: the ready line on
@@ -130,12 +145,50 @@ fn announce(addr: std::net::SocketAddr, port_file: Option<&std::path::Path>) {
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
+/// SIGTERM and SIGINT, taken by a thread of their own (blocked in every
+/// other thread) rather than by the runtime: a runtime whose workers are all
+/// inside a script still hears them. The first starts the graceful shutdown
+/// (the returned receiver resolves) and a watchdog: a process that has not
+/// exited [`EXIT_DEADLINE`] later exits anyway. A second exits at once, as
+/// Redis does on a second SIGINT.
+fn watch_signals() -> tokio::sync::oneshot::Receiver<()> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // SAFETY: sigset operations on a local set; pthread_sigmask on this
+    // (the main) thread, before any other thread is started.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    let spawned = std::thread::Builder::new()
+        .name("coordis-signals".into())
+        .spawn(move || {
+            let mut tx = Some(tx);
+            loop {
+                let mut signal: libc::c_int = 0;
+                // SAFETY: waits for one of the blocked signals in `set`.
+                if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
+                    continue;
+                }
+                let name = if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+                let Some(tx) = tx.take() else {
+                    tracing::warn!("received {name} again while shutting down: exiting now");
+                    std::process::exit(1);
+                };
+                tracing::info!("received {name}, shutting down");
+                let _ = tx.send(());
+                let _ = std::thread::Builder::new().name("coordis-exit".into()).spawn(|| {
+                    std::thread::sleep(EXIT_DEADLINE);
+                    tracing::warn!("shutdown did not finish in {EXIT_DEADLINE:?}: exiting now");
+                    std::process::exit(1);
+                });
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch for signals: {e}");
     }
+    rx
 }

@@ -897,7 +897,10 @@ fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         return Answer::Reply(crate::exec::busy::busy(ctx.script));
     }
     tracing::warn!("SHUTDOWN NOSAVE while a script is running");
-    ctx.script.kill.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Redis exits from inside the script's hook; here the hook stops the
+    // script (even one that wrote, even one that catches errors) and the
+    // server drains at once.
+    ctx.script.stop_for_shutdown();
     ctx.shutdown.close();
     ctx.close = true;
     // No reply: Redis closes the connection on a successful SHUTDOWN.

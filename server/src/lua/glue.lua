@@ -226,13 +226,18 @@ visible.setmetatable = function(t, mt)
   return setmetatable(t, mt)
 end
 -- Redis 7.0's pcall: an error table's `err` field becomes the error value,
--- so pcall(redis.call, ...) returns false and the error text.
+-- so pcall(redis.call, ...) returns false and the error text. An error a
+-- Rust function raised (\1text\2, where Redis's C function raises an error
+-- table) gives its text too.
 local function error_text(ok, ...)
   if ok then return ok, ... end
   local err = ...
   if type(err) == 'table' then
     local text = err.err
     if type(text) == 'string' or type(text) == 'number' then return false, text end
+  elseif type(err) == 'userdata' then
+    local raised = match(tostring(err), '\1(.-)\2')
+    if raised then return false, raised end
   end
   return false, err
 end

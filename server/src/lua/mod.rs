@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mlua::{ffi, Function, HookTriggers, Lua, Table, Value, VmState};
+use mlua::{ffi, Function, Lua, Table, Value};
 use sha1::{Digest, Sha1};
 
 use crate::protocol::Reply;
@@ -41,8 +41,13 @@ const DETACH_RETRY_MS: u64 = 1000;
 pub struct ScriptState {
     /// Unix ms when the running script started; 0 when none runs.
     pub started_ms: AtomicU64,
-    /// Set by SCRIPT KILL; the instruction hook then aborts the script.
+    /// Set by SCRIPT KILL / FUNCTION KILL; the instruction hook then stops
+    /// the running script (cleared when the next one starts).
     pub kill: AtomicBool,
+    /// Set once when the server shuts down, never cleared: the hook stops
+    /// the running script and any script started afterwards, which a
+    /// per-script `kill` (cleared at each start) could miss.
+    shutdown: AtomicBool,
     /// The running script has executed a write command (SCRIPT KILL refuses).
     pub wrote: AtomicBool,
     /// What runs is a function (FCALL), not a script: FUNCTION KILL, not
@@ -268,7 +273,7 @@ impl Scripting {
             lua: vm.lua.clone(),
         });
         install_call(&vm.lua, &vm.redis, &bridge)?;
-        install_hook(&vm.lua, state.clone())?;
+        install_hook(&vm.lua, &state)?;
         Ok(Scripting {
             lua: vm.lua,
             scripts: HashMap::default(),
@@ -649,29 +654,114 @@ unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
     }
 }
 
-/// Installs the instruction hook: every [`HOOK_EVERY`] instructions it stops
-/// a script SCRIPT KILL asked to stop, and lets a long script leave its tokio
-/// worker thread.
-fn install_hook(lua: &Lua, state: Arc<ScriptState>) -> mlua::Result<()> {
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-        move |_lua, _debug| {
-            if !state.is_running() {
-                return Ok(VmState::Continue);
-            }
-            if state.kill.load(Ordering::Relaxed) {
-                return sandbox::raise(crate::errors::SCRIPT_KILLED);
-            }
-            let elapsed_ms = monotonic_us().saturating_sub(state.run_started_us.load(Ordering::Relaxed)) / 1000;
-            if elapsed_ms >= state.next_detach_ms.load(Ordering::Relaxed) {
-                state
-                    .next_detach_ms
-                    .store(elapsed_ms + DETACH_RETRY_MS, Ordering::Relaxed);
-                detach_from_runtime();
-            }
-            Ok(VmState::Continue)
-        },
-    )
+/// Registry key (a light userdata: this static's address, the same in
+/// every VM) of the [`ScriptState`] the instruction hook reads.
+static HOOK_STATE_KEY: u8 = 0;
+
+/// Chunk name of coordis's own Lua code (glue.lua, cjson.lua).
+const GLUE_SOURCE: &[u8] = b"=coordis";
+
+/// Installs the instruction hook (Redis's `luaMaskCountHook`) on the raw Lua
+/// API: every [`HOOK_EVERY`] instructions it lets a long script leave its
+/// tokio worker thread, and stops a script SCRIPT KILL, FUNCTION KILL or a
+/// shutdown asked to stop.
+///
+/// A raw hook rather than mlua's: coroutines a script creates inherit the C
+/// hook (mlua's per-thread hook skips them), and the hook must re-arm itself
+/// (see [`script_hook`]), which mlua's callback cannot do. `state` must
+/// outlive the VM: [`Scripting`] holds it.
+fn install_hook(lua: &Lua, state: &Arc<ScriptState>) -> mlua::Result<()> {
+    let state = Arc::as_ptr(state) as *mut std::ffi::c_void;
+    // SAFETY: plain stack operations on the main thread inside mlua's
+    // protected call; the registry keeps only a light userdata.
+    unsafe {
+        lua.exec_raw::<()>((), |l| {
+            ffi::lua_pushlightuserdata(l, &HOOK_STATE_KEY as *const u8 as *mut std::ffi::c_void);
+            ffi::lua_pushlightuserdata(l, state);
+            ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
+            arm_count_hook(l);
+        })
+    }
+}
+
+/// The hook's normal mode: every [`HOOK_EVERY`] instructions.
+unsafe fn arm_count_hook(l: *mut ffi::lua_State) {
+    ffi::lua_sethook(l, Some(script_hook), ffi::LUA_MASKCOUNT, HOOK_EVERY as std::ffi::c_int);
+}
+
+/// The instruction hook. Once the running script is to stop, it raises
+/// Redis's kill error, and switches itself to fire on every new line and
+/// every backward jump, as Redis does: a script that catches the error with
+/// `pcall` and loops is stopped again at its next line, until it returns.
+/// It never raises inside coordis's own Lua code (the `pcall` wrapper, the
+/// error handler), which stands for Redis's C functions and always returns
+/// to the script. The next script finds the hook on every line and not
+/// killed: it goes back to counting.
+unsafe extern "C-unwind" fn script_hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
+    ffi::lua_pushlightuserdata(l, &HOOK_STATE_KEY as *const u8 as *mut std::ffi::c_void);
+    ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
+    let state = ffi::lua_touserdata(l, -1) as *const ScriptState;
+    ffi::lua_pop(l, 1);
+    // SAFETY: set by `install_hook`; `Scripting` keeps the state alive.
+    let Some(state) = state.as_ref() else {
+        return;
+    };
+    let stopping = state.is_running() && state.must_stop();
+    if !stopping {
+        if (*ar).event == ffi::LUA_HOOKLINE {
+            arm_count_hook(l);
+        }
+        if state.is_running() {
+            // Nothing here may unwind into Lua's C frames.
+            let _ = std::panic::catch_unwind(|| state.maybe_detach());
+        }
+        return;
+    }
+    if (*ar).event != ffi::LUA_HOOKLINE {
+        ffi::lua_sethook(l, Some(script_hook), ffi::LUA_MASKLINE, 0);
+    }
+    if ffi::lua_getinfo(l, c"S".as_ptr(), ar) != 0
+        && !(*ar).source.is_null()
+        && std::ffi::CStr::from_ptr((*ar).source).to_bytes() == GLUE_SOURCE
+    {
+        return;
+    }
+    // Redis's error table: glue.lua's pcall gives the script its text, and
+    // the error handler adds where the script was. No Rust value is live
+    // across the error's longjmp.
+    ffi::lua_createtable(l, 0, 1);
+    ffi::lua_pushlstring(
+        l,
+        crate::errors::SCRIPT_KILLED.as_ptr().cast(),
+        crate::errors::SCRIPT_KILLED.len(),
+    );
+    ffi::lua_setfield(l, -2, c"err".as_ptr());
+    ffi::lua_error(l);
+}
+
+impl ScriptState {
+    /// Whether the running script must stop: SCRIPT KILL / FUNCTION KILL,
+    /// or the server is shutting down.
+    pub fn must_stop(&self) -> bool {
+        self.kill.load(Ordering::Relaxed) || self.shutdown.load(Ordering::Relaxed)
+    }
+
+    /// Stops the running script and every later one at their next hook,
+    /// even one that wrote: the server is going away.
+    pub fn stop_for_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Relaxed);
+    }
+
+    /// Leaves the tokio worker thread once the script has run for
+    /// [`DETACH_AFTER_MS`], then every [`DETACH_RETRY_MS`].
+    fn maybe_detach(&self) {
+        let elapsed_ms = monotonic_us().saturating_sub(self.run_started_us.load(Ordering::Relaxed)) / 1000;
+        if elapsed_ms >= self.next_detach_ms.load(Ordering::Relaxed) {
+            self.next_detach_ms
+                .store(elapsed_ms + DETACH_RETRY_MS, Ordering::Relaxed);
+            detach_from_runtime();
+        }
+    }
 }
 
 /// Lets the tokio runtime replace the current worker thread, so a long
@@ -821,5 +911,77 @@ mod limit_tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(eval(&mut s, "return 1"), Reply::Int(1));
+    }
+
+    /// Runs `body` while another thread sets the stop flag `stop` picks
+    /// once the script runs; the script's reply.
+    fn eval_stopped(s: &mut Scripting, body: &str, stop: fn(&ScriptState)) -> Reply {
+        let state = s.state.clone();
+        let killer = std::thread::spawn(move || {
+            while !state.is_running() {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            stop(&state);
+        });
+        let reply = eval(s, body);
+        killer.join().unwrap();
+        reply
+    }
+
+    fn assert_killed(reply: &Reply, body: &str) {
+        match reply {
+            Reply::Error(e) => assert!(
+                e.starts_with("ERR Script killed by user with SCRIPT KILL... script: ")
+                    && e.ends_with("@user_script:1."),
+                "{body}: {e}"
+            ),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kill_flag_stops_scripts_that_catch_the_error_and_coroutines() {
+        let mut s = vm();
+        for body in [
+            "while 1 do pcall(function() while 1 do end end) end",
+            "local f = function() while true do end end; while true do pcall(f) end",
+            "while true do pcall(coroutine.wrap(function() while true do end end)) end",
+            "local co = coroutine.wrap(function() while true do end end) co()",
+            "while true do pcall(cjson.decode, '[1, 2, 3]') end",
+        ] {
+            let reply = eval_stopped(&mut s, body, |st| st.kill.store(true, Ordering::Relaxed));
+            assert_killed(&reply, body);
+            // The hook counts again: the next script is not stopped.
+            assert_eq!(
+                eval(&mut s, "local i = 0 for j = 1, 100000 do i = i + 1 end return i"),
+                Reply::Int(100000)
+            );
+        }
+    }
+
+    #[test]
+    fn pcall_gives_the_kill_error_as_text() {
+        let mut s = vm();
+        // The stop is caught once; the script returns on the same line,
+        // before its next line event.
+        let body = "local ok, e = pcall(function() while true do end end) return {tostring(ok), type(e), e}";
+        let reply = eval_stopped(&mut s, body, |st| st.kill.store(true, Ordering::Relaxed));
+        let bulk = |x: &str| Reply::Bulk(Bytes::copy_from_slice(x.as_bytes()));
+        assert_eq!(
+            reply,
+            Reply::Array(vec![bulk("false"), bulk("string"), bulk(crate::errors::SCRIPT_KILLED)])
+        );
+    }
+
+    #[test]
+    fn a_shutdown_stops_the_running_script_and_every_later_one() {
+        let mut s = vm();
+        let body = "redis.call('set', 'k', 'v') while true do pcall(function() while true do end end) end";
+        let reply = eval_stopped(&mut s, body, ScriptState::stop_for_shutdown);
+        assert_killed(&reply, body);
+        // A script started afterwards is stopped at its first hook, though
+        // each start clears the kill flag.
+        assert_killed(&eval(&mut s, "while true do end"), "later");
     }
 }
