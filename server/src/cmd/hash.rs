@@ -4,6 +4,11 @@
 //! The value lives in [`crate::store::hash`] (listpack or hashtable, as
 //! Redis 7.0 encodes it); events are Redis's (`hset`, `hdel`, `hincrby`,
 //! `hincrbyfloat`, then `del` when the last field goes).
+//!
+//! Changes are counted as Redis counts them: HSET and HMSET one per pair
+//! given (new or not), HSETNX and HINCRBY one, HDEL one per field removed.
+//! HINCRBYFLOAT's effect is `HSET key field <result>`, so a replica stores
+//! the same text whatever its float arithmetic.
 
 use bytes::Bytes;
 
@@ -110,6 +115,7 @@ fn hset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             .sum::<i64>()
     }))
     .unwrap_or(0);
+    ctx.dirty(((args.len() - 2) / 2) as u64);
     ctx.notify(notify::HASH, "hset", key);
     if is(&args[0], "hmset") {
         Reply::Ok
@@ -125,6 +131,7 @@ fn hsetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     tri!(update(ctx, key, true, |h| h.set(&args[2], &args[3], limits)));
+    ctx.dirty(1);
     ctx.notify(notify::HASH, "hset", key);
     Reply::Int(1)
 }
@@ -196,6 +203,7 @@ fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         .unwrap_or(0)
     };
     if removed > 0 {
+        ctx.dirty(removed as u64);
         ctx.notify(notify::HASH, "hdel", key);
         ctx.delete_if_empty(key);
     }
@@ -233,6 +241,7 @@ fn hincrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut buf = itoa::Buffer::new();
     let text = buf.format(new);
     tri!(update(ctx, key, true, |h| h.set(&args[2], text.as_bytes(), limits)));
+    ctx.dirty(1);
     ctx.notify(notify::HASH, "hincrby", key);
     Reply::Int(new)
 }
@@ -254,8 +263,11 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         FloatIncr::NanOrInfinity => return err(errors::NAN_OR_INF),
     };
     tri!(update(ctx, key, true, |h| h.set(&args[2], &text, limits)));
+    ctx.dirty(1);
     ctx.notify(notify::HASH, "hincrbyfloat", key);
-    Reply::Bulk(Bytes::from(text))
+    let text = Bytes::from(text);
+    ctx.propagate_as(|| vec![Bytes::from_static(b"HSET"), key.clone(), args[2].clone(), text.clone()]);
+    Reply::Bulk(text)
 }
 
 /// HRANDFIELD key [count [WITHVALUES]], as Redis 7.0: a positive count

@@ -8,14 +8,23 @@
 //! command serves itself at once from the first of its keys holding a list;
 //! otherwise it waits ([`crate::blocking`]) and the same serve function
 //! runs when a key it waits on is stored.
+//!
+//! Changes are counted as Redis counts them (one per element pushed,
+//! popped, removed or trimmed; one per LSET, LINSERT, LMOVE). Effects:
+//! LMPOP is an LPOP/RPOP with the count it took; a blocking command served
+//! at once is its plain form (BLPOP as LPOP, BLMOVE as LMOVE, BLMPOP as
+//! LPOP/RPOP with a count); a waiter served later leaves that plain form as
+//! an added effect, and changes only what Redis's `serveClientBlockedOnList`
+//! counts (a BLMPOP's elements; a BLPOP's or BLMOVE's pop counts nothing).
 
 use bytes::Bytes;
 
-use super::args::{int, is};
+use super::args::{int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::blocking::{self, Serve};
 use crate::errors::{self, err};
+use crate::exec::Caller;
 use crate::notify;
 use crate::protocol::Reply;
 use crate::store::list::{End, List};
@@ -76,6 +85,30 @@ fn bulks(items: Vec<&[u8]>) -> Vec<Reply> {
         .collect()
 }
 
+/// The plain pop that is the effect of popping from `end` (Redis's shared
+/// `LPOP` / `RPOP`).
+fn pop_name(end: End) -> Bytes {
+    Bytes::from_static(match end {
+        End::Head => b"LPOP",
+        End::Tail => b"RPOP",
+    })
+}
+
+/// An end as a served blocking move's effect names it (Redis's shared
+/// `left` / `right`, lower case).
+fn end_word(end: End) -> Bytes {
+    Bytes::from_static(match end {
+        End::Head => b"left",
+        End::Tail => b"right",
+    })
+}
+
+/// A blocked client being served after it waited (not at once, from its
+/// own command): its effect is added, as Redis's `serveClientBlockedOnList`.
+fn served_later(ctx: &Ctx) -> bool {
+    ctx.caller == Caller::Waiter
+}
+
 fn event(end: End, push: bool) -> &'static str {
     match (end, push) {
         (End::Head, true) => "lpush",
@@ -97,6 +130,7 @@ fn push(ctx: &mut Ctx, args: &[Bytes], end: End, only_if_exists: bool) -> Reply 
         l.push(end, v, fill);
     }
     let len = l.len() as i64;
+    ctx.dirty((args.len() - 2) as u64);
     ctx.db().touch(key);
     ctx.notify(notify::LIST, event(end, true), key);
     Reply::Int(len)
@@ -119,7 +153,8 @@ fn rpushx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// Pops up to `count` elements from `end` of `key` (which must hold a
-/// list), with the pop event and the `del` when it empties.
+/// list), with the pop event and the `del` when it empties. The caller
+/// counts the changes (a served BLPOP counts none).
 fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
     let Ok(Some(l)) = ctx.write_as(key, pick_mut) else {
         return vec![];
@@ -149,16 +184,11 @@ fn pop(ctx: &mut Ctx, args: &[Bytes], end: End) -> Reply {
             Some(_) => Reply::NilArray,
         };
     }
+    let popped = pop_n(ctx, &args[1], end, count.unwrap_or(1));
+    ctx.dirty(popped.len() as u64);
     match count {
-        None => pop_n(ctx, &args[1], end, 1)
-            .pop()
-            .map_or(Reply::Nil, |v| Reply::Bulk(v.into())),
-        Some(n) => Reply::Array(
-            pop_n(ctx, &args[1], end, n)
-                .into_iter()
-                .map(|v| Reply::Bulk(v.into()))
-                .collect(),
-        ),
+        None => popped.into_iter().next().map_or(Reply::Nil, |v| Reply::Bulk(v.into())),
+        Some(_) => Reply::Array(popped.into_iter().map(|v| Reply::Bulk(v.into())).collect()),
     }
 }
 
@@ -223,6 +253,7 @@ fn lset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::INDEX_OUT_OF_RANGE);
     };
     l.set(i, &args[3]);
+    ctx.dirty(1);
     ctx.db().touch(key);
     ctx.notify(notify::LIST, "lset", key);
     Reply::Ok
@@ -246,6 +277,7 @@ fn linsert(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     l.insert(at + after as usize, &args[4], fill);
     let len = l.len() as i64;
+    ctx.dirty(1);
     ctx.db().touch(key);
     ctx.notify(notify::LIST, "linsert", key);
     Reply::Int(len)
@@ -277,6 +309,7 @@ fn lrem(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         l.remove_range(i - removed, 1);
     }
     if !hits.is_empty() {
+        ctx.dirty(hits.len() as u64);
         ctx.db().touch(key);
         ctx.notify(notify::LIST, "lrem", key);
         ctx.delete_if_empty(key);
@@ -298,6 +331,9 @@ fn ltrim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         None => l.remove_range(0, len),
     }
+    // Redis counts the elements trimmed from both ends (none: no effect).
+    let trimmed = len - l.len();
+    ctx.dirty(trimmed as u64);
     ctx.db().touch(key);
     ctx.notify(notify::LIST, "ltrim", key);
     ctx.delete_if_empty(key);
@@ -394,35 +430,70 @@ fn parse_end(arg: &[u8]) -> Option<End> {
 }
 
 /// Pops from `from` of `src` and pushes to `to` of `dst`, as LMOVE: the
-/// push's event comes before the pop's, as in Redis.
-fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Reply {
+/// push's event comes before the pop's, as in Redis. `Ok(None)`: `src`
+/// holds no list. Counts nothing (the callers count as Redis does).
+fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Result<Option<Vec<u8>>, Reply> {
     let fill = ctx.server.config.list_fill();
-    if tri!(ctx.write_as(src, pick_mut)).is_none() {
-        return Reply::Nil;
+    if ctx.write_as(src, pick_mut)?.is_none() {
+        return Ok(None);
     }
     // A destination of another type refuses before anything is popped.
-    tri!(ctx.write_as(dst, pick_mut));
-    let Some(value) = tri!(ctx.write_as(src, pick_mut)).and_then(|l| l.pop(from)) else {
-        return Reply::Nil;
+    ctx.write_as(dst, pick_mut)?;
+    let Some(value) = ctx.write_as(src, pick_mut)?.and_then(|l| l.pop(from)) else {
+        return Ok(None);
     };
     ctx.db().touch(src);
-    tri!(ctx.write_or_insert(dst, pick_mut, || Value::List(Box::default()))).push(to, &value, fill);
+    ctx.write_or_insert(dst, pick_mut, || Value::List(Box::default()))?
+        .push(to, &value, fill);
     ctx.db().touch(dst);
     ctx.notify(notify::LIST, event(to, true), dst);
     ctx.notify(notify::LIST, event(from, false), src);
     ctx.delete_if_empty(src);
-    Reply::Bulk(value.into())
+    Ok(Some(value))
+}
+
+/// What a move answers: the element moved, or a null bulk.
+fn moved_reply(moved: Result<Option<Vec<u8>>, Reply>) -> Reply {
+    match moved {
+        Ok(Some(value)) => Reply::Bulk(value.into()),
+        Ok(None) => Reply::Nil,
+        Err(reply) => reply,
+    }
+}
+
+/// A move's effect built from the command's arguments (a blocking move
+/// served at once as its plain form).
+type MoveEffect = fn(&[Bytes]) -> Vec<Bytes>;
+
+/// LMOVE / RPOPLPUSH (and a blocking move served at once): one change,
+/// the effect `effect()` when it is not the command itself.
+fn move_counted(
+    ctx: &mut Ctx,
+    src: &Bytes,
+    dst: &Bytes,
+    (from, to): (End, End),
+    effect: Option<MoveEffect>,
+    args: &[Bytes],
+) -> Reply {
+    let moved = move_one(ctx, src, dst, from, to);
+    if matches!(moved, Ok(Some(_))) {
+        ctx.dirty(1);
+        if let Some(effect) = effect {
+            ctx.propagate_as(|| effect(args));
+        }
+    }
+    moved_reply(moved)
 }
 
 fn lmove(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let (Some(from), Some(to)) = (parse_end(&args[3]), parse_end(&args[4])) else {
         return err(errors::SYNTAX);
     };
-    move_one(ctx, &args[1], &args[2], from, to)
+    move_counted(ctx, &args[1], &args[2], (from, to), None, args)
 }
 
 fn rpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    move_one(ctx, &args[1], &args[2], End::Tail, End::Head)
+    move_counted(ctx, &args[1], &args[2], (End::Tail, End::Head), None, args)
 }
 
 /// LMPOP's and BLMPOP's arguments from `args[first..]`.
@@ -431,8 +502,19 @@ fn parse_mpop(args: &[Bytes], first: usize) -> Result<(std::ops::Range<usize>, E
 }
 
 /// `[key, [elements]]`: what LMPOP and BLMPOP answer for the list at `key`.
+/// Each element popped is a change (served later too); the effect is the
+/// plain pop with the count taken: the command's own for LMPOP and a
+/// BLMPOP served at once, an added one for a BLMPOP served later.
 fn mpop_from(ctx: &mut Ctx, key: &Bytes, end: End, count: usize) -> Reply {
     let popped = pop_n(ctx, key, end, count);
+    let taken = popped.len();
+    ctx.dirty(taken as u64);
+    let effect = || vec![pop_name(end), key.clone(), int_arg(taken)];
+    if served_later(ctx) {
+        ctx.also_propagate(effect);
+    } else {
+        ctx.propagate_as(effect);
+    }
     Reply::Array(vec![
         Reply::Bulk(key.clone()),
         Reply::Array(popped.into_iter().map(|v| Reply::Bulk(v.into())).collect()),
@@ -469,12 +551,21 @@ fn bpop(ctx: &mut Ctx, args: &[Bytes], serve: Serve) -> Reply {
     blocking::pop_or_block(ctx, args, keys, deadline, list_ready, serve, Reply::NilArray)
 }
 
-/// Pops one element for BLPOP / BRPOP: `[key, element]`.
+/// Pops one element for BLPOP / BRPOP: `[key, element]`. Served at once it
+/// is an LPOP / RPOP (one change, that effect); served later the pop is an
+/// added effect and counts nothing, as in Redis.
 fn serve_pop(ctx: &mut Ctx, key: &Bytes, end: End) -> Option<Reply> {
     if !holds_list(ctx, key) {
         return None;
     }
     let value = pop_n(ctx, key, end, 1).pop()?;
+    let effect = || vec![pop_name(end), key.clone()];
+    if served_later(ctx) {
+        ctx.also_propagate(effect);
+    } else {
+        ctx.dirty(1);
+        ctx.propagate_as(effect);
+    }
     Some(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(value.into())]))
 }
 
@@ -494,21 +585,67 @@ fn bmove(ctx: &mut Ctx, args: &[Bytes], timeout: &Bytes, serve: Serve) -> Reply 
     blocking::pop_or_block(ctx, args, &args[1..2], deadline, list_ready, serve, Reply::Nil)
 }
 
+/// Serves a blocking move from `src`: at once it is the plain move
+/// (`at_once(args)`, one change); served later the move is an added effect
+/// (`later(src, dst)`) and counts nothing, as in Redis.
+fn serve_move(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    src: &Bytes,
+    ends: (End, End),
+    at_once: MoveEffect,
+    later: fn(&Bytes, &Bytes, (End, End)) -> Vec<Bytes>,
+) -> Option<Reply> {
+    if !holds_list(ctx, src) {
+        return None;
+    }
+    let dst = &args[2];
+    if !served_later(ctx) {
+        return Some(move_counted(ctx, src, dst, ends, Some(at_once), args));
+    }
+    let moved = move_one(ctx, src, dst, ends.0, ends.1);
+    if matches!(moved, Ok(Some(_))) {
+        ctx.also_propagate(|| later(src, dst, ends));
+    }
+    Some(moved_reply(moved))
+}
+
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
 fn blmove(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if parse_end(&args[3]).is_none() || parse_end(&args[4]).is_none() {
         return err(errors::SYNTAX);
     }
     bmove(ctx, args, &args[5], |ctx, args, src| {
-        let (from, to) = (parse_end(&args[3])?, parse_end(&args[4])?);
-        holds_list(ctx, src).then(|| move_one(ctx, src, &args[2], from, to))
+        let ends = (parse_end(&args[3])?, parse_end(&args[4])?);
+        // At once: LMOVE with the ends as the client wrote them; later:
+        // with Redis's shared lower-case words.
+        let at_once = |args: &[Bytes]| {
+            let mut effect = args[..5].to_vec();
+            effect[0] = Bytes::from_static(b"LMOVE");
+            effect
+        };
+        let later = |src: &Bytes, dst: &Bytes, (from, to): (End, End)| {
+            vec![
+                Bytes::from_static(b"LMOVE"),
+                src.clone(),
+                dst.clone(),
+                end_word(from),
+                end_word(to),
+            ]
+        };
+        serve_move(ctx, args, src, ends, at_once, later)
     })
 }
 
 /// BRPOPLPUSH source destination timeout.
 fn brpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     bmove(ctx, args, &args[3], |ctx, args, src| {
-        holds_list(ctx, src).then(|| move_one(ctx, src, &args[2], End::Tail, End::Head))
+        fn effect(src: &Bytes, dst: &Bytes) -> Vec<Bytes> {
+            vec![Bytes::from_static(b"RPOPLPUSH"), src.clone(), dst.clone()]
+        }
+        let at_once = |args: &[Bytes]| effect(&args[1], &args[2]);
+        let later = |src: &Bytes, dst: &Bytes, _| effect(src, dst);
+        serve_move(ctx, args, src, (End::Tail, End::Head), at_once, later)
     })
 }
 

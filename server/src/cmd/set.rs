@@ -6,6 +6,14 @@
 //! 7.0 encodes it). Results are built the way Redis builds them, so their
 //! order is Redis's wherever Redis's is defined: an intset's ascending
 //! order, SINTER in the order of its smallest input.
+//!
+//! Changes are counted as Redis counts them (one per member added or
+//! removed; SMOVE one for the removal and one more if the destination
+//! gained the member; a STORE one for the stored result, or one for
+//! deleting the destination when the result is empty). SPOP's random pick
+//! leaves its explicit result as the effect: `SREM key member` for each
+//! member popped (wrapped in MULTI/EXEC when several), `DEL key` when a
+//! count took the whole set.
 
 use bytes::Bytes;
 
@@ -55,6 +63,7 @@ fn sadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let key = &args[1];
     let s = tri!(ctx.write_or_insert(key, pick_mut, || Value::Set(Box::new(Set::for_member(&args[2])))));
     let added: i64 = args[2..].iter().map(|m| s.add(m, max) as i64).sum();
+    ctx.dirty(added as u64);
     if added > 0 {
         ctx.db().touch(key);
         ctx.notify(notify::SET, "sadd", key);
@@ -75,6 +84,7 @@ fn srem(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
     }
     if removed > 0 {
+        ctx.dirty(removed as u64);
         ctx.db().touch(key);
         ctx.notify(notify::SET, "srem", key);
         ctx.delete_if_empty(key);
@@ -133,7 +143,8 @@ fn spop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Set(vec![]);
     }
     let mut popped = Vec::with_capacity(n);
-    if count.is_some() && n == s.len() {
+    let whole = count.is_some() && n == s.len();
+    if whole {
         // The whole set, in its order, as Redis returns it.
         popped.extend(s.iter().map(|m| m.to_bytes()));
         s.clear();
@@ -143,9 +154,22 @@ fn spop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         s.remove(&m);
         popped.push(m);
     }
+    ctx.dirty(n as u64);
     ctx.db().touch(key);
     ctx.notify(notify::SET, "spop", key);
     ctx.delete_if_empty(key);
+    let srem = |m: &Bytes| vec![Bytes::from_static(b"SREM"), key.clone(), m.clone()];
+    match count {
+        None => ctx.propagate_as(|| srem(&popped[0])),
+        // The whole set: Redis rewrites it as a DEL of the key.
+        Some(_) if whole => ctx.propagate_as(|| vec![Bytes::from_static(b"DEL"), key.clone()]),
+        Some(_) => {
+            for m in &popped {
+                ctx.also_propagate(|| srem(m));
+            }
+            ctx.prevent_propagation();
+        }
+    }
     match count {
         None => bulk(popped.pop().expect("one")),
         Some(_) => Reply::Set(popped.into_iter().map(bulk).collect()),
@@ -222,6 +246,7 @@ fn smove(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     ctx.notify(notify::SET, "srem", src);
+    ctx.dirty(1);
     ctx.db().touch(src);
     ctx.delete_if_empty(src);
     if !dst_exists {
@@ -229,6 +254,7 @@ fn smove(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     ctx.db().touch(dst);
     if tri!(ctx.write_as(dst, pick_mut)).expect("exists").add(member, max) {
+        ctx.dirty(1);
         ctx.notify(notify::SET, "sadd", dst);
     }
     Reply::Int(1)
@@ -304,6 +330,7 @@ fn combine_store(ctx: &mut Ctx, args: &[Bytes], op: Op, event: &str) -> Reply {
     let members = combine(&sets, op, max, 0);
     if members.is_empty() {
         if ctx.db().remove(dst).is_some() {
+            ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", dst);
         }
         return Reply::Int(0);
@@ -315,6 +342,7 @@ fn combine_store(ctx: &mut Ctx, args: &[Bytes], op: Op, event: &str) -> Reply {
     }
     let len = result.len() as i64;
     ctx.db().insert(dst, Value::Set(Box::new(result)), 0);
+    ctx.dirty(1);
     ctx.notify(notify::SET, event, dst);
     Reply::Int(len)
 }
