@@ -1,61 +1,138 @@
 #!/usr/bin/env bash
-# Side-by-side redis-benchmark of coordis-server and redis-server.
+# Side-by-side redis-benchmark of coordis-server and redis-server 7.0.15:
+# requests per second, and the CPU time each server spent per request.
 #
-#   scripts/bench.sh            # default: -n 200000 per run (x5 at -P 16), 3 alternating pairs
-#   N=50000 PAIRS=1 scripts/bench.sh
+#   scripts/bench.sh                       # every row, 3 rounds
+#   ROWS=cpu scripts/bench.sh              # the headline rows only (a few minutes when the machine is quiet)
+#   ROUNDS=5 N=50000 FORMAT=markdown scripts/bench.sh
 #
-# Both servers run on this machine with the same flags; runs alternate
-# coordis, redis, coordis, redis... and each row reports the median ops/s of
-# each server, the median coordis/redis ratio of the pairs, and the median
-# p50 / p99 latency (ms) of each server as redis-benchmark measured it.
+# Settings (environment):
+#   ROUNDS    rounds per row (default 3; PAIRS is the older name). A round is
+#             one coordis run then one Redis run, so the two alternate.
+#   N         requests per unpipelined run (default 120000, about 1.5 s at the
+#             80k requests/s of a 2-core machine); pipelined runs send
+#             N x PIPELINED_FACTOR (default 8) so that they last about as long:
+#             a run of a fraction of a second is mostly start-up.
+#   CLIENTS   redis-benchmark -c (default 50).
+#   ROWS      all (default); core: strings, locks, scripts, ZADD, MULTI/EXEC
+#             and the 500-client rows; cpu: SET, GET, INCR, SET NX EX,
+#             EVALSHA unlock, ZADD, LPUSH and RPOP at -P 1 and -P 16;
+#             streams: the stream rows.
+#   COORDIS_BIN  the coordis-server to measure (default
+#             target/release/coordis-server, built with `cargo build --release
+#             --bin coordis-server` when missing; an existing binary is run as
+#             it is, so rebuild it after changing the code).
+#   FORMAT    table (default) or markdown.
+#
+# Both servers start here on free ports, each in its own temporary directory,
+# with `--save '' --appendonly no`, and stop when the script exits. Runs
+# alternate coordis, Redis, coordis, Redis... and each row reports the median
+# of each server's runs:
+#   req/s      as redis-benchmark measured it; ratio = coordis / Redis.
+#   µs CPU/req the server process's user + system time over the run (utime +
+#              stime from /proc/PID/stat, all threads, clock ticks converted
+#              with `getconf CLK_TCK`) divided by the requests the run sent;
+#              CPU ratio = coordis / Redis, below 1 means coordis is cheaper.
+#   p50, p99   latency in ms as redis-benchmark measured it.
+#   gen %      the load generator's CPU time over the run's wall time
+#              (coordis runs / Redis runs).
+# Ratios are medians of the rounds' coordis/Redis quotients. A generator near
+# 100% is the limit: both servers then get the requests it can send, and the
+# req/s ratio is 1.0 give or take the machine's noise whatever the servers
+# cost (on 2 cores redis-benchmark tops out near 1.6M pipelined requests/s);
+# the CPU column still tells which server does the work for less.
+#
 # The MULTI/EXEC row counts transactions (4 commands each) and comes from
 # client-tests' tx-bench, redis-benchmark having no way to send one; so does
 # the XREADGROUP+XACK row, which counts a consumer's round trips (read one
 # entry, ack the ID it got: two commands, the second built from the first's
-# reply). ROWS=core runs the string, lock and script rows only; ROWS=streams
-# the stream rows only.
-#
-# Two more columns tell which side limits a row: the CPU each server used
-# per request (µs, user + system, from /proc/PID/stat around the run), and
-# how busy the load generator was (its CPU time over the run's wall time,
-# coordis runs / redis runs). A generator near 100% is the limit: both
-# servers then get the requests it can send, and the ratio is 1.0 give or
-# take the machine's noise, whatever the servers' costs.
+# reply).
 set -euo pipefail
 # Arguments such as XADD's `*` pass through unquoted expansions: no globbing.
 set -o noglob
 cd "$(dirname "$0")/.."
 
-N=${N:-200000}
-# Pipelined runs get more requests so that each lasts about as long as an
-# unpipelined one: a run of a fraction of a second is mostly start-up.
-PIPELINED_N=$((N * ${PIPELINED_FACTOR:-5}))
-PAIRS=${PAIRS:-3}
+N=${N:-120000}
+PIPELINED_N=$((N * ${PIPELINED_FACTOR:-8}))
+ROUNDS=${ROUNDS:-${PAIRS:-3}}
 CLIENTS=${CLIENTS:-50}
-CPORT=${CPORT:-7391}
-RPORT=${RPORT:-7392}
+ROWS=${ROWS:-all}
+FORMAT=${FORMAT:-table}
+case "$ROWS" in all | core | cpu | streams) ;; *) echo "ROWS must be all, core, cpu or streams" >&2; exit 2 ;; esac
+case "$FORMAT" in table | markdown) ;; *) echo "FORMAT must be table or markdown" >&2; exit 2 ;; esac
+# The rows ROWS=cpu keeps (at CLIENTS clients), by label.
+CPU_ROWS="|set|get|incr|SET lock NX EX|EVALSHA unlock|ZADD sem|lpush|rpop|"
 
-command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)"; exit 1; }
-command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install redis-server)"; exit 1; }
-cargo build --release --quiet --bin coordis-server --bin tx-bench
-COORDIS=target/release/coordis-server
+command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install redis-server)" >&2; exit 1; }
+COORDIS=${COORDIS_BIN:-target/release/coordis-server}
+if [ -z "${COORDIS_BIN:-}" ] && [ ! -x "$COORDIS" ]; then
+    cargo build --release --quiet --bin coordis-server
+fi
+[ -x "$COORDIS" ] || { echo "$COORDIS is not an executable" >&2; exit 1; }
+COORDIS=$(realpath "$COORDIS")
+TX_BENCH=$PWD/target/release/tx-bench
+if [ "$ROWS" != cpu ] && [ ! -x "$TX_BENCH" ]; then
+    cargo build --release --quiet -p coordis-client-tests --bin tx-bench
+fi
 
-cleanup() { kill "${CPID:-}" "${RPID:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "${OUT:-}"; }
+TMP=$(mktemp -d)
+OUT=$TMP/out
+mkdir "$OUT"
+cleanup() {
+    local pid
+    for pid in ${CPID:-} ${RPID:-}; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$TMP"
+}
 trap cleanup EXIT
-"$COORDIS" --port "$CPORT" --save '' --appendonly no --loglevel warning >/dev/null 2>&1 &
-CPID=$!
-redis-server --port "$RPORT" --save '' --appendonly no --loglevel warning >/dev/null &
-RPID=$!
-for p in "$CPORT" "$RPORT"; do
-    for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.05; done
-done
+trap 'exit 130' INT TERM
 
-# CPU time a process has used so far, in clock ticks (user + system).
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# A port nothing listens on, below the ephemeral range (where the
+# benchmark's own connections could take it).
+free_port() {
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 10000))
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    done
+}
+
+# Starts a server in its own directory on a free port and sets PORT and PID.
+# The port is free when picked, not necessarily when the server binds it, so
+# a server that does not answer as itself (its INFO process_id) is retried.
+start() { # name binary
+    local dir=$TMP/$1 bin=$2
+    mkdir -p "$dir"
+    for _ in 1 2 3 4 5; do
+        PORT=$(free_port)
+        (cd "$dir" && exec "$bin" --port "$PORT" --save '' --appendonly no --loglevel warning >>"$dir/log" 2>&1) &
+        PID=$!
+        for _ in $(seq 100); do
+            if redis-cli -p "$PORT" info server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$PID"; then
+                return 0
+            fi
+            kill -0 "$PID" 2>/dev/null || break
+            sleep 0.05
+        done
+        kill "$PID" 2>/dev/null || true
+        wait "$PID" 2>/dev/null || true
+    done
+    echo "$1 did not start; its log:" >&2
+    cat "$dir/log" >&2
+    exit 1
+}
+start coordis "$COORDIS"
+CPORT=$PORT CPID=$PID
+start redis "$(command -v redis-server)"
+RPORT=$PORT RPID=$PID
+
+# CPU time a process has used so far, in clock ticks (user + system: fields
+# 14 and 15 of /proc/PID/stat, counted after the parenthesised name).
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
-OUT=$(mktemp -d)
 
-# One run; prints "ops/s p50 p99 server-µs/request generator-%".
+# One run; prints "req/s p50 p99 server-µs/request generator-%".
 # redis-benchmark sends one command per request, so the MULTI/EXEC row (test
 # "--tx") uses tx-bench, which prints the same figures for whole transactions.
 run() { # port server-pid clients pipeline test...
@@ -71,7 +148,7 @@ run() { # port server-pid clients pipeline test...
     before=$(cpu_ticks "$pid")
     TIMEFORMAT='%R %U %S'
     if [ "$1" = "--tx" ] || [ "$1" = "--stream" ]; then
-        { time target/release/tx-bench "$port" "$clients" "$pipe" "$n" "${1#--}" >"$OUT/run"; } 2>"$OUT/time"
+        { time "$TX_BENCH" "$port" "$clients" "$pipe" "$n" "${1#--}" >"$OUT/run"; } 2>"$OUT/time"
     else
         { time redis-benchmark -p "$port" -n "$n" -c "$clients" -P "$pipe" --csv "$@" >"$OUT/run" 2>/dev/null; } 2>"$OUT/time"
         tail -n 1 "$OUT/run" | tr -d '"' | awk -F, '{print $2, $5, $7}' >"$OUT/row"
@@ -83,33 +160,68 @@ run() { # port server-pid clients pipeline test...
         'BEGIN {printf "%.2f %.0f", t * us / n, 100 * (u + s) / r}')"
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# a / b to 2 places, or "-" when b is 0 (a run too short to cost a tick).
+quotient() { awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "-"; else printf "%.2f\n", a / b}'; }
+# Thousands separators for the markdown table.
+commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 
 UNLOCK=$(cat scripts/lua/unlock.lua)
 SHA=$(redis-cli -p "$CPORT" script load "$UNLOCK")
-[ "$(redis-cli -p "$RPORT" script load "$UNLOCK")" = "$SHA" ] || { echo "script SHA mismatch"; exit 1; }
+[ "$(redis-cli -p "$RPORT" script load "$UNLOCK")" = "$SHA" ] || { echo "script SHA mismatch" >&2; exit 1; }
+
+TABLE_FMT="%-22s %4s %3s %10s %10s %6s %8s %8s %6s %7s %7s %7s %7s %7s\n"
+header() {
+    local commit
+    commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    git diff --quiet HEAD 2>/dev/null || commit="$commit (uncommitted changes)"
+    echo "coordis $commit ($COORDIS) vs Redis $(redis-server --version | cut -d' ' -f3 | tr -d 'v=') ($(command -v redis-server));"
+    echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start; ROUNDS=$ROUNDS N=$N (pipelined $PIPELINED_N) ROWS=$ROWS"
+    echo
+    if [ "$FORMAT" = markdown ]; then
+        echo "| test | -c | -P | coordis req/s | Redis req/s | ratio | coordis µs CPU/req | Redis µs CPU/req | CPU ratio | p50 ms coordis / Redis | p99 ms coordis / Redis | generator busy |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    else
+        # µ is two bytes: its columns are one wider in bytes to line up.
+        printf "%-22s %4s %3s %10s %10s %6s %9s %9s %6s %7s %7s %7s %7s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
+            "c µs/req" "r µs/req" "CPU" "c p50" "r p50" "c p99" "r p99" "gen %"
+    fi
+}
 
 # One table row: a label, clients, a pipeline depth, then redis-benchmark arguments.
 row() {
     local label=$1 clients=$2 pipe=$3; shift 3
-    local cs=() rs=() ratios=() c50=() c99=() r50=() r99=() ccpu=() rcpu=() cgen=() rgen=()
-    for _ in $(seq "$PAIRS"); do
+    if [ "$ROWS" = cpu ] && { [ "$clients" != "$CLIENTS" ] || [[ $CPU_ROWS != *"|$label|"* ]]; }; then
+        return
+    fi
+    local cs=() rs=() ratios=() c50=() c99=() r50=() r99=() ccpu=() rcpu=() cpu_ratios=() cgen=() rgen=()
+    for _ in $(seq "$ROUNDS"); do
         local c r
         c=($(run "$CPORT" "$CPID" "$clients" "$pipe" "$@")); r=($(run "$RPORT" "$RPID" "$clients" "$pipe" "$@"))
         cs+=("${c[0]}"); rs+=("${r[0]}"); c50+=("${c[1]}"); c99+=("${c[2]}"); r50+=("${r[1]}"); r99+=("${r[2]}")
         ccpu+=("${c[3]}"); rcpu+=("${r[3]}"); cgen+=("${c[4]}"); rgen+=("${r[4]}")
-        ratios+=("$(awk -v c="${c[0]}" -v r="${r[0]}" 'BEGIN {printf "%.3f", c / r}')")
+        ratios+=("$(quotient "${c[0]}" "${r[0]}")")
+        cpu_ratios+=("$(quotient "${c[3]}" "${r[3]}")")
     done
-    med() { printf '%s\n' "$@" | median; }
-    printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s %6s %6s %7s\n" "$label" "$clients" "$pipe" \
-        "$(med "${cs[@]}")" "$(med "${rs[@]}")" "$(med "${ratios[@]}")" \
-        "$(med "${c50[@]}")" "$(med "${r50[@]}")" "$(med "${c99[@]}")" "$(med "${r99[@]}")" \
-        "$(med "${ccpu[@]}")" "$(med "${rcpu[@]}")" "$(med "${cgen[@]}")/$(med "${rgen[@]}")"
+    med() { printf '%s\n' "$@" | { grep -v '^-$' || true; } | median; }
+    local cps rps
+    cps=$(printf '%.0f' "$(med "${cs[@]}")"); rps=$(printf '%.0f' "$(med "${rs[@]}")")
+    if [ "$FORMAT" = markdown ]; then
+        echo "| $label | $clients | $pipe | $(commas <<<"$cps") | $(commas <<<"$rps") | $(med "${ratios[@]}") |" \
+            "$(med "${ccpu[@]}") | $(med "${rcpu[@]}") | $(med "${cpu_ratios[@]}") |" \
+            "$(med "${c50[@]}") / $(med "${r50[@]}") | $(med "${c99[@]}") / $(med "${r99[@]}") |" \
+            "$(med "${cgen[@]}")% / $(med "${rgen[@]}")% |"
+    else
+        # shellcheck disable=SC2059
+        printf "$TABLE_FMT" "$label" "$clients" "$pipe" "$cps" "$rps" "$(med "${ratios[@]}")" \
+            "$(med "${ccpu[@]}")" "$(med "${rcpu[@]}")" "$(med "${cpu_ratios[@]}")" \
+            "$(med "${c50[@]}")" "$(med "${r50[@]}")" "$(med "${c99[@]}")" "$(med "${r99[@]}")" \
+            "$(med "${cgen[@]}")/$(med "${rgen[@]}")"
+    fi
 }
 
-printf "%-22s %4s %3s %12s %12s %6s %7s %7s %7s %7s %6s %6s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
-    "c p50" "r p50" "c p99" "r p99" "c µs" "r µs" "gen %"
-if [ "${ROWS:-all}" != streams ]; then
+header
+if [ "$ROWS" != streams ]; then
     for pipe in 1 16; do
         for t in set get incr; do
             row "$t" "$CLIENTS" "$pipe" -t "$t"
@@ -125,9 +237,9 @@ if [ "${ROWS:-all}" != streams ]; then
 fi
 
 # Hashes, lists and sets: redis-benchmark's own tests (ROWS=core skips them).
-if [ "${ROWS:-all}" = all ]; then
-    redis-cli -p "$CPORT" del mylist >/dev/null; redis-cli -p "$RPORT" del mylist >/dev/null
+if [ "$ROWS" = all ] || [ "$ROWS" = cpu ]; then
     for p in "$CPORT" "$RPORT"; do
+        redis-cli -p "$p" del mylist lr100 lr600 >/dev/null
         for _ in $(seq 6); do
             redis-cli -p "$p" rpush lr100 $(seq 100) >/dev/null
             redis-cli -p "$p" rpush lr600 $(seq 100) >/dev/null
@@ -148,7 +260,7 @@ fi
 
 # Streams: appends to an events stream, and a consumer group's read-and-ack
 # round trip (each run first appends as many entries as it will read).
-if [ "${ROWS:-all}" = all ] || [ "${ROWS:-all}" = streams ]; then
+if [ "$ROWS" = all ] || [ "$ROWS" = streams ]; then
     XADD_ARGS="XADD s * job __rand_int__ event completed worker w-1"
     for p in "$CPORT" "$RPORT"; do
         redis-cli -p "$p" del s >/dev/null
@@ -160,3 +272,5 @@ if [ "${ROWS:-all}" = all ] || [ "${ROWS:-all}" = streams ]; then
     done
     PREFILL="-r 100000 $XADD_ARGS" row "XREADGROUP+XACK" "$CLIENTS" 1 --stream
 fi
+echo
+echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"

@@ -36,9 +36,9 @@ use bytes::{Bytes, BytesMut};
 
 use crate::clients::ClientState;
 use crate::cmd::Ctx;
-use crate::engine::ServerState;
 use crate::errors;
 use crate::protocol::Reply;
+use crate::state::ServerState;
 use crate::store::{num, Db};
 
 /// What a blocking command does for a waiter once one of its keys is ready:

@@ -216,7 +216,7 @@ pub(crate) enum Effect {
     /// Nothing: readers look at the config each time.
     None,
     /// Settings connection tasks read without the engine lock
-    /// ([`crate::engine::Shared`]).
+    /// ([`crate::state::Shared`]).
     Connections,
     /// Whether databases record expired keys for `expired` events.
     Notifications,

@@ -68,6 +68,7 @@ mod notify;
 mod process;
 mod protocol;
 mod server;
+mod state;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -94,7 +95,10 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use clients::CloseSignal;
-pub use cmd::server::REDIS_VERSION;
+/// The version coordis reports (HELLO, INFO, Lua's `redis.REDIS_VERSION`):
+/// the Redis version whose behaviour it follows, byte for byte.
+pub const REDIS_VERSION: &str = "7.0.15";
+pub(crate) use cmd::tri;
 pub use config::Config;
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};

@@ -125,7 +125,8 @@ mod tests {
         let block = vec![1u8; 64 << 20];
         let during = allocator();
         assert!(
-            during.allocated >= before.allocated + (60 << 20),
+            // Other tests of this process allocate and free meanwhile: a margin.
+            during.allocated >= before.allocated + (40 << 20),
             "{before:?} -> {during:?}"
         );
         assert!(during.active >= during.allocated);

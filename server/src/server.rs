@@ -23,12 +23,13 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clients::{ClientState, CloseSignal, ConnSignal, Outbox};
-use crate::cmd::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::config::Config;
-use crate::engine::{BatchEnd, Engine, Shared};
+use crate::engine::{BatchEnd, Engine};
 use crate::errors;
+use crate::exec::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::lua::ScriptState;
 use crate::protocol::{ProtocolLimits, RequestParser};
+use crate::state::Shared;
 use crate::store::Clock;
 
 /// How long shutdown waits for connections to finish their in-flight batch.
@@ -582,12 +583,14 @@ fn busy_batch(
         script: &ctx.shared.script,
         shutdown: &ctx.shutdown,
         guards: ctx.shared.guards(),
+        running_function: &ctx.shared.running_function,
         close: false,
     };
     let mut waiting = false;
+    let resp3 = busy.view.resp3;
     while let Some(args) = requests.pop_front() {
         match busy::answer(&mut busy, &args) {
-            busy::Answer::Reply(reply) => reply.encode(out, false),
+            busy::Answer::Reply(reply) => reply.encode(out, resp3),
             busy::Answer::Wait => {
                 requests.push_front(args);
                 waiting = true;
@@ -602,7 +605,7 @@ fn busy_batch(
     if !waiting || close {
         if let Some(text) = protocol_error.take() {
             if !close {
-                errors::protocol(text).encode(out, false);
+                errors::protocol(text).encode(out, resp3);
             }
             close = true;
         }

@@ -1,14 +1,21 @@
 //! Helpers for tests that talk to coordis and to a real Redis side by side.
 //!
 //! - [`RedisServer`] starts `redis-server` from PATH on a free loopback port
-//!   (`--save '' --appendonly no`) and stops it on drop. It never touches a
-//!   server it did not start.
+//!   (`--save '' --appendonly no`, its own temp `--dir`) and stops it on
+//!   drop. It never touches a server it did not start, and refuses one that
+//!   is not Redis 7.0.x (the reference), naming the version it found.
 //! - [`RawClient`] sends raw bytes and reads back exactly one RESP reply frame
 //!   (split with the `redis-protocol` crate), for byte-for-byte assertions.
 //! - [`require_redis`] says whether a missing redis-server is a failure
 //!   (`COORDIS_REQUIRE_REDIS=1`) or a loud skip.
 //! - [`LocalEngine`] runs commands on an engine directly, without a socket:
 //!   the same code path as a connection's batch, for fuzzing and model tests.
+//! - For the effects feed (what a write propagates): [`ReplicationCapture`]
+//!   records a real Redis primary's replication stream as commands,
+//!   [`parse_commands`] splits coordis's feed (the same RESP bytes) the same
+//!   way, and [`normalize_times`] masks the absolute times in which two
+//!   recordings differ. [`dataset`] reads two servers key by key with plain
+//!   commands, and [`compare_datasets`] lists how they differ.
 //! - [`fuzz`]: the bodies of the cargo-fuzz targets, so the checked-in corpus
 //!   also runs as a normal test.
 
@@ -27,33 +34,54 @@ pub fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// The Redis release line every reply byte is compared against: a
+/// `redis-server` whose version does not start with this is refused.
+pub const REFERENCE_REDIS_LINE: &str = "7.0.";
+
 /// A `redis-server` child process owned by the test.
 #[derive(Debug)]
 pub struct RedisServer {
     child: Child,
     addr: SocketAddr,
+    /// `redis_version` as the running server reported it (INFO server), or
+    /// as `redis-server --version` printed it when INFO needs a password.
+    version: String,
+    /// The server's `--dir`: a full sync (SYNC from [`ReplicationCapture`])
+    /// writes an RDB file there, which must not land in the test's cwd.
+    dir: std::path::PathBuf,
 }
 
 impl RedisServer {
-    /// Starts `redis-server` from PATH with extra arguments. `Ok(None)` when it
-    /// is not installed and `COORDIS_REQUIRE_REDIS` is not set (a skip line is
-    /// printed to stderr); with it set, a missing Redis panics.
+    /// Starts `redis-server` from PATH with extra arguments (in its own temp
+    /// `--dir`, removed on drop). `Ok(None)` when it is not installed and
+    /// `COORDIS_REQUIRE_REDIS` is not set (a skip line is printed to stderr);
+    /// with it set, a missing Redis panics. A `redis-server` that is not
+    /// 7.0.x (the reference) is an error naming the version found.
     pub fn start(extra_args: &[&str]) -> io::Result<Option<RedisServer>> {
         let which = Command::new("redis-server")
             .arg("--version")
-            .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status();
-        if which.is_err() {
+            .output();
+        let Ok(which) = which else {
             if require_redis() {
                 panic!("COORDIS_REQUIRE_REDIS=1 but redis-server is not on PATH");
             }
             eprintln!("\n*** SKIPPED: redis-server is not on PATH; the real-Redis leg did not run (set COORDIS_REQUIRE_REDIS=1 to make this a failure) ***\n");
             return Ok(None);
-        }
+        };
+        // "Redis server v=7.0.15 sha=... malloc=..."
+        let printed = String::from_utf8_lossy(&which.stdout).into_owned();
+        let claimed = printed
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .unwrap_or("<unknown>")
+            .to_string();
+        check_reference_version(&claimed, "redis-server --version")?;
         let mut last_err = None;
         for _ in 0..5 {
             let port = free_port()?;
+            let dir = std::env::temp_dir().join(format!("coordis-test-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir)?;
             let mut child = Command::new("redis-server")
                 .args([
                     "--port",
@@ -67,16 +95,35 @@ impl RedisServer {
                     "--daemonize",
                     "no",
                 ])
+                .arg("--dir")
+                .arg(&dir)
                 .args(extra_args)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()?;
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
             if wait_for_ping(&mut child, addr, Duration::from_secs(5)) {
-                return Ok(Some(RedisServer { child, addr }));
+                let mut server = RedisServer {
+                    child,
+                    addr,
+                    version: claimed.clone(),
+                    dir,
+                };
+                match server_version(addr) {
+                    Ok(running) => {
+                        // Drop stops the server if it is refused.
+                        check_reference_version(&running, "INFO server")?;
+                        server.version = running;
+                    }
+                    // A server with a password: --version has to do.
+                    Err(e) if e.to_string().contains("NOAUTH") => {}
+                    Err(e) => return Err(e),
+                }
+                return Ok(Some(server));
             }
             let _ = child.kill();
             let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&dir);
             last_err = Some(io::Error::other(format!("redis-server did not start on port {port}")));
         }
         Err(last_err.unwrap_or_else(|| io::Error::other("redis-server did not start")))
@@ -89,13 +136,50 @@ impl RedisServer {
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
     }
+
+    /// The running server's `redis_version` (always 7.0.x: see [`RedisServer::start`]).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
 }
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// An error naming `found` (and where it was read) unless it is on the
+/// reference line.
+fn check_reference_version(found: &str, source: &str) -> io::Result<()> {
+    if found.starts_with(REFERENCE_REDIS_LINE) {
+        return Ok(());
+    }
+    let what = if require_redis() {
+        "COORDIS_REQUIRE_REDIS=1 and "
+    } else {
+        ""
+    };
+    Err(io::Error::other(format!(
+        "{what}redis-server reports version {found} ({source}); the tests compare against Redis {REFERENCE_REDIS_LINE}x, so it is refused"
+    )))
+}
+
+/// `redis_version` from `INFO server` on the server at `addr` (coordis
+/// answers it too). An error carries the server's error reply.
+pub fn server_version(addr: SocketAddr) -> io::Result<String> {
+    let mut c = RawClient::connect(addr)?;
+    let reply = c.command(&["INFO", "server"])?;
+    if reply.starts_with(b"-") {
+        return Err(io::Error::other(String::from_utf8_lossy(&reply).trim_end().to_string()));
+    }
+    String::from_utf8_lossy(&reply)
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .map(|v| v.trim().to_string())
+        .ok_or_else(|| io::Error::other("INFO server has no redis_version line"))
 }
 
 /// Polls `addr` with PING until it answers or `child` exits or `timeout` passes.
@@ -360,7 +444,7 @@ impl LocalEngine {
             config,
             clock.clone(),
             0,
-            Arc::new(crate::engine::Shared::default()),
+            Arc::new(crate::state::Shared::default()),
             Arc::new(crate::clients::CloseSignal::default()),
         );
         let mut local = LocalEngine {
@@ -662,9 +746,14 @@ pub mod conformance {
         let mut replies = vec![];
         let mut changes = vec![];
         let mut dirty_before = dirty(&mut admin);
-        // After a CLIENT PAUSE the admin's INFO would wait for the pause:
-        // the scenario's changes are not measured from there on.
+        // After a CLIENT PAUSE the admin's INFO would wait for the pause,
+        // and a MONITOR would see it: the scenario's changes are not
+        // measured from there on.
         let mut measuring = true;
+        let unmeasurable = |a: &[Vec<u8>]| {
+            let word = |i: usize, w: &[u8]| a.get(i).is_some_and(|x| x.eq_ignore_ascii_case(w));
+            word(0, b"monitor") || (word(0, b"client") && word(1, b"pause"))
+        };
         for args in &scenario.commands {
             if args[0] == b"!sleep" {
                 let ms: u64 = String::from_utf8_lossy(&args[1]).parse().unwrap();
@@ -687,6 +776,7 @@ pub mod conformance {
                     _ => (name, b' ', &args[1..]),
                 },
             };
+            measuring &= !unmeasurable(args);
             let i = open(who, &mut clients);
             let args: Vec<Vec<u8>> = args
                 .iter()
@@ -719,8 +809,6 @@ pub mod conformance {
                     .unwrap_or_else(|e| format!("<io error: {e}>").into_bytes()),
             };
             replies.push(if shape_only { mask_digits(&reply) } else { reply });
-            let pause = |a: &[Vec<u8>]| a.len() > 1 && a[0].eq_ignore_ascii_case(b"client") && a[1].eq_ignore_ascii_case(b"pause");
-            measuring &= !pause(&args);
             if measuring {
                 let dirty_after = dirty(&mut admin);
                 changes.push(dirty_after.wrapping_sub(dirty_before));
@@ -843,4 +931,736 @@ pub mod conformance {
             .flat_map(|p| parse_scenarios(&std::fs::read_to_string(&p).expect("scenario file")))
             .collect()
     }
+}
+
+/// One RESP2 value, as a reply or a request carries it (for the tools below,
+/// which need structure where [`RawClient`] gives bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resp {
+    Simple(Vec<u8>),
+    Error(Vec<u8>),
+    Int(i64),
+    Bulk(Vec<u8>),
+    /// `$-1` or `*-1`.
+    Nil,
+    Array(Vec<Resp>),
+}
+
+impl Resp {
+    /// The bytes of a simple string, bulk string or integer.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        match self {
+            Resp::Simple(b) | Resp::Bulk(b) => Some(b.clone()),
+            Resp::Int(n) => Some(n.to_string().into_bytes()),
+            _ => None,
+        }
+    }
+
+    /// The elements of an array (an empty slice for anything else).
+    pub fn items(&self) -> &[Resp] {
+        match self {
+            Resp::Array(items) => items,
+            _ => &[],
+        }
+    }
+}
+
+fn invalid(what: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.into())
+}
+
+/// Parses the RESP2 value at the start of `buf`: `Ok(None)` when it is not
+/// complete yet, else the value and how many bytes it took.
+pub fn parse_resp(buf: &[u8]) -> io::Result<Option<(Resp, usize)>> {
+    let Some(&kind) = buf.first() else {
+        return Ok(None);
+    };
+    let Some(eol) = buf.windows(2).position(|w| w == b"\r\n") else {
+        return Ok(None);
+    };
+    let line = &buf[1..eol];
+    let after = eol + 2;
+    let number = || -> io::Result<i64> {
+        std::str::from_utf8(line)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| invalid(format!("bad RESP length/integer {:?}", String::from_utf8_lossy(line))))
+    };
+    match kind {
+        b'+' => Ok(Some((Resp::Simple(line.to_vec()), after))),
+        b'-' => Ok(Some((Resp::Error(line.to_vec()), after))),
+        b':' => Ok(Some((Resp::Int(number()?), after))),
+        b'$' => {
+            let Ok(len) = usize::try_from(number()?) else {
+                return Ok(Some((Resp::Nil, after)));
+            };
+            if buf.len() < after + len + 2 {
+                return Ok(None);
+            }
+            if &buf[after + len..after + len + 2] != b"\r\n" {
+                return Err(invalid("bulk string not followed by CRLF"));
+            }
+            Ok(Some((Resp::Bulk(buf[after..after + len].to_vec()), after + len + 2)))
+        }
+        b'*' => {
+            let Ok(count) = usize::try_from(number()?) else {
+                return Ok(Some((Resp::Nil, after)));
+            };
+            let mut items = Vec::with_capacity(count.min(1024));
+            let mut at = after;
+            for _ in 0..count {
+                match parse_resp(&buf[at..])? {
+                    Some((item, n)) => {
+                        items.push(item);
+                        at += n;
+                    }
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some((Resp::Array(items), at)))
+        }
+        other => Err(invalid(format!(
+            "unexpected RESP type byte {:?} at {:?}",
+            other as char,
+            String::from_utf8_lossy(&buf[..buf.len().min(60)])
+        ))),
+    }
+}
+
+/// One command of a replication stream or effects feed: its arguments.
+pub type StreamCommand = Vec<Vec<u8>>;
+
+/// The command at the start of `buf` (a RESP array of bulk strings), as
+/// [`parse_resp`] returns values.
+fn parse_command(buf: &[u8]) -> io::Result<Option<(StreamCommand, usize)>> {
+    let Some((value, n)) = parse_resp(buf)? else {
+        return Ok(None);
+    };
+    let Resp::Array(items) = &value else {
+        return Err(invalid(format!("expected a command array, got {value:?}")));
+    };
+    let args = items
+        .iter()
+        .map(|a| match a {
+            Resp::Bulk(b) => Ok(b.clone()),
+            other => Err(invalid(format!("expected a bulk string argument, got {other:?}"))),
+        })
+        .collect::<io::Result<_>>()?;
+    Ok(Some((args, n)))
+}
+
+/// Splits a byte stream of RESP arrays of bulk strings (a replication
+/// stream after its RDB payload, an AOF, coordis's effects feed) into
+/// commands. Panics on anything else, including a stream that ends inside a
+/// command: a test tool, where a malformed feed is the failure to report.
+pub fn parse_commands(bytes: &[u8]) -> Vec<StreamCommand> {
+    let mut out = vec![];
+    let mut at = 0;
+    while at < bytes.len() {
+        match parse_command(&bytes[at..]) {
+            Ok(Some((cmd, n))) => {
+                out.push(cmd);
+                at += n;
+            }
+            Ok(None) => panic!("the stream ends inside a command: {}", conformance::show(&bytes[at..])),
+            Err(e) => panic!("malformed stream at byte {at}: {e}"),
+        }
+    }
+    out
+}
+
+/// `args` as one readable line: each argument quoted as redis-cli prints it.
+pub fn show_command(args: &[Vec<u8>]) -> String {
+    args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// A byte string as redis-cli quotes it: plain when it is printable ASCII
+/// without spaces or quotes, else in double quotes with escapes.
+fn quote(bytes: &[u8]) -> String {
+    let plain = !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
+    if plain {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    let mut out = String::from("\"");
+    for &b in bytes {
+        match b {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(b as char);
+            }
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            b' '..=b'~' => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The channel [`ReplicationCapture::take`] publishes its markers on.
+pub const CAPTURE_MARKER: &str = "__capture_marker__";
+
+/// How long one read on the replication link may wait; a take or a quiet
+/// period is made of several such reads.
+const CAPTURE_READ_SLICE: Duration = Duration::from_millis(200);
+/// How long the primary may take to produce and send the RDB payload.
+const CAPTURE_SYNC_LIMIT: Duration = Duration::from_secs(30);
+/// How long [`ReplicationCapture::take`] waits for its marker.
+const CAPTURE_MARKER_LIMIT: Duration = Duration::from_secs(10);
+/// Length of the delimiter of an EOF-marked (diskless) RDB transfer.
+const RDB_EOF_MARK_LEN: usize = 40;
+
+/// A connection to a Redis primary posing as a replica: what the primary
+/// propagates (to replicas and its AOF) arrives here as commands.
+///
+/// [`ReplicationCapture::start`] sends a plain `SYNC`: the old-style full
+/// sync that answers with no `+FULLRESYNC` line and expects no `REPLCONF
+/// ACK`s, and, as the link does not announce `capa eof`, always as a disk
+/// RDB (`$<len>\r\n<payload>`, no CRLF after it, maybe preceded by `\n`
+/// keepalives) started at once, so the workload can follow as soon as
+/// `start` returns. [`ReplicationCapture::start_diskless`] announces `capa
+/// eof` instead, for a primary that should stream the RDB from its socket
+/// (`$EOF:<40-byte mark>\r\n<payload><mark>`). Everything the primary runs
+/// after `start` returns is in the stream.
+///
+/// Every read has a timeout and the link closing is an error: a capture
+/// never hangs.
+#[derive(Debug)]
+pub struct ReplicationCapture {
+    stream: TcpStream,
+    /// Bytes received and not yet parsed into commands.
+    buf: Vec<u8>,
+    primary: SocketAddr,
+    /// The connection markers are published from (db 0), opened on first use.
+    marker_client: Option<RawClient>,
+    /// The number the next marker carries, so a take never stops at an
+    /// older marker.
+    next_marker: u64,
+    /// After a socket (EOF-marked) transfer the primary starts the command
+    /// stream on a `REPLCONF ACK` that arrives once it has marked the link
+    /// online, which can be after the payload's last byte: until stream
+    /// bytes arrive, every quiet read slice sends one more ACK (as a real
+    /// replica's once-a-second ACK would).
+    ack_until_streaming: bool,
+}
+
+impl ReplicationCapture {
+    /// Connects to the primary at `addr` and completes a full sync (the
+    /// RDB payload is read and dropped).
+    pub fn start(addr: SocketAddr) -> io::Result<ReplicationCapture> {
+        Self::connect(addr, false)
+    }
+
+    /// As [`ReplicationCapture::start`], announcing `capa eof`: a primary
+    /// with `repl-diskless-sync yes` then sends the RDB from its socket,
+    /// after `repl-diskless-sync-delay` seconds.
+    pub fn start_diskless(addr: SocketAddr) -> io::Result<ReplicationCapture> {
+        Self::connect(addr, true)
+    }
+
+    fn connect(addr: SocketAddr, diskless: bool) -> io::Result<ReplicationCapture> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        stream.set_read_timeout(Some(CAPTURE_READ_SLICE))?;
+        stream.set_nodelay(true)?;
+        let mut capture = ReplicationCapture {
+            stream,
+            buf: vec![],
+            primary: addr,
+            marker_client: None,
+            next_marker: 1,
+            ack_until_streaming: false,
+        };
+        if diskless {
+            capture
+                .stream
+                .write_all(&RawClient::encode(&[b"REPLCONF", b"capa", b"eof"]))?;
+            let deadline = Instant::now() + CAPTURE_SYNC_LIMIT;
+            let line = capture.read_line(deadline)?;
+            if line != b"+OK" {
+                return Err(io::Error::other(format!(
+                    "REPLCONF capa eof: {}",
+                    String::from_utf8_lossy(&line)
+                )));
+            }
+        }
+        capture.stream.write_all(&RawClient::encode(&[b"SYNC"]))?;
+        capture.ack_until_streaming = capture.skip_rdb(Instant::now() + CAPTURE_SYNC_LIMIT)?;
+        capture.send_ack_if_waiting()?;
+        Ok(capture)
+    }
+
+    /// See [`ReplicationCapture::ack_until_streaming`]. The offset is
+    /// not tracked: a link that did not announce `psync2` is never asked
+    /// to resume from it.
+    fn send_ack_if_waiting(&mut self) -> io::Result<()> {
+        if self.ack_until_streaming {
+            self.stream
+                .write_all(&RawClient::encode(&[b"REPLCONF", b"ACK", b"0"]))?;
+        }
+        Ok(())
+    }
+
+    /// Reads more bytes into `buf`; `false` when a read slice passed with
+    /// none. The link closing is an error.
+    fn fill(&mut self) -> io::Result<bool> {
+        let mut chunk = [0u8; 16384];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the primary closed the replication link",
+            )),
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                self.ack_until_streaming = false;
+                Ok(true)
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                self.send_ack_if_waiting()?;
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn fill_before(&mut self, deadline: Instant, waiting_for: &str) -> io::Result<()> {
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("replication capture: timed out waiting for {waiting_for}"),
+            ));
+        }
+        self.fill().map(|_| ())
+    }
+
+    /// The next line (without its CRLF), skipping the bare `\n` keepalives
+    /// a primary sends while it prepares the RDB.
+    fn read_line(&mut self, deadline: Instant) -> io::Result<Vec<u8>> {
+        loop {
+            let keepalives = self.buf.iter().take_while(|&&b| b == b'\n').count();
+            self.buf.drain(..keepalives);
+            if let Some(eol) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = self.buf[..eol].to_vec();
+                self.buf.drain(..eol + 2);
+                return Ok(line);
+            }
+            self.fill_before(deadline, "the primary's reply to SYNC")?;
+        }
+    }
+
+    /// Reads and drops the RDB payload; `true` when it came EOF-marked
+    /// (from the primary's socket).
+    fn skip_rdb(&mut self, deadline: Instant) -> io::Result<bool> {
+        let line = self.read_line(deadline)?;
+        let Some(header) = line.strip_prefix(b"$") else {
+            return Err(io::Error::other(format!(
+                "SYNC was answered {:?}, not an RDB payload",
+                String::from_utf8_lossy(&line)
+            )));
+        };
+        if let Some(mark) = header.strip_prefix(b"EOF:") {
+            if mark.len() != RDB_EOF_MARK_LEN {
+                return Err(invalid("EOF-marked RDB with a bad mark"));
+            }
+            let mark = mark.to_vec();
+            loop {
+                if let Some(at) = self.buf.windows(mark.len()).position(|w| w == mark) {
+                    self.buf.drain(..at + mark.len());
+                    return Ok(true);
+                }
+                self.fill_before(deadline, "the end of the diskless RDB payload")?;
+            }
+        }
+        let len: usize = std::str::from_utf8(header)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| invalid(format!("bad RDB length {:?}", String::from_utf8_lossy(header))))?;
+        let mut left = len;
+        loop {
+            let n = left.min(self.buf.len());
+            self.buf.drain(..n);
+            left -= n;
+            if left == 0 {
+                return Ok(false);
+            }
+            self.fill_before(deadline, "the RDB payload")?;
+        }
+    }
+
+    /// The next command of the stream, if one arrives before `deadline`
+    /// (`Ok(None)` when it passes). PINGs and REPLCONFs (GETACK) are link
+    /// upkeep, not effects, and are dropped.
+    fn next_command(&mut self, deadline: Instant) -> io::Result<Option<StreamCommand>> {
+        loop {
+            while let Some((cmd, n)) = parse_command(&self.buf)? {
+                self.buf.drain(..n);
+                let upkeep = cmd
+                    .first()
+                    .is_some_and(|c| c.eq_ignore_ascii_case(b"PING") || c.eq_ignore_ascii_case(b"REPLCONF"));
+                if !upkeep {
+                    return Ok(Some(cmd));
+                }
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Everything the stream carries until it has been quiet for `quiet`
+    /// (timing guesswork: prefer [`ReplicationCapture::take`]).
+    pub fn commands_until_quiet(&mut self, quiet: Duration) -> io::Result<Vec<StreamCommand>> {
+        let mut out = vec![];
+        while let Some(cmd) = self.next_command(Instant::now() + quiet)? {
+            out.push(cmd);
+        }
+        Ok(out)
+    }
+
+    /// Everything the primary propagated since the last take (or since
+    /// `start`). It publishes `PUBLISH __capture_marker__ <n>` from its own
+    /// connection in db 0 (PUBLISH is propagated to replicas and changes no
+    /// data) and returns the commands before that marker arrives. The
+    /// SELECT directly before the marker, if any, was the marker's own and
+    /// is dropped too; so the stream is in db 0 after every take (the next
+    /// write elsewhere brings its SELECT). Commands must have been answered
+    /// before `take` is called, so that they ran before the marker.
+    pub fn take(&mut self) -> io::Result<Vec<StreamCommand>> {
+        let n = self.next_marker.to_string();
+        self.next_marker += 1;
+        if self.marker_client.is_none() {
+            self.marker_client = Some(RawClient::connect(self.primary)?);
+        }
+        let client = self.marker_client.as_mut().expect("opened above");
+        let reply = client.command(&["PUBLISH", CAPTURE_MARKER, &n])?;
+        if !reply.starts_with(b":") {
+            return Err(io::Error::other(format!(
+                "PUBLISH marker: {}",
+                String::from_utf8_lossy(&reply)
+            )));
+        }
+        let marker: StreamCommand = vec![b"PUBLISH".to_vec(), CAPTURE_MARKER.into(), n.into_bytes()];
+        let deadline = Instant::now() + CAPTURE_MARKER_LIMIT;
+        let mut out = vec![];
+        loop {
+            let Some(cmd) = self.next_command(deadline)? else {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "replication capture: marker {} did not arrive; got {:?}",
+                        show_command(&marker),
+                        out.iter().map(|c: &StreamCommand| show_command(c)).collect::<Vec<_>>()
+                    ),
+                ));
+            };
+            let is_marker = cmd.len() == 3 && cmd[0].eq_ignore_ascii_case(b"PUBLISH") && cmd[1..] == marker[1..];
+            if is_marker {
+                if out
+                    .last()
+                    .is_some_and(|c: &StreamCommand| c[0].eq_ignore_ascii_case(b"SELECT"))
+                {
+                    out.pop();
+                }
+                return Ok(out);
+            }
+            out.push(cmd);
+        }
+    }
+}
+
+/// What [`normalize_times`] puts in place of a unix time in milliseconds.
+pub const MS_PLACEHOLDER: &str = "<ms>";
+/// What [`normalize_times`] puts in place of a unix time in seconds.
+pub const S_PLACEHOLDER: &str = "<s>";
+
+/// `cmds` with absolute times masked, so that two streams recorded at
+/// different moments (Redis's and coordis's) compare equal when their times
+/// agree within a tolerance of the moment each was recorded.
+///
+/// An argument (the command name excepted) that is a plain decimal integer
+/// within `±tolerance_ms` of `around_ms` (a unix time in ms, usually the
+/// time the workload ran) becomes `<ms>`; one within `±tolerance_ms` of
+/// `around_ms / 1000` (in seconds: the tolerance rounded up to whole
+/// seconds, at least one) becomes `<s>`. A stream ID whose ms part is such
+/// a time (`1700000000123-0`) keeps its sequence: `<ms>-0`. Everything else
+/// is left as it is, so relative values (`PX 100`) and far-away deadlines
+/// (an `EXPIREAT` in 2100) still compare exactly.
+pub fn normalize_times(cmds: &[StreamCommand], around_ms: u64, tolerance_ms: u64) -> Vec<StreamCommand> {
+    let around_s = around_ms / 1000;
+    let tolerance_s = tolerance_ms.div_ceil(1000).max(1);
+    let as_number = |b: &[u8]| -> Option<u64> {
+        let canonical = !b.is_empty() && b.iter().all(u8::is_ascii_digit) && (b[0] != b'0' || b.len() == 1);
+        canonical.then(|| std::str::from_utf8(b).ok()?.parse().ok())?
+    };
+    let mask = |b: &[u8]| -> Option<&'static str> {
+        let n = as_number(b)?;
+        if n.abs_diff(around_ms) <= tolerance_ms {
+            Some(MS_PLACEHOLDER)
+        } else if n.abs_diff(around_s) <= tolerance_s {
+            Some(S_PLACEHOLDER)
+        } else {
+            None
+        }
+    };
+    cmds.iter()
+        .map(|cmd| {
+            cmd.iter()
+                .enumerate()
+                .map(|(i, arg)| {
+                    if i == 0 {
+                        return arg.clone();
+                    }
+                    if let Some(p) = mask(arg) {
+                        return p.as_bytes().to_vec();
+                    }
+                    if let Some(dash) = arg.iter().position(|&b| b == b'-') {
+                        let (ms, seq) = (&arg[..dash], &arg[dash + 1..]);
+                        if as_number(seq).is_some() && mask(ms) == Some(MS_PLACEHOLDER) {
+                            return [MS_PLACEHOLDER.as_bytes(), b"-", seq].concat();
+                        }
+                    }
+                    arg.clone()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One key as [`dataset`] read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyDump {
+    /// What TYPE answered: `string`, `list`, `set`, `zset`, `hash`, `stream`.
+    pub kind: String,
+    /// The contents, in an order that does not depend on the encoding:
+    /// - string: `[value]` (GET);
+    /// - list: the elements (LRANGE 0 -1);
+    /// - set: the members, sorted (SMEMBERS);
+    /// - zset: member, score, member, score... (ZRANGE 0 -1 WITHSCORES);
+    /// - hash: field, value, ... sorted by field (HGETALL);
+    /// - stream: one line per entry (`id field value ...`, XRANGE - +),
+    ///   then `meta ...` (last-generated-id, max-deleted-entry-id,
+    ///   entries-added, recorded-first-entry-id), then per group `group
+    ///   <name> last-delivered-id=.. entries-read=.. lag=.. pel-count=..`,
+    ///   its pending entries `pending <group> <id> consumer=..
+    ///   delivery-count=..` and consumers `consumer <group> <name>
+    ///   pel-count=..` (XINFO STREAM FULL COUNT 0; the delivery and seen
+    ///   times are left out, being the moment each server ran the read).
+    pub value: Vec<Vec<u8>>,
+    /// PTTL when the key has a deadline; `None` when it is persistent.
+    pub pttl: Option<u64>,
+}
+
+/// What `reply` is, or an error naming `what` (the command sent).
+fn expect_reply(what: &str, reply: Vec<u8>) -> io::Result<Resp> {
+    match parse_resp(&reply)? {
+        Some((Resp::Error(e), _)) => Err(io::Error::other(format!("{what}: {}", String::from_utf8_lossy(&e)))),
+        Some((value, _)) => Ok(value),
+        None => Err(invalid(format!("{what}: incomplete reply"))),
+    }
+}
+
+fn bulk_list(what: &str, value: &Resp) -> io::Result<Vec<Vec<u8>>> {
+    value
+        .items()
+        .iter()
+        .map(|v| {
+            v.bytes()
+                .ok_or_else(|| invalid(format!("{what}: unexpected element {v:?}")))
+        })
+        .collect()
+}
+
+/// A flat `key, value, key, value` array (a RESP2 map) looked up by key.
+fn map_field<'a>(map: &'a Resp, key: &str) -> Option<&'a Resp> {
+    map.items()
+        .chunks(2)
+        .find(|kv| kv[0].bytes().is_some_and(|k| k == key.as_bytes()))
+        .and_then(|kv| kv.get(1))
+}
+
+/// A scalar as text (`nil` for a null), for the stream metadata lines.
+fn scalar_text(value: Option<&Resp>) -> String {
+    match value {
+        Some(Resp::Nil) | None => "nil".into(),
+        Some(v) => v.bytes().map_or_else(|| format!("{v:?}"), |b| quote(&b)),
+    }
+}
+
+/// Every key of databases `dbs` of the server at `addr`, read with plain
+/// commands both coordis and Redis answer (SELECT, SCAN, TYPE, then per
+/// type as [`KeyDump::value`] says, and PTTL). A key that expires between
+/// SCAN and its reads is left out. Reading may expire keys (as any read
+/// does), so it is for comparing two servers after a workload, not during.
+pub fn dataset(addr: SocketAddr, dbs: &[usize]) -> io::Result<std::collections::BTreeMap<(usize, Vec<u8>), KeyDump>> {
+    let mut c = RawClient::connect(addr)?;
+    let mut out = std::collections::BTreeMap::new();
+    for &db in dbs {
+        let db_text = db.to_string();
+        expect_reply("SELECT", c.command(&["SELECT", &db_text])?)?;
+        let mut keys = std::collections::BTreeSet::new();
+        let mut cursor = b"0".to_vec();
+        loop {
+            let reply = expect_reply("SCAN", c.command_bytes(&[b"SCAN", &cursor, b"COUNT", b"1000"])?)?;
+            let [next, batch] = reply.items() else {
+                return Err(invalid(format!("SCAN: unexpected reply {reply:?}")));
+            };
+            keys.extend(bulk_list("SCAN", batch)?);
+            cursor = next.bytes().ok_or_else(|| invalid("SCAN: bad cursor"))?;
+            if cursor == b"0" {
+                break;
+            }
+        }
+        for key in keys {
+            if let Some(dump) = dump_key(&mut c, &key)? {
+                out.insert((db, key), dump);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One key's [`KeyDump`], `None` when it no longer exists.
+fn dump_key(c: &mut RawClient, key: &[u8]) -> io::Result<Option<KeyDump>> {
+    let mut ask = |args: &[&[u8]]| -> io::Result<Resp> {
+        let what = String::from_utf8_lossy(args[0]).into_owned();
+        expect_reply(&what, c.command_bytes(args)?)
+    };
+    let kind = ask(&[b"TYPE", key])?.bytes().unwrap_or_default();
+    let kind = String::from_utf8_lossy(&kind).into_owned();
+    let value = match kind.as_str() {
+        "none" => return Ok(None),
+        "string" => match ask(&[b"GET", key])? {
+            Resp::Nil => return Ok(None),
+            v => vec![v.bytes().unwrap_or_default()],
+        },
+        "list" => bulk_list("LRANGE", &ask(&[b"LRANGE", key, b"0", b"-1"])?)?,
+        "set" => {
+            let mut members = bulk_list("SMEMBERS", &ask(&[b"SMEMBERS", key])?)?;
+            members.sort();
+            members
+        }
+        "zset" => bulk_list("ZRANGE", &ask(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"])?)?,
+        "hash" => {
+            let flat = bulk_list("HGETALL", &ask(&[b"HGETALL", key])?)?;
+            let mut pairs: Vec<_> = flat.chunks(2).map(|p| p.to_vec()).collect();
+            pairs.sort();
+            pairs.concat()
+        }
+        "stream" => {
+            let mut lines = vec![];
+            for entry in ask(&[b"XRANGE", key, b"-", b"+"])?.items() {
+                let [id, fields] = entry.items() else {
+                    return Err(invalid(format!("XRANGE: unexpected entry {entry:?}")));
+                };
+                let mut line = scalar_text(Some(id));
+                for f in bulk_list("XRANGE", fields)? {
+                    line.push(' ');
+                    line.push_str(&quote(&f));
+                }
+                lines.push(line.into_bytes());
+            }
+            let info = ask(&[b"XINFO", b"STREAM", key, b"FULL", b"COUNT", b"0"])?;
+            let meta: Vec<String> = [
+                "last-generated-id",
+                "max-deleted-entry-id",
+                "entries-added",
+                "recorded-first-entry-id",
+            ]
+            .iter()
+            .map(|f| format!("{f}={}", scalar_text(map_field(&info, f))))
+            .collect();
+            lines.push(format!("meta {}", meta.join(" ")).into_bytes());
+            for group in map_field(&info, "groups").map_or(&[][..], Resp::items) {
+                let name = scalar_text(map_field(group, "name"));
+                let fields: Vec<String> = ["last-delivered-id", "entries-read", "lag", "pel-count"]
+                    .iter()
+                    .map(|f| format!("{f}={}", scalar_text(map_field(group, f))))
+                    .collect();
+                lines.push(format!("group {name} {}", fields.join(" ")).into_bytes());
+                // [id, consumer, delivery-time, delivery-count]
+                for p in map_field(group, "pending").map_or(&[][..], Resp::items) {
+                    let p = p.items();
+                    lines.push(
+                        format!(
+                            "pending {name} {} consumer={} delivery-count={}",
+                            scalar_text(p.first()),
+                            scalar_text(p.get(1)),
+                            scalar_text(p.get(3))
+                        )
+                        .into_bytes(),
+                    );
+                }
+                for consumer in map_field(group, "consumers").map_or(&[][..], Resp::items) {
+                    lines.push(
+                        format!(
+                            "consumer {name} {} pel-count={}",
+                            scalar_text(map_field(consumer, "name")),
+                            scalar_text(map_field(consumer, "pel-count"))
+                        )
+                        .into_bytes(),
+                    );
+                }
+            }
+            lines
+        }
+        other => return Err(invalid(format!("TYPE {}: unknown type {other}", quote(key)))),
+    };
+    let pttl = match ask(&[b"PTTL", key])? {
+        Resp::Int(-2) => return Ok(None),
+        Resp::Int(ms) => u64::try_from(ms).ok(),
+        other => return Err(invalid(format!("PTTL: unexpected reply {other:?}"))),
+    };
+    Ok(Some(KeyDump { kind, value, pttl }))
+}
+
+/// The differences between two [`dataset`]s, one readable line each (empty
+/// when they agree): a key only one side has, a type or value mismatch, one
+/// side persistent and the other not, remaining times further apart than
+/// `ttl_tolerance_ms`. The sides are called `a` and `b`, as passed.
+pub fn compare_datasets(
+    a: &std::collections::BTreeMap<(usize, Vec<u8>), KeyDump>,
+    b: &std::collections::BTreeMap<(usize, Vec<u8>), KeyDump>,
+    ttl_tolerance_ms: u64,
+) -> Vec<String> {
+    let show_value = |d: &KeyDump| show_command(&d.value);
+    let show_ttl = |t: Option<u64>| t.map_or_else(|| "persistent".to_string(), |ms| format!("pttl {ms}"));
+    let mut out = vec![];
+    let keys: std::collections::BTreeSet<_> = a.keys().chain(b.keys()).collect();
+    for k in keys {
+        let name = format!("db {} key {}", k.0, quote(&k.1));
+        match (a.get(k), b.get(k)) {
+            (Some(x), None) => out.push(format!("{name}: only in a ({} {})", x.kind, show_value(x))),
+            (None, Some(y)) => out.push(format!("{name}: only in b ({} {})", y.kind, show_value(y))),
+            (Some(x), Some(y)) => {
+                if x.kind != y.kind {
+                    out.push(format!("{name}: type {} in a, {} in b", x.kind, y.kind));
+                } else if x.value != y.value {
+                    out.push(format!(
+                        "{name}: {} values differ\n    a: {}\n    b: {}",
+                        x.kind,
+                        show_value(x),
+                        show_value(y)
+                    ));
+                }
+                let ttl_differs = match (x.pttl, y.pttl) {
+                    (Some(p), Some(q)) => p.abs_diff(q) > ttl_tolerance_ms,
+                    (p, q) => p != q,
+                };
+                if ttl_differs {
+                    out.push(format!(
+                        "{name}: {} in a, {} in b (tolerance {ttl_tolerance_ms} ms)",
+                        show_ttl(x.pttl),
+                        show_ttl(y.pttl)
+                    ));
+                }
+            }
+            (None, None) => unreachable!("the key came from one of the maps"),
+        }
+    }
+    out
 }

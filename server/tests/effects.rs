@@ -1,8 +1,9 @@
 //! The effects feed (`ServerControl::effects`): what every write leaves for
 //! a replica or the append-only file, encoded as Redis 7.0.15's replication
 //! stream carries it. The shapes asserted here are those a real Redis sends
-//! its replicas for the same commands (`server/tests/effects_redis.rs`
-//! compares the two streams on the same workloads).
+//! its replicas for the same commands (captured with
+//! `coordis::testing::ReplicationCapture`; the `effects_<family>.rs` tests
+//! compare the two streams family by family).
 
 use std::time::Duration;
 
@@ -13,7 +14,9 @@ const T0: u64 = 1_900_000_000_000;
 
 /// A server on a frozen clock at [`T0`], a client, and a reader of its feed.
 fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
-    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "local".into();
+    let server = builder.start_blocking().unwrap();
     let clock = server.clock().unwrap();
     clock.freeze();
     clock.set_ms(T0);
@@ -25,7 +28,7 @@ fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
 /// The stream's commands, one per line, arguments space-separated.
 fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
     let bytes = feed.try_bytes();
-    parse(&bytes)
+    coordis::testing::parse_commands(&bytes)
         .into_iter()
         .map(|args| {
             args.iter()
@@ -34,30 +37,6 @@ fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
                 .join(" ")
         })
         .collect()
-}
-
-/// The RESP arrays of bulk strings in `bytes`.
-fn parse(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
-    fn line<'a>(bytes: &mut &'a [u8]) -> &'a [u8] {
-        let end = bytes.windows(2).position(|w| w == b"\r\n").expect("a CRLF");
-        let (head, rest) = bytes.split_at(end);
-        *bytes = &rest[2..];
-        head
-    }
-    let mut commands = Vec::new();
-    while !bytes.is_empty() {
-        let head = line(&mut bytes);
-        assert_eq!(head[0], b'*', "an array");
-        let n: usize = std::str::from_utf8(&head[1..]).unwrap().parse().unwrap();
-        let mut args = Vec::with_capacity(n);
-        for _ in 0..n {
-            let len: usize = std::str::from_utf8(&line(&mut bytes)[1..]).unwrap().parse().unwrap();
-            args.push(bytes[..len].to_vec());
-            bytes = &bytes[len + 2..];
-        }
-        commands.push(args);
-    }
-    commands
 }
 
 fn run(c: &mut RawClient, args: &[&str]) -> String {
@@ -114,12 +93,12 @@ fn a_transaction_with_several_effects_is_wrapped_and_one_with_a_single_effect_is
 }
 
 #[test]
-fn a_script_leaves_the_effects_of_the_commands_it_ran() {
+fn a_script_leaves_the_effects_of_the_commands_it_ran_in_its_spelling() {
     let (_server, mut c, mut feed) = setup();
     let script = "redis.call('set', KEYS[1], ARGV[1]); redis.call('get', KEYS[1]); redis.call('set', KEYS[2], ARGV[1]); return 1";
     run(&mut c, &["EVAL", script, "2", "x", "y", "7"]);
     run(&mut c, &["EVAL", "return redis.call('get', KEYS[1])", "1", "x"]);
-    assert_eq!(commands(&mut feed), ["SELECT 0", "MULTI", "SET x 7", "SET y 7", "EXEC"]);
+    assert_eq!(commands(&mut feed), ["SELECT 0", "MULTI", "set x 7", "set y 7", "EXEC"]);
 }
 
 #[test]
@@ -142,8 +121,11 @@ fn an_expired_key_leaves_a_del_lazily_and_actively() {
     run(&mut c, &["SET", "lazy", "v", "PX", "100"]);
     run(&mut c, &["SET", "active", "v", "PX", "200"]);
     commands(&mut feed);
-    run(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    assert_eq!(run(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
     clock.advance(Duration::from_millis(150));
+    // Not removed by the clock's move: active expiry is off.
+    assert_eq!(run(&mut c, &["DBSIZE"]), ":2\r\n");
+    assert!(commands(&mut feed).is_empty());
     // Read after its deadline: DEL before the read (which leaves nothing).
     assert_eq!(run(&mut c, &["GET", "lazy"]), "$-1\r\n");
     assert_eq!(commands(&mut feed), ["DEL lazy"]);

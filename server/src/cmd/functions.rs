@@ -38,8 +38,9 @@ static FUNCTION: &[CommandSpec] = &[
     command!("scripting", "function|dump", 2, NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Dump all functions into a serialized binary payload", function_dump),
     command!("scripting", "function|restore", -3, WRITE | DENYOOM | NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Restore all the functions on the given payload", function_restore),
     command!("scripting", "function|kill", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, (0, 0, 0), "Kill the function currently in execution.", function_kill)
-        .while_busy(super::busy::function_kill),
-    command!("scripting", "function|stats", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, (0, 0, 0), "Return information about the function currently running (name, description, duration)", function_stats),
+        .while_busy(crate::exec::busy::function_kill),
+    command!("scripting", "function|stats", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, (0, 0, 0), "Return information about the function currently running (name, description, duration)", function_stats)
+        .while_busy(function_stats_while_busy),
     command!("scripting", "function|help", 2, LOADING | STALE, acl::SCRIPTING, (0, 0, 0), "Show helpful text about the different subcommands", function_help),
 ];
 
@@ -61,10 +62,38 @@ fn fcall_generic(ctx: &mut Ctx, args: &[Bytes], ro_command: bool) -> Reply {
     if ro_command && !no_writes {
         return err(errors::WRITE_FLAG_WITH_RO);
     }
-    super::scripting::run_in_vm(ctx, ro_command || no_writes, |vm, dispatch, now| {
+    // What FUNCTION STATS answers from a connection while this one is busy.
+    let (libraries, functions) = {
+        let libs = tri!(vm(ctx)).libraries();
+        (libs.len(), libs.function_count())
+    };
+    *ctx.server.shared.running_function.lock() = Some(RunningFunction {
+        name: name.clone(),
+        command: args.to_vec(),
+        started: std::time::Instant::now(),
+        libraries,
+        functions,
+    });
+    let reply = super::scripting::run_in_vm(ctx, ro_command || no_writes, |vm, dispatch, now| {
         vm.call_function(&name, keys, argv, now, dispatch)
     })
-    .unwrap_or_else(|| err(errors::FUNCTION_NOT_FOUND))
+    .unwrap_or_else(|| err(errors::FUNCTION_NOT_FOUND));
+    *ctx.server.shared.running_function.lock() = None;
+    reply
+}
+
+/// The function an FCALL runs, for FUNCTION STATS asked while it is busy
+/// (the engine is held by it: the connection answers from this).
+#[derive(Debug, Clone)]
+pub(crate) struct RunningFunction {
+    name: String,
+    /// The FCALL as its caller sent it.
+    command: Vec<Bytes>,
+    started: std::time::Instant,
+    /// The engine's library and function counts when it started (a
+    /// function cannot load libraries).
+    libraries: usize,
+    functions: usize,
 }
 
 /// Whether FCALL of this function may write: not when it is registered
@@ -213,16 +242,46 @@ fn function_kill(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// function's STATS waits for it to end).
 fn function_stats(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let libraries = tri!(vm(ctx)).libraries();
+    stats_reply(None, libraries.len(), libraries.function_count())
+}
+
+/// FUNCTION STATS while a script or function is busy, as Redis answers it
+/// from inside the busy script: `-BUSY` for a script (EVAL), the running
+/// function's name, command and duration for a function.
+fn function_stats_while_busy(ctx: &mut crate::exec::busy::BusyCtx, _args: &[Bytes]) -> crate::exec::busy::Answer {
+    let running = ctx.running_function.lock().clone();
+    crate::exec::busy::Answer::Reply(match running {
+        Some(f) => {
+            let duration = f.started.elapsed().as_millis() as i64;
+            stats_reply(Some((&f, duration)), f.libraries, f.functions)
+        }
+        None => err(errors::BUSY),
+    })
+}
+
+/// FUNCTION STATS's map: the running function (or nil) and the engines.
+fn stats_reply(running: Option<(&RunningFunction, i64)>, libraries: usize, functions: usize) -> Reply {
     let field = |name: &'static str| Reply::Bulk(Bytes::from_static(name.as_bytes()));
+    let running = match running {
+        None => Reply::Nil,
+        Some((f, duration_ms)) => Reply::Map(vec![
+            (field("name"), Reply::bulk(f.name.clone())),
+            (
+                field("command"),
+                Reply::Array(f.command.iter().cloned().map(Reply::Bulk).collect()),
+            ),
+            (field("duration_ms"), Reply::Int(duration_ms)),
+        ]),
+    };
     Reply::Map(vec![
-        (field("running_script"), Reply::Nil),
+        (field("running_script"), running),
         (
             field("engines"),
             Reply::Map(vec![(
                 field("LUA"),
                 Reply::Map(vec![
-                    (field("libraries_count"), Reply::Int(libraries.len() as i64)),
-                    (field("functions_count"), Reply::Int(libraries.function_count() as i64)),
+                    (field("libraries_count"), Reply::Int(libraries as i64)),
+                    (field("functions_count"), Reply::Int(functions as i64)),
                 ]),
             )]),
         ),

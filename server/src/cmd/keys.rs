@@ -1,9 +1,15 @@
 //! Generic key commands: DEL, EXISTS, the EXPIRE family, TTL, TYPE, KEYS,
 //! SCAN, RENAME, COPY, RANDOMKEY.
+//!
+//! Each write counts its changes where Redis 7.0.15 raises `server.dirty`
+//! (one per key deleted, renamed, moved, copied or given a new deadline;
+//! nothing for a no-op), so the command's arguments are its effect; the
+//! EXPIRE family's effect is rewritten as Redis rewrites it (an absolute
+//! `PEXPIREAT`, or a `DEL` when the deadline is already past).
 
 use bytes::Bytes;
 
-use super::args::{db_index, int, is};
+use super::args::{db_index, int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
@@ -33,11 +39,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec!("persist", 2, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Remove the expiration from a key", persist),
     spec!("type", 2, READONLY | FAST, acl::KEYSPACE, (1, 1, 1), "Determine the type stored at key", type_),
     spec!("keys", 2, READONLY, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Find all keys matching the given pattern", keys),
-    spec!("scan", -2, READONLY, acl::KEYSPACE, (0, 0, 0), "Incrementally iterate the keys space", scan),
+    spec!("scan", -2, READONLY | TOUCHES_ARBITRARY_KEYS, acl::KEYSPACE, (0, 0, 0), "Incrementally iterate the keys space", scan),
     spec!("rename", 3, WRITE, acl::KEYSPACE, (1, 2, 1), "Rename a key", rename),
     spec!("renamenx", 3, WRITE | FAST, acl::KEYSPACE, (1, 2, 1), "Rename a key, only if the new key does not exist", renamenx),
     spec!("copy", -3, WRITE | DENYOOM, acl::KEYSPACE, (1, 2, 1), "Copy a key", copy),
-    spec!("randomkey", 1, READONLY, acl::KEYSPACE, (0, 0, 0), "Return a random key from the keyspace", randomkey),
+    spec!("randomkey", 1, READONLY | TOUCHES_ARBITRARY_KEYS, acl::KEYSPACE, (0, 0, 0), "Return a random key from the keyspace", randomkey),
     spec!("move", 3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Move a key to another database", move_key),
     spec!("object", -2, 0, 0, (0, 0, 0), "A container for object introspection commands", super::container, OBJECT),
 ];
@@ -57,6 +63,7 @@ fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     for key in &args[1..] {
         if ctx.db().contains(key, now) {
             ctx.db().remove(key);
+            ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", key);
             n += 1;
         }
@@ -104,7 +111,9 @@ impl ExpireFlags {
 }
 
 /// Redis's `expireGenericCommand`: `basetime` is added to the (unit-converted)
-/// argument; a deadline already past deletes the key.
+/// argument; a deadline already past deletes the key. The effect is
+/// `PEXPIREAT key <ms> [flags]` (the command's own arguments for PEXPIREAT),
+/// or `DEL key` (`UNLINK` under `lazyfree-lazy-expire`) for a past deadline.
 fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, name: &str) -> Reply {
     let flags = tri!(ExpireFlags::parse(&args[3..]));
     let mut when = tri!(int(&args[2]));
@@ -137,12 +146,38 @@ fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, n
     }
     if when <= now as i64 {
         db.remove(&args[1]);
+        ctx.dirty(1);
+        if ctx.propagating() {
+            let delete: &'static [u8] = if lazy_expire(ctx) { b"UNLINK" } else { b"DEL" };
+            ctx.propagate_as(|| vec![Bytes::from_static(delete), args[1].clone()]);
+        }
         ctx.notify(notify::GENERIC, "del", &args[1]);
     } else {
         db.set_expire(&args[1], when as u64);
+        ctx.dirty(1);
+        // PEXPIREAT with an absolute deadline is its own effect; the others
+        // become one (their flags kept).
+        if basetime != 0 || seconds {
+            ctx.propagate_as(|| {
+                let mut effect = args.to_vec();
+                effect[0] = Bytes::from_static(b"PEXPIREAT");
+                effect[2] = int_arg(when);
+                effect
+            });
+        }
         ctx.notify(notify::GENERIC, "expire", &args[1]);
     }
     Reply::Int(1)
+}
+
+/// `lazyfree-lazy-expire` (accepted without effect on freeing): whether a
+/// key deleted for a past deadline is replicated as UNLINK rather than DEL.
+fn lazy_expire(ctx: &Ctx) -> bool {
+    ctx.server
+        .config
+        .ignored
+        .get("lazyfree-lazy-expire")
+        .is_some_and(|v| v == "yes")
 }
 
 fn expire(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -210,6 +245,7 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         None | Some(0) => Reply::Int(0),
         Some(_) => {
             ctx.db().set_expire(&args[1], 0);
+            ctx.dirty(1);
             ctx.notify(notify::GENERIC, "persist", &args[1]);
             Reply::Int(1)
         }
@@ -233,23 +269,37 @@ fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     )
 }
 
-/// Parses a SCAN cursor as Redis does (`strtoul`, decimal, no spaces).
 /// SCAN: the cursor is a position in the database's key-hash order (see
 /// [`crate::store::Db::scan_hash`]); a call returns about COUNT keys with hash >=
 /// cursor, and the next cursor is the first hash it did not return. A key
 /// present for the whole iteration is returned at least once, whatever is
 /// inserted or deleted meanwhile. Each call costs O(n) in the database size.
+/// As in Redis, the page counts keys past their deadline, and those of them
+/// MATCH lets through are deleted (their DELs are SCAN's only effects).
 fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let opts = tri!(super::scan::Options::parse(args, 1, true));
     let now = ctx.now;
     let db = ctx.db();
-    let live = db.live_keys(now).map(|(k, e)| (k, e.value.type_name()));
-    let (next, page) = super::scan::page(live, |(k, _)| db.scan_hash(k), opts.cursor, opts.count);
-    let keys = page
-        .into_iter()
-        .filter(|(k, t)| opts.matches(k) && opts.type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes())))
-        .map(|(k, _)| Reply::Bulk(Bytes::copy_from_slice(k)))
-        .collect();
+    let every = db
+        .all_keys(now)
+        .map(|(k, e, expired)| (k, e.value.type_name(), expired));
+    let (next, page) = super::scan::page(every, |(k, _, _)| db.scan_hash(k), opts.cursor, opts.count);
+    let mut expired = vec![];
+    let mut keys = vec![];
+    for (k, t, past) in page {
+        if !opts.matches(k) {
+            continue;
+        }
+        if past {
+            expired.push(Bytes::copy_from_slice(k));
+        } else if opts.type_filter.is_none_or(|tf| tf.eq_ignore_ascii_case(t.as_bytes())) {
+            keys.push(Reply::Bulk(Bytes::copy_from_slice(k)));
+        }
+    }
+    for key in &expired {
+        // A lookup deletes a key past its deadline (and records its DEL).
+        db.contains(key, now);
+    }
     super::scan::reply(next, keys)
 }
 
@@ -267,6 +317,7 @@ fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> Reply {
     }
     let entry = db.remove(&args[1]).expect("checked above");
     db.insert(&args[2], entry.value, entry.expire_at);
+    ctx.dirty(1);
     ctx.notify(notify::GENERIC, "rename_from", &args[1]);
     ctx.notify(notify::GENERIC, "rename_to", &args[2]);
     if nx {
@@ -315,6 +366,7 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         target.remove(&args[2]);
     }
     target.insert(&args[2], entry.value, entry.expire_at);
+    ctx.dirty(1);
     ctx.notify_in(target_db, notify::GENERIC, "copy_to", &args[2]);
     Reply::Int(1)
 }
@@ -331,6 +383,7 @@ fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let entry = ctx.db().remove(&args[1]).expect("present");
     ctx.dbs[target_db].insert(&args[1], entry.value, entry.expire_at);
+    ctx.dirty(1);
     ctx.notify(notify::GENERIC, "move_from", &args[1]);
     ctx.notify_in(target_db, notify::GENERIC, "move_to", &args[1]);
     Reply::Int(1)

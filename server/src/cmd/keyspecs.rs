@@ -318,12 +318,12 @@ fn walk(specs: &'static [KeySpec], args: &[Bytes], variable_arity: bool) -> Opti
 }
 
 /// What the command's own key finder gives where the specs cannot: its
-/// keys (see [`super::command_keys`]), flagged as Redis's finder flags them.
+/// keys (see [`command_keys`]), flagged as Redis's finder flags them.
 fn fallback(spec: &CommandSpec, specs: &'static [KeySpec], args: &[Bytes]) -> Vec<Key> {
     const RO: &[&str] = &["RO", "access"];
     const OW: &[&str] = &["OW", "update"];
     const RW: &[&str] = &["RW", "access", "update"];
-    let Some(found) = super::command_keys(spec, args) else {
+    let Some(found) = command_keys(spec, args) else {
         return vec![];
     };
     let has = |word: &str| args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(word.as_bytes()));
@@ -366,4 +366,67 @@ mod tests {
             );
         }
     }
+}
+
+/// Where the keys of a command are, by argument position, as the command's
+/// own key finder sees them (fault rules match these; COMMAND GETKEYS uses
+/// the key specs, [`keyspecs`], and falls back to this as Redis does): the
+/// row's fixed positions (first, last, step), or for a command whose keys
+/// move, where its arguments say. `None` when the arguments cannot name
+/// keys (a bad `numkeys`).
+pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
+    let n = args.len();
+    // `numkeys` at `at`, the keys right after it.
+    let counted = |at: usize, min: i64| -> Option<Vec<usize>> {
+        let count = crate::store::num::parse_i64(args.get(at)?)?;
+        if count < min || count > (n - at - 1) as i64 {
+            return None;
+        }
+        Some((at + 1..at + 1 + count as usize).collect())
+    };
+    if spec.has(super::flags::MOVABLEKEYS) {
+        return match spec.name {
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => counted(2, 0),
+            "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => counted(1, 1),
+            "blmpop" | "bzmpop" => counted(2, 1),
+            "zunionstore" | "zinterstore" | "zdiffstore" => {
+                args.get(1)?;
+                let mut keys = vec![1];
+                keys.extend(counted(2, 1)?);
+                Some(keys)
+            }
+            "xread" | "xreadgroup" => {
+                let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"))?;
+                let rest = n - at - 1;
+                rest.is_multiple_of(2).then(|| (at + 1..at + 1 + rest / 2).collect())
+            }
+            "sort" | "sort_ro" => {
+                args.get(1)?;
+                let mut keys = vec![1];
+                if let Some(at) = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"store")) {
+                    if at + 3 < n {
+                        keys.push(at + 3);
+                    }
+                }
+                Some(keys)
+            }
+            _ => None,
+        };
+    }
+    let (first, last, step) = spec.keys;
+    if first <= 0 || step <= 0 {
+        return Some(vec![]);
+    }
+    let last = if last < 0 {
+        n as i32 + last
+    } else {
+        last.min(n as i32 - 1)
+    };
+    Some(
+        (first..=last)
+            .step_by(step as usize)
+            .map(|i| i as usize)
+            .filter(|&i| i < n)
+            .collect(),
+    )
 }

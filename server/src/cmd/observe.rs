@@ -167,6 +167,9 @@ pub struct Observe {
     errors: BTreeMap<String, u64>,
     /// Every error reply counted in `errors` (INFO `total_error_replies`).
     total_errors: u64,
+    /// The reply of the command now ending is an error already counted
+    /// where it arose (a script passing on its command's error).
+    counted: bool,
     slowlog: VecDeque<SlowEntry>,
     next_id: u64,
     /// Latency events by name.
@@ -205,6 +208,11 @@ impl Observe {
             *self.errors.entry(code.to_string()).or_default() += 1;
             self.total_errors += 1;
         }
+    }
+
+    /// The error reply of the command now ending was counted already.
+    pub(crate) fn error_already_counted(&mut self) {
+        self.counted = true;
     }
 
     /// INFO's `total_error_replies`.
@@ -282,7 +290,9 @@ pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], 
     stats.latency.record(usec.saturating_mul(1000));
     if reply.is_error() {
         stats.failed += 1;
-        observe.count_error(reply);
+        if !std::mem::take(&mut observe.counted) {
+            observe.count_error(reply);
+        }
     }
     let threshold = ctx.server.config.slowlog_log_slower_than;
     if threshold >= 0 && usec >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
@@ -297,11 +307,17 @@ pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], 
 
 /// A command refused before it ran (`spec` when the command is known).
 pub fn rejected(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: &Reply) {
-    let observe = &mut ctx.server.observe;
-    if let Some(spec) = spec {
-        observe.stats(spec).rejected += 1;
+    ctx.server.observe.reject(spec, reply);
+}
+
+impl Observe {
+    /// A command refused before it ran (`spec` when the command is known).
+    pub(crate) fn reject(&mut self, spec: Option<&'static CommandSpec>, reply: &Reply) {
+        if let Some(spec) = spec {
+            self.stats(spec).rejected += 1;
+        }
+        self.count_error(reply);
     }
-    observe.count_error(reply);
 }
 
 /// Appends an entry, dropping the oldest past `slowlog-max-len`.

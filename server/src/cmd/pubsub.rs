@@ -12,9 +12,9 @@ use bytes::Bytes;
 use super::flags::*;
 use super::{CommandSpec, Ctx};
 use crate::clients::ClientState;
-use crate::engine::ServerState;
 use crate::errors;
 use crate::protocol::Reply;
+use crate::state::ServerState;
 use crate::store::glob;
 
 macro_rules! spec {

@@ -37,7 +37,7 @@ static SCRIPT: &[CommandSpec] = &[
     subcommand!("scripting", "script|exists", -3, NOSCRIPT, acl::SCRIPTING, script_exists),
     subcommand!("scripting", "script|flush", -2, NOSCRIPT, acl::SCRIPTING, script_flush),
     subcommand!("scripting", "script|kill", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, script_kill)
-        .while_busy(super::busy::script_kill),
+        .while_busy(crate::exec::busy::script_kill),
     subcommand!("scripting", "script|help", 2, LOADING | STALE, acl::SCRIPTING, script_help),
     subcommand!("scripting", "script|debug", 3, NOSCRIPT, acl::SCRIPTING, script_debug),
 ];
@@ -75,6 +75,10 @@ pub(super) fn run_in_vm(
     };
     let caller_db = ctx.client.db;
     let state = scripting.state.clone();
+    // The error replies the script got from its commands (already counted
+    // in errorstats where they arose), to tell whether its own error reply
+    // is one of them passed on.
+    let mut inner_errors: Vec<Reply> = Vec::new();
     let reply = {
         let Ctx {
             dbs, client, server, ..
@@ -92,14 +96,31 @@ pub(super) fn run_in_vm(
             if wrote {
                 state.wrote.store(true, Ordering::Relaxed);
             }
+            if reply.is_error() && inner_errors.len() < MAX_INNER_ERRORS {
+                inner_errors.push(reply.clone());
+            }
             reply
         };
         call(scripting, &mut dispatch, now)
     };
     ctx.client.db = caller_db;
     ctx.scripting = Some(scripting);
+    // An error the script raised from (or returned as) a command's error
+    // is counted once, where it arose (Redis marks such error tables
+    // `ignore_error_stats_update`); the call still counts as failed.
+    if let Some(Reply::Error(text)) = &reply {
+        let passed_on = inner_errors
+            .iter()
+            .any(|inner| matches!(inner, Reply::Error(e) if text.starts_with(&**e)));
+        if passed_on {
+            ctx.server.observe.error_already_counted();
+        }
+    }
     reply
 }
+
+/// The inner error replies [`run_in_vm`] keeps to recognise one passed on.
+const MAX_INNER_ERRORS: usize = 16;
 
 /// Whether EVALSHA of this script may write: not when the cached script's
 /// shebang says `no-writes`.

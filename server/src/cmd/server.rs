@@ -5,18 +5,17 @@
 use bytes::Bytes;
 
 use super::args::{db_index, is};
-use super::busy::{Answer, BusyCtx};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::blocking;
 use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
+use crate::exec::busy::{Answer, BusyCtx};
 use crate::protocol::Reply;
 use crate::store::{glob, num};
 use crate::tri;
 
-/// The version coordis reports (HELLO, INFO): the Redis version it follows.
-pub const REDIS_VERSION: &str = "7.0.15";
+use crate::REDIS_VERSION;
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
@@ -198,6 +197,8 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ])
 }
 
+/// SELECT changes no data and is never an effect itself: the feed writes a
+/// SELECT before any effect whose database differs from the last one.
 fn select(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ctx.client.db = tri!(db_index(&args[1], ctx.dbs.len()));
     Reply::Ok
@@ -810,21 +811,32 @@ fn flush_mode_ok(args: &[Bytes]) -> bool {
     }
 }
 
+/// FLUSHDB: one change per key removed (keys past their deadline but not
+/// yet deleted included, as Redis's `emptyData` counts them), and its
+/// effect even when the database was already empty, as Redis forces it.
 fn flushdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
         return err(errors::SYNTAX);
     }
+    let removed = ctx.db().len() as u64;
     ctx.db().clear();
+    ctx.dirty(removed);
+    ctx.force_propagation();
     Reply::Ok
 }
 
+/// FLUSHALL: as [`flushdb`], over every database.
 fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
         return err(errors::SYNTAX);
     }
+    let mut removed = 0;
     for db in ctx.dbs.iter_mut() {
+        removed += db.len() as u64;
         db.clear();
     }
+    ctx.dirty(removed);
+    ctx.force_propagation();
     Reply::Ok
 }
 
@@ -850,6 +862,8 @@ fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         left[lo].signal_all_waited();
         right[0].signal_all_waited();
     }
+    // One change, even for a database swapped with itself (as Redis).
+    ctx.dirty(1);
     Reply::Ok
 }
 
@@ -880,7 +894,7 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// stops the server; anything else gets -BUSY, as in Redis.
 fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     if !args[1..].iter().any(|a| is(a, "nosave")) {
-        return Answer::Reply(super::busy::busy(ctx.script));
+        return Answer::Reply(crate::exec::busy::busy(ctx.script));
     }
     tracing::warn!("SHUTDOWN NOSAVE while a script is running");
     ctx.script.kill.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -1116,7 +1130,7 @@ fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
     let now = ctx.now;
     let mut line = format!("+{}.{:06} [{} ", now / 1000, (now % 1000) * 1000, ctx.client.db);
-    if ctx.from_script() {
+    if ctx.in_script() {
         line.push_str("lua");
     } else {
         line.push_str(&ctx.client.addr.to_string());

@@ -4,7 +4,12 @@
 //!
 //! Scores are read as Redis reads them (C's `strtod`, whole argument);
 //! equal scores fall back to comparing the elements, as Redis does, so the
-//! result is deterministic wherever Redis's is.
+//! result is deterministic wherever Redis's is. A set sorted BY a constant
+//! pattern with STORE, or from a script, is sorted ALPHA instead, as Redis
+//! does, so that the command replayed elsewhere stores the same list.
+//!
+//! SORT ... STORE counts one change per element stored (or one for the
+//! destination it deletes), as Redis does; its effect is its arguments.
 
 use std::cmp::Ordering;
 
@@ -95,16 +100,27 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
         i += 1;
     }
     // A BY pattern without `*` means "do not sort".
-    let no_sort = by.is_some_and(|p| !p.contains(&b'*'));
+    let mut no_sort = by.is_some_and(|p| !p.contains(&b'*'));
+    let mut is_set = false;
     let elements: Vec<Bytes> = match ctx.lookup_read(&args[1]) {
         None => vec![],
         Some(e) => match e.value {
             ValueRef::List(l) => l.iter().map(Bytes::copy_from_slice).collect(),
-            ValueRef::Set(s) => s.iter().map(|m| m.to_bytes()).collect(),
+            ValueRef::Set(s) => {
+                is_set = true;
+                s.iter().map(|m| m.to_bytes()).collect()
+            }
             ValueRef::ZSet(z) => z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect(),
             _ => return err(errors::WRONGTYPE),
         },
     };
+    // A set's own order is not the same on another server: what is stored
+    // or seen by a script is sorted ALPHA (Redis's rule, for replication).
+    if no_sort && is_set && (store.is_some() || ctx.from_script()) {
+        no_sort = false;
+        alpha = true;
+        by = None;
+    }
     // Redis converts a listpack sorted set it sorts to a skip list, for good
     // (OBJECT ENCODING shows it).
     let now = ctx.now;
@@ -178,6 +194,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     let stored = out.len() as i64;
     if out.is_empty() {
         if ctx.db().remove(dst).is_some() {
+            ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", dst);
         }
         return Reply::Int(0);
@@ -188,6 +205,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
         list.push(End::Tail, &v.unwrap_or_default(), fill);
     }
     ctx.db().insert(dst, Value::List(Box::new(list)), 0);
+    ctx.dirty(stored as u64);
     ctx.notify(notify::LIST, "sortstore", dst);
     Reply::Int(stored)
 }

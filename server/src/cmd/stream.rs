@@ -485,7 +485,7 @@ fn parse_read<'a>(ctx: &Ctx, args: &'a [Bytes], group_cmd: bool) -> Result<Read<
         let more = args.len() - 1 - i;
         let opt = &args[i];
         if is(opt, "block") && more > 0 {
-            if ctx.from_script() {
+            if ctx.in_script() {
                 return Err(errors::xread_block_in_script(&args[0]));
             }
             // Checked here for its error; the deadline is taken later.

@@ -9,11 +9,11 @@
 
 use bytes::Bytes;
 
-use super::busy::{Answer, BusyCtx, TxChange};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::clients::ClientState;
 use crate::errors::{self, err};
+use crate::exec::busy::{Answer, BusyCtx, TxChange};
 use crate::protocol::Reply;
 use crate::store::Db;
 
@@ -135,7 +135,12 @@ fn watch_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
 
 /// Applies what busy answers changed ([`TxChange`]) to the client, before
 /// its next batch.
-pub fn apply_busy_changes(dbs: &mut [Db], client: &mut ClientState, changes: Vec<TxChange>) {
+pub fn apply_busy_changes(
+    dbs: &mut [Db],
+    client: &mut ClientState,
+    observe: &mut super::observe::Observe,
+    changes: Vec<TxChange>,
+) {
     for change in changes {
         match change {
             TxChange::Begin => {
@@ -148,6 +153,7 @@ pub fn apply_busy_changes(dbs: &mut [Db], client: &mut ClientState, changes: Vec
                 }
             }
             TxChange::Fail => client.multi_failed = true,
+            TxChange::Rejected(spec, reply) => observe.reject(spec, &reply),
             TxChange::End => {
                 client.multi = None;
                 client.multi_failed = false;

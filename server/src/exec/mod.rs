@@ -21,6 +21,7 @@
 //! What must never happen here: a handler invoked anywhere else, a policy
 //! decided by comparing command names (flags on the rows decide), or I/O.
 
+pub(crate) mod busy;
 pub(crate) mod feed;
 pub(crate) mod monotonic;
 

@@ -52,6 +52,13 @@ pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
 /// from the stack and pushing its reply. They run inside the C functions
 /// Lua calls for `redis.call` (see `lua/mod.rs`), with the VM's memory limit
 /// lifted so that no push can fail, and never raise Lua errors themselves.
+///
+/// # Safety (every function here)
+///
+/// `state` is the running VM's valid `lua_State`, on the thread running
+/// the script, inside a C function Lua called (so the stack is ours); the
+/// memory limit is lifted (pushes cannot raise); the stack indices named
+/// are valid, and each function leaves the stack as its docs say.
 pub(super) mod raw {
     use std::ffi::c_int;
 
@@ -61,6 +68,8 @@ pub(super) mod raw {
     use super::error_reply_text;
     use crate::protocol::{format_double, Reply};
 
+    /// # Safety
+    /// See the module; the value at `index` is a string (or was just converted to one).
     unsafe fn bytes_at(state: *mut ffi::lua_State, index: c_int) -> Bytes {
         let mut len = 0;
         let p = ffi::lua_tolstring(state, index, &mut len);
@@ -69,6 +78,9 @@ pub(super) mod raw {
 
     /// The command on the stack (slots 1..=top): strings, or numbers in
     /// Lua's own formatting (`%.14g`), as Redis reads them.
+    ///
+    /// # Safety
+    /// See the module.
     pub unsafe fn command_args(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static str> {
         let n = ffi::lua_gettop(state);
         if n == 0 {
@@ -90,17 +102,25 @@ pub(super) mod raw {
         Ok(out)
     }
 
+    /// # Safety
+    /// See the module.
     unsafe fn push_str(state: *mut ffi::lua_State, b: &[u8]) {
         ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
     }
 
     /// Sets field `name` of the table below the value on top of the stack.
+    ///
+    /// # Safety
+    /// See the module; a table is below the top.
     unsafe fn set_field(state: *mut ffi::lua_State, name: &std::ffi::CStr) {
         ffi::lua_setfield(state, -2, name.as_ptr());
     }
 
     /// Pops a key and a value and sets them in the table below; a nil key
     /// (which `lua_rawset` would raise on) is dropped.
+    ///
+    /// # Safety
+    /// See the module; a table is below the key and the value.
     unsafe fn set_entry(state: *mut ffi::lua_State) {
         if ffi::lua_type(state, -2) == ffi::LUA_TNIL {
             ffi::lua_pop(state, 2);
@@ -110,6 +130,9 @@ pub(super) mod raw {
     }
 
     /// `{name = <value on top>}`, replacing the value.
+    ///
+    /// # Safety
+    /// See the module.
     unsafe fn wrap(state: *mut ffi::lua_State, name: &std::ffi::CStr) {
         ffi::lua_createtable(state, 0, 1);
         ffi::lua_insert(state, -2);
@@ -117,11 +140,18 @@ pub(super) mod raw {
     }
 
     /// `{err = text}`, the way `redis.error_reply` words it.
+    ///
+    /// # Safety
+    /// See the module.
     pub unsafe fn push_error_table(state: *mut ffi::lua_State, text: &str) {
         push_str(state, error_reply_text(text).as_bytes());
         wrap(state, c"err");
     }
 
+    /// Pushes `items` as an array table, each pushed by `push`.
+    ///
+    /// # Safety
+    /// See the module; `push` pushes exactly one value.
     unsafe fn push_array<T>(state: *mut ffi::lua_State, items: &[T], mut push: impl FnMut(&T)) {
         ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
         for (i, item) in items.iter().enumerate() {
@@ -135,6 +165,9 @@ pub(super) mod raw {
     /// -> table, status -> `{ok=...}`, error -> `{err=...}`; with RESP3 map
     /// -> `{map=...}`, set -> `{set=...}`, double -> `{double=...}`, boolean
     /// -> boolean, verbatim -> `{verbatim_string={format=, string=}}`.
+    ///
+    /// # Safety
+    /// See the module.
     pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) {
         // Each nesting level needs a few slots; replies nest a handful deep.
         if ffi::lua_checkstack(state, 4) == 0 {

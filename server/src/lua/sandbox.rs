@@ -9,7 +9,7 @@ use std::sync::Arc;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use super::{convert, sha1_hex};
-use crate::cmd::server::REDIS_VERSION;
+use crate::REDIS_VERSION;
 
 const GLUE: &str = include_str!("glue.lua");
 const CJSON: &str = include_str!("cjson.lua");

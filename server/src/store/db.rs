@@ -547,6 +547,21 @@ impl Db {
             })
     }
 
+    /// Iterates over every stored key, each with whether its deadline has
+    /// passed (SCAN counts those in its page and deletes them, as Redis does).
+    pub fn all_keys(&self, now: u64) -> impl Iterator<Item = (&[u8], EntryRef<'_>, bool)> {
+        self.map.iter().map(move |item| {
+            (
+                item.key(),
+                EntryRef {
+                    value: item.value(),
+                    expire_at: item.expire_at(),
+                },
+                is_expired(item.expire_at(), now),
+            )
+        })
+    }
+
     /// The hash SCAN orders keys by. Stable for the life of this database, so
     /// a cursor ("every key with hash >= cursor") survives inserts, deletes and
     /// rehashing: a key present for the whole scan is always returned.

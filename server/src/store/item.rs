@@ -3,8 +3,8 @@
 //!
 //! Memory per key is what a coordination server is judged on (a million
 //! `lock:<id>` keys with short owner tokens), so an [`Item`] is one
-//! allocation of `[expire_at: u64][key_len: u32][tag: 3 bits, inline length:
-//! 29 bits][key][payload]` and the hash table holds only the 8-byte pointer.
+//! allocation of `[expire_at: u64][key_len: u32][tag: 4 bits, inline length:
+//! 28 bits][key][payload]` and the hash table holds only the 8-byte pointer.
 //! The tag is a [`Tag`], matched exhaustively everywhere. The payload is
 //!
 //! - a string of up to [`INLINE_MAX`] bytes, stored inline;

@@ -9,7 +9,7 @@
 //! once, applies the batch, releases it, and writes all replies at once.
 //!
 //! - Every command is linearizable, and anything run under one lock hold
-//!   (a pipeline batch; later MULTI/EXEC and Lua scripts) is atomic across all
+//!   (a pipeline batch, a MULTI/EXEC, a Lua script or function) is atomic across all
 //!   keys: no other client's command can interleave.
 //! - Inside, nothing is shared: `Db` is a plain hash table, with no dashmap
 //!   shard to deadlock on and no `Ref` to hold across an await.

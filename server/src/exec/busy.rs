@@ -33,10 +33,12 @@ pub struct ClientView {
     pub subscribed_resp2: bool,
     /// Connected over loopback (protected commands set to `local`).
     pub local: bool,
+    /// RESP3 (HELLO 3): busy answers are encoded as the client speaks.
+    pub resp3: bool,
 }
 
 /// A change to the client's transaction made while the engine was busy.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum TxChange {
     /// MULTI was accepted.
     Begin,
@@ -46,6 +48,10 @@ pub enum TxChange {
     Fail,
     /// DISCARD, or a refused EXEC: the transaction ended (watches dropped).
     End,
+    /// A command was refused (`-BUSY`, NOAUTH, ...): counted in the stats
+    /// (rejected calls, errorstats) once the engine is free, as Redis
+    /// counts it at once.
+    Rejected(Option<&'static crate::cmd::CommandSpec>, Reply),
 }
 
 /// What a busy handler may touch.
@@ -57,6 +63,8 @@ pub struct BusyCtx<'a> {
     pub shutdown: &'a CloseSignal,
     /// Who may run the protected commands.
     pub guards: Guards,
+    /// The function an FCALL runs, if that is what is busy (FUNCTION STATS).
+    pub(crate) running_function: &'a parking_lot::Mutex<Option<crate::cmd::functions::RunningFunction>>,
     /// Set to close the connection after the reply.
     pub close: bool,
 }
@@ -87,6 +95,7 @@ pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {
+            ctx.changes.push(TxChange::Rejected(spec, reply.clone()));
             let (reply, effect) = exec::refusal(spec, reply, ctx.view.in_multi);
             match effect {
                 TxEffect::None => {}

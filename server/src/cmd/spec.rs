@@ -1,0 +1,356 @@
+//! The command table's schema: a row ([`CommandSpec`]) with Redis 7.0.15's
+//! arity, flags and ACL categories, the flag and category bits, every row
+//! of every family ([`all`]), and the lookup a request makes ([`resolve`]).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+
+use super::*;
+use crate::errors;
+use crate::protocol::Reply;
+
+/// A command handler.
+pub type Handler = fn(&mut Ctx, &[Bytes]) -> Reply;
+
+/// Command flags: Redis's, in the order `COMMAND INFO` lists them, then
+/// coordis's own (never shown) where Redis compares command procedures.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    /// Refused inside scripts (`This Redis command is not allowed from script`).
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    /// O(1) or O(log n).
+    pub const FAST: u32 = 1 << 11;
+    /// Allowed before AUTH.
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 13;
+    /// Refused inside MULTI (`Command not allowed inside a transaction`).
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const MOVABLEKEYS: u32 = 1 << 15;
+    /// Served while a script is busy; everything else gets `-BUSY`.
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    /// Refused while a replica loads its data asynchronously; coordis has
+    /// no replication, so only COMMAND INFO shows it.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 17;
+    /// coordis's own: runs at once inside MULTI instead of being queued
+    /// (Redis: EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub const TX_CONTROL: u32 = 1 << 24;
+    /// coordis's own: allowed on a RESP2 connection in pub/sub context
+    /// (Redis: (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT, RESET).
+    pub const SUBSCRIBED_OK: u32 = 1 << 25;
+    /// Redis's `may_replicate` (not shown by COMMAND INFO): a command that
+    /// may write though not flagged `write` (EVAL, EVALSHA); CLIENT PAUSE
+    /// WRITE holds it.
+    pub const MAY_REPLICATE: u32 = 1 << 26;
+    /// Redis's `protected` (not shown by COMMAND INFO): refused, before any
+    /// other check and before MULTI queues it, unless its setting lets the
+    /// client in (DEBUG: `enable-debug-command`; MODULE LOAD/LOADEX/UNLOAD:
+    /// `enable-module-command`). See [`protected_refusal`].
+    pub const PROTECTED: u32 = 1 << 27;
+    /// coordis's own: which setting lets a [`PROTECTED`] command in
+    /// (`enable-debug-command`, `enable-module-command`,
+    /// `enable-test-commands`; see [`crate::exec::Guards`]).
+    pub const GUARD_DEBUG: u32 = 1 << 28;
+    pub const GUARD_MODULE: u32 = 1 << 29;
+    pub const GUARD_TEST: u32 = 1 << 30;
+    /// coordis's own: EXEC (its refusal ends the transaction; CLIENT PAUSE
+    /// WRITE looks at what it would run).
+    pub const EXEC: u32 = 1 << 31;
+    /// coordis's own (Redis compares procedures): the commands that run
+    /// others (EXEC, EVAL, FCALL) leave no effect of their own; the
+    /// commands they ran carry the effects.
+    pub const NO_PROPAGATE: u32 = 1 << 23;
+    /// Redis's `touches_arbitrary_keys` (not shown by COMMAND INFO): SCAN
+    /// and RANDOMKEY, whose effects (expired keys' DELs) are not wrapped
+    /// in MULTI/EXEC.
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 22;
+
+    /// The flags `COMMAND INFO` shows, in its order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLEKEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// ACL categories, in the order `COMMAND INFO` lists them. A row names only
+/// those Redis does not derive from its flags (see [`CommandSpec::categories`]).
+pub mod acl {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const READ: u32 = 1 << 1;
+    pub const WRITE: u32 = 1 << 2;
+    pub const SET: u32 = 1 << 3;
+    pub const SORTEDSET: u32 = 1 << 4;
+    pub const LIST: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const STRING: u32 = 1 << 7;
+    pub const BITMAP: u32 = 1 << 8;
+    pub const HYPERLOGLOG: u32 = 1 << 9;
+    pub const GEO: u32 = 1 << 10;
+    pub const STREAM: u32 = 1 << 11;
+    pub const PUBSUB: u32 = 1 << 12;
+    pub const ADMIN: u32 = 1 << 13;
+    pub const FAST: u32 = 1 << 14;
+    pub const SLOW: u32 = 1 << 15;
+    pub const BLOCKING: u32 = 1 << 16;
+    pub const DANGEROUS: u32 = 1 << 17;
+    pub const CONNECTION: u32 = 1 << 18;
+    pub const TRANSACTION: u32 = 1 << 19;
+    pub const SCRIPTING: u32 = 1 << 20;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (KEYSPACE, "@keyspace"),
+        (READ, "@read"),
+        (WRITE, "@write"),
+        (SET, "@set"),
+        (SORTEDSET, "@sortedset"),
+        (LIST, "@list"),
+        (HASH, "@hash"),
+        (STRING, "@string"),
+        (BITMAP, "@bitmap"),
+        (HYPERLOGLOG, "@hyperloglog"),
+        (GEO, "@geo"),
+        (STREAM, "@stream"),
+        (PUBSUB, "@pubsub"),
+        (ADMIN, "@admin"),
+        (FAST, "@fast"),
+        (SLOW, "@slow"),
+        (BLOCKING, "@blocking"),
+        (DANGEROUS, "@dangerous"),
+        (CONNECTION, "@connection"),
+        (TRANSACTION, "@transaction"),
+        (SCRIPTING, "@scripting"),
+    ];
+}
+
+/// One row of the command table, with what COMMAND INFO reports.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lower-case name; `parent|sub` for a subcommand (`client|list`), as
+    /// Redis 7 names them in errors, COMMAND INFO and CLIENT LIST.
+    pub name: &'static str,
+    /// Redis arity: N means exactly N arguments including the name, -N at least N.
+    pub arity: i32,
+    /// [`flags`]: Redis's and coordis's own.
+    pub flags: u32,
+    /// [`acl`] categories beyond those the flags imply.
+    pub acl: u32,
+    /// Key positions for COMMAND INFO: first, last (-1: last argument), step.
+    pub keys: (i32, i32, i32),
+    /// The documentation group (COMMAND DOCS).
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub handler: Handler,
+    /// A container's subcommands (empty for other commands).
+    pub subcommands: &'static [CommandSpec],
+    /// How an `allow_busy` command is answered while a script is busy,
+    /// without the keyspace ([`busy`]); `None`: it waits for the script.
+    pub busy: Option<crate::exec::busy::Handler>,
+    /// For a [`flags::MAY_REPLICATE`] command that runs a script or a
+    /// function: whether these arguments may write, from the script's own
+    /// flags (Redis's `evalGetCommandFlags`, `fcallGetCommandFlags`);
+    /// `None`: it may.
+    pub may_write: Option<fn(&crate::lua::Scripting, &[Bytes]) -> bool>,
+}
+
+impl CommandSpec {
+    /// The row with a handler for when a script is busy.
+    pub const fn while_busy(self, handler: crate::exec::busy::Handler) -> CommandSpec {
+        CommandSpec {
+            busy: Some(handler),
+            ..self
+        }
+    }
+
+    /// The row of a command that may write only as its script says.
+    pub const fn may_write_if(self, may_write: fn(&crate::lua::Scripting, &[Bytes]) -> bool) -> CommandSpec {
+        CommandSpec {
+            may_write: Some(may_write),
+            ..self
+        }
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        if self.arity >= 0 {
+            argc == self.arity
+        } else {
+            argc >= -self.arity
+        }
+    }
+
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// The ACL categories COMMAND INFO shows: the row's own plus those
+    /// Redis derives from the flags (`setImplicitACLCategories`).
+    pub fn categories(&self) -> impl Iterator<Item = &'static str> {
+        let mut cats = self.acl;
+        let implied = [
+            (flags::WRITE, acl::WRITE),
+            (flags::ADMIN, acl::ADMIN | acl::DANGEROUS),
+            (flags::PUBSUB, acl::PUBSUB),
+            (flags::FAST, acl::FAST),
+            (flags::BLOCKING, acl::BLOCKING),
+        ];
+        for (flag, cat) in implied {
+            if self.has(flag) {
+                cats |= cat;
+            }
+        }
+        if self.has(flags::READONLY) && cats & acl::SCRIPTING == 0 {
+            cats |= acl::READ;
+        }
+        if !self.has(flags::FAST) {
+            cats |= acl::SLOW;
+        }
+        acl::NAMES
+            .iter()
+            .filter(move |(bit, _)| cats & bit != 0)
+            .map(|(_, name)| *name)
+    }
+
+    /// The flag names COMMAND INFO shows.
+    pub fn flag_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        flags::NAMES
+            .iter()
+            .filter(|(bit, _)| self.has(*bit))
+            .map(|(_, name)| *name)
+    }
+
+    /// The subcommand named `sub` (any case).
+    pub fn subcommand(&self, sub: &[u8]) -> Option<&'static CommandSpec> {
+        self.subcommands.iter().find(|s| {
+            let (_, short) = s.name.split_once('|').unwrap_or(("", s.name));
+            short.as_bytes().eq_ignore_ascii_case(sub)
+        })
+    }
+}
+
+/// Every command, from each family's table.
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    strings::COMMANDS
+        .iter()
+        .chain(keys::COMMANDS.iter())
+        .chain(zset::COMMANDS.iter())
+        .chain(hash::COMMANDS.iter())
+        .chain(list::COMMANDS.iter())
+        .chain(set::COMMANDS.iter())
+        .chain(bitmap::COMMANDS.iter())
+        .chain(stream::COMMANDS.iter())
+        .chain(sort::COMMANDS.iter())
+        .chain(scripting::COMMANDS.iter())
+        .chain(functions::COMMANDS.iter())
+        .chain(tx::COMMANDS.iter())
+        .chain(pubsub::COMMANDS.iter())
+        .chain(server::COMMANDS.iter())
+        .chain(observe::COMMANDS.iter())
+        .chain(memory::COMMANDS.iter())
+        .chain(cluster::COMMANDS.iter())
+        .chain(coordis::COMMANDS.iter())
+        .chain(TEST_COMMANDS.iter())
+}
+
+/// Commands that exist only in coordis's own unit tests.
+#[cfg(test)]
+#[rustfmt::skip]
+static TEST_COMMANDS: &[CommandSpec] = &[
+    command!("server", "coordis-test-panic", 1, 0, 0, (0, 0, 0), "Panics (tests that a panic is contained)", |_, _| {
+        panic!("coordis-test-panic")
+    }),
+];
+#[cfg(not(test))]
+static TEST_COMMANDS: &[CommandSpec] = &[];
+
+/// Finds a command by name, case-insensitively (`a|b` finds a subcommand,
+/// as COMMAND INFO names them).
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    match name.iter().position(|&c| c == b'|') {
+        Some(bar) => lookup_top(&name[..bar])?.subcommand(&name[bar + 1..]),
+        None => lookup_top(name),
+    }
+}
+
+/// Finds a top-level command by name, case-insensitively: the lookup every
+/// request makes.
+#[inline]
+pub(super) fn lookup_top(name: &[u8]) -> Option<&'static CommandSpec> {
+    // A fixed seed is fine here: the keys are our own command names.
+    type Table = HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>;
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    let table = TABLE.get_or_init(|| all().map(|c| (c.name.as_bytes(), c)).collect());
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    table.get(&*lower).copied()
+}
+
+/// Why a request names no runnable command ([`resolve`]).
+pub enum Unresolved {
+    /// No such command, or no such subcommand of a container.
+    Unknown(Reply),
+    /// The command (or subcommand) exists but the argument count is wrong.
+    Arity(&'static CommandSpec),
+}
+
+/// The row a request runs: the command, or for a container called with a
+/// subcommand, the subcommand's row; checked for arity. As Redis's
+/// `lookupCommand` and arity check.
+pub fn resolve(args: &[Bytes]) -> Result<&'static CommandSpec, Unresolved> {
+    let Some(base) = lookup_top(&args[0]) else {
+        return Err(Unresolved::Unknown(errors::unknown_command(args)));
+    };
+    let spec = if !base.subcommands.is_empty() && args.len() >= 2 {
+        match base.subcommand(&args[1]) {
+            Some(sub) => sub,
+            None => {
+                let parent = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+                return Err(Unresolved::Unknown(errors::unknown_subcommand(&args[1], &parent)));
+            }
+        }
+    } else {
+        base
+    };
+    if spec.arity_ok(args.len()) {
+        Ok(spec)
+    } else {
+        Err(Unresolved::Arity(spec))
+    }
+}
+
+/// The handler of a container row (CLIENT, CONFIG, ...): never reached,
+/// since [`resolve`] runs a subcommand's row and the container's arity
+/// needs one.
+pub(crate) fn container(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    errors::wrong_args(&String::from_utf8_lossy(&args[0]).to_ascii_lowercase())
+}

@@ -1,0 +1,242 @@
+//! Server-wide state: what the handlers may read or change besides the
+//! keyspace ([`ServerState`], behind the engine lock), the settings and
+//! signals connection tasks read without the lock ([`Shared`]), and INFO's
+//! counters ([`Stats`], [`Rates`]).
+//!
+//! Nothing here runs commands or performs I/O.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::clients::Clients;
+use crate::cmd;
+use crate::config::Config;
+use crate::lua::ScriptState;
+use crate::store::Clock;
+
+/// Server counters reported by INFO.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub total_connections_received: u64,
+    pub total_commands_processed: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub rejected_connections: u64,
+}
+
+/// Samples a rate keeps, as Redis's `STATS_METRIC_SAMPLES`.
+const RATE_SAMPLES: usize = 16;
+
+/// INFO's instantaneous rates (ops/sec, input and output bytes/sec): the
+/// average of the last samples, each the change of a counter over the real
+/// time since the one before (Redis's `trackInstantaneousMetric`).
+#[derive(Debug, Default)]
+pub struct Rates {
+    last: Option<(std::time::Instant, [u64; 3])>,
+    samples: std::collections::VecDeque<[f64; 3]>,
+}
+
+impl Rates {
+    /// Takes a sample of `[commands, bytes in, bytes out]` so far.
+    pub fn sample(&mut self, totals: [u64; 3]) {
+        let now = std::time::Instant::now();
+        if let Some((at, before)) = self.last {
+            let secs = now.duration_since(at).as_secs_f64();
+            if secs > 0.0 {
+                let rate = |i: usize| totals[i].saturating_sub(before[i]) as f64 / secs;
+                self.samples.push_back([rate(0), rate(1), rate(2)]);
+                if self.samples.len() > RATE_SAMPLES {
+                    self.samples.pop_front();
+                }
+            }
+        }
+        self.last = Some((now, totals));
+    }
+
+    /// The average per second of `[commands, bytes in, bytes out]`.
+    pub fn per_second(&self) -> [f64; 3] {
+        let n = self.samples.len().max(1) as f64;
+        let mut sum = [0.0; 3];
+        for s in &self.samples {
+            for i in 0..3 {
+                sum[i] += s[i];
+            }
+        }
+        sum.map(|v| v / n)
+    }
+}
+
+/// Settings and counters the connection tasks read without asking the
+/// engine lock (the engine updates them when CONFIG SET changes a setting).
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub maxclients: AtomicUsize,
+    pub proto_max_bulk_len: AtomicUsize,
+    pub proto_max_multibulk_len: AtomicUsize,
+    pub client_query_buffer_limit: AtomicUsize,
+    pub protected_mode: AtomicBool,
+    /// `requirepass` is set: new clients start unauthenticated.
+    pub auth_required: AtomicBool,
+    pub tcp_keepalive: AtomicU64,
+    /// Connections currently open.
+    pub connected: AtomicUsize,
+    /// Connections refused at maxclients.
+    pub rejected: AtomicU64,
+    /// Bytes read from and written to clients, and the reads and writes
+    /// (INFO `total_net_input_bytes`, `total_reads_processed`, ...).
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub reads_processed: AtomicU64,
+    pub writes_processed: AtomicU64,
+    /// The running script's start, kill flag and busy threshold.
+    pub script: Arc<ScriptState>,
+    /// Wakes the server's timer task when a client blocks with a deadline
+    /// earlier than any before ([`crate::blocking`]).
+    pub block_timer: tokio::sync::Notify,
+    /// A stop-the-world pause from the test-control plane
+    /// ([`crate::Server::pause`]): no connection runs a batch, nothing
+    /// expires and no waiter times out until it is lifted. Clients see only
+    /// silence, as from a server stopped by the OS.
+    pub frozen: AtomicBool,
+    /// Wakes what waits for the pause to be lifted.
+    pub thawed: tokio::sync::Notify,
+    /// "The server is down" ([`crate::ServerControl::set_down`]): new
+    /// connections are reset at once (existing ones were dropped).
+    pub down: AtomicBool,
+    /// Who may run the protected commands, for answers while a script is
+    /// busy (set once when the engine starts: the settings are immutable).
+    guards: parking_lot::Mutex<crate::exec::Guards>,
+    /// The function an FCALL runs, set while it runs (FUNCTION STATS asked
+    /// while it is busy is answered from this).
+    pub(crate) running_function: parking_lot::Mutex<Option<cmd::functions::RunningFunction>>,
+}
+
+impl Shared {
+    /// Whether the server plays down.
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
+    }
+
+    /// Whether a stop-the-world pause is in force.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.load(Ordering::Acquire)
+    }
+
+    /// Starts or lifts the stop-the-world pause.
+    pub fn set_frozen(&self, frozen: bool) {
+        self.frozen.store(frozen, Ordering::Release);
+        if !frozen {
+            self.thawed.notify_waiters();
+            self.block_timer.notify_one();
+        }
+    }
+
+    /// Resolves once no stop-the-world pause is in force.
+    pub async fn until_thawed(&self) {
+        loop {
+            let thawed = self.thawed.notified();
+            tokio::pin!(thawed);
+            thawed.as_mut().enable();
+            if !self.is_frozen() {
+                return;
+            }
+            thawed.await;
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) fn set_guards(&self, guards: crate::exec::Guards) {
+        *self.guards.lock() = guards;
+    }
+
+    pub(crate) fn guards(&self) -> crate::exec::Guards {
+        *self.guards.lock()
+    }
+
+    pub fn publish(&self, config: &Config) {
+        self.maxclients.store(config.maxclients, Ordering::Relaxed);
+        self.proto_max_bulk_len
+            .store(config.proto_max_bulk_len, Ordering::Relaxed);
+        self.proto_max_multibulk_len
+            .store(config.proto_max_multibulk_len, Ordering::Relaxed);
+        self.client_query_buffer_limit
+            .store(config.client_query_buffer_limit, Ordering::Relaxed);
+        self.protected_mode.store(config.protected_mode, Ordering::Relaxed);
+        self.auth_required
+            .store(config.requirepass.is_some(), Ordering::Relaxed);
+        self.tcp_keepalive.store(config.tcp_keepalive, Ordering::Relaxed);
+        self.script
+            .busy_after_ms
+            .store(config.busy_reply_threshold, Ordering::Relaxed);
+    }
+}
+
+/// Server-wide state the command handlers may read or change.
+#[derive(Debug)]
+pub struct ServerState {
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+    pub stats: Stats,
+    /// Every connected client; the one whose batch is running is taken out
+    /// while it runs (see [`Clients`]).
+    pub clients: Clients,
+    /// Start time, unix ms (uptime, LASTSAVE).
+    pub started_ms: u64,
+    /// Random 40-hex-digit id of this server instance (INFO run_id).
+    pub run_id: String,
+    /// The port actually bound (INFO tcp_port; differs from config for port 0).
+    pub port: u16,
+    /// Pub/sub subscriptions.
+    pub pubsub: cmd::pubsub::PubSub,
+    /// Per-command and per-error counters and the slow log.
+    pub observe: cmd::observe::Observe,
+    /// INFO's instantaneous rates, sampled by the expiry task.
+    pub rates: Rates,
+    /// INFO memory: allocated bytes when the server started
+    /// (`used_memory_startup`) and the most seen since (`used_memory_peak`,
+    /// noted whenever INFO or MEMORY reads the allocator: not on a timer,
+    /// because reading glibc's figures walks its free lists under its
+    /// locks).
+    pub memory_startup: u64,
+    pub memory_peak: u64,
+    /// INFO replication's `master_replid`: random, as Redis's.
+    pub repl_id: String,
+    /// Clients in MONITOR mode, in the order they asked.
+    pub monitors: Vec<u64>,
+    /// Blocked clients' timeouts and count (their queues are per database).
+    pub blocking: crate::blocking::Blocking,
+    /// Fault rules of the test-control plane ([`crate::faults`]).
+    pub faults: crate::faults::Faults,
+    /// Set by a test (`COORDIS.SERVER SEED`, `ServerControl::seed_random`):
+    /// the state of the generator every random choice draws from (SPOP,
+    /// SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY), carried from batch
+    /// to batch so that a run replays whichever thread serves it. `None`
+    /// (the default): the thread's own generator, unseeded.
+    pub random: Option<u64>,
+    /// `DEBUG SET-ACTIVE-EXPIRE 0` turns active expiry off (lazy expiry
+    /// goes on), as Redis's tests do.
+    pub active_expire: bool,
+    /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
+    pub shutdown_requested: bool,
+    /// Changes to the dataset since the last save (Redis's `server.dirty`:
+    /// INFO `rdb_changes_since_last_save`); raised by handlers through
+    /// [`Ctx::dirty`], read around each call by [`crate::exec::call`].
+    pub dirty: u64,
+    /// The effects being recorded for the feed's readers ([`crate::exec::feed`]).
+    pub(crate) effects: crate::exec::feed::Effects,
+    /// Who may run the protected commands (fixed at start: the settings
+    /// are immutable, as Redis's).
+    pub guards: crate::exec::Guards,
+    pub shared: Arc<Shared>,
+}
+
+impl ServerState {
+    /// The allocator's figures now, noted for `used_memory_peak` (costs a
+    /// walk of the allocator's free lists: for INFO and MEMORY only).
+    pub fn note_memory(&mut self) -> crate::process::Allocator {
+        let now = crate::process::allocator();
+        self.memory_peak = self.memory_peak.max(now.allocated);
+        now
+    }
+}

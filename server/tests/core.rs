@@ -1,0 +1,279 @@
+//! The execution core, compared with Redis 7.0.15 where Redis can do it:
+//! admission's order and callers (protected commands from the table, a
+//! read-only script under CLIENT PAUSE WRITE, a RESP3 subscriber with its
+//! replies off), and the bookkeeping every caller gets from the one
+//! `call()` (a script's commands in commandstats and the slow log, every
+//! error counted once).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use coordis::testing::{RawClient, RedisServer};
+
+fn run(c: &mut RawClient, args: &[&str]) -> String {
+    String::from_utf8(c.command(args).unwrap()).unwrap()
+}
+
+/// What `c` receives within `wait` after sending `args`, or `None`.
+fn answer_within(c: &mut RawClient, args: &[&str], wait: Duration) -> Option<String> {
+    let raw: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    c.send(&RawClient::encode(&raw)).unwrap();
+    c.set_read_timeout(Some(wait)).unwrap();
+    let reply = c.read_reply().ok().map(|r| String::from_utf8(r).unwrap());
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    reply
+}
+
+/// The lines of INFO `section` whose field starts with one of `prefixes`,
+/// with `usec` figures (timings) dropped.
+fn info_lines(c: &mut RawClient, section: &str, prefixes: &[&str]) -> Vec<String> {
+    let info = run(c, &["INFO", section]);
+    info.lines()
+        .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
+        .map(|l| {
+            l.split(',')
+                .filter(|f| !f.contains("usec"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
+}
+
+/// Runs `check` on a Redis 7.0.15 and on coordis (each fresh), and the two
+/// must give the same answer.
+fn same_on_both<T: PartialEq + std::fmt::Debug>(redis_args: &[&str], check: impl Fn(SocketAddr) -> T) {
+    let Some(redis) = RedisServer::start(redis_args).unwrap() else {
+        return;
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    assert_eq!(
+        check(coordis.addr()),
+        check(redis.addr()),
+        "coordis (left) and Redis (right)"
+    );
+}
+
+#[test]
+fn a_script_flagged_no_writes_runs_under_client_pause_write_as_in_redis() {
+    same_on_both(&[], |addr| {
+        let mut admin = RawClient::connect(addr).unwrap();
+        let mut c = RawClient::connect(addr).unwrap();
+        run(
+            &mut admin,
+            &["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function{function_name='ro', callback=function() return 1 end, flags={'no-writes'}}\nredis.register_function('rw', function() return 2 end)"],
+        );
+        let sha = run(&mut admin, &["SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 3"]);
+        let sha = sha.lines().nth(1).unwrap().to_string();
+        run(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+        let wait = Duration::from_millis(300);
+        let mut seen = vec![];
+        for args in [
+            &["EVAL", "#!lua flags=no-writes\nreturn 4", "0"][..],
+            &["EVALSHA", &sha, "0"],
+            &["FCALL", "ro", "0"],
+            &["FCALL_RO", "ro", "0"],
+            &["EVAL_RO", "return 5", "0"],
+        ] {
+            seen.push(answer_within(&mut c, args, wait));
+        }
+        // A script or function that may write is held until the pause ends.
+        let mut held = RawClient::connect(addr).unwrap();
+        seen.push(answer_within(&mut held, &["FCALL", "rw", "0"], wait));
+        let mut held2 = RawClient::connect(addr).unwrap();
+        seen.push(answer_within(&mut held2, &["EVAL", "return 6", "0"], wait));
+        run(&mut admin, &["CLIENT", "UNPAUSE"]);
+        seen.push(held.read_reply().ok().map(|r| String::from_utf8(r).unwrap()));
+        seen
+    });
+}
+
+#[test]
+fn a_resp3_subscriber_with_replies_off_still_gets_its_confirmations() {
+    same_on_both(&[], |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        run(&mut c, &["HELLO", "3"]);
+        let off = answer_within(&mut c, &["CLIENT", "REPLY", "OFF"], Duration::from_millis(100));
+        let sub = answer_within(&mut c, &["SUBSCRIBE", "a", "b"], Duration::from_secs(2));
+        let ping = answer_within(&mut c, &["PING"], Duration::from_millis(100));
+        (off, sub, ping)
+    });
+}
+
+#[test]
+fn test_commands_are_refused_from_the_table_when_disabled_as_debug_is() {
+    // Redis: DEBUG with enable-debug-command no, refused before MULTI queues it.
+    let Some(redis) = RedisServer::start(&["--enable-debug-command", "no"]).unwrap() else {
+        return;
+    };
+    let mut r = RawClient::connect(redis.addr()).unwrap();
+    let debug = run(&mut r, &["DEBUG", "HELP"]);
+    assert!(debug.starts_with("-ERR DEBUG command not allowed."), "{debug}");
+    run(&mut r, &["MULTI"]);
+    assert!(run(&mut r, &["DEBUG", "HELP"]).starts_with("-ERR DEBUG command not allowed."));
+    assert_eq!(
+        run(&mut r, &["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_test_commands = "no".into();
+    let coordis = builder.start_blocking().unwrap();
+    let mut c = RawClient::connect(coordis.addr()).unwrap();
+    for args in [
+        &["COORDIS.CLOCK", "HELP"][..],
+        &["COORDIS.CLOCK", "GET"],
+        &["COORDIS.SERVER", "HELP"],
+        &["COORDIS.FAULT", "HELP"],
+        &["COORDIS.FAULT", "LIST"],
+    ] {
+        let reply = run(&mut c, args);
+        assert!(
+            reply.starts_with(&format!("-ERR {} command not allowed.", args[0])),
+            "{args:?}: {reply}"
+        );
+    }
+    run(&mut c, &["MULTI"]);
+    assert!(run(&mut c, &["COORDIS.CLOCK", "GET"]).starts_with("-ERR COORDIS.CLOCK command not allowed."));
+    assert_eq!(
+        run(&mut c, &["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    // An unknown subcommand and a wrong arity are still answered first, as for DEBUG.
+    assert!(run(&mut c, &["COORDIS.CLOCK"]).starts_with("-ERR wrong number of arguments"));
+}
+
+#[test]
+fn a_scripts_commands_are_counted_and_every_error_once_as_in_redis() {
+    same_on_both(&[], |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        run(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        run(&mut c, &["SET", "s", "a"]);
+        run(
+            &mut c,
+            &[
+                "EVAL",
+                "redis.call('set', 'k', 'v'); return redis.call('get', 'k')",
+                "0",
+            ],
+        );
+        run(&mut c, &["EVAL", "return redis.call('incr', 's')", "0"]);
+        run(&mut c, &["EVAL", "return redis.pcall('incr', 's')", "0"]);
+        run(&mut c, &["EVAL", "redis.pcall('incr', 's'); return 1", "0"]);
+        run(&mut c, &["EVAL", "return redis.error_reply('MY bad')", "0"]);
+        run(&mut c, &["EVAL", "return redis.call('nosuch')", "0"]);
+        run(&mut c, &["EVAL", "return redis.call('get')", "0"]);
+        run(&mut c, &["MULTI"]);
+        run(&mut c, &["INCR", "s"]);
+        run(&mut c, &["SET", "t", "1"]);
+        run(&mut c, &["EXEC"]);
+        run(&mut c, &["NOSUCH"]);
+        let mut lines = info_lines(
+            &mut c,
+            "commandstats",
+            &["cmdstat_set", "cmdstat_get", "cmdstat_incr", "cmdstat_eval"],
+        );
+        // Redis lists commands in its dictionary's order.
+        lines.sort();
+        lines.extend(info_lines(&mut c, "errorstats", &["errorstat_"]));
+        lines.extend(info_lines(&mut c, "stats", &["total_error_replies"]));
+        // The slow log shows the script's own commands.
+        let slow = run(&mut c, &["SLOWLOG", "GET", "100"]);
+        let logged_set = slow.contains("$3\r\nset\r\n$1\r\nk\r\n");
+        (lines, logged_set)
+    });
+}
+
+#[test]
+fn the_dirty_counter_counts_changes_as_redis_does() {
+    same_on_both(&[], |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        let mut seen = vec![];
+        for args in [
+            &["SET", "a", "1"][..],
+            &["SET", "a", "1", "NX"],
+            &["GET", "a"],
+            &["MULTI"],
+            &["SET", "b", "2"],
+            &["SET", "c", "3"],
+            &["EXEC"],
+            &["EVAL", "redis.call('set', 'd', '4'); redis.call('set', 'e', '5')", "0"],
+        ] {
+            run(&mut c, args);
+            seen.push(coordis::testing::conformance::dirty(&mut c));
+        }
+        seen
+    });
+}
+
+#[test]
+fn settling_the_clock_honours_active_expiry_off_from_inside_a_command() {
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "local".into();
+    let server = builder.start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    run(&mut c, &["COORDIS.CLOCK", "FREEZE"]);
+    run(&mut c, &["SET", "k", "v", "PX", "100"]);
+    assert_eq!(run(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
+    run(&mut c, &["COORDIS.CLOCK", "ADVANCE", "1000"]);
+    // Not removed by the settle (active expiry is off): still counted by DBSIZE.
+    assert_eq!(run(&mut c, &["DBSIZE"]), ":1\r\n");
+    assert_eq!(run(&mut c, &["GET", "k"]), "$-1\r\n");
+    assert_eq!(run(&mut c, &["DBSIZE"]), ":0\r\n");
+}
+
+/// FUNCTION STATS while a function is busy answers at once with the running
+/// function (Redis flags it `allow_busy`); while a script is busy it is
+/// refused `-BUSY`. Compared with Redis, the duration masked.
+#[test]
+fn function_stats_answers_at_once_while_busy_as_in_redis() {
+    let Some(redis) = RedisServer::start(&["--busy-reply-threshold", "50"]).unwrap() else {
+        return;
+    };
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().busy_reply_threshold = 50;
+    let coordis = builder.start_blocking().unwrap();
+    let check = |addr: SocketAddr| {
+        let mut admin = RawClient::connect(addr).unwrap();
+        run(
+            &mut admin,
+            &["FUNCTION", "LOAD", "#!lua name=spin\nredis.register_function('spin', function() local t = redis.call('time')[1] + 0; while redis.call('time')[1] + 0 < t + 2 do end return 1 end)"],
+        );
+        let mut seen = vec![];
+        for (busy, stats_of) in [
+            (&["FCALL", "spin", "0"][..], "function"),
+            (
+                &[
+                    "EVAL",
+                    "local t = redis.call('time')[1] + 0; while redis.call('time')[1] + 0 < t + 2 do end return 1",
+                    "0",
+                ],
+                "script",
+            ),
+        ] {
+            let mut runner = RawClient::connect(addr).unwrap();
+            let raw: Vec<&[u8]> = busy.iter().map(|a| a.as_bytes()).collect();
+            runner.send(&RawClient::encode(&raw)).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            let started = std::time::Instant::now();
+            let stats = run(&mut admin, &["FUNCTION", "STATS"]);
+            assert!(
+                started.elapsed() < Duration::from_millis(500),
+                "FUNCTION STATS waited for the {stats_of}"
+            );
+            let masked: String = stats
+                .split("\r\n")
+                .map(|l| if l.starts_with(':') && l.len() > 2 { ":#" } else { l })
+                .collect::<Vec<_>>()
+                .join("\r\n");
+            seen.push(masked);
+            // The runner's own reply once its command ends.
+            seen.push(String::from_utf8(runner.read_reply().unwrap()).unwrap());
+        }
+        seen
+    };
+    assert_eq!(
+        check(coordis.addr()),
+        check(redis.addr()),
+        "coordis (left) and Redis (right)"
+    );
+}
