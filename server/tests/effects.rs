@@ -163,3 +163,78 @@ fn a_reader_waits_for_the_next_batch() {
     assert_eq!(units.len(), 1);
     assert_eq!(units[0].ops[0].args[0], "SET");
 }
+
+/// The core's shapes, compared with what a real Redis 7.0.15 sends its
+/// replicas for the same workload (deadlines normalised): SELECT placement,
+/// MULTI/EXEC around a transaction's and a script's effects, no effect for
+/// reads and no-ops, PUBLISH and FUNCTION forced or counted, FLUSHDB.
+#[test]
+fn the_feed_carries_what_redis_sends_its_replicas() {
+    use coordis::testing::{normalize_times, parse_commands, show_command, RedisServer, ReplicationCapture};
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let workload: &[&[&str]] = &[
+        &["SET", "a", "1"],
+        &["SET", "a", "1", "NX"],
+        &["SET", "k", "v", "EX", "100"],
+        &["SELECT", "1"],
+        &["SET", "one", "1"],
+        &["FLUSHDB"],
+        &["FLUSHDB"],
+        &["SELECT", "0"],
+        &["MULTI"],
+        &["SET", "b", "2"],
+        &["SET", "c", "3"],
+        &["EXEC"],
+        &["MULTI"],
+        &["SET", "d", "4"],
+        &["GET", "d"],
+        &["EXEC"],
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], '1'); redis.call('set', KEYS[2], '2')",
+            "2",
+            "e",
+            "f",
+        ],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "e"],
+        &["PUBLISH", "ch", "hi"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function('f', function() return 1 end)",
+        ],
+        &["FUNCTION", "DELETE", "lib"],
+        &["FUNCTION", "DELETE", "lib"],
+        &["GET", "a"],
+    ];
+    let run_all = |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        for args in workload {
+            c.command(args).unwrap();
+        }
+    };
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let mut capture = ReplicationCapture::start(redis.addr()).unwrap();
+    let around = now();
+    run_all(redis.addr());
+    let theirs = normalize_times(&capture.take().unwrap(), around + 100_000, 5_000);
+
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut feed = server.control().effects();
+    let around = now();
+    run_all(server.addr());
+    let ours = normalize_times(&parse_commands(&feed.try_bytes()), around + 100_000, 5_000);
+    let show = |cmds: &[Vec<Vec<u8>>]| cmds.iter().map(|c| show_command(c)).collect::<Vec<_>>();
+    assert_eq!(
+        show(&ours),
+        show(&theirs),
+        "coordis's feed (left) and Redis's stream (right)"
+    );
+}

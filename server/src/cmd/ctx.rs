@@ -85,10 +85,18 @@ impl Ctx<'_> {
     }
 
     /// The running command leaves its effect though it changed nothing
-    /// (Redis's `forceCommandPropagation`: PUBLISH, SCRIPT LOAD).
+    /// (Redis's `forceCommandPropagation`: FLUSHDB of an empty database).
     #[inline]
     pub fn force_propagation(&mut self) {
-        self.server.effects.force();
+        self.server.effects.force(false);
+    }
+
+    /// The running command leaves its effect for replicas only, though it
+    /// changed nothing (Redis's `forceCommandPropagation(c, PROPAGATE_REPL)`:
+    /// PUBLISH); an append-only file skips it ([`crate::exec::feed::Op::replicas_only`]).
+    #[inline]
+    pub fn force_propagation_to_replicas(&mut self) {
+        self.server.effects.force(true);
     }
 
     /// The client's selected database.

@@ -123,7 +123,10 @@ fn function_load(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let code = &args[args.len() - 1];
     match tri!(vm(ctx)).load_library(code, replace) {
-        Ok(name) => Reply::Bulk(Bytes::from(name)),
+        Ok(name) => {
+            ctx.dirty(1);
+            Reply::Bulk(Bytes::from(name))
+        }
         Err(e) => e,
     }
 }
@@ -188,6 +191,7 @@ fn function_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn function_delete(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
     if tri!(vm(ctx)).delete_library(&name) {
+        ctx.dirty(1);
         Reply::Ok
     } else {
         err(errors::LIBRARY_NOT_FOUND)
@@ -203,6 +207,7 @@ fn function_flush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::FUNCTION_FLUSH_MODE);
     }
     tri!(vm(ctx)).flush_functions();
+    ctx.dirty(1);
     Reply::Ok
 }
 
@@ -227,7 +232,10 @@ fn function_restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::DUMP_PAYLOAD_INVALID);
     };
     match tri!(vm(ctx)).restore_libraries(codes, policy) {
-        Ok(()) => Reply::Ok,
+        Ok(()) => {
+            ctx.dirty(1);
+            Reply::Ok
+        }
         Err(e) => e,
     }
 }

@@ -263,8 +263,12 @@ pub fn publish_expired(
     }
 }
 
+/// PUBLISH: delivered here, and to replicas (not the append-only file) as
+/// Redis forces it outside a cluster, so their subscribers hear it too.
 fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    Reply::Int(publish_to(ctx.server, Some(ctx.client), &args[1], &args[2], ctx.now) as i64)
+    let receivers = publish_to(ctx.server, Some(ctx.client), &args[1], &args[2], ctx.now);
+    ctx.force_propagation_to_replicas();
+    Reply::Int(receivers as i64)
 }
 
 fn pubsub_channels(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

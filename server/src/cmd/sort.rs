@@ -116,7 +116,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     };
     // A set's own order is not the same on another server: what is stored
     // or seen by a script is sorted ALPHA (Redis's rule, for replication).
-    if no_sort && is_set && (store.is_some() || ctx.from_script()) {
+    if no_sort && is_set && (store.is_some() || ctx.in_script()) {
         no_sort = false;
         alpha = true;
         by = None;

@@ -10,6 +10,16 @@
 //! `xgroup-setid`, `xgroup-destroy`, `xgroup-createconsumer`,
 //! `xgroup-delconsumer`.
 //!
+//! Dirty counts and effects are Redis's: XADD counts one and is replayed
+//! with its ID explicit; an approximate trim (`~`, XADD's or XTRIM's) is
+//! replayed as the exact trim it came to (`MAXLEN = <length>` or
+//! `MINID = <first ID>`); group reads and claims are replayed as the
+//! `XCLAIM ... FORCE JUSTID LASTID` of each entry delivered, claimed or
+//! dropped, `XGROUP SETID` when only the group's position moved, and
+//! `XGROUP CREATECONSUMER` for a NOACK reader's new consumer
+//! (`streamPropagateXCLAIM`, `streamPropagateGroupID`,
+//! `streamPropagateConsumerCreation`), never as themselves.
+//!
 //! XREAD and XREADGROUP with BLOCK wait through [`crate::blocking`]: the
 //! client blocks with `$` already resolved to the stream's last ID, and
 //! [`serve_read`] answers it once an XADD (or XGROUP DESTROY, for a group
@@ -17,7 +27,7 @@
 
 use bytes::Bytes;
 
-use super::args::{int, is};
+use super::args::{int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::blocking;
@@ -77,6 +87,13 @@ value_pickers!(Stream, Stream);
 const BLOCKED_DEFAULT_COUNT: usize = 1000;
 /// XAUTOCLAIM looks at up to COUNT × this many pending entries.
 const AUTOCLAIM_ATTEMPTS_FACTOR: i64 = 10;
+/// An approximate trim without LIMIT removes up to this many nodes' worth
+/// of entries (`100 * stream-node-max-entries`)...
+const TRIM_DEFAULT_NODES: u64 = 100;
+/// ...this many when that is 0...
+const TRIM_LIMIT_WHEN_UNSET: u64 = 10_000;
+/// ...and never more than this many (Redis's `streamParseAddOrTrimArgsOrReply`).
+const TRIM_LIMIT_MAX: u64 = 1_000_000;
 
 // ---- IDs -----------------------------------------------------------------
 
@@ -189,6 +206,9 @@ struct AddTrim {
     no_mkstream: bool,
     /// XADD's explicit ID, and whether its sequence was given (not `ms-*`).
     id: Option<(StreamId, bool)>,
+    /// Where the trim's threshold is (after `~` or `=`): an approximate
+    /// trim's effect rewrites it.
+    trim_at: usize,
     /// Where XADD's field-value pairs start.
     fields_at: usize,
 }
@@ -214,6 +234,7 @@ fn parse_add_trim(ctx: &Ctx, args: &[Bytes], xadd: bool) -> Result<AddTrim, Repl
                 i += 1;
             }
             let threshold = &args[i + 1];
+            out.trim_at = i + 1;
             out.trim = Some(if is(opt, "maxlen") {
                 let n = int(threshold)?;
                 if n < 0 {
@@ -253,9 +274,9 @@ fn parse_add_trim(ctx: &Ctx, args: &[Bytes], xadd: bool) -> Result<AddTrim, Repl
         Some(n) => n,
         None if out.approx => {
             let per_node = ctx.server.config.stream_node_max_entries as u64;
-            match per_node.saturating_mul(100) {
-                0 => 10_000,
-                n => n.min(10_000),
+            match per_node.saturating_mul(TRIM_DEFAULT_NODES) {
+                0 => TRIM_LIMIT_WHEN_UNSET,
+                n => n.min(TRIM_LIMIT_MAX),
             }
         }
         None => 0,
@@ -274,6 +295,27 @@ fn trim_key(ctx: &mut Ctx, key: &[u8], opts: &AddTrim) -> u64 {
         ctx.notify(notify::STREAM, "xtrim", key);
     }
     removed
+}
+
+/// The effect of a command that trimmed approximately (`~`): the same
+/// arguments with the trim exact at what it came to (`=` and the length
+/// for MAXLEN, the first ID, tombstones included, for MINID: Redis's
+/// `streamRewriteApproxSpecifier` / `streamRewriteTrimArgument`), and with
+/// `id` at `id_at` (XADD's generated ID).
+fn rewritten(ctx: &mut Ctx, args: &[Bytes], opts: &AddTrim, id: Option<(usize, StreamId)>) -> Option<Vec<Bytes>> {
+    let mut effect = args.to_vec();
+    if opts.approx {
+        let s = ctx.write_as(&args[1], pick_mut).ok()??;
+        effect[opts.trim_at - 1] = Bytes::from_static(b"=");
+        effect[opts.trim_at] = match opts.trim? {
+            Trim::MaxLen(_) => int_arg(s.len()),
+            Trim::MinId(_) => s.first_raw_id().to_bytes(),
+        };
+    }
+    if let Some((at, id)) = id {
+        effect[at] = id.to_bytes();
+    }
+    Some(effect)
 }
 
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
@@ -317,7 +359,16 @@ fn xadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     s.append(id, fields, limits);
     ctx.db().touch(key);
     ctx.notify(notify::STREAM, "xadd", key);
+    ctx.dirty(1);
     trim_key(ctx, key, &opts);
+    // `*` and `ms-*` are replayed as the ID they gave.
+    let generated = !matches!(opts.id, Some((_, true)));
+    if ctx.propagating() && (opts.approx || generated) {
+        let id_at = generated.then_some((opts.fields_at - 1, id));
+        if let Some(effect) = rewritten(ctx, args, &opts, id_at) {
+            ctx.propagate_as(|| effect);
+        }
+    }
     ctx.db().signal_ready(key);
     id_reply(id)
 }
@@ -331,6 +382,12 @@ fn xtrim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let removed = trim_key(ctx, &args[1], &opts);
     if removed > 0 {
         ctx.db().touch(&args[1]);
+        ctx.dirty(removed);
+        if opts.approx && ctx.propagating() {
+            if let Some(effect) = rewritten(ctx, args, &opts, None) {
+                ctx.propagate_as(|| effect);
+            }
+        }
     }
     Reply::Int(removed as i64)
 }
@@ -406,6 +463,7 @@ fn xdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if deleted > 0 {
         ctx.db().touch(&args[1]);
         ctx.notify(notify::STREAM, "xdel", &args[1]);
+        ctx.dirty(deleted as u64);
     }
     Reply::Int(deleted)
 }
@@ -452,6 +510,7 @@ fn xsetid(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         s.max_deleted = max_deleted;
     }
     // (Redis 7.0.15's XSETID does not touch WATCH.)
+    ctx.dirty(1);
     ctx.notify(notify::STREAM, "xsetid", &args[1]);
     Reply::Ok
 }
@@ -547,6 +606,9 @@ fn xreadgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn read(ctx: &mut Ctx, args: &[Bytes], group_cmd: bool) -> Reply {
+    // A group read's effects are the claims and positions it adds
+    // (`read_key`), never the read itself.
+    ctx.prevent_propagation();
     let read = tri!(parse_read(ctx, args, group_cmd));
     let keys = &args[read.streams_at..read.streams_at + read.streams];
     let id_args = &args[read.streams_at + read.streams..];
@@ -631,7 +693,27 @@ fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, waiter: bool) -
             return None;
         }
     }
-    touch_consumer(ctx, key, group, consumer, now);
+    if touch_consumer(ctx, key, group, consumer, now) {
+        ctx.dirty(1);
+        if read.noack {
+            // Without claims to carry it, the new consumer is its own effect.
+            ctx.also_propagate(|| {
+                vec![
+                    Bytes::from_static(b"XGROUP"),
+                    Bytes::from_static(b"CREATECONSUMER"),
+                    key.clone(),
+                    group.clone(),
+                    consumer.clone(),
+                ]
+            });
+        }
+    }
+    // Served at once: one change per stream (a served waiter counts only
+    // the consumer it made, as Redis's `serveClientsBlockedOnStreamKey`).
+    if !waiter {
+        ctx.dirty(1);
+    }
+    let propagating = ctx.propagating();
     let s = ctx.write_as(key, pick_mut).ok()??;
     let start = after.incr()?;
     if let From::After(_) = from {
@@ -643,15 +725,65 @@ fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, waiter: bool) -
         .map(|e| (e.id, entry_reply(e)))
         .collect();
     let mut out = Vec::with_capacity(entries.len());
+    let mut effects = vec![];
+    let mut moved = false;
     for (id, entry) in entries {
+        moved |= s.group(group).is_some_and(|g| id > g.last_id);
         s.advance_group(group, id);
         out.push(entry);
         if !read.noack {
             let g = s.group_mut(group)?;
             deliver(g, id, consumer, now);
+            if propagating {
+                let p = &g.pending[&id];
+                effects.push(xclaim_effect(key, group, id.to_bytes(), p, g.last_id));
+            }
         }
     }
+    if propagating && read.noack && moved {
+        // NOACK leaves no claims to carry the group's new position.
+        effects.push(setid_effect(key, group, s.group(group)?));
+    }
+    for effect in effects {
+        ctx.also_propagate(|| effect);
+    }
     Some(Reply::Array(out))
+}
+
+/// The effect of an entry delivered, claimed or dropped from a group's
+/// pending list (Redis's `streamPropagateXCLAIM`): replayed, it gives the
+/// pending entry this holder, time and count, and the group `last_id`.
+fn xclaim_effect(key: &Bytes, group: &Bytes, id: Bytes, p: &Pending, last_id: StreamId) -> Vec<Bytes> {
+    vec![
+        Bytes::from_static(b"XCLAIM"),
+        key.clone(),
+        group.clone(),
+        p.consumer.clone(),
+        Bytes::from_static(b"0"),
+        id,
+        Bytes::from_static(b"TIME"),
+        int_arg(p.delivered_at),
+        Bytes::from_static(b"RETRYCOUNT"),
+        int_arg(p.deliveries),
+        Bytes::from_static(b"FORCE"),
+        Bytes::from_static(b"JUSTID"),
+        Bytes::from_static(b"LASTID"),
+        last_id.to_bytes(),
+    ]
+}
+
+/// The effect of a group's position moving without a claim to carry it
+/// (Redis's `streamPropagateGroupID`); an unknown read counter is `-1`.
+fn setid_effect(key: &Bytes, name: &Bytes, g: &Group) -> Vec<Bytes> {
+    vec![
+        Bytes::from_static(b"XGROUP"),
+        Bytes::from_static(b"SETID"),
+        key.clone(),
+        name.clone(),
+        g.last_id.to_bytes(),
+        Bytes::from_static(b"ENTRIESREAD"),
+        g.entries_read.map_or(Bytes::from_static(b"-1"), int_arg),
+    ]
 }
 
 /// Records `id` as delivered to `consumer` now: a new pending entry, or one
@@ -698,14 +830,18 @@ fn history(s: &mut Stream, group: &[u8], consumer: &[u8], start: StreamId, count
         .collect()
 }
 
-/// Marks `consumer` of `group` seen now, creating it (with its event) if new.
-fn touch_consumer(ctx: &mut Ctx, key: &[u8], group: &[u8], consumer: &Bytes, now: u64) {
+/// Marks `consumer` of `group` seen now, creating it (with its event) if
+/// new: true then.
+fn touch_consumer(ctx: &mut Ctx, key: &[u8], group: &[u8], consumer: &Bytes, now: u64) -> bool {
     let Ok(Some(s)) = ctx.write_as(key, pick_mut) else {
-        return;
+        return false;
     };
-    let Some(g) = s.group_mut(group) else { return };
+    let Some(g) = s.group_mut(group) else { return false };
     match g.consumers.get_mut(consumer) {
-        Some(c) => c.seen_at = now,
+        Some(c) => {
+            c.seen_at = now;
+            false
+        }
         None => {
             g.consumers.insert(
                 consumer.clone(),
@@ -715,6 +851,7 @@ fn touch_consumer(ctx: &mut Ctx, key: &[u8], group: &[u8], consumer: &Bytes, now
                 },
             );
             ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+            true
         }
     }
 }
@@ -810,6 +947,7 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         if !s.add_group(name, Group::new(id, entries_read)) {
             return err(errors::BUSYGROUP);
         }
+        ctx.dirty(1);
         ctx.notify(notify::STREAM, "xgroup-create", key);
         return Reply::Ok;
     }
@@ -824,12 +962,14 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         let g = s.group_mut(name).expect("checked above");
         g.last_id = id;
         g.entries_read = entries_read;
+        ctx.dirty(1);
         ctx.notify(notify::STREAM, "xgroup-setid", key);
         Reply::Ok
     } else if is(sub, "destroy") {
         if !s.remove_group(name) {
             return Reply::Int(0);
         }
+        ctx.dirty(1);
         ctx.notify(notify::STREAM, "xgroup-destroy", key);
         // Readers blocked on the group get -NOGROUP.
         ctx.db().signal_ready(key);
@@ -846,6 +986,7 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 pending: Default::default(),
             },
         );
+        ctx.dirty(1);
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
         Reply::Int(1)
     } else if is(sub, "delconsumer") {
@@ -856,6 +997,7 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         for id in &c.pending {
             g.pending.remove(id);
         }
+        ctx.dirty(1);
         ctx.notify(notify::STREAM, "xgroup-delconsumer", key);
         Reply::Int(c.pending.len() as i64)
     } else {
@@ -908,6 +1050,7 @@ fn xack(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             acked += 1;
         }
     }
+    ctx.dirty(acked as u64);
     Reply::Int(acked)
 }
 
@@ -1025,9 +1168,10 @@ fn claim(g: &mut Group, id: StreamId, to: &Claim) -> bool {
 }
 
 /// The claimed entries (or their IDs, JUSTID), after a consumer made by the
-/// claim is announced. (Group changes do not touch WATCH, as in Redis.)
+/// claim is announced (and counted). (Group changes do not touch WATCH, as in Redis.)
 fn claimed_replies(ctx: &mut Ctx, key: &Bytes, ids: &[StreamId], justid: bool, created: bool) -> Vec<Reply> {
     if created {
+        ctx.dirty(1);
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
     }
     let Ok(Some(s)) = ctx.write_as(key, pick_mut) else {
@@ -1100,19 +1244,33 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Some(t) if (0..=now).contains(&t) => t as u64,
         _ => now as u64,
     };
+    let propagating = ctx.propagating();
     let Ok(Some(s)) = ctx.write_as(key, pick_mut) else {
         return Reply::Array(vec![]);
     };
     let mut created = false;
     let mut out = vec![];
+    // Each change is replayed as an XCLAIM naming the ID as given; a LASTID
+    // that moved the group, with nothing claimed to carry it, as XGROUP SETID.
+    let mut effects = vec![];
+    let mut changes = 0u64;
     {
         let exists: Vec<bool> = ids.iter().map(|&id| s.get(id).is_some()).collect();
         let g = s.group_mut(name).expect("checked above");
+        let mut moved = false;
         if last_id > g.last_id {
             g.last_id = last_id;
+            moved = true;
         }
-        for (&id, exists) in ids.iter().zip(exists) {
+        for ((&id, exists), id_arg) in ids.iter().zip(exists).zip(&args[5..]) {
             if !exists {
+                if let Some(p) = g.pending.get(&id) {
+                    if propagating {
+                        effects.push(xclaim_effect(key, name, id_arg.clone(), p, g.last_id));
+                    }
+                    changes += 1;
+                    moved = false;
+                }
                 forget(g, id);
                 continue;
             }
@@ -1145,7 +1303,23 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             };
             created |= claim(g, id, &to);
             out.push(id);
+            if propagating {
+                effects.push(xclaim_effect(key, name, id_arg.clone(), &g.pending[&id], g.last_id));
+            }
+            changes += 1;
+            moved = false;
         }
+        if moved {
+            if propagating {
+                effects.push(setid_effect(key, name, g));
+            }
+            changes += 1;
+        }
+    }
+    ctx.dirty(changes);
+    ctx.prevent_propagation();
+    for effect in effects {
+        ctx.also_propagate(|| effect);
     }
     Reply::Array(claimed_replies(ctx, key, &out, justid, created))
 }
@@ -1177,6 +1351,7 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return errors::nogroup_key(key, name);
     }
     let now = ctx.now;
+    let propagating = ctx.propagating();
     let Ok(Some(s)) = ctx.write_as(key, pick_mut) else {
         return Reply::Array(vec![]);
     };
@@ -1190,11 +1365,18 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let (mut claimed, mut deleted) = (vec![], vec![]);
     let mut created = false;
     let mut next = 0;
+    // Each claim and each dropped entry is a change, replayed as an XCLAIM.
+    let mut effects = vec![];
+    let mut changes = 0u64;
     while attempts > 0 && count > 0 && next < pending.len() {
         attempts -= 1;
         let id = pending[next];
         next += 1;
         if !exists[next - 1] {
+            if propagating {
+                effects.push(xclaim_effect(key, name, id.to_bytes(), &g.pending[&id], g.last_id));
+            }
+            changes += 1;
             forget(g, id);
             deleted.push(id);
             count -= 1;
@@ -1213,7 +1395,16 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         };
         created |= claim(g, id, &to);
         claimed.push(id);
+        if propagating {
+            effects.push(xclaim_effect(key, name, id.to_bytes(), &g.pending[&id], g.last_id));
+        }
+        changes += 1;
         count -= 1;
+    }
+    ctx.dirty(changes);
+    ctx.prevent_propagation();
+    for effect in effects {
+        ctx.also_propagate(|| effect);
     }
     let cursor = pending.get(next).copied().unwrap_or(StreamId::ZERO);
     let claimed = claimed_replies(ctx, key, &claimed, justid, created);

@@ -1,12 +1,19 @@
 //! Sorted-set commands, following Redis 7.0's `t_zset.c` argument by argument.
+//!
+//! Dirty counts and effects are Redis's: ZADD counts members added and
+//! updated, removals count members removed, a STORE counts one (storing, or
+//! deleting a destination that existed); ZMPOP and the blocking pops are
+//! replayed as ZPOPMIN/ZPOPMAX (with the count popped, except BZPOPMIN and
+//! BZPOPMAX), and a blocked client served later adds that pop as its effect.
 
 use bytes::Bytes;
 
-use super::args::{int, is};
+use super::args::{int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::blocking::{self, Serve};
 use crate::errors::{self, err};
+use crate::exec::Caller;
 use crate::notify;
 use crate::protocol::Reply;
 use crate::store::num;
@@ -124,10 +131,12 @@ fn store(ctx: &mut Ctx, dst: &Bytes, z: ZSet, event: &str) -> Reply {
     if z.is_empty() {
         if ctx.db().remove(dst).is_some() {
             ctx.notify(notify::GENERIC, "del", dst);
+            ctx.dirty(1);
         }
     } else {
         ctx.db().insert(dst, Value::ZSet(Box::new(z)), 0);
         ctx.notify(notify::ZSET, event, dst);
+        ctx.dirty(1);
     }
     Reply::Int(len)
 }
@@ -280,9 +289,11 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
             }
             AddOutcome::Unchanged(s) => last = Some(s),
             AddOutcome::Skipped => {}
+            // Redis counts nothing when it stops here (INCR's single pair).
             AddOutcome::Nan => return err(errors::NAN_SCORE),
         }
     }
+    ctx.dirty(added as u64 + updated as u64);
     if added + updated > 0 {
         ctx.db().touch(key);
         ctx.notify(notify::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
@@ -335,6 +346,7 @@ fn zrem(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     let removed = args[2..].iter().filter(|m| z.remove(m)).count();
     if removed > 0 {
+        ctx.dirty(removed as u64);
         ctx.db().touch(&args[1]);
         ctx.notify(notify::ZSET, "zrem", &args[1]);
     }
@@ -597,6 +609,7 @@ fn zremrange_generic(ctx: &mut Ctx, args: &[Bytes], kind: RangeKind) -> Reply {
         Bounds::Lex(r) => z.remove_lex_range(&r),
     };
     if removed > 0 {
+        ctx.dirty(removed as u64);
         ctx.db().touch(&args[1]);
         let event = match kind {
             RangeKind::Rank => "zremrangebyrank",
@@ -664,6 +677,7 @@ fn pop_ends(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, 
         }
     }
     if !popped.is_empty() {
+        ctx.dirty(popped.len() as u64);
         ctx.db().touch(key);
         ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
     }
@@ -688,6 +702,8 @@ fn parse_mpop(args: &[Bytes], first: usize) -> Result<(std::ops::Range<usize>, b
 /// sorted set at `key`.
 fn mpop_from(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Reply {
     let popped = pop_ends(ctx, key, max, count);
+    let n = popped.len();
+    pop_effect(ctx, || vec![pop_name(max), key.clone(), int_arg(n)]);
     Reply::Array(vec![
         Reply::Bulk(key.clone()),
         Reply::Array(
@@ -697,6 +713,23 @@ fn mpop_from(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Reply {
                 .collect(),
         ),
     ])
+}
+
+/// ZPOPMIN or ZPOPMAX: what every pop is replayed as.
+fn pop_name(max: bool) -> Bytes {
+    Bytes::from_static(if max { b"ZPOPMAX" } else { b"ZPOPMIN" })
+}
+
+/// A ZMPOP's or blocking pop's effect: the command's own when it pops now
+/// (Redis's `rewriteClientCommandVector`), an added one for a blocked client
+/// served later (`alsoPropagate` in `serveClientsBlockedOnSortedSetKey`: the
+/// blocking command is never an effect).
+fn pop_effect(ctx: &mut Ctx, build: impl FnOnce() -> Vec<Bytes>) {
+    if ctx.caller == Caller::Waiter {
+        ctx.also_propagate(build);
+    } else {
+        ctx.propagate_as(build);
+    }
 }
 
 /// Whether `key` holds a sorted set a blocking pop can take from now
@@ -745,6 +778,7 @@ fn serve_bzpop(ctx: &mut Ctx, key: &Bytes, max: bool) -> Option<Reply> {
         return None;
     }
     let (member, score) = pop_ends(ctx, key, max, 1).pop()?;
+    pop_effect(ctx, || vec![pop_name(max), key.clone()]);
     Some(Reply::Array(vec![
         Reply::Bulk(key.clone()),
         Reply::Bulk(member),

@@ -33,6 +33,9 @@ use crate::cmd::{flags, CommandSpec};
 pub struct Op {
     pub db: usize,
     pub args: Vec<Bytes>,
+    /// For replicas, not for the append-only file (PUBLISH: Redis forces
+    /// it to replicas only).
+    pub replicas_only: bool,
 }
 
 /// The effects of one execution unit, in order.
@@ -55,8 +58,9 @@ pub(crate) struct Frame {
     /// The handler asked for no effect of its own (`preventCommandPropagation`).
     prevented: bool,
     /// The handler asked for its effect whatever the dirty counter says
-    /// (`forceCommandPropagation`).
-    forced: bool,
+    /// (`forceCommandPropagation`): `Some(true)` for replicas only
+    /// (`PROPAGATE_REPL`, PUBLISH), `Some(false)` for every reader.
+    forced: Option<bool>,
 }
 
 /// Effects being recorded, and the readers they go to.
@@ -105,9 +109,13 @@ impl Effects {
         if self.readers.is_empty() {
             return;
         }
-        if (dirty > 0 || frame.forced) && !frame.prevented && !spec.has(flags::NO_PROPAGATE) {
+        if (dirty > 0 || frame.forced.is_some()) && !frame.prevented && !spec.has(flags::NO_PROPAGATE) {
             let args = frame.own.unwrap_or_else(|| args.to_vec());
-            self.unit.push(Op { db, args });
+            self.unit.push(Op {
+                db,
+                args,
+                replicas_only: dirty == 0 && frame.forced == Some(true),
+            });
         }
         if spec.has(flags::TOUCHES_ARBITRARY_KEYS) {
             self.unwrapped = true;
@@ -130,16 +138,21 @@ impl Effects {
         self.frame.prevented = true;
     }
 
-    /// The running command leaves its effect even if it changed nothing
-    /// (PUBLISH, SCRIPT LOAD, FUNCTION LOAD reach replicas as Redis's do).
-    pub(crate) fn force(&mut self) {
-        self.frame.forced = true;
+    /// The running command leaves its effect even if it changed nothing;
+    /// `replicas_only`: for replicas, not the append-only file (PUBLISH).
+    pub(crate) fn force(&mut self, replicas_only: bool) {
+        let both = self.frame.forced == Some(false);
+        self.frame.forced = Some(replicas_only && !both);
     }
 
     /// Adds an effect before the running command's own.
     pub(crate) fn also_propagate(&mut self, db: usize, args: Vec<Bytes>) {
         if self.active() {
-            self.unit.push(Op { db, args });
+            self.unit.push(Op {
+                db,
+                args,
+                replicas_only: false,
+            });
         }
     }
 
@@ -159,7 +172,11 @@ impl Effects {
     pub(crate) fn record_alone(&mut self, db: usize, args: Vec<Bytes>) {
         if self.active() {
             self.closed.push(Unit {
-                ops: vec![Op { db, args }],
+                ops: vec![Op {
+                    db,
+                    args,
+                    replicas_only: false,
+                }],
                 unwrapped: true,
             });
         }
@@ -270,6 +287,7 @@ mod tests {
         Op {
             db,
             args: args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect(),
+            replicas_only: false,
         }
     }
 

@@ -567,6 +567,13 @@ impl Stream {
         }
     }
 
+    /// The first entry's ID, deleted or not (the first node's first ID;
+    /// the greatest ID when empty): Redis's `streamGetEdgeID` with
+    /// tombstones, what a trim's effect names as its MINID.
+    pub fn first_raw_id(&self) -> StreamId {
+        self.nodes.first_key_value().map_or(StreamId::MAX, |(id, _)| *id)
+    }
+
     /// The entry with `id`, if live.
     pub fn get(&self, id: StreamId) -> Option<Entry<'_>> {
         self.range(id, id).next()
