@@ -1,38 +1,43 @@
 //! The effects of the string and bitmap writes (`ServerControl::effects`),
-//! as a replica of Redis 7.0.15 receives them for the same commands.
+//! compared with what a real Redis 7.0.15 sends its replicas for the same
+//! commands.
 //!
-//! Every expected stream here was taken from a real Redis 7.0.15's
-//! replication stream (`redis-cli --replica` attached to a `redis-server`
-//! that ran the same commands); deadlines are exact because coordis runs on
-//! a frozen clock at [`T0`]. What the rules come to: relative expiries are
-//! replayed as absolute deadlines (`SET ... PXAT`, `PEXPIREAT`), GETSET as
-//! SET, GETDEL and a GETEX whose deadline has passed as DEL (UNLINK under
-//! the lazy-free directives), INCRBYFLOAT as `SET key result KEEPTTL`, and
-//! a write that changed nothing (SETNX of an existing key, SETBIT to the
-//! same value, BITFIELD writing what was there, SETRANGE of nothing, BITOP
-//! of nothing over a missing key) leaves nothing.
+//! Each workload runs twice: on an embedded coordis on a frozen clock at
+//! [`T0`], whose feed must be exactly the expected stream (deadlines
+//! exact), and on a `redis-server` with a [`ReplicationCapture`] attached,
+//! whose stream must equal coordis's once the deadlines near each run's
+//! moment are masked ([`normalize_times`]). Without redis-server only the
+//! first half runs (the expected streams were read from Redis's with
+//! `redis-cli --replica`), unless `COORDIS_REQUIRE_REDIS=1`.
+//!
+//! What the rules come to: relative expiries are replayed as absolute
+//! deadlines (`SET ... PXAT`, `PEXPIREAT`), GETSET as SET, GETDEL and a
+//! GETEX whose deadline has passed as DEL (UNLINK under the lazy-free
+//! directives), INCRBYFLOAT as `SET key result KEEPTTL`, and a write that
+//! changed nothing (SETNX of an existing key, SETBIT to the same value,
+//! BITFIELD writing what was there, SETRANGE of nothing, BITOP of nothing
+//! over a missing key) leaves nothing.
 
-use coordis::testing::RawClient;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-/// A fixed start for the frozen test clock, so deadlines are exact.
+use coordis::testing::{normalize_times, parse_commands, RawClient, RedisServer, ReplicationCapture, StreamCommand};
+
+/// A fixed start for coordis's frozen test clock, so deadlines are exact.
 const T0: u64 = 1_900_000_000_000;
 
-/// A server on a frozen clock at [`T0`], a client, and a reader of its feed.
-fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
-    let server = coordis::Server::builder().start_blocking().unwrap();
-    let clock = server.clock().unwrap();
-    clock.freeze();
-    clock.set_ms(T0);
-    let feed = server.control().effects();
-    let client = RawClient::connect(server.addr()).unwrap();
-    (server, client, feed)
+/// How far from the run's moment a deadline in these workloads may be (the
+/// longest relative expiry is 100 s): such times are masked when the two
+/// streams are compared.
+const DEADLINE_SPAN_MS: u64 = 200_000;
+
+/// A command of a workload: space-separated words, `""` for an empty one.
+fn words(line: &str) -> Vec<&str> {
+    line.split(' ').map(|w| if w == "\"\"" { "" } else { w }).collect()
 }
 
-/// The stream's commands, one per line, arguments space-separated.
-fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
-    let bytes = feed.try_bytes();
-    parse(&bytes)
-        .into_iter()
+/// A stream as lines, arguments space-separated.
+fn lines(cmds: &[StreamCommand]) -> Vec<String> {
+    cmds.iter()
         .map(|args| {
             args.iter()
                 .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -42,36 +47,41 @@ fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
         .collect()
 }
 
-/// The RESP arrays of bulk strings in `bytes`.
-fn parse(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
-    fn line<'a>(bytes: &mut &'a [u8]) -> &'a [u8] {
-        let end = bytes.windows(2).position(|w| w == b"\r\n").expect("a CRLF");
-        let (head, rest) = bytes.split_at(end);
-        *bytes = &rest[2..];
-        head
-    }
-    let mut commands = Vec::new();
-    while !bytes.is_empty() {
-        let head = line(&mut bytes);
-        assert_eq!(head[0], b'*', "an array");
-        let n: usize = std::str::from_utf8(&head[1..]).unwrap().parse().unwrap();
-        let mut args = Vec::with_capacity(n);
-        for _ in 0..n {
-            let len: usize = std::str::from_utf8(&line(&mut bytes)[1..]).unwrap().parse().unwrap();
-            args.push(bytes[..len].to_vec());
-            bytes = &bytes[len + 2..];
-        }
-        commands.push(args);
-    }
-    commands
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
-/// Runs each command (space-separated words; none has a space inside).
-fn run_all(c: &mut RawClient, lines: &[&str]) {
-    for line in lines {
-        let args: Vec<&str> = line.split(' ').collect();
-        c.command(&args).unwrap();
+/// Runs `workload` on coordis and asserts its feed is `expected`; then on a
+/// real Redis, and asserts the two streams are equal (times masked).
+fn check(workload: &[&str], expected: &[String]) {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    clock.set_ms(T0);
+    let mut feed = server.control().effects();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    for line in workload {
+        c.command(&words(line)).unwrap();
     }
+    let ours = parse_commands(&feed.try_bytes());
+    assert_eq!(lines(&ours), expected, "coordis's feed");
+
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let mut capture = ReplicationCapture::start(redis.addr()).unwrap();
+    let mut r = RawClient::connect(redis.addr()).unwrap();
+    let before = now_ms();
+    for line in workload {
+        r.command(&words(line)).unwrap();
+    }
+    let theirs = capture.take().unwrap();
+    let elapsed = now_ms() - before;
+    assert_eq!(
+        lines(&normalize_times(&ours, T0, DEADLINE_SPAN_MS)),
+        lines(&normalize_times(&theirs, before, DEADLINE_SPAN_MS + elapsed)),
+        "coordis's feed against Redis's replication stream"
+    );
 }
 
 /// `T0 + ms`, as the stream writes an absolute deadline.
@@ -79,11 +89,14 @@ fn at(ms: u64) -> String {
     (T0 + ms).to_string()
 }
 
+/// Lines as owned strings (the expected streams without deadlines).
+fn owned(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|l| l.to_string()).collect()
+}
+
 #[test]
 fn set_relatives_leave_set_or_nothing() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
+    check(
         &[
             "SETNX a 1",
             "SETNX a 2",
@@ -98,10 +111,7 @@ fn set_relatives_leave_set_or_nothing() {
             "SET x y XX GET",
             "SET x y GET NX KEEPTTL",
         ],
-    );
-    assert_eq!(
-        commands(&mut feed),
-        [
+        &[
             "SELECT 0".to_string(),
             "SETNX a 1".into(),
             format!("SET b v PXAT {}", at(100_000)),
@@ -111,15 +121,13 @@ fn set_relatives_leave_set_or_nothing() {
             "MSET m1 1 m2 2".into(),
             "MSETNX m3 3 m4 4".into(),
             "SET x y NX KEEPTTL".into(),
-        ]
+        ],
     );
 }
 
 #[test]
 fn getdel_and_getex_become_del_pexpireat_or_persist() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
+    check(
         &[
             "SET g v",
             "GETEX g",
@@ -136,10 +144,7 @@ fn getdel_and_getex_become_del_pexpireat_or_persist() {
             "GETDEL d",
             "GETDEL d",
         ],
-    );
-    assert_eq!(
-        commands(&mut feed),
-        [
+        &[
             "SELECT 0".to_string(),
             "SET g v".into(),
             format!("PEXPIREAT g {}", at(100_000)),
@@ -149,15 +154,13 @@ fn getdel_and_getex_become_del_pexpireat_or_persist() {
             "DEL g".into(),
             "SET d v".into(),
             "DEL d".into(),
-        ]
+        ],
     );
 }
 
 #[test]
 fn lazy_free_directives_turn_the_deletions_into_unlink() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
+    check(
         &[
             "CONFIG SET lazyfree-lazy-user-del yes",
             "CONFIG SET lazyfree-lazy-expire yes",
@@ -166,18 +169,13 @@ fn lazy_free_directives_turn_the_deletions_into_unlink() {
             "SET u v",
             "GETEX u PXAT 1",
         ],
-    );
-    assert_eq!(
-        commands(&mut feed),
-        ["SELECT 0", "SET u v", "UNLINK u", "SET u v", "UNLINK u"]
+        &owned(&["SELECT 0", "SET u v", "UNLINK u", "SET u v", "UNLINK u"]),
     );
 }
 
 #[test]
 fn counters_leave_themselves_and_incrbyfloat_leaves_set_keepttl() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
+    check(
         &[
             "INCR i",
             "DECR i",
@@ -191,10 +189,7 @@ fn counters_leave_themselves_and_incrbyfloat_leaves_set_keepttl() {
             "SET j 5",
             "INCRBYFLOAT j 1e2",
         ],
-    );
-    assert_eq!(
-        commands(&mut feed),
-        [
+        &owned(&[
             "SELECT 0",
             "INCR i",
             "DECR i",
@@ -204,30 +199,28 @@ fn counters_leave_themselves_and_incrbyfloat_leaves_set_keepttl() {
             "SET f 1.5 KEEPTTL",
             "SET j 5",
             "SET j 105 KEEPTTL",
-        ]
+        ]),
     );
 }
 
 #[test]
 fn append_counts_even_nothing_and_setrange_of_nothing_leaves_nothing() {
-    let (_server, mut c, mut feed) = setup();
-    c.command(&["APPEND", "ap", ""]).unwrap();
-    c.command(&["APPEND", "ap", "x"]).unwrap();
-    c.command(&["SETRANGE", "sr", "0", ""]).unwrap();
-    c.command(&["SETRANGE", "sr", "2", "ab"]).unwrap();
-    c.command(&["SETRANGE", "sr", "0", ""]).unwrap();
-    c.command(&["SETRANGE", "sr", "-1", "ab"]).unwrap();
-    assert_eq!(
-        commands(&mut feed),
-        ["SELECT 0", "APPEND ap ", "APPEND ap x", "SETRANGE sr 2 ab"]
+    check(
+        &[
+            r#"APPEND ap """#,
+            "APPEND ap x",
+            r#"SETRANGE sr 0 """#,
+            "SETRANGE sr 2 ab",
+            r#"SETRANGE sr 0 """#,
+            "SETRANGE sr -1 ab",
+        ],
+        &owned(&["SELECT 0", "APPEND ap ", "APPEND ap x", "SETRANGE sr 2 ab"]),
     );
 }
 
 #[test]
 fn bit_writes_leave_an_effect_only_when_a_bit_changed_or_the_string_grew() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
+    check(
         &[
             "SETBIT sb 3 1",
             "SETBIT sb 3 1",
@@ -248,10 +241,7 @@ fn bit_writes_leave_an_effect_only_when_a_bit_changed_or_the_string_grew() {
             "BITOP AND dst nosuch",
             "BITOP AND dst nosuch",
         ],
-    );
-    assert_eq!(
-        commands(&mut feed),
-        [
+        &owned(&[
             "SELECT 0",
             "SETBIT sb 3 1",
             "SETBIT sb 3 0",
@@ -261,15 +251,13 @@ fn bit_writes_leave_an_effect_only_when_a_bit_changed_or_the_string_grew() {
             "BITFIELD bf OVERFLOW SAT INCRBY u8 0 300",
             "BITOP OR dst sb nosuch",
             "BITOP AND dst nosuch",
-        ]
+        ]),
     );
 }
 
 #[test]
 fn a_transaction_of_rewritten_string_writes_is_wrapped() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
+    check(
         &[
             "MULTI",
             "SET q 1",
@@ -278,16 +266,13 @@ fn a_transaction_of_rewritten_string_writes_is_wrapped() {
             "SETNX q 0",
             "EXEC",
         ],
-    );
-    assert_eq!(
-        commands(&mut feed),
-        [
+        &[
             "SELECT 0".to_string(),
             "MULTI".into(),
             "SET q 1".into(),
             "SET q 3.5 KEEPTTL".into(),
             format!("PEXPIREAT q {}", at(5_000)),
             "EXEC".into(),
-        ]
+        ],
     );
 }
