@@ -5,6 +5,13 @@
 //! past the end grows the string with zero bytes (up to
 //! `proto-max-bulk-len`), and BITFIELD's overflow rules (WRAP, SAT, FAIL)
 //! are ported from Redis's.
+//!
+//! The writes count their changes as `bitops.c` does, and their own
+//! arguments are their effects: SETBIT when it created or grew the string or
+//! flipped the bit, BITFIELD once per write that created or grew the string
+//! or changed its field (when FAIL refused every write, the string it created
+//! or grew counts nothing, as in Redis), BITOP when it stored or deleted its
+//! target.
 
 use bytes::Bytes;
 
@@ -109,19 +116,25 @@ fn setbit(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let existed = current.is_some();
     let mut bytes = current.map(|b| b.to_vec()).unwrap_or_default();
     let byte = (offset >> 3) as usize;
+    // Created or grown: a change whatever the bit was.
+    let grown = !existed || bytes.len() <= byte;
     if bytes.len() <= byte {
         bytes.resize(byte + 1, 0);
     }
     let mask = 1u8 << (7 - (offset & 7));
-    let old = (bytes[byte] & mask != 0) as i64;
+    let old = bytes[byte] & mask != 0;
+    if !grown && old == on {
+        return Reply::Int(old as i64);
+    }
     if on {
         bytes[byte] |= mask;
     } else {
         bytes[byte] &= !mask;
     }
     store(ctx, key, bytes, existed);
+    ctx.dirty(1);
     ctx.notify(notify::STRING, "setbit", key);
-    Reply::Int(old)
+    Reply::Int(old as i64)
 }
 
 fn getbit(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -246,11 +259,13 @@ fn bitop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let dst = &args[2];
     if result.is_empty() {
         if ctx.db().remove(dst).is_some() {
+            ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", dst);
         }
         return Reply::Int(0);
     }
     ctx.db().insert(dst, Value::Str(Bytes::from(result)), 0);
+    ctx.dirty(1);
     ctx.notify(notify::STRING, "set", dst);
     Reply::Int(len as i64)
 }
@@ -326,9 +341,6 @@ fn parse_ops(ctx: &Ctx, args: &[Bytes], read_only: bool) -> Result<Vec<FieldOp>,
         let op = if arity == 2 {
             Op::Get
         } else {
-            if read_only {
-                return Err(err(errors::BITFIELD_RO_ONLY_GET));
-            }
             let n = int(&args[i + 3])?;
             if is(word, "set") {
                 Op::Set(n)
@@ -344,6 +356,10 @@ fn parse_ops(ctx: &Ctx, args: &[Bytes], read_only: bool) -> Result<Vec<FieldOp>,
             overflow,
         });
         i += 1 + arity;
+    }
+    // Refused only once every operation parsed, as Redis does.
+    if read_only && ops.iter().any(|o| !matches!(o.op, Op::Get)) {
+        return Err(err(errors::BITFIELD_RO_ONLY_GET));
     }
     Ok(ops)
 }
@@ -445,6 +461,9 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     };
     let existed = current.is_some();
     let mut bytes = current.map(|b| b.to_vec()).unwrap_or_default();
+    // Created or grown: every write counts as a change (Redis's `dirty`
+    // from `lookupStringForBitCommand`).
+    let mut grown = writes && !existed;
     if writes {
         // Redis grows the string to the furthest field written, once, first.
         let needed = ops
@@ -455,10 +474,12 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
             .unwrap_or(0);
         if bytes.len() < needed {
             bytes.resize(needed, 0);
+            grown = true;
         }
     }
     let mut replies = Vec::with_capacity(ops.len());
-    let mut changed = false;
+    // Writes that created or grew the string or changed their field.
+    let mut changes = 0;
     for o in &ops {
         let raw = get_field(&bytes, o.offset, o.bits);
         let (incr, old_reply) = match o.op {
@@ -485,8 +506,13 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
         };
         match stored {
             Some((value, reply)) => {
+                // Compared as stored (the field's bits), as Redis compares
+                // the old and new values of the field.
+                let width_mask = if o.bits == 64 { u64::MAX } else { (1u64 << o.bits) - 1 };
+                if grown || raw != value & width_mask {
+                    changes += 1;
+                }
                 set_field(&mut bytes, o.offset, o.bits, value);
-                changed = true;
                 replies.push(Reply::Int(reply));
             }
             None => replies.push(Reply::Nil),
@@ -496,7 +522,8 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
         // Stored even when FAIL refused every write: Redis has created or
         // grown the string already.
         store(ctx, key, bytes, existed);
-        if changed {
+        if changes > 0 {
+            ctx.dirty(changes);
             ctx.notify(notify::STRING, "setbit", key);
         }
     }

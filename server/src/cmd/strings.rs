@@ -1,4 +1,10 @@
 //! String commands: SET and its relatives, GET family, counters, ranges.
+//!
+//! Every write counts its changes where Redis 7.0.15's `t_string.c` raises
+//! `server.dirty` (a write that changed nothing leaves no effect), and
+//! leaves the effect Redis replicates: relative expiries as `SET ... PXAT`
+//! or `PEXPIREAT`, GETSET as SET, GETDEL as DEL, GETEX as PEXPIREAT,
+//! PERSIST or DEL, INCRBYFLOAT as `SET key result KEEPTTL`.
 
 use bytes::{Bytes, BytesMut};
 
@@ -192,15 +198,38 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
+/// The directive that makes GETDEL's deletion lazy (replayed as UNLINK).
+const LAZY_USER_DEL: &str = "lazyfree-lazy-user-del";
+/// The directive that makes the deletion of a key whose new deadline has
+/// passed lazy (GETEX EXAT/PXAT in the past, replayed as UNLINK).
+const LAZY_EXPIRE: &str = "lazyfree-lazy-expire";
+
+/// What a deleted key is replayed as: UNLINK when the lazy-free `directive`
+/// that governs the deletion is on, DEL otherwise (as Redis's `shared.unlink`
+/// / `shared.del` choice).
+fn deletion(ctx: &Ctx, directive: &str) -> Bytes {
+    let lazy = ctx
+        .server
+        .config
+        .ignored
+        .get(directive)
+        .is_some_and(|v| v.eq_ignore_ascii_case("yes"));
+    Bytes::from_static(if lazy { b"UNLINK" } else { b"DEL" })
+}
+
+/// Stores `value` under `key` with deadline `expire_at` (0: none) and counts
+/// one change (Redis's `setKey` and `server.dirty++`).
 fn set_plain(ctx: &mut Ctx, key: &Bytes, value: &Bytes, expire_at: u64) {
     ctx.db()
         .insert(key, Value::Str(crate::store::db::owned(value)), expire_at);
+    ctx.dirty(1);
     ctx.notify(notify::STRING, "set", key);
     if expire_at != 0 {
         ctx.notify(notify::GENERIC, "expire", key);
     }
 }
 
+/// SETNX: its own arguments are its effect, only when it set the key.
 fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
     if ctx.db().contains(&args[1], now) {
@@ -210,9 +239,19 @@ fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int(1)
 }
 
+/// SETEX and PSETEX: replayed as `SET key value PXAT <deadline>`.
 fn setex_generic(ctx: &mut Ctx, args: &[Bytes], unit: ExpireUnit, name: &str) -> Reply {
     let at = tri!(deadline(ctx.now, &args[2], unit, name));
     set_plain(ctx, &args[1], &args[3], at);
+    ctx.propagate_as(|| {
+        vec![
+            Bytes::from_static(b"SET"),
+            args[1].clone(),
+            args[3].clone(),
+            Bytes::from_static(b"PXAT"),
+            int_arg(at),
+        ]
+    });
     Reply::Ok
 }
 
@@ -224,16 +263,23 @@ fn psetex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     setex_generic(ctx, args, ExpireUnit::Millis, "psetex")
 }
 
+/// GETSET: replayed as `SET key value`.
 fn getset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let old = tri!(ctx.get_str(&args[1]));
     set_plain(ctx, &args[1], &args[2], 0);
+    ctx.propagate_as(|| vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone()]);
     old.map_or(Reply::Nil, Reply::Bulk)
 }
 
+/// GETDEL: replayed as `DEL key` (UNLINK under `lazyfree-lazy-user-del`),
+/// only when there was a key to delete.
 fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match tri!(ctx.get_str(&args[1])) {
         Some(v) => {
             ctx.db().remove(&args[1]);
+            ctx.dirty(1);
+            let del = deletion(ctx, LAZY_USER_DEL);
+            ctx.propagate_as(|| vec![del, args[1].clone()]);
             ctx.notify(notify::GENERIC, "del", &args[1]);
             Reply::Bulk(v)
         }
@@ -243,7 +289,10 @@ fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// GETEX: the options' syntax is checked first, then the key is looked up
 /// (a missing key answers nil whatever the expiry says), then the expiry's
-/// value, as Redis does.
+/// value, as Redis does. Never replayed as itself: a deadline already past
+/// is `DEL key` (UNLINK under `lazyfree-lazy-expire`), another deadline
+/// `PEXPIREAT key <ms>`, PERSIST of a key with a deadline `PERSIST key`;
+/// anything else changed nothing.
 fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let opts = tri!(SetOptions::parse(&args[2..], true));
     let Some(value) = tri!(ctx.get_str(&args[1])) else {
@@ -254,22 +303,34 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         None => None,
     };
     let now = ctx.now;
-    let db = ctx.db();
-    let event = match expire_at {
+    let key = &args[1];
+    // The event, the effect's command, and its deadline argument.
+    let (event, effect, at) = match expire_at {
         Some(at) if at <= now => {
-            db.remove(&args[1]);
-            Some("del")
+            ctx.db().remove(key);
+            ("del", deletion(ctx, LAZY_EXPIRE), None)
         }
         Some(at) => {
-            db.set_expire(&args[1], at);
-            Some("expire")
+            ctx.db().set_expire(key, at);
+            ("expire", Bytes::from_static(b"PEXPIREAT"), Some(at))
         }
-        None if opts.persist => db.set_expire(&args[1], 0).then_some("persist"),
-        None => None,
+        None if opts.persist => {
+            let has_deadline = ctx.db().lookup(key, now).is_some_and(|e| e.expire_at != 0);
+            if !has_deadline {
+                return Reply::Bulk(value);
+            }
+            ctx.db().set_expire(key, 0);
+            ("persist", Bytes::from_static(b"PERSIST"), None)
+        }
+        None => return Reply::Bulk(value),
     };
-    if let Some(event) = event {
-        ctx.notify(notify::GENERIC, event, &args[1]);
-    }
+    ctx.dirty(1);
+    ctx.propagate_as(|| {
+        let mut args = vec![effect, key.clone()];
+        args.extend(at.map(int_arg));
+        args
+    });
+    ctx.notify(notify::GENERIC, event, key);
     Reply::Bulk(value)
 }
 
@@ -339,6 +400,7 @@ fn incr_by(ctx: &mut Ctx, key: &Bytes, by: i64) -> Reply {
     if !ctx.db().overwrite_str(key, text) {
         ctx.db().replace_value(key, Value::Str(Bytes::copy_from_slice(text)));
     }
+    ctx.dirty(1);
     ctx.notify(notify::STRING, "incrby", key);
     Reply::Int(new)
 }
@@ -364,12 +426,23 @@ fn decrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     incr_by(ctx, &args[1], -by)
 }
 
+/// INCRBYFLOAT: replayed as `SET key <result> KEEPTTL`, so float precision
+/// and formatting cannot make a replica differ.
 fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let current = tri!(ctx.get_str_for_write(&args[1]));
     match num::incr_by_float(current.as_deref(), &args[2]) {
         FloatIncr::Ok(text) => {
             let text = Bytes::from(text);
             ctx.db().replace_value(&args[1], Value::Str(text.clone()));
+            ctx.dirty(1);
+            ctx.propagate_as(|| {
+                vec![
+                    Bytes::from_static(b"SET"),
+                    args[1].clone(),
+                    text.clone(),
+                    Bytes::from_static(b"KEEPTTL"),
+                ]
+            });
             ctx.notify(notify::STRING, "incrbyfloat", &args[1]);
             Reply::Bulk(text)
         }
@@ -400,6 +473,8 @@ fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     let len = new.len() as i64;
     ctx.db().replace_value(&args[1], Value::Str(new));
+    // Counted even when nothing was appended, as Redis does.
+    ctx.dirty(1);
     ctx.notify(notify::STRING, "append", &args[1]);
     Reply::Int(len)
 }
@@ -455,6 +530,7 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     buf[offset..offset + value.len()].copy_from_slice(value);
     let len = buf.len() as i64;
     ctx.db().replace_value(&args[1], Value::Str(buf.freeze()));
+    ctx.dirty(1);
     ctx.notify(notify::STRING, "setrange", &args[1]);
     Reply::Int(len)
 }
