@@ -346,28 +346,6 @@ fn fallback(spec: &CommandSpec, specs: &'static [KeySpec], args: &[Bytes]) -> Ve
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every command row with keys has its key specs, and the table is in
-    /// name order (it is searched by halves).
-    #[test]
-    fn every_command_with_keys_has_its_row() {
-        assert!(KEY_SPECS.windows(2).all(|w| w[0].0 < w[1].0), "KEY_SPECS out of order");
-        let rows = crate::cmd::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
-        for c in rows {
-            let keyed = c.keys.0 > 0 || c.has(crate::cmd::flags::MOVABLEKEYS);
-            assert_eq!(
-                keyed,
-                !of(c.name).is_empty(),
-                "{}: key specs (regenerate with scripts/keyspecs.py)",
-                c.name
-            );
-        }
-    }
-}
-
 /// Where the keys of a command are, by argument position, as the command's
 /// own key finder sees them (fault rules match these; COMMAND GETKEYS uses
 /// the key specs, [`keyspecs`], and falls back to this as Redis does): the
@@ -429,4 +407,26 @@ pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
             .filter(|&i| i < n)
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command row with keys has its key specs, and the table is in
+    /// name order (it is searched by halves).
+    #[test]
+    fn every_command_with_keys_has_its_row() {
+        assert!(KEY_SPECS.windows(2).all(|w| w[0].0 < w[1].0), "KEY_SPECS out of order");
+        let rows = crate::cmd::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
+        for c in rows {
+            let keyed = c.keys.0 > 0 || c.has(crate::cmd::flags::MOVABLEKEYS);
+            assert_eq!(
+                keyed,
+                !of(c.name).is_empty(),
+                "{}: key specs (regenerate with scripts/keyspecs.py)",
+                c.name
+            );
+        }
+    }
 }
