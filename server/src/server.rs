@@ -761,43 +761,42 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-/// Enables TCP keepalive probes every `secs` seconds (0: leave off).
+/// Enables TCP keepalive probes as Redis's `anetKeepAlive` sets them: the
+/// first after `secs` seconds idle, then every `secs / 3` (at least 1),
+/// three unanswered closing the connection (0: leave off). A refusal is
+/// logged; the connection goes on without.
 fn set_keepalive(socket: &TcpStream, secs: u64) {
     if secs == 0 {
         return;
     }
-    use std::os::fd::AsRawFd;
-    let fd = socket.as_raw_fd();
-    let on: libc::c_int = 1;
-    let idle = secs.min(i32::MAX as u64) as libc::c_int;
-    // SAFETY: setsockopt on a valid, open socket with correctly sized options.
-    unsafe {
-        let sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_KEEPALIVE,
-            &on as *const _ as *const libc::c_void,
-            sz,
-        );
+    let idle = Duration::from_secs(secs.min(i32::MAX as u64));
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval((idle / 3).max(Duration::from_secs(1)));
+    #[cfg(any(target_os = "linux", target_os = "macos", target_os = "freebsd"))]
+    let keepalive = keepalive.with_retries(3);
+    if let Err(e) = socket2::SockRef::from(socket).set_tcp_keepalive(&keepalive) {
+        tracing::debug!("tcp-keepalive {secs}: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keepalive_is_set_as_redis_sets_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        set_keepalive(&accepted, 30);
+        let socket = socket2::SockRef::from(&accepted);
+        assert!(socket.keepalive().unwrap());
         #[cfg(target_os = "linux")]
         {
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_KEEPIDLE,
-                &idle as *const _ as *const libc::c_void,
-                sz,
-            );
-            let intvl: libc::c_int = (idle / 3).max(1);
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_KEEPINTVL,
-                &intvl as *const _ as *const libc::c_void,
-                sz,
-            );
+            assert_eq!(socket.tcp_keepalive_time().unwrap(), Duration::from_secs(30));
+            assert_eq!(socket.tcp_keepalive_interval().unwrap(), Duration::from_secs(10));
+            assert_eq!(socket.tcp_keepalive_retries().unwrap(), 3);
         }
     }
-    let _ = idle;
 }

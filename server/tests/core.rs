@@ -277,3 +277,19 @@ fn function_stats_answers_at_once_while_busy_as_in_redis() {
         "coordis (left) and Redis (right)"
     );
 }
+
+/// INFO memory asked from inside a script reports the VM's memory, as
+/// Redis does (the VM is in use then).
+#[test]
+fn info_from_inside_a_script_reports_the_vms_memory() {
+    same_on_both(&[], |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        let info = run(&mut c, &["EVAL", "return redis.call('info', 'memory')", "0"]);
+        let lua: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory_lua:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        lua > 0
+    });
+}

@@ -1059,7 +1059,16 @@ pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
 /// frees synchronously, so those fields are zero; it does not account for
 /// client buffers (`mem_clients_normal` is 0).
 fn memory_section(ctx: &mut Ctx) -> String {
-    let lua = ctx.scripting.as_ref().map_or(0, |l| l.used_memory()) as u64;
+    // Inside a script the VM is in use: its size as of the script's call.
+    let lua = match ctx.scripting.as_ref() {
+        Some(vm) => vm.used_memory() as u64,
+        None => ctx
+            .server
+            .shared
+            .script
+            .lua_memory
+            .load(std::sync::atomic::Ordering::Relaxed),
+    };
     let (functions, libraries) = ctx.scripting.as_ref().map_or((0, 0), |l| {
         let libraries = l.libraries();
         (libraries.function_count(), libraries.len())

@@ -90,8 +90,7 @@ pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         subscribed_resp2: ctx.view.subscribed_resp2,
         local: ctx.view.local,
         guards: &ctx.guards,
-        busy: Some(busy),
-        script: Some(ctx.script),
+        busy: Some(ctx.script),
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {

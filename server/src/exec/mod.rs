@@ -119,10 +119,9 @@ pub(crate) struct Facts<'a> {
     pub local: bool,
     /// The settings that let protected commands in.
     pub guards: &'a Guards,
-    /// The `-BUSY` refusal while a script or function is busy (only on the
-    /// connection side: the engine is not busy while it admits).
-    pub busy: Option<fn(&crate::lua::ScriptState) -> Reply>,
-    pub script: Option<&'a crate::lua::ScriptState>,
+    /// The script or function that is busy (only on the connection side:
+    /// the engine is not busy while it admits); `-BUSY` names it.
+    pub busy: Option<&'a crate::lua::ScriptState>,
 }
 
 impl Facts<'static> {
@@ -140,7 +139,6 @@ impl Facts<'static> {
             test: Allow::No,
         },
         busy: None,
-        script: None,
     };
 }
 
@@ -214,7 +212,7 @@ pub(crate) enum Verdict {
     /// Queue it: the client is in MULTI (answer `+QUEUED`).
     Queue(&'static CommandSpec),
     /// Refused with this reply (Redis's `rejectCommand`): inside MULTI the
-    /// transaction is doomed; a refused EXEC ends it ([`Verdict::Refused::exec`]).
+    /// transaction is doomed; a refused EXEC ends it ([`refusal`]).
     Refused {
         spec: Option<&'static CommandSpec>,
         reply: Reply,
@@ -308,9 +306,9 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
         // (-LOADING while loading goes here.)
         // 6. A busy script or function: only ALLOW_BUSY commands.
-        if let (Some(busy), Some(script)) = (facts.busy, facts.script) {
+        if let Some(script) = facts.busy {
             if !spec.has(flags::ALLOW_BUSY) {
-                return refuse(Some(spec), busy(script));
+                return refuse(Some(spec), busy::busy(script));
             }
         }
     }
@@ -390,7 +388,6 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         local: client.addr.ip().is_loopback(),
         guards: &guards,
         busy: None,
-        script: None,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {

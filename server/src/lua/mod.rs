@@ -59,6 +59,10 @@ pub struct ScriptState {
     run_started_us: AtomicU64,
     /// Script run time (ms) at which the hook next leaves the tokio worker.
     next_detach_ms: AtomicU64,
+    /// The VM's bytes when the running script last called a command: what
+    /// INFO memory reports as `used_memory_lua` when asked from inside a
+    /// script (the VM itself is in use then).
+    pub lua_memory: AtomicU64,
 }
 
 /// Microseconds on a monotonic clock (for script run time, not key expiry).
@@ -96,6 +100,8 @@ struct Bridge {
     resp: Arc<AtomicU8>,
     /// To lift the memory limit while a reply is pushed.
     lua: Lua,
+    /// Where the VM's memory is noted before each command it calls.
+    state: Arc<ScriptState>,
 }
 
 impl ScriptState {
@@ -271,6 +277,7 @@ impl Scripting {
             current: CurrentDispatch::default(),
             resp,
             lua: vm.lua.clone(),
+            state: state.clone(),
         });
         install_call(&vm.lua, &vm.redis, &bridge)?;
         install_hook(&vm.lua, &state)?;
@@ -626,6 +633,10 @@ unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _unlimited = Unlimited::new(&bridge.lua);
         let args = convert::raw::command_args(state)?;
+        bridge
+            .state
+            .lua_memory
+            .store(bridge.lua.used_memory() as u64, Ordering::Relaxed);
         match bridge.current.with(|d| d(&args)) {
             None => Err(crate::errors::CALL_OUTSIDE_SCRIPT),
             Some(Reply::Error(text)) => {
