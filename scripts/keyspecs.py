@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerates the key-spec table of server/src/cmd/keyspecs.rs from Redis
-7.0.15's COMMAND INFO, for every command and subcommand coordis lists.
+"""Regenerates the two tables of server/src/cmd/keyspecs.rs from Redis
+7.0.15's COMMAND INFO, for every command and subcommand coordis lists:
+KEY_SPECS (each spec's notes, flags, begin_search and find_keys, in
+Redis's order) and TIPS (the command tips, for rows that have any).
 
     redis-server --port 7777 --save '' --daemonize yes
     coordis-server --port 7779 &
-    python3 scripts/keyspecs.py > /tmp/table.rs   # paste over the table
+    python3 scripts/keyspecs.py > /tmp/table.rs   # paste over both tables
 
 Ports: REDIS_PORT (7777) and COORDIS_PORT (7779).
 """
@@ -34,14 +36,26 @@ class R:
             if n < 0: return None
             return [self.read() for _ in range(n)]
         raise Exception(l)
+def rust_str(text):
+    """`text` as a Rust string literal."""
+    out = []
+    for ch in text:
+        if ch in '"\\': out.append("\\" + ch)
+        elif ch == "\n": out.append("\\n")
+        elif ch == "\t": out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7f: out.append("\\u{%x}" % ord(ch))
+        else: out.append(ch)
+    return '"' + "".join(out) + '"'
 def q(port, args):
     s = conn(port); send(s, [a.encode() for a in args]); r = R(s).read(); s.close(); return r
 names = q(int(os.environ.get('COORDIS_PORT', 7779)), ["COMMAND", "LIST"])
 rows = []
+tips = []
 for name in sorted(names):
     if name.startswith("coordis."): continue
     info = q(int(os.environ.get('REDIS_PORT', 7777)), ["COMMAND", "INFO", name])[0]
     if info is None: continue
+    if info[7]: tips.append((name, info[7]))
     specs = info[8]
     out = []
     for spec in specs:
@@ -52,13 +66,13 @@ for name in sorted(names):
         bspec = dict(zip(bs["spec"][::2], bs["spec"][1::2])) if isinstance(bs["spec"], list) else {}
         fspec = dict(zip(fk["spec"][::2], fk["spec"][1::2])) if isinstance(fk["spec"], list) else {}
         if bs["type"] == "index": b = "Begin::Index(%d)" % bspec["index"]
-        elif bs["type"] == "keyword": b = 'Begin::Keyword(%r, %d)' % (bspec["keyword"], bspec["startfrom"])
+        elif bs["type"] == "keyword": b = 'Begin::Keyword(%s, %d)' % (rust_str(bspec["keyword"]), bspec["startfrom"])
         else: b = "Begin::Unknown"
         if fk["type"] == "range": f = "Find::Range { lastkey: %d, step: %d, limit: %d }" % (fspec["lastkey"], fspec["keystep"], fspec["limit"])
         elif fk["type"] == "keynum": f = "Find::Keynum { index: %d, first: %d, step: %d }" % (fspec["keynumidx"], fspec["firstkey"], fspec["keystep"])
         else: f = "Find::Unknown"
         notes = d.get("notes")
-        out.append((flags, b.replace("'", '"'), f, notes))
+        out.append((flags, b, f, notes))
     rows.append((name, out))
 print("#[rustfmt::skip]")
 print("static KEY_SPECS: &[(&str, &[KeySpec])] = &[")
@@ -67,6 +81,13 @@ for name, specs in rows:
     parts = []
     for flags, b, f, notes in specs:
         fl = ", ".join('"%s"' % x for x in flags)
-        parts.append("KeySpec { flags: &[%s], begin: %s, find: %s }" % (fl, b, f))
+        n = "Some(%s)" % rust_str(notes) if notes is not None else "None"
+        parts.append("KeySpec { notes: %s, flags: &[%s], begin: %s, find: %s }" % (n, fl, b, f))
     print('    ("%s", &[%s]),' % (name, ", ".join(parts)))
+print("];")
+print()
+print("#[rustfmt::skip]")
+print("static TIPS: &[(&str, &[&str])] = &[")
+for name, these in tips:
+    print('    ("%s", &[%s]),' % (name, ", ".join(rust_str(t) for t in these)))
 print("];")

@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::args::{db_index, is};
 use super::flags::*;
+use super::keyspecs::{self, Begin, Find, KeySpec};
 use super::{acl, CommandSpec, Ctx};
 use crate::blocking;
 use crate::config::{Effect, SetError};
@@ -534,10 +535,17 @@ fn command(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Array(super::all().map(command_info).collect())
 }
 
-/// One COMMAND INFO entry in Redis 7's ten-field shape (without key specs,
-/// tips and argument docs), subcommands included.
+/// One COMMAND INFO entry in Redis 7's ten-field shape, its tips and key
+/// specs from [`keyspecs`]'s tables, subcommands included.
 fn command_info(c: &CommandSpec) -> Reply {
     let names = |it: &mut dyn Iterator<Item = &'static str>| it.map(Reply::status).collect::<Vec<_>>();
+    // Redis answers an empty set for a command without subcommands and an
+    // array of them otherwise (they differ in RESP3).
+    let subcommands = if c.subcommands.is_empty() {
+        Reply::Set(vec![])
+    } else {
+        Reply::Array(c.subcommands.iter().map(command_info).collect())
+    };
     Reply::Array(vec![
         Reply::bulk(c.name),
         Reply::Int(c.arity as i64),
@@ -546,10 +554,51 @@ fn command_info(c: &CommandSpec) -> Reply {
         Reply::Int(c.keys.1 as i64),
         Reply::Int(c.keys.2 as i64),
         Reply::Set(names(&mut c.categories())),
-        Reply::Set(vec![]),
-        Reply::Array(vec![]),
-        Reply::Array(c.subcommands.iter().map(command_info).collect()),
+        Reply::Set(keyspecs::tips(c.name).iter().map(|t| Reply::bulk(*t)).collect()),
+        Reply::Set(keyspecs::of(c.name).iter().map(key_spec_info).collect()),
+        subcommands,
     ])
+}
+
+/// A key spec as COMMAND INFO shows it (Redis's `addReplyCommandKeySpecs`):
+/// its notes when it has any, its flags, and where and how it finds keys,
+/// each a `type` with its `spec` map.
+fn key_spec_info(spec: &KeySpec) -> Reply {
+    let field = |name: &'static str, value: Reply| (Reply::bulk(name), value);
+    let int = |name: &'static str, n: i32| field(name, Reply::Int(n as i64));
+    let search = |kind: &'static str, spec: Vec<(Reply, Reply)>| {
+        Reply::Map(vec![field("type", Reply::bulk(kind)), field("spec", Reply::Map(spec))])
+    };
+    let begin = match spec.begin {
+        Begin::Index(at) => search("index", vec![int("index", at)]),
+        Begin::Keyword(word, from) => search(
+            "keyword",
+            vec![field("keyword", Reply::bulk(word)), int("startfrom", from)],
+        ),
+        Begin::Unknown => search("unknown", vec![]),
+    };
+    let find = match spec.find {
+        Find::Range { lastkey, step, limit } => search(
+            "range",
+            vec![int("lastkey", lastkey), int("keystep", step), int("limit", limit)],
+        ),
+        Find::Keynum { index, first, step } => search(
+            "keynum",
+            vec![int("keynumidx", index), int("firstkey", first), int("keystep", step)],
+        ),
+        Find::Unknown => search("unknown", vec![]),
+    };
+    let mut fields = vec![];
+    if let Some(notes) = spec.notes {
+        fields.push(field("notes", Reply::bulk(notes)));
+    }
+    fields.push(field(
+        "flags",
+        Reply::Set(spec.flags.iter().map(|f| Reply::status(f)).collect()),
+    ));
+    fields.push(field("begin_search", begin));
+    fields.push(field("find_keys", find));
+    Reply::Map(fields)
 }
 
 fn command_count(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
