@@ -293,3 +293,35 @@ fn info_from_inside_a_script_reports_the_vms_memory() {
         lua > 0
     });
 }
+
+/// While a script is busy, a protected command its setting refuses is
+/// refused for that (not `-BUSY`): the busy answers go through the same
+/// admission, in Redis's order.
+#[test]
+fn a_protected_command_is_refused_for_its_setting_while_busy_as_in_redis() {
+    let Some(redis) = RedisServer::start(&["--busy-reply-threshold", "50", "--enable-debug-command", "no"]).unwrap()
+    else {
+        return;
+    };
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().busy_reply_threshold = 50;
+    builder.config_mut().enable_debug_command = "no".into();
+    let coordis = builder.start_blocking().unwrap();
+    let check = |addr: SocketAddr| {
+        let mut runner = RawClient::connect(addr).unwrap();
+        let body = "local t = redis.call('time')[1] + 0; while redis.call('time')[1] + 0 < t + 2 do end return 1";
+        runner
+            .send(&RawClient::encode(&[b"EVAL", body.as_bytes(), b"0"]))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut c = RawClient::connect(addr).unwrap();
+        let replies = [run(&mut c, &["DEBUG", "HELP"]), run(&mut c, &["GET", "k"])];
+        runner.read_reply().unwrap();
+        replies.map(|r| r.split(". ").next().unwrap_or_default().to_string())
+    };
+    assert_eq!(
+        check(coordis.addr()),
+        check(redis.addr()),
+        "coordis (left) and Redis (right)"
+    );
+}
