@@ -4,7 +4,7 @@
 //! the call returns: every key due by the new time has expired, in deadline
 //! order, with its `expired` event, and every blocked client whose timeout
 //! passed has its reply. A test never sleeps after it. (The same controls
-//! over the wire are `COORDIS.CLOCK`, `cmd/control.rs`.)
+//! over the wire are `COORDIS.CLOCK`, `cmd/coordis.rs`.)
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -18,13 +18,13 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::clients::{ClientState, Clients, CloseSignal};
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::errors;
 use crate::exec::busy::{ClientView, TxChange};
 use crate::exec::Caller;
 use crate::lua::Scripting;
+use crate::net::clients::{ClientState, Clients, CloseSignal};
 use crate::protocol::Reply;
 use crate::state::{Rates, ServerState, Shared, Stats};
 use crate::store::{Clock, Db};
@@ -39,7 +39,7 @@ pub struct BatchEnd {
     /// Close the connection after writing the replies (QUIT, CLIENT KILL, protocol error).
     pub close: bool,
     /// The last command blocked the client: its connection waits for the
-    /// reply ([`crate::blocking`]) before it runs the requests left.
+    /// reply ([`crate::blocked`]) before it runs the requests left.
     pub blocked: bool,
     /// What fault rules do to this batch's replies (a delay, slicing).
     pub reply_fault: crate::faults::ReplyFault,
@@ -134,9 +134,9 @@ impl Engine {
             return None;
         }
         let now = self.state.clock.now_ms();
-        crate::blocking::expire(&mut self.dbs, &mut self.state, now);
+        crate::blocked::expire(&mut self.dbs, &mut self.state, now);
         self.state.effects.flush();
-        crate::blocking::next_deadline(&self.state.blocking)
+        crate::blocked::next_deadline(&self.state.blocking)
     }
 
     /// Ends client `id`'s wait without another client: a blocking command is
@@ -149,10 +149,10 @@ impl Engine {
         let postponed = client.blocked.as_ref().is_some_and(|b| b.is_postponed());
         if postponed {
             self.state.clients.put_back(client);
-            crate::blocking::unpause(&mut self.dbs, &mut self.state);
+            crate::blocked::unpause(&mut self.dbs, &mut self.state);
             return;
         }
-        crate::blocking::unblock(&mut self.dbs, &mut self.state.blocking, &mut client, false);
+        crate::blocked::unblock(&mut self.dbs, &mut self.state.blocking, &mut client, false);
         self.state.clients.put_back(client);
     }
 
@@ -250,7 +250,7 @@ impl Engine {
 
     pub fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(id) {
-            crate::blocking::release(&mut self.dbs, &mut self.state.blocking, &mut client);
+            crate::blocked::release(&mut self.dbs, &mut self.state.blocking, &mut client);
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
             self.state.pubsub.forget(&mut client);
             self.state.monitors.retain(|&m| m != id);
@@ -405,8 +405,8 @@ impl Engine {
     pub fn run_internal(&mut self, db: usize, args: &[Bytes]) -> Reply {
         use std::net::{Ipv4Addr, SocketAddr};
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let signal = Arc::new(crate::clients::ConnSignal::default());
-        let outbox = crate::clients::Outbox::new(signal.clone());
+        let signal = Arc::new(crate::net::clients::ConnSignal::default());
+        let outbox = crate::net::clients::Outbox::new(signal.clone());
         let now = self.state.clock.now_ms();
         let mut client = ClientState::new(0, addr, addr, now, signal, outbox);
         client.db = db.min(self.dbs.len() - 1);
@@ -451,7 +451,7 @@ pub(crate) fn remove_faults(dbs: &mut [Db], state: &mut ServerState, id: Option<
         }
     };
     if !state.faults.hangs() {
-        crate::blocking::release_hung(dbs, state);
+        crate::blocked::release_hung(dbs, state);
     }
     removed
 }
@@ -502,7 +502,7 @@ fn settle_state(dbs: &mut [Db], state: &mut ServerState, current: Option<&mut Cl
         return;
     }
     let now = state.clock.now_ms();
-    crate::blocking::expire(dbs, state, now);
+    crate::blocked::expire(dbs, state, now);
     let mut current = current;
     while active_expire_step(dbs, state, current.as_deref_mut(), EXPIRE_STEP_KEYS) {}
     close_idle_clients(state);
@@ -517,7 +517,7 @@ fn active_expire_step(
     current: Option<&mut ClientState>,
     budget: usize,
 ) -> bool {
-    if !state.active_expire || !crate::blocking::expiry_allowed(state) || state.shared.is_frozen() {
+    if !state.active_expire || !crate::blocked::expiry_allowed(state) || state.shared.is_frozen() {
         return false;
     }
     let now = state.clock.now_ms();
@@ -566,7 +566,7 @@ mod tests {
     use std::net::SocketAddr;
 
     use super::*;
-    use crate::clients::{ConnSignal, Outbox};
+    use crate::net::clients::{ConnSignal, Outbox};
     use crate::store::SystemClock;
 
     fn client(id: u64) -> ClientState {

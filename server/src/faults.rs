@@ -22,8 +22,8 @@
 
 use bytes::Bytes;
 
-use crate::clients::ClientState;
 use crate::cmd::CommandSpec;
+use crate::net::clients::ClientState;
 use crate::store::glob;
 
 /// What a firing rule does to the command.

@@ -41,21 +41,25 @@
 //! crate's own:
 //!
 //! - `protocol`: RESP request parsing and reply encoding.
+//! - `exec`: the execution core: admission (`processCommand`), the one
+//!   `call()` around every handler, the answers while a script is busy,
+//!   the effects feed.
 //! - `cmd`: the command table and one module per command family.
 //! - `store`: databases, values, expiry, the clock.
-//! - `engine`: the keyspace and server state, and running a batch of commands.
-//! - `blocking`: clients blocked in BLPOP and friends: per-key queues, serving, timeouts.
+//! - `engine`: the keyspace and server state behind one lock, and running a
+//!   batch of commands; `state`: the server-wide state and counters.
+//! - `blocked`: clients blocked in BLPOP and friends: per-key queues, serving, timeouts.
 //! - `faults`: fault rules (errors, lost requests and replies, hangs, delays) per command, key and client.
-//! - `control`: the test clock's handle ([`ServerClock`]); `cmd/control.rs` is the same over the wire.
+//! - `control`: the test-control plane's Rust handles ([`ServerClock`],
+//!   [`ServerControl`]); `cmd/coordis.rs` is the same over the wire.
 //! - `lua`: the Lua 5.1 VM for EVAL, its sandbox and conversions.
-//! - `server`: listeners, connections, shutdown; `clients`: per-connection state.
+//! - `net`: listeners, connections, shutdown; `net/clients.rs`: per-connection state.
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
 //! - `notify`: keyspace notification classes.
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 
-mod blocking;
-mod clients;
+mod blocked;
 mod cmd;
 mod config;
 mod control;
@@ -64,10 +68,10 @@ mod errors;
 mod exec;
 mod faults;
 mod lua;
+mod net;
 mod notify;
 mod process;
 mod protocol;
-mod server;
 mod state;
 mod store;
 #[cfg(feature = "testing")]
@@ -94,7 +98,7 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use clients::CloseSignal;
+use net::clients::CloseSignal;
 /// The version coordis reports (HELLO, INFO, Lua's `redis.REDIS_VERSION`):
 /// the Redis version whose behaviour it follows, byte for byte.
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -103,7 +107,7 @@ pub use config::Config;
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
-pub use server::{DRAIN_DEADLINE, SCRIPT_STOP_GRACE};
+pub use net::{DRAIN_DEADLINE, SCRIPT_STOP_GRACE};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 
 /// Settings for an embedded server. Defaults: 127.0.0.1, port 0 (a free
@@ -246,7 +250,7 @@ impl Builder {
                 }
             };
             runtime.block_on(async move {
-                match server::bind(self.config, self.clock, signal.clone()).await {
+                match net::bind(self.config, self.clock, signal.clone()).await {
                     Ok(bound) => {
                         let _ = ready_tx.send(Ok((bound.addr, bound.engine.clone())));
                         bound.serve(signal).await;
@@ -258,7 +262,7 @@ impl Builder {
             });
             // The drain has had its deadline: a worker still inside a script
             // that never returns is left behind, not waited for.
-            runtime.shutdown_timeout(server::SCRIPT_STOP_GRACE);
+            runtime.shutdown_timeout(net::SCRIPT_STOP_GRACE);
         })?;
         Ok((ready_rx, shutdown, thread))
     }
@@ -269,7 +273,7 @@ impl Builder {
     /// build yours with it to serve many busy connections in turn.
     pub async fn serve(self, stop: impl Future<Output = ()>, on_ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
         let shutdown = Arc::new(CloseSignal::default());
-        let bound = server::bind(self.config, self.clock, shutdown.clone()).await?;
+        let bound = net::bind(self.config, self.clock, shutdown.clone()).await?;
         on_ready(bound.addr);
         let serving = tokio::spawn(bound.serve(shutdown.clone()));
         tokio::select! {

@@ -8,10 +8,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::clients::Clients;
 use crate::cmd;
 use crate::config::Config;
 use crate::lua::ScriptState;
+use crate::net::clients::Clients;
 use crate::store::Clock;
 
 /// Server counters reported by INFO.
@@ -91,7 +91,7 @@ pub struct Shared {
     /// The running script's start, kill flag and busy threshold.
     pub script: Arc<ScriptState>,
     /// Wakes the server's timer task when a client blocks with a deadline
-    /// earlier than any before ([`crate::blocking`]).
+    /// earlier than any before ([`crate::blocked`]).
     pub block_timer: tokio::sync::Notify,
     /// A stop-the-world pause from the test-control plane
     /// ([`crate::Server::pause`]): no connection runs a batch, nothing
@@ -205,7 +205,7 @@ pub struct ServerState {
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).
-    pub blocking: crate::blocking::Blocking,
+    pub blocking: crate::blocked::Blocking,
     /// Fault rules of the test-control plane ([`crate::faults`]).
     pub faults: crate::faults::Faults,
     /// Set by a test (`COORDIS.SERVER SEED`, `ServerControl::seed_random`):

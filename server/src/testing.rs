@@ -450,7 +450,7 @@ pub struct LocalEngine {
     engine: crate::engine::Engine,
     requests: std::collections::VecDeque<Vec<bytes::Bytes>>,
     /// Each client's outbox: where the reply to a blocking command lands.
-    outboxes: std::collections::HashMap<u64, std::sync::Arc<crate::clients::Outbox>>,
+    outboxes: std::collections::HashMap<u64, std::sync::Arc<crate::net::clients::Outbox>>,
     /// The clock the engine was made with.
     clock: std::sync::Arc<dyn crate::store::Clock>,
 }
@@ -464,7 +464,7 @@ impl LocalEngine {
             clock.clone(),
             0,
             Arc::new(crate::state::Shared::default()),
-            Arc::new(crate::clients::CloseSignal::default()),
+            Arc::new(crate::net::clients::CloseSignal::default()),
         );
         let mut local = LocalEngine {
             engine,
@@ -481,10 +481,10 @@ impl LocalEngine {
         use std::sync::Arc;
         let id = self.outboxes.len() as u64 + 1;
         let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
-        let signal = Arc::new(crate::clients::ConnSignal::default());
-        let outbox = crate::clients::Outbox::new(signal.clone());
+        let signal = Arc::new(crate::net::clients::ConnSignal::default());
+        let outbox = crate::net::clients::Outbox::new(signal.clone());
         let now = self.clock.now_ms();
-        self.engine.connect(crate::clients::ClientState::new(
+        self.engine.connect(crate::net::clients::ClientState::new(
             id,
             addr,
             addr,

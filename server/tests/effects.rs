@@ -25,20 +25,6 @@ fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
     (server, client, feed)
 }
 
-/// The stream's commands, one per line, arguments space-separated.
-fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
-    let bytes = feed.try_bytes();
-    coordis::testing::parse_commands(&bytes)
-        .into_iter()
-        .map(|args| {
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
-}
-
 fn run(c: &mut RawClient, args: &[&str]) -> String {
     String::from_utf8(c.command(args).unwrap()).unwrap()
 }
@@ -49,7 +35,7 @@ fn a_write_leaves_its_effect_after_a_select_and_a_read_leaves_none() {
     run(&mut c, &["SET", "k", "v"]);
     run(&mut c, &["GET", "k"]);
     run(&mut c, &["SET", "k", "w", "GET"]);
-    assert_eq!(commands(&mut feed), ["SELECT 0", "SET k v", "SET k w"]);
+    assert_eq!(feed.try_lines(), ["SELECT 0", "SET k v", "SET k w"]);
 }
 
 #[test]
@@ -59,7 +45,7 @@ fn relative_expiry_becomes_an_absolute_deadline() {
     run(&mut c, &["SET", "lock2", "me", "EX", "10", "GET"]);
     let pxat = |ms: u64| (T0 + ms).to_string();
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "SELECT 0".to_string(),
             format!("SET lock me PXAT {}", pxat(30_000)),
@@ -68,7 +54,7 @@ fn relative_expiry_becomes_an_absolute_deadline() {
     );
     // NX that did not set changes nothing: no effect.
     run(&mut c, &["SET", "lock", "other", "NX", "PX", "30000"]);
-    assert!(commands(&mut feed).is_empty());
+    assert!(feed.try_lines().is_empty());
 }
 
 #[test]
@@ -87,7 +73,7 @@ fn a_transaction_with_several_effects_is_wrapped_and_one_with_a_single_effect_is
         run(&mut c, args);
     }
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         ["SELECT 0", "MULTI", "SET a 1", "SET b 2", "EXEC", "SET c 3"]
     );
 }
@@ -98,7 +84,7 @@ fn a_script_leaves_the_effects_of_the_commands_it_ran_in_its_spelling() {
     let script = "redis.call('set', KEYS[1], ARGV[1]); redis.call('get', KEYS[1]); redis.call('set', KEYS[2], ARGV[1]); return 1";
     run(&mut c, &["EVAL", script, "2", "x", "y", "7"]);
     run(&mut c, &["EVAL", "return redis.call('get', KEYS[1])", "1", "x"]);
-    assert_eq!(commands(&mut feed), ["SELECT 0", "MULTI", "set x 7", "set y 7", "EXEC"]);
+    assert_eq!(feed.try_lines(), ["SELECT 0", "MULTI", "set x 7", "set y 7", "EXEC"]);
 }
 
 #[test]
@@ -109,7 +95,7 @@ fn the_database_is_selected_when_it_changes() {
     run(&mut c, &["SET", "b", "2"]);
     run(&mut c, &["SET", "c", "3"]);
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         ["SELECT 0", "SET a 1", "SELECT 3", "SET b 2", "SET c 3"]
     );
 }
@@ -120,18 +106,18 @@ fn an_expired_key_leaves_a_del_lazily_and_actively() {
     let clock = server.clock().unwrap();
     run(&mut c, &["SET", "lazy", "v", "PX", "100"]);
     run(&mut c, &["SET", "active", "v", "PX", "200"]);
-    commands(&mut feed);
+    feed.try_lines();
     assert_eq!(run(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
     clock.advance(Duration::from_millis(150));
     // Not removed by the clock's move: active expiry is off.
     assert_eq!(run(&mut c, &["DBSIZE"]), ":2\r\n");
-    assert!(commands(&mut feed).is_empty());
+    assert!(feed.try_lines().is_empty());
     // Read after its deadline: DEL before the read (which leaves nothing).
     assert_eq!(run(&mut c, &["GET", "lazy"]), "$-1\r\n");
-    assert_eq!(commands(&mut feed), ["DEL lazy"]);
+    assert_eq!(feed.try_lines(), ["DEL lazy"]);
     run(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
     clock.advance(Duration::from_millis(100));
-    assert_eq!(commands(&mut feed), ["DEL active"]);
+    assert_eq!(feed.try_lines(), ["DEL active"]);
 }
 
 #[test]
@@ -141,8 +127,8 @@ fn a_second_reader_starts_with_a_select_and_a_dropped_one_is_forgotten() {
     run(&mut c, &["SET", "a", "1"]);
     let mut late = server.control().effects();
     run(&mut c, &["SET", "b", "2"]);
-    assert_eq!(commands(&mut feed), ["SELECT 2", "SET a 1", "SET b 2"]);
-    assert_eq!(commands(&mut late), ["SELECT 2", "SET b 2"]);
+    assert_eq!(feed.try_lines(), ["SELECT 2", "SET a 1", "SET b 2"]);
+    assert_eq!(late.try_lines(), ["SELECT 2", "SET b 2"]);
     drop(late);
     drop(feed);
     // Nobody reads: the server goes on (nothing is recorded).

@@ -37,45 +37,8 @@ fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
     // The stream's first SELECT goes out with a first effect, left behind.
     run(&mut client, &["SET", "setup", "1"]);
     run(&mut client, &["DEL", "setup"]);
-    assert_eq!(commands(&mut feed), ["SELECT 0", "SET setup 1", "DEL setup"]);
+    assert_eq!(feed.try_lines(), ["SELECT 0", "SET setup 1", "DEL setup"]);
     (server, client, feed)
-}
-
-/// The stream's commands, one per line, arguments space-separated.
-fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
-    parse(&feed.try_bytes())
-        .into_iter()
-        .map(|args| {
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
-}
-
-/// The RESP arrays of bulk strings in `bytes`.
-fn parse(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
-    fn line<'a>(bytes: &mut &'a [u8]) -> &'a [u8] {
-        let end = bytes.windows(2).position(|w| w == b"\r\n").expect("a CRLF");
-        let (head, rest) = bytes.split_at(end);
-        *bytes = &rest[2..];
-        head
-    }
-    let mut commands = Vec::new();
-    while !bytes.is_empty() {
-        let head = line(&mut bytes);
-        assert_eq!(head[0], b'*', "an array");
-        let n: usize = std::str::from_utf8(&head[1..]).unwrap().parse().unwrap();
-        let mut args = Vec::with_capacity(n);
-        for _ in 0..n {
-            let len: usize = std::str::from_utf8(&line(&mut bytes)[1..]).unwrap().parse().unwrap();
-            args.push(bytes[..len].to_vec());
-            bytes = &bytes[len + 2..];
-        }
-        commands.push(args);
-    }
-    commands
 }
 
 fn run(c: &mut RawClient, args: &[&str]) -> String {
@@ -92,28 +55,25 @@ fn run_all(c: &mut RawClient, lines: &[&[&str]]) {
 fn del_and_unlink_leave_their_arguments_only_when_they_deleted_a_key() {
     let (server, mut c, mut feed) = setup();
     run_all(&mut c, &[&["SET", "a", "1"], &["SET", "b", "2"]]);
-    commands(&mut feed);
+    feed.try_lines();
     assert_eq!(run(&mut c, &["DEL", "a", "nokey", "b"]), ":2\r\n");
     assert_eq!(run(&mut c, &["DEL", "a"]), ":0\r\n");
     run(&mut c, &["SET", "u", "1"]);
     assert_eq!(run(&mut c, &["UNLINK", "u", "nokey"]), ":1\r\n");
     assert_eq!(run(&mut c, &["UNLINK", "u"]), ":0\r\n");
-    assert_eq!(commands(&mut feed), ["DEL a nokey b", "SET u 1", "UNLINK u nokey"]);
+    assert_eq!(feed.try_lines(), ["DEL a nokey b", "SET u 1", "UNLINK u nokey"]);
     // A key past its deadline is deleted by its expiry, not by DEL.
     run(&mut c, &["SET", "e", "1", "PX", "100"]);
     server.clock().unwrap().advance(Duration::from_millis(150));
     assert_eq!(run(&mut c, &["DEL", "e"]), ":0\r\n");
-    assert_eq!(
-        commands(&mut feed),
-        [format!("SET e 1 PXAT {}", T0 + 100), "DEL e".into()]
-    );
+    assert_eq!(feed.try_lines(), [format!("SET e 1 PXAT {}", T0 + 100), "DEL e".into()]);
 }
 
 #[test]
 fn the_expire_family_leaves_an_absolute_pexpireat_with_its_flags() {
     let (_server, mut c, mut feed) = setup();
     run(&mut c, &["SET", "k", "v"]);
-    commands(&mut feed);
+    feed.try_lines();
     assert_eq!(run(&mut c, &["EXPIRE", "k", "100"]), ":1\r\n");
     assert_eq!(run(&mut c, &["EXPIRE", "k", "100", "NX"]), ":0\r\n");
     assert_eq!(run(&mut c, &["PEXPIRE", "k", "5000", "XX"]), ":1\r\n");
@@ -122,7 +82,7 @@ fn the_expire_family_leaves_an_absolute_pexpireat_with_its_flags() {
     assert_eq!(run(&mut c, &["pexpireat", "k", "2000000000123", "gt"]), ":1\r\n");
     assert_eq!(run(&mut c, &["EXPIRE", "nokey", "100"]), ":0\r\n");
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             format!("PEXPIREAT k {}", T0 + 100_000),
             format!("PEXPIREAT k {} XX", T0 + 5_000),
@@ -134,7 +94,7 @@ fn the_expire_family_leaves_an_absolute_pexpireat_with_its_flags() {
     assert_eq!(run(&mut c, &["PERSIST", "k"]), ":1\r\n");
     assert_eq!(run(&mut c, &["PERSIST", "k"]), ":0\r\n");
     assert_eq!(run(&mut c, &["PERSIST", "nokey"]), ":0\r\n");
-    assert_eq!(commands(&mut feed), ["PERSIST k"]);
+    assert_eq!(feed.try_lines(), ["PERSIST k"]);
 }
 
 #[test]
@@ -150,18 +110,18 @@ fn a_deadline_already_past_leaves_a_del_or_an_unlink() {
         assert_eq!(run(&mut c, past), ":1\r\n", "{past:?}");
         assert_eq!(run(&mut c, &["EXISTS", "k"]), ":0\r\n");
     }
-    assert_eq!(commands(&mut feed), ["SET k v", "DEL k"].repeat(4));
+    assert_eq!(feed.try_lines(), ["SET k v", "DEL k"].repeat(4));
     run(&mut c, &["CONFIG", "SET", "lazyfree-lazy-expire", "yes"]);
     run(&mut c, &["SET", "k", "v"]);
     run(&mut c, &["EXPIRE", "k", "-1"]);
-    assert_eq!(commands(&mut feed), ["SET k v", "UNLINK k"]);
+    assert_eq!(feed.try_lines(), ["SET k v", "UNLINK k"]);
 }
 
 #[test]
 fn rename_move_and_copy_leave_their_arguments_unless_they_changed_nothing() {
     let (_server, mut c, mut feed) = setup();
     run_all(&mut c, &[&["SET", "k", "v"], &["SET", "other", "o"]]);
-    commands(&mut feed);
+    feed.try_lines();
     for no_op in [
         &["RENAME", "k", "k"][..],
         &["RENAMENX", "k", "k"],
@@ -175,7 +135,7 @@ fn rename_move_and_copy_leave_their_arguments_unless_they_changed_nothing() {
     ] {
         run(&mut c, no_op);
     }
-    assert!(commands(&mut feed).is_empty());
+    assert!(feed.try_lines().is_empty());
     run(&mut c, &["RENAME", "k", "k2"]);
     run(&mut c, &["RENAMENX", "k2", "k3"]);
     run(&mut c, &["COPY", "k3", "other", "REPLACE"]);
@@ -184,7 +144,7 @@ fn rename_move_and_copy_leave_their_arguments_unless_they_changed_nothing() {
     run(&mut c, &["SELECT", "1"]);
     run(&mut c, &["MOVE", "k3", "0"]);
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "RENAME k k2",
             "RENAMENX k2 k3",
@@ -202,7 +162,7 @@ fn sort_store_leaves_its_arguments_when_it_stored_or_deleted() {
     let (_server, mut c, mut feed) = setup();
     run(&mut c, &["RPUSH", "l", "3", "1", "2"]);
     run(&mut c, &["SADD", "s", "b", "c", "a"]);
-    commands(&mut feed);
+    feed.try_lines();
     run(&mut c, &["SORT", "l"]);
     run(&mut c, &["SORT_RO", "l"]);
     assert_eq!(run(&mut c, &["SORT", "l", "STORE", "d"]), ":3\r\n");
@@ -216,7 +176,7 @@ fn sort_store_leaves_its_arguments_when_it_stored_or_deleted() {
         "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
     );
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         ["SORT l STORE d", "SORT l LIMIT 0 0 STORE d", "SORT s BY nosort STORE d",]
     );
 }
@@ -234,7 +194,7 @@ fn flushes_leave_their_effect_even_on_an_empty_dataset_and_swapdb_always() {
     run(&mut c, &["SWAPDB", "2", "3"]);
     run(&mut c, &["FLUSHALL"]);
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "FLUSHDB",
             "FLUSHALL ASYNC",
@@ -255,13 +215,13 @@ fn scan_and_randomkey_delete_expired_keys_with_unwrapped_dels() {
     }
     run(&mut c, &["SET", "live", "1"]);
     server.clock().unwrap().advance(Duration::from_millis(150));
-    commands(&mut feed);
+    feed.try_lines();
     // MATCH keeps the keys it rejects, expired or not.
     assert_eq!(
         run(&mut c, &["SCAN", "0", "MATCH", "m", "COUNT", "100"]),
         "*2\r\n$1\r\n0\r\n*0\r\n"
     );
-    assert_eq!(commands(&mut feed), ["DEL m"]);
+    assert_eq!(feed.try_lines(), ["DEL m"]);
     // TYPE rejects a key past its deadline only after deleting it.
     run(&mut c, &["SCAN", "0", "TYPE", "list", "COUNT", "100"]);
     let units = feed.try_units();
@@ -285,7 +245,7 @@ fn scan_and_randomkey_delete_expired_keys_with_unwrapped_dels() {
         run(&mut c, &["SET", key, "1", "PX", "100"]);
     }
     server.clock().unwrap().advance(Duration::from_millis(150));
-    commands(&mut feed);
+    feed.try_lines();
     assert_eq!(run(&mut c, &["RANDOMKEY"]), "$-1\r\n");
     let units = feed.try_units();
     assert_eq!(units.len(), 1, "{units:?}");
@@ -297,7 +257,7 @@ fn scan_and_randomkey_delete_expired_keys_with_unwrapped_dels() {
 fn writes_in_a_transaction_are_wrapped_with_their_rewrites() {
     let (_server, mut c, mut feed) = setup();
     run(&mut c, &["SET", "h", "1"]);
-    commands(&mut feed);
+    feed.try_lines();
     run_all(
         &mut c,
         &[
@@ -310,7 +270,7 @@ fn writes_in_a_transaction_are_wrapped_with_their_rewrites() {
         ],
     );
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "MULTI".to_string(),
             format!("PEXPIREAT h {}", T0 + 100_000),

@@ -26,42 +26,6 @@ fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
     (server, client, feed)
 }
 
-/// The stream's commands, one per line, arguments space-separated.
-fn commands(feed: &mut coordis::EffectReader) -> Vec<String> {
-    parse(&feed.try_bytes()).into_iter().map(|args| join(&args)).collect()
-}
-
-fn join(args: &[Vec<u8>]) -> String {
-    args.iter()
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The RESP arrays of bulk strings in `bytes` (the stream, or a reply).
-fn parse(mut bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
-    fn line<'a>(bytes: &mut &'a [u8]) -> &'a [u8] {
-        let end = bytes.windows(2).position(|w| w == b"\r\n").expect("a CRLF");
-        let (head, rest) = bytes.split_at(end);
-        *bytes = &rest[2..];
-        head
-    }
-    let mut commands = Vec::new();
-    while !bytes.is_empty() {
-        let head = line(&mut bytes);
-        assert_eq!(head[0], b'*', "an array");
-        let n: usize = std::str::from_utf8(&head[1..]).unwrap().parse().unwrap();
-        let mut args = Vec::with_capacity(n);
-        for _ in 0..n {
-            let len: usize = std::str::from_utf8(&line(&mut bytes)[1..]).unwrap().parse().unwrap();
-            args.push(bytes[..len].to_vec());
-            bytes = &bytes[len + 2..];
-        }
-        commands.push(args);
-    }
-    commands
-}
-
 fn run(c: &mut RawClient, args: &[&str]) -> String {
     String::from_utf8(c.command(args).unwrap()).unwrap()
 }
@@ -124,7 +88,7 @@ fn list_writes_leave_their_commands_and_no_op_writes_leave_nothing() {
         run(&mut c, args);
     }
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "SELECT 0",
             "RPUSH l a b c d e",
@@ -155,7 +119,7 @@ fn lmpop_is_a_plain_pop_with_the_count_taken_and_moves_are_themselves() {
         run(&mut c, args);
     }
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "SELECT 0",
             "RPUSH src a b c",
@@ -187,7 +151,7 @@ fn blocking_commands_served_at_once_are_their_plain_forms() {
         run(&mut c, args);
     }
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "SELECT 0",
             "RPUSH l a b c d e f g",
@@ -204,7 +168,7 @@ fn blocking_commands_served_at_once_are_their_plain_forms() {
 fn a_blocked_blpop_served_by_a_later_lpush_leaves_the_push_then_the_pop() {
     let (server, mut c, mut feed) = setup();
     let mut b = block(&server, "0", &["BLPOP", "q", "0"]);
-    assert!(commands(&mut feed).is_empty(), "a client that blocks changes nothing");
+    assert!(feed.try_lines().is_empty(), "a client that blocks changes nothing");
     run(&mut c, &["LPUSH", "q", "x", "y"]);
     assert_eq!(served(&mut b), "*2\r\n$1\r\nq\r\n$1\r\ny\r\n");
     let mut b1 = block(&server, "0", &["BLPOP", "q5", "0"]);
@@ -212,7 +176,7 @@ fn a_blocked_blpop_served_by_a_later_lpush_leaves_the_push_then_the_pop() {
     run(&mut c, &["RPUSH", "q5", "a", "b", "c"]);
     served(&mut b1);
     served(&mut b2);
-    let units = commands(&mut feed);
+    let units = feed.try_lines();
     assert_eq!(
         units,
         [
@@ -230,7 +194,7 @@ fn a_blocked_blpop_served_by_a_later_lpush_leaves_the_push_then_the_pop() {
     run(&mut c, &["SELECT", "3"]);
     run(&mut c, &["RPUSH", "k", "v"]);
     served(&mut b3);
-    assert_eq!(commands(&mut feed), ["SELECT 3", "RPUSH k v", "LPOP k"]);
+    assert_eq!(feed.try_lines(), ["SELECT 3", "RPUSH k v", "LPOP k"]);
 }
 
 #[test]
@@ -252,7 +216,7 @@ fn a_blocked_blmove_served_later_leaves_an_lmove_in_redis_words() {
     served(&mut b1);
     assert_eq!(served(&mut b2), "*2\r\n$2\r\nq7\r\n$1\r\na\r\n");
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "SELECT 0",
             "RPUSH q2 a",
@@ -275,7 +239,7 @@ fn spop_leaves_its_explicit_result_and_set_no_ops_leave_nothing() {
     run(&mut c, &["SADD", "s", "a"]);
     run(&mut c, &["SREM", "s", "nomember"]);
     run(&mut c, &["SMOVE", "s", "s", "a"]);
-    let two = parse(&c.command(&["SPOP", "s", "2"]).unwrap()).remove(0);
+    let two = coordis::testing::parse_commands(&c.command(&["SPOP", "s", "2"]).unwrap()).remove(0);
     let one = c.command(&["SPOP", "s"]).unwrap();
     let one = String::from_utf8(one).unwrap();
     let one = one.lines().nth(1).unwrap().to_string();
@@ -287,7 +251,7 @@ fn spop_leaves_its_explicit_result_and_set_no_ops_leave_nothing() {
     run(&mut c, &["SADD", "u", "x"]);
     run(&mut c, &["SMOVE", "u", "v", "x"]);
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "SELECT 0".to_string(),
             "SADD s a b c d e".into(),
@@ -325,7 +289,7 @@ fn hincrbyfloat_is_an_hset_of_the_result_and_hash_no_ops_leave_nothing() {
         run(&mut c, args);
     }
     assert_eq!(
-        commands(&mut feed),
+        feed.try_lines(),
         [
             "SELECT 0",
             "HSET h a 1",

@@ -5,8 +5,8 @@
 use bytes::Bytes;
 
 use super::pubsub;
-use crate::clients::ClientState;
 use crate::errors;
+use crate::net::clients::ClientState;
 use crate::protocol::Reply;
 use crate::state::ServerState;
 use crate::store::{Db, EntryRef, Value, ValueMut, ValueRef};
@@ -29,7 +29,7 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// Inside MULTI/EXEC, a script or the control plane: blocking commands
     /// answer at once (Redis's `CLIENT_DENY_BLOCKING`; see
-    /// [`crate::blocking::block`]).
+    /// [`crate::blocked::block`]).
     pub fn deny_blocking(&self) -> bool {
         !self.caller.may_block()
     }

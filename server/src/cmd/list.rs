@@ -6,7 +6,7 @@
 //! Events are Redis's (`lpush`, `rpush`, `lpop`, `rpop`, `lset`, `linsert`,
 //! `lrem`, `ltrim`, then `del` when the last element goes). A blocking
 //! command serves itself at once from the first of its keys holding a list;
-//! otherwise it waits ([`crate::blocking`]) and the same serve function
+//! otherwise it waits ([`crate::blocked`]) and the same serve function
 //! runs when a key it waits on is stored.
 //!
 //! Changes are counted as Redis counts them (one per element pushed,
@@ -22,7 +22,7 @@ use bytes::Bytes;
 use super::args::{int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
-use crate::blocking::{self, Serve};
+use crate::blocked::{self, Serve};
 use crate::errors::{self, err};
 use crate::exec::Caller;
 use crate::notify;
@@ -546,9 +546,9 @@ fn holds_list(ctx: &mut Ctx, key: &[u8]) -> bool {
 
 /// BLPOP / BRPOP key [key ...] timeout.
 fn bpop(ctx: &mut Ctx, args: &[Bytes], serve: Serve) -> Reply {
-    let deadline = tri!(blocking::deadline_secs(&args[args.len() - 1], ctx.now));
+    let deadline = tri!(blocked::deadline_secs(&args[args.len() - 1], ctx.now));
     let keys = &args[1..args.len() - 1];
-    blocking::pop_or_block(ctx, args, keys, deadline, list_ready, serve, Reply::NilArray)
+    blocked::pop_or_block(ctx, args, keys, deadline, list_ready, serve, Reply::NilArray)
 }
 
 /// Pops one element for BLPOP / BRPOP: `[key, element]`. Served at once it
@@ -581,8 +581,8 @@ fn brpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// otherwise waits for it. Inside MULTI or a script the answer is a null
 /// bulk (LMOVE's nil), not the null array of a timeout.
 fn bmove(ctx: &mut Ctx, args: &[Bytes], timeout: &Bytes, serve: Serve) -> Reply {
-    let deadline = tri!(blocking::deadline_secs(timeout, ctx.now));
-    blocking::pop_or_block(ctx, args, &args[1..2], deadline, list_ready, serve, Reply::Nil)
+    let deadline = tri!(blocked::deadline_secs(timeout, ctx.now));
+    blocked::pop_or_block(ctx, args, &args[1..2], deadline, list_ready, serve, Reply::Nil)
 }
 
 /// Serves a blocking move from `src`: at once it is the plain move
@@ -652,10 +652,10 @@ fn brpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
 fn blmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let (keys, _, _) = tri!(parse_mpop(args, 2));
-    let deadline = tri!(blocking::deadline_secs(&args[1], ctx.now));
+    let deadline = tri!(blocked::deadline_secs(&args[1], ctx.now));
     let serve: Serve = |ctx, args, key| {
         let (_, end, count) = parse_mpop(args, 2).ok()?;
         holds_list(ctx, key).then(|| mpop_from(ctx, key, end, count))
     };
-    blocking::pop_or_block(ctx, args, &args[keys], deadline, list_ready, serve, Reply::NilArray)
+    blocked::pop_or_block(ctx, args, &args[keys], deadline, list_ready, serve, Reply::NilArray)
 }

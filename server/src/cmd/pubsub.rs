@@ -2,7 +2,7 @@
 //!
 //! The registry ([`PubSub`]) maps channels and patterns to subscriber ids;
 //! PUBLISH encodes each message in its receiver's protocol and queues it on
-//! the receiver's [`crate::clients::Outbox`], which the receiver's connection
+//! the receiver's [`crate::net::clients::Outbox`], which the receiver's connection
 //! task writes out. A receiver over its output limit is disconnected.
 
 use std::collections::HashMap;
@@ -11,8 +11,8 @@ use bytes::Bytes;
 
 use super::flags::*;
 use super::{CommandSpec, Ctx};
-use crate::clients::ClientState;
 use crate::errors;
+use crate::net::clients::ClientState;
 use crate::protocol::Reply;
 use crate::state::ServerState;
 use crate::store::glob;

@@ -8,7 +8,7 @@ use super::args::{db_index, is};
 use super::flags::*;
 use super::keyspecs::{self, Begin, Find, KeySpec};
 use super::{acl, CommandSpec, Ctx};
-use crate::blocking;
+use crate::blocked;
 use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
 use crate::exec::busy::{Answer, BusyCtx};
@@ -287,7 +287,7 @@ impl ClientType {
         })
     }
 
-    fn of(c: &crate::clients::ClientState) -> ClientType {
+    fn of(c: &crate::net::clients::ClientState) -> ClientType {
         if c.is_subscribed() {
             ClientType::PubSub
         } else {
@@ -300,10 +300,10 @@ impl ClientType {
 /// each listed client in the order given (repeats too, as Redis).
 fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
-    let mut all: Vec<&crate::clients::ClientState> = ctx.server.clients.values().collect();
+    let mut all: Vec<&crate::net::clients::ClientState> = ctx.server.clients.values().collect();
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
-    let chosen: Vec<&crate::clients::ClientState> = if args.len() == 2 {
+    let chosen: Vec<&crate::net::clients::ClientState> = if args.len() == 2 {
         all
     } else if args.len() == 4 && is(&args[2], "type") {
         let kind = tri!(ClientType::parse(&args[3]));
@@ -379,7 +379,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         i += 2;
     }
-    let selected = |c: &crate::clients::ClientState| {
+    let selected = |c: &crate::net::clients::ClientState| {
         id.is_none_or(|id| c.id == id)
             && addr.as_ref().is_none_or(|a| c.addr.to_string() == *a)
             && laddr.as_ref().is_none_or(|a| c.laddr.to_string() == *a)
@@ -417,15 +417,15 @@ fn client_unblock(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     // A client postponed by CLIENT PAUSE is not blocked in a command.
     let done = !target.blocked.as_ref().is_some_and(|b| b.is_postponed())
-        && blocking::unblock(ctx.dbs, &mut ctx.server.blocking, &mut target, error);
+        && blocked::unblock(ctx.dbs, &mut ctx.server.blocking, &mut target, error);
     ctx.server.clients.put_back(target);
     Reply::Int(done as i64)
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL]: holds other clients' commands (all,
-/// or those that may write) until the pause ends ([`blocking::pause`]).
+/// or those that may write) until the pause ends ([`blocked::pause`]).
 fn client_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let until = tri!(blocking::deadline_ms(&args[2], ctx.now));
+    let until = tri!(blocked::deadline_ms(&args[2], ctx.now));
     let all = match &args[3..] {
         [] => true,
         [mode] if is(mode, "all") => true,
@@ -434,12 +434,12 @@ fn client_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         _ => return errors::sub_wrong_args(&args[1], "CLIENT"),
     };
     // A zero timeout pauses until now: the pause is over at once.
-    blocking::pause(ctx, until.max(ctx.now), all);
+    blocked::pause(ctx, until.max(ctx.now), all);
     Reply::Ok
 }
 
 fn client_unpause(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    blocking::unpause(ctx.dbs, ctx.server);
+    blocked::unpause(ctx.dbs, ctx.server);
     Reply::Ok
 }
 
@@ -481,11 +481,11 @@ fn client_no_evict(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// (or never, for 0) when replicas are asked for, as Redis without them.
 fn wait(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let wanted = tri!(super::args::int(&args[1]));
-    let deadline = tri!(blocking::deadline_ms(&args[2], ctx.now));
+    let deadline = tri!(blocked::deadline_ms(&args[2], ctx.now));
     if wanted <= 0 {
         return Reply::Int(0);
     }
-    blocking::block(ctx, args, &[], deadline, None, Reply::Int(0), Reply::Int(0))
+    blocked::block(ctx, args, &[], deadline, None, Reply::Int(0), Reply::Int(0))
 }
 
 fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

@@ -20,7 +20,7 @@
 //! (`streamPropagateXCLAIM`, `streamPropagateGroupID`,
 //! `streamPropagateConsumerCreation`), never as themselves.
 //!
-//! XREAD and XREADGROUP with BLOCK wait through [`crate::blocking`]: the
+//! XREAD and XREADGROUP with BLOCK wait through [`crate::blocked`]: the
 //! client blocks with `$` already resolved to the stream's last ID, and
 //! [`serve_read`] answers it once an XADD (or XGROUP DESTROY, for a group
 //! reader: `-NOGROUP`) signals the key.
@@ -30,7 +30,7 @@ use bytes::Bytes;
 use super::args::{int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
-use crate::blocking;
+use crate::blocked;
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
@@ -548,7 +548,7 @@ fn parse_read<'a>(ctx: &Ctx, args: &'a [Bytes], group_cmd: bool) -> Result<Read<
                 return Err(errors::xread_block_in_script(&args[0]));
             }
             // Checked here for its error; the deadline is taken later.
-            blocking::deadline_ms(&args[i + 1], 0)?;
+            blocked::deadline_ms(&args[i + 1], 0)?;
             read.block = Some(&args[i + 1]);
             i += 1;
         } else if is(opt, "count") && more > 0 {
@@ -640,7 +640,7 @@ fn read(ctx: &mut Ctx, args: &[Bytes], group_cmd: bool) -> Reply {
     let Some(block) = read.block else {
         return Reply::NilArray;
     };
-    let deadline = tri!(blocking::deadline_ms(block, ctx.now));
+    let deadline = tri!(blocked::deadline_ms(block, ctx.now));
     // The waiter keeps its command with `$` resolved: it reads what comes
     // after the stream's last ID at the time it blocked.
     let mut kept = args.to_vec();
@@ -649,7 +649,7 @@ fn read(ctx: &mut Ctx, args: &[Bytes], group_cmd: bool) -> Reply {
             kept[read.streams_at + read.streams + i] = id.to_bytes();
         }
     }
-    blocking::block(
+    blocked::block(
         ctx,
         &kept,
         keys,

@@ -11,9 +11,9 @@ use bytes::Bytes;
 
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
-use crate::clients::ClientState;
 use crate::errors::{self, err};
 use crate::exec::busy::{Answer, BusyCtx, TxChange};
+use crate::net::clients::ClientState;
 use crate::protocol::Reply;
 use crate::store::Db;
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::args::{int, int_arg, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
-use crate::blocking::{self, Serve};
+use crate::blocked::{self, Serve};
 use crate::errors::{self, err};
 use crate::exec::Caller;
 use crate::notify;
@@ -758,19 +758,19 @@ fn zmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
 fn bzmpop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let (keys, _, _) = tri!(parse_mpop(args, 2));
-    let deadline = tri!(blocking::deadline_secs(&args[1], ctx.now));
+    let deadline = tri!(blocked::deadline_secs(&args[1], ctx.now));
     let serve: Serve = |ctx, args, key| {
         let (_, max, count) = parse_mpop(args, 2).ok()?;
         holds_zset(ctx, key).then(|| mpop_from(ctx, key, max, count))
     };
-    blocking::pop_or_block(ctx, args, &args[keys], deadline, zset_ready, serve, Reply::NilArray)
+    blocked::pop_or_block(ctx, args, &args[keys], deadline, zset_ready, serve, Reply::NilArray)
 }
 
 /// BZPOPMIN / BZPOPMAX key [key ...] timeout: `[key, member, score]`.
 fn bzpop(ctx: &mut Ctx, args: &[Bytes], serve: Serve) -> Reply {
-    let deadline = tri!(blocking::deadline_secs(&args[args.len() - 1], ctx.now));
+    let deadline = tri!(blocked::deadline_secs(&args[args.len() - 1], ctx.now));
     let keys = &args[1..args.len() - 1];
-    blocking::pop_or_block(ctx, args, keys, deadline, zset_ready, serve, Reply::NilArray)
+    blocked::pop_or_block(ctx, args, keys, deadline, zset_ready, serve, Reply::NilArray)
 }
 
 fn serve_bzpop(ctx: &mut Ctx, key: &Bytes, max: bool) -> Option<Reply> {

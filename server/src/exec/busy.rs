@@ -17,10 +17,10 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::clients::CloseSignal;
 use crate::errors::{self, err};
 use crate::exec::{self, Caller, Facts, Guards, NoHolds, TxEffect, Verdict};
 use crate::lua::ScriptState;
+use crate::net::clients::CloseSignal;
 use crate::protocol::Reply;
 
 /// What a connection knows of its client between batches (the engine

@@ -244,6 +244,20 @@ impl Reader {
         commands
     }
 
+    /// The same stream, one command per line with its arguments separated
+    /// by spaces (lossy UTF-8): for assertions in tests.
+    pub fn try_lines(&mut self) -> Vec<String> {
+        self.try_commands()
+            .iter()
+            .map(|args| {
+                args.iter()
+                    .map(|a| String::from_utf8_lossy(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
     /// Encodes one unit after what this reader encoded before.
     pub fn encode(&mut self, unit: &Unit, out: &mut BytesMut) {
         self.stream(unit, |args| encode_command(args, out));

@@ -402,14 +402,14 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Reply::status("QUEUED")
         }
         Verdict::Refused { spec, reply } => reject(ctx, spec, reply),
-        Verdict::Postponed => crate::blocking::postpone(ctx),
+        Verdict::Postponed => crate::blocked::postpone(ctx),
         Verdict::Fault(spec, action) => match action {
             FaultAction::Error(text) => Reply::Error(text.into()),
             FaultAction::Drop => {
                 ctx.client.close_after_reply = true;
                 Reply::NOTHING
             }
-            FaultAction::Hang => crate::blocking::hang(ctx),
+            FaultAction::Hang => crate::blocked::hang(ctx),
             FaultAction::LoseReply => {
                 call(ctx, Caller::Client, spec, args);
                 ctx.client.close_after_reply = true;
@@ -520,7 +520,7 @@ pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, ar
 pub(crate) fn end_unit(ctx: &mut Ctx) {
     ctx.server.effects.end_unit();
     if ctx.server.blocking.blocked() != 0 {
-        crate::blocking::serve_ready(ctx.dbs, ctx.server, ctx.client, ctx.now);
+        crate::blocked::serve_ready(ctx.dbs, ctx.server, ctx.client, ctx.now);
     }
 }
 
@@ -529,7 +529,7 @@ pub(crate) fn end_unit(ctx: &mut Ctx) {
 /// `serve` pops or moves what the blocked command waited for and adds its
 /// effect (the plain pop, the move) with [`Ctx::also_propagate`]; the
 /// blocking command itself is never an effect.
-pub(crate) fn serve_waiter(ctx: &mut Ctx, serve: crate::blocking::Serve, args: &[Bytes], key: &Bytes) -> Option<Reply> {
+pub(crate) fn serve_waiter(ctx: &mut Ctx, serve: crate::blocked::Serve, args: &[Bytes], key: &Bytes) -> Option<Reply> {
     let outer_caller = std::mem::replace(&mut ctx.caller, Caller::Waiter);
     let frame = ctx.server.effects.enter();
     let reply = serve(ctx, args, key);
@@ -548,7 +548,7 @@ pub(crate) fn serve_waiter(ctx: &mut Ctx, serve: crate::blocking::Serve, args: &
 fn may_write(
     spec: &CommandSpec,
     args: &[Bytes],
-    client: &crate::clients::ClientState,
+    client: &crate::net::clients::ClientState,
     scripting: Option<&crate::lua::Scripting>,
 ) -> bool {
     let writes = |s: &CommandSpec, args: &[Bytes]| {

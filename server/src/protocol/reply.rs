@@ -82,7 +82,7 @@ impl<'a> Children<'a> {
 
 impl Reply {
     /// No bytes at all: a blocked client's command (answered later, see
-    /// [`crate::blocking`]) or a reply CLIENT REPLY OFF | SKIP suppresses.
+    /// [`crate::blocked`]) or a reply CLIENT REPLY OFF | SKIP suppresses.
     pub const NOTHING: Reply = Reply::Many(Vec::new());
 
     pub fn bulk(b: impl Into<Bytes>) -> Reply {

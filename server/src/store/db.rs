@@ -104,7 +104,7 @@ pub struct Db {
     /// Keys created since the last [`Db::take_new`].
     new_log: Vec<Bytes>,
     /// Clients blocked on each key (BLPOP ...), first come first served:
-    /// Redis's `db->blocking_keys`. Kept by [`crate::blocking`].
+    /// Redis's `db->blocking_keys`. Kept by [`crate::blocked`].
     waiters: HashMap<Bytes, VecDeque<u64>, RandomState>,
     /// Keys with waiters that were stored since the blocking layer last
     /// looked, in order, each once (Redis's `ready_keys`): the only keys that

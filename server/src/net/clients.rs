@@ -62,7 +62,7 @@ impl CloseSignal {
 pub struct ConnSignal {
     closed: AtomicBool,
     stopping: AtomicBool,
-    /// The client is blocked in a command ([`crate::blocking`]): its
+    /// The client is blocked in a command ([`crate::blocked`]): its
     /// connection runs nothing more until the engine clears this (after
     /// queueing the reply in the outbox).
     blocked: AtomicBool,
@@ -340,7 +340,7 @@ pub struct ClientState {
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,
     /// The command this client is blocked in (BLPOP ...), if any.
-    pub blocked: Option<Box<crate::blocking::Blocked>>,
+    pub blocked: Option<Box<crate::blocked::Blocked>>,
     /// CLIENT REPLY OFF: no replies at all until CLIENT REPLY ON.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP: no reply to the command running now / to the next one.

@@ -18,7 +18,7 @@
 //!   and the waiter keeps waiting. Serving may make another key ready
 //!   (BLMOVE pushes to its destination): the walk goes on until no key is.
 //! - A served, timed-out or unblocked client gets its reply through its
-//!   outbox ([`crate::clients::Outbox`]); its connection writes it and goes
+//!   outbox ([`crate::net::clients::Outbox`]); its connection writes it and goes
 //!   on with whatever it had pipelined behind the blocking command.
 //! - Timeouts are deadlines on the server's clock, in one ordered index. The
 //!   server's timer task sleeps until the earliest ([`next_deadline`]); the
@@ -34,9 +34,9 @@ use std::collections::BTreeSet;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::clients::ClientState;
 use crate::cmd::Ctx;
 use crate::errors;
+use crate::net::clients::ClientState;
 use crate::protocol::Reply;
 use crate::state::ServerState;
 use crate::store::{num, Db};

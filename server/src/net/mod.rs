@@ -6,6 +6,8 @@
 //! running out of file descriptors) are logged and retried after a short
 //! back-off; they never stop the server.
 
+pub(crate) mod clients;
+
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
@@ -22,12 +24,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::clients::{ClientState, CloseSignal, ConnSignal, Outbox};
 use crate::config::Config;
 use crate::engine::{BatchEnd, Engine};
 use crate::errors;
 use crate::exec::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::lua::ScriptState;
+use crate::net::clients::{ClientState, CloseSignal, ConnSignal, Outbox};
 use crate::protocol::{ProtocolLimits, RequestParser};
 use crate::state::Shared;
 use crate::store::Clock;
@@ -688,7 +690,7 @@ fn woken<'a>(
     })
 }
 
-/// Waits while the client is blocked in a command ([`crate::blocking`]):
+/// Waits while the client is blocked in a command ([`crate::blocked`]):
 /// writes what its outbox receives (its reply comes that way), keeps reading
 /// the socket to see the client leave (what it sends waits in `buf`), and
 /// returns true once the client is unblocked and its reply written; false
