@@ -46,7 +46,7 @@ use crate::store::{num, Db};
 /// when the key cannot serve it (absent, empty or of another type) and the
 /// client keeps waiting. The family's non-blocking code does the work, so
 /// events, WATCH and chained readiness are the same as for a direct call.
-pub type Serve = fn(&mut Ctx, &[Bytes], &Bytes) -> Option<Reply>;
+pub(crate) type Serve = fn(&mut Ctx, &[Bytes], &Bytes) -> Option<Reply>;
 
 /// A blocked client's command, kept in its [`ClientState`].
 #[derive(Debug)]
@@ -122,14 +122,14 @@ impl Blocking {
 
 /// A timeout in seconds (a float, `0.1`; 0 waits forever) as an absolute
 /// deadline at `now`, with Redis's errors. 0 means no deadline.
-pub fn deadline_secs(arg: &[u8], now: u64) -> Result<u64, Reply> {
+pub(crate) fn deadline_secs(arg: &[u8], now: u64) -> Result<u64, Reply> {
     let ms = num::timeout_ms(arg).ok_or_else(|| errors::err(errors::TIMEOUT_NOT_FLOAT))?;
     deadline_after(ms, now)
 }
 
 /// A timeout in whole milliseconds (WAIT, CLIENT PAUSE) as an absolute
 /// deadline at `now`; 0 means no deadline.
-pub fn deadline_ms(arg: &[u8], now: u64) -> Result<u64, Reply> {
+pub(crate) fn deadline_ms(arg: &[u8], now: u64) -> Result<u64, Reply> {
     let ms = num::parse_i64(arg).ok_or_else(|| errors::err(errors::TIMEOUT_NOT_INTEGER))?;
     deadline_after(ms, now)
 }
@@ -147,7 +147,7 @@ fn deadline_after(ms: i64, now: u64) -> Result<u64, Reply> {
 /// it from one of them, `deadline` passes (0: never) or it is unblocked; it
 /// then gets `timeout_reply`. Inside MULTI/EXEC or a script nothing blocks:
 /// the answer is `denied` at once.
-pub fn block(
+pub(crate) fn block(
     ctx: &mut Ctx,
     args: &[Bytes],
     keys: &[Bytes],
@@ -193,13 +193,13 @@ pub fn block(
 /// Holds the calling client's command until the CLIENT PAUSE ends (Redis's
 /// `blockPostponeClient`): the engine puts the request back in front of the
 /// client's queue, and it runs once [`unpause`] releases the client.
-pub fn postpone(ctx: &mut Ctx) -> Reply {
+pub(crate) fn postpone(ctx: &mut Ctx) -> Reply {
     hold(ctx, |b| &mut b.postponed)
 }
 
 /// Holds the calling client's command for a hang fault rule, the way a
 /// CLIENT PAUSE holds it ([`postpone`]), until [`release_hung`].
-pub fn hang(ctx: &mut Ctx) -> Reply {
+pub(crate) fn hang(ctx: &mut Ctx) -> Reply {
     hold(ctx, |b| &mut b.hung)
 }
 
@@ -237,7 +237,7 @@ fn let_go(dbs: &mut [Db], server: &mut ServerState, list: HeldList) {
 }
 
 /// Lets the clients hang rules held go on (their commands run now).
-pub fn release_hung(dbs: &mut [Db], server: &mut ServerState) {
+pub(crate) fn release_hung(dbs: &mut [Db], server: &mut ServerState) {
     let_go(dbs, server, |b| &mut b.hung);
 }
 
@@ -245,7 +245,7 @@ pub fn release_hung(dbs: &mut [Db], server: &mut ServerState) {
 /// over WRITE extends a pause in force, as Redis's `pauseClients`). While
 /// paused, expiry deletes nothing (expired keys read as absent), as in
 /// Redis 7.
-pub fn pause(ctx: &mut Ctx, until: u64, all: bool) {
+pub(crate) fn pause(ctx: &mut Ctx, until: u64, all: bool) {
     // A pause whose time is over (not yet ended by the timer) is gone: it
     // neither extends nor widens the new one.
     let pause = match ctx.server.blocking.pause.filter(|p| p.until >= ctx.now) {
@@ -264,7 +264,7 @@ pub fn pause(ctx: &mut Ctx, until: u64, all: bool) {
 
 /// Ends the CLIENT PAUSE (CLIENT UNPAUSE, or its time is over): postponed
 /// clients go on, in the order they were held.
-pub fn unpause(dbs: &mut [Db], server: &mut ServerState) {
+pub(crate) fn unpause(dbs: &mut [Db], server: &mut ServerState) {
     server.blocking.pause = None;
     for db in dbs.iter_mut() {
         db.keep_expired = false;
@@ -273,7 +273,7 @@ pub fn unpause(dbs: &mut [Db], server: &mut ServerState) {
 }
 
 /// Whether expiry may delete keys (not while a CLIENT PAUSE is in force).
-pub fn expiry_allowed(server: &ServerState) -> bool {
+pub(crate) fn expiry_allowed(server: &ServerState) -> bool {
     server.blocking.pause.is_none()
 }
 
@@ -282,7 +282,7 @@ pub fn expiry_allowed(server: &ServerState) -> bool {
 /// serve now is served at once (`ready`'s error, WRONGTYPE, stops the look
 /// at that key); otherwise the client blocks on all of them, to get a null
 /// array on timeout, or `denied` at once inside MULTI or a script.
-pub fn pop_or_block(
+pub(crate) fn pop_or_block(
     ctx: &mut Ctx,
     args: &[Bytes],
     keys: &[Bytes],
@@ -303,7 +303,7 @@ pub fn pop_or_block(
 
 /// Takes `client` out of every queue it waits in, without a reply (its
 /// connection is gone).
-pub fn release(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState) {
+pub(crate) fn release(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState) {
     let Some(blocked) = client.blocked.take() else {
         return;
     };
@@ -322,7 +322,7 @@ pub fn release(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState
 
 /// Unblocks `client` with `reply`: released from its queues, the reply
 /// handed to its connection, which then goes on.
-pub fn answer(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState, reply: Reply) {
+pub(crate) fn answer(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState, reply: Reply) {
     release(dbs, blocking, client);
     if !client.reply_off && reply != Reply::NOTHING {
         let mut out = BytesMut::new();
@@ -334,7 +334,7 @@ pub fn answer(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState,
 
 /// Unblocks `client` as its timeout would (`CLIENT UNBLOCK id TIMEOUT`) or
 /// with the `-UNBLOCKED` error. False when it is not blocked.
-pub fn unblock(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState, error: bool) -> bool {
+pub(crate) fn unblock(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState, error: bool) -> bool {
     let Some(blocked) = client.blocked.as_ref() else {
         return false;
     };
@@ -348,7 +348,7 @@ pub fn unblock(dbs: &mut [Db], blocking: &mut Blocking, client: &mut ClientState
 }
 
 /// The earliest deadline of a blocked client or of the pause.
-pub fn next_deadline(blocking: &Blocking) -> Option<u64> {
+pub(crate) fn next_deadline(blocking: &Blocking) -> Option<u64> {
     let first = blocking.timeouts.first().map(|&(deadline, _)| deadline);
     match (first, blocking.pause) {
         (Some(a), Some(p)) => Some(a.min(p.until)),
@@ -358,7 +358,7 @@ pub fn next_deadline(blocking: &Blocking) -> Option<u64> {
 
 /// Ends a pause whose time is over, and answers every blocked client whose
 /// deadline is before `now` with its timeout reply, earliest first.
-pub fn expire(dbs: &mut [Db], server: &mut ServerState, now: u64) {
+pub(crate) fn expire(dbs: &mut [Db], server: &mut ServerState, now: u64) {
     if server.blocking.pause.is_some_and(|p| p.until < now) {
         unpause(dbs, server);
     }
@@ -384,7 +384,7 @@ pub fn expire(dbs: &mut [Db], server: &mut ServerState, now: u64) {
 /// signalled, each key's waiters first come first served, and again while
 /// serving makes more keys ready. `current` is the client whose command
 /// just ran (out of the registry while it runs).
-pub fn serve_ready(dbs: &mut [Db], server: &mut ServerState, current: &mut ClientState, now: u64) {
+pub(crate) fn serve_ready(dbs: &mut [Db], server: &mut ServerState, current: &mut ClientState, now: u64) {
     loop {
         let Some(db) = dbs.iter().position(Db::has_ready) else {
             return;

@@ -295,18 +295,18 @@ impl Directive {
     }
 
     /// Whether the directive does anything in coordis.
-    pub fn is_effective(&self) -> bool {
+    pub(crate) fn is_effective(&self) -> bool {
         matches!(self.store, Store::Field { .. })
     }
 
     /// Every name it answers to, its own first.
-    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &'static str> {
         std::iter::once(self.name).chain(self.aliases.iter().copied())
     }
 
     /// Checks a value given while the directive holds `current`; `Ok` is
     /// the canonical text to store, `Err` Redis's reason.
-    pub fn check(&self, value: &str, current: &str) -> Result<String, String> {
+    pub(crate) fn check(&self, value: &str, current: &str) -> Result<String, String> {
         match self.kind {
             Kind::Bool => match value.to_ascii_lowercase().as_str() {
                 v @ ("yes" | "no") => Ok(v.to_string()),
@@ -355,7 +355,7 @@ impl Directive {
     }
 
     /// The value as CONFIG GET shows it.
-    pub fn read(&self, config: &Config) -> String {
+    pub(crate) fn read(&self, config: &Config) -> String {
         match self.store {
             Store::Field { get, .. } => get(config),
             Store::Ignored => config.ignored.get(self.name).cloned().unwrap_or_default(),
@@ -585,7 +585,7 @@ pub(crate) fn lookup(name: &str) -> Option<&'static Directive> {
 
 /// Why CONFIG SET refused.
 #[derive(Debug, PartialEq)]
-pub enum SetError {
+pub(crate) enum SetError {
     /// Not a parameter coordis knows (the name as given).
     Unknown(String),
     /// The parameter given as `.0` cannot be set: Redis's reason text.

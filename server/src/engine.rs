@@ -31,11 +31,11 @@ use crate::store::{Clock, Db};
 
 /// Keys active expiry may remove in one lock hold before it lets commands
 /// run again: bounds the latency a mass expiry adds to any command.
-pub const EXPIRE_STEP_KEYS: usize = 500;
+pub(crate) const EXPIRE_STEP_KEYS: usize = 500;
 
 /// How a batch left the connection (its replies are in the output buffer).
 #[derive(Debug)]
-pub struct BatchEnd {
+pub(crate) struct BatchEnd {
     /// Close the connection after writing the replies (QUIT, CLIENT KILL, protocol error).
     pub close: bool,
     /// The last command blocked the client: its connection waits for the
@@ -51,7 +51,7 @@ pub struct BatchEnd {
 
 /// The keyspace and server state. Shared as `Mutex<Engine>`; every method
 /// runs with the lock held and returns quickly.
-pub struct Engine {
+pub(crate) struct Engine {
     dbs: Vec<Db>,
     state: ServerState,
     scripting: Scripting,
@@ -67,7 +67,7 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    pub fn new(
+    pub(crate) fn new(
         config: Config,
         clock: Arc<dyn Clock>,
         port: u16,
@@ -123,13 +123,13 @@ impl Engine {
     }
 
     /// Time between active-expiry cycles (1000 / hz ms).
-    pub fn expire_interval(&self) -> Duration {
+    pub(crate) fn expire_interval(&self) -> Duration {
         Duration::from_millis(1000 / self.state.config.hz.max(1) as u64)
     }
 
     /// Answers the blocked clients whose timeout has passed; returns the
     /// next deadline of a blocked client (the server's timer sleeps until it).
-    pub fn expire_blocked(&mut self) -> Option<u64> {
+    pub(crate) fn expire_blocked(&mut self) -> Option<u64> {
         if self.state.shared.is_frozen() {
             return None;
         }
@@ -142,7 +142,7 @@ impl Engine {
     /// Ends client `id`'s wait without another client: a blocking command is
     /// answered as its timeout would answer it, a CLIENT PAUSE holding it is
     /// ended. For a lone client driven without a socket (tests, fuzzing).
-    pub fn end_block(&mut self, id: u64) {
+    pub(crate) fn end_block(&mut self, id: u64) {
         let Some(mut client) = self.state.clients.take(id) else {
             return;
         };
@@ -158,12 +158,12 @@ impl Engine {
 
     /// Whether client `id`'s replies are off (CLIENT REPLY OFF, or SKIP for
     /// its next command).
-    pub fn replies_suppressed(&self, id: u64) -> bool {
+    pub(crate) fn replies_suppressed(&self, id: u64) -> bool {
         self.state.clients.get(id).is_some_and(|c| c.reply_off || c.reply_skip)
     }
 
     /// The settings and signals connection tasks share with the engine.
-    pub fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.state.shared
     }
 
@@ -171,38 +171,38 @@ impl Engine {
     /// every connection is dropped, and with `lose_data` the keyspace and
     /// the script cache are gone too, as after a crash of a Redis without
     /// persistence (a new run id, uptime from zero). The configuration stays.
-    pub fn restart(&mut self, lose_data: bool) {
+    pub(crate) fn restart(&mut self, lose_data: bool) {
         restart(&mut self.dbs, &mut self.state, &mut self.scripting, lose_data);
     }
 
     /// Adds a fault rule; returns its id.
-    pub fn add_fault(&mut self, rule: crate::faults::FaultRule) -> u64 {
+    pub(crate) fn add_fault(&mut self, rule: crate::faults::FaultRule) -> u64 {
         self.state.faults.add(rule)
     }
 
     /// Removes fault rule `id` (`None`: every rule); clients a hang rule
     /// held go on once no hang rule is left.
-    pub fn remove_faults(&mut self, id: Option<u64>) -> bool {
+    pub(crate) fn remove_faults(&mut self, id: Option<u64>) -> bool {
         remove_faults(&mut self.dbs, &mut self.state, id)
     }
 
-    pub fn fault_list(&self) -> Vec<crate::faults::FaultEntry> {
+    pub(crate) fn fault_list(&self) -> Vec<crate::faults::FaultEntry> {
         self.state.faults.list()
     }
 
-    pub fn seed_faults(&mut self, seed: u64) {
+    pub(crate) fn seed_faults(&mut self, seed: u64) {
         self.state.faults.seed(seed);
     }
 
     /// Seeds the generator of the server's random choices (see
     /// [`ServerState::random`]).
-    pub fn seed_random(&mut self, seed: u64) {
+    pub(crate) fn seed_random(&mut self, seed: u64) {
         self.state.random = Some(seed);
     }
 
     /// Plays the server down (every connection dropped, new ones closed
     /// at once) or up again; the data stays.
-    pub fn set_down(&mut self, down: bool) {
+    pub(crate) fn set_down(&mut self, down: bool) {
         set_down(&mut self.state, down);
     }
 
@@ -210,13 +210,13 @@ impl Engine {
     /// a CLIENT PAUSE whose time is over ends, blocked clients past their
     /// deadline are answered, and every key due by now expires, in deadline
     /// order, with its `expired` event.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         settle_state(&mut self.dbs, &mut self.state, None);
         self.state.effects.flush();
     }
 
     /// Samples INFO's instantaneous rates (every expiry tick).
-    pub fn sample_rates(&mut self) {
+    pub(crate) fn sample_rates(&mut self) {
         let shared = &self.state.shared;
         let totals = [
             self.state.stats.total_commands_processed,
@@ -230,25 +230,25 @@ impl Engine {
     /// server's clock (Redis's `clientsCronHandleTimeout`): not a blocked
     /// client (its own timeout rules it) nor a subscriber. Nothing to do
     /// with `timeout 0`, the default.
-    pub fn close_idle_clients(&mut self) {
+    pub(crate) fn close_idle_clients(&mut self) {
         close_idle_clients(&mut self.state);
     }
 
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
-    pub fn active_expire_step(&mut self) -> bool {
+    pub(crate) fn active_expire_step(&mut self) -> bool {
         let more = active_expire_step(&mut self.dbs, &mut self.state, None, EXPIRE_STEP_KEYS);
         self.state.effects.flush();
         more
     }
 
     /// Registers a new connection (before any of its batches).
-    pub fn connect(&mut self, mut client: ClientState) {
+    pub(crate) fn connect(&mut self, mut client: ClientState) {
         self.state.stats.total_connections_received += 1;
         client.authenticated = self.state.config.requirepass.is_none();
         self.state.clients.insert(Box::new(client));
     }
 
-    pub fn disconnect(&mut self, id: u64) {
+    pub(crate) fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(id) {
             crate::blocked::release(&mut self.dbs, &mut self.state.blocking, &mut client);
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
@@ -266,7 +266,7 @@ impl Engine {
     /// request before it has run. `busy_changes` (what the client's answers
     /// while a script was busy changed) are applied first. Replies are appended to `out`, which the
     /// connection reuses from batch to batch.
-    pub fn run_batch(
+    pub(crate) fn run_batch(
         &mut self,
         id: u64,
         busy_changes: Vec<TxChange>,
@@ -402,7 +402,7 @@ impl Engine {
     /// writes like any (WATCH, events, blocked clients served); it cannot
     /// block (it answers as inside MULTI) and fault rules and pauses do not
     /// hold it.
-    pub fn run_internal(&mut self, db: usize, args: &[Bytes]) -> Reply {
+    pub(crate) fn run_internal(&mut self, db: usize, args: &[Bytes]) -> Reply {
         use std::net::{Ipv4Addr, SocketAddr};
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let signal = Arc::new(crate::net::clients::ConnSignal::default());
@@ -432,7 +432,7 @@ impl Engine {
     /// A new reader of the effects feed ([`crate::exec::feed`]): from now
     /// on it receives every effect, in order. While one reads, expired keys
     /// are noted for their DELs.
-    pub fn subscribe_effects(&mut self) -> crate::exec::feed::Reader {
+    pub(crate) fn subscribe_effects(&mut self) -> crate::exec::feed::Reader {
         let reader = self.state.effects.subscribe();
         for db in &mut self.dbs {
             db.log_expired = true;
@@ -552,7 +552,7 @@ fn close_idle_clients(state: &mut ServerState) {
 
 /// Plays the server down (`true`: every registered connection dropped, new
 /// ones closed at once) or brings it back (see [`Engine::set_down`]).
-pub fn set_down(state: &mut ServerState, down: bool) {
+pub(crate) fn set_down(state: &mut ServerState, down: bool) {
     state.shared.down.store(down, Ordering::Release);
     if down {
         for client in state.clients.values() {

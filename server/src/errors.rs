@@ -10,124 +10,125 @@ use std::borrow::Cow;
 
 use crate::protocol::Reply;
 
-pub const SYNTAX: &str = "ERR syntax error";
-pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-pub const NOT_FLOAT: &str = "ERR value is not a valid float";
-pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
-pub const DECR_OVERFLOW: &str = "ERR decrement would overflow";
-pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
-pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-pub const NO_SUCH_KEY: &str = "ERR no such key";
-pub const DB_OUT_OF_RANGE: &str = "ERR DB index is out of range";
-pub const INVALID_CURSOR: &str = "ERR invalid cursor";
-pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
-pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
-pub const NOAUTH: &str = "NOAUTH Authentication required.";
-pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-pub const AUTH_NOT_CONFIGURED: &str =
+pub(crate) const SYNTAX: &str = "ERR syntax error";
+pub(crate) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub(crate) const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub(crate) const OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub(crate) const DECR_OVERFLOW: &str = "ERR decrement would overflow";
+pub(crate) const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
+pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub(crate) const NO_SUCH_KEY: &str = "ERR no such key";
+pub(crate) const DB_OUT_OF_RANGE: &str = "ERR DB index is out of range";
+pub(crate) const INVALID_CURSOR: &str = "ERR invalid cursor";
+pub(crate) const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+pub(crate) const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+pub(crate) const NOAUTH: &str = "NOAUTH Authentication required.";
+pub(crate) const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+pub(crate) const AUTH_NOT_CONFIGURED: &str =
     "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
-pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
-pub const PROTOCOL_VERSION_NOT_INTEGER: &str = "ERR Protocol version is not an integer or out of range";
-pub const NX_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the same time are not compatible";
-pub const GT_LT: &str = "ERR GT and LT options at the same time are not compatible";
-pub const CLIENT_NAME_SPACES: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
-pub const NO_SUCH_CLIENT: &str = "ERR No such client";
-pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
+pub(crate) const NOPROTO: &str = "NOPROTO unsupported protocol version";
+pub(crate) const PROTOCOL_VERSION_NOT_INTEGER: &str = "ERR Protocol version is not an integer or out of range";
+pub(crate) const NX_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub(crate) const GT_LT: &str = "ERR GT and LT options at the same time are not compatible";
+pub(crate) const CLIENT_NAME_SPACES: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
+pub(crate) const NO_SUCH_CLIENT: &str = "ERR No such client";
+pub(crate) const MAX_CLIENTS: &str = "ERR max number of clients reached";
 /// Sent (then the connection closed) to a non-loopback client of a server in
 /// protected mode without a password.
 pub const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
-pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+pub(crate) const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 
-pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
-pub const SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
-pub const SCRIPT_WRONG_ARGS: &str = "ERR Wrong number of args calling Redis command from script";
-pub const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
-pub const WRITE_IN_READ_ONLY_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
-pub const WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+pub(crate) const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+pub(crate) const SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
+pub(crate) const SCRIPT_WRONG_ARGS: &str = "ERR Wrong number of args calling Redis command from script";
+pub(crate) const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
+pub(crate) const WRITE_IN_READ_ONLY_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
+pub(crate) const WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
 /// A command panicked (a bug in coordis): contained, logged, answered.
-pub const INTERNAL: &str = "ERR internal error running the command";
-pub const VALUE_OUT_OF_RANGE: &str = "ERR value is out of range";
-pub const HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
-pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
-pub const NUMKEYS_NOT_POSITIVE: &str = "ERR numkeys should be greater than 0";
-pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
-pub const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
-pub const COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
-pub const MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
-pub const COUNT_NOT_POSITIVE: &str = "ERR count should be greater than 0";
-pub const NO_LFU: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
-pub const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
+pub(crate) const INTERNAL: &str = "ERR internal error running the command";
+pub(crate) const VALUE_OUT_OF_RANGE: &str = "ERR value is out of range";
+pub(crate) const HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
+pub(crate) const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+pub(crate) const NUMKEYS_NOT_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub(crate) const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+pub(crate) const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+pub(crate) const COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+pub(crate) const MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+pub(crate) const COUNT_NOT_POSITIVE: &str = "ERR count should be greater than 0";
+pub(crate) const NO_LFU: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+pub(crate) const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
 /// `getRangeLongFromObjectOrReply` with Redis's `-LONG_MAX..LONG_MAX`.
-pub const LONG_OUT_OF_RANGE: &str =
+pub(crate) const LONG_OUT_OF_RANGE: &str =
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
-pub const BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
-pub const BIT_VALUE: &str = "ERR bit is not an integer or out of range";
-pub const BIT_ARGUMENT: &str = "ERR The bit argument must be 1 or 0.";
-pub const BITOP_NOT_ONE_SOURCE: &str = "ERR BITOP NOT must be called with a single source key.";
-pub const BITFIELD_TYPE: &str =
+pub(crate) const BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+pub(crate) const BIT_VALUE: &str = "ERR bit is not an integer or out of range";
+pub(crate) const BIT_ARGUMENT: &str = "ERR The bit argument must be 1 or 0.";
+pub(crate) const BITOP_NOT_ONE_SOURCE: &str = "ERR BITOP NOT must be called with a single source key.";
+pub(crate) const BITFIELD_TYPE: &str =
     "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
-pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
-pub const BITFIELD_RO_ONLY_GET: &str = "ERR BITFIELD_RO only supports the GET subcommand";
-pub const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
-pub const LCS_LEN_AND_IDX: &str = "ERR If you want both the length and indexes, please just use IDX.";
-pub const LCS_TOO_BIG: &str = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
-pub const SORT_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
-pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
-pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
-pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
-pub const NOT_BUSY: &str = "NOTBUSY No scripts in execution right now.";
-pub const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
-pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+pub(crate) const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
+pub(crate) const BITFIELD_RO_ONLY_GET: &str = "ERR BITFIELD_RO only supports the GET subcommand";
+pub(crate) const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
+pub(crate) const LCS_LEN_AND_IDX: &str = "ERR If you want both the length and indexes, please just use IDX.";
+pub(crate) const LCS_TOO_BIG: &str = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+pub(crate) const SORT_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+pub(crate) const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
+pub(crate) const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
+pub(crate) const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+pub(crate) const NOT_BUSY: &str = "NOTBUSY No scripts in execution right now.";
+pub(crate) const BUSY: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub(crate) const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+pub(crate) const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
 
-pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
-pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
-pub const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
-pub const SCRIPT_DEBUG_MODE: &str = "ERR Use SCRIPT DEBUG YES/SYNC/NO";
-pub const SCRIPT_DEBUG_IN_MULTI: &str = "ERR SCRIPT DEBUG must be called outside a pipeline";
+pub(crate) const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+pub(crate) const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
+pub(crate) const SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+pub(crate) const SCRIPT_DEBUG_MODE: &str = "ERR Use SCRIPT DEBUG YES/SYNC/NO";
+pub(crate) const SCRIPT_DEBUG_IN_MULTI: &str = "ERR SCRIPT DEBUG must be called outside a pipeline";
 /// coordis's own: it has no Lua debugger (LDB) to switch on.
-pub const SCRIPT_DEBUG_UNSUPPORTED: &str =
+pub(crate) const SCRIPT_DEBUG_UNSUPPORTED: &str =
     "ERR coordis has no Lua debugger: SCRIPT DEBUG YES and SYNC are not supported";
-pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
-pub const INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
-pub const CLIENT_ID_NOT_POSITIVE: &str = "ERR client-id should be greater than 0";
-pub const NO_CONFIG_FILE: &str = "ERR The server is running without a config file";
-pub const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
-pub const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
-pub const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
-pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
-pub const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
-pub const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
-pub const INCR_SINGLE_PAIR: &str = "ERR INCR option supports a single increment-element pair";
-pub const LIMIT_NEEDS_BY: &str =
+pub(crate) const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+pub(crate) const INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
+pub(crate) const CLIENT_ID_NOT_POSITIVE: &str = "ERR client-id should be greater than 0";
+pub(crate) const NO_CONFIG_FILE: &str = "ERR The server is running without a config file";
+pub(crate) const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
+pub(crate) const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
+pub(crate) const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
+pub(crate) const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+pub(crate) const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
+pub(crate) const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+pub(crate) const INCR_SINGLE_PAIR: &str = "ERR INCR option supports a single increment-element pair";
+pub(crate) const LIMIT_NEEDS_BY: &str =
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
-pub const WITHSCORES_BYLEX: &str = "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
-pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
-pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
-pub const BINARY_SCRIPT: &str = "ERR Error compiling script (new function): user_script: binary code not allowed";
-pub const CALL_OUTSIDE_SCRIPT: &str = "ERR redis.call can only be used while a script runs";
-pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
-pub const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
-pub const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range item";
-pub const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
-pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+pub(crate) const WITHSCORES_BYLEX: &str = "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+pub(crate) const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
+pub(crate) const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+pub(crate) const BINARY_SCRIPT: &str =
+    "ERR Error compiling script (new function): user_script: binary code not allowed";
+pub(crate) const CALL_OUTSIDE_SCRIPT: &str = "ERR redis.call can only be used while a script runs";
+pub(crate) const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+pub(crate) const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
+pub(crate) const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range item";
+pub(crate) const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
+pub(crate) const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 /// Blocking commands' and WAIT's timeouts (`getTimeoutFromObjectOrReply`).
-pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
-pub const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
-pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+pub(crate) const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+pub(crate) const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
+pub(crate) const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
 /// The error a client blocked in a command gets from `CLIENT UNBLOCK id ERROR`.
-pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
-pub const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
-pub const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
+pub(crate) const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+pub(crate) const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+pub(crate) const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
 /// `COORDIS.CLOCK` on a server built with a clock of its own.
-pub const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test clock";
-pub const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+pub(crate) const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test clock";
+pub(crate) const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 /// `COORDIS.SERVER PAUSE` on an engine driven without a runtime (tests).
-pub const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
+pub(crate) const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
 /// `COORDIS.FAULT ADD ... PROBABILITY p` outside 0..1.
-pub const PROBABILITY: &str = "ERR probability must be a number from 0 to 1";
+pub(crate) const PROBABILITY: &str = "ERR probability must be a number from 0 to 1";
 
-pub fn err(text: &'static str) -> Reply {
+pub(crate) fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))
 }
 
@@ -146,12 +147,12 @@ fn lossy(b: &[u8]) -> Cow<'_, str> {
 
 /// `ERR wrong number of arguments for 'get' command` (name as Redis spells
 /// it: lower case, `parent|sub` for subcommands).
-pub fn wrong_args(name: &str) -> Reply {
+pub(crate) fn wrong_args(name: &str) -> Reply {
     owned(format!("ERR wrong number of arguments for '{name}' command"))
 }
 
 /// `ERR unknown command 'x', with args beginning with: 'a' 'b' `.
-pub fn unknown_command(args: &[bytes::Bytes]) -> Reply {
+pub(crate) fn unknown_command(args: &[bytes::Bytes]) -> Reply {
     let mut list = String::new();
     for arg in &args[1..] {
         if list.len() >= 128 {
@@ -170,49 +171,49 @@ pub fn unknown_command(args: &[bytes::Bytes]) -> Reply {
 
 /// A RESP2 client in pub/sub context sent a command other than
 /// (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING, QUIT or RESET.
-pub fn not_while_subscribed(name: &str) -> Reply {
+pub(crate) fn not_while_subscribed(name: &str) -> Reply {
     owned(format!("ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
 }
 
 /// `EXECABORT Transaction discarded because of: <reason>`, the reason being
 /// the error that refused EXEC without its `ERR ` prefix.
-pub fn exec_abort(reason: &str) -> Reply {
+pub(crate) fn exec_abort(reason: &str) -> Reply {
     let reason = reason.strip_prefix("ERR ").unwrap_or(reason);
     owned(format!("EXECABORT Transaction discarded because of: {reason}"))
 }
 
 /// `ERR Syntax error in HELLO option 'x'`.
-pub fn hello_option(opt: &[u8]) -> Reply {
+pub(crate) fn hello_option(opt: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Syntax error in HELLO option '{}'", lossy(opt))))
 }
 
 /// `ERR Unknown client type 'x'` (CLIENT LIST / KILL TYPE).
-pub fn unknown_client_type(kind: &[u8]) -> Reply {
+pub(crate) fn unknown_client_type(kind: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unknown client type '{}'", lossy(kind))))
 }
 
 /// `ERR No such user 'x'` (CLIENT KILL USER).
-pub fn no_such_user(user: &[u8]) -> Reply {
+pub(crate) fn no_such_user(user: &[u8]) -> Reply {
     owned(sanitize(format!("ERR No such user '{}'", lossy(user))))
 }
 
 /// `ERR at least 1 input key is needed for 'zunionstore' command`.
-pub fn no_input_keys(cmd: &str) -> Reply {
+pub(crate) fn no_input_keys(cmd: &str) -> Reply {
     owned(format!("ERR at least 1 input key is needed for '{cmd}' command"))
 }
 
 /// A script that does not compile: `ERR Error compiling script (new function): <lua error>`.
-pub fn compile_error(lua: &str) -> Reply {
+pub(crate) fn compile_error(lua: &str) -> Reply {
     owned(sanitize(format!("ERR Error compiling script (new function): {lua}")))
 }
 
 /// A script the VM could not run to an answer: `ERR <lua error>`.
-pub fn script_failed(lua: &str) -> Reply {
+pub(crate) fn script_failed(lua: &str) -> Reply {
     owned(sanitize(format!("ERR {lua}")))
 }
 
 /// `ERR unknown subcommand or wrong number of arguments for 'x'. Try PUBSUB HELP.`
-pub fn sub_wrong_args(sub: &[u8], parent: &str) -> Reply {
+pub(crate) fn sub_wrong_args(sub: &[u8], parent: &str) -> Reply {
     owned(sanitize(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {parent} HELP.",
         lossy(sub)
@@ -221,91 +222,95 @@ pub fn sub_wrong_args(sub: &[u8], parent: &str) -> Reply {
 
 /// A test-control command `enable-test-commands` does not allow, worded
 /// as Redis refuses DEBUG under `enable-debug-command`.
-pub fn test_commands_disabled(command: &str) -> Reply {
+pub(crate) fn test_commands_disabled(command: &str) -> Reply {
     owned(format!(
         "ERR {command} command not allowed. If the enable-test-commands option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
     ))
 }
 
 /// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
-pub fn unknown_subcommand(sub: &[u8], parent: &str) -> Reply {
+pub(crate) fn unknown_subcommand(sub: &[u8], parent: &str) -> Reply {
     let sub: String = lossy(sub).chars().take(128).collect();
     owned(sanitize(format!("ERR unknown subcommand '{sub}'. Try {parent} HELP.")))
 }
 
 /// `ERR invalid expire time in 'set' command`.
-pub fn invalid_expire(cmd: &str) -> Reply {
+pub(crate) fn invalid_expire(cmd: &str) -> Reply {
     owned(format!("ERR invalid expire time in '{cmd}' command"))
 }
 
 /// `ERR Unsupported option foo` (EXPIRE family).
-pub fn unsupported_option(opt: &[u8]) -> Reply {
+pub(crate) fn unsupported_option(opt: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unsupported option {}", lossy(opt))))
 }
 
 /// CONFIG SET on a parameter coordis does not have.
-pub fn config_set_unknown(name: &str) -> Reply {
+pub(crate) fn config_set_unknown(name: &str) -> Reply {
     owned(sanitize(format!(
         "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
     )))
 }
 
 /// CONFIG SET with a value the parameter rejects.
-pub fn config_set_failed(name: &str, why: &str) -> Reply {
+pub(crate) fn config_set_failed(name: &str, why: &str) -> Reply {
     owned(sanitize(format!(
         "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
     )))
 }
 
 /// A protocol error (already formatted by the parser).
-pub fn protocol(text: String) -> Reply {
+pub(crate) fn protocol(text: String) -> Reply {
     owned(format!("ERR {text}"))
 }
 
 // Streams (`cmd/stream.rs`).
 /// XREAD and XREADGROUP alike, with an odd list of keys and IDs.
-pub const XREAD_UNBALANCED: &str =
+pub(crate) const XREAD_UNBALANCED: &str =
     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
-pub const ELEMENTS_TOO_LARGE: &str = "ERR Elements are too large to be stored";
-pub const UNBLOCKED_STREAM_GONE: &str = "UNBLOCKED the stream key no longer exists";
-pub const STREAM_BAD_ID: &str = "ERR Invalid stream ID specified as stream command argument";
-pub const XADD_ID_TOO_SMALL: &str = "ERR The ID specified in XADD is equal or smaller than the target stream top item";
-pub const XADD_ID_ZERO: &str = "ERR The ID specified in XADD must be greater than 0-0";
-pub const STREAM_EXHAUSTED: &str = "ERR The stream has exhausted the last possible ID, unable to add more items";
-pub const MAXLEN_NEGATIVE_STREAM: &str = "ERR The MAXLEN argument must be >= 0.";
-pub const LIMIT_NEGATIVE_STREAM: &str = "ERR The LIMIT argument must be >= 0.";
-pub const MAXLEN_AND_MINID: &str = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
-pub const LIMIT_WITHOUT_TILDE: &str = "ERR syntax error, LIMIT cannot be used without the special ~ option";
-pub const LIMIT_WITHOUT_STRATEGY: &str =
+pub(crate) const ELEMENTS_TOO_LARGE: &str = "ERR Elements are too large to be stored";
+pub(crate) const UNBLOCKED_STREAM_GONE: &str = "UNBLOCKED the stream key no longer exists";
+pub(crate) const STREAM_BAD_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+pub(crate) const XADD_ID_TOO_SMALL: &str =
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+pub(crate) const XADD_ID_ZERO: &str = "ERR The ID specified in XADD must be greater than 0-0";
+pub(crate) const STREAM_EXHAUSTED: &str = "ERR The stream has exhausted the last possible ID, unable to add more items";
+pub(crate) const MAXLEN_NEGATIVE_STREAM: &str = "ERR The MAXLEN argument must be >= 0.";
+pub(crate) const LIMIT_NEGATIVE_STREAM: &str = "ERR The LIMIT argument must be >= 0.";
+pub(crate) const MAXLEN_AND_MINID: &str =
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+pub(crate) const LIMIT_WITHOUT_TILDE: &str = "ERR syntax error, LIMIT cannot be used without the special ~ option";
+pub(crate) const LIMIT_WITHOUT_STRATEGY: &str =
     "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
-pub const XTRIM_NO_STRATEGY: &str = "ERR syntax error, XTRIM must be called with a trimming strategy";
-pub const INVALID_START_ID: &str = "ERR invalid start ID for the interval";
-pub const INVALID_END_ID: &str = "ERR invalid end ID for the interval";
-pub const XREAD_GT_ID: &str =
+pub(crate) const XTRIM_NO_STRATEGY: &str = "ERR syntax error, XTRIM must be called with a trimming strategy";
+pub(crate) const INVALID_START_ID: &str = "ERR invalid start ID for the interval";
+pub(crate) const INVALID_END_ID: &str = "ERR invalid end ID for the interval";
+pub(crate) const XREAD_GT_ID: &str =
     "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.";
-pub const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.";
-pub const XREAD_GROUP_OPTION: &str = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
-pub const XREAD_NOACK_OPTION: &str = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
-pub const XREADGROUP_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
-pub const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
-pub const XGROUP_KEY_MISSING: &str = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
-pub const ENTRIESREAD_NEGATIVE: &str = "ERR value for ENTRIESREAD must be positive or -1";
-pub const NOGROUP_DESTROYED: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
-pub const XCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XCLAIM";
-pub const XCLAIM_IDLE: &str = "ERR Invalid IDLE option argument for XCLAIM";
-pub const XCLAIM_TIME: &str = "ERR Invalid TIME option argument for XCLAIM";
-pub const XCLAIM_RETRYCOUNT: &str = "ERR Invalid RETRYCOUNT option argument for XCLAIM";
-pub const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XAUTOCLAIM";
-pub const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
-pub const XSETID_SMALLER: &str = "ERR The ID specified in XSETID is smaller than the target stream top item";
-pub const XSETID_ENTRIES_ADDED: &str =
+pub(crate) const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.";
+pub(crate) const XREAD_GROUP_OPTION: &str =
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+pub(crate) const XREAD_NOACK_OPTION: &str =
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+pub(crate) const XREADGROUP_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
+pub(crate) const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
+pub(crate) const XGROUP_KEY_MISSING: &str = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
+pub(crate) const ENTRIESREAD_NEGATIVE: &str = "ERR value for ENTRIESREAD must be positive or -1";
+pub(crate) const NOGROUP_DESTROYED: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
+pub(crate) const XCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XCLAIM";
+pub(crate) const XCLAIM_IDLE: &str = "ERR Invalid IDLE option argument for XCLAIM";
+pub(crate) const XCLAIM_TIME: &str = "ERR Invalid TIME option argument for XCLAIM";
+pub(crate) const XCLAIM_RETRYCOUNT: &str = "ERR Invalid RETRYCOUNT option argument for XCLAIM";
+pub(crate) const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XAUTOCLAIM";
+pub(crate) const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
+pub(crate) const XSETID_SMALLER: &str = "ERR The ID specified in XSETID is smaller than the target stream top item";
+pub(crate) const XSETID_ENTRIES_ADDED: &str =
     "ERR The entries_added specified in XSETID is smaller than the target stream length";
-pub const XSETID_BELOW_MAX_DELETED_ARG: &str =
+pub(crate) const XSETID_BELOW_MAX_DELETED_ARG: &str =
     "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
-pub const ENTRIES_ADDED_NEGATIVE: &str = "ERR entries_added must be positive";
+pub(crate) const ENTRIES_ADDED_NEGATIVE: &str = "ERR entries_added must be positive";
 
 /// XREAD BLOCK from a script (`name` as the script typed it).
-pub fn xread_block_in_script(name: &[u8]) -> Reply {
+pub(crate) fn xread_block_in_script(name: &[u8]) -> Reply {
     owned(sanitize(format!(
         "ERR {} command is not allowed with BLOCK option from scripts",
         lossy(name)
@@ -313,7 +318,7 @@ pub fn xread_block_in_script(name: &[u8]) -> Reply {
 }
 
 /// XREADGROUP on a missing key or group.
-pub fn nogroup_xreadgroup(key: &[u8], group: &[u8]) -> Reply {
+pub(crate) fn nogroup_xreadgroup(key: &[u8], group: &[u8]) -> Reply {
     owned(sanitize(format!(
         "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
         lossy(key),
@@ -322,7 +327,7 @@ pub fn nogroup_xreadgroup(key: &[u8], group: &[u8]) -> Reply {
 }
 
 /// XPENDING / XCLAIM / XAUTOCLAIM on a missing key or group.
-pub fn nogroup_key(key: &[u8], group: &[u8]) -> Reply {
+pub(crate) fn nogroup_key(key: &[u8], group: &[u8]) -> Reply {
     owned(sanitize(format!(
         "NOGROUP No such key '{}' or consumer group '{}'",
         lossy(key),
@@ -331,7 +336,7 @@ pub fn nogroup_key(key: &[u8], group: &[u8]) -> Reply {
 }
 
 /// XGROUP SETID / CREATECONSUMER / DELCONSUMER and XINFO CONSUMERS on a missing group.
-pub fn nogroup_for_key(group: &[u8], key: &[u8]) -> Reply {
+pub(crate) fn nogroup_for_key(group: &[u8], key: &[u8]) -> Reply {
     owned(sanitize(format!(
         "NOGROUP No such consumer group '{}' for key name '{}'",
         lossy(group),
@@ -340,114 +345,116 @@ pub fn nogroup_for_key(group: &[u8], key: &[u8]) -> Reply {
 }
 
 /// XCLAIM with an option it does not know.
-pub fn xclaim_option(opt: &[u8]) -> Reply {
+pub(crate) fn xclaim_option(opt: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unrecognized XCLAIM option '{}'", lossy(opt))))
 }
 
 // Functions (`cmd/functions.rs`, `lua/functions.rs`).
-pub const MONITOR_DENY_BLOCKING: &str = "ERR MONITOR isn't allowed for DENY BLOCKING client";
-pub const SLOWLOG_COUNT: &str = "ERR count should be greater than or equal to -1";
-pub const GETKEYS_UNKNOWN_COMMAND: &str = "ERR Invalid command specified";
-pub const GETKEYS_ARITY: &str = "ERR Invalid number of arguments specified for command";
-pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
-pub const GETKEYS_INVALID: &str = "ERR Invalid arguments specified for command";
-pub const NOT_C_INT: &str = "ERR value is out of range, value must between -2147483648 and 2147483647";
-pub const BUSY_FUNCTION: &str =
+pub(crate) const MONITOR_DENY_BLOCKING: &str = "ERR MONITOR isn't allowed for DENY BLOCKING client";
+pub(crate) const SLOWLOG_COUNT: &str = "ERR count should be greater than or equal to -1";
+pub(crate) const GETKEYS_UNKNOWN_COMMAND: &str = "ERR Invalid command specified";
+pub(crate) const GETKEYS_ARITY: &str = "ERR Invalid number of arguments specified for command";
+pub(crate) const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
+pub(crate) const GETKEYS_INVALID: &str = "ERR Invalid arguments specified for command";
+pub(crate) const NOT_C_INT: &str = "ERR value is out of range, value must between -2147483648 and 2147483647";
+pub(crate) const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
-pub const LIBRARY_METADATA_MISSING: &str = "ERR Missing library metadata";
-pub const LIBRARY_METADATA_INVALID: &str = "ERR Invalid library metadata";
-pub const LIBRARY_NAME_TWICE: &str = "ERR Invalid metadata value, name argument was given multiple times";
-pub const LIBRARY_NAME_MISSING: &str = "ERR Library name was not given";
-pub const LIBRARY_NAME_INVALID: &str =
+pub(crate) const LIBRARY_METADATA_MISSING: &str = "ERR Missing library metadata";
+pub(crate) const LIBRARY_METADATA_INVALID: &str = "ERR Invalid library metadata";
+pub(crate) const LIBRARY_NAME_TWICE: &str = "ERR Invalid metadata value, name argument was given multiple times";
+pub(crate) const LIBRARY_NAME_MISSING: &str = "ERR Library name was not given";
+pub(crate) const LIBRARY_NAME_INVALID: &str =
     "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
-pub const NO_FUNCTIONS_REGISTERED: &str = "ERR No functions registered";
-pub const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
-pub const LIBRARY_NOT_FOUND: &str = "ERR Library not found";
-pub const BAD_NUMBER_OF_KEYS: &str = "ERR Bad number of keys provided";
-pub const WRITE_FLAG_WITH_RO: &str = "ERR Can not execute a script with write flag using *_ro command.";
-pub const LIBRARY_NAME_ARG_MISSING: &str = "ERR library name argument was not given";
-pub const FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
-pub const DUMP_PAYLOAD_INVALID: &str = "ERR DUMP payload version or checksum are wrong";
-pub const RESTORE_POLICY: &str = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
-pub const INVALID_SHEBANG: &str = "ERR Invalid script shebang";
+pub(crate) const NO_FUNCTIONS_REGISTERED: &str = "ERR No functions registered";
+pub(crate) const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
+pub(crate) const LIBRARY_NOT_FOUND: &str = "ERR Library not found";
+pub(crate) const BAD_NUMBER_OF_KEYS: &str = "ERR Bad number of keys provided";
+pub(crate) const WRITE_FLAG_WITH_RO: &str = "ERR Can not execute a script with write flag using *_ro command.";
+pub(crate) const LIBRARY_NAME_ARG_MISSING: &str = "ERR library name argument was not given";
+pub(crate) const FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+pub(crate) const DUMP_PAYLOAD_INVALID: &str = "ERR DUMP payload version or checksum are wrong";
+pub(crate) const RESTORE_POLICY: &str =
+    "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
+pub(crate) const INVALID_SHEBANG: &str = "ERR Invalid script shebang";
 
 /// FUNCTION LOAD with a shebang argument it does not know.
-pub fn metadata_value(part: &[u8]) -> Reply {
+pub(crate) fn metadata_value(part: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Invalid metadata value given: {}", lossy(part))))
 }
 
-pub fn engine_not_found(engine: &str) -> Reply {
+pub(crate) fn engine_not_found(engine: &str) -> Reply {
     owned(sanitize(format!("ERR Engine '{engine}' not found")))
 }
 
-pub fn library_exists(name: &str) -> Reply {
+pub(crate) fn library_exists(name: &str) -> Reply {
     owned(sanitize(format!("ERR Library '{name}' already exists")))
 }
 
 /// FUNCTION RESTORE (APPEND) of a library already loaded: worded without
 /// FUNCTION LOAD's quotes.
-pub fn restored_library_exists(name: &str) -> Reply {
+pub(crate) fn restored_library_exists(name: &str) -> Reply {
     owned(sanitize(format!("ERR Library {name} already exists")))
 }
 
-pub fn function_exists(name: &str) -> Reply {
+pub(crate) fn function_exists(name: &str) -> Reply {
     owned(sanitize(format!("ERR Function {name} already exists")))
 }
 
-pub fn function_compile_error(lua: &str) -> Reply {
+pub(crate) fn function_compile_error(lua: &str) -> Reply {
     owned(sanitize(format!("ERR Error compiling function: {lua}")))
 }
 
 /// A library's code failed while it loaded (`error` already starts with
 /// its code, `ERR ...`).
-pub fn registering_functions(error: &str) -> Reply {
+pub(crate) fn registering_functions(error: &str) -> Reply {
     owned(sanitize(format!("ERR Error registering functions: {error}")))
 }
 
 /// FUNCTION LIST / RESTORE with an argument it does not know.
-pub fn unknown_argument(arg: &[u8]) -> Reply {
+pub(crate) fn unknown_argument(arg: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unknown argument {}", lossy(arg))))
 }
 
-pub fn unknown_option_given(arg: &[u8]) -> Reply {
+pub(crate) fn unknown_option_given(arg: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unknown option given: {}", lossy(arg))))
 }
 
 /// EVAL's shebang, Redis's `evalExtractShebangFlags` errors.
-pub fn shebang_engine(engine: &[u8]) -> Reply {
+pub(crate) fn shebang_engine(engine: &[u8]) -> Reply {
     owned(sanitize(format!(
         "ERR Unexpected engine in script shebang: {}",
         lossy(engine)
     )))
 }
 
-pub fn shebang_flag(flag: &[u8]) -> Reply {
+pub(crate) fn shebang_flag(flag: &[u8]) -> Reply {
     owned(sanitize(format!(
         "ERR Unexpected flag in script shebang: {}",
         lossy(flag)
     )))
 }
 
-pub fn shebang_option(option: &[u8]) -> Reply {
+pub(crate) fn shebang_option(option: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unknown lua shebang option: {}", lossy(option))))
 }
 
 // MEMORY DOCTOR's report, in Redis's words (`getMemoryDoctorReport`).
-pub const MEMORY_DOCTOR_EMPTY: &str = "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n";
-pub const MEMORY_DOCTOR_FINE: &str =
+pub(crate) const MEMORY_DOCTOR_EMPTY: &str = "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n";
+pub(crate) const MEMORY_DOCTOR_FINE: &str =
     "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n";
-pub const MEMORY_DOCTOR_ISSUES: &str = "Sam, I detected a few issues in this Redis instance memory implants:\n\n";
-pub const MEMORY_DOCTOR_PEAK: &str = " * Peak memory: In the past this instance used more than 150% the memory that is currently using. The allocator is normally not able to release memory after a peak, so you can expect to see a big fragmentation ratio, however this is actually harmless and is only due to the memory peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than expected, the memory will be used as soon as you fill the Redis instance with more data. If the memory peak was only occasional and you want to try to reclaim memory, please try the MEMORY PURGE command, otherwise the only other option is to shutdown and restart the instance.\n\n";
-pub const MEMORY_DOCTOR_HIGH_RSS: &str = " * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is \"libc\".\n\n";
-pub const MEMORY_DOCTOR_ALLOCATOR_FRAG: &str = " * High allocator fragmentation: This instance has an allocator external fragmentation greater than 1.1. This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. You can try enabling 'activedefrag' config option.\n\n";
-pub const MEMORY_DOCTOR_ALLOCATOR_RSS: &str = " * High allocator RSS overhead: This instance has an RSS memory overhead is greater than 1.1 (this means that the Resident Set Size of the allocator is much larger than the sum what the allocator actually holds). This problem is usually due to a large peak memory (check if there is a peak memory entry above in the report), you can try the MEMORY PURGE command to reclaim it.\n\n";
-pub const MEMORY_DOCTOR_MANY_SCRIPTS: &str = " * Many scripts: There seem to be many cached scripts in this instance (more than 1000). This may be because scripts are generated and `EVAL`ed, instead of being parameterized (with KEYS and ARGV), `SCRIPT LOAD`ed and `EVALSHA`ed. Unless `SCRIPT FLUSH` is called periodically, the scripts' caches may end up consuming most of your memory.\n\n";
-pub const MEMORY_DOCTOR_END: &str = "I'm here to keep you safe, Sam. I want to help you.\n";
+pub(crate) const MEMORY_DOCTOR_ISSUES: &str =
+    "Sam, I detected a few issues in this Redis instance memory implants:\n\n";
+pub(crate) const MEMORY_DOCTOR_PEAK: &str = " * Peak memory: In the past this instance used more than 150% the memory that is currently using. The allocator is normally not able to release memory after a peak, so you can expect to see a big fragmentation ratio, however this is actually harmless and is only due to the memory peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than expected, the memory will be used as soon as you fill the Redis instance with more data. If the memory peak was only occasional and you want to try to reclaim memory, please try the MEMORY PURGE command, otherwise the only other option is to shutdown and restart the instance.\n\n";
+pub(crate) const MEMORY_DOCTOR_HIGH_RSS: &str = " * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is \"libc\".\n\n";
+pub(crate) const MEMORY_DOCTOR_ALLOCATOR_FRAG: &str = " * High allocator fragmentation: This instance has an allocator external fragmentation greater than 1.1. This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. You can try enabling 'activedefrag' config option.\n\n";
+pub(crate) const MEMORY_DOCTOR_ALLOCATOR_RSS: &str = " * High allocator RSS overhead: This instance has an RSS memory overhead is greater than 1.1 (this means that the Resident Set Size of the allocator is much larger than the sum what the allocator actually holds). This problem is usually due to a large peak memory (check if there is a peak memory entry above in the report), you can try the MEMORY PURGE command to reclaim it.\n\n";
+pub(crate) const MEMORY_DOCTOR_MANY_SCRIPTS: &str = " * Many scripts: There seem to be many cached scripts in this instance (more than 1000). This may be because scripts are generated and `EVAL`ed, instead of being parameterized (with KEYS and ARGV), `SCRIPT LOAD`ed and `EVALSHA`ed. Unless `SCRIPT FLUSH` is called periodically, the scripts' caches may end up consuming most of your memory.\n\n";
+pub(crate) const MEMORY_DOCTOR_END: &str = "I'm here to keep you safe, Sam. I want to help you.\n";
 /// MEMORY MALLOC-STATS from a Redis built with libc malloc, as coordis is.
-pub const MALLOC_STATS_UNSUPPORTED: &str = "Stats not supported for the current allocator";
+pub(crate) const MALLOC_STATS_UNSUPPORTED: &str = "Stats not supported for the current allocator";
 
 // A standalone server without modules (cmd/cluster.rs).
-pub const CLUSTER_DISABLED: &str = "ERR This instance has cluster support disabled";
-pub const MODULE_DISABLED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
-pub const MODULE_LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
-pub const MODULE_UNLOAD_FAILED: &str = "ERR Error unloading module: no such module with that name";
+pub(crate) const CLUSTER_DISABLED: &str = "ERR This instance has cluster support disabled";
+pub(crate) const MODULE_DISABLED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+pub(crate) const MODULE_LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
+pub(crate) const MODULE_UNLOAD_FAILED: &str = "ERR Error unloading module: no such module with that name";

@@ -58,6 +58,7 @@
 //! - `notify`: keyspace notification classes.
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
+#![warn(unreachable_pub)]
 
 mod blocked;
 mod cmd;

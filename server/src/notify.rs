@@ -2,25 +2,25 @@
 //! their flag letters, and publishing `__keyspace@<db>__:<key>` /
 //! `__keyevent@<db>__:<event>` messages exactly as Redis names them.
 
-pub const KEYSPACE: u32 = 1 << 0;
-pub const KEYEVENT: u32 = 1 << 1;
-pub const GENERIC: u32 = 1 << 2;
-pub const STRING: u32 = 1 << 3;
-pub const LIST: u32 = 1 << 4;
-pub const SET: u32 = 1 << 5;
-pub const HASH: u32 = 1 << 6;
-pub const ZSET: u32 = 1 << 7;
-pub const EXPIRED: u32 = 1 << 8;
-pub const EVICTED: u32 = 1 << 9;
-pub const STREAM: u32 = 1 << 10;
-pub const KEY_MISS: u32 = 1 << 11;
-pub const MODULE: u32 = 1 << 13;
-pub const NEW: u32 = 1 << 14;
+pub(crate) const KEYSPACE: u32 = 1 << 0;
+pub(crate) const KEYEVENT: u32 = 1 << 1;
+pub(crate) const GENERIC: u32 = 1 << 2;
+pub(crate) const STRING: u32 = 1 << 3;
+pub(crate) const LIST: u32 = 1 << 4;
+pub(crate) const SET: u32 = 1 << 5;
+pub(crate) const HASH: u32 = 1 << 6;
+pub(crate) const ZSET: u32 = 1 << 7;
+pub(crate) const EXPIRED: u32 = 1 << 8;
+pub(crate) const EVICTED: u32 = 1 << 9;
+pub(crate) const STREAM: u32 = 1 << 10;
+pub(crate) const KEY_MISS: u32 = 1 << 11;
+pub(crate) const MODULE: u32 = 1 << 13;
+pub(crate) const NEW: u32 = 1 << 14;
 /// `A`: every class but key-miss and new-key events.
-pub const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+pub(crate) const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 
 /// Parses the flag letters of `notify-keyspace-events`; `None` on an unknown letter.
-pub fn parse_flags(text: &str) -> Option<u32> {
+pub(crate) fn parse_flags(text: &str) -> Option<u32> {
     let mut flags = 0;
     for c in text.chars() {
         flags |= match c {
@@ -46,7 +46,7 @@ pub fn parse_flags(text: &str) -> Option<u32> {
 }
 
 /// The letters CONFIG GET shows for `flags` (Redis's canonical order).
-pub fn flags_to_string(flags: u32) -> String {
+pub(crate) fn flags_to_string(flags: u32) -> String {
     let mut out = String::new();
     if flags & ALL == ALL {
         out.push('A');
@@ -78,7 +78,7 @@ pub fn flags_to_string(flags: u32) -> String {
 }
 
 /// The channel/message pairs a notification produces under `flags`.
-pub fn messages(flags: u32, class: u32, event: &str, key: &[u8], db: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn messages(flags: u32, class: u32, event: &str, key: &[u8], db: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     if flags & class == 0 {
         return out;
@@ -96,7 +96,7 @@ pub fn messages(flags: u32, class: u32, event: &str, key: &[u8], db: usize) -> V
 
 /// Which removals and additions databases must record for `flags`: keys
 /// expired (`expired` events) and keys created (`new` events).
-pub fn logged_events(flags: u32) -> (bool, bool) {
+pub(crate) fn logged_events(flags: u32) -> (bool, bool) {
     let delivered = flags & (KEYSPACE | KEYEVENT) != 0;
     (delivered && flags & EXPIRED != 0, delivered && flags & NEW != 0)
 }

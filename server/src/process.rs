@@ -23,7 +23,7 @@ pub struct Allocator {
 
 /// The allocator's figures now.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub fn allocator() -> Allocator {
+pub(crate) fn allocator() -> Allocator {
     // SAFETY: mallinfo2 takes no arguments and returns a plain struct.
     let m = unsafe { libc::mallinfo2() };
     // `uordblks` is in-use heap; `hblkhd` is memory in mmap'd chunks (large
@@ -46,7 +46,7 @@ pub fn allocator() -> Allocator {
 
 /// Returns free heap memory to the system where the allocator can
 /// (MEMORY PURGE).
-pub fn purge() {
+pub(crate) fn purge() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe {
@@ -55,7 +55,7 @@ pub fn purge() {
 }
 
 /// Resident set size in bytes (0 where `/proc` is missing).
-pub fn rss_bytes() -> u64 {
+pub(crate) fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
@@ -73,7 +73,7 @@ fn page_size() -> u64 {
 }
 
 /// The machine's physical memory in bytes (INFO `total_system_memory`).
-pub fn total_system_memory() -> u64 {
+pub(crate) fn total_system_memory() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
     if pages > 0 {
@@ -84,7 +84,7 @@ pub fn total_system_memory() -> u64 {
 }
 
 /// uname's system, release and machine, as Redis's INFO `os` prints them.
-pub fn os_name() -> String {
+pub(crate) fn os_name() -> String {
     // SAFETY: uname fills the struct it is given; zeroed is a valid start,
     // and each field it fills is NUL-terminated.
     let u = unsafe {
@@ -104,7 +104,7 @@ pub fn os_name() -> String {
 }
 
 /// The process's `(system, user)` CPU time in seconds (getrusage).
-pub fn cpu_seconds() -> (f64, f64) {
+pub(crate) fn cpu_seconds() -> (f64, f64) {
     // SAFETY: getrusage fills the struct it is given; zeroed is a valid start.
     let usage = unsafe {
         let mut u: libc::rusage = std::mem::zeroed();

@@ -7,12 +7,12 @@ use crate::protocol::Reply;
 use crate::store::num;
 
 /// Case-insensitive comparison of an argument with an ASCII keyword.
-pub fn is(arg: &[u8], keyword: &str) -> bool {
+pub(crate) fn is(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
 /// An integer argument, or Redis's "not an integer" error.
-pub fn int(arg: &[u8]) -> Result<i64, Reply> {
+pub(crate) fn int(arg: &[u8]) -> Result<i64, Reply> {
     num::parse_i64(arg).ok_or_else(|| errors::err(errors::NOT_INTEGER))
 }
 
@@ -20,7 +20,7 @@ pub fn int(arg: &[u8]) -> Result<i64, Reply> {
 /// family from `args[first..]`, with Redis's errors in its order: the
 /// keys' range in `args`, the end to pop from (`end` reads the word;
 /// LEFT|RIGHT, MIN|MAX) and the count.
-pub fn mpop<W>(
+pub(crate) fn mpop<W>(
     args: &[Bytes],
     first: usize,
     end: impl Fn(&[u8]) -> Option<W>,
@@ -46,14 +46,14 @@ pub fn mpop<W>(
 }
 
 /// An integer as an argument of an effect (a deadline, a count).
-pub fn int_arg(n: impl itoa::Integer) -> Bytes {
+pub(crate) fn int_arg(n: impl itoa::Integer) -> Bytes {
     Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
 }
 
 /// A database index argument (SELECT, SWAPDB, COPY ... DB).
 /// A database index as Redis reads one (`getIntFromObjectOrReply`): an
 /// integer, within a C int, then within the databases.
-pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Reply> {
+pub(crate) fn db_index(arg: &[u8], databases: usize) -> Result<usize, Reply> {
     let n = int(arg)?;
     if i32::try_from(n).is_err() {
         return Err(errors::err(errors::NOT_C_INT));

@@ -29,7 +29,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("setbit", 4, WRITE | DENYOOM, acl::BITMAP, (1, 1, 1), "Sets or clears the bit at offset in the string value stored at key", setbit),
     spec!("getbit", 3, READONLY | FAST, acl::BITMAP, (1, 1, 1), "Returns the bit value at offset in the string value stored at key", getbit),
     spec!("bitcount", -2, READONLY, acl::BITMAP, (1, 1, 1), "Count set bits in a string", bitcount),

@@ -14,7 +14,7 @@ use crate::errors::{self, err};
 use crate::protocol::Reply;
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "cluster", -2, 0, 0, (0, 0, 0), "A container for cluster commands", super::container, CLUSTER),
     command!("server", "module", -2, 0, 0, (0, 0, 0), "A container for module commands", super::container, MODULE),
     command!("server", "readonly", 1, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Enables read queries for a connection to a cluster replica node", cluster_disabled),

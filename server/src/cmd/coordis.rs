@@ -25,7 +25,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
     spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
     spec!("coordis.fault", -2, 0, 0, (0, 0, 0), "A container for fault rules (coordis's own)", super::container, FAULT),

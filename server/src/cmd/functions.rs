@@ -22,7 +22,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a function", fcall)
         .may_write_if(fcall_may_write),
     spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a read-only function", fcall_ro),

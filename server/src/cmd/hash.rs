@@ -28,7 +28,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("hset", -4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set the string value of a hash field", hset),
     spec!("hsetnx", 4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set the value of a hash field, only if the field does not exist", hsetnx),
     spec!("hmset", -4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set multiple hash fields to multiple values", hset),

@@ -23,7 +23,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("del", -2, WRITE, acl::KEYSPACE, (1, -1, 1), "Delete a key", del),
     spec!("unlink", -2, WRITE | FAST, acl::KEYSPACE, (1, -1, 1), "Delete a key asynchronously in another thread", del),
     spec!("exists", -2, READONLY | FAST, acl::KEYSPACE, (1, -1, 1), "Determine if a key exists", exists),

@@ -18,7 +18,7 @@ use super::CommandSpec;
 /// One key spec: the flags of the keys it finds, where its search begins
 /// and how it finds the keys from there.
 #[derive(Debug)]
-pub struct KeySpec {
+pub(crate) struct KeySpec {
     /// Redis's remark on the spec (why its flags or search are what they
     /// are); COMMAND INFO shows it first.
     pub notes: Option<&'static str>,
@@ -28,7 +28,7 @@ pub struct KeySpec {
 }
 
 #[derive(Debug)]
-pub enum Begin {
+pub(crate) enum Begin {
     /// At this argument.
     Index(i32),
     /// After this keyword, searched from this argument (negative: from the
@@ -39,7 +39,7 @@ pub enum Begin {
 }
 
 #[derive(Debug)]
-pub enum Find {
+pub(crate) enum Find {
     /// Keys up to `lastkey` (relative; negative: from the end, or with
     /// `limit`, a 1/limit share of what is left), every `step`.
     Range {
@@ -322,7 +322,7 @@ static TIPS: &[(&str, &[&str])] = &[
 ];
 
 /// The key specs of the command row named `name` (`xgroup|create`).
-pub fn of(name: &str) -> &'static [KeySpec] {
+pub(crate) fn of(name: &str) -> &'static [KeySpec] {
     KEY_SPECS
         .binary_search_by(|(n, _)| n.cmp(&name))
         .map_or(&[], |i| KEY_SPECS[i].1)
@@ -330,17 +330,17 @@ pub fn of(name: &str) -> &'static [KeySpec] {
 
 /// The command tips of the row named `name`, in Redis's order; empty for
 /// a row without any.
-pub fn tips(name: &str) -> &'static [&'static str] {
+pub(crate) fn tips(name: &str) -> &'static [&'static str] {
     TIPS.binary_search_by(|(n, _)| n.cmp(&name)).map_or(&[], |i| TIPS[i].1)
 }
 
 /// A key: its argument position and its flags.
-pub type Key = (usize, &'static [&'static str]);
+pub(crate) type Key = (usize, &'static [&'static str]);
 
 /// The keys `args` names for command `spec`, with their flags, as Redis's
 /// `getKeysFromCommandWithSpecs`; an empty list when the arguments name
 /// none it can find (a bad `numkeys`).
-pub fn keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Key> {
+pub(crate) fn keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Key> {
     let specs = of(spec.name);
     let variable = specs.iter().any(|s| s.flags.contains(&"variable_flags"));
     if !variable {
@@ -450,7 +450,7 @@ fn fallback(spec: &CommandSpec, specs: &'static [KeySpec], args: &[Bytes]) -> Ve
 /// row's fixed positions (first, last, step), or for a command whose keys
 /// move, where its arguments say. `None` when the arguments cannot name
 /// keys (a bad `numkeys`).
-pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
+pub(crate) fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
     let n = args.len();
     // `numkeys` at `at`, the keys right after it.
     let counted = |at: usize, min: i64| -> Option<Vec<usize>> {

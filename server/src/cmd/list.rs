@@ -36,7 +36,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("lpush", -3, WRITE | DENYOOM | FAST, acl::LIST, (1, 1, 1), "Prepend one or multiple elements to a list", lpush),
     spec!("rpush", -3, WRITE | DENYOOM | FAST, acl::LIST, (1, 1, 1), "Append one or multiple elements to a list", rpush),
     spec!("lpushx", -3, WRITE | DENYOOM | FAST, acl::LIST, (1, 1, 1), "Prepend an element to a list, only if the list exists", lpushx),

@@ -20,7 +20,7 @@ use crate::store::set::{Member, Set};
 use crate::store::ValueRef;
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "memory", -2, 0, 0, (0, 0, 0), "A container for memory diagnostics commands", super::container, MEMORY),
 ];
 

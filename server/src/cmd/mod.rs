@@ -86,34 +86,35 @@ macro_rules! subcommand {
     };
 }
 
-pub mod args;
-pub mod bitmap;
+pub(crate) mod args;
+pub(crate) mod bitmap;
 
-pub mod cluster;
-pub mod coordis;
+pub(crate) mod cluster;
+pub(crate) mod coordis;
 mod ctx;
-pub mod functions;
-pub mod hash;
-pub mod keys;
-pub mod keyspecs;
-pub mod list;
-pub mod memory;
-pub mod observe;
-pub mod pubsub;
-pub mod scan;
-pub mod scripting;
-pub mod server;
-pub mod set;
-pub mod sort;
+pub(crate) mod functions;
+pub(crate) mod hash;
+pub(crate) mod keys;
+pub(crate) mod keyspecs;
+pub(crate) mod list;
+pub(crate) mod memory;
+pub(crate) mod observe;
+pub(crate) mod pubsub;
+pub(crate) mod scan;
+pub(crate) mod scripting;
+pub(crate) mod server;
+pub(crate) mod set;
+pub(crate) mod sort;
 mod spec;
-pub mod stream;
-pub mod strings;
-pub mod tx;
-pub mod zset;
+pub(crate) mod stream;
+pub(crate) mod strings;
+pub(crate) mod tx;
+pub(crate) mod zset;
 
-pub use ctx::Ctx;
+pub(crate) use ctx::Ctx;
 pub(crate) use spec::container;
-pub use spec::{acl, all, flags, lookup, resolve, CommandSpec, Unresolved};
+pub(crate) use spec::{acl, lookup, resolve, Unresolved};
+pub use spec::{all, flags, CommandSpec};
 
 /// Unwraps a `Result<T, Reply>` inside a handler, returning the error reply.
 macro_rules! tri {

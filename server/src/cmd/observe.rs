@@ -22,7 +22,7 @@ use crate::errors::{self, err};
 use crate::protocol::Reply;
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "slowlog", -2, 0, 0, (0, 0, 0), "A container for slow log commands", super::container, SLOWLOG),
     command!("server", "latency", -2, 0, 0, (0, 0, 0), "A container for latency diagnostics commands", super::container, LATENCY),
 ];
@@ -306,7 +306,7 @@ pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], 
 }
 
 /// A command refused before it ran (`spec` when the command is known).
-pub fn rejected(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: &Reply) {
+pub(crate) fn rejected(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: &Reply) {
     ctx.server.observe.reject(spec, reply);
 }
 

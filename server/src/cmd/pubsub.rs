@@ -22,7 +22,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Listen for messages published to the given channels", subscribe),
     spec!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Stop listening for messages posted to the given channels", unsubscribe),
     spec!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Listen for messages published to channels matching the given patterns", psubscribe),
@@ -172,7 +172,7 @@ fn punsubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// Delivers `message` on `channel` to every subscriber; returns how many
 /// received it. `current` is the client running the command (it is not in
 /// the registry while its batch runs).
-pub fn publish_to(
+pub(crate) fn publish_to(
     server: &ServerState,
     current: Option<&ClientState>,
     channel: &[u8],
@@ -226,7 +226,7 @@ pub fn publish_to(
 
 /// Publishes `expired` keyspace events for the keys expiry removed in
 /// `dbs` since the last call (nothing unless `flags` enables them).
-pub fn publish_expired(
+pub(crate) fn publish_expired(
     dbs: &mut [crate::store::Db],
     server: &mut ServerState,
     current: Option<&ClientState>,
@@ -340,7 +340,7 @@ fn pubsub_shardnumsub(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// PING while subscribed in RESP2: `["pong", message]`.
-pub fn subscribed_ping(args: &[Bytes]) -> Reply {
+pub(crate) fn subscribed_ping(args: &[Bytes]) -> Reply {
     Reply::Array(vec![
         Reply::bulk("pong"),
         Reply::Bulk(args.get(1).cloned().unwrap_or_default()),

@@ -20,7 +20,7 @@ use crate::protocol::Reply;
 use crate::store::glob;
 
 /// Parsed SCAN-family options.
-pub struct Options<'a> {
+pub(crate) struct Options<'a> {
     pub cursor: u64,
     pub count: usize,
     /// `None` for no pattern or a lone `*` (which Redis does not even match).
@@ -32,7 +32,7 @@ pub struct Options<'a> {
 impl<'a> Options<'a> {
     /// Parses `args[cursor_at]` (the cursor) and the options after it;
     /// `TYPE` is accepted only where `with_type`.
-    pub fn parse(args: &'a [Bytes], cursor_at: usize, with_type: bool) -> Result<Options<'a>, Reply> {
+    pub(crate) fn parse(args: &'a [Bytes], cursor_at: usize, with_type: bool) -> Result<Options<'a>, Reply> {
         let mut opts = Options {
             cursor: parse_cursor(&args[cursor_at])?,
             count: 10,
@@ -64,7 +64,7 @@ impl<'a> Options<'a> {
     }
 
     /// Whether `item` passes MATCH.
-    pub fn matches(&self, item: &[u8]) -> bool {
+    pub(crate) fn matches(&self, item: &[u8]) -> bool {
         self.pattern.is_none_or(|p| glob::matches(p, item, false))
     }
 }
@@ -86,13 +86,13 @@ fn parse_cursor(arg: &[u8]) -> Result<u64, Reply> {
 
 /// The hash elements are ordered by for paging: stable for the life of
 /// the server, whatever the collection's own hasher.
-pub fn position(bytes: &[u8]) -> u64 {
+pub(crate) fn position(bytes: &[u8]) -> u64 {
     foldhash::fast::FixedState::with_seed(0x636f_6f72_6469_7321).hash_one(bytes)
 }
 
 /// One page of `items` (each ordered by `hash_of`) from `cursor`: about
 /// `count` items, and the next cursor (0 when done).
-pub fn page<T>(
+pub(crate) fn page<T>(
     items: impl Iterator<Item = T>,
     hash_of: impl Fn(&T) -> u64,
     cursor: u64,
@@ -123,7 +123,7 @@ pub fn page<T>(
 /// One page of a collection's elements for HSCAN, SSCAN or ZSCAN, MATCH
 /// applied: a compact encoding (listpack, intset) is returned whole with
 /// cursor 0, as Redis does; a hashtable is paged by [`page`].
-pub fn collection_page<T>(
+pub(crate) fn collection_page<T>(
     items: impl Iterator<Item = T>,
     compact: bool,
     member_of: impl Fn(&T) -> &[u8],
@@ -139,7 +139,7 @@ pub fn collection_page<T>(
 }
 
 /// `[cursor, items]`.
-pub fn reply(next: u64, items: Vec<Reply>) -> Reply {
+pub(crate) fn reply(next: u64, items: Vec<Reply>) -> Reply {
     let mut buf = itoa::Buffer::new();
     Reply::Array(vec![
         Reply::Bulk(Bytes::copy_from_slice(buf.format(next).as_bytes())),

@@ -21,7 +21,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval)
         .may_write_if(|_, args| crate::lua::body_may_write(&args[1])),
     spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha)

@@ -19,7 +19,7 @@ use crate::tri;
 use crate::REDIS_VERSION;
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("connection", "ping", -1, FAST | SUBSCRIBED_OK, acl::CONNECTION, (0, 0, 0), "Ping the server", ping),
     command!("connection", "echo", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Echo the given string", echo),
     command!("connection", "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Handshake with Redis", hello),
@@ -958,7 +958,7 @@ fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
 
 /// The text of INFO for the requested sections (none, `default`, `all` or
 /// `everything` mean every section coordis has).
-pub fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
+pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     let all = sections.is_empty()
         || sections
             .iter()

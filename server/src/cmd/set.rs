@@ -32,7 +32,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("sadd", -3, WRITE | DENYOOM | FAST, acl::SET, (1, 1, 1), "Add one or more members to a set", sadd),
     spec!("srem", -3, WRITE | FAST, acl::SET, (1, 1, 1), "Remove one or more members from a set", srem),
     spec!("smembers", 2, READONLY, acl::SET, (1, 1, 1), "Get all the members in a set", smembers),
@@ -222,7 +222,7 @@ fn srandmember(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// Most elements a repeating random pick (a negative count) may ask for.
 /// Redis would stream them until memory ran out; coordis answers its
 /// out-of-range error instead.
-pub const MAX_RANDOM_PICKS: u64 = 1 << 20;
+pub(crate) const MAX_RANDOM_PICKS: u64 = 1 << 20;
 
 pub(crate) fn bounded_count(n: u64) -> Result<usize, Reply> {
     if n > MAX_RANDOM_PICKS {

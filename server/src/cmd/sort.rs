@@ -30,7 +30,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("sort", -2, WRITE | DENYOOM | MOVABLEKEYS, acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS, (1, 1, 1), "Sort the elements in a list, set or sorted set", sort),
     spec!("sort_ro", -2, READONLY | MOVABLEKEYS, acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS, (1, 1, 1), "Sort the elements in a list, set or sorted set. Read-only variant of SORT", sort_ro),
 ];

@@ -12,7 +12,7 @@ use crate::errors;
 use crate::protocol::Reply;
 
 /// A command handler.
-pub type Handler = fn(&mut Ctx, &[Bytes]) -> Reply;
+pub(super) type Handler = fn(&mut Ctx, &[Bytes]) -> Reply;
 
 /// Command flags: Redis's, in the order `COMMAND INFO` lists them, then
 /// coordis's own (never shown) where Redis compares command procedures.
@@ -100,30 +100,30 @@ pub mod flags {
 
 /// ACL categories, in the order `COMMAND INFO` lists them. A row names only
 /// those Redis does not derive from its flags (see [`CommandSpec::categories`]).
-pub mod acl {
-    pub const KEYSPACE: u32 = 1 << 0;
-    pub const READ: u32 = 1 << 1;
-    pub const WRITE: u32 = 1 << 2;
-    pub const SET: u32 = 1 << 3;
-    pub const SORTEDSET: u32 = 1 << 4;
-    pub const LIST: u32 = 1 << 5;
-    pub const HASH: u32 = 1 << 6;
-    pub const STRING: u32 = 1 << 7;
-    pub const BITMAP: u32 = 1 << 8;
-    pub const HYPERLOGLOG: u32 = 1 << 9;
-    pub const GEO: u32 = 1 << 10;
-    pub const STREAM: u32 = 1 << 11;
-    pub const PUBSUB: u32 = 1 << 12;
-    pub const ADMIN: u32 = 1 << 13;
-    pub const FAST: u32 = 1 << 14;
-    pub const SLOW: u32 = 1 << 15;
-    pub const BLOCKING: u32 = 1 << 16;
-    pub const DANGEROUS: u32 = 1 << 17;
-    pub const CONNECTION: u32 = 1 << 18;
-    pub const TRANSACTION: u32 = 1 << 19;
-    pub const SCRIPTING: u32 = 1 << 20;
+pub(crate) mod acl {
+    pub(crate) const KEYSPACE: u32 = 1 << 0;
+    pub(crate) const READ: u32 = 1 << 1;
+    pub(crate) const WRITE: u32 = 1 << 2;
+    pub(crate) const SET: u32 = 1 << 3;
+    pub(crate) const SORTEDSET: u32 = 1 << 4;
+    pub(crate) const LIST: u32 = 1 << 5;
+    pub(crate) const HASH: u32 = 1 << 6;
+    pub(crate) const STRING: u32 = 1 << 7;
+    pub(crate) const BITMAP: u32 = 1 << 8;
+    pub(crate) const HYPERLOGLOG: u32 = 1 << 9;
+    pub(crate) const GEO: u32 = 1 << 10;
+    pub(crate) const STREAM: u32 = 1 << 11;
+    pub(crate) const PUBSUB: u32 = 1 << 12;
+    pub(crate) const ADMIN: u32 = 1 << 13;
+    pub(crate) const FAST: u32 = 1 << 14;
+    pub(crate) const SLOW: u32 = 1 << 15;
+    pub(crate) const BLOCKING: u32 = 1 << 16;
+    pub(crate) const DANGEROUS: u32 = 1 << 17;
+    pub(crate) const CONNECTION: u32 = 1 << 18;
+    pub(crate) const TRANSACTION: u32 = 1 << 19;
+    pub(crate) const SCRIPTING: u32 = 1 << 20;
 
-    pub const NAMES: &[(u32, &str)] = &[
+    pub(crate) const NAMES: &[(u32, &str)] = &[
         (KEYSPACE, "@keyspace"),
         (READ, "@read"),
         (WRITE, "@write"),
@@ -290,7 +290,7 @@ static TEST_COMMANDS: &[CommandSpec] = &[];
 
 /// Finds a command by name, case-insensitively (`a|b` finds a subcommand,
 /// as COMMAND INFO names them).
-pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     match name.iter().position(|&c| c == b'|') {
         Some(bar) => lookup_top(&name[..bar])?.subcommand(&name[bar + 1..]),
         None => lookup_top(name),
@@ -316,7 +316,7 @@ pub(super) fn lookup_top(name: &[u8]) -> Option<&'static CommandSpec> {
 }
 
 /// Why a request names no runnable command ([`resolve`]).
-pub enum Unresolved {
+pub(crate) enum Unresolved {
     /// No such command, or no such subcommand of a container.
     Unknown(Reply),
     /// The command (or subcommand) exists but the argument count is wrong.
@@ -326,7 +326,7 @@ pub enum Unresolved {
 /// The row a request runs: the command, or for a container called with a
 /// subcommand, the subcommand's row; checked for arity. As Redis's
 /// `lookupCommand` and arity check.
-pub fn resolve(args: &[Bytes]) -> Result<&'static CommandSpec, Unresolved> {
+pub(crate) fn resolve(args: &[Bytes]) -> Result<&'static CommandSpec, Unresolved> {
     let Some(base) = lookup_top(&args[0]) else {
         return Err(Unresolved::Unknown(errors::unknown_command(args)));
     };

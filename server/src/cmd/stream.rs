@@ -44,7 +44,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("xadd", -5, WRITE | DENYOOM | FAST, acl::STREAM, (1, 1, 1), "Appends a new entry to a stream", xadd),
     spec!("xlen", 2, READONLY | FAST, acl::STREAM, (1, 1, 1), "Return the number of entries in a stream", xlen),
     spec!("xrange", -4, READONLY, acl::STREAM, (1, 1, 1), "Return a range of elements in a stream, with IDs matching the specified IDs interval", xrange),

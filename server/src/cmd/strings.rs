@@ -23,7 +23,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("get", 2, READONLY | FAST, acl::STRING, (1, 1, 1), "Get the value of a key", get),
     spec!("set", -3, WRITE | DENYOOM, acl::STRING, (1, 1, 1), "Set the string value of a key", set),
     spec!("setnx", 3, WRITE | DENYOOM | FAST, acl::STRING, (1, 1, 1), "Set the value of a key, only if the key does not exist", setnx),
@@ -50,7 +50,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// How an expire argument is to be read.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ExpireUnit {
+pub(crate) enum ExpireUnit {
     /// EX: seconds from now.
     Seconds,
     /// PX: milliseconds from now.
@@ -64,7 +64,7 @@ pub enum ExpireUnit {
 /// Turns an expire argument into an absolute unix-ms deadline, exactly as
 /// Redis's `getExpireMillisecondsOrReply` (non-positive or overflowing values
 /// are "invalid expire time in '`<cmd>`' command").
-pub fn deadline(now: u64, arg: &[u8], unit: ExpireUnit, cmd: &str) -> Result<u64, Reply> {
+pub(crate) fn deadline(now: u64, arg: &[u8], unit: ExpireUnit, cmd: &str) -> Result<u64, Reply> {
     let mut ms = int(arg)?;
     let seconds = matches!(unit, ExpireUnit::Seconds | ExpireUnit::UnixSeconds);
     if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
@@ -82,7 +82,7 @@ pub fn deadline(now: u64, arg: &[u8], unit: ExpireUnit, cmd: &str) -> Result<u64
 /// Options of SET (and, with `getex`, of GETEX), parsed as Redis's
 /// `parseExtendedStringArgumentsOrReply`.
 #[derive(Debug, Default, PartialEq)]
-pub struct SetOptions {
+pub(crate) struct SetOptions {
     pub nx: bool,
     pub xx: bool,
     pub get: bool,
@@ -94,7 +94,7 @@ pub struct SetOptions {
 impl SetOptions {
     /// Parses `args` (the options after key and value for SET, after key for
     /// GETEX). Any conflict or unknown word is `ERR syntax error`.
-    pub fn parse(args: &[Bytes], getex: bool) -> Result<SetOptions, Reply> {
+    pub(crate) fn parse(args: &[Bytes], getex: bool) -> Result<SetOptions, Reply> {
         let mut o = SetOptions::default();
         let mut i = 0;
         while i < args.len() {

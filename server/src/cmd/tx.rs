@@ -22,7 +22,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Mark the start of a transaction block", multi)
         .while_busy(multi_while_busy),
     spec!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL | EXEC | NO_PROPAGATE, acl::TRANSACTION, (0, 0, 0), "Execute all commands issued after MULTI", exec),
@@ -34,7 +34,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// Stops watching every key the client watches.
-pub fn unwatch_all(dbs: &mut [Db], client: &mut ClientState) {
+pub(crate) fn unwatch_all(dbs: &mut [Db], client: &mut ClientState) {
     for (db, key, _) in client.watched.drain(..) {
         dbs[db].unwatch(&key);
     }
@@ -42,7 +42,7 @@ pub fn unwatch_all(dbs: &mut [Db], client: &mut ClientState) {
 
 /// Unwatches everything and reports whether a watched key changed (or has
 /// expired) since WATCH.
-pub fn watched_keys_changed(dbs: &mut [Db], client: &mut ClientState, now: u64) -> bool {
+pub(crate) fn watched_keys_changed(dbs: &mut [Db], client: &mut ClientState, now: u64) -> bool {
     let mut changed = false;
     for (db, key, version) in &client.watched {
         // A lookup removes the key if it has expired meanwhile, counting as a change.
@@ -89,7 +89,7 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 
 /// The transaction ends without running (a refused EXEC, Redis's
 /// `execCommandAbort`): the queue and the watches are dropped.
-pub fn end(ctx: &mut Ctx) {
+pub(crate) fn end(ctx: &mut Ctx) {
     ctx.client.multi = None;
     ctx.client.multi_failed = false;
     unwatch_all(ctx.dbs, ctx.client);
@@ -135,7 +135,7 @@ fn watch_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
 
 /// Applies what busy answers changed ([`TxChange`]) to the client, before
 /// its next batch.
-pub fn apply_busy_changes(
+pub(crate) fn apply_busy_changes(
     dbs: &mut [Db],
     client: &mut ClientState,
     observe: &mut super::observe::Observe,

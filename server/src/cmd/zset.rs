@@ -26,7 +26,7 @@ macro_rules! spec {
 }
 
 #[rustfmt::skip]
-pub static COMMANDS: &[CommandSpec] = &[
+pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("zadd", -4, WRITE | DENYOOM | FAST, acl::SORTEDSET, (1, 1, 1), "Add one or more members to a sorted set, or update its score if it already exists", zadd),
     spec!("zincrby", 4, WRITE | DENYOOM | FAST, acl::SORTEDSET, (1, 1, 1), "Increment the score of a member in a sorted set", zincrby),
     spec!("zcard", 2, READONLY | FAST, acl::SORTEDSET, (1, 1, 1), "Get the number of members in a sorted set", zcard),
@@ -147,7 +147,7 @@ fn score_arg(arg: &[u8]) -> Result<f64, Reply> {
 }
 
 /// Parses a score range as Redis's `zslParseRange`.
-pub fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Reply> {
+pub(crate) fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Reply> {
     fn bound(arg: &[u8]) -> Option<(f64, bool)> {
         match arg.first() {
             Some(b'(') => num::parse_range_f64(&arg[1..]).map(|v| (v, true)),
@@ -161,7 +161,7 @@ pub fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Reply> {
 }
 
 /// Parses a lexicographic range as Redis's `zslParseLexRange`.
-pub fn parse_lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Reply> {
+pub(crate) fn parse_lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Reply> {
     fn bound(arg: &[u8]) -> Option<LexBound> {
         match arg.first()? {
             b'+' if arg.len() == 1 => Some(LexBound::Max),

@@ -70,7 +70,7 @@ pub struct BusyCtx<'a> {
 }
 
 /// A row's busy handler.
-pub type Handler = fn(&mut BusyCtx, &[Bytes]) -> Answer;
+pub(crate) type Handler = fn(&mut BusyCtx, &[Bytes]) -> Answer;
 
 /// How one request fared.
 pub enum Answer {
@@ -83,7 +83,7 @@ pub enum Answer {
 /// Answers one request while a script is busy: admitted as on the
 /// engine (the busy script is one of the facts), then queued inside MULTI,
 /// answered by its row's busy handler, or made to wait.
-pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
+pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     let facts = Facts {
         authenticated: ctx.view.authenticated,
         in_multi: ctx.view.in_multi,
@@ -121,12 +121,12 @@ pub fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
 }
 
 /// SCRIPT KILL while a script is busy.
-pub fn script_kill(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+pub(crate) fn script_kill(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
     kill(ctx, false)
 }
 
 /// FUNCTION KILL while a function (or a script) is busy.
-pub fn function_kill(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
+pub(crate) fn function_kill(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
     kill(ctx, true)
 }
 
@@ -145,7 +145,7 @@ fn kill(ctx: &mut BusyCtx, function: bool) -> Answer {
 }
 
 /// `-BUSY`, naming the command that can stop what runs.
-pub fn busy(script: &ScriptState) -> Reply {
+pub(crate) fn busy(script: &ScriptState) -> Reply {
     if script.function.load(Ordering::Relaxed) {
         err(errors::BUSY_FUNCTION)
     } else {

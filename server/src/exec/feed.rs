@@ -293,7 +293,7 @@ impl Reader {
 }
 
 /// A command as a RESP array of bulk strings.
-pub fn encode_command(args: &[Bytes], out: &mut BytesMut) {
+pub(crate) fn encode_command(args: &[Bytes], out: &mut BytesMut) {
     let mut buf = itoa::Buffer::new();
     out.put_u8(b'*');
     out.put_slice(buf.format(args.len()).as_bytes());

@@ -325,7 +325,7 @@ fn struct_size(lua: &Lua, fmt: mlua::LuaString) -> mlua::Result<f64> {
     Ok(pos as f64)
 }
 
-pub fn create_struct(lua: &Lua) -> mlua::Result<Table> {
+pub(super) fn create_struct(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("pack", lua.create_function(struct_pack)?)?;
     t.raw_set("unpack", lua.create_function(struct_unpack)?)?;
@@ -544,7 +544,7 @@ fn mp_unpack(lua: &Lua, data: &[u8], limit: usize, offset: usize) -> mlua::Resul
     Ok((values, pos))
 }
 
-pub fn create_cmsgpack(lua: &Lua) -> mlua::Result<Table> {
+pub(super) fn create_cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set(
         "pack",

@@ -13,7 +13,7 @@ fn tobit(x: f64) -> i32 {
     r.rem_euclid(4_294_967_296.0) as u64 as u32 as i32
 }
 
-pub fn create(lua: &Lua) -> mlua::Result<Table> {
+pub(super) fn create(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("tobit", lua.create_function(|_, x: f64| Ok(tobit(x)))?)?;
     t.raw_set("bnot", lua.create_function(|_, x: f64| Ok(!tobit(x)))?)?;

@@ -23,7 +23,7 @@ const MAX_DEPTH: usize = 7994;
 
 /// A Lua number as C's `(long long)` cast produces it on this machine:
 /// truncation, and on x86-64 `i64::MIN` for NaN and out-of-range values.
-pub fn number_to_integer(d: f64) -> i64 {
+pub(crate) fn number_to_integer(d: f64) -> i64 {
     if cfg!(target_arch = "x86_64") && !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&d) {
         return i64::MIN;
     }
@@ -33,7 +33,7 @@ pub fn number_to_integer(d: f64) -> i64 {
 /// An error text as `redis.error_reply` stores it: `-CODE msg` keeps its
 /// code, a text without a leading `-` gets one; a single word becomes
 /// `ERR word`; trailing CR/LF are trimmed.
-pub fn error_reply_text(text: &str) -> String {
+pub(crate) fn error_reply_text(text: &str) -> String {
     let body = text.strip_prefix('-').unwrap_or(text);
     match body.find(' ') {
         None => format!("ERR {}", body.trim_end_matches(['\r', '\n'])),
@@ -42,7 +42,7 @@ pub fn error_reply_text(text: &str) -> String {
 }
 
 /// `{err = text}`.
-pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
+pub(crate) fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("err", error_reply_text(text))?;
     Ok(t)
@@ -81,7 +81,7 @@ pub(super) mod raw {
     ///
     /// # Safety
     /// See the module.
-    pub unsafe fn command_args(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static str> {
+    pub(crate) unsafe fn command_args(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static str> {
         let n = ffi::lua_gettop(state);
         if n == 0 {
             return Err("ERR Please specify at least one argument for this redis lib call");
@@ -143,7 +143,7 @@ pub(super) mod raw {
     ///
     /// # Safety
     /// See the module.
-    pub unsafe fn push_error_table(state: *mut ffi::lua_State, text: &str) {
+    pub(crate) unsafe fn push_error_table(state: *mut ffi::lua_State, text: &str) {
         push_str(state, error_reply_text(text).as_bytes());
         wrap(state, c"err");
     }
@@ -168,7 +168,7 @@ pub(super) mod raw {
     ///
     /// # Safety
     /// See the module.
-    pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) {
+    pub(crate) unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) {
         // Each nesting level needs a few slots; replies nest a handful deep.
         if ffi::lua_checkstack(state, 4) == 0 {
             ffi::lua_pushnil(state);
@@ -264,7 +264,7 @@ pub(super) mod raw {
 }
 
 /// What a script returned, as the reply its caller gets.
-pub fn lua_to_reply(value: &Value, resp3: bool) -> mlua::Result<Reply> {
+pub(crate) fn lua_to_reply(value: &Value, resp3: bool) -> mlua::Result<Reply> {
     to_reply(value, resp3)
 }
 
@@ -412,7 +412,7 @@ fn to_reply(value: &Value, resp3: bool) -> mlua::Result<Reply> {
 
 /// The reply for a script that raised `err` (the error handler's table):
 /// `<err> script: <sha>, on <source>:<line>.`
-pub fn script_error(err: &Value, sha: &str) -> Reply {
+pub(crate) fn script_error(err: &Value, sha: &str) -> Reply {
     let text = match err {
         Value::Table(t) => {
             let msg = match t.raw_get::<Value>("err") {

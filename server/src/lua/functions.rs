@@ -23,7 +23,7 @@ use crate::protocol::Reply;
 
 /// A function's flags, as `register_function` and EVAL's shebang name them,
 /// in the order Redis lists them.
-pub const FLAG_NAMES: [&str; 5] = [
+pub(crate) const FLAG_NAMES: [&str; 5] = [
     "no-writes",
     "allow-oom",
     "allow-stale",
@@ -368,7 +368,7 @@ const RDB_VERSION: u16 = 10;
 /// its opcode, then the RDB version and a CRC-64 of all before it, as
 /// Redis's DUMP writes them. Strings are stored plain (Redis compresses
 /// long ones with LZF; both forms restore on either server).
-pub fn dump(libraries: &Libraries) -> Vec<u8> {
+pub(crate) fn dump(libraries: &Libraries) -> Vec<u8> {
     let mut out = vec![];
     for library in libraries.iter() {
         out.push(OPCODE_FUNCTION2);
@@ -383,7 +383,7 @@ pub fn dump(libraries: &Libraries) -> Vec<u8> {
 
 /// The libraries' code in a FUNCTION DUMP payload (Redis's or coordis's),
 /// or `None` when the version, checksum or layout is wrong.
-pub fn restore(payload: &[u8]) -> Option<Vec<Bytes>> {
+pub(crate) fn restore(payload: &[u8]) -> Option<Vec<Bytes>> {
     if payload.len() < 10 {
         return None;
     }
@@ -514,7 +514,7 @@ fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
 }
 
 /// Redis's CRC-64 (Jones polynomial, reflected), continuing from `crc`.
-pub fn crc64(mut crc: u64, data: &[u8]) -> u64 {
+pub(crate) fn crc64(mut crc: u64, data: &[u8]) -> u64 {
     const POLY: u64 = 0x95AC_9329_AC4B_C9B5;
     static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
     let table = TABLE.get_or_init(|| {

@@ -12,8 +12,8 @@
 
 mod binary;
 mod bit;
-pub mod convert;
-pub mod functions;
+pub(crate) mod convert;
+pub(crate) mod functions;
 mod sandbox;
 
 use std::collections::HashMap;
@@ -118,7 +118,7 @@ impl ScriptState {
 
 /// Runs one command a script asked for (`redis.call` / `redis.pcall`) and
 /// returns its reply; the caller decides whether an error reply raises.
-pub type Dispatch<'a> = dyn FnMut(&[Bytes]) -> Reply + 'a;
+pub(crate) type Dispatch<'a> = dyn FnMut(&[Bytes]) -> Reply + 'a;
 
 /// The VM, its cache and its limits.
 pub struct Scripting {

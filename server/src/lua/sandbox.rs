@@ -22,13 +22,13 @@ const REMOVED: &[&str] = &[
 
 /// A Lua error carrying an exact error text: glue.lua's handler finds the
 /// text between the \u{1} and \u{2} markers and makes it the script's error.
-pub fn raise<T>(text: &str) -> mlua::Result<T> {
+pub(super) fn raise<T>(text: &str) -> mlua::Result<T> {
     Err(mlua::Error::runtime(format!("\u{1}{text}\u{2}")))
 }
 
 /// `user_script:LINE: ` for the script line calling the current Rust function,
 /// as `luaL_error` prefixes errors raised by Redis's C libraries.
-pub fn script_position(lua: &Lua) -> String {
+pub(super) fn script_position(lua: &Lua) -> String {
     lua.inspect_stack(1, |d| d.current_line())
         .flatten()
         .map(|line| format!("user_script:{line}: "))
@@ -46,7 +46,7 @@ fn positioned(lua: &Lua, f: Function) -> mlua::Result<Function> {
 }
 
 /// What [`create`] hands to [`super::Scripting`].
-pub struct Vm {
+pub(super) struct Vm {
     pub lua: Lua,
     /// glue.lua's error handler (Redis 7.0's `__redis__err__handler`): the
     /// message handler scripts are called under.
@@ -63,7 +63,7 @@ pub struct Vm {
 }
 
 /// Builds the VM.
-pub fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
+pub(super) fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
     // SAFETY: the debug library is loaded only to give the error handler
     // `debug.getinfo`; scripts cannot reach it (see REMOVED).
     let lua = unsafe {

@@ -146,9 +146,9 @@ impl ConnSignal {
 /// with more than `PUBSUB_HARD_LIMIT` bytes of undelivered messages, or more
 /// than `PUBSUB_SOFT_LIMIT` for `PUBSUB_SOFT_SECONDS`, is disconnected, so a
 /// subscriber that does not read cannot grow the server's memory.
-pub const PUBSUB_HARD_LIMIT: usize = 32 * 1024 * 1024;
-pub const PUBSUB_SOFT_LIMIT: usize = 8 * 1024 * 1024;
-pub const PUBSUB_SOFT_SECONDS: u64 = 60;
+pub(crate) const PUBSUB_HARD_LIMIT: usize = 32 * 1024 * 1024;
+pub(crate) const PUBSUB_SOFT_LIMIT: usize = 8 * 1024 * 1024;
+pub(crate) const PUBSUB_SOFT_SECONDS: u64 = 60;
 
 /// Messages published to a client, waiting for its connection task to write
 /// them.

@@ -15,5 +15,7 @@
 mod parse;
 mod reply;
 
-pub use parse::{split_args, ProtocolLimits, RequestParser};
-pub use reply::{format_double, Reply};
+pub(crate) use parse::split_args;
+pub use parse::{ProtocolLimits, RequestParser};
+pub(crate) use reply::format_double;
+pub use reply::Reply;

@@ -24,9 +24,9 @@ pub struct ProtocolLimits {
 }
 
 /// Most arguments an unauthenticated client may send in one request (Redis's value).
-pub const PRE_AUTH_MAX_ARGS: i64 = 10;
+pub(super) const PRE_AUTH_MAX_ARGS: i64 = 10;
 /// Longest argument an unauthenticated client may send (Redis's value).
-pub const PRE_AUTH_MAX_BULK: i64 = 16 * 1024;
+pub(super) const PRE_AUTH_MAX_BULK: i64 = 16 * 1024;
 
 impl Default for ProtocolLimits {
     fn default() -> Self {
@@ -192,7 +192,7 @@ fn hex_val(c: u8) -> u8 {
 /// separate, `"..."` supports `\n \r \t \b \a \\ \" \xHH`, `'...'` supports
 /// `\'`; a closing quote must be followed by a space or the end. `None` on
 /// unbalanced quotes.
-pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut args = Vec::new();
     let mut p = 0;
     let n = line.len();

@@ -243,7 +243,7 @@ fn bulk(out: &mut BytesMut, prefix: u8, data: &[u8]) {
 
 /// Formats a double the way Redis 7.0 replies with one: `%.17g`, with
 /// `inf`/`-inf` spelled out.
-pub fn format_double(d: f64) -> String {
+pub(crate) fn format_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }

@@ -127,7 +127,7 @@ struct Watched {
 /// Copies argument bytes into their own allocation before they are stored:
 /// arguments are slices of a connection's read buffer, and keeping a slice
 /// would keep the whole buffer alive.
-pub fn owned(b: &Bytes) -> Bytes {
+pub(crate) fn owned(b: &Bytes) -> Bytes {
     Bytes::copy_from_slice(b)
 }
 

@@ -5,7 +5,7 @@
 //! reversed ranges) and its protection against exponential patterns.
 
 /// Whether `string` matches the glob `pattern`.
-pub fn matches(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+pub(crate) fn matches(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     let mut skip_longer = false;
     match_impl(pattern, string, nocase, &mut skip_longer, 0)
 }

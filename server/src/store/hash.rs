@@ -17,7 +17,7 @@ use super::small::SmallBytes;
 /// lives inside its key's allocation (`store/item.rs`), whose length field
 /// has 28 bits. Past it the hash becomes a hashtable, as Redis converts a
 /// listpack that would pass its own 1 GB cap (`lpSafeToAdd`).
-pub const LISTPACK_MAX_BYTES: usize = 1 << 26;
+pub(crate) const LISTPACK_MAX_BYTES: usize = 1 << 26;
 
 /// The listpack thresholds (`hash-max-listpack-entries` / `-value`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,18 +35,18 @@ pub enum Hash {
 }
 
 /// The hashtable encoding: field/value pairs in an [`Arena`].
-pub type Table = Arena<Pair>;
+pub(crate) type Table = Arena<Pair>;
 
 /// A hash being changed: a whole value (a listpack may convert), or a
 /// hashtable changed in place in its key's slot, with no copy.
-pub enum HashEdit<'a> {
+pub(crate) enum HashEdit<'a> {
     Whole(&'a mut Hash),
     Table(&'a mut Table),
 }
 
 impl HashEdit<'_> {
     /// [`Hash::set`].
-    pub fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
+    pub(crate) fn set(&mut self, field: &[u8], value: &[u8], limits: Limits) -> bool {
         match self {
             HashEdit::Whole(h) => h.set(field, value, limits),
             HashEdit::Table(t) => table_set(t, field, value),
@@ -54,7 +54,7 @@ impl HashEdit<'_> {
     }
 
     /// [`Hash::remove`].
-    pub fn remove(&mut self, field: &[u8]) -> bool {
+    pub(crate) fn remove(&mut self, field: &[u8]) -> bool {
         match self {
             HashEdit::Whole(h) => h.remove(field),
             HashEdit::Table(t) => t.remove(field).is_some(),

@@ -33,7 +33,7 @@ use super::stream::Stream;
 use super::zset::ZSet;
 
 /// Longest string stored inside the item itself.
-pub const INLINE_MAX: usize = 256;
+pub(crate) const INLINE_MAX: usize = 256;
 
 const HEADER: usize = 16;
 /// The header's last word is `[tag: 4 bits][inline length: 28 bits]`.

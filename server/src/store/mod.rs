@@ -40,20 +40,21 @@
 //! bytes in the deadline index: about 110 bytes for a `lock:<id>` key with a
 //! 36-byte owner, against about 180 in Redis 7.0.
 
-pub mod arena;
-pub mod clock;
-pub mod db;
-pub mod glob;
-pub mod hash;
-pub mod item;
-pub mod list;
-pub mod num;
-pub mod packed;
-pub mod set;
-pub mod small;
-pub mod stream;
+pub(crate) mod arena;
+pub(crate) mod clock;
+pub(crate) mod db;
+pub(crate) mod glob;
+pub(crate) mod hash;
+pub(crate) mod item;
+pub(crate) mod list;
+pub(crate) mod num;
+pub(crate) mod packed;
+pub(crate) mod set;
+pub(crate) mod small;
+pub(crate) mod stream;
 pub mod zset;
 
 pub use clock::{Clock, ManualClock, SystemClock, VirtualClock};
-pub use db::{Db, EntryRef, Value};
-pub use item::{HashMut, ValueMut, ValueRef};
+pub(crate) use db::EntryRef;
+pub use db::{Db, Value};
+pub(crate) use item::{HashMut, ValueMut, ValueRef};

@@ -24,7 +24,7 @@ extern "C" {
 }
 
 /// Parses a signed 64-bit integer exactly as Redis's `string2ll` does.
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
+pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() > 20 {
         return None;
     }
@@ -54,7 +54,7 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 
 /// Outcome of INCRBYFLOAT's arithmetic.
 #[derive(Debug, PartialEq)]
-pub enum FloatIncr {
+pub(crate) enum FloatIncr {
     Ok(Vec<u8>),
     NotAFloat,
     NanOrInfinity,
@@ -62,7 +62,7 @@ pub enum FloatIncr {
 
 /// `cur + incr` in `long double`, printed as Redis prints it (`%.17Lf`,
 /// trailing zeros removed). `cur` is `None` for a missing key.
-pub fn incr_by_float(cur: Option<&[u8]>, incr: &[u8]) -> FloatIncr {
+pub(crate) fn incr_by_float(cur: Option<&[u8]>, incr: &[u8]) -> FloatIncr {
     let mut out = vec![0u8; 5 * 1024 + 32];
     let mut len = 0usize;
     let (cp, cl) = match cur {
@@ -94,7 +94,7 @@ pub fn incr_by_float(cur: Option<&[u8]>, incr: &[u8]) -> FloatIncr {
 
 /// Parses a double as Redis's `getDoubleFromObject` (`strtod`; accepts `inf`,
 /// `-inf`, hex floats; rejects NaN, spaces, trailing bytes, overflow).
-pub fn parse_f64(s: &[u8]) -> Option<f64> {
+pub(crate) fn parse_f64(s: &[u8]) -> Option<f64> {
     let mut v = 0f64;
     // SAFETY: the C side reads exactly `s.len()` bytes and writes one f64.
     let ok = unsafe { coordis_string2d(s.as_ptr() as *const c_char, s.len(), &mut v) };
@@ -103,7 +103,7 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 
 /// Parses one bound of a score range as Redis's `zslParseRange` does (plain
 /// `strtod`: an empty string is 0, overflow is ±inf, NaN is refused).
-pub fn parse_range_f64(s: &[u8]) -> Option<f64> {
+pub(crate) fn parse_range_f64(s: &[u8]) -> Option<f64> {
     let mut v = 0f64;
     // SAFETY: the C side reads exactly `s.len()` bytes and writes one f64.
     let ok = unsafe { coordis_strtod_range(s.as_ptr() as *const c_char, s.len(), &mut v) };
@@ -113,7 +113,7 @@ pub fn parse_range_f64(s: &[u8]) -> Option<f64> {
 /// C's `strtod` over the whole argument, as SORT reads its scores: leading
 /// spaces, hex floats and `inf` are accepted; trailing bytes, overflow
 /// (`ERANGE`) and NaN are not.
-pub fn strtod_whole(s: &[u8]) -> Option<f64> {
+pub(crate) fn strtod_whole(s: &[u8]) -> Option<f64> {
     let text = std::ffi::CString::new(s).ok()?;
     let mut end: *mut c_char = std::ptr::null_mut();
     // SAFETY: `text` is NUL-terminated and outlives the call; `end` points
@@ -135,7 +135,7 @@ pub fn strtod_whole(s: &[u8]) -> Option<f64> {
 /// to whole milliseconds. `None` when it is not a float; a negative result
 /// (`-1`, but also `inf` and values past `long long`) is Redis's "timeout is
 /// negative".
-pub fn timeout_ms(s: &[u8]) -> Option<i64> {
+pub(crate) fn timeout_ms(s: &[u8]) -> Option<i64> {
     let mut ms = 0i64;
     // SAFETY: the C side reads exactly `s.len()` bytes and writes one i64.
     let ok = unsafe { coordis_timeout_ms(s.as_ptr() as *const c_char, s.len(), &mut ms) };
@@ -144,7 +144,7 @@ pub fn timeout_ms(s: &[u8]) -> Option<i64> {
 
 /// C's `atof`: the longest number at the start of `s` (after spaces), 0
 /// when there is none, as Redis reads DEBUG's arguments.
-pub fn atof(s: &[u8]) -> f64 {
+pub(crate) fn atof(s: &[u8]) -> f64 {
     let Ok(text) = std::ffi::CString::new(s) else {
         return 0.0;
     };
@@ -153,7 +153,7 @@ pub fn atof(s: &[u8]) -> f64 {
 }
 
 /// `printf("%.17g", d)`.
-pub fn fmt_g17(d: f64) -> String {
+pub(crate) fn fmt_g17(d: f64) -> String {
     let mut buf = [0u8; 64];
     // SAFETY: the C side writes at most `buf.len()` bytes including the NUL.
     let len = unsafe { coordis_fmt_g17(d, buf.as_mut_ptr() as *mut c_char, buf.len()) };

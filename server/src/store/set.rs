@@ -20,7 +20,7 @@ pub enum Set {
 }
 
 /// The hashtable encoding: members in an [`Arena`].
-pub type Table = Arena<SmallBytes>;
+pub(crate) type Table = Arena<SmallBytes>;
 
 impl Keyed for SmallBytes {
     fn key(&self) -> &[u8] {

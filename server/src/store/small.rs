@@ -4,7 +4,7 @@
 //! slot saves an allocation and a pointer chase each.
 
 /// Byte strings up to this long are stored inline.
-pub const INLINE: usize = 22;
+pub(crate) const INLINE: usize = 22;
 
 /// A byte string, inline when short (24 bytes either way).
 #[derive(Clone)]

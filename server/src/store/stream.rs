@@ -124,7 +124,7 @@ fn lp_int_size(v: i64) -> usize {
 
 /// Bytes `s` takes as a listpack element: as an integer when it reads as
 /// one strictly (as Redis stores `"12"`), otherwise as a string.
-pub fn lp_str_size(s: &[u8]) -> usize {
+pub(crate) fn lp_str_size(s: &[u8]) -> usize {
     if let Some(v) = super::num::parse_i64(s) {
         return lp_int_size(v);
     }

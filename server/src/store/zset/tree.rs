@@ -19,7 +19,7 @@
 
 use std::cmp::Ordering;
 
-pub const NIL: u32 = u32::MAX;
+pub(super) const NIL: u32 = u32::MAX;
 /// Entries per leaf and children per inner node.
 const B: usize = 32;
 /// Deepest tree: each level holds at least two children per node (a root
@@ -27,21 +27,21 @@ const B: usize = 32;
 const MAX_HEIGHT: usize = 32;
 
 /// What a search looks for: an element's sort key.
-pub struct Key<'a> {
+pub(super) struct Key<'a> {
     pub score: f64,
     pub prefix: u64,
     pub member: &'a [u8],
 }
 
 /// The members behind element numbers, read on ties.
-pub trait Members {
+pub(super) trait Members {
     fn member(&self, elem: u32) -> &[u8];
 }
 
 /// A position in the order: a leaf and a slot in it. Valid until the tree
 /// next changes.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pos {
+pub(super) struct Pos {
     pub leaf: u32,
     pub slot: u32,
 }
@@ -143,7 +143,7 @@ struct Path {
 }
 
 #[derive(Clone, Debug)]
-pub struct Tree {
+pub(super) struct Tree {
     leaves: Vec<Leaf>,
     inners: Vec<Inner>,
     free_leaves: Vec<u32>,
@@ -178,15 +178,15 @@ impl Default for Tree {
 }
 
 impl Tree {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn elem(&self, p: Pos) -> u32 {
+    pub(super) fn elem(&self, p: Pos) -> u32 {
         self.leaves[p.leaf as usize].keys.elems[p.slot as usize]
     }
 
-    pub fn score(&self, p: Pos) -> f64 {
+    pub(super) fn score(&self, p: Pos) -> f64 {
         self.leaves[p.leaf as usize].keys.scores[p.slot as usize]
     }
 
@@ -258,7 +258,7 @@ impl Tree {
     }
 
     /// 0-based rank of the element with key `k` (which must be present).
-    pub fn rank(&self, k: &Key, m: &impl Members) -> usize {
+    pub(super) fn rank(&self, k: &Key, m: &impl Members) -> usize {
         let (path, leaf) = self.descend(k, m);
         self.rank_of_path(&path) + self.lower_bound(leaf, k, m)
     }
@@ -289,7 +289,7 @@ impl Tree {
     }
 
     /// Adds element `elem` with sort key `k` (not present).
-    pub fn insert(&mut self, elem: u32, k: &Key, m: &impl Members) {
+    pub(super) fn insert(&mut self, elem: u32, k: &Key, m: &impl Members) {
         let (path, leaf) = self.descend(k, m);
         let slot = self.lower_bound(leaf, k, m);
         for &(node, i) in &path.steps[..path.depth] {
@@ -384,7 +384,7 @@ impl Tree {
     }
 
     /// Removes the element with key `k` (which must be present).
-    pub fn remove(&mut self, k: &Key, m: &impl Members) {
+    pub(super) fn remove(&mut self, k: &Key, m: &impl Members) {
         let (path, leaf) = self.descend(k, m);
         let slot = self.lower_bound(leaf, k, m);
         debug_assert_eq!(self.leaves[leaf as usize].keys.cmp(slot, k, m), Ordering::Equal);
@@ -394,7 +394,7 @@ impl Tree {
     /// Gives element `elem` the key `new` in place of `old`: in place when
     /// it keeps its position and is not its leaf's first entry (whose copies
     /// sit in the inner nodes), else by a removal and an insertion.
-    pub fn update(&mut self, elem: u32, old: &Key, new: &Key, m: &impl Members) {
+    pub(super) fn update(&mut self, elem: u32, old: &Key, new: &Key, m: &impl Members) {
         let (path, leaf) = self.descend(old, m);
         let slot = self.lower_bound(leaf, old, m);
         let l = &self.leaves[leaf as usize];
@@ -511,7 +511,7 @@ impl Tree {
     }
 
     /// The element at 0-based rank `rank` (< len).
-    pub fn at_rank(&self, mut rank: usize) -> Pos {
+    pub(super) fn at_rank(&self, mut rank: usize) -> Pos {
         let mut node = self.root;
         for _ in 0..self.height {
             let inner = &self.inners[node as usize];
@@ -528,21 +528,21 @@ impl Tree {
         }
     }
 
-    pub fn first(&self) -> Option<Pos> {
+    pub(super) fn first(&self) -> Option<Pos> {
         (self.len > 0).then_some(Pos {
             leaf: self.first,
             slot: 0,
         })
     }
 
-    pub fn last(&self) -> Option<Pos> {
+    pub(super) fn last(&self) -> Option<Pos> {
         (self.len > 0).then(|| Pos {
             leaf: self.last,
             slot: (self.leaves[self.last as usize].len - 1) as u32,
         })
     }
 
-    pub fn next(&self, p: Pos) -> Option<Pos> {
+    pub(super) fn next(&self, p: Pos) -> Option<Pos> {
         let l = &self.leaves[p.leaf as usize];
         if (p.slot as usize) + 1 < l.len {
             Some(Pos {
@@ -554,7 +554,7 @@ impl Tree {
         }
     }
 
-    pub fn prev(&self, p: Pos) -> Option<Pos> {
+    pub(super) fn prev(&self, p: Pos) -> Option<Pos> {
         if p.slot > 0 {
             return Some(Pos {
                 leaf: p.leaf,
@@ -586,7 +586,7 @@ impl Tree {
 
     /// The first element for which `before` is false, `before` being true
     /// for a prefix of the order (elements are given by number).
-    pub fn seek(&self, before: impl Fn(u32) -> bool) -> Option<Pos> {
+    pub(super) fn seek(&self, before: impl Fn(u32) -> bool) -> Option<Pos> {
         if self.len == 0 {
             return None;
         }
@@ -600,7 +600,7 @@ impl Tree {
 
     /// The last element for which `upto` is true, `upto` being true for a
     /// prefix of the order.
-    pub fn seek_last(&self, upto: impl Fn(u32) -> bool) -> Option<Pos> {
+    pub(super) fn seek_last(&self, upto: impl Fn(u32) -> bool) -> Option<Pos> {
         let first = self.first()?;
         if !upto(self.elem(first)) {
             return None;
@@ -619,7 +619,7 @@ impl Tree {
     /// Checks every invariant (tests): order, counts, smallest-entry copies,
     /// sibling links, and that the tree holds `len` elements.
     #[cfg(test)]
-    pub fn check(&self, m: &impl Members) {
+    pub(super) fn check(&self, m: &impl Members) {
         fn walk(t: &Tree, node: u32, depth: usize, leaves: &mut Vec<u32>) -> (usize, (f64, u64, u32)) {
             if depth == t.height {
                 let l = &t.leaves[node as usize];
@@ -680,7 +680,7 @@ impl Tree {
 }
 
 /// Puts `value` in a free slot of an arena, or at its end; returns its number.
-pub fn alloc<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
+pub(super) fn alloc<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
     match free.pop() {
         Some(i) => {
             items[i as usize] = value;
