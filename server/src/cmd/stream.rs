@@ -654,7 +654,7 @@ fn read(ctx: &mut Ctx, args: &[Bytes], group_cmd: bool) -> Reply {
         &kept,
         keys,
         deadline,
-        Some(serve_read),
+        Some(if group_cmd { serve_read_group } else { serve_read_plain }),
         Reply::NilArray,
         Reply::NilArray,
     )
@@ -856,10 +856,19 @@ fn touch_consumer(ctx: &mut Ctx, key: &[u8], group: &[u8], consumer: &Bytes, now
     }
 }
 
-/// Serves a blocked XREAD / XREADGROUP from `key` once it is signalled
-/// (Redis's `serveClientBlockedOnKey` for streams).
-fn serve_read(ctx: &mut Ctx, args: &[Bytes], key: &Bytes) -> Option<Reply> {
-    let group_cmd = args[0].len() == "xreadgroup".len();
+/// Serves a blocked XREAD from `key` ([`serve_read`]).
+fn serve_read_plain(ctx: &mut Ctx, args: &[Bytes], key: &Bytes) -> Option<Reply> {
+    serve_read(ctx, args, key, false)
+}
+
+/// Serves a blocked XREADGROUP from `key` ([`serve_read`]).
+fn serve_read_group(ctx: &mut Ctx, args: &[Bytes], key: &Bytes) -> Option<Reply> {
+    serve_read(ctx, args, key, true)
+}
+
+/// Serves a blocked XREAD / XREADGROUP (`group_cmd`) from `key` once it is
+/// signalled (Redis's `serveClientBlockedOnKey` for streams).
+fn serve_read(ctx: &mut Ctx, args: &[Bytes], key: &Bytes, group_cmd: bool) -> Option<Reply> {
     let read = parse_read(ctx, args, group_cmd).ok()?;
     let keys = &args[read.streams_at..read.streams_at + read.streams];
     let at = keys.iter().position(|k| k == key)?;
