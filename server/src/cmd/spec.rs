@@ -55,11 +55,11 @@ pub mod flags {
     /// Redis's `protected` (not shown by COMMAND INFO): refused, before any
     /// other check and before MULTI queues it, unless its setting lets the
     /// client in (DEBUG: `enable-debug-command`; MODULE LOAD/LOADEX/UNLOAD:
-    /// `enable-module-command`). See [`protected_refusal`].
+    /// `enable-module-command`). The settings are in `exec::Guards`.
     pub const PROTECTED: u32 = 1 << 27;
     /// coordis's own: which setting lets a [`PROTECTED`] command in
     /// (`enable-debug-command`, `enable-module-command`,
-    /// `enable-test-commands`; see [`crate::exec::Guards`]).
+    /// `enable-test-commands`; see `exec::Guards`).
     pub const GUARD_DEBUG: u32 = 1 << 28;
     pub const GUARD_MODULE: u32 = 1 << 29;
     pub const GUARD_TEST: u32 = 1 << 30;
@@ -158,7 +158,7 @@ pub struct CommandSpec {
     pub arity: i32,
     /// [`flags`]: Redis's and coordis's own.
     pub flags: u32,
-    /// [`acl`] categories beyond those the flags imply.
+    /// ACL categories (the `acl` bits) beyond those the flags imply.
     pub acl: u32,
     /// Key positions for COMMAND INFO: first, last (-1: last argument), step.
     pub keys: (i32, i32, i32),
@@ -169,7 +169,7 @@ pub struct CommandSpec {
     /// A container's subcommands (empty for other commands).
     pub subcommands: &'static [CommandSpec],
     /// How an `allow_busy` command is answered while a script is busy,
-    /// without the keyspace ([`busy`]); `None`: it waits for the script.
+    /// without the keyspace (`exec::busy`); `None`: it waits for the script.
     pub busy: Option<crate::exec::busy::Handler>,
     /// For a [`flags::MAY_REPLICATE`] command that runs a script or a
     /// function: whether these arguments may write, from the script's own

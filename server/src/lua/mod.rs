@@ -555,6 +555,10 @@ impl ArgTables {
 /// Sets the array at stack index `t` to `items` as Lua strings and clears
 /// entries `items.len()+1..=previous`. Raw C API, inside `exec_raw`'s
 /// protected call (see [`Scripting::run_inner`]).
+///
+/// # Safety
+/// `state` is the VM's valid state on the running thread, inside a
+/// protected call (a push that fails unwinds to it); `t` is a table's index.
 unsafe fn fill_array(state: *mut ffi::lua_State, t: std::ffi::c_int, items: &[Bytes], previous: usize) {
     for (i, item) in items.iter().enumerate() {
         ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
@@ -568,6 +572,9 @@ unsafe fn fill_array(state: *mut ffi::lua_State, t: std::ffi::c_int, items: &[By
 
 /// Whether the table at stack index `t` has no metatable and no keys but
 /// integers `1..=n` (which the next fill overwrites or clears).
+///
+/// # Safety
+/// As [`fill_array`]; the stack has room for two more values.
 unsafe fn is_plain_array(state: *mut ffi::lua_State, t: std::ffi::c_int, n: usize) -> bool {
     if ffi::lua_getmetatable(state, t) != 0 {
         ffi::lua_pop(state, 1);
@@ -610,6 +617,11 @@ fn install_call(lua: &Lua, redis: &Table, bridge: &Bridge) -> mlua::Result<()> {
     Ok(())
 }
 
+/// `redis.call`: the command's reply, or the command's error raised.
+///
+/// # Safety
+/// Called by Lua only, as the C function registered with the [`Bridge`]
+/// as its first upvalue, while a script runs.
 unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> std::ffi::c_int {
     match call_command(state) {
         Ok(()) => 1,
@@ -619,6 +631,10 @@ unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> std::ffi::
     }
 }
 
+/// `redis.pcall`: the command's reply or its error table, never raised.
+///
+/// # Safety
+/// As [`redis_call`].
 unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> std::ffi::c_int {
     let _ = call_command(state);
     1
@@ -628,6 +644,10 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> std::ffi:
 /// as the script sees it (`Ok`) or an `{err=...}` table (`Err`). Never
 /// raises a Lua error: the memory limit is lifted while it pushes, and a
 /// panic becomes an error reply.
+///
+/// # Safety
+/// `state` is the state Lua called [`redis_call`] or [`redis_pcall`] with:
+/// upvalue 1 is the live [`Bridge`], the arguments are slots `1..=top`.
 unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
     let bridge = &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Bridge);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -696,6 +716,9 @@ fn install_hook(lua: &Lua, state: &Arc<ScriptState>) -> mlua::Result<()> {
 }
 
 /// The hook's normal mode: every [`HOOK_EVERY`] instructions.
+///
+/// # Safety
+/// `l` is a valid state of the VM, on the thread that runs it.
 unsafe fn arm_count_hook(l: *mut ffi::lua_State) {
     ffi::lua_sethook(l, Some(script_hook), ffi::LUA_MASKCOUNT, HOOK_EVERY as std::ffi::c_int);
 }
@@ -708,6 +731,11 @@ unsafe fn arm_count_hook(l: *mut ffi::lua_State) {
 /// error handler), which stands for Redis's C functions and always returns
 /// to the script. The next script finds the hook on every line and not
 /// killed: it goes back to counting.
+///
+/// # Safety
+/// Called by Lua only, as the hook [`install_hook`] set, with the state
+/// it runs and its debug record; the registry holds the [`ScriptState`]
+/// (kept alive by [`Scripting`]) under [`HOOK_STATE_KEY`].
 unsafe extern "C-unwind" fn script_hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
     ffi::lua_pushlightuserdata(l, &HOOK_STATE_KEY as *const u8 as *mut std::ffi::c_void);
     ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
