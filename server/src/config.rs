@@ -87,25 +87,32 @@ pub struct Config {
     /// `zset_max_listpack_value`, are held the way Redis's listpack holds
     /// them (a score of -0 reads back as 0). Defaults 128 and 64.
     pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value`: longest member, in bytes (see above).
     pub zset_max_listpack_value: usize,
     /// The hash, set and list encoding thresholds Redis's own tests set;
     /// they drive `OBJECT ENCODING` and the small-type orders once those
     /// types exist. Defaults as Redis: 512, 64, 512, -2, 0.
     pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value`: longest field or value, in bytes.
     pub hash_max_listpack_value: usize,
+    /// `set-max-intset-entries`: most members of an all-integer set held as an intset.
     pub set_max_intset_entries: usize,
+    /// `list-max-listpack-size`: list node size (negative: a size class in KB, positive: entries).
     pub list_max_listpack_size: i64,
+    /// `list-compress-depth`: accepted and shown, without effect (coordis does not compress).
     pub list_compress_depth: u64,
     /// A stream node (Redis's listpack in the radix tree) takes new entries
     /// while its listpack would stay under this many bytes and it holds
     /// fewer than this many entries (0: no limit); approximate trimming
     /// (`MAXLEN ~`) removes whole nodes. Defaults as Redis: 4096 and 100.
     pub stream_node_max_bytes: usize,
+    /// `stream-node-max-entries`: most entries in one stream node (0: no limit).
     pub stream_node_max_entries: usize,
     /// SLOWLOG: commands taking at least this many µs are logged (-1: none,
     /// 0: all), the newest `slowlog_max_len` kept. Defaults as Redis: 10000
     /// and 128.
     pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`: how many SLOWLOG entries are kept.
     pub slowlog_max_len: usize,
     /// LATENCY: commands taking at least this many ms are latency events
     /// (0: off, the default, as Redis).

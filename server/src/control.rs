@@ -179,10 +179,15 @@ impl ServerClock {
 /// the order Redis gives them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeyValue {
+    /// A string's bytes.
     String(bytes::Bytes),
+    /// A list's elements, head first.
     List(Vec<bytes::Bytes>),
+    /// A set's members, sorted.
     Set(Vec<bytes::Bytes>),
+    /// A hash's field-value pairs, in HGETALL order.
     Hash(Vec<(bytes::Bytes, bytes::Bytes)>),
+    /// A sorted set's members with their scores, lowest score first.
     ZSet(Vec<(bytes::Bytes, f64)>),
     /// Entries in ID order: the ID (`ms-seq`) and the field-value pairs.
     Stream(Vec<(String, Vec<(bytes::Bytes, bytes::Bytes)>)>),

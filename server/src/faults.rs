@@ -39,10 +39,20 @@ pub enum FaultAction {
     Hang,
     /// Run the command, then hold the replies `ms` (real time), plus up to
     /// `jitter_ms` more, drawn when the rule fires.
-    Delay { ms: u64, jitter_ms: u64 },
+    Delay {
+        /// The hold, ms.
+        ms: u64,
+        /// Most extra ms, drawn uniformly up to it.
+        jitter_ms: u64,
+    },
     /// Run the command, then write the replies `bytes` at a time with
     /// `pause_ms` (real time) between the pieces.
-    Slice { bytes: usize, pause_ms: u64 },
+    Slice {
+        /// Bytes per piece.
+        bytes: usize,
+        /// The pause between pieces, ms.
+        pause_ms: u64,
+    },
 }
 
 /// What fault rules did to one batch's replies (the connection applies it
@@ -71,6 +81,7 @@ pub struct FaultRule {
     pub times: Option<u64>,
     /// Chance of firing at a match, drawn from the seeded generator.
     pub probability: Option<f64>,
+    /// What the rule does when it fires.
     pub action: FaultAction,
 }
 
@@ -89,31 +100,38 @@ impl FaultRule {
         }
     }
 
+    /// Only commands whose name matches `glob`, case-insensitively (a
+    /// subcommand by its container's name).
     pub fn command(mut self, glob: &str) -> FaultRule {
         self.command = Some(glob.to_ascii_lowercase());
         self
     }
 
+    /// Only commands with a key matching `glob` (case-sensitive).
     pub fn key(mut self, glob: &str) -> FaultRule {
         self.key = Some(Bytes::copy_from_slice(glob.as_bytes()));
         self
     }
 
+    /// Only clients whose name (CLIENT SETNAME) matches `glob` (case-sensitive).
     pub fn client(mut self, glob: &str) -> FaultRule {
         self.client = Some(Bytes::copy_from_slice(glob.as_bytes()));
         self
     }
 
+    /// Lets the first `matches` matches through before firing.
     pub fn after(mut self, matches: u64) -> FaultRule {
         self.after = matches;
         self
     }
 
+    /// Fires at most `n` times.
     pub fn times(mut self, n: u64) -> FaultRule {
         self.times = Some(n);
         self
     }
 
+    /// Fires at a match with probability `p` (0 to 1), drawn from the seeded generator.
     pub fn probability(mut self, p: f64) -> FaultRule {
         self.probability = Some(p);
         self
@@ -147,10 +165,13 @@ impl FaultRule {
 /// A rule as listed: its id and counts.
 #[derive(Debug, Clone)]
 pub struct FaultEntry {
+    /// The id the rule was added under (for removing it).
     pub id: u64,
+    /// The rule as added.
     pub rule: FaultRule,
-    /// Commands it matched, and times it fired.
+    /// Commands it matched (those [`FaultRule::after`] let through included).
     pub matched: u64,
+    /// Times it fired.
     pub fired: u64,
 }
 

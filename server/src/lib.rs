@@ -58,7 +58,7 @@
 //! - `notify`: keyspace notification classes.
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
-#![warn(unreachable_pub)]
+#![warn(unreachable_pub, missing_docs)]
 
 mod blocked;
 mod cmd;
@@ -147,6 +147,7 @@ impl Builder {
         }
     }
 
+    /// Port to listen on (default 0: a free port the system picks; see [`Server::addr`]).
     pub fn port(mut self, port: u16) -> Self {
         self.config.port = port;
         self
@@ -164,11 +165,13 @@ impl Builder {
         self
     }
 
+    /// Number of databases SELECT can reach (`databases`; at least 1).
     pub fn databases(mut self, n: usize) -> Self {
         self.config.databases = n.max(1);
         self
     }
 
+    /// Most clients connected at once (`maxclients`; at least 1).
     pub fn maxclients(mut self, n: usize) -> Self {
         self.config.maxclients = n.max(1);
         self
@@ -329,6 +332,7 @@ pub struct Server {
 }
 
 impl Server {
+    /// A builder for a server with other settings than [`Server::start`]'s.
     pub fn builder() -> Builder {
         Builder::default()
     }
@@ -441,10 +445,12 @@ impl ServerSet {
         Ok(ServerSet { servers })
     }
 
+    /// Number of servers in the set.
     pub fn len(&self) -> usize {
         self.servers.len()
     }
 
+    /// Whether the set has no server.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
     }
@@ -519,10 +525,12 @@ pub struct BlockingServer {
 }
 
 impl BlockingServer {
+    /// See [`Server::addr`].
     pub fn addr(&self) -> SocketAddr {
         self.server.as_ref().expect("running").addr()
     }
 
+    /// See [`Server::url`].
     pub fn url(&self) -> String {
         self.server.as_ref().expect("running").url()
     }

@@ -129,10 +129,12 @@ impl RedisServer {
         Err(last_err.unwrap_or_else(|| io::Error::other("redis-server did not start")))
     }
 
+    /// The address it listens on (127.0.0.1).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// `redis://HOST:PORT` for client libraries.
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
     }
@@ -265,10 +267,12 @@ impl ServerProcess {
         Ok(process)
     }
 
+    /// The address it listens on (127.0.0.1).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -356,6 +360,7 @@ pub struct RawClient {
 }
 
 impl RawClient {
+    /// Connects (5 s timeout; replies wait at most 10 s), in RESP2.
     pub fn connect(addr: SocketAddr) -> io::Result<RawClient> {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -378,6 +383,7 @@ impl RawClient {
         out
     }
 
+    /// Writes raw bytes, unframed (for malformed or pipelined input).
     pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes)
     }
@@ -388,6 +394,8 @@ impl RawClient {
         self.command_bytes(&raw)
     }
 
+    /// Sends one command of binary arguments and returns its reply's bytes;
+    /// a successful `HELLO 2|3` switches how replies are read.
     pub fn command_bytes(&mut self, args: &[&[u8]]) -> io::Result<Vec<u8>> {
         self.send(&Self::encode(args))?;
         // HELLO's own reply already uses the protocol it asks for.
@@ -679,10 +687,13 @@ pub mod conformance {
 
     /// A named command sequence.
     pub struct Scenario {
+        /// The `## name` header's name.
         pub name: String,
+        /// Its lines, each split into arguments as redis-cli splits them.
         pub commands: Vec<Vec<Vec<u8>>>,
     }
 
+    /// Splits a scenario file into its scenarios (`# ` lines are comments).
     pub fn parse_scenarios(text: &str) -> Vec<Scenario> {
         let mut out: Vec<Scenario> = vec![];
         for line in text.lines() {
@@ -706,6 +717,7 @@ pub mod conformance {
         out
     }
 
+    /// Bytes as text for a failure message, CRLF shown as `\r\n`.
     pub fn show(bytes: &[u8]) -> String {
         String::from_utf8_lossy(bytes).replace("\r\n", "\\r\\n")
     }
@@ -962,12 +974,17 @@ pub mod conformance {
 /// which need structure where [`RawClient`] gives bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resp {
+    /// `+text`, without the CRLF.
     Simple(Vec<u8>),
+    /// `-text`, without the CRLF.
     Error(Vec<u8>),
+    /// `:n`.
     Int(i64),
+    /// `$len` bulk string: its bytes.
     Bulk(Vec<u8>),
     /// `$-1` or `*-1`.
     Nil,
+    /// `*n`: its elements.
     Array(Vec<Resp>),
 }
 

@@ -17,25 +17,37 @@ pub(super) type Handler = fn(&mut Ctx, &[Bytes]) -> Reply;
 /// Command flags: Redis's, in the order `COMMAND INFO` lists them, then
 /// coordis's own (never shown) where Redis compares command procedures.
 pub mod flags {
+    /// Changes data (`@write`); refused to read-only scripts, held by CLIENT PAUSE WRITE.
     pub const WRITE: u32 = 1 << 0;
+    /// Only reads data (`@read`, unless the command is `@scripting`).
     pub const READONLY: u32 = 1 << 1;
+    /// May grow memory (Redis refuses it past `maxmemory`; coordis only shows it).
     pub const DENYOOM: u32 = 1 << 2;
+    /// Administrative (`@admin`, `@dangerous`); MONITOR does not show it.
     pub const ADMIN: u32 = 1 << 3;
+    /// Pub/sub (`@pubsub`).
     pub const PUBSUB: u32 = 1 << 4;
     /// Refused inside scripts (`This Redis command is not allowed from script`).
     pub const NOSCRIPT: u32 = 1 << 5;
+    /// May block the client (`@blocking`).
     pub const BLOCKING: u32 = 1 << 6;
+    /// Allowed while Redis loads its data (coordis never loads: only shown).
     pub const LOADING: u32 = 1 << 7;
+    /// Allowed on a replica with stale data (coordis has no replication: only shown).
     pub const STALE: u32 = 1 << 8;
+    /// Not shown to MONITOR clients.
     pub const SKIP_MONITOR: u32 = 1 << 9;
+    /// Never logged by SLOWLOG.
     pub const SKIP_SLOWLOG: u32 = 1 << 10;
     /// O(1) or O(log n).
     pub const FAST: u32 = 1 << 11;
     /// Allowed before AUTH.
     pub const NO_AUTH: u32 = 1 << 12;
+    /// May have no key at all (COMMAND GETKEYS answers an empty array, not an error).
     pub const NO_MANDATORY_KEYS: u32 = 1 << 13;
     /// Refused inside MULTI (`Command not allowed inside a transaction`).
     pub const NO_MULTI: u32 = 1 << 14;
+    /// Key positions depend on the arguments (COMMAND GETKEYS asks the key specs).
     pub const MOVABLEKEYS: u32 = 1 << 15;
     /// Served while a script is busy; everything else gets `-BUSY`.
     pub const ALLOW_BUSY: u32 = 1 << 16;
@@ -61,7 +73,9 @@ pub mod flags {
     /// (`enable-debug-command`, `enable-module-command`,
     /// `enable-test-commands`; see `exec::Guards`).
     pub const GUARD_DEBUG: u32 = 1 << 28;
+    /// See [`GUARD_DEBUG`]: `enable-module-command`.
     pub const GUARD_MODULE: u32 = 1 << 29;
+    /// See [`GUARD_DEBUG`]: `enable-test-commands`.
     pub const GUARD_TEST: u32 = 1 << 30;
     /// coordis's own: EXEC (its refusal ends the transaction; CLIENT PAUSE
     /// WRITE looks at what it would run).
@@ -164,7 +178,9 @@ pub struct CommandSpec {
     pub keys: (i32, i32, i32),
     /// The documentation group (COMMAND DOCS).
     pub group: &'static str,
+    /// One-line description (COMMAND DOCS `summary`).
     pub summary: &'static str,
+    /// What runs the command.
     pub handler: Handler,
     /// A container's subcommands (empty for other commands).
     pub subcommands: &'static [CommandSpec],
@@ -195,6 +211,7 @@ impl CommandSpec {
         }
     }
 
+    /// Whether `argc` arguments (the name included) fit [`CommandSpec::arity`].
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i32;
         if self.arity >= 0 {
@@ -204,6 +221,7 @@ impl CommandSpec {
         }
     }
 
+    /// Whether any of the [`flags`] bits in `flag` is set.
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }

@@ -31,7 +31,9 @@ use crate::cmd::{flags, CommandSpec};
 /// One effect: a command and the database it applies to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Op {
+    /// The database it applies to (SELECT index).
     pub db: usize,
+    /// The command and its arguments, as replicas and the append-only file get them.
     pub args: Vec<Bytes>,
     /// For replicas, not for the append-only file (PUBLISH: Redis forces
     /// it to replicas only).
@@ -41,6 +43,7 @@ pub struct Op {
 /// The effects of one execution unit, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Unit {
+    /// The effects, in the order they happened.
     pub ops: Vec<Op>,
     /// Replayed without MULTI/EXEC around several effects: active expiry,
     /// and the commands Redis flags `touches_arbitrary_keys` (SCAN,

@@ -111,6 +111,7 @@ impl ScriptState {
         started != 0 && now_ms.saturating_sub(started) >= self.busy_after_ms.load(Ordering::Relaxed)
     }
 
+    /// True while a script or function runs, busy or not.
     pub fn is_running(&self) -> bool {
         self.started_ms.load(Ordering::Acquire) != 0
     }
@@ -143,6 +144,8 @@ pub struct Scripting {
     /// Where `redis.call`/`redis.pcall` find the running script's dispatcher
     /// and protocol version.
     bridge: Box<Bridge>,
+    /// Shared with connection tasks, which read it without the keyspace
+    /// lock (`-BUSY`, SCRIPT KILL).
     pub state: Arc<ScriptState>,
 }
 
@@ -297,6 +300,7 @@ impl Scripting {
         })
     }
 
+    /// Sets the Lua VM's allocation limit in bytes (`lua-memory-limit`; 0: no limit).
     pub fn set_memory_limit(&self, bytes: usize) {
         let _ = self.lua.set_memory_limit(bytes);
     }
@@ -376,6 +380,7 @@ impl Scripting {
         self.scripts.len()
     }
 
+    /// Whether no script is cached.
     pub fn is_empty(&self) -> bool {
         self.scripts.is_empty()
     }

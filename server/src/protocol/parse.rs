@@ -57,6 +57,7 @@ pub struct RequestParser {
 }
 
 impl RequestParser {
+    /// A parser with no request in progress.
     pub fn new() -> Self {
         Self::default()
     }

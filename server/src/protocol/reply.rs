@@ -14,14 +14,19 @@ use bytes::{BufMut, Bytes, BytesMut};
 pub enum Reply {
     /// `+OK`, the most common reply, without an allocation.
     Ok,
+    /// Simple string: `+text`.
     Status(Cow<'static, str>),
+    /// Error: `-text` (the full text, code included).
     Error(Cow<'static, str>),
+    /// Integer: `:n`.
     Int(i64),
+    /// Bulk string: `$len` and the bytes.
     Bulk(Bytes),
     /// Null bulk string: `$-1` in RESP2, `_` in RESP3.
     Nil,
     /// Null array: `*-1` in RESP2, `_` in RESP3.
     NilArray,
+    /// Array of replies.
     Array(Vec<Reply>),
     /// RESP3 map; a flat array in RESP2.
     Map(Vec<(Reply, Reply)>),
@@ -85,14 +90,17 @@ impl Reply {
     /// [`crate::blocked`]) or a reply CLIENT REPLY OFF | SKIP suppresses.
     pub const NOTHING: Reply = Reply::Many(Vec::new());
 
+    /// A bulk string reply.
     pub fn bulk(b: impl Into<Bytes>) -> Reply {
         Reply::Bulk(b.into())
     }
 
+    /// A status (simple string) reply from a constant.
     pub fn status(s: &'static str) -> Reply {
         Reply::Status(Cow::Borrowed(s))
     }
 
+    /// Whether this is an error reply.
     pub fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))
     }

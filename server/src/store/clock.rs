@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// Wall-clock time in unix microseconds.
 pub trait Clock: Send + Sync + Debug + 'static {
+    /// The current time, unix microseconds.
     fn now_us(&self) -> u64;
 
+    /// The current time, unix milliseconds (what expiry compares).
     fn now_ms(&self) -> u64 {
         self.now_us() / 1000
     }

@@ -19,13 +19,18 @@ use super::zset::ZSet;
 /// is an optimisation clients cannot observe, except through OBJECT ENCODING).
 #[derive(Clone, Debug)]
 pub enum Value {
+    /// A string.
     Str(Bytes),
     /// The other types are boxed so that the common string case keeps
     /// `Value` small.
     ZSet(Box<ZSet>),
+    /// A hash.
     Hash(Box<Hash>),
+    /// A list.
     List(Box<List>),
+    /// A set.
     Set(Box<Set>),
+    /// A stream.
     Stream(Box<Stream>),
 }
 
@@ -251,20 +256,23 @@ impl Db {
         std::mem::take(&mut self.expired_log)
     }
 
-    /// The change count of a watched key.
     /// Whether any client watches `key`.
     pub fn is_watched(&self, key: &[u8]) -> bool {
         self.watched.contains_key(key)
     }
 
+    /// The change count of a watched key (0 when nobody watches it), which
+    /// EXEC compares with the count WATCH returned.
     pub fn watch_version(&self, key: &[u8]) -> u64 {
         self.watched.get(key).map_or(0, |w| w.version)
     }
 
+    /// Number of keys held (DBSIZE); a key past its deadline counts until expiry removes it.
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
+    /// Whether the database holds no key.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
@@ -370,6 +378,7 @@ impl Db {
             .map(|item| item.str_bytes().ok_or(()))
     }
 
+    /// Whether `key` is live at `now` (a key past its deadline is removed, as in [`Db::lookup`]).
     pub fn contains(&mut self, key: &[u8], now: u64) -> bool {
         self.lookup(key, now).is_some()
     }

@@ -39,13 +39,18 @@ fn prefix(m: &[u8]) -> u64 {
 /// A score interval, bounds possibly exclusive (`(1.5`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ScoreRange {
+    /// Lower bound.
     pub min: f64,
+    /// Upper bound.
     pub max: f64,
+    /// Whether `min` itself is excluded.
     pub minex: bool,
+    /// Whether `max` itself is excluded.
     pub maxex: bool,
 }
 
 impl ScoreRange {
+    /// Whether `v` is at or above the lower bound (above it when exclusive).
     pub fn gte_min(&self, v: f64) -> bool {
         if self.minex {
             v > self.min
@@ -54,6 +59,7 @@ impl ScoreRange {
         }
     }
 
+    /// Whether `v` is at or below the upper bound (below it when exclusive).
     pub fn lte_max(&self, v: f64) -> bool {
         if self.maxex {
             v < self.max
@@ -75,14 +81,18 @@ pub enum LexBound {
     Min,
     /// `+`: above every string.
     Max,
+    /// `[a`: `a` itself included.
     Inclusive(Bytes),
+    /// `(a`: `a` itself excluded.
     Exclusive(Bytes),
 }
 
 /// A lexicographic interval (ZRANGEBYLEX and friends).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LexRange {
+    /// Lower bound.
     pub min: LexBound,
+    /// Upper bound.
     pub max: LexBound,
 }
 
@@ -103,6 +113,7 @@ impl LexBound {
 }
 
 impl LexRange {
+    /// Whether `m` is at or above the lower bound.
     pub fn gte_min(&self, m: &[u8]) -> bool {
         let order = cmp_bound(&self.min, m);
         if self.min.exclusive() {
@@ -112,6 +123,7 @@ impl LexRange {
         }
     }
 
+    /// Whether `m` is at or below the upper bound.
     pub fn lte_max(&self, m: &[u8]) -> bool {
         let order = cmp_bound(&self.max, m);
         if self.max.exclusive() {
@@ -142,7 +154,9 @@ impl LexRange {
 /// configuration at every addition, as Redis reads its settings then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Listpack {
+    /// Most members (`zset-max-listpack-entries`).
     pub max_entries: usize,
+    /// Longest member, in bytes (`zset-max-listpack-value`).
     pub max_value: usize,
 }
 
@@ -255,10 +269,12 @@ pub struct Cursor(Pos);
 pub struct Entry(u32);
 
 impl ZSet {
+    /// Number of members (ZCARD).
     pub fn len(&self) -> usize {
         self.tree.len()
     }
 
+    /// Whether the set has no member.
     pub fn is_empty(&self) -> bool {
         self.tree.len() == 0
     }
@@ -291,6 +307,7 @@ impl ZSet {
         self.elems.get(e.0).score
     }
 
+    /// `member`'s score, if it is in the set (ZSCORE).
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         self.find(member).map(|e| self.score_of(e))
     }
@@ -372,6 +389,7 @@ impl ZSet {
             .insert_unique(hasher.hash_one(member), e, |&y| hasher.hash_one(elems.member(y)));
     }
 
+    /// Removes `member`; returns whether it was there.
     pub fn remove(&mut self, member: &[u8]) -> bool {
         let hash = self.hasher.hash_one(member);
         let elems = &self.elems;
@@ -426,6 +444,7 @@ impl ZSet {
         (rank < self.len()).then(|| Cursor(self.tree.at_rank(rank)))
     }
 
+    /// The member and score at `c`.
     pub fn get(&self, c: Cursor) -> (&[u8], f64) {
         (self.elems.member(self.tree.elem(c.0)), self.tree.score(c.0))
     }
@@ -439,10 +458,12 @@ impl ZSet {
         }
     }
 
+    /// The element with the lowest score (and member), if any.
     pub fn first(&self) -> Option<Cursor> {
         self.tree.first().map(Cursor)
     }
 
+    /// The element with the highest score (and member), if any.
     pub fn last(&self) -> Option<Cursor> {
         self.tree.last().map(Cursor)
     }
@@ -529,10 +550,12 @@ impl ZSet {
         found.filter(|c| r.gte_min(self.get(*c).0))
     }
 
+    /// Whether `score` is in `r`.
     pub fn score_in_range(r: &ScoreRange, score: f64) -> bool {
         r.gte_min(score) && r.lte_max(score)
     }
 
+    /// Whether `member` is in `r`.
     pub fn member_in_range(r: &LexRange, member: &[u8]) -> bool {
         r.gte_min(member) && r.lte_max(member)
     }
