@@ -56,6 +56,7 @@
 //! - `net`: listeners, connections, shutdown; `net/clients.rs`: per-connection state.
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
 //! - `notify`: keyspace notification classes.
+//! - `persist`: the RDB and append-only file formats and files.
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 #![warn(unreachable_pub, missing_docs)]
@@ -71,6 +72,7 @@ mod faults;
 mod lua;
 mod net;
 mod notify;
+mod persist;
 mod process;
 mod protocol;
 mod state;

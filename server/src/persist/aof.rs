@@ -1,0 +1,1 @@
+//! The multi-part append-only file: manifest, base and incremental files.

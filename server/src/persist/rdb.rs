@@ -1,0 +1,1 @@
+//! The RDB format: encoding and decoding of values and whole files.
