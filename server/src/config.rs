@@ -34,6 +34,19 @@ pub struct Config {
     pub maxclients: usize,
     /// Log level: debug, verbose, notice or warning. Default notice.
     pub loglevel: String,
+    /// Where `coordis-server` logs (`logfile`): empty, stderr; otherwise
+    /// this file, appended to. The embedding library logs through the
+    /// application's own `tracing` subscriber instead.
+    pub logfile: String,
+    /// `log-format` (coordis's own): `redis`, Redis's log line (the
+    /// default), or `tracing`, tracing-subscriber's own format.
+    pub log_format: String,
+    /// `syslog-enabled`: also send every log message to syslog, as Redis.
+    pub syslog_enabled: bool,
+    /// `syslog-ident`: the syslog identity. Default `redis`, as Redis.
+    pub syslog_ident: String,
+    /// `syslog-facility`: `user` or `local0` to `local7`. Default `local0`.
+    pub syslog_facility: String,
     /// Close connections idle for this many seconds; 0 = never. Default 0.
     pub timeout: u64,
     /// TCP keepalive interval in seconds; 0 = off. Default 300.
@@ -131,6 +144,11 @@ impl Default for Config {
             databases: 0,
             maxclients: 0,
             loglevel: String::new(),
+            logfile: String::new(),
+            log_format: String::new(),
+            syslog_enabled: false,
+            syslog_ident: String::new(),
+            syslog_facility: String::new(),
             timeout: 0,
             tcp_keepalive: 0,
             proto_max_bulk_len: 0,
@@ -507,6 +525,11 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("databases", "16", Int { min: 1, max: I32 }, field!(databases)).immutable(),
     row("maxclients", "10000", Int { min: 1, max: u32::MAX as i64 }, field!(maxclients)).effect(Effect::Connections),
     row("loglevel", "notice", Enum(&["debug", "verbose", "notice", "warning"]), field!(loglevel)),
+    row("logfile", "", Text, field!(logfile)).immutable(),
+    row("log-format", "redis", Enum(&["redis", "tracing"]), field!(log_format)).immutable(),
+    row("syslog-enabled", "no", Bool, field!(bool syslog_enabled)).immutable(),
+    row("syslog-ident", "redis", Text, field!(syslog_ident)).immutable(),
+    row("syslog-facility", "local0", Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), field!(syslog_facility)).immutable(),
     row("timeout", "0", Int { min: 0, max: I32 }, field!(timeout)).effect(Effect::Connections),
     row("tcp-keepalive", "300", Int { min: 0, max: I32 }, field!(tcp_keepalive)).effect(Effect::Connections),
     row("proto-max-bulk-len", "512mb", Memory { min: MB, max: LONG_MEM }, field!(proto_max_bulk_len)).effect(Effect::Connections),
@@ -554,7 +577,6 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("daemonize", "no", Bool, Store::Ignored).immutable(),
     row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), Store::Ignored).immutable(),
     row("pidfile", "", Text, Store::Ignored).immutable(),
-    row("logfile", "", Text, Store::Ignored).immutable(),
     row("dir", ".", Text, Store::Ignored).protected(),
     row("dbfilename", "dump.rdb", Text, Store::Ignored).protected(),
     row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),

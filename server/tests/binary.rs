@@ -79,7 +79,8 @@ fn port_in_use_is_one_clear_error_and_exit_code_1() {
     let out = Command::new(BIN).args(["--port", &port]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().collect();
+    // The startup log lines, then one error line saying why.
+    let lines: Vec<&str> = stderr.lines().filter(|l| !is_redis_log_line(l, out_pid(l))).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
         lines[0].contains(&port) && lines[0].to_lowercase().contains("in use"),
@@ -281,4 +282,124 @@ fn port_zero_announces_the_chosen_port() {
     assert!(status.success(), "{status:?}");
     assert!(!port_file.exists(), "the port file is removed at exit");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Stops `server` with SIGTERM and returns what it wrote to stderr.
+fn stop_and_read_stderr(mut server: Running) -> String {
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut err = String::new();
+    server.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    err
+}
+
+/// The pid a log line starts with (0 if none).
+fn out_pid(line: &str) -> u32 {
+    line.split(':').next().and_then(|p| p.parse().ok()).unwrap_or(0)
+}
+
+/// `pid:M dd Mon yyyy hh:mm:ss.mmm <mark> message`, Redis's log line.
+fn is_redis_log_line(line: &str, pid: u32) -> bool {
+    let Some(rest) = line.strip_prefix(&format!("{pid}:M ")) else {
+        return false;
+    };
+    let b = rest.as_bytes();
+    // "01 Dec 2026 23:48:12.062 * "
+    b.len() > 27
+        && b[..2].iter().all(u8::is_ascii_digit)
+        && b[3..6].iter().all(u8::is_ascii_alphabetic)
+        && b[7..11].iter().all(u8::is_ascii_digit)
+        && rest[12..24].chars().all(|c| c.is_ascii_digit() || c == ':' || c == '.')
+        && matches!(b[25], b'.' | b'-' | b'*' | b'#')
+        && b[26] == b' '
+}
+
+#[test]
+fn logs_redis_lines_without_colour_and_the_startup_lines_tools_wait_for() {
+    let port = free_port().unwrap();
+    let server = start(&["--port", &port.to_string()]);
+    let pid = server.0.id();
+    wait_ready(([127, 0, 0, 1], port).into());
+    let err = stop_and_read_stderr(server);
+    assert!(!err.contains('\x1b'), "colour codes in a redirected log: {err:?}");
+    for line in err.lines() {
+        assert!(is_redis_log_line(line, pid), "not a Redis log line: {line:?}");
+    }
+    let messages: Vec<&str> = err.lines().map(|l| &l[pid.to_string().len() + 30..]).collect();
+    let at = |m: &str| {
+        messages
+            .iter()
+            .position(|l| l == &m)
+            .unwrap_or_else(|| panic!("no {m:?} in {err}"))
+    };
+    assert!(at("Configuration loaded") < at("Server initialized"));
+    assert!(at("Server initialized") < at("Ready to accept connections"));
+    assert!(at(&format!("Running mode=standalone, port={port}.")) < at("Ready to accept connections"));
+    assert!(at("Ready to accept connections") < at("Received SIGTERM scheduling shutdown..."));
+    assert!(at("User requested shutdown...") < at("coordis is now ready to exit, bye bye..."));
+}
+
+#[test]
+fn the_tracing_format_has_no_colour_when_redirected_or_with_no_color() {
+    for no_color in [None, Some("1")] {
+        let port = free_port().unwrap();
+        let mut command = Command::new(BIN);
+        command
+            .args(["--port", &port.to_string(), "--log-format", "tracing"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(v) = no_color {
+            command.env("NO_COLOR", v);
+        }
+        let server = Running(command.spawn().unwrap());
+        wait_ready(([127, 0, 0, 1], port).into());
+        let err = stop_and_read_stderr(server);
+        assert!(err.contains("Ready to accept connections"), "{err}");
+        assert!(!err.contains('\x1b'), "colour codes: {err:?}");
+    }
+}
+
+#[test]
+fn logfile_is_appended_to_and_an_unwritable_one_stops_the_start() {
+    let dir = std::env::temp_dir().join(format!("coordis-logfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("coordis.log");
+    std::fs::write(&log, "an earlier line\n").unwrap();
+    let port = free_port().unwrap();
+    let server = start(&["--port", &port.to_string(), "--logfile", log.to_str().unwrap()]);
+    wait_ready(([127, 0, 0, 1], port).into());
+    let err = stop_and_read_stderr(server);
+    let written = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(written.starts_with("an earlier line\n"), "{written}");
+    assert!(written.contains("Ready to accept connections"), "{written}");
+    assert_eq!(err, "", "with a logfile, nothing on stderr");
+
+    let out = Command::new(BIN)
+        .args(["--port", "0", "--logfile", "/nonexistent-dir/coordis.log"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Can't open the log file"));
+}
+
+#[test]
+fn version_and_help_answer_as_redis_server_does() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    assert!(
+        line.starts_with(&format!("Redis server v={} sha=", coordis::REDIS_VERSION)),
+        "{line}"
+    );
+    assert!(
+        line.trim_end()
+            .ends_with(&format!("build=coordis-{}", env!("CARGO_PKG_VERSION"))),
+        "{line}"
+    );
+    let out = Command::new(BIN).arg("-h").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Usage: coordis-server [/path/to/redis.conf] [options]"));
 }

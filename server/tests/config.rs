@@ -9,6 +9,7 @@ use coordis::testing::{RawClient, RedisServer};
 /// coordis's own directives (README: `lua-memory-limit`, `proto-max-multibulk-len`, `port-file`, `enable-test-commands`).
 const COORDIS_ONLY: &[&str] = &[
     "enable-test-commands",
+    "log-format",
     "lua-memory-limit",
     "port-file",
     "proto-max-multibulk-len",

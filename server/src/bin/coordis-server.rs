@@ -1,8 +1,8 @@
 //! `coordis-server`: a drop-in for `redis-server` in development.
 //!
 //! Takes redis-server's command line (an optional config file, then
-//! `--directive value...`), logs through `tracing` (RUST_LOG overrides
-//! `--loglevel`), and shuts down gracefully on SIGINT, SIGTERM or SHUTDOWN:
+//! `--directive value...`), logs as Redis does (see [`logging`]; RUST_LOG
+//! overrides `--loglevel`), and shuts down gracefully on SIGINT, SIGTERM or SHUTDOWN:
 //! within the drain deadline, busy script or not (a second signal exits at
 //! once).
 //!
@@ -14,7 +14,8 @@
 
 use std::process::ExitCode;
 
-use tracing_subscriber::EnvFilter;
+#[path = "coordis-server/logging.rs"]
+mod logging;
 
 /// How long after SIGTERM / SIGINT the process exits whatever still runs:
 /// the drain's deadline, the grace a stopped script gets, and the
@@ -38,10 +39,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
+            // redis-server's line, which tools parse for `v=`; `build=`
+            // names coordis.
             println!(
-                "coordis-server v={} (Redis {} compatible)",
-                env!("CARGO_PKG_VERSION"),
-                coordis::REDIS_VERSION
+                "Redis server v={} sha=00000000:0 malloc=libc bits={} build=coordis-{}",
+                coordis::REDIS_VERSION,
+                usize::BITS,
+                env!("CARGO_PKG_VERSION")
             );
             return ExitCode::SUCCESS;
         }
@@ -59,18 +63,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let level = match config.loglevel.as_str() {
-        "debug" => "debug",
-        "verbose" => "debug",
-        "warning" => "warn",
-        "nothing" => "error",
-        _ => "info",
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = logging::init(&config) {
+        eprintln!("coordis-server: {e}");
+        return ExitCode::FAILURE;
+    }
+    // Redis's startup lines, which tools wait for ("Ready to accept
+    // connections" below).
+    tracing::warn!("oO0OoO0OoO0Oo coordis is starting oO0OoO0OoO0Oo");
+    tracing::warn!(
+        "coordis version={}, Redis version={}, bits={}, pid={}, just started",
+        env!("CARGO_PKG_VERSION"),
+        coordis::REDIS_VERSION,
+        usize::BITS,
+        std::process::id()
+    );
+    tracing::warn!("Configuration loaded");
     for w in warnings {
         tracing::warn!("{w}");
     }
@@ -93,12 +100,9 @@ fn main() -> ExitCode {
                     let _ = signalled.await;
                 },
                 |addr| {
-                    tracing::info!(
-                        "coordis {} listening on {} (Redis {} protocol); ready to accept connections",
-                        env!("CARGO_PKG_VERSION"),
-                        addr,
-                        coordis::REDIS_VERSION
-                    );
+                    tracing::info!("Running mode=standalone, port={}.", addr.port());
+                    tracing::warn!("Server initialized");
+                    tracing::info!("Ready to accept connections");
                     announce(addr, port_file.as_deref());
                 },
             )
@@ -178,7 +182,7 @@ fn watch_signals() -> tokio::sync::oneshot::Receiver<()> {
                     tracing::warn!("received {name} again while shutting down: exiting now");
                     std::process::exit(1);
                 };
-                tracing::info!("received {name}, shutting down");
+                tracing::warn!("Received {name} scheduling shutdown...");
                 let _ = tx.send(());
                 let _ = std::thread::Builder::new().name("coordis-exit".into()).spawn(|| {
                     std::thread::sleep(EXIT_DEADLINE);

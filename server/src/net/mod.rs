@@ -139,7 +139,7 @@ impl Bound {
             accepts.spawn(accept_loop(listener, ctx));
         }
         shutdown.closed().await;
-        tracing::info!("shutting down: draining connections");
+        tracing::warn!("User requested shutdown...");
         let _ = stop_tx.send(true);
         // A script in flight may finish within the drain deadline (its client
         // gets the real reply); past it, it is stopped, even one that wrote,
@@ -175,7 +175,7 @@ impl Bound {
         if drained.is_err() {
             tracing::warn!("the drain did not finish in time; shutting down without it");
         }
-        tracing::info!("coordis is now ready to exit, bye bye...");
+        tracing::warn!("coordis is now ready to exit, bye bye...");
     }
 }
 
