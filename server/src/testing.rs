@@ -15,7 +15,9 @@
 //!   [`parse_commands`] splits coordis's feed (the same RESP bytes) the same
 //!   way, and [`normalize_times`] masks the absolute times in which two
 //!   recordings differ. [`dataset`] reads two servers key by key with plain
-//!   commands, and [`compare_datasets`] lists how they differ.
+//!   commands, and [`compare_datasets`] lists how they differ;
+//!   [`compare_digests`] compares two whole datasets in one call by `DEBUG
+//!   DIGEST` (naming the keys whose `DIGEST-VALUE` differs when they do).
 //! - [`fuzz`]: the bodies of the cargo-fuzz targets, so the checked-in corpus
 //!   also runs as a normal test.
 
@@ -1544,22 +1546,81 @@ pub fn dataset(addr: SocketAddr, dbs: &[usize]) -> io::Result<std::collections::
     for &db in dbs {
         let db_text = db.to_string();
         expect_reply("SELECT", c.command(&["SELECT", &db_text])?)?;
-        let mut keys = std::collections::BTreeSet::new();
-        let mut cursor = b"0".to_vec();
-        loop {
-            let reply = expect_reply("SCAN", c.command_bytes(&[b"SCAN", &cursor, b"COUNT", b"1000"])?)?;
-            let [next, batch] = reply.items() else {
-                return Err(invalid(format!("SCAN: unexpected reply {reply:?}")));
-            };
-            keys.extend(bulk_list("SCAN", batch)?);
-            cursor = next.bytes().ok_or_else(|| invalid("SCAN: bad cursor"))?;
-            if cursor == b"0" {
-                break;
-            }
-        }
-        for key in keys {
+        for key in scan_keys(&mut c)? {
             if let Some(dump) = dump_key(&mut c, &key)? {
                 out.insert((db, key), dump);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every key of the selected database (SCAN to the end), sorted.
+fn scan_keys(c: &mut RawClient) -> io::Result<std::collections::BTreeSet<Vec<u8>>> {
+    let mut keys = std::collections::BTreeSet::new();
+    let mut cursor = b"0".to_vec();
+    loop {
+        let reply = expect_reply("SCAN", c.command_bytes(&[b"SCAN", &cursor, b"COUNT", b"1000"])?)?;
+        let [next, batch] = reply.items() else {
+            return Err(invalid(format!("SCAN: unexpected reply {reply:?}")));
+        };
+        keys.extend(bulk_list("SCAN", batch)?);
+        cursor = next.bytes().ok_or_else(|| invalid("SCAN: bad cursor"))?;
+        if cursor == b"0" {
+            return Ok(keys);
+        }
+    }
+}
+
+/// `DEBUG DIGEST` of the server at `addr`: 40 hex digits, all zeros for an
+/// empty dataset. The server must allow DEBUG (`enable-debug-command yes`;
+/// coordis: `Config::enable_debug_command`).
+pub fn debug_digest(addr: SocketAddr) -> io::Result<String> {
+    let mut c = RawClient::connect(addr)?;
+    match expect_reply("DEBUG DIGEST", c.command(&["DEBUG", "DIGEST"])?)? {
+        Resp::Simple(d) => Ok(String::from_utf8_lossy(&d).into_owned()),
+        other => Err(invalid(format!("DEBUG DIGEST: unexpected reply {other:?}"))),
+    }
+}
+
+/// Compares the whole datasets of two servers in one call, by `DEBUG
+/// DIGEST` (Redis's signature of every key, value and the fact of an
+/// expiry, in every database; coordis computes the same). Empty when the
+/// digests agree. Otherwise the first line gives both digests and the next
+/// ones say where they differ: each key of databases `dbs` that only one
+/// side has or whose `DEBUG DIGEST-VALUE` differs. Both servers must allow
+/// DEBUG; the sides are called `a` and `b`, as passed.
+pub fn compare_digests(a: SocketAddr, b: SocketAddr, dbs: &[usize]) -> io::Result<Vec<String>> {
+    let (digest_a, digest_b) = (debug_digest(a)?, debug_digest(b)?);
+    if digest_a == digest_b {
+        return Ok(vec![]);
+    }
+    let mut out = vec![format!("DEBUG DIGEST differs: a {digest_a}, b {digest_b}")];
+    let (mut ca, mut cb) = (RawClient::connect(a)?, RawClient::connect(b)?);
+    for &db in dbs {
+        let mut values = vec![];
+        for c in [&mut ca, &mut cb] {
+            expect_reply("SELECT", c.command(&["SELECT", &db.to_string()])?)?;
+            let keys = scan_keys(c)?;
+            let mut digests = std::collections::BTreeMap::new();
+            for key in keys {
+                let reply = expect_reply(
+                    "DEBUG DIGEST-VALUE",
+                    c.command_bytes(&[b"DEBUG", b"DIGEST-VALUE", &key])?,
+                )?;
+                let digest = reply.items().first().and_then(Resp::bytes).unwrap_or_default();
+                digests.insert(key, digest);
+            }
+            values.push(digests);
+        }
+        let (va, vb) = (&values[0], &values[1]);
+        for key in va.keys().chain(vb.keys()).collect::<std::collections::BTreeSet<_>>() {
+            let name = format!("db {db} key {}", quote(key));
+            match (va.get(key), vb.get(key)) {
+                (Some(_), None) => out.push(format!("{name}: only in a")),
+                (None, Some(_)) => out.push(format!("{name}: only in b")),
+                (Some(x), Some(y)) if x != y => out.push(format!("{name}: DEBUG DIGEST-VALUE differs")),
+                _ => {}
             }
         }
     }

@@ -65,11 +65,21 @@ static CLOCK: &[CommandSpec] = &[
 
 /// DEBUG: Redis's test hooks, gated by `enable-debug-command` as in Redis:
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
-/// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, HELP. Numbers are read as
+/// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, DIGEST, DIGEST-VALUE key...
+/// (Redis's algorithm: [`crate::store::digest`]), HELP. Numbers are read as
 /// Redis reads them here (`atof`, `atoi`: `abc` is 0).
 fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    use crate::store::digest;
     let sub = args[1].to_ascii_lowercase();
     match (sub.as_slice(), args.len()) {
+        (b"digest", 2) => Reply::Status(digest::hex(&digest::dataset_digest(ctx.dbs)).into()),
+        // Any number of keys, none included; keys past their deadline are
+        // read, not expired (Redis's `dictFind`).
+        (b"digest-value", _) => {
+            let db = ctx.db();
+            let digests = args[2..].iter().map(|key| digest::hex(&digest::value_digest(db, key)));
+            Reply::Array(digests.map(|d| Reply::Status(d.into())).collect())
+        }
         (b"sleep", 3) => {
             let secs = crate::store::num::atof(&args[2]);
             if secs > 0.0 && secs.is_finite() {
@@ -101,10 +111,16 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         (b"help", 2) => super::server::help_reply(&[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DIGEST",
+            "    Output a hex signature representing the current DB content.",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Output a hex signature of the values of all the specified keys.",
             "OBJECT <key>",
-            "    Show low level info about the key and associated value.",
+            "    Show low level info about `key` and associated value.",
             "SET-ACTIVE-EXPIRE <0|1>",
-            "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
         ]),

@@ -1,1 +1,3 @@
 //! The RDB format: encoding and decoding of values and whole files.
+
+pub(crate) mod stream;

@@ -159,11 +159,17 @@ struct Node {
 }
 
 impl Node {
+    /// A node whose master fields are the names of `fields` (name, value...).
     fn new(fields: &[Bytes]) -> Node {
+        let names: Vec<&[u8]> = fields.iter().step_by(2).map(|n| n.as_ref()).collect();
+        Node::with_master(&names)
+    }
+
+    /// A node with these master field names.
+    fn with_master(names: &[&[u8]]) -> Node {
         let mut buf = Vec::new();
-        let names = fields.iter().step_by(2);
-        write_varint(&mut buf, fields.len() / 2);
-        let mut lp_rest = lp_int_size((fields.len() / 2) as i64) + lp_int_size(0);
+        write_varint(&mut buf, names.len());
+        let mut lp_rest = lp_int_size(names.len() as i64) + lp_int_size(0);
         for name in names {
             write_varint(&mut buf, name.len());
             buf.extend_from_slice(name);
@@ -195,7 +201,7 @@ impl Node {
         })
     }
 
-    fn has_master_fields(&self, fields: &[Bytes]) -> bool {
+    fn has_master_fields<F: AsRef<[u8]>>(&self, fields: &[F]) -> bool {
         let (count, _) = read_varint(&self.buf, 0);
         count == fields.len() / 2
             && self
@@ -205,7 +211,7 @@ impl Node {
     }
 
     /// Appends an entry (`first` is the node's first ID).
-    fn push(&mut self, first: StreamId, id: StreamId, fields: &[Bytes]) {
+    fn push<F: AsRef<[u8]>>(&mut self, first: StreamId, id: StreamId, fields: &[F]) {
         let same = self.has_master_fields(fields);
         let ms_delta = id.ms.wrapping_sub(first.ms);
         let seq_delta = id.seq.wrapping_sub(first.seq);
@@ -226,6 +232,7 @@ impl Node {
             if same && i % 2 == 0 {
                 continue;
             }
+            let part = part.as_ref();
             write_varint(&mut self.buf, part.len());
             self.buf.extend_from_slice(part);
             lp += lp_str_size(part);
@@ -765,6 +772,146 @@ impl Stream {
             _ => {}
         }
         g.last_id = id;
+    }
+}
+
+/// One node as Redis's listpack lays it out, for the RDB codec
+/// ([`Stream::raw_nodes`]).
+pub(crate) struct RawNode<'a> {
+    /// The node's key: its first entry's ID, which every entry's ID is a
+    /// delta from (Redis's master ID).
+    pub(crate) master_id: StreamId,
+    /// Live and deleted entries (the master entry's `count` and `deleted`).
+    pub(crate) live: u32,
+    pub(crate) deleted: u32,
+    node: &'a Node,
+}
+
+/// An entry of a [`RawNode`], deleted or not.
+pub(crate) struct RawNodeEntry<'a> {
+    pub(crate) deleted: bool,
+    /// Stored with only its values: its field names are the master's.
+    pub(crate) same_fields: bool,
+    pub(crate) entry: Entry<'a>,
+}
+
+impl<'a> RawNode<'a> {
+    /// The master field names.
+    pub(crate) fn master_fields(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.node.master()
+    }
+
+    /// Every entry, deleted ones included, in order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = RawNodeEntry<'a>> + 'a {
+        self.node.entries(self.master_id).map(|e| RawNodeEntry {
+            deleted: e.deleted,
+            same_fields: e.entry.same,
+            entry: e.entry,
+        })
+    }
+}
+
+/// An entry of a node being loaded ([`Stream::load_node`]).
+pub(crate) struct LoadedEntry<'a> {
+    pub(crate) id: StreamId,
+    pub(crate) deleted: bool,
+    /// Field, value, field, value...
+    pub(crate) fields: Vec<&'a [u8]>,
+}
+
+/// The stream-wide fields an RDB value stores after its nodes
+/// ([`Stream::finish_load`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LoadedMeta {
+    pub(crate) length: u64,
+    pub(crate) last_id: StreamId,
+    pub(crate) first_id: StreamId,
+    pub(crate) max_deleted: StreamId,
+    pub(crate) entries_added: u64,
+}
+
+impl Stream {
+    /// The nodes in ID order, as Redis's radix tree of listpacks holds them.
+    pub(crate) fn raw_nodes(&self) -> impl Iterator<Item = RawNode<'_>> + '_ {
+        self.nodes.iter().map(|(&master_id, node)| RawNode {
+            master_id,
+            live: node.live,
+            deleted: node.deleted,
+            node,
+        })
+    }
+
+    /// Adds a node read from a file after the ones before it: the entries
+    /// as stored (deleted ones flagged), their IDs above every ID already
+    /// loaded and not below `master_id`. A node with no live entry is
+    /// dropped (Redis removes such a node). The error says what is wrong.
+    pub(crate) fn load_node(
+        &mut self,
+        master_id: StreamId,
+        master_fields: &[&[u8]],
+        entries: &[LoadedEntry<'_>],
+    ) -> Result<(), &'static str> {
+        if self
+            .nodes
+            .last_key_value()
+            .is_some_and(|(_, last)| master_id <= last.last)
+        {
+            return Err("stream node IDs out of order");
+        }
+        if entries.is_empty() {
+            return Err("empty stream node");
+        }
+        let mut node = Node::with_master(master_fields);
+        let mut previous: Option<StreamId> = None;
+        for e in entries {
+            if e.id < master_id || previous.is_some_and(|p| e.id <= p) {
+                return Err("stream entry IDs out of order");
+            }
+            if e.fields.len() % 2 != 0 {
+                return Err("stream entry with an odd field count");
+            }
+            previous = Some(e.id);
+            let flags_at = node.buf.len();
+            node.push(master_id, e.id, &e.fields);
+            if e.deleted {
+                node.buf[flags_at] |= DELETED;
+                node.live -= 1;
+                node.deleted += 1;
+                node.last_deleted = true;
+            }
+        }
+        self.length += node.live as u64;
+        if node.live > 0 {
+            self.nodes.insert(master_id, node);
+        }
+        Ok(())
+    }
+
+    /// Sets the fields stored after the nodes, checking that the length is
+    /// the number of live entries loaded and that no entry is past the last
+    /// ID (new IDs must come after every stored one).
+    pub(crate) fn finish_load(&mut self, meta: LoadedMeta) -> Result<(), &'static str> {
+        if meta.length != self.length {
+            return Err("stream length does not match its entries");
+        }
+        if self
+            .nodes
+            .last_key_value()
+            .is_some_and(|(_, last)| last.last > meta.last_id)
+        {
+            return Err("stream entry past the stream's last ID");
+        }
+        self.last_id = meta.last_id;
+        self.first_id = meta.first_id;
+        self.max_deleted = meta.max_deleted;
+        self.entries_added = meta.entries_added;
+        Ok(())
+    }
+
+    /// The first live entry's ID, 0-0 when empty (what a file without the
+    /// recorded first ID, stream version 1, gives it).
+    pub(crate) fn first_live_id(&self) -> StreamId {
+        self.iter().next().map_or(StreamId::ZERO, |e| e.id)
     }
 }
 
