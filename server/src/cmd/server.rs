@@ -39,7 +39,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
     command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
     command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
-    command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
+    command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
     command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
@@ -825,7 +825,8 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         // the policy, and expired keys are noted for their DELs.
         Effect::AppendOnly | Effect::AofWriter => {
             crate::persist::aof::configure(ctx.server);
-            let log_expired = crate::notify::logged_events(config.notify_keyspace_events).0 || ctx.server.effects.active();
+            let log_expired =
+                crate::notify::logged_events(config.notify_keyspace_events).0 || ctx.server.effects.active();
             for db in ctx.dbs.iter_mut() {
                 db.log_expired = log_expired;
             }

@@ -31,7 +31,11 @@ pub(crate) struct Parsed {
 /// Reads one line (through `\n`) starting at `at`; `None` at the end of the data.
 fn line(data: &[u8], at: usize) -> Option<(&[u8], usize)> {
     let rest = &data[at..];
-    let len = rest.iter().take(LINE_MAX - 1).position(|&b| b == b'\n').map_or(rest.len().min(LINE_MAX - 1), |i| i + 1);
+    let len = rest
+        .iter()
+        .take(LINE_MAX - 1)
+        .position(|&b| b == b'\n')
+        .map_or(rest.len().min(LINE_MAX - 1), |i| i + 1);
     (len > 0).then(|| (&rest[..len], at + len))
 }
 
@@ -65,23 +69,26 @@ pub(crate) fn parse(data: &[u8]) -> Parsed {
         commands,
         end: End::Truncated { valid_up_to, in_multi },
     };
-    loop {
-        let Some((head, next)) = line(data, at) else {
-            break;
-        };
+    while let Some((head, next)) = line(data, at) {
         at = next;
         if head[0] == b'#' {
             continue;
         }
         if head[0] != b'*' {
-            return Parsed { commands, end: End::Format };
+            return Parsed {
+                commands,
+                end: End::Format,
+            };
         }
         if head.len() == 1 {
             return cut(commands, valid_up_to, before_multi);
         }
         let argc = number(&head[1..]);
         if argc < 1 {
-            return Parsed { commands, end: End::Format };
+            return Parsed {
+                commands,
+                end: End::Format,
+            };
         }
         let mut args = Vec::with_capacity(argc.min(1024) as usize);
         for _ in 0..argc {
@@ -89,7 +96,10 @@ pub(crate) fn parse(data: &[u8]) -> Parsed {
                 return cut(commands, valid_up_to, before_multi);
             };
             if len_line[0] != b'$' {
-                return Parsed { commands, end: End::Format };
+                return Parsed {
+                    commands,
+                    end: End::Format,
+                };
             }
             at = next;
             let len = number(&len_line[1..]).max(0) as usize;
@@ -113,7 +123,10 @@ pub(crate) fn parse(data: &[u8]) -> Parsed {
             commands.truncate(len);
             truncated(commands, offset, true)
         }
-        None => Parsed { commands, end: End::Clean },
+        None => Parsed {
+            commands,
+            end: End::Clean,
+        },
     }
 }
 
@@ -150,7 +163,13 @@ mod tests {
         let p = parse(&cut_file);
         assert_eq!(
             (p.commands.len(), p.end),
-            (1, End::Truncated { valid_up_to: SET.len() as u64, in_multi: false })
+            (
+                1,
+                End::Truncated {
+                    valid_up_to: SET.len() as u64,
+                    in_multi: false
+                }
+            )
         );
         assert_eq!(parse(b"SET a 1\r\n").end, End::Format);
     }
@@ -161,7 +180,13 @@ mod tests {
         let p = parse(&file);
         assert_eq!(
             (p.commands.len(), p.end),
-            (1, End::Truncated { valid_up_to: SET.len() as u64, in_multi: true })
+            (
+                1,
+                End::Truncated {
+                    valid_up_to: SET.len() as u64,
+                    in_multi: true
+                }
+            )
         );
     }
 }

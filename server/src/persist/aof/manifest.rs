@@ -79,7 +79,9 @@ impl Manifest {
             if line.first() == Some(&b'#') {
                 continue;
             }
-            let text = String::from_utf8_lossy(line).trim_matches([' ', '\t', '\r', '\n']).to_string();
+            let text = String::from_utf8_lossy(line)
+                .trim_matches([' ', '\t', '\r', '\n'])
+                .to_string();
             let at = Some((lines, text.clone()));
             if text.is_empty() {
                 return fail("Invalid AOF manifest file format", at);
@@ -120,15 +122,27 @@ impl Manifest {
                         return fail("Found duplicate base file information", at);
                     }
                     m.base_seq = seq;
-                    m.base = Some(FileInfo { name, seq, kind: Kind::Base });
+                    m.base = Some(FileInfo {
+                        name,
+                        seq,
+                        kind: Kind::Base,
+                    });
                 }
-                b'h' => m.history.push(FileInfo { name, seq, kind: Kind::History }),
+                b'h' => m.history.push(FileInfo {
+                    name,
+                    seq,
+                    kind: Kind::History,
+                }),
                 b'i' => {
                     if seq <= m.incr_seq {
                         return fail("Found a non-monotonic sequence number", at);
                     }
                     m.incr_seq = seq;
-                    m.incr.push(FileInfo { name, seq, kind: Kind::Incr });
+                    m.incr.push(FileInfo {
+                        name,
+                        seq,
+                        kind: Kind::Incr,
+                    });
                 }
                 _ => return fail("Unknown AOF file type", at),
             }

@@ -202,7 +202,13 @@ fn load_files(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting
 
 /// Loads one file; `Ok(true)`: it was cut short and truncated to its last
 /// whole command (`aof-load-truncated`).
-fn load_file(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting, path: &Path, name: &str) -> Result<bool, ()> {
+fn load_file(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    path: &Path,
+    name: &str,
+) -> Result<bool, ()> {
     let data = std::fs::read(path).map_err(|e| {
         tracing::warn!("Fatal error: can't open the append log file {name} for reading: {e}");
     })?;
@@ -230,7 +236,10 @@ fn load_file(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting,
             if state.config.aof.load_truncated {
                 tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
                 tracing::warn!("!!! Truncating the AOF {name} at offset {valid_up_to} !!!");
-                let cut = OpenOptions::new().write(true).open(path).and_then(|f| f.set_len(valid_up_to));
+                let cut = OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| f.set_len(valid_up_to));
                 match cut {
                     Ok(()) => {
                         tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
@@ -257,7 +266,13 @@ fn load_rdb_base(_dbs: &mut [Db], _state: &mut ServerState, _data: &[u8], name: 
 
 /// Replays `commands` through the execution core as one client of its
 /// own (SELECT carries over), as Redis's fake AOF client runs them.
-fn replay(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting, commands: &[Vec<Bytes>], name: &str) -> Result<(), ()> {
+fn replay(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    commands: &[Vec<Bytes>],
+    name: &str,
+) -> Result<(), ()> {
     use std::net::{Ipv4Addr, SocketAddr};
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let signal = std::sync::Arc::new(crate::net::clients::ConnSignal::default());
@@ -358,17 +373,29 @@ pub(crate) fn configure(state: &ServerState) {
 /// Writes the dataset as a base file `name` in `dir` (through a temporary
 /// file, fsynced, renamed); its size.
 fn write_base(dbs: &[Db], state: &ServerState, scripting: &Scripting, dir: &Path, name: &str) -> std::io::Result<u64> {
+    let temp_name = temp_base_name();
     use std::io::Write;
     // aof-use-rdb-preamble yes writes an RDB base once the RDB codec is in
     // (branch `rdb`); until then the base is in the append-only format
     // whatever the directive says (and named `.base.aof` accordingly).
-    let bytes = rewrite::dataset(dbs, scripting.libraries(), state.clock.now_ms(), state.config.aof.timestamps);
-    let temp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let bytes = rewrite::dataset(
+        dbs,
+        scripting.libraries(),
+        state.clock.now_ms(),
+        state.config.aof.timestamps,
+    );
+    let temp = dir.join(&temp_name);
     let mut file = File::create(&temp)?;
     file.write_all(&bytes)?;
     file.sync_all()?;
     std::fs::rename(&temp, dir.join(name))?;
     Ok(bytes.len() as u64)
+}
+
+/// The temporary base a rewrite writes before the rename (Redis names it
+/// after the rewriting child's pid; here the process's).
+fn temp_base_name() -> String {
+    format!("temp-rewriteaof-bg-{}.aof", std::process::id())
 }
 
 /// BGREWRITEAOF (and the automatic rewrite, and turning the file on): a
@@ -394,14 +421,16 @@ pub(crate) fn rewrite(dbs: &mut [Db], state: &mut ServerState, scripting: &Scrip
 
 fn rewrite_files(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) -> Result<(), String> {
     let dir = directory(state);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("Can't open or create append-only dir {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("Can't open or create append-only dir {}: {e}", dir.display()))?;
     let prefix = prefix(state).to_string();
     let mut m = state.aof.manifest.clone();
     // What ran before this point goes to the old incremental file.
     state.effects.flush();
     let incr = m.new_incr(&prefix);
     let file = open_append(&dir.join(&incr)).map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
-    m.persist(&dir, &prefix).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    m.persist(&dir, &prefix)
+        .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
     tracing::info!("Creating AOF incr file {incr} on background rewrite");
     match state.effects.aof() {
         Some(sink) => {
@@ -416,10 +445,14 @@ fn rewrite_files(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting)
         tracing::warn!("{text}");
         text
     })?;
-    tracing::info!("Successfully renamed the temporary AOF base file into {base}");
+    tracing::info!(
+        "Successfully renamed the temporary AOF base file {} into {base}",
+        temp_base_name()
+    );
     m.rewritten();
     let history = std::mem::take(&mut m.history);
-    m.persist(&dir, &prefix).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    m.persist(&dir, &prefix)
+        .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
     for f in history {
         tracing::info!("Removing the history file {} in the background", f.name);
         let _ = std::fs::remove_file(dir.join(&f.name));
@@ -480,10 +513,18 @@ fn current_size(state: &ServerState) -> u64 {
 /// with `lose_ms`, to the writes older than that), every connection is
 /// dropped, and the engine restarts from its files. Without the file on,
 /// the data is lost, as with no persistence. The offset kept, if any.
-pub(crate) fn crash(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting, lose_ms: Option<u64>) -> Option<u64> {
+pub(crate) fn crash(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    lose_ms: Option<u64>,
+) -> Option<u64> {
     state.effects.flush();
     let now_ms = state.clock.now_ms();
-    let kept = state.effects.aof().and_then(|sink| sink.ask(|done| writer::Msg::Crash { lose_ms, now_ms, done }));
+    let kept = state
+        .effects
+        .aof()
+        .and_then(|sink| sink.ask(|done| writer::Msg::Crash { lose_ms, now_ms, done }));
     let kept = match kept {
         Some(Ok(offset)) => Some(offset),
         Some(Err(e)) => {

@@ -43,7 +43,14 @@ impl Out<'_> {
     }
     /// Items in commands of at most [`ITEMS_PER_CMD`]: `name key item...`,
     /// each item `width` arguments.
-    fn batched<'i>(&mut self, name: &[u8], key: &[u8], len: usize, width: usize, items: impl Iterator<Item = Vec<Vec<u8>>> + 'i) {
+    fn batched<'i>(
+        &mut self,
+        name: &[u8],
+        key: &[u8],
+        len: usize,
+        width: usize,
+        items: impl Iterator<Item = Vec<Vec<u8>>> + 'i,
+    ) {
         let mut left = len;
         let mut in_cmd = 0;
         for item in items {
@@ -108,7 +115,13 @@ fn value(out: &mut Out, key: &[u8], value: ValueRef) {
     match value {
         ValueRef::Str(s) => out.command(&[b"SET", key, s]),
         ValueRef::List(list) => out.batched(b"RPUSH", key, list.len(), 1, list.iter().map(|e| vec![e.to_vec()])),
-        ValueRef::Set(set) => out.batched(b"SADD", key, set.len(), 1, set.iter().map(|m| vec![m.to_bytes().to_vec()])),
+        ValueRef::Set(set) => out.batched(
+            b"SADD",
+            key,
+            set.len(),
+            1,
+            set.iter().map(|m| vec![m.to_bytes().to_vec()]),
+        ),
         ValueRef::ZSet(zset) => out.batched(
             b"ZADD",
             key,
@@ -122,7 +135,7 @@ fn value(out: &mut Out, key: &[u8], value: ValueRef) {
             out.batched(b"HMSET", key, pairs.len(), 2, pairs.into_iter());
         }
         ValueRef::Stream(stream) => {
-            if stream.len() > 0 {
+            if !stream.is_empty() {
                 for entry in stream.iter() {
                     let fields: Vec<(&[u8], &[u8])> = entry.fields().collect();
                     out.count(3 + fields.len() * 2);

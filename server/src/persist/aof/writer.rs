@@ -292,7 +292,8 @@ impl Writer {
         self.buf.clear();
         if self.durability.timestamps.load(Ordering::Relaxed) && at_ms / 1000 > self.last_ts {
             self.last_ts = at_ms / 1000;
-            self.buf.extend_from_slice(format!("#TS:{}\r\n", self.last_ts).as_bytes());
+            self.buf
+                .extend_from_slice(format!("#TS:{}\r\n", self.last_ts).as_bytes());
         }
         for unit in units {
             let ops: Vec<&feed::Op> = unit.ops.iter().filter(|op| !op.replicas_only).collect();
