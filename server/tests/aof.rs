@@ -436,3 +436,30 @@ fn config_set_appendonly_yes_rewrites_first() {
         b"*2\r\n$13\r\nappenddirname\r\n$13\r\nappendonlydir\r\n"
     );
 }
+
+#[test]
+fn the_files_are_rewritten_once_they_grow_past_the_thresholds() {
+    let dir = TempDir::new("auto");
+    let server = embedded(&dir, "no");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["CONFIG", "SET", "auto-aof-rewrite-min-size", "1kb"]);
+    ok(&mut c, &["CONFIG", "SET", "auto-aof-rewrite-percentage", "100"]);
+    assert_eq!(info_field(&mut c, "aof_rewrites"), "0");
+    let value = "x".repeat(100);
+    for i in 0..30 {
+        ok(&mut c, &["SET", "k", &format!("{value}{i}")]);
+    }
+    // The persistence timer runs every expiry tick (100 ms at hz 10).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "aof_rewrites") == "0" {
+        assert!(Instant::now() < deadline, "no automatic rewrite");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let base: u64 = info_field(&mut c, "aof_base_size").parse().unwrap();
+    assert!(base < 1024, "the rewritten base holds one key ({base} bytes)");
+    let manifest = std::fs::read_to_string(dir.aof_dir().join("appendonly.aof.manifest")).unwrap();
+    assert!(
+        manifest.contains("appendonly.aof.2.base.aof seq 2 type b"),
+        "{manifest}"
+    );
+}
