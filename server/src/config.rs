@@ -130,9 +130,43 @@ pub struct Config {
     /// LATENCY: commands taking at least this many ms are latency events
     /// (0: off, the default, as Redis).
     pub latency_monitor_threshold: u64,
+    /// The append-only file's settings (`appendonly`, `appendfsync`, ...).
+    pub aof: AofConfig,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
+}
+
+/// The append-only file's directives, with Redis 7.0.15's defaults (see
+/// `persist::aof` for what each does).
+#[derive(Clone, Debug, Default)]
+pub struct AofConfig {
+    /// `appendonly`: the effects feed is written to the append-only file,
+    /// and loaded from it at start. Default no.
+    pub enabled: bool,
+    /// `appendfsync`: `always`, `everysec` (the default) or `no`.
+    pub fsync: String,
+    /// `appendfilename`: the prefix of every file's name. Default `appendonly.aof`.
+    pub filename: String,
+    /// `appenddirname`: the directory under `dir` holding the files. Default `appendonlydir`.
+    pub dirname: String,
+    /// `no-appendfsync-on-rewrite`: accepted; a rewrite here does not
+    /// compete with the fsyncs (it runs under the engine lock), so it has no effect.
+    pub no_fsync_on_rewrite: bool,
+    /// `auto-aof-rewrite-percentage`: rewrite once the files grew by this
+    /// much since the last rewrite (0: never). Default 100.
+    pub auto_rewrite_percentage: u64,
+    /// `auto-aof-rewrite-min-size`: ... and are at least this large. Default 64 MB.
+    pub auto_rewrite_min_size: u64,
+    /// `aof-load-truncated`: a last command cut short is dropped (the file
+    /// truncated) instead of refusing to start. Default yes.
+    pub load_truncated: bool,
+    /// `aof-use-rdb-preamble`: the base file is an RDB. Default yes.
+    pub use_rdb_preamble: bool,
+    /// `aof-timestamp-enabled`: `#TS:` annotations in the files. Default no.
+    pub timestamps: bool,
+    /// `aof-rewrite-incremental-fsync`: accepted (a rewrite fsyncs its base once). Default yes.
+    pub rewrite_incremental_fsync: bool,
 }
 
 impl Default for Config {
@@ -176,6 +210,7 @@ impl Default for Config {
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
+            aof: AofConfig::default(),
             ignored: BTreeMap::new(),
         };
         for d in DIRECTIVES {
@@ -247,6 +282,11 @@ pub(crate) enum Effect {
     Notifications,
     /// The Lua VM's memory limit.
     LuaMemory,
+    /// `appendonly` turned the append-only file on or off.
+    AppendOnly,
+    /// The append-only file's writer reads its policy (`appendfsync`,
+    /// `aof-timestamp-enabled`).
+    AofWriter,
 }
 
 /// Where a directive's value lives.
@@ -503,6 +543,22 @@ macro_rules! field {
     };
 }
 
+/// A [`Store::Field`] for a field of [`AofConfig`].
+macro_rules! aof {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.aof.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.aof.$f.to_string(),
+        }
+    };
+    (bool $f:ident) => {
+        Store::Field {
+            set: |c, v| c.aof.$f = v == "yes",
+            get: |c| yes_no(c.aof.$f),
+        }
+    };
+}
+
 const I32: i64 = i32::MAX as i64;
 const LONG: i64 = i64::MAX;
 const MB: i128 = 1 << 20;
@@ -569,11 +625,20 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("list-compress-depth", "0", Int { min: 0, max: I32 }, field!(list_compress_depth)),
     row("stream-node-max-bytes", "4096", Memory { min: 0, max: LONG_MEM }, field!(stream_node_max_bytes)),
     row("stream-node-max-entries", "100", Int { min: 0, max: LONG }, field!(stream_node_max_entries)),
+    // The append-only file.
+    row("appendonly", "no", Bool, aof!(bool enabled)).effect(Effect::AppendOnly),
+    row("appendfsync", "everysec", Enum(&["everysec", "always", "no"]), aof!(fsync)).effect(Effect::AofWriter),
+    row("appendfilename", "appendonly.aof", Text, aof!(filename)).immutable(),
+    row("appenddirname", "appendonlydir", Text, aof!(dirname)).immutable(),
+    row("no-appendfsync-on-rewrite", "no", Bool, aof!(bool no_fsync_on_rewrite)),
+    row("auto-aof-rewrite-percentage", "100", Int { min: 0, max: I32 }, aof!(auto_rewrite_percentage)),
+    row("auto-aof-rewrite-min-size", "64mb", Memory { min: 0, max: LONG_MEM }, aof!(auto_rewrite_min_size)),
+    row("aof-load-truncated", "yes", Bool, aof!(bool load_truncated)),
+    row("aof-use-rdb-preamble", "yes", Bool, aof!(bool use_rdb_preamble)),
+    row("aof-timestamp-enabled", "no", Bool, aof!(bool timestamps)).effect(Effect::AofWriter),
+    row("aof-rewrite-incremental-fsync", "yes", Bool, aof!(bool rewrite_incremental_fsync)),
     // Accepted without effect, checked as Redis checks them.
     row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Ignored).multi_arg(),
-    row("appendonly", "no", Bool, Store::Ignored),
-    row("appendfsync", "everysec", Enum(&["everysec", "always", "no"]), Store::Ignored),
-    row("appendfilename", "appendonly.aof", Text, Store::Ignored).immutable(),
     row("daemonize", "no", Bool, Store::Ignored).immutable(),
     row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), Store::Ignored).immutable(),
     row("pidfile", "", Text, Store::Ignored).immutable(),
@@ -838,7 +903,9 @@ mod tests {
         assert_eq!(c.requirepass.as_ref().map(Secret::expose), Some("pw"));
         assert_eq!(c.ignored["save"], "");
         assert_eq!(c.notify_keyspace_events, crate::notify::parse_flags("KEA").unwrap());
-        assert_eq!(warnings.len(), 2);
+        // `save` is accepted without effect (one warning); `appendonly` is real.
+        assert_eq!(warnings.len(), 1);
+        assert!(!c.aof.enabled);
         assert!(Config::from_args(&args(&["--nosuch", "1"]), &mut |_| {}).is_err());
         assert!(Config::from_args(&args(&["--port", "abc"]), &mut |_| {}).is_err());
         assert!(Config::from_args(&args(&["--port", "1", "2"]), &mut |_| {}).is_err());

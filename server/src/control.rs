@@ -59,6 +59,16 @@ impl ServerControl {
         self.engine.lock().restart(lose_data);
     }
 
+    /// A staged power loss: every connection is dropped, the append-only
+    /// file is cut back to what `appendfsync` had made durable (with
+    /// `lose`: to the writes older than that much server time), and the
+    /// server restarts from its files (`COORDIS.SERVER CRASH`). Returns
+    /// the incremental file's length kept, `None` without the file on.
+    pub fn crash(&self, lose: Option<Duration>) -> Option<u64> {
+        let lose_ms = lose.map(|d| d.as_millis().min(u64::MAX as u128) as u64);
+        self.engine.lock().crash(lose_ms)
+    }
+
     /// Adds a fault rule ([`crate::FaultRule`]); returns its id.
     pub fn add_fault(&self, rule: crate::FaultRule) -> u64 {
         self.engine.lock().add_fault(rule)

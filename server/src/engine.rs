@@ -115,6 +115,7 @@ impl Engine {
                 shutdown_requested: false,
                 dirty: 0,
                 effects: Default::default(),
+                aof: Default::default(),
                 guards,
                 shared,
             },
@@ -427,6 +428,37 @@ impl Engine {
         };
         self.state.effects.flush();
         reply
+    }
+
+    /// Reads the append-only file's manifest and, with `appendonly yes`,
+    /// loads the files and opens the incremental one (before any client).
+    /// `Err`: the server must not start (the reason is logged).
+    pub(crate) fn start_persistence(&mut self) -> Result<(), ()> {
+        crate::persist::aof::start(&mut self.dbs, &mut self.state, &mut self.scripting)?;
+        if self.state.aof.on {
+            for db in &mut self.dbs {
+                db.log_expired = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// At shutdown: what the append-only file's writer holds is written
+    /// and fsynced.
+    pub(crate) fn stop_persistence(&mut self) {
+        crate::persist::aof::stop(&mut self.state);
+    }
+
+    /// The persistence timer (every expiry tick): the automatic rewrite.
+    pub(crate) fn persistence_cron(&mut self) {
+        crate::persist::aof::cron(&mut self.dbs, &mut self.state, &self.scripting);
+    }
+
+    /// A staged power loss ([`crate::persist::aof::crash`]).
+    pub(crate) fn crash(&mut self, lose_ms: Option<u64>) -> Option<u64> {
+        let kept = crate::persist::aof::crash(&mut self.dbs, &mut self.state, &mut self.scripting, lose_ms);
+        self.state.effects.flush();
+        kept
     }
 
     /// A new reader of the effects feed ([`crate::exec::feed`]): from now

@@ -458,3 +458,11 @@ pub(crate) const CLUSTER_DISABLED: &str = "ERR This instance has cluster support
 pub(crate) const MODULE_DISABLED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 pub(crate) const MODULE_LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
 pub(crate) const MODULE_UNLOAD_FAILED: &str = "ERR Error unloading module: no such module with that name";
+
+/// BGREWRITEAOF's answer.
+pub(crate) const AOF_REWRITE_STARTED: &str = "Background append only file rewriting started";
+/// BGREWRITEAOF when the rewrite failed.
+pub(crate) const AOF_REWRITE_FAILED: &str =
+    "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.";
+/// CONFIG SET appendonly yes when the rewrite failed (the reason part).
+pub(crate) const AOF_TURN_ON_FAILED: &str = "Unable to turn on AOF. Check server logs.";

@@ -70,6 +70,9 @@ impl Rates {
 /// engine lock (the engine updates them when CONFIG SET changes a setting).
 #[derive(Debug, Default)]
 pub struct Shared {
+    /// What the append-only file's writer has made durable: under
+    /// `appendfsync always` replies wait for it (outside the engine lock).
+    pub(crate) aof: Arc<crate::persist::aof::Durability>,
     pub maxclients: AtomicUsize,
     pub proto_max_bulk_len: AtomicUsize,
     pub proto_max_multibulk_len: AtomicUsize,
@@ -225,6 +228,8 @@ pub struct ServerState {
     pub dirty: u64,
     /// The effects being recorded for the feed's readers ([`crate::exec::feed`]).
     pub(crate) effects: crate::exec::feed::Effects,
+    /// The append-only file: its manifest, sizes and rewrite statistics.
+    pub(crate) aof: crate::persist::aof::Aof,
     /// Who may run the protected commands (fixed at start: the settings
     /// are immutable, as Redis's).
     pub guards: crate::exec::Guards,

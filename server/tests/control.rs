@@ -234,7 +234,7 @@ fn server_faults_over_the_wire() {
     assert!(other.command(&["PING"]).is_err());
     let mut c = RawClient::connect(server.addr()).unwrap();
     assert_eq!(c.command(&["EXISTS", "k"]).unwrap(), b":0\r\n");
-    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*11\r\n"));
+    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*14\r\n"));
 }
 
 /// DEBUG, enabled on both servers (`enable-debug-command yes`), answers as

@@ -46,6 +46,7 @@ static FAULT: &[CommandSpec] = &[
 static SERVER: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.server|pause", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_pause),
     subcommand!("coordis", "coordis.server|restart", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
+    subcommand!("coordis", "coordis.server|crash", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_crash),
     subcommand!("coordis", "coordis.server|down", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_down),
     subcommand!("coordis", "coordis.server|seed", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_seed),
     subcommand!("coordis", "coordis.server|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, server_help),
@@ -412,6 +413,26 @@ fn server_restart(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::NOTHING
 }
 
+/// CRASH [LOSE-MS ms]: a power loss, staged: every connection is dropped
+/// (this one without a reply), the append-only file is cut back to what
+/// `appendfsync` had made durable (with LOSE-MS: to the writes older than
+/// `ms` of server time, as a late fsync would lose them; under `always` what
+/// was fsynced stays), and the server restarts from its files. Without the
+/// file on, every key is lost.
+fn server_crash(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let lose_ms = match &args[2..] {
+        [] => None,
+        [opt, ms] if opt.eq_ignore_ascii_case(b"lose-ms") => Some(tri!(non_negative(ms))),
+        _ => return err(errors::SYNTAX),
+    };
+    let Some(scripting) = ctx.scripting.as_deref_mut() else {
+        return err(errors::NOT_FROM_SCRIPT);
+    };
+    crate::persist::aof::crash(ctx.dbs, ctx.server, scripting, lose_ms);
+    ctx.client.close_after_reply = true;
+    Reply::NOTHING
+}
+
 /// DOWN ms: the server plays gone for `ms` of real time (every connection
 /// dropped, this one without a reply, as from a server that died; new ones
 /// closed at once), then is back with its data.
@@ -447,6 +468,9 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Stop the world for that long (real time): no command runs, nothing expires.",
         "DOWN <milliseconds>",
         "    Play a dead server for that long (real time): connections dropped, new ones closed; data kept.",
+        "CRASH [LOSE-MS <milliseconds>]",
+        "    A power loss: connections dropped, the append-only file cut to what its fsync policy made durable",
+        "    (LOSE-MS: to the writes older than that), then a restart from the files.",
         "RESTART [KEEPDATA|FLUSH]",
         "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
         "SEED <n>",

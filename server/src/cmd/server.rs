@@ -39,6 +39,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
     command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
     command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
+    command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
     command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
@@ -787,6 +788,13 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Err(SetError::Refused(name, why)) => return errors::config_set_failed(&name, &why),
     };
     for effect in effects {
+        if effect == Effect::AppendOnly {
+            let scripting = ctx.scripting.as_deref().expect("CONFIG is not run from a script");
+            if crate::persist::aof::set_enabled(ctx.dbs, ctx.server, scripting).is_err() {
+                ctx.server.config.aof.enabled = false;
+                return errors::config_set_failed("appendonly", errors::AOF_TURN_ON_FAILED);
+            }
+        }
         apply_config_effect(ctx, effect);
     }
     Reply::Ok
@@ -810,6 +818,17 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         Effect::LuaMemory => {
             if let Some(scripting) = ctx.scripting.as_deref_mut() {
                 scripting.set_memory_limit(config.lua_memory_limit);
+            }
+        }
+        // Turned on or off by CONFIG SET itself (it may fail); then, as
+        // for the writer's settings, the writer and the connections learn
+        // the policy, and expired keys are noted for their DELs.
+        Effect::AppendOnly | Effect::AofWriter => {
+            crate::persist::aof::configure(ctx.server);
+            let log_expired =
+                crate::notify::logged_events(config.notify_keyspace_events).0 || ctx.server.effects.active();
+            for db in ctx.dbs.iter_mut() {
+                db.log_expired = log_expired;
             }
         }
     }
@@ -921,6 +940,18 @@ fn role(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Array(vec![Reply::bulk("master"), Reply::Int(0), Reply::Array(vec![])])
 }
 
+/// BGREWRITEAOF: the rewrite runs at once, under the engine lock (no fork
+/// here), so it has finished when the reply goes out.
+fn bgrewriteaof(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let Some(scripting) = ctx.scripting.as_deref() else {
+        return err(errors::NOT_FROM_SCRIPT);
+    };
+    match crate::persist::aof::rewrite(ctx.dbs, ctx.server, scripting) {
+        Ok(()) => Reply::status(errors::AOF_REWRITE_STARTED),
+        Err(_) => err(errors::AOF_REWRITE_FAILED),
+    }
+}
+
 fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Int((ctx.server.started_ms / 1000) as i64)
 }
@@ -1000,13 +1031,14 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     parts.extend(memory);
     if want("persistence") {
-        // coordis keeps no files yet: nothing is ever loading, saving or
-        // rewriting, and the last save is the start (as LASTSAVE says); the
-        // changes since are the dirty counter.
+        // No RDB snapshots yet: nothing is ever saving, and the last save
+        // is the start (as LASTSAVE says); the changes since are the dirty
+        // counter. The append-only file's fields are its own.
         parts.push(format!(
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n{}",
             s.dirty,
-            s.started_ms / 1000
+            s.started_ms / 1000,
+            crate::persist::aof::info(s)
         ));
     }
     if want("stats") {
@@ -1219,7 +1251,7 @@ pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
 }
 
 /// `arg` quoted as Redis's `sdscatrepr` quotes it.
-fn repr(out: &mut String, arg: &[u8]) {
+pub(crate) fn repr(out: &mut String, arg: &[u8]) {
     out.push('"');
     for &b in arg {
         match b {

@@ -70,6 +70,9 @@ pub(crate) struct Frame {
 #[derive(Debug, Default)]
 pub(crate) struct Effects {
     readers: Vec<mpsc::Sender<Arc<[Unit]>>>,
+    /// The append-only file's writer: a reader of its own, because the
+    /// engine puts markers (a new file, a crash) in order with the batches.
+    aof: Option<crate::persist::aof::Sink>,
     /// The effects of the execution unit now running.
     unit: Vec<Op>,
     /// The unit now running is replayed without MULTI/EXEC.
@@ -83,7 +86,37 @@ impl Effects {
     /// Whether anyone reads the feed (nothing is recorded otherwise).
     #[inline]
     pub(crate) fn active(&self) -> bool {
-        !self.readers.is_empty()
+        !self.readers.is_empty() || self.aof.is_some()
+    }
+
+    /// Attaches (`Some`) or detaches the append-only file's writer.
+    pub(crate) fn set_aof(&mut self, sink: Option<crate::persist::aof::Sink>) -> Option<crate::persist::aof::Sink> {
+        std::mem::replace(&mut self.aof, sink)
+    }
+
+    /// The append-only file's writer, if attached.
+    pub(crate) fn aof(&self) -> Option<&crate::persist::aof::Sink> {
+        self.aof.as_ref()
+    }
+
+    /// Takes every reader away (loading a file: what is replayed is no
+    /// effect, as Redis's loading propagates nothing); [`Effects::resume`]
+    /// puts them back.
+    pub(crate) fn suspend(&mut self) -> Suspended {
+        self.flush();
+        Suspended {
+            readers: std::mem::take(&mut self.readers),
+            aof: self.aof.take(),
+        }
+    }
+
+    /// Puts back the readers [`Effects::suspend`] took (what was recorded
+    /// meanwhile is dropped).
+    pub(crate) fn resume(&mut self, suspended: Suspended) {
+        self.unit.clear();
+        self.closed.clear();
+        self.readers = suspended.readers;
+        self.aof = suspended.aof;
     }
 
     /// A new reader: it receives every batch closed from now on.
@@ -109,7 +142,7 @@ impl Effects {
     #[inline]
     pub(crate) fn leave(&mut self, outer: Frame, dirty: u64, spec: &CommandSpec, db: usize, args: &[Bytes]) {
         let frame = std::mem::replace(&mut self.frame, outer);
-        if self.readers.is_empty() {
+        if !self.active() {
             return;
         }
         if (dirty > 0 || frame.forced.is_some()) && !frame.prevented && !spec.has(flags::NO_PROPAGATE) {
@@ -192,8 +225,18 @@ impl Effects {
             return;
         }
         let batch: Arc<[Unit]> = std::mem::take(&mut self.closed).into();
+        if let Some(aof) = &self.aof {
+            aof.send(batch.clone());
+        }
         self.readers.retain(|tx| tx.send(batch.clone()).is_ok());
     }
+}
+
+/// The readers [`Effects::suspend`] took away.
+#[derive(Debug)]
+pub(crate) struct Suspended {
+    readers: Vec<mpsc::Sender<Arc<[Unit]>>>,
+    aof: Option<crate::persist::aof::Sink>,
 }
 
 /// One reader of the feed: receives the engine's batches in order and
@@ -268,30 +311,44 @@ impl Reader {
 
     /// The commands of one unit in stream order, after what this reader
     /// streamed before.
-    fn stream(&mut self, unit: &Unit, mut emit: impl FnMut(&[Bytes])) {
-        let wrap = unit.ops.len() > 1 && !unit.unwrapped;
-        if wrap {
-            // MULTI goes out in the first effect's database, so its SELECT
-            // comes first; EXEC in the last one's, so it needs none.
-            self.select(unit.ops[0].db, &mut emit);
-            emit(&[Bytes::from_static(b"MULTI")]);
-        }
-        for op in &unit.ops {
-            self.select(op.db, &mut emit);
-            emit(&op.args);
-        }
-        if wrap {
-            emit(&[Bytes::from_static(b"EXEC")]);
-        }
+    fn stream(&mut self, unit: &Unit, emit: impl FnMut(&[Bytes])) {
+        stream(&mut self.selected, unit.ops.iter(), unit.unwrapped, emit);
     }
+}
 
-    fn select(&mut self, db: usize, emit: &mut impl FnMut(&[Bytes])) {
-        if self.selected != Some(db) {
+/// The commands of one unit's effects `ops` in stream order, after a
+/// stream that last selected `selected` (the one encoding of replicas'
+/// stream and the append-only file's): SELECT whenever the database
+/// changes, several effects between MULTI and EXEC unless `unwrapped`.
+pub(crate) fn stream<'a>(
+    selected: &mut Option<usize>,
+    ops: impl ExactSizeIterator<Item = &'a Op> + Clone,
+    unwrapped: bool,
+    mut emit: impl FnMut(&[Bytes]),
+) {
+    let wrap = ops.len() > 1 && !unwrapped;
+    let mut select = |db: usize, emit: &mut dyn FnMut(&[Bytes])| {
+        if *selected != Some(db) {
             let mut buf = itoa::Buffer::new();
             let index = Bytes::copy_from_slice(buf.format(db).as_bytes());
             emit(&[Bytes::from_static(b"SELECT"), index]);
-            self.selected = Some(db);
+            *selected = Some(db);
         }
+    };
+    if wrap {
+        // MULTI goes out in the first effect's database, so its SELECT
+        // comes first; EXEC in the last one's, so it needs none.
+        if let Some(first) = ops.clone().next() {
+            select(first.db, &mut emit);
+        }
+        emit(&[Bytes::from_static(b"MULTI")]);
+    }
+    for op in ops {
+        select(op.db, &mut emit);
+        emit(&op.args);
+    }
+    if wrap {
+        emit(&[Bytes::from_static(b"EXEC")]);
     }
 }
 

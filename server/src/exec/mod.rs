@@ -46,7 +46,10 @@ pub enum Caller {
     /// FCALL_RO and `no-writes` scripts.
     Script { read_only: bool },
     /// The test-control plane's keyspace access ([`crate::Server`]'s
-    /// typed API): an internal client no CLIENT LIST shows.
+    /// typed API): an internal client no CLIENT LIST shows. Loading the
+    /// append-only file runs its commands as this caller too: Redis's fake
+    /// AOF client skips `processCommand`'s checks the same way, and the
+    /// commands are not observed.
     Control,
     /// A blocked client being served from a key that became ready: its
     /// command was admitted and counted when it blocked ([`serve_waiter`]).

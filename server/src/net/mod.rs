@@ -96,13 +96,12 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?
         .local_addr()?;
     let shared = Arc::new(Shared::default());
-    let engine = Arc::new(Mutex::new(Engine::new(
-        config,
-        clock.clone(),
-        addr.port(),
-        shared.clone(),
-        shutdown,
-    )));
+    let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
+    // The files load before the first client, as Redis's loadDataFromDisk.
+    engine
+        .start_persistence()
+        .map_err(|()| io::Error::other("the append-only file could not be loaded (see the log)"))?;
+    let engine = Arc::new(Mutex::new(engine));
     Ok(Bound {
         listeners,
         addr,
@@ -175,6 +174,7 @@ impl Bound {
         if drained.is_err() {
             tracing::warn!("the drain did not finish in time; shutting down without it");
         }
+        engine.lock().stop_persistence();
         tracing::warn!("coordis is now ready to exit, bye bye...");
     }
 }
@@ -198,6 +198,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
         if let Some(mut e) = engine.try_lock() {
             e.close_idle_clients();
             e.sample_rates();
+            e.persistence_cron();
         }
     }
 }
@@ -487,6 +488,11 @@ async fn serve_connection(
                 // A fault rule delays these replies.
                 tokio::time::sleep(Duration::from_millis(end.reply_fault.delay_ms)).await;
             }
+            // `appendfsync always`: no reply leaves before the effects of
+            // its batch (and of every batch before it) are fsynced.
+            if shared.aof.waits() {
+                shared.aof.wait().await;
+            }
             // Only a kill ends the write; at shutdown, replies to requests
             // already read are still written, within the drain deadline.
             let written = match end.reply_fault.slice {
@@ -743,6 +749,10 @@ async fn write_messages(
     signal: &ConnSignal,
     shared: &Shared,
 ) -> io::Result<()> {
+    if shared.aof.waits() {
+        // A served blocked client's reply comes this way: durable first.
+        shared.aof.wait().await;
+    }
     let messages = outbox.take();
     let mut batch = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());
     for message in &messages {

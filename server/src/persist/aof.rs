@@ -1,1 +1,0 @@
-//! The multi-part append-only file: manifest, base and incremental files.

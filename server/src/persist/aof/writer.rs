@@ -1,0 +1,374 @@
+//! The append-only file's writer: a thread of its own that receives the
+//! effects feed's batches (outside the engine lock), writes them to the
+//! incremental file and fsyncs them as `appendfsync` says (Redis's
+//! `flushAppendOnlyFile` and its background fsync):
+//!
+//! - `always`: every batch is written and fsynced before any reply to a
+//!   command of it leaves (the connections wait on [`Durability`]; batches
+//!   queued together share one fsync, a group commit);
+//! - `everysec`: written as they come, fsynced once a second;
+//! - `no`: written, the kernel decides when they reach the disk.
+//!
+//! For crash staging the writer remembers, for each write, the server-clock
+//! time of its batch and the file offset after it, and the offset of the
+//! last fsync: [`Msg::Crash`] cuts the file back to what a power loss would
+//! have left. What must never happen here: the engine lock taken, or a
+//! reply released before its batch is durable under `always`.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+
+use crate::exec::feed::{self, Unit};
+
+/// How often `everysec` fsyncs.
+const EVERYSEC: Duration = Duration::from_secs(1);
+
+/// Writes remembered for crash staging (their times and offsets): enough
+/// for many seconds of writes at any rate a test drives; older ones are
+/// forgotten (a crash then cannot lose more than they cover).
+const CRASH_HISTORY: usize = 1 << 16;
+
+/// `appendfsync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fsync {
+    Always = 0,
+    EverySec = 1,
+    No = 2,
+}
+
+impl Fsync {
+    pub(crate) fn parse(text: &str) -> Fsync {
+        match text {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+
+    fn from_u8(n: u8) -> Fsync {
+        match n {
+            0 => Fsync::Always,
+            2 => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+}
+
+/// What the writer has made durable, shared with the connections (in
+/// [`crate::state::Shared`]) so that under `always` a reply waits for its
+/// batch, without the engine lock.
+#[derive(Debug, Default)]
+pub(crate) struct Durability {
+    /// The last batch given to the writer (its sequence number).
+    sent: AtomicU64,
+    /// The last batch written and, under `always`, fsynced.
+    durable: AtomicU64,
+    /// `appendfsync always` with the file on: replies wait.
+    always: AtomicBool,
+    /// The writer's policy and annotations, as CONFIG SET leaves them.
+    policy: AtomicU8,
+    timestamps: AtomicBool,
+    /// Bytes of the incremental file written (INFO `aof_current_size` is
+    /// the base's plus this).
+    pub(crate) incr_size: AtomicU64,
+    /// Bytes written but not yet fsynced (INFO `aof_pending_bio_fsync`).
+    pub(crate) unsynced: AtomicU64,
+    /// The last write failed (INFO `aof_last_write_status`).
+    pub(crate) write_failed: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Durability {
+    /// Sets the writer's policy (`appendfsync`, `aof-timestamp-enabled`)
+    /// and whether replies wait (`on`: the file is written).
+    pub(crate) fn configure(&self, fsync: Fsync, timestamps: bool, on: bool) {
+        self.policy.store(fsync as u8, Ordering::Relaxed);
+        self.timestamps.store(timestamps, Ordering::Relaxed);
+        self.always.store(on && fsync == Fsync::Always, Ordering::Release);
+        if !on {
+            self.release();
+        }
+    }
+
+    /// Replies wait for the file (`appendfsync always`).
+    #[inline]
+    pub(crate) fn waits(&self) -> bool {
+        self.always.load(Ordering::Acquire)
+    }
+
+    /// Waits until every batch given to the writer so far is durable.
+    pub(crate) async fn wait(&self) {
+        let target = self.sent.load(Ordering::Acquire);
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.durable.load(Ordering::Acquire) >= target || !self.waits() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Every waiter goes on (the file is off, or a crash dropped them).
+    fn release(&self) {
+        self.durable.store(self.sent.load(Ordering::Acquire), Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    fn reached(&self, seq: u64) {
+        self.durable.fetch_max(seq, Ordering::AcqRel);
+        self.notify.notify_waiters();
+    }
+}
+
+/// A message to the writer, in the feed's order.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    /// A batch of the feed: its sequence and its server-clock time (unix ms).
+    Batch { units: Arc<[Unit]>, seq: u64, at_ms: u64 },
+    /// A rewrite started: what came before is written and fsynced to the
+    /// old file, what comes after goes to `file` (answered when done).
+    Switch { file: File, done: mpsc::SyncSender<()> },
+    /// A staged power loss at `now_ms`: the file is cut back to what was
+    /// fsynced, or with `lose_ms` to the writes older than that many ms;
+    /// answered with the offset kept.
+    Crash {
+        lose_ms: Option<u64>,
+        now_ms: u64,
+        done: mpsc::SyncSender<std::io::Result<u64>>,
+    },
+    /// Write and fsync everything, then stop (answered when done).
+    Stop { done: mpsc::SyncSender<()> },
+}
+
+/// The engine's end: in [`crate::exec::feed::Effects`], given every batch.
+#[derive(Debug)]
+pub(crate) struct Sink {
+    tx: mpsc::Sender<Msg>,
+    durability: Arc<Durability>,
+    clock: Arc<dyn crate::store::Clock>,
+}
+
+impl Sink {
+    /// Gives the writer a batch of the feed.
+    pub(crate) fn send(&self, units: Arc<[Unit]>) {
+        let seq = self.durability.sent.fetch_add(1, Ordering::AcqRel) + 1;
+        let at_ms = self.clock.now_ms();
+        let _ = self.tx.send(Msg::Batch { units, seq, at_ms });
+    }
+
+    /// Sends a marker and waits for its answer (the writer never waits for
+    /// the engine, so holding the lock meanwhile is safe).
+    pub(crate) fn ask<T>(&self, make: impl FnOnce(mpsc::SyncSender<T>) -> Msg) -> Option<T> {
+        let (done, answer) = mpsc::sync_channel(1);
+        self.tx.send(make(done)).ok()?;
+        answer.recv().ok()
+    }
+}
+
+/// Starts a writer appending to `file` (of `size` bytes, all durable).
+pub(crate) fn start(
+    file: File,
+    size: u64,
+    durability: Arc<Durability>,
+    clock: Arc<dyn crate::store::Clock>,
+) -> std::io::Result<Sink> {
+    let (tx, rx) = mpsc::channel();
+    durability.incr_size.store(size, Ordering::Relaxed);
+    durability.unsynced.store(0, Ordering::Relaxed);
+    let mut writer = Writer {
+        file,
+        offset: size,
+        synced: size,
+        selected: None,
+        last_ts: 0,
+        history: VecDeque::new(),
+        history_base: size,
+        durability: durability.clone(),
+        buf: BytesMut::new(),
+    };
+    std::thread::Builder::new()
+        .name("coordis-aof".into())
+        .spawn(move || writer.run(rx))?;
+    Ok(Sink { tx, durability, clock })
+}
+
+struct Writer {
+    file: File,
+    /// The file's length (what was written).
+    offset: u64,
+    /// What the last fsync covered.
+    synced: u64,
+    /// The database the file last selected (`None`: a new file, or one cut
+    /// back: the next effect selects its database).
+    selected: Option<usize>,
+    /// The second of the last `#TS:` annotation.
+    last_ts: u64,
+    /// (server-clock ms, offset after) of each write, oldest first.
+    history: VecDeque<(u64, u64)>,
+    /// The offset before the oldest remembered write.
+    history_base: u64,
+    durability: Arc<Durability>,
+    buf: BytesMut,
+}
+
+impl Writer {
+    fn run(&mut self, rx: mpsc::Receiver<Msg>) {
+        let mut next_sync = Instant::now() + EVERYSEC;
+        loop {
+            let policy = Fsync::from_u8(self.durability.policy.load(Ordering::Relaxed));
+            let wait = match policy {
+                Fsync::EverySec if self.offset > self.synced => next_sync.saturating_duration_since(Instant::now()),
+                _ => EVERYSEC,
+            };
+            let first = match rx.recv_timeout(wait) {
+                Ok(msg) => Some(msg),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.sync();
+                    return;
+                }
+            };
+            // Everything already queued goes with it: one fsync for all
+            // (a group commit under `always`).
+            let mut last_seq = None;
+            let mut msgs: Vec<Msg> = first.into_iter().collect();
+            while let Ok(msg) = rx.try_recv() {
+                msgs.push(msg);
+            }
+            for msg in msgs {
+                match msg {
+                    Msg::Batch { units, seq, at_ms } => {
+                        self.write(&units, at_ms);
+                        last_seq = Some(seq);
+                    }
+                    Msg::Switch { file, done } => {
+                        self.sync();
+                        self.file = file;
+                        (self.offset, self.synced, self.history_base) = (0, 0, 0);
+                        self.history.clear();
+                        self.selected = None;
+                        self.durability.incr_size.store(0, Ordering::Relaxed);
+                        let _ = done.send(());
+                    }
+                    Msg::Crash { lose_ms, now_ms, done } => {
+                        let _ = done.send(self.crash(policy, lose_ms, now_ms));
+                        self.durability.release();
+                    }
+                    Msg::Stop { done } => {
+                        self.sync();
+                        if let Some(seq) = last_seq {
+                            self.durability.reached(seq);
+                        }
+                        let _ = done.send(());
+                        return;
+                    }
+                }
+            }
+            match policy {
+                Fsync::Always => self.sync(),
+                Fsync::EverySec if Instant::now() >= next_sync => {
+                    self.sync();
+                    next_sync = Instant::now() + EVERYSEC;
+                }
+                Fsync::EverySec | Fsync::No => {}
+            }
+            if let Some(seq) = last_seq {
+                self.durability.reached(seq);
+            }
+        }
+    }
+
+    /// Appends a batch as the replication stream carries it (without what
+    /// is for replicas only), with a `#TS:` annotation when the second changed.
+    fn write(&mut self, units: &[Unit], at_ms: u64) {
+        self.buf.clear();
+        if self.durability.timestamps.load(Ordering::Relaxed) && at_ms / 1000 > self.last_ts {
+            self.last_ts = at_ms / 1000;
+            self.buf
+                .extend_from_slice(format!("#TS:{}\r\n", self.last_ts).as_bytes());
+        }
+        for unit in units {
+            let ops: Vec<&feed::Op> = unit.ops.iter().filter(|op| !op.replicas_only).collect();
+            let buf = &mut self.buf;
+            feed::stream(&mut self.selected, ops.iter().copied(), unit.unwrapped, |args| {
+                feed::encode_command(args, buf)
+            });
+        }
+        if self.buf.is_empty() {
+            return;
+        }
+        match self.file.write_all(&self.buf) {
+            Ok(()) => {
+                self.offset += self.buf.len() as u64;
+                self.durability.write_failed.store(false, Ordering::Relaxed);
+            }
+            Err(e) => {
+                tracing::warn!("Error writing to the AOF file: {e}");
+                self.durability.write_failed.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+        if self.history.len() == CRASH_HISTORY {
+            if let Some((_, offset)) = self.history.pop_front() {
+                self.history_base = offset;
+            }
+        }
+        self.history.push_back((at_ms, self.offset));
+        self.durability.incr_size.store(self.offset, Ordering::Relaxed);
+        self.durability
+            .unsynced
+            .store(self.offset - self.synced, Ordering::Relaxed);
+    }
+
+    fn sync(&mut self) {
+        if self.offset == self.synced {
+            return;
+        }
+        if let Err(e) = self.file.sync_data() {
+            tracing::warn!("Fail to fsync the AOF file: {e}");
+            return;
+        }
+        self.synced = self.offset;
+        self.durability.unsynced.store(0, Ordering::Relaxed);
+    }
+
+    /// Cuts the file back as a power loss at `now_ms` would (see [`Msg::Crash`]).
+    fn crash(&mut self, policy: Fsync, lose_ms: Option<u64>, now_ms: u64) -> std::io::Result<u64> {
+        let keep = match lose_ms {
+            None => self.synced,
+            Some(ms) => {
+                let before = now_ms.saturating_sub(ms);
+                let kept = self
+                    .history
+                    .iter()
+                    .rev()
+                    .find(|(at, _)| *at <= before)
+                    .map_or(self.history_base, |&(_, offset)| offset);
+                // Under `always` what was fsynced was acknowledged: it stays.
+                if policy == Fsync::Always {
+                    kept.max(self.synced)
+                } else {
+                    kept
+                }
+            }
+        };
+        self.file.set_len(keep)?;
+        self.file.sync_all()?;
+        self.offset = keep;
+        self.synced = keep;
+        self.history.retain(|&(_, offset)| offset <= keep);
+        self.history_base = self.history_base.min(keep);
+        self.selected = None;
+        self.durability.incr_size.store(keep, Ordering::Relaxed);
+        self.durability.unsynced.store(0, Ordering::Relaxed);
+        Ok(keep)
+    }
+}

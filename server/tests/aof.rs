@@ -1,0 +1,465 @@
+//! The append-only file (Redis 7.0.15's multi-part layout): coordis's files
+//! pass `redis-check-aof` and load into redis-server with the same dataset,
+//! Redis's files load into coordis, a cut-short file loads as
+//! `aof-load-truncated` says, `kill -9` under `appendfsync always` loses no
+//! acknowledged write (coordis and Redis alike), and a staged crash under
+//! `everysec` loses exactly the writes of the last N ms.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coordis::testing::{compare_datasets, dataset, RawClient, RedisServer, ServerProcess};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coordis-server");
+const DBS: &[usize] = &[0, 1, 2];
+/// PTTLs read on two servers a moment apart differ by about that moment.
+const TTL_TOLERANCE_MS: u64 = 5000;
+
+/// A temporary directory removed on drop (pass or fail).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!(
+            "coordis-aof-{tag}-{}-{}",
+            std::process::id(),
+            coordis::testing::free_port().unwrap()
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+    fn text(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+    fn aof_dir(&self) -> PathBuf {
+        self.0.join("appendonlydir")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn coordis(dir: &TempDir, extra: &[&str]) -> std::io::Result<ServerProcess> {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--appendonly", "yes", "--dir", dir.text()]).args(extra);
+    ServerProcess::start(cmd)
+}
+
+fn ok(c: &mut RawClient, args: &[&str]) -> Vec<u8> {
+    let reply = c.command(args).unwrap();
+    assert!(
+        !reply.starts_with(b"-"),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&reply)
+    );
+    reply
+}
+
+/// Every type, several databases, a deadline, a transaction, a stream with
+/// a group and a pending entry; `part` varies the keys.
+fn workload(c: &mut RawClient, part: &str) {
+    let k = |name: &str| format!("{name}:{part}");
+    ok(c, &["SET", &k("s"), "hello"]);
+    ok(c, &["INCR", &k("n")]);
+    ok(c, &["INCRBYFLOAT", &k("f"), "1.5"]);
+    ok(c, &["SET", &k("ttl"), "v", "EX", "1000"]);
+    let items: Vec<String> = (0..100).map(|i| format!("e{i}")).collect();
+    let mut rpush = vec!["RPUSH".to_string(), k("l")];
+    rpush.extend(items.iter().cloned());
+    let rpush: Vec<&str> = rpush.iter().map(String::as_str).collect();
+    ok(c, &rpush);
+    ok(c, &["LPOP", &k("l")]);
+    ok(c, &["SADD", &k("set"), "1", "2", "x"]);
+    ok(c, &["SPOP", &k("set")]);
+    ok(c, &["ZADD", &k("z"), "1.5", "a", "-2", "b", "3", "c"]);
+    ok(c, &["HSET", &k("h"), "f1", "v1", "f2", "v2"]);
+    ok(c, &["XADD", &k("st"), "1-1", "f", "v"]);
+    ok(c, &["XADD", &k("st"), "2-1", "f", "w"]);
+    ok(c, &["XGROUP", "CREATE", &k("st"), "g", "0"]);
+    ok(
+        c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "alice",
+            "COUNT",
+            "1",
+            "STREAMS",
+            &k("st"),
+            ">",
+        ],
+    );
+    ok(c, &["XGROUP", "CREATECONSUMER", &k("st"), "g", "bob"]);
+    ok(c, &["MULTI"]);
+    c.command(&["SET", &k("tx1"), "a"]).unwrap();
+    c.command(&["SET", &k("tx2"), "b"]).unwrap();
+    ok(c, &["EXEC"]);
+    ok(c, &["SELECT", "1"]);
+    ok(c, &["SET", &k("db1"), "one"]);
+    ok(c, &["SELECT", "0"]);
+    ok(c, &["SET", &k("gone"), "x"]);
+    ok(c, &["DEL", &k("gone")]);
+}
+
+fn info_field(c: &mut RawClient, field: &str) -> String {
+    let info = String::from_utf8_lossy(&ok(c, &["INFO", "persistence"])).into_owned();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .trim()
+        .to_string()
+}
+
+fn check_aof(dir: &Path) {
+    let manifest = dir.join("appendonly.aof.manifest");
+    let out = Command::new("redis-check-aof")
+        .arg(&manifest)
+        .output()
+        .expect("redis-check-aof runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && text.contains("All AOF files and manifest are valid"),
+        "redis-check-aof: {text}"
+    );
+}
+
+#[test]
+fn coordis_files_pass_redis_check_aof_and_load_into_redis_and_back() {
+    let dir = TempDir::new("to-redis");
+    let mut server = coordis(&dir, &["--appendfsync", "always", "--aof-timestamp-enabled", "yes"]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    workload(&mut c, "before");
+    assert_eq!(
+        ok(&mut c, &["BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    workload(&mut c, "after");
+    assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+    assert_eq!(info_field(&mut c, "aof_rewrites"), "1");
+    let manifest = std::fs::read_to_string(dir.aof_dir().join("appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    let base = std::fs::read(dir.aof_dir().join("appendonly.aof.2.base.aof")).unwrap();
+    assert!(base.starts_with(b"#TS:"), "aof-timestamp-enabled annotates the base");
+    assert!(
+        !dir.aof_dir().join("appendonly.aof.1.incr.aof").exists(),
+        "history removed"
+    );
+    // coordis reloads its own files.
+    let before = dataset(server.addr(), DBS).unwrap();
+    drop(c);
+    server.terminate(Duration::from_secs(10)).unwrap();
+    let again = coordis(&dir, &[]).unwrap();
+    let after = dataset(again.addr(), DBS).unwrap();
+    drop(again);
+    // The one difference a replay makes, in Redis as here: a group read
+    // after the rewrite is in the file as XCLAIM ... LASTID, which leaves
+    // the group's entries-read unknown.
+    let diff = compare_datasets(&before, &after, TTL_TOLERANCE_MS);
+    assert!(
+        diff.len() == 1 && diff[0].contains("key st:after") && diff[0].contains("entries-read=nil"),
+        "coordis reloaded:\n{}",
+        diff.join("\n")
+    );
+    // Redis: the checker, then the server on the same directory.
+    let Some(redis) = RedisServer::start(&["--appendonly", "yes", "--dir", dir.text()]).unwrap() else {
+        return;
+    };
+    check_aof(&dir.aof_dir());
+    let theirs = dataset(redis.addr(), DBS).unwrap();
+    let diff = compare_datasets(&after, &theirs, TTL_TOLERANCE_MS);
+    assert!(
+        diff.is_empty(),
+        "redis-server loaded coordis's files:\n{}",
+        diff.join("\n")
+    );
+    assert!(before.len() > 20);
+}
+
+#[test]
+fn redis_files_load_into_coordis() {
+    let dir = TempDir::new("from-redis");
+    let args = [
+        "--appendonly",
+        "yes",
+        "--dir",
+        dir.text(),
+        "--aof-use-rdb-preamble",
+        "no",
+        "--appendfsync",
+        "always",
+    ];
+    let Some(redis) = RedisServer::start(&args).unwrap() else {
+        return;
+    };
+    let mut c = RawClient::connect(redis.addr()).unwrap();
+    workload(&mut c, "before");
+    ok(&mut c, &["BGREWRITEAOF"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "aof_rewrite_in_progress") != "0" || info_field(&mut c, "aof_rewrites") != "1" {
+        assert!(Instant::now() < deadline, "Redis's rewrite did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    workload(&mut c, "after");
+    drop(c);
+    drop(redis);
+    // What Redis itself loads from its files is the reference (a group's
+    // entries-read, say, does not survive Redis's own replay).
+    let reloaded = RedisServer::start(&args).unwrap().expect("Redis started before");
+    let theirs = dataset(reloaded.addr(), DBS).unwrap();
+    drop(reloaded);
+    let ours = coordis(&dir, &[]).unwrap();
+    let loaded = dataset(ours.addr(), DBS).unwrap();
+    assert!(theirs.len() > 20);
+    let diff = compare_datasets(&theirs, &loaded, TTL_TOLERANCE_MS);
+    assert!(diff.is_empty(), "coordis loaded Redis's files:\n{}", diff.join("\n"));
+}
+
+#[test]
+fn a_cut_short_last_command_is_dropped_or_refused_as_aof_load_truncated_says() {
+    let dir = TempDir::new("truncated");
+    let mut server = coordis(&dir, &["--appendfsync", "always"]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["SET", "kept", "1"]);
+    drop(c);
+    server.terminate(Duration::from_secs(10)).unwrap();
+    let incr = dir.aof_dir().join("appendonly.aof.1.incr.aof");
+    let whole = std::fs::metadata(&incr).unwrap().len();
+    let mut bytes = std::fs::read(&incr).unwrap();
+    bytes.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$4\r\nlost\r\n$1");
+    std::fs::write(&incr, &bytes).unwrap();
+    // aof-load-truncated no: Redis's error, and no server.
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "--appendonly",
+        "yes",
+        "--dir",
+        dir.text(),
+        "--aof-load-truncated",
+        "no",
+        "--port",
+        "0",
+    ]);
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "refused to start: {err}");
+    assert!(
+        err.contains("Unexpected end of file reading the append only file appendonly.aof.1.incr.aof"),
+        "{err}"
+    );
+    // The default (yes): the last command dropped, the file cut back to it.
+    let server = coordis(&dir, &[]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(ok(&mut c, &["MGET", "kept", "lost"]), b"*2\r\n$1\r\n1\r\n$-1\r\n");
+    let log = server.stderr_text();
+    assert!(
+        log.contains("AOF appendonly.aof.1.incr.aof loaded anyway because aof-load-truncated is enabled"),
+        "{log}"
+    );
+    assert_eq!(std::fs::metadata(&incr).unwrap().len(), whole);
+}
+
+#[test]
+fn an_open_transaction_at_the_end_is_reverted() {
+    let dir = TempDir::new("multi");
+    let mut server = coordis(&dir, &["--appendfsync", "always"]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["SET", "kept", "1"]);
+    drop(c);
+    server.terminate(Duration::from_secs(10)).unwrap();
+    let incr = dir.aof_dir().join("appendonly.aof.1.incr.aof");
+    let mut bytes = std::fs::read(&incr).unwrap();
+    bytes.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$4\r\nlost\r\n$1\r\n2\r\n");
+    std::fs::write(&incr, &bytes).unwrap();
+    let server = coordis(&dir, &[]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(ok(&mut c, &["MGET", "kept", "lost"]), b"*2\r\n$1\r\n1\r\n$-1\r\n");
+    assert!(server
+        .stderr_text()
+        .contains("Revert incomplete MULTI/EXEC transaction in AOF file appendonly.aof.1.incr.aof"));
+}
+
+/// A client INCRs as fast as it can, counting the replies it got, until
+/// the server is killed; the count it reached.
+fn incr_until_killed(addr: std::net::SocketAddr, kill: impl FnOnce()) -> u64 {
+    let acked = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let acked = acked.clone();
+        std::thread::spawn(move || {
+            let Ok(mut c) = RawClient::connect(addr) else { return };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+            while let Ok(reply) = c.command(&["INCR", "counter"]) {
+                if !reply.starts_with(b":") {
+                    break;
+                }
+                acked.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while acked.load(Ordering::SeqCst) < 200 {
+        assert!(Instant::now() < deadline, "the client got no replies");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    kill();
+    writer.join().unwrap();
+    acked.load(Ordering::SeqCst)
+}
+
+fn counter(c: &mut RawClient) -> u64 {
+    let reply = ok(c, &["GET", "counter"]);
+    let text = String::from_utf8_lossy(&reply);
+    text.lines().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn kill_9_under_appendfsync_always_loses_no_acknowledged_write() {
+    let dir = TempDir::new("kill9");
+    let server = coordis(&dir, &["--appendfsync", "always"]).unwrap();
+    let addr = server.addr();
+    let acked = incr_until_killed(addr, move || drop(server));
+    let again = coordis(&dir, &[]).unwrap();
+    let mut c = RawClient::connect(again.addr()).unwrap();
+    let got = counter(&mut c);
+    assert!(
+        got >= acked && got <= acked + 1,
+        "acknowledged {acked}, after the restart {got}"
+    );
+}
+
+#[test]
+fn kill_9_under_appendfsync_always_loses_no_acknowledged_write_on_redis() {
+    let dir = TempDir::new("kill9-redis");
+    let args = ["--appendonly", "yes", "--dir", dir.text(), "--appendfsync", "always"];
+    let Some(redis) = RedisServer::start(&args).unwrap() else {
+        return;
+    };
+    let addr = redis.addr();
+    let acked = incr_until_killed(addr, move || drop(redis));
+    let again = RedisServer::start(&args).unwrap().expect("Redis started before");
+    let mut c = RawClient::connect(again.addr()).unwrap();
+    let got = counter(&mut c);
+    assert!(
+        got >= acked && got <= acked + 1,
+        "acknowledged {acked}, after the restart {got}"
+    );
+}
+
+fn embedded(dir: &TempDir, fsync: &str) -> coordis::BlockingServer {
+    let mut builder = coordis::Server::builder();
+    let config = builder.config_mut();
+    config.aof.enabled = true;
+    config.aof.fsync = fsync.into();
+    config.apply("dir", &[dir.text().to_string()]).unwrap();
+    builder.start_blocking().unwrap()
+}
+
+#[test]
+fn a_staged_crash_under_everysec_loses_exactly_the_last_ms() {
+    let dir = TempDir::new("crash");
+    let server = embedded(&dir, "everysec");
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["SET", "old", "1"]);
+    clock.advance(Duration::from_millis(600));
+    ok(&mut c, &["SET", "new", "2"]);
+    ok(&mut c, &["INCR", "new-too"]);
+    let kept = server.control().crash(Some(Duration::from_millis(500)));
+    assert!(kept.is_some_and(|k| k > 0));
+    assert!(
+        c.command(&["PING"]).is_err() || c.read_to_close().is_ok(),
+        "the connection was dropped"
+    );
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(
+        ok(&mut c, &["MGET", "old", "new", "new-too"]),
+        b"*3\r\n$1\r\n1\r\n$-1\r\n$-1\r\n"
+    );
+    // Over the wire, losing nothing older than 100 ms: a write 200 ms old stays.
+    ok(&mut c, &["SET", "again", "3"]);
+    clock.advance(Duration::from_millis(200));
+    let mut w = RawClient::connect(server.addr()).unwrap();
+    w.send(&RawClient::encode(&[b"COORDIS.SERVER", b"CRASH", b"LOSE-MS", b"100"]))
+        .unwrap();
+    assert_eq!(w.read_to_close().unwrap(), b"", "no reply: the server crashed");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(ok(&mut c, &["MGET", "old", "again"]), b"*2\r\n$1\r\n1\r\n$1\r\n3\r\n");
+}
+
+#[test]
+fn a_staged_crash_under_always_keeps_every_acknowledged_write() {
+    let dir = TempDir::new("crash-always");
+    let server = embedded(&dir, "always");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    for i in 0..50 {
+        ok(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    server.control().crash(None);
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(ok(&mut c, &["DBSIZE"]), b":50\r\n");
+}
+
+#[test]
+fn config_set_appendonly_yes_rewrites_first() {
+    let dir = TempDir::new("config-set");
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().apply("dir", &[dir.text().to_string()]).unwrap();
+    let server = builder.start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["SET", "before", "1"]);
+    assert_eq!(info_field(&mut c, "aof_enabled"), "0");
+    assert!(!dir.aof_dir().exists());
+    ok(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
+    assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+    let base = std::fs::read(dir.aof_dir().join("appendonly.aof.1.base.aof")).unwrap();
+    assert!(base.windows(6).any(|w| w == b"before"), "the base holds the dataset");
+    ok(&mut c, &["SET", "after", "2"]);
+    ok(&mut c, &["CONFIG", "SET", "appendonly", "no"]);
+    let incr = std::fs::read(dir.aof_dir().join("appendonly.aof.1.incr.aof")).unwrap();
+    assert!(
+        incr.windows(5).any(|w| w == b"after"),
+        "the incr file has the write after it"
+    );
+    assert_eq!(info_field(&mut c, "aof_enabled"), "0");
+    assert_eq!(
+        ok(&mut c, &["CONFIG", "GET", "appenddirname"]),
+        b"*2\r\n$13\r\nappenddirname\r\n$13\r\nappendonlydir\r\n"
+    );
+}
+
+#[test]
+fn the_files_are_rewritten_once_they_grow_past_the_thresholds() {
+    let dir = TempDir::new("auto");
+    let server = embedded(&dir, "no");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["CONFIG", "SET", "auto-aof-rewrite-min-size", "1kb"]);
+    ok(&mut c, &["CONFIG", "SET", "auto-aof-rewrite-percentage", "100"]);
+    assert_eq!(info_field(&mut c, "aof_rewrites"), "0");
+    let value = "x".repeat(100);
+    for i in 0..30 {
+        ok(&mut c, &["SET", "k", &format!("{value}{i}")]);
+    }
+    // The persistence timer runs every expiry tick (100 ms at hz 10).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "aof_rewrites") == "0" {
+        assert!(Instant::now() < deadline, "no automatic rewrite");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let base: u64 = info_field(&mut c, "aof_base_size").parse().unwrap();
+    assert!(base < 1024, "the rewritten base holds one key ({base} bytes)");
+    let manifest = std::fs::read_to_string(dir.aof_dir().join("appendonly.aof.manifest")).unwrap();
+    assert!(
+        manifest.contains("appendonly.aof.2.base.aof seq 2 type b"),
+        "{manifest}"
+    );
+}
