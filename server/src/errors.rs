@@ -458,3 +458,11 @@ pub(crate) const CLUSTER_DISABLED: &str = "ERR This instance has cluster support
 pub(crate) const MODULE_DISABLED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 pub(crate) const MODULE_LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
 pub(crate) const MODULE_UNLOAD_FAILED: &str = "ERR Error unloading module: no such module with that name";
+
+// DUMP, RESTORE and SAVE (Redis 7.0.15's cluster.c and rdb.c texts).
+pub(crate) const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
+pub(crate) const BAD_DATA_FORMAT: &str = "ERR Bad data format";
+pub(crate) const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
+pub(crate) const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
+pub(crate) const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
+pub(crate) const SAVE_FAILED: &str = "ERR";

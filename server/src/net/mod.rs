@@ -96,13 +96,9 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?
         .local_addr()?;
     let shared = Arc::new(Shared::default());
-    let engine = Arc::new(Mutex::new(Engine::new(
-        config,
-        clock.clone(),
-        addr.port(),
-        shared.clone(),
-        shutdown,
-    )));
+    let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
+    engine.load_rdb_at_start()?;
+    let engine = Arc::new(Mutex::new(engine));
     Ok(Bound {
         listeners,
         addr,

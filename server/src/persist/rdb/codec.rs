@@ -71,6 +71,9 @@ pub(crate) enum Corrupt {
     ShortRead,
     /// A field is malformed; the text says which.
     Bad(String),
+    /// A value with no elements (Redis skips such a key when loading a
+    /// file, and RESTORE refuses it).
+    EmptyKey,
 }
 
 impl Corrupt {
@@ -84,6 +87,7 @@ impl fmt::Display for Corrupt {
         match self {
             Corrupt::ShortRead => f.write_str("Short read or OOM loading DB. Unrecoverable error, aborting now."),
             Corrupt::Bad(reason) => f.write_str(reason),
+            Corrupt::EmptyKey => f.write_str("Empty keys skipped"),
         }
     }
 }

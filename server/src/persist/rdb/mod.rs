@@ -16,12 +16,14 @@
 
 pub(crate) mod codec;
 pub(crate) mod crc64;
+pub(crate) mod disk;
 pub(crate) mod file;
 pub(crate) mod intset;
 pub(crate) mod listpack;
 pub(crate) mod lzf;
 pub(crate) mod payload;
 pub(crate) mod stream;
+pub(crate) mod value;
 pub(crate) mod ziplist;
 pub(crate) mod zipmap;
 
