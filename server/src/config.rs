@@ -132,6 +132,20 @@ pub struct Config {
     pub latency_monitor_threshold: u64,
     /// The append-only file's settings (`appendonly`, `appendfsync`, ...).
     pub aof: AofConfig,
+    /// `dir`: where SAVE writes and startup reads `dbfilename`.
+    pub dir: String,
+    /// `dbfilename`: the RDB file's name inside `dir` (default `dump.rdb`).
+    pub dbfilename: String,
+    /// `rdbcompression`: RDB strings longer than 20 bytes are LZF-compressed
+    /// (DUMP payloads and files, as Redis). Default yes.
+    pub rdb_compression: bool,
+    /// `rdbchecksum`: a saved file ends with its CRC-64 (no: 0, which a
+    /// load does not check, as Redis). Default yes.
+    pub rdb_checksum: bool,
+    /// `sanitize-dump-payload`: RESTORE deep-validates packed encodings
+    /// (`yes`), never (`no`, the default), or for clients other than
+    /// replication links (`clients`).
+    pub sanitize_dump_payload: String,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
@@ -211,6 +225,11 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
             aof: AofConfig::default(),
+            dir: String::new(),
+            dbfilename: String::new(),
+            rdb_compression: false,
+            rdb_checksum: false,
+            sanitize_dump_payload: String::new(),
             ignored: BTreeMap::new(),
         };
         for d in DIRECTIVES {
@@ -642,14 +661,15 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("daemonize", "no", Bool, Store::Ignored).immutable(),
     row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), Store::Ignored).immutable(),
     row("pidfile", "", Text, Store::Ignored).immutable(),
-    row("dir", ".", Text, Store::Ignored).protected(),
-    row("dbfilename", "dump.rdb", Text, Store::Ignored).protected(),
+    row("dir", ".", Text, field!(dir)).protected(),
+    row("dbfilename", "dump.rdb", Text, field!(dbfilename)).protected(),
     row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
     row("always-show-logo", "no", Bool, Store::Ignored).immutable(),
     row("set-proc-title", "yes", Bool, Store::Ignored).immutable(),
     row("stop-writes-on-bgsave-error", "yes", Bool, Store::Ignored),
-    row("rdbcompression", "yes", Bool, Store::Ignored),
-    row("rdbchecksum", "yes", Bool, Store::Ignored).immutable(),
+    row("rdbcompression", "yes", Bool, field!(bool rdb_compression)),
+    row("rdbchecksum", "yes", Bool, field!(bool rdb_checksum)).immutable(),
+    row("sanitize-dump-payload", "no", Enum(&["no", "yes", "clients"]), field!(sanitize_dump_payload)),
     row("maxmemory", "0", Memory { min: 0, max: u64::MAX as i128 }, Store::Ignored),
     row("maxmemory-policy", "noeviction", Enum(&["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"]), Store::Ignored),
     row("lazyfree-lazy-eviction", "no", Bool, Store::Ignored),

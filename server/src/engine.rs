@@ -114,6 +114,8 @@ impl Engine {
                 random: None,
                 shutdown_requested: false,
                 dirty: 0,
+                last_save_secs: started_ms / 1000,
+                dirty_at_save: 0,
                 effects: Default::default(),
                 aof: Default::default(),
                 guards,
@@ -121,6 +123,41 @@ impl Engine {
             },
             server_shutdown,
         }
+    }
+
+    /// Loads `dir/dbfilename` at start, when `dir` is set (coordis-server's
+    /// default `.`; an embedded server's only when its builder sets one).
+    /// A missing file is an empty start; an unreadable or corrupt one is
+    /// an error (Redis exits).
+    /// Loads the dataset before the first client, as Redis's
+    /// `loadDataFromDisk`: the append-only file when it is on (its base may
+    /// be an RDB file), the RDB file otherwise; then starts the append-only
+    /// file's writer.
+    pub(crate) fn load_at_start(&mut self) -> std::io::Result<()> {
+        if !self.state.config.aof.enabled {
+            self.load_rdb_at_start()?;
+        }
+        self.start_persistence()
+            .map_err(|()| std::io::Error::other("the append-only file could not be loaded (see the log)"))
+    }
+
+    fn load_rdb_at_start(&mut self) -> std::io::Result<()> {
+        if self.state.config.dir.is_empty() {
+            return Ok(());
+        }
+        let now = self.state.clock.now_ms();
+        let Some(loaded) = crate::persist::rdb::disk::load_at_start(&self.state.config, now)? else {
+            return Ok(());
+        };
+        if !loaded.functions.is_empty() {
+            self.scripting
+                .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}")))?;
+        }
+        for (db, key, value, expire_at) in loaded.keys {
+            self.dbs[db].insert(&key, value, expire_at);
+        }
+        Ok(())
     }
 
     /// Time between active-expiry cycles (1000 / hz ms).

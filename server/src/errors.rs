@@ -466,3 +466,10 @@ pub(crate) const AOF_REWRITE_FAILED: &str =
     "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.";
 /// CONFIG SET appendonly yes when the rewrite failed (the reason part).
 pub(crate) const AOF_TURN_ON_FAILED: &str = "Unable to turn on AOF. Check server logs.";
+// DUMP, RESTORE and SAVE (Redis 7.0.15's cluster.c and rdb.c texts).
+pub(crate) const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
+pub(crate) const BAD_DATA_FORMAT: &str = "ERR Bad data format";
+pub(crate) const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
+pub(crate) const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
+pub(crate) const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
+pub(crate) const SAVE_FAILED: &str = "ERR";

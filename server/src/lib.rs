@@ -129,6 +129,8 @@ impl Default for Builder {
         let config = Config {
             port: 0,
             enable_test_commands: "local".into(),
+            // No files unless the builder names a directory (`Builder::dir`).
+            dir: String::new(),
             ..Config::default()
         };
         let clock = Arc::new(VirtualClock::real());
@@ -193,6 +195,14 @@ impl Builder {
     pub fn virtual_clock(mut self, clock: Arc<VirtualClock>) -> Self {
         self.clock = clock.clone();
         self.virtual_clock = Some(clock);
+        self
+    }
+
+    /// The directory of the RDB file (`dir`): loaded at start when it
+    /// exists, written by SAVE. Without one an embedded server starts
+    /// empty (and SAVE writes in the current directory).
+    pub fn dir(mut self, dir: impl Into<String>) -> Self {
+        self.config.dir = dir.into();
         self
     }
 

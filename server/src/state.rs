@@ -226,6 +226,12 @@ pub struct ServerState {
     /// INFO `rdb_changes_since_last_save`); raised by handlers through
     /// [`Ctx::dirty`], read around each call by [`crate::exec::call`].
     pub dirty: u64,
+    /// LASTSAVE: unix seconds of the last successful save (the start
+    /// time until one), as Redis's `lastsave`.
+    pub last_save_secs: u64,
+    /// `dirty` at the last save: INFO's `rdb_changes_since_last_save` is
+    /// the difference (`dirty` itself only grows: calls measure deltas).
+    pub dirty_at_save: u64,
     /// The effects being recorded for the feed's readers ([`crate::exec::feed`]).
     pub(crate) effects: crate::exec::feed::Effects,
     /// The append-only file: its manifest, sizes and rewrite statistics.

@@ -213,7 +213,8 @@ fn function_flush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// FUNCTION DUMP: Redis's serialized payload (see [`lib::dump`]).
 fn function_dump(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    Reply::Bulk(Bytes::from(lib::dump(tri!(vm(ctx)).libraries())))
+    let compress = ctx.server.config.rdb_compression;
+    Reply::Bulk(Bytes::from(lib::dump(tri!(vm(ctx)).libraries(), compress)))
 }
 
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]

@@ -1,5 +1,5 @@
 //! Generic key commands: DEL, EXISTS, the EXPIRE family, TTL, TYPE, KEYS,
-//! SCAN, RENAME, COPY, RANDOMKEY.
+//! SCAN, RENAME, COPY, RANDOMKEY, DUMP and RESTORE.
 //!
 //! Each write counts its changes where Redis 7.0.15 raises `server.dirty`
 //! (one per key deleted, renamed, moved, copied or given a new deadline;
@@ -14,6 +14,7 @@ use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
+use crate::persist::rdb;
 use crate::protocol::Reply;
 use crate::store::{glob, num, ValueRef};
 use crate::tri;
@@ -46,6 +47,8 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("randomkey", 1, READONLY | TOUCHES_ARBITRARY_KEYS, acl::KEYSPACE, (0, 0, 0), "Return a random key from the keyspace", randomkey),
     spec!("move", 3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Move a key to another database", move_key),
     spec!("object", -2, 0, 0, (0, 0, 0), "A container for object introspection commands", super::container, OBJECT),
+    spec!("dump", 2, READONLY, acl::KEYSPACE, (1, 1, 1), "Return a serialized version of the value stored at the specified key.", dump),
+    spec!("restore", -4, WRITE | DENYOOM, acl::KEYSPACE | acl::DANGEROUS, (1, 1, 1), "Create a key using the provided serialized value, previously obtained using DUMP.", restore),
 ];
 
 #[rustfmt::skip]
@@ -387,6 +390,102 @@ fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ctx.notify(notify::GENERIC, "move_from", &args[1]);
     ctx.notify_in(target_db, notify::GENERIC, "move_to", &args[1]);
     Reply::Int(1)
+}
+
+/// DUMP key: the value's RDB encoding, the RDB version and a CRC-64
+/// (Redis's payload, byte for byte where the encoding is deterministic).
+fn dump(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let compress = ctx.server.config.rdb_compression;
+    let encodings = rdb::value::Encodings::of(&ctx.server.config);
+    let Some(entry) = ctx.lookup_read(&args[1]) else {
+        return Reply::Nil;
+    };
+    let mut out = rdb::Out::new(compress);
+    match rdb::value::write(&mut out, entry.value, &encodings) {
+        Ok(()) => Reply::Bulk(Bytes::from(rdb::payload::seal(out.buf))),
+        Err(e) => Reply::Error(format!("ERR {e}").into()),
+    }
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with
+/// Redis's checks in its order. IDLETIME and FREQ are validated as Redis
+/// does and then have no effect: coordis keeps no per-key LRU/LFU data yet.
+fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    let mut j = 4;
+    while j < args.len() {
+        let more = j + 1 < args.len();
+        if is(&args[j], "replace") {
+            replace = true;
+        } else if is(&args[j], "absttl") {
+            absttl = true;
+        } else if is(&args[j], "idletime") && more && freq.is_none() {
+            let v = tri!(int(&args[j + 1]));
+            if v < 0 {
+                return err(errors::INVALID_IDLETIME);
+            }
+            idle = Some(v);
+            j += 1;
+        } else if is(&args[j], "freq") && more && idle.is_none() {
+            let v = tri!(int(&args[j + 1]));
+            if !(0..=255).contains(&v) {
+                return err(errors::INVALID_FREQ);
+            }
+            freq = Some(v);
+            j += 1;
+        } else {
+            return err(errors::SYNTAX);
+        }
+        j += 1;
+    }
+    let now = ctx.now;
+    if !replace && ctx.db().contains(&args[1], now) {
+        return err(errors::BUSYKEY);
+    }
+    let mut ttl = tri!(int(&args[2]));
+    if ttl < 0 {
+        return err(errors::INVALID_TTL);
+    }
+    let Ok(body) = rdb::payload::open(&args[3]) else {
+        return err(errors::DUMP_PAYLOAD_INVALID);
+    };
+    let encodings = rdb::value::Encodings::of(&ctx.server.config);
+    let deep = ctx.server.config.sanitize_dump_payload != "no";
+    let mut input = rdb::Input::new(body);
+    let value = match input
+        .u8()
+        .and_then(|t| rdb::value::read(&mut input, t, &encodings, deep))
+    {
+        Ok(v) => v,
+        Err(_) => return err(errors::BAD_DATA_FORMAT),
+    };
+    let deleted = replace && ctx.db().remove(&args[1]).is_some();
+    if ttl != 0 && !absttl {
+        ttl = ttl.saturating_add(now as i64);
+    }
+    if ttl != 0 && ttl <= now as i64 {
+        if deleted {
+            ctx.propagate_as(|| vec![Bytes::from_static(b"DEL"), args[1].clone()]);
+            ctx.notify(notify::GENERIC, "del", &args[1]);
+            ctx.dirty(1);
+        } else {
+            ctx.prevent_propagation();
+        }
+        return Reply::Ok;
+    }
+    ctx.db().insert(&args[1], value, ttl as u64);
+    if ttl != 0 && !absttl {
+        ctx.propagate_as(|| {
+            let mut v = args.to_vec();
+            v[2] = Bytes::from(ttl.to_string());
+            v.push(Bytes::from_static(b"ABSTTL"));
+            v
+        });
+    }
+    ctx.notify(notify::GENERIC, "restore", &args[1]);
+    ctx.dirty(1);
+    Reply::Ok
 }
 
 fn randomkey(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

@@ -40,6 +40,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
     command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
     command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
+    command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Synchronously save the dataset to disk", save),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
     command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
@@ -953,7 +954,26 @@ fn bgrewriteaof(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    Reply::Int((ctx.server.started_ms / 1000) as i64)
+    Reply::Int(ctx.server.last_save_secs as i64)
+}
+
+/// SAVE: the dataset to `dir/dbfilename`, synchronously under the engine
+/// lock (Redis's `rdbSave`); the changes since the last save restart
+/// from 0 and LASTSAVE moves.
+fn save(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let libraries: Vec<Bytes> = match ctx.scripting.as_deref() {
+        Some(s) => s.libraries().iter().map(|l| l.code.clone()).collect(),
+        None => vec![],
+    };
+    let used = crate::process::allocator().allocated;
+    match crate::persist::rdb::disk::save(ctx.dbs, &libraries, &ctx.server.config, ctx.now, used) {
+        Ok(()) => {
+            ctx.server.dirty_at_save = ctx.server.dirty;
+            ctx.server.last_save_secs = ctx.now / 1000;
+            Reply::Ok
+        }
+        Err(_) => err(errors::SAVE_FAILED),
+    }
 }
 
 fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -1031,13 +1051,14 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     parts.extend(memory);
     if want("persistence") {
-        // No RDB snapshots yet: nothing is ever saving, and the last save
-        // is the start (as LASTSAVE says); the changes since are the dirty
-        // counter. The append-only file's fields are its own.
+        // No background saves yet: nothing is ever saving; the last save
+        // is the last SAVE or the start (as LASTSAVE says), the changes
+        // since are the dirty counter's rise since then. The append-only
+        // file's fields are its own.
         parts.push(format!(
             "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n{}",
-            s.dirty,
-            s.started_ms / 1000,
+            s.dirty - s.dirty_at_save,
+            s.last_save_secs,
             crate::persist::aof::info(s)
         ));
     }

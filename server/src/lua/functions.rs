@@ -19,6 +19,7 @@ use mlua::{ffi, Function, Table, Value};
 
 use super::{convert, lua_error_text, monotonic_us, Dispatch, Scripting, Unlimited, DETACH_AFTER_MS};
 use crate::errors;
+use crate::persist::rdb;
 use crate::protocol::Reply;
 
 /// A function's flags, as `register_function` and EVAL's shebang name them,
@@ -357,192 +358,37 @@ impl Scripting {
     }
 }
 
-/// RDB's opcode before each library in a dump (`RDB_OPCODE_FUNCTION2`).
-const OPCODE_FUNCTION2: u8 = 245;
-/// RDB's opcode of 7.0's release candidates' format, which Redis refuses.
-const OPCODE_FUNCTION: u8 = 246;
-/// The RDB version a dump says it is (Redis 7.0's).
-const RDB_VERSION: u16 = 10;
-
 /// FUNCTION DUMP's payload: every library's code as an RDB string after
-/// its opcode, then the RDB version and a CRC-64 of all before it, as
-/// Redis's DUMP writes them. Strings are stored plain (Redis compresses
-/// long ones with LZF; both forms restore on either server).
-pub(crate) fn dump(libraries: &Libraries) -> Vec<u8> {
-    let mut out = vec![];
+/// its opcode (`FUNCTION2`), then the RDB version and a CRC-64 of all
+/// before it, as Redis's DUMP writes them; `compress` is `rdbcompression`.
+pub(crate) fn dump(libraries: &Libraries, compress: bool) -> Vec<u8> {
+    let mut out = rdb::Out::new(compress);
     for library in libraries.iter() {
-        out.push(OPCODE_FUNCTION2);
-        rdb_len(&mut out, library.code.len() as u64);
-        out.extend_from_slice(&library.code);
+        rdb::file::put_function(&mut out, &library.code);
     }
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(0, &out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    rdb::payload::seal(out.buf)
 }
 
 /// The libraries' code in a FUNCTION DUMP payload (Redis's or coordis's),
 /// or `None` when the version, checksum or layout is wrong.
 pub(crate) fn restore(payload: &[u8]) -> Option<Vec<Bytes>> {
-    if payload.len() < 10 {
-        return None;
-    }
-    let (body, trailer) = payload.split_at(payload.len() - 10);
-    let version = u16::from_le_bytes([trailer[0], trailer[1]]);
-    let crc = u64::from_le_bytes(trailer[2..10].try_into().ok()?);
-    if version > RDB_VERSION || crc64(0, &payload[..payload.len() - 8]) != crc {
-        return None;
-    }
-    let mut at = 0;
+    let body = rdb::payload::open(payload).ok()?;
+    let mut input = rdb::Input::new(body);
     let mut codes = vec![];
-    while at < body.len() {
-        match body[at] {
-            OPCODE_FUNCTION2 => {
-                at += 1;
-                let (code, next) = rdb_string(body, at)?;
-                codes.push(Bytes::from(code));
-                at = next;
-            }
-            // 7.0's release candidates' format, refused by Redis too.
-            OPCODE_FUNCTION => return None,
+    while !input.is_empty() {
+        match input.u8().ok()? {
+            rdb::opcodes::FUNCTION2 => codes.push(Bytes::from(input.string().ok()?.into_owned())),
+            // 7.0's release candidates' format (FUNCTION) is refused by
+            // Redis too, as is anything else.
             _ => return None,
         }
     }
     Some(codes)
 }
 
-/// Appends an RDB length.
-fn rdb_len(out: &mut Vec<u8>, len: u64) {
-    match len {
-        0..=63 => out.push(len as u8),
-        64..=16383 => out.extend_from_slice(&[0x40 | (len >> 8) as u8, len as u8]),
-        16384..=0xFFFF_FFFF => {
-            out.push(0x80);
-            out.extend_from_slice(&(len as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(0x81);
-            out.extend_from_slice(&len.to_be_bytes());
-        }
-    }
-}
-
-/// An RDB length at `at`: the length, or the special encoding's number
-/// (flagged true), and where what follows starts.
-fn read_rdb_len(buf: &[u8], at: usize) -> Option<(u64, bool, usize)> {
-    let first = *buf.get(at)?;
-    match first >> 6 {
-        0 => Some(((first & 0x3F) as u64, false, at + 1)),
-        1 => Some(((((first & 0x3F) as u64) << 8) | *buf.get(at + 1)? as u64, false, at + 2)),
-        2 if first == 0x80 => Some((
-            u32::from_be_bytes(buf.get(at + 1..at + 5)?.try_into().ok()?) as u64,
-            false,
-            at + 5,
-        )),
-        2 if first == 0x81 => Some((
-            u64::from_be_bytes(buf.get(at + 1..at + 9)?.try_into().ok()?),
-            false,
-            at + 9,
-        )),
-        2 => None,
-        _ => Some(((first & 0x3F) as u64, true, at + 1)),
-    }
-}
-
-/// An RDB string at `at`: plain, an integer, or LZF-compressed.
-fn rdb_string(buf: &[u8], at: usize) -> Option<(Vec<u8>, usize)> {
-    let (len, special, at) = read_rdb_len(buf, at)?;
-    if !special {
-        let end = at.checked_add(len as usize)?;
-        return Some((buf.get(at..end)?.to_vec(), end));
-    }
-    match len {
-        0 => Some(((*buf.get(at)? as i8).to_string().into_bytes(), at + 1)),
-        1 => Some((
-            i16::from_le_bytes(buf.get(at..at + 2)?.try_into().ok()?)
-                .to_string()
-                .into_bytes(),
-            at + 2,
-        )),
-        2 => Some((
-            i32::from_le_bytes(buf.get(at..at + 4)?.try_into().ok()?)
-                .to_string()
-                .into_bytes(),
-            at + 4,
-        )),
-        3 => {
-            let (compressed, _, at) = read_rdb_len(buf, at)?;
-            let (plain, _, at) = read_rdb_len(buf, at)?;
-            let end = at.checked_add(compressed as usize)?;
-            let out = lzf_decompress(buf.get(at..end)?, plain as usize)?;
-            Some((out, end))
-        }
-        _ => None,
-    }
-}
-
-/// LZF decompression (liblzf's `lzf_decompress`, as Redis's RDB strings
-/// use it); `None` on a malformed input or a size other than `len`.
-fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
-    let mut out: Vec<u8> = Vec::with_capacity(len);
-    let mut ip = 0;
-    while ip < input.len() {
-        let ctrl = input[ip] as usize;
-        ip += 1;
-        if ctrl < 32 {
-            let run = ctrl + 1;
-            out.extend_from_slice(input.get(ip..ip + run)?);
-            ip += run;
-        } else {
-            let mut run = ctrl >> 5;
-            if run == 7 {
-                run += *input.get(ip)? as usize;
-                ip += 1;
-            }
-            let back = ((ctrl & 0x1F) << 8) + *input.get(ip)? as usize + 1;
-            ip += 1;
-            let from = out.len().checked_sub(back)?;
-            for i in 0..run + 2 {
-                out.push(out[from + i]);
-            }
-        }
-        if out.len() > len {
-            return None;
-        }
-    }
-    (out.len() == len).then_some(out)
-}
-
-/// Redis's CRC-64 (Jones polynomial, reflected), continuing from `crc`.
-pub(crate) fn crc64(mut crc: u64, data: &[u8]) -> u64 {
-    const POLY: u64 = 0x95AC_9329_AC4B_C9B5;
-    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut t = [0u64; 256];
-        for (i, slot) in t.iter_mut().enumerate() {
-            let mut c = i as u64;
-            for _ in 0..8 {
-                c = if c & 1 == 1 { (c >> 1) ^ POLY } else { c >> 1 };
-            }
-            *slot = c;
-        }
-        t
-    });
-    for &b in data {
-        crc = table[((crc ^ b as u64) & 0xFF) as usize] ^ (crc >> 8);
-    }
-    crc
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc64_is_redis_s() {
-        // Redis's crc64.c self-test value.
-        assert_eq!(crc64(0, b"123456789"), 0xe9c6d914c4b8d9ca);
-    }
 
     #[test]
     fn a_dump_taken_from_redis_restores() {
@@ -558,14 +404,6 @@ mod tests {
         let mut bad = payload.to_vec();
         bad[5] ^= 1;
         assert!(restore(&bad).is_none());
-    }
-
-    #[test]
-    fn lzf_runs_and_back_references() {
-        // "abcabcabcabc": a literal run of 3, then a back reference of 9.
-        let compressed = [2, b'a', b'b', b'c', (7 << 5), 0, 2];
-        assert_eq!(lzf_decompress(&compressed, 12).unwrap(), b"abcabcabcabc");
-        assert!(lzf_decompress(&compressed, 11).is_none());
     }
 
     #[test]

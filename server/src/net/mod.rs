@@ -97,10 +97,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         .local_addr()?;
     let shared = Arc::new(Shared::default());
     let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
-    // The files load before the first client, as Redis's loadDataFromDisk.
-    engine
-        .start_persistence()
-        .map_err(|()| io::Error::other("the append-only file could not be loaded (see the log)"))?;
+    engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
     Ok(Bound {
         listeners,

@@ -35,6 +35,19 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value borrowed as a stored one is (what serializers take).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn as_value_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::Str(s) => ValueRef::Str(s),
+            Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Hash(h) => ValueRef::Hash(Hash::as_ref(h)),
+            Value::List(l) => ValueRef::List(l),
+            Value::Set(s) => ValueRef::Set(s),
+            Value::Stream(s) => ValueRef::Stream(s),
+        }
+    }
+
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -83,8 +83,7 @@ impl Default for Aof {
 /// The directory of the files: `dir/appenddirname`. (`dir` is still an
 /// accepted-only directive; the RDB work makes it a field.)
 pub(crate) fn directory(state: &ServerState) -> PathBuf {
-    let dir = state.config.ignored.get("dir").map_or(".", String::as_str);
-    Path::new(dir).join(&state.config.aof.dirname)
+    Path::new(&state.config.dir).join(&state.config.aof.dirname)
 }
 
 fn prefix(state: &ServerState) -> &str {

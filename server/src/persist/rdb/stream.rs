@@ -49,6 +49,28 @@ pub(crate) struct Error(pub(crate) &'static str);
 
 type Result<T> = std::result::Result<T, Error>;
 
+/// The value writer's entry point: the type byte, then the value
+/// ([`write`]). Its strings are not LZF-compressed yet (valid, and loaded
+/// by Redis; not Redis's bytes under `rdbcompression yes`).
+pub(crate) fn save(out: &mut super::codec::Out, stream: &Stream) -> std::result::Result<(), super::SaveError> {
+    out.put_u8(RDB_TYPE_STREAM_LISTPACKS_2);
+    let mut value = Vec::new();
+    write(&mut value, stream);
+    out.put_bytes(&value);
+    Ok(())
+}
+
+/// The value reader's entry point: a stream of type `rdb_type` (the type
+/// byte already read). Every packed part is validated whatever `deep`
+/// says (`sanitize-dump-payload`).
+pub(crate) fn load(input: &mut super::codec::Input<'_>, rdb_type: u8, _deep: bool) -> super::codec::Result<Stream> {
+    let rest = input.rest();
+    let mut own = prim::Input::new(rest);
+    let stream = read(&mut own, rdb_type).map_err(|e| super::codec::Corrupt::bad(e.0))?;
+    input.bytes(rest.len() - own.rest().len())?;
+    Ok(stream)
+}
+
 /// Writes `stream` as an `RDB_TYPE_STREAM_LISTPACKS_2` value (without the
 /// type byte, which is [`RDB_TYPE_STREAM_LISTPACKS_2`]).
 pub(crate) fn write(out: &mut Vec<u8>, stream: &Stream) {

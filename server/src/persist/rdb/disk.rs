@@ -1,0 +1,205 @@
+//! The RDB file on disk: SAVE's write of the whole dataset to
+//! `dir/dbfilename` (through `temp-<pid>.rdb` and a rename, as Redis) and
+//! the load at start, with Redis's log lines.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use bytes::Bytes;
+
+use super::file::{AuxValue, Item, Reader, WriteOptions, Writer};
+use super::value::Encodings;
+use super::{Corrupt, SaveError};
+use crate::config::Config;
+use crate::store::{Db, Value};
+
+/// `redis-bits` (a pointer's width).
+const REDIS_BITS: i64 = usize::BITS as i64;
+/// Bytes per MB in Redis's "memory usage" log line.
+const MB: f64 = 1024.0 * 1024.0;
+
+/// `dir/dbfilename` (the current directory for an empty `dir`).
+pub(crate) fn path(config: &Config) -> PathBuf {
+    let dir = if config.dir.is_empty() { "." } else { &config.dir };
+    PathBuf::from(dir).join(&config.dbfilename)
+}
+
+pub(crate) fn write_options(config: &Config) -> WriteOptions {
+    WriteOptions {
+        compress: config.rdb_compression,
+        checksum: config.rdb_checksum,
+        encodings: Encodings::of(config),
+    }
+}
+
+/// Writes the whole dataset as an RDB file into `sink`: the aux fields
+/// Redis 7.0.15 writes for a save without replication, the function
+/// libraries, then every database with keys. `now_ms` is the clock's time
+/// (keys already past their deadline are left out).
+pub(crate) fn write_dataset<W: Write>(
+    sink: W,
+    dbs: &[Db],
+    libraries: &[Bytes],
+    config: &Config,
+    now_ms: u64,
+    used_mem: u64,
+) -> Result<W, SaveError> {
+    let aux = [
+        ("redis-ver", AuxValue::Str(crate::REDIS_VERSION)),
+        ("redis-bits", AuxValue::Int(REDIS_BITS)),
+        ("ctime", AuxValue::Int((now_ms / 1000) as i64)),
+        ("used-mem", AuxValue::Int(used_mem as i64)),
+        ("aof-base", AuxValue::Int(0)),
+    ];
+    let mut w = Writer::start(sink, write_options(config), &aux)?;
+    for code in libraries {
+        w.function(code)?;
+    }
+    for (i, db) in dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        w.begin_db(i, db.len() as u64, db.expires_len() as u64)?;
+        for (key, entry) in db.live_keys(now_ms) {
+            w.key(i, key, entry.value, entry.expire_at)?;
+        }
+    }
+    w.finish()
+}
+
+/// SAVE: writes `dir/dbfilename` atomically (a temp file in `dir`,
+/// flushed and synced, then renamed over the old file).
+pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64, used_mem: u64) -> Result<(), String> {
+    let target = path(config);
+    let dir = target.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
+    let result = (|| -> Result<(), SaveError> {
+        let file = std::fs::File::create(&temp)?;
+        let w = write_dataset(BufWriter::new(file), dbs, libraries, config, now_ms, used_mem)?;
+        let file = w.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
+        file.sync_all()?;
+        std::fs::rename(&temp, &target)?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => {
+            tracing::info!("DB saved on disk");
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            tracing::warn!(
+                "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
+                temp.display(),
+                dir.display()
+            );
+            Err(e.to_string())
+        }
+    }
+}
+
+/// What a file held, ready to install.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    /// (db, key, value, deadline) of every key still live at `now`.
+    pub(crate) keys: Vec<(usize, Vec<u8>, Value, u64)>,
+    pub(crate) functions: Vec<Bytes>,
+    /// Keys left out because their deadline had passed.
+    pub(crate) expired: u64,
+}
+
+/// Reads an RDB file's bytes (Redis's `rdbLoad`): every key live at
+/// `now_ms` into a database below `databases`, and the libraries.
+pub(crate) fn read_dataset(bytes: &[u8], config: &Config, now_ms: u64) -> Result<Loaded, Corrupt> {
+    let mut reader = Reader::open(bytes, Encodings::of(config), config.rdb_checksum)?;
+    let mut loaded = Loaded::default();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(item) = reader.next_item()? {
+        match item {
+            Item::Aux(k, v) => match &k[..] {
+                b"redis-ver" => tracing::info!("Loading RDB produced by version {}", String::from_utf8_lossy(&v)),
+                b"ctime" => {
+                    let ctime = std::str::from_utf8(&v)
+                        .ok()
+                        .and_then(|t| t.parse::<i64>().ok())
+                        .unwrap_or(0);
+                    let age = (now_ms / 1000) as i64 - ctime;
+                    tracing::info!("RDB age {} seconds", age.max(0));
+                }
+                b"used-mem" => {
+                    let used = std::str::from_utf8(&v)
+                        .ok()
+                        .and_then(|t| t.parse::<f64>().ok())
+                        .unwrap_or(0.0);
+                    tracing::info!("RDB memory usage when created {:.2} Mb", used / MB);
+                }
+                _ => {}
+            },
+            Item::Function(code) => loaded.functions.push(Bytes::from(code)),
+            Item::ResizeDb { db, .. } | Item::EmptyKey { db, .. } if db >= config.databases => {
+                return Err(Corrupt::bad(format!(
+                    "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
+                    config.databases
+                )));
+            }
+            Item::ResizeDb { .. } => {}
+            Item::EmptyKey { .. } => {}
+            Item::Key {
+                db,
+                key,
+                value,
+                expire_at,
+                ..
+            } => {
+                if db >= config.databases {
+                    return Err(Corrupt::bad(format!(
+                        "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
+                        config.databases
+                    )));
+                }
+                if !seen.insert((db, key.clone())) {
+                    return Err(Corrupt::bad(format!(
+                        "RDB has duplicated key '{}' in DB {db}",
+                        String::from_utf8_lossy(&key)
+                    )));
+                }
+                if expire_at != 0 && expire_at < now_ms {
+                    loaded.expired += 1;
+                    continue;
+                }
+                loaded.keys.push((db, key, value, expire_at));
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+/// The file at start: `Ok(None)` when there is none (Redis starts empty
+/// without a word), else its contents; an error is fatal, as in Redis.
+pub(crate) fn load_at_start(config: &Config, now_ms: u64) -> std::io::Result<Option<Loaded>> {
+    let path = path(config);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            tracing::warn!("Fatal error loading the DB: {e}. Exiting.");
+            return Err(e);
+        }
+    };
+    let started = std::time::Instant::now();
+    match read_dataset(&bytes, config, now_ms) {
+        Ok(loaded) => {
+            tracing::info!(
+                "Done loading RDB, keys loaded: {}, keys expired: {}.",
+                loaded.keys.len(),
+                loaded.expired
+            );
+            tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
+            Ok(Some(loaded))
+        }
+        Err(e) => {
+            tracing::warn!("Internal error in RDB reading offset 0, function at rdb.c:0 -> {e}");
+            Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
+        }
+    }
+}
