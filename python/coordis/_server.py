@@ -17,7 +17,7 @@ import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, List, Mapping, Optional, Union
+from typing import IO, TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
 from ._resp import Connection, Reply
 
@@ -117,7 +117,8 @@ class Clock:
     def get(self) -> ClockState:
         """The clock's time, whether it is frozen, and its offset from real time."""
         reply = self._server.command("COORDIS.CLOCK", "GET")
-        assert isinstance(reply, list) and len(reply) == 3, reply
+        if not (isinstance(reply, list) and len(reply) == 3):
+            raise CoordisError(f"unexpected COORDIS.CLOCK GET reply {reply!r}")
         now, mode, offset = reply
         return ClockState(now_ms=_int(now), frozen=_text(mode) == "frozen", offset_ms=_int(offset))
 
@@ -223,10 +224,12 @@ class Faults:
     def list(self) -> List[FaultRule]:
         """The rules, in the order they were added, with their counts."""
         reply = self._server.command("COORDIS.FAULT", "LIST")
-        assert isinstance(reply, list), reply
+        if not isinstance(reply, list):
+            raise CoordisError(f"unexpected COORDIS.FAULT LIST reply {reply!r}")
         rules = []
         for entry in reply:
-            assert isinstance(entry, list), entry
+            if not isinstance(entry, list):
+                raise CoordisError(f"unexpected COORDIS.FAULT LIST entry {entry!r}")
             fields = {_text(entry[i]): entry[i + 1] for i in range(0, len(entry), 2)}
             times_left = fields["times-left"]
             probability = fields["probability"]
@@ -289,7 +292,7 @@ class Server:
         self.password = password
         self.host = host
         self._argv = [binary or find_binary(), "--port", "0", "--bind", host]
-        settings: dict = {"enable-test-commands": test_commands}
+        settings: Dict[str, Directive] = {"enable-test-commands": test_commands}
         if password is not None:
             settings["requirepass"] = password
         if databases is not None:
