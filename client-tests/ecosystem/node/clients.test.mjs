@@ -5,189 +5,110 @@
 // job runs when due, a failing job is retried).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
-import { once } from "node:events";
-import { createInterface } from "node:readline";
-import net from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import Redis from "ioredis";
 import { Queue, QueueEvents, Worker } from "bullmq";
+// The coordis npm package's helper (run.sh links it from node/coordis; the
+// server is $COORDIS_SERVER_BIN). run.sh runs this file once on coordis and
+// once with COORDIS_REDIS_URL set to a redis-server it started.
+import { startCoordis, realRedisUrl } from "coordis";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-// Run from target/ecosystem/node (see run.sh) or from here: either way the
-// repository is three levels up.
-const root = path.resolve(here, "..", "..", "..");
+const real = realRedisUrl();
+const backend = real ? "redis" : "coordis";
+const server = real ? undefined : await startCoordis();
+after(() => server?.stop());
+const url = real ?? server.url;
+const port = Number(new URL(url).port);
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on("error", reject);
+const connect = () => new Redis(url, { maxRetriesPerRequest: 1 });
+
+test(`[${backend}] ioredis ready check, defineCommand with EVALSHA fallback, pipelines`, async () => {
+  const r = connect();
+  await new Promise((ok, fail) => {
+    r.once("ready", ok);
+    r.once("error", fail);
   });
-}
+  await r.flushall();
+  r.defineCommand("unlock", {
+    numberOfKeys: 1,
+    lua: "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
+  });
+  await r.set("lock:job", "pod-1", "PX", 30000, "NX");
+  assert.equal(await r.unlock("lock:job", "pod-2"), 0);
+  await r.script("FLUSH");
+  assert.equal(await r.unlock("lock:job", "pod-1"), 1, "EVALSHA fell back to EVAL after SCRIPT FLUSH");
+  const results = await r.pipeline().set("a", 1).incr("a").hset("h", "f", "v").hgetall("h").exec();
+  assert.deepEqual(results, [[null, "OK"], [null, 2], [null, 1], [null, { f: "v" }]]);
+  const multi = await r.multi().lpush("q", "x", "y").rpop("q").exec();
+  assert.deepEqual(multi, [[null, 2], [null, "x"]]);
+  r.disconnect();
+});
 
-async function waitForPing(port) {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const r = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await r.connect();
-      if ((await r.ping()) === "PONG") {
-        r.disconnect();
-        return;
-      }
-    } catch {
-      r.disconnect();
-    }
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-  throw new Error(`no server on port ${port}`);
-}
+test(`[${backend}] ioredis pub/sub`, async () => {
+  const sub = connect();
+  const pub = connect();
+  await sub.subscribe("events");
+  const got = new Promise((ok) => sub.on("message", (channel, message) => ok([channel, message])));
+  await pub.publish("events", "done");
+  assert.deepEqual(await got, ["events", "done"]);
+  sub.disconnect();
+  pub.disconnect();
+});
 
-function haveRedis() {
+test(`[${backend}] bullmq: jobs complete, a delayed job runs when due, QueueEvents sees completed, a failure is retried`, async () => {
+  const connection = { host: "127.0.0.1", port, maxRetriesPerRequest: null };
+  const name = `jobs-${backend}`;
+  const queue = new Queue(name, { connection });
+  const events = new QueueEvents(name, { connection });
+  let worker;
   try {
-    execFileSync("redis-server", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const children = [];
-after(() => children.forEach((c) => c.kill()));
-
-// coordis-server picks a free port itself with --port 0 and says which on
-// its first stdout line (README: "Port 0 in a test fixture").
-async function startCoordis() {
-  const bin = process.env.COORDIS_SERVER_BIN ?? path.join(root, "target", "debug", "coordis-server");
-  const child = spawn(bin, ["--port", "0", "--bind", "127.0.0.1"], { stdio: ["ignore", "pipe", "ignore"] });
-  children.push(child);
-  const lines = createInterface({ input: child.stdout });
-  const [line] = await once(lines, "line");
-  lines.close();
-  const { port } = JSON.parse(line);
-  await waitForPing(port);
-  return port;
-}
-
-async function startServer(backend) {
-  if (backend === "coordis") {
-    return startCoordis();
-  }
-  const port = await freePort();
-  const argv = ["--port", `${port}`, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"];
-  const child = spawn("redis-server", argv, { stdio: "ignore" });
-  children.push(child);
-  await waitForPing(port);
-  return port;
-}
-
-const backends = ["coordis"];
-if (haveRedis()) {
-  backends.push("redis");
-} else if (process.env.COORDIS_REQUIRE_REDIS === "1") {
-  throw new Error("COORDIS_REQUIRE_REDIS=1 but redis-server is not on PATH");
-} else {
-  console.error("*** SKIPPED: redis-server is not on PATH; the Redis leg did not run ***");
-}
-
-for (const backend of backends) {
-  const port = await startServer(backend);
-  const connect = () => new Redis({ port, maxRetriesPerRequest: 1 });
-
-  test(`[${backend}] ioredis ready check, defineCommand with EVALSHA fallback, pipelines`, async () => {
-    const r = connect();
-    await new Promise((ok, fail) => {
-      r.once("ready", ok);
-      r.once("error", fail);
-    });
-    await r.flushall();
-    r.defineCommand("unlock", {
-      numberOfKeys: 1,
-      lua: "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
-    });
-    await r.set("lock:job", "pod-1", "PX", 30000, "NX");
-    assert.equal(await r.unlock("lock:job", "pod-2"), 0);
-    await r.script("FLUSH");
-    assert.equal(await r.unlock("lock:job", "pod-1"), 1, "EVALSHA fell back to EVAL after SCRIPT FLUSH");
-    const results = await r.pipeline().set("a", 1).incr("a").hset("h", "f", "v").hgetall("h").exec();
-    assert.deepEqual(results, [[null, "OK"], [null, 2], [null, 1], [null, { f: "v" }]]);
-    const multi = await r.multi().lpush("q", "x", "y").rpop("q").exec();
-    assert.deepEqual(multi, [[null, 2], [null, "x"]]);
-    r.disconnect();
-  });
-
-  test(`[${backend}] ioredis pub/sub`, async () => {
-    const sub = connect();
-    const pub = connect();
-    await sub.subscribe("events");
-    const got = new Promise((ok) => sub.on("message", (channel, message) => ok([channel, message])));
-    await pub.publish("events", "done");
-    assert.deepEqual(await got, ["events", "done"]);
-    sub.disconnect();
-    pub.disconnect();
-  });
-
-  test(`[${backend}] bullmq: jobs complete, a delayed job runs when due, QueueEvents sees completed, a failure is retried`, async () => {
-    const connection = { host: "127.0.0.1", port, maxRetriesPerRequest: null };
-    const name = `jobs-${backend}`;
-    const queue = new Queue(name, { connection });
-    const events = new QueueEvents(name, { connection });
-    let worker;
-    try {
-      await events.waitUntilReady();
-      const attempts = new Map();
-      const completed = new Map();
-      const allDone = new Promise((ok, fail) => {
-        worker = new Worker(
-          name,
-          async (job) => {
-            attempts.set(job.name, (attempts.get(job.name) ?? 0) + 1);
-            if (job.name === "flaky" && job.attemptsMade === 0) {
-              throw new Error("first attempt fails");
-            }
-            return job.data.a + job.data.b;
-          },
-          { connection },
-        );
-        worker.on("completed", (job, result) => {
-          completed.set(job.name, { result, at: Date.now() });
-          if (completed.size === 4) ok();
-        });
-        worker.on("error", fail);
-        setTimeout(() => fail(new Error(`only ${[...completed.keys()]} completed in 20 s`)), 20_000).unref();
+    await events.waitUntilReady();
+    const attempts = new Map();
+    const completed = new Map();
+    const allDone = new Promise((ok, fail) => {
+      worker = new Worker(
+        name,
+        async (job) => {
+          attempts.set(job.name, (attempts.get(job.name) ?? 0) + 1);
+          if (job.name === "flaky" && job.attemptsMade === 0) {
+            throw new Error("first attempt fails");
+          }
+          return job.data.a + job.data.b;
+        },
+        { connection },
+      );
+      worker.on("completed", (job, result) => {
+        completed.set(job.name, { result, at: Date.now() });
+        if (completed.size === 4) ok();
       });
-      const seenByEvents = new Promise((ok) => {
-        const ids = new Set();
-        events.on("completed", ({ jobId }) => {
-          ids.add(jobId);
-          if (ids.size === 4) ok(ids);
-        });
+      worker.on("error", fail);
+      setTimeout(() => fail(new Error(`only ${[...completed.keys()]} completed in 20 s`)), 20_000).unref();
+    });
+    const seenByEvents = new Promise((ok) => {
+      const ids = new Set();
+      events.on("completed", ({ jobId }) => {
+        ids.add(jobId);
+        if (ids.size === 4) ok(ids);
       });
-      const added = Date.now();
-      const jobs = [
-        await queue.add("sum", { a: 2, b: 3 }),
-        await queue.add("sum2", { a: 10, b: 20 }),
-        await queue.add("later", { a: 1, b: 1 }, { delay: 700 }),
-        await queue.add("flaky", { a: 4, b: 4 }, { attempts: 2, backoff: { type: "fixed", delay: 50 } }),
-      ];
-      await allDone;
-      assert.equal(completed.get("sum").result, 5);
-      assert.equal(completed.get("sum2").result, 30);
-      assert.equal(completed.get("later").result, 2);
-      assert.ok(completed.get("later").at - added >= 650, "the delayed job ran when due, not before");
-      assert.equal(completed.get("flaky").result, 8);
-      assert.equal(attempts.get("flaky"), 2, "the failing job was retried once");
-      assert.deepEqual([...(await seenByEvents)].sort(), jobs.map((j) => j.id).sort());
-      assert.equal(await queue.getCompletedCount(), 4);
-    } finally {
-      await worker?.close(true).catch(() => {});
-      await events.close().catch(() => {});
-      await queue.close().catch(() => {});
-    }
-  });
-}
+    });
+    const added = Date.now();
+    const jobs = [
+      await queue.add("sum", { a: 2, b: 3 }),
+      await queue.add("sum2", { a: 10, b: 20 }),
+      await queue.add("later", { a: 1, b: 1 }, { delay: 700 }),
+      await queue.add("flaky", { a: 4, b: 4 }, { attempts: 2, backoff: { type: "fixed", delay: 50 } }),
+    ];
+    await allDone;
+    assert.equal(completed.get("sum").result, 5);
+    assert.equal(completed.get("sum2").result, 30);
+    assert.equal(completed.get("later").result, 2);
+    assert.ok(completed.get("later").at - added >= 650, "the delayed job ran when due, not before");
+    assert.equal(completed.get("flaky").result, 8);
+    assert.equal(attempts.get("flaky"), 2, "the failing job was retried once");
+    assert.deepEqual([...(await seenByEvents)].sort(), jobs.map((j) => j.id).sort());
+    assert.equal(await queue.getCompletedCount(), 4);
+  } finally {
+    await worker?.close(true).catch(() => {});
+    await events.close().catch(() => {});
+    await queue.close().catch(() => {});
+  }
+});

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the Node client-library matrix (ioredis, bullmq) against
-# coordis-server and redis-server with node's own test runner. Packages are
-# installed with `npm ci` from package-lock.json into
-# target/ecosystem/node (again when the lock file changes).
+# Runs the Node client-library matrix (ioredis, bullmq) with node's own
+# test runner on the coordis npm package's helper (node/coordis, linked from
+# the source tree; the server is $COORDIS_SERVER_BIN): once on
+# coordis-server, once with COORDIS_REDIS_URL set to a redis-server started
+# for the run. Packages are installed with `npm ci` from package-lock.json
+# into target/ecosystem/node (again when the lock file changes).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
@@ -16,5 +18,23 @@ if ! cmp -s "$HERE/package-lock.json" "$PREFIX/package-lock.json"; then
     (cd "$PREFIX" && npm ci --silent --no-audit --no-fund) || exit 3
 fi
 cp "$HERE/clients.test.mjs" "$PREFIX/"
+ln -sfn "$ROOT/node/coordis" "$PREFIX/node_modules/coordis"
 cd "$PREFIX"
-exec node --test --test-timeout=60000 --test-concurrency=1 clients.test.mjs
+run_tests() {
+    node --test --test-timeout=60000 --test-concurrency=1 clients.test.mjs
+}
+unset COORDIS_REDIS_URL
+echo "== on coordis-server"
+run_tests
+
+echo "== on redis-server (COORDIS_REDIS_URL)"
+# shellcheck source=../../../scripts/redis-for-tests.sh
+source "$ROOT/scripts/redis-for-tests.sh"
+status=0
+start_redis || status=$?
+if [ "$status" = 4 ]; then
+    redis_missing
+    exit
+fi
+[ "$status" = 0 ] || exit "$status"
+run_tests

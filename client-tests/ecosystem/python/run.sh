@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Python client-library matrix (redis-py, rq, python-redis-lock)
-# against coordis-server and redis-server. The virtualenv lives in
+# on the coordis pytest plugin (python/coordis, from the source tree; the
+# server is $COORDIS_SERVER_BIN): once on coordis-server, once with
+# --redis-url on a redis-server started for the run. The virtualenv lives in
 # target/ecosystem/python-venv and is (re)installed from requirements.txt,
 # which pins every package, when that file changes.
 set -euo pipefail
@@ -18,4 +20,22 @@ if ! cmp -s "$HERE/requirements.txt" "$VENV/installed-requirements.txt"; then
     cp "$HERE/requirements.txt" "$VENV/installed-requirements.txt"
 fi
 cd "$HERE"
-exec "$VENV/bin/python" -m pytest -q -rxXs -p no:cacheprovider --timeout 60 "$@"
+run_tests() {
+    PYTHONPATH="$ROOT/python" "$VENV/bin/python" -m pytest -q -rxXs -p no:cacheprovider -p coordis.pytest_plugin \
+        --timeout 60 "$@"
+}
+unset COORDIS_REDIS_URL
+echo "== on coordis-server"
+run_tests "$@"
+
+echo "== on redis-server (--redis-url)"
+# shellcheck source=../../../scripts/redis-for-tests.sh
+source "$ROOT/scripts/redis-for-tests.sh"
+status=0
+start_redis || status=$?
+if [ "$status" = 4 ]; then
+    redis_missing
+    exit
+fi
+[ "$status" = 0 ] || exit "$status"
+run_tests --redis-url "$COORDIS_REDIS_URL" "$@"
