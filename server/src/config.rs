@@ -89,6 +89,10 @@ pub struct Config {
     /// Milliseconds a script may run before other clients get `-BUSY`
     /// (`busy-reply-threshold`, alias `lua-time-limit`). Default 5000.
     pub busy_reply_threshold: u64,
+    /// Keys the tracking table may hold (`tracking-table-max-keys`; 0: no
+    /// limit): past it, tracked keys are invalidated at random until it
+    /// holds no more ([`crate::tracking`]). Default 1000000.
+    pub tracking_table_max_keys: u64,
     /// Bytes the Lua VM may allocate (`lua-memory-limit`, coordis's own;
     /// Redis has no limit). A script past it fails; the server lives on.
     /// Default 256 MB; 0 disables the limit.
@@ -210,6 +214,7 @@ impl Default for Config {
             enable_debug_command: String::new(),
             enable_module_command: String::new(),
             busy_reply_threshold: 0,
+            tracking_table_max_keys: 0,
             lua_memory_limit: 0,
             notify_keyspace_events: 0,
             zset_max_listpack_entries: 0,
@@ -624,6 +629,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     }),
     row("busy-reply-threshold", "5000", Int { min: 0, max: LONG }, field!(busy_reply_threshold))
         .alias(&["lua-time-limit"]).effect(Effect::Connections),
+    row("tracking-table-max-keys", "1000000", Int { min: 0, max: LONG }, field!(tracking_table_max_keys)),
     row("lua-memory-limit", "256mb", Memory { min: 0, max: LONG_MEM }, field!(lua_memory_limit)).effect(Effect::LuaMemory),
     row("notify-keyspace-events", "", Kind::Custom(check_events), Store::Field {
         set: |c, v| c.notify_keyspace_events = crate::notify::parse_flags(v).expect("checked"),

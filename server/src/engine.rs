@@ -102,6 +102,7 @@ impl Engine {
                 run_id,
                 port,
                 pubsub: Default::default(),
+                tracking: Default::default(),
                 observe: Default::default(),
                 rates: Rates::default(),
                 memory_startup,
@@ -291,6 +292,7 @@ impl Engine {
             crate::blocked::release(&mut self.dbs, &mut self.state.blocking, &mut client);
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
             self.state.pubsub.forget(&mut client);
+            crate::tracking::disable(&mut self.state, &mut client);
             self.state.monitors.retain(|&m| m != id);
         }
     }
@@ -380,6 +382,7 @@ impl Engine {
         if self.state.random.is_some() {
             self.state.random = Some(fastrand::get_seed());
         }
+        crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
         self.state.effects.flush();
         let blocked = client.blocked.is_some();
         let reply_fault = std::mem::take(&mut client.reply_fault);
@@ -432,6 +435,8 @@ impl Engine {
         } else if client.resp3 {
             reply.encode_pushes(out);
         }
+        // Invalidations of keys this client changed follow its reply.
+        crate::tracking::flush_pending(&mut self.state, client, now, out);
     }
 
     /// Runs one command for the test-control plane's keyspace access, as a
@@ -463,6 +468,7 @@ impl Engine {
             crate::exec::end_unit(&mut ctx);
             reply
         };
+        crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
         self.state.effects.flush();
         reply
     }
@@ -598,6 +604,7 @@ fn active_expire_step(
         }
     }
     cmd::pubsub::publish_expired(dbs, state, current.as_deref(), now, true);
+    crate::tracking::end_batch(dbs, state, current, now);
     left == 0
 }
 

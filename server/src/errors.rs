@@ -473,3 +473,39 @@ pub(crate) const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
 pub(crate) const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
 pub(crate) const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
 pub(crate) const SAVE_FAILED: &str = "ERR";
+
+// Sharded pub/sub (`cmd/pubsub.rs`).
+pub(crate) const SSUBSCRIBE_DENY_BLOCKING: &str = "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";
+
+// Client-side caching (`tracking.rs`: CLIENT TRACKING and CLIENT CACHING).
+pub(crate) const TRACKING_ONE_REDIRECT: &str = "ERR A client can only redirect to a single other client";
+pub(crate) const TRACKING_NO_REDIRECT_CLIENT: &str = "ERR The client ID you want redirect to does not exist";
+pub(crate) const TRACKING_PREFIX_NEEDS_BCAST: &str = "ERR PREFIX option requires BCAST mode to be enabled";
+pub(crate) const TRACKING_BCAST_SWITCH: &str = "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.";
+pub(crate) const TRACKING_OPT_WITH_BCAST: &str = "ERR OPTIN and OPTOUT are not compatible with BCAST";
+pub(crate) const TRACKING_OPTIN_AND_OPTOUT: &str = "ERR You can't specify both OPTIN mode and OPTOUT mode";
+pub(crate) const TRACKING_OPT_SWITCH: &str = "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.";
+pub(crate) const CACHING_NOT_TRACKING: &str =
+    "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled";
+pub(crate) const CACHING_YES_NOT_OPTIN: &str =
+    "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.";
+pub(crate) const CACHING_NO_NOT_OPTOUT: &str =
+    "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.";
+
+/// A BCAST prefix that overlaps one the client already has.
+pub(crate) fn tracking_prefix_overlaps_existing(prefix: &[u8], existing: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+        lossy(prefix),
+        lossy(existing)
+    )))
+}
+
+/// Two BCAST prefixes of one CLIENT TRACKING that overlap.
+pub(crate) fn tracking_prefix_overlaps_other(prefix: &[u8], other: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+        lossy(prefix),
+        lossy(other)
+    )))
+}

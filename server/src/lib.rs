@@ -79,6 +79,7 @@ mod state;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tracking;
 
 /// Internals the project's own benchmarks, fuzz targets and tests reach
 /// into. Not part of the API: no stability promise.

@@ -192,6 +192,8 @@ pub struct ServerState {
     pub port: u16,
     /// Pub/sub subscriptions.
     pub pubsub: cmd::pubsub::PubSub,
+    /// Client-side caching: the tracking table and BCAST prefixes.
+    pub tracking: crate::tracking::Tracking,
     /// Per-command and per-error counters and the slow log.
     pub observe: cmd::observe::Observe,
     /// INFO's instantaneous rates, sampled by the expiry task.

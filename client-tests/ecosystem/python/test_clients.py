@@ -1,6 +1,6 @@
 """Real client libraries, unmodified, on coordis and on Redis 7.0.15, with
 the same assertions on both: redis-py (Lock, pipelines, WATCH, RESP3, the
-asyncio client with a Lock and pub/sub), rq (a burst worker runs queued
+client-side cache, the asyncio client with a Lock and pub/sub), rq (a burst worker runs queued
 jobs; a failing job lands in the failed registry) and python-redis-lock.
 A case that needs a command family coordis does not have yet is marked
 expected-to-fail on coordis (strictly: it must start passing when the family
@@ -76,6 +76,28 @@ def test_redis_py_resp3(url):
     assert r.smembers("s") == {"x", "y"}
     r.zadd("z", {"m": 1.5})
     assert r.zrange("z", 0, -1, withscores=True) == [["m", 1.5]]
+
+
+def test_redis_py_client_side_cache_is_invalidated_by_another_client(url):
+    """redis-py's client-side cache (5.1+, RESP3 and CLIENT TRACKING): a
+    read is served from the cache until another client writes the key."""
+    from redis.cache import CacheConfig
+
+    cached = redis.Redis.from_url(url, protocol=3, decode_responses=True, cache_config=CacheConfig())
+    writer = redis.Redis.from_url(url, decode_responses=True)
+    writer.set("csc", "1")
+    assert cached.get("csc") == "1"
+    cache = cached.get_cache()
+    assert cache.size == 1
+    assert cached.get("csc") == "1"
+    writer.set("csc", "2")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        # The invalidation is read on the connection's next use.
+        if cached.get("csc") == "2":
+            break
+        time.sleep(0.05)
+    assert cached.get("csc") == "2"
 
 
 def test_redis_py_asyncio_lock_and_pubsub(url):

@@ -1,4 +1,5 @@
-//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB.
+//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB,
+//! and sharded pub/sub: SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH.
 //!
 //! The registry ([`PubSub`]) maps channels and patterns to subscriber ids;
 //! PUBLISH encodes each message in its receiver's protocol and queues it on
@@ -28,6 +29,9 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Listen for messages published to channels matching the given patterns", psubscribe),
     spec!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Stop listening for messages posted to channels matching the given patterns", punsubscribe),
     spec!("publish", 3, PUBSUB | LOADING | STALE | FAST, 0, (0, 0, 0), "Post a message to a channel", publish),
+    spec!("spublish", 3, PUBSUB | LOADING | STALE | FAST, 0, (1, 1, 1), "Post a message to a shard channel", spublish),
+    spec!("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (1, -1, 1), "Listen for messages published to the given shard channels", ssubscribe),
+    spec!("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (1, -1, 1), "Stop listening for messages posted to the given shard channels", sunsubscribe),
     spec!("pubsub", -2, 0, 0, (0, 0, 0), "A container for Pub/Sub commands", super::container, PUBSUB_SUBCOMMANDS),
 ];
 
@@ -41,11 +45,14 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
     subcommand!("pubsub", "pubsub|help", 2, LOADING | STALE, 0, pubsub_help),
 ];
 
-/// Channels and patterns to subscriber ids.
+/// Channels, patterns and shard channels to subscriber ids.
 #[derive(Debug, Default)]
 pub struct PubSub {
     channels: HashMap<Bytes, Vec<u64>>,
     patterns: HashMap<Bytes, Vec<u64>>,
+    /// SSUBSCRIBE's channels: a namespace of their own (SPUBLISH reaches
+    /// only these, PUBLISH never does), which a cluster routes by slot.
+    shard_channels: HashMap<Bytes, Vec<u64>>,
 }
 
 fn add(map: &mut HashMap<Bytes, Vec<u64>>, key: &Bytes, id: u64) {
@@ -70,6 +77,9 @@ impl PubSub {
         for p in client.patterns.drain(..) {
             remove(&mut self.patterns, &p, client.id);
         }
+        for ch in client.shard_channels.drain(..) {
+            remove(&mut self.shard_channels, &ch, client.id);
+        }
     }
 
     pub fn numpat(&self) -> usize {
@@ -79,10 +89,55 @@ impl PubSub {
     pub fn channel_count(&self) -> usize {
         self.channels.len()
     }
+
+    /// Shard channels with a subscriber (INFO `pubsubshard_channels`).
+    pub fn shard_channel_count(&self) -> usize {
+        self.shard_channels.len()
+    }
+
+    fn map(&mut self, kind: Kind) -> &mut HashMap<Bytes, Vec<u64>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shard_channels,
+        }
+    }
 }
 
-fn count(client: &ClientState) -> i64 {
-    (client.channels.len() + client.patterns.len()) as i64
+/// The three subscription namespaces and their reply words.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+impl Kind {
+    fn list(self, client: &mut ClientState) -> &mut Vec<Bytes> {
+        match self {
+            Kind::Channel => &mut client.channels,
+            Kind::Pattern => &mut client.patterns,
+            Kind::Shard => &mut client.shard_channels,
+        }
+    }
+
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Channel => ("subscribe", "unsubscribe"),
+            Kind::Pattern => ("psubscribe", "punsubscribe"),
+            Kind::Shard => ("ssubscribe", "sunsubscribe"),
+        }
+    }
+
+    /// The count a (un)subscribe reply carries: channels and patterns
+    /// together, shard channels on their own (Redis's
+    /// `clientSubscriptionsCount` and `clientShardSubscriptionsCount`).
+    fn count(self, client: &ClientState) -> i64 {
+        match self {
+            Kind::Channel | Kind::Pattern => (client.channels.len() + client.patterns.len()) as i64,
+            Kind::Shard => client.shard_channels.len() as i64,
+        }
+    }
 }
 
 fn event(kind: &'static str, name: Option<Bytes>, count: i64) -> Reply {
@@ -93,80 +148,90 @@ fn event(kind: &'static str, name: Option<Bytes>, count: i64) -> Reply {
     ])
 }
 
-fn subscribe_generic(ctx: &mut Ctx, args: &[Bytes], pattern: bool) -> Reply {
+fn subscribe_generic(ctx: &mut Ctx, args: &[Bytes], kind: Kind) -> Reply {
     let mut replies = Vec::with_capacity(args.len() - 1);
     for name in &args[1..] {
         let name = crate::store::db::owned(name);
-        let list = if pattern {
-            &mut ctx.client.patterns
-        } else {
-            &mut ctx.client.channels
-        };
+        let list = kind.list(ctx.client);
         if !list.contains(&name) {
             list.push(name.clone());
-            let map = if pattern {
-                &mut ctx.server.pubsub.patterns
-            } else {
-                &mut ctx.server.pubsub.channels
-            };
-            add(map, &name, ctx.client.id);
+            add(ctx.server.pubsub.map(kind), &name, ctx.client.id);
         }
-        replies.push(event(
-            if pattern { "psubscribe" } else { "subscribe" },
-            Some(name),
-            count(ctx.client),
-        ));
+        replies.push(event(kind.words().0, Some(name), kind.count(ctx.client)));
     }
     Reply::Many(replies)
 }
 
-fn unsubscribe_generic(ctx: &mut Ctx, args: &[Bytes], pattern: bool) -> Reply {
-    let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
+fn unsubscribe_generic(ctx: &mut Ctx, args: &[Bytes], kind: Kind) -> Reply {
+    let word = kind.words().1;
     let names: Vec<Bytes> = if args.len() > 1 {
         args[1..].to_vec()
-    } else if pattern {
-        ctx.client.patterns.clone()
     } else {
-        ctx.client.channels.clone()
+        kind.list(ctx.client).clone()
     };
     if names.is_empty() {
-        return event(kind, None, count(ctx.client));
+        return event(word, None, kind.count(ctx.client));
     }
     let mut replies = Vec::with_capacity(names.len());
     for name in names {
-        let list = if pattern {
-            &mut ctx.client.patterns
-        } else {
-            &mut ctx.client.channels
-        };
+        let list = kind.list(ctx.client);
         if let Some(pos) = list.iter().position(|n| *n == name) {
             list.remove(pos);
-            let map = if pattern {
-                &mut ctx.server.pubsub.patterns
-            } else {
-                &mut ctx.server.pubsub.channels
-            };
-            remove(map, &name, ctx.client.id);
+            remove(ctx.server.pubsub.map(kind), &name, ctx.client.id);
         }
-        replies.push(event(kind, Some(name), count(ctx.client)));
+        replies.push(event(word, Some(name), kind.count(ctx.client)));
     }
     Reply::Many(replies)
 }
 
 fn subscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    subscribe_generic(ctx, args, false)
+    subscribe_generic(ctx, args, Kind::Channel)
 }
 
 fn psubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    subscribe_generic(ctx, args, true)
+    subscribe_generic(ctx, args, Kind::Pattern)
 }
 
 fn unsubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    unsubscribe_generic(ctx, args, false)
+    unsubscribe_generic(ctx, args, Kind::Channel)
 }
 
 fn punsubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    unsubscribe_generic(ctx, args, true)
+    unsubscribe_generic(ctx, args, Kind::Pattern)
+}
+
+/// SSUBSCRIBE: refused where a reply per command is expected (inside
+/// EXEC; scripts never get here, NOSCRIPT), as Redis refuses it for a
+/// `CLIENT_DENY_BLOCKING` client.
+fn ssubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.deny_blocking() {
+        return errors::err(errors::SSUBSCRIBE_DENY_BLOCKING);
+    }
+    subscribe_generic(ctx, args, Kind::Shard)
+}
+
+fn sunsubscribe(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    unsubscribe_generic(ctx, args, Kind::Shard)
+}
+
+/// Queues `reply` for each of `ids` (the running client is `current`: it
+/// is out of the registry while its batch runs); a receiver over its
+/// output limit is closed.
+fn deliver(server: &ServerState, current: Option<&ClientState>, deliveries: &[(u64, Reply)], now: u64) {
+    for (id, reply) in deliveries {
+        let client = match current {
+            Some(c) if c.id == *id => Some(c),
+            _ => server.clients.get(*id),
+        };
+        if let Some(client) = client {
+            let mut out = bytes::BytesMut::new();
+            reply.encode(&mut out, client.resp3);
+            if !client.outbox.push(out.freeze(), now) {
+                tracing::warn!("client {} closed: pub/sub output buffer over its limit", client.id);
+                client.signal.close();
+            }
+        }
+    }
 }
 
 /// Delivers `message` on `channel` to every subscriber; returns how many
@@ -207,21 +272,35 @@ pub(crate) fn publish_to(
             }
         }
     }
-    for (id, reply) in &deliveries {
-        let client = match current {
-            Some(c) if c.id == *id => Some(c),
-            _ => server.clients.get(*id),
-        };
-        if let Some(client) = client {
-            let mut out = bytes::BytesMut::new();
-            reply.encode(&mut out, client.resp3);
-            if !client.outbox.push(out.freeze(), now) {
-                tracing::warn!("client {} closed: pub/sub output buffer over its limit", client.id);
-                client.signal.close();
-            }
-        }
-    }
+    deliver(server, current, &deliveries, now);
     deliveries.len()
+}
+
+/// SPUBLISH: to the shard channel's subscribers only (patterns never
+/// match a shard channel); to replicas as PUBLISH is, outside a cluster.
+fn spublish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let deliveries: Vec<(u64, Reply)> = ctx
+        .server
+        .pubsub
+        .shard_channels
+        .get(&args[1])
+        .map_or_else(Vec::new, |ids| {
+            ids.iter()
+                .map(|&id| {
+                    (
+                        id,
+                        Reply::Push(vec![
+                            Reply::bulk("smessage"),
+                            Reply::Bulk(args[1].clone()),
+                            Reply::Bulk(args[2].clone()),
+                        ]),
+                    )
+                })
+                .collect()
+        });
+    deliver(ctx.server, Some(ctx.client), &deliveries, ctx.now);
+    ctx.force_propagation_to_replicas();
+    Reply::Int(deliveries.len() as i64)
 }
 
 /// Publishes `expired` keyspace events for the keys expiry removed in
@@ -319,22 +398,30 @@ fn pubsub_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ])
 }
 
-/// PUBSUB SHARDCHANNELS [pattern]: coordis has no sharded pub/sub (no
-/// SSUBSCRIBE), so no shard channel is ever active.
-fn pubsub_shardchannels(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+/// PUBSUB SHARDCHANNELS [pattern]: the shard channels with a subscriber.
+fn pubsub_shardchannels(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if args.len() > 3 {
         return errors::sub_wrong_args(&args[1], "PUBSUB");
     }
-    Reply::Array(vec![])
+    let pattern = args.get(2);
+    Reply::Array(
+        ctx.server
+            .pubsub
+            .shard_channels
+            .keys()
+            .filter(|ch| pattern.is_none_or(|p| glob::matches(p, ch, false)))
+            .map(|ch| Reply::Bulk(ch.clone()))
+            .collect(),
+    )
 }
 
-/// PUBSUB SHARDNUMSUB [channel ...]: each channel with 0 subscribers (see
-/// [`pubsub_shardchannels`]).
-fn pubsub_shardnumsub(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+/// PUBSUB SHARDNUMSUB [channel ...]: each channel with its shard subscribers.
+fn pubsub_shardnumsub(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let subscribers = |c: &Bytes| ctx.server.pubsub.shard_channels.get(c).map_or(0, |ids| ids.len()) as i64;
     Reply::Array(
         args[2..]
             .iter()
-            .flat_map(|c| [Reply::Bulk(c.clone()), Reply::Int(0)])
+            .flat_map(|c| [Reply::Bulk(c.clone()), Reply::Int(subscribers(c))])
             .collect(),
     )
 }

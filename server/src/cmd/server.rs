@@ -61,7 +61,17 @@ static CLIENT: &[CommandSpec] = &[
     subcommand!("connection", "client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_unpause),
     subcommand!("connection", "client|reply", 3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_reply),
     subcommand!("connection", "client|no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_no_evict),
+    subcommand!("connection", "client|tracking", -3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_tracking),
+    subcommand!("connection", "client|caching", 3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_caching),
+    subcommand!("connection", "client|getredir", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_getredir),
+    subcommand!("connection", "client|trackinginfo", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_trackinginfo),
 ];
+
+/// Whether `spec` is a CLIENT subcommand (CLIENT CACHING's window stays
+/// open across them, as Redis keeps it across any CLIENT call).
+pub(crate) fn is_client_subcommand(spec: &CommandSpec) -> bool {
+    CLIENT.iter().any(|s| std::ptr::eq(s, spec))
+}
 
 #[rustfmt::skip]
 static COMMAND: &[CommandSpec] = &[
@@ -224,6 +234,7 @@ fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.client.multi_failed = false;
     super::tx::unwatch_all(ctx.dbs, ctx.client);
     ctx.server.pubsub.forget(ctx.client);
+    crate::tracking::disable(ctx.server, ctx.client);
     ctx.server.monitors.retain(|&id| id != ctx.client.id);
     ctx.client.monitor = false;
     ctx.client.db = 0;
@@ -493,6 +504,10 @@ fn wait(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     help_reply(&[
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CACHING (YES|NO)",
+        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+        "GETREDIR",
+        "    Return the client ID we are redirecting to when tracking is enabled.",
         "GETNAME",
         "    Return the name of the current connection.",
         "ID",
@@ -527,6 +542,11 @@ fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Assign the name <name> to the current connection.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
+        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+        "         [OPTIN] [OPTOUT] [NOLOOP]",
+        "    Control server assisted client side caching.",
+        "TRACKINGINFO",
+        "    Report tracking status for the current connection.",
         "NO-EVICT (ON|OFF)",
         "    Protect current client connection from eviction.",
     ])
@@ -713,7 +733,12 @@ fn getkeys(args: &[Bytes], with_flags: bool) -> Reply {
         Err(super::Unresolved::Unknown(_)) => return err(errors::GETKEYS_UNKNOWN_COMMAND),
         Err(super::Unresolved::Arity(_)) => return err(errors::GETKEYS_ARITY),
     };
-    if super::keyspecs::of(spec.name).is_empty() && !spec.has(MOVABLEKEYS) {
+    // Redis's `doesCommandHaveKeys`: a spec not marked `not_key` (shard
+    // channels are keys only for routing), or a key finder of its own.
+    let has_keys = super::keyspecs::of(spec.name)
+        .iter()
+        .any(|k| !k.flags.contains(&"not_key"));
+    if !has_keys && !spec.has(MOVABLEKEYS) {
         return err(errors::GETKEYS_NO_KEYS);
     }
     let keys = super::keyspecs::keys(spec, target);
@@ -889,6 +914,7 @@ fn flushdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let removed = ctx.db().len() as u64;
     ctx.db().clear();
+    crate::tracking::flushed(ctx);
     ctx.dirty(removed);
     ctx.force_propagation();
     Reply::Ok
@@ -904,6 +930,7 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         removed += db.len() as u64;
         db.clear();
     }
+    crate::tracking::flushed(ctx);
     ctx.dirty(removed);
     ctx.force_propagation();
     Reply::Ok
@@ -1042,10 +1069,11 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     if want("clients") {
         parts.push(format!(
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
             s.clients.len(),
             s.config.maxclients,
             s.blocking.blocked(),
+            s.tracking.client_count(),
             s.blocking.with_timeout()
         ));
     }
@@ -1068,7 +1096,7 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         let rates = s.rates.per_second();
         let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         parts.push(format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:0\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:0\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\ntracking_total_prefixes:0\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:0\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
             st.total_connections_received,
             st.total_commands_processed,
             rates[0].round() as u64,
@@ -1082,6 +1110,10 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             st.keyspace_misses,
             s.pubsub.channel_count(),
             s.pubsub.numpat(),
+            s.pubsub.shard_channel_count(),
+            s.tracking.totals().0,
+            s.tracking.totals().1,
+            s.tracking.totals().2,
             s.observe.total_errors(),
             load(&s.shared.reads_processed),
             load(&s.shared.writes_processed),

@@ -485,8 +485,9 @@ pub(crate) fn call_control(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// The only place a handler runs. Around it: the client's last command,
-/// timing and the statistics, `expired` events, MONITOR, the dirty counter
-/// and the command's effect ([`feed`]).
+/// timing and the statistics, `expired` events, MONITOR, the dirty counter,
+/// the command's effect ([`feed`]) and client-side caching's invalidations
+/// and remembered keys ([`crate::tracking::after_call`]).
 #[inline]
 pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, args: &[Bytes]) -> Reply {
     let outer_caller = std::mem::replace(&mut ctx.caller, caller);
@@ -512,6 +513,7 @@ pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, ar
     }
     let dirty = ctx.server.dirty - dirty_before;
     ctx.server.effects.leave(frame, dirty, spec, ctx.client.db, args);
+    crate::tracking::after_call(ctx, caller, spec, args);
     ctx.caller = outer_caller;
     reply
 }

@@ -339,6 +339,11 @@ pub struct ClientState {
     /// Channels and patterns subscribed to, in subscription order.
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,
+    /// Shard channels (SSUBSCRIBE): counted apart from `channels` and
+    /// `patterns` in the subscribe replies, as Redis counts them.
+    pub shard_channels: Vec<Bytes>,
+    /// CLIENT TRACKING state ([`crate::tracking`]); `None` when off.
+    pub tracking: Option<Box<crate::tracking::ClientTracking>>,
     /// The command this client is blocked in (BLPOP ...), if any.
     pub blocked: Option<Box<crate::blocked::Blocked>>,
     /// CLIENT REPLY OFF: no replies at all until CLIENT REPLY ON.
@@ -384,6 +389,8 @@ impl ClientState {
             watched: Vec::new(),
             channels: Vec::new(),
             patterns: Vec::new(),
+            shard_channels: Vec::new(),
+            tracking: None,
             blocked: None,
             reply_off: false,
             reply_skip: false,
@@ -398,7 +405,7 @@ impl ClientState {
 
     /// Whether the client has any channel or pattern subscription.
     pub fn is_subscribed(&self) -> bool {
-        !(self.channels.is_empty() && self.patterns.is_empty())
+        !(self.channels.is_empty() && self.patterns.is_empty() && self.shard_channels.is_empty())
     }
 
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline).
@@ -417,6 +424,9 @@ impl ClientState {
             (self.is_subscribed(), 'P'),
             (self.multi.is_some(), 'x'),
             (self.blocked.is_some(), 'b'),
+            (self.tracking.is_some(), 't'),
+            (self.tracking.as_ref().is_some_and(|t| t.broken_redirect), 'R'),
+            (self.tracking.as_ref().is_some_and(|t| t.bcast), 'B'),
             (self.no_evict, 'e'),
         ] {
             if on {
@@ -427,7 +437,7 @@ impl ClientState {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -438,8 +448,10 @@ impl ClientState {
             self.db,
             self.channels.len(),
             self.patterns.len(),
+            self.shard_channels.len(),
             self.multi.as_ref().map_or(-1, |q| q.len() as i64),
             self.last_cmd,
+            self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             if self.resp3 { 3 } else { 2 }
         )
     }

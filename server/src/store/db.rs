@@ -130,6 +130,12 @@ pub struct Db {
     /// absent or empty.
     ready: Vec<Bytes>,
     ready_set: HashSet<Bytes, RandomState>,
+    /// Log every touched key (client-side caching tracks keys: see
+    /// [`crate::tracking`]); set only while anything is tracked.
+    pub log_touched: bool,
+    /// Keys touched since the last [`Db::take_touched`], each with whether
+    /// expiry removed it (then no client wrote it).
+    touched_log: Vec<(Bytes, bool)>,
     /// CLIENT PAUSE is in force: a key past its deadline reads as absent but
     /// stays, as in Redis 7 (expiry would be a write).
     pub keep_expired: bool,
@@ -235,6 +241,23 @@ impl Db {
     /// Records that `key` changed (Redis's `signalModifiedKey`). Free when
     /// nobody watches anything in this database.
     pub fn touch(&mut self, key: &[u8]) {
+        if self.log_touched {
+            self.touched_log.push((Bytes::copy_from_slice(key), false));
+        }
+        self.touch_watched(key);
+    }
+
+    /// Keys touched since the last call, in order (empty unless `log_touched`).
+    pub fn take_touched(&mut self) -> Vec<(Bytes, bool)> {
+        std::mem::take(&mut self.touched_log)
+    }
+
+    /// Whether a key was touched since the last [`Db::take_touched`].
+    pub fn has_touched(&self) -> bool {
+        !self.touched_log.is_empty()
+    }
+
+    fn touch_watched(&mut self, key: &[u8]) {
         if !self.watched.is_empty() {
             if let Some(w) = self.watched.get_mut(key) {
                 w.version += 1;
@@ -325,7 +348,10 @@ impl Db {
     /// The bookkeeping for a key removed because its deadline passed.
     fn record_expired(&mut self, item: &Item) {
         self.with_deadline -= 1;
-        self.touch(item.key());
+        if self.log_touched {
+            self.touched_log.push((Bytes::copy_from_slice(item.key()), true));
+        }
+        self.touch_watched(item.key());
         self.signal_ready(item.key());
         if self.log_expired {
             self.expired_log.push(Bytes::copy_from_slice(item.key()));
