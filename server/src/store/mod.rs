@@ -45,6 +45,7 @@ pub(crate) mod clock;
 pub(crate) mod db;
 pub(crate) mod glob;
 pub(crate) mod hash;
+pub(crate) mod hll;
 pub(crate) mod item;
 pub(crate) mod list;
 pub(crate) mod num;
