@@ -99,7 +99,9 @@ fn modify<R>(ctx: &mut Ctx, key: &[u8], change: impl FnOnce(&mut Vec<u8>) -> (R,
 /// created), else 0.
 fn pfadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let key = &args[1];
-    let current = tri!(read_for_write(ctx, key));
+    // Only whether it exists: a reference to its bytes kept here would make
+    // `modify` copy them.
+    let existed = tri!(read_for_write(ctx, key)).is_some();
     let sparse_max = ctx.server.config.hll_sparse_max_bytes;
     let elements = &args[2..];
     // Registers raised, and whether an element met a corrupt HLL (Redis
@@ -117,17 +119,16 @@ fn pfadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         (updated, false)
     };
-    let (updated, corrupt) = match current {
-        None => {
-            let mut s = hll::new_sparse();
-            let out = add_all(&mut s, 1);
-            ctx.db().insert(key, Value::Str(Bytes::from(s)), 0);
-            out
-        }
-        Some(_) => modify(ctx, key, |s| {
+    let (updated, corrupt) = if existed {
+        modify(ctx, key, |s| {
             let out = add_all(s, 0);
             (out, out.0 > 0)
-        }),
+        })
+    } else {
+        let mut s = hll::new_sparse();
+        let out = add_all(&mut s, 1);
+        ctx.db().insert(key, Value::Str(Bytes::from(s)), 0);
+        out
     };
     if corrupt {
         return err(errors::HLL_CORRUPT);
