@@ -17,7 +17,7 @@
 #   ROWS      all (default); core: strings, locks, scripts, ZADD, MULTI/EXEC
 #             and the 500-client rows; cpu: SET, GET, INCR, SET NX EX,
 #             EVALSHA unlock, ZADD, LPUSH and RPOP at -P 1 and -P 16;
-#             streams: the stream rows.
+#             streams: the stream rows; hll: the HyperLogLog rows.
 #   COORDIS_BIN  the coordis-server to measure (default
 #             target/release/coordis-server, built with `cargo build --release
 #             --bin coordis-server` when missing; an existing binary is run as
@@ -58,7 +58,7 @@ ROUNDS=${ROUNDS:-${PAIRS:-3}}
 CLIENTS=${CLIENTS:-50}
 ROWS=${ROWS:-all}
 FORMAT=${FORMAT:-table}
-case "$ROWS" in all | core | cpu | streams) ;; *) echo "ROWS must be all, core, cpu or streams" >&2; exit 2 ;; esac
+case "$ROWS" in all | core | cpu | streams | hll) ;; *) echo "ROWS must be all, core, cpu, streams or hll" >&2; exit 2 ;; esac
 case "$FORMAT" in table | markdown) ;; *) echo "FORMAT must be table or markdown" >&2; exit 2 ;; esac
 # The rows ROWS=cpu keeps (at CLIENTS clients), by label.
 CPU_ROWS="|set|get|incr|SET lock NX EX|EVALSHA unlock|ZADD sem|lpush|rpop|"
@@ -72,7 +72,7 @@ fi
 [ -x "$COORDIS" ] || { echo "$COORDIS is not an executable" >&2; exit 1; }
 COORDIS=$(realpath "$COORDIS")
 TX_BENCH=$PWD/target/release/tx-bench
-if [ "$ROWS" != cpu ] && [ ! -x "$TX_BENCH" ]; then
+if [ "$ROWS" != cpu ] && [ "$ROWS" != hll ] && [ ! -x "$TX_BENCH" ]; then
     cargo build --release --quiet -p coordis-client-tests --bin tx-bench
 fi
 
@@ -221,7 +221,7 @@ row() {
 }
 
 header
-if [ "$ROWS" != streams ]; then
+if [ "$ROWS" != streams ] && [ "$ROWS" != hll ]; then
     for pipe in 1 16; do
         for t in set get incr; do
             row "$t" "$CLIENTS" "$pipe" -t "$t"
@@ -271,6 +271,21 @@ if [ "$ROWS" = all ] || [ "$ROWS" = streams ]; then
         row "XADD" "$CLIENTS" "$pipe" -r 100000 $XADD_ARGS
     done
     PREFILL="-r 100000 $XADD_ARGS" row "XREADGROUP+XACK" "$CLIENTS" 1 --stream
+fi
+# HyperLogLog: adds to one dense HLL (a million distinct elements) and to a
+# thousand small sparse ones, PFCOUNT of one key (its cached cardinality,
+# stale after every add only in the add rows) and of two (a union of 16384
+# registers each, computed every time: unpipelined only, it is slow).
+if [ "$ROWS" = all ] || [ "$ROWS" = hll ]; then
+    for p in "$CPORT" "$RPORT"; do
+        redis-cli -p "$p" del hll hll2 >/dev/null
+    done
+    for pipe in 1 16; do
+        row "PFADD dense" "$CLIENTS" "$pipe" -r 1000000 PFADD hll "e:__rand_int__"
+        row "PFADD sparse" "$CLIENTS" "$pipe" -r 1000 PFADD "hs:__rand_int__" "e:__rand_int__"
+        row "PFCOUNT" "$CLIENTS" "$pipe" PFCOUNT hll
+    done
+    PREFILL="-r 1000000 PFADD hll2 e:__rand_int__" row "PFCOUNT 2 keys" "$CLIENTS" 1 PFCOUNT hll hll2
 fi
 echo
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"

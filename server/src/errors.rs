@@ -128,6 +128,33 @@ pub(crate) const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
 /// `COORDIS.FAULT ADD ... PROBABILITY p` outside 0..1.
 pub(crate) const PROBABILITY: &str = "ERR probability must be a number from 0 to 1";
 
+/// A HyperLogLog whose sparse runs do not cover its registers.
+pub(crate) const HLL_CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
+/// A string that is not a HyperLogLog given to a PF command.
+pub(crate) const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
+/// PFDEBUG of a missing key.
+pub(crate) const PFDEBUG_NO_KEY: &str = "ERR The specified key does not exist";
+/// PFDEBUG DECODE of a dense HyperLogLog.
+pub(crate) const PFDEBUG_NOT_SPARSE: &str = "ERR HLL encoding is not sparse";
+
+/// `ERR Unknown PFDEBUG subcommand 'x'` (the name as given).
+pub(crate) fn pfdebug_unknown(sub: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unknown PFDEBUG subcommand '{}'", lossy(sub))))
+}
+
+/// PFSELFTEST's failure replies.
+pub(crate) fn pfselftest_failed(failure: &crate::store::hll::SelftestFailure) -> Reply {
+    use crate::store::hll::SelftestFailure::*;
+    owned(match failure {
+        Register { index, expected, got } => {
+            format!("ERR TESTFAILED Register {index} should be {expected} but is {got}")
+        }
+        NotSparse => "ERR TESTFAILED sparse encoding not used".to_string(),
+        Disagree => "ERR TESTFAILED dense/sparse disagree".to_string(),
+        TooBigError { card, abs_err } => format!("ERR TESTFAILED Too big error. card:{card} abserr:{abs_err}"),
+    })
+}
+
 pub(crate) fn err(text: &'static str) -> Reply {
     Reply::Error(Cow::Borrowed(text))
 }

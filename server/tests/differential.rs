@@ -664,6 +664,10 @@ const NOT_FUZZED: &[(&str, &str)] = &[
     ("punsubscribe", "pub/sub context"),
     ("wait", "waits"),
     (
+        "pfselftest",
+        "ten million adds: longer than the client waits (tests/hll.rs runs it)",
+    ),
+    (
         "script|debug",
         "YES and SYNC start Redis's Lua debugger, which coordis does not have (README)",
     ),
@@ -691,6 +695,110 @@ fn random_commands_across_every_family_match_redis() {
     random_differential("random differential over every command", seeds, |seed| {
         (format!("random commands seed {seed}"), random_any_commands(seed, 2000))
     });
+}
+
+/// Random HyperLogLog sequences (fixed seeds): PFADD of elements from pools
+/// of several sizes (so keys stay sparse, split and merge runs, or turn
+/// dense), PFCOUNT of one key (the cache) and several, PFMERGE, PFDEBUG,
+/// the HLL's bytes read back (GET) and broken by SETRANGE and APPEND, other
+/// types among the keys, and `hll-sparse-max-bytes` changed on the way.
+#[test]
+fn random_hll_sequences_match_redis() {
+    random_differential("random hll differential", 12, |seed| {
+        (format!("random hll seed {seed}"), random_hll_commands(seed, 400))
+    });
+}
+
+fn random_hll_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x411);
+    let keys = ["p1", "p2", "p3", "p4", "str", "list", "nokey"];
+    let mut out: Vec<Vec<String>> = vec![
+        vec!["SET".into(), "str".into(), "hello".into()],
+        vec!["RPUSH".into(), "list".into(), "a".into()],
+    ];
+    for _ in 0..n {
+        let key = |rng: &mut fastrand::Rng| keys[rng.usize(..keys.len())].to_string();
+        let hll_key = |rng: &mut fastrand::Rng| keys[rng.usize(..4)].to_string();
+        let cmd: Vec<String> = match rng.u32(0..24) {
+            0..=8 => {
+                // Element pools of 30, 3000 and 300000 distinct values.
+                let pool = [30, 3000, 300_000][rng.usize(..3)];
+                let mut c = vec![
+                    "PFADD".into(),
+                    if rng.u32(0..10) == 0 {
+                        key(&mut rng)
+                    } else {
+                        hll_key(&mut rng)
+                    },
+                ];
+                let most = [4, 40, 400][rng.usize(..3)];
+                for _ in 0..rng.usize(0..most) {
+                    c.push(format!("e{}", rng.u32(0..pool)));
+                }
+                c
+            }
+            9..=11 => vec!["PFCOUNT".into(), hll_key(&mut rng)],
+            12..=13 => {
+                let mut c = vec!["PFCOUNT".into()];
+                c.extend((0..rng.usize(1..4)).map(|_| key(&mut rng)));
+                c
+            }
+            14..=15 => {
+                let mut c = vec!["PFMERGE".into(), hll_key(&mut rng)];
+                c.extend((0..rng.usize(0..3)).map(|_| key(&mut rng)));
+                c
+            }
+            16..=17 => {
+                let sub = ["GETREG", "DECODE", "ENCODING", "TODENSE", "NOSUCH"][rng.usize(..5)];
+                vec!["PFDEBUG".into(), sub.into(), key(&mut rng)]
+            }
+            18..=19 => vec!["GET".into(), hll_key(&mut rng)],
+            20 => {
+                // Break a register run, the header or the cache.
+                let at = [4, 8, 15, 16, 17, 18, 19, 40, 12303][rng.usize(..9)];
+                let bytes = [r"\x00", r"\x7f", r"\xff", r"\x40\x00", "x"][rng.usize(..5)];
+                vec!["SETRANGE".into(), hll_key(&mut rng), at.to_string(), bytes.into()]
+            }
+            21 => vec!["APPEND".into(), hll_key(&mut rng), r"\x80".into()],
+            22 => vec!["DEL".into(), hll_key(&mut rng)],
+            _ => {
+                let bytes = ["3000", "40", "200", "0"][rng.usize(..4)];
+                vec![
+                    "CONFIG".into(),
+                    "SET".into(),
+                    "hll-sparse-max-bytes".into(),
+                    bytes.into(),
+                ]
+            }
+        };
+        out.push(cmd);
+    }
+    out.push(vec![
+        "CONFIG".into(),
+        "SET".into(),
+        "hll-sparse-max-bytes".into(),
+        "3000".into(),
+    ]);
+    out.into_iter()
+        .map(|c| c.into_iter().map(|a| unescape(&a)).collect())
+        .collect()
+}
+
+/// `\\xHH` escapes in a generated argument as their bytes.
+fn unescape(arg: &str) -> Vec<u8> {
+    let mut out = vec![];
+    let b = arg.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && i + 3 < b.len() {
+            out.push(u8::from_str_radix(&arg[i + 2..i + 4], 16).expect("hex escape"));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Runs seeds `1..=seeds` of a random command stream (`generate` names
@@ -743,7 +851,7 @@ fn random_any_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
             }
         }
     }
-    let keys = ["s1", "s2", "l1", "h1", "z1", "st1", "x1", "nokey"];
+    let keys = ["s1", "s2", "l1", "h1", "z1", "st1", "x1", "p1", "nokey"];
     let values = [
         "v",
         "",
@@ -865,6 +973,7 @@ fn random_any_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
         vec!["XADD", "x1", "1-1", "f", "v"],
         vec!["XADD", "x1", "2-1", "g", "w"],
         vec!["XGROUP", "CREATE", "x1", "g", "0"],
+        vec!["PFADD", "p1", "a", "b", "c"],
     ];
     let mut out: Vec<Vec<String>> = vec![];
     let mut in_multi = false;

@@ -98,6 +98,7 @@ pub(crate) mod coordis;
 mod ctx;
 pub(crate) mod functions;
 pub(crate) mod hash;
+pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod keyspecs;
 pub(crate) mod list;

@@ -281,6 +281,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(list::COMMANDS.iter())
         .chain(set::COMMANDS.iter())
         .chain(bitmap::COMMANDS.iter())
+        .chain(hll::COMMANDS.iter())
         .chain(stream::COMMANDS.iter())
         .chain(sort::COMMANDS.iter())
         .chain(scripting::COMMANDS.iter())

@@ -463,6 +463,16 @@ impl Db {
         done
     }
 
+    /// The boxed bytes of a long string value of `key`, to be changed in
+    /// place (the caller marks a change with [`Db::touch`]). `None` for a
+    /// short string (change it with [`Db::overwrite_str`] or
+    /// [`Db::replace_value`]), another type, or no key. The caller has
+    /// looked the key up (and so expired it).
+    pub fn long_str_mut(&mut self, key: &[u8]) -> Option<&mut Bytes> {
+        let hash = self.hash(key);
+        self.map.find_mut(hash, |i| i.key() == key)?.boxed_str_mut()
+    }
+
     /// Replaces the value of an existing key, keeping its deadline (KEEPTTL,
     /// APPEND, INCR...). Inserts without deadline when the key is absent.
     pub fn replace_value(&mut self, key: &[u8], value: Value) {

@@ -387,6 +387,19 @@ impl Item {
         true
     }
 
+    /// The boxed `Bytes` of a long string, to be changed in place (an HLL
+    /// written register by register). `None` for a short (inline) string or
+    /// another type.
+    pub fn boxed_str_mut(&mut self) -> Option<&mut Bytes> {
+        let (_, tag, _) = self.header();
+        match tag {
+            // SAFETY: a BoxedStr payload holds a live boxed Bytes (see
+            // `value`); `&mut self` makes the borrow exclusive.
+            Tag::BoxedStr => Some(unsafe { &mut *self.payload().cast::<*mut Bytes>().read_unaligned() }),
+            Tag::InlineStr | Tag::ZSet | Tag::HashPacked | Tag::HashTable | Tag::List | Tag::Set | Tag::Stream => None,
+        }
+    }
+
     /// A string value as `Bytes`: a reference for long strings, a copy of
     /// short ones. `None` for other types.
     pub fn str_bytes(&self) -> Option<Bytes> {

@@ -46,6 +46,7 @@ pub(crate) mod db;
 pub(crate) mod digest;
 pub(crate) mod glob;
 pub(crate) mod hash;
+pub(crate) mod hll;
 pub(crate) mod item;
 pub(crate) mod list;
 pub(crate) mod num;
