@@ -662,6 +662,11 @@ const NOT_FUZZED: &[(&str, &str)] = &[
     ("psubscribe", "subscribes the connection"),
     ("unsubscribe", "pub/sub context"),
     ("punsubscribe", "pub/sub context"),
+    ("ssubscribe", "subscribes the connection"),
+    ("sunsubscribe", "pub/sub context"),
+    // Files in the server's directory (tests/rdb.rs and tests/aof.rs).
+    ("save", "writes the server's files"),
+    ("bgrewriteaof", "writes the server's files"),
     ("wait", "waits"),
     (
         "pfselftest",
