@@ -43,6 +43,7 @@
 pub(crate) mod arena;
 pub(crate) mod clock;
 pub(crate) mod db;
+pub(crate) mod geohash;
 pub(crate) mod glob;
 pub(crate) mod hash;
 pub(crate) mod item;
