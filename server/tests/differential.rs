@@ -381,7 +381,7 @@ fn random_geo_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
                     };
                     c.extend([pick(&mut rng, &radii), unit]);
                 }
-                let stores = variant == 5 || (variant % 2 == 0 && variant < 4 && rng.u32(0..3) == 0);
+                let stores = variant == 5 || (matches!(variant, 0 | 2) && rng.u32(0..3) == 0);
                 if !stores || rng.u32(0..10) == 0 {
                     for with in ["WITHDIST", "WITHCOORD", "WITHHASH"] {
                         if rng.bool() {

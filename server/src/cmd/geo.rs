@@ -221,9 +221,9 @@ enum Search {
     /// GEORADIUSBYMEMBER, GEORADIUSBYMEMBER_RO.
     Member { store: bool },
     /// GEOSEARCH.
-    Search,
+    Area,
     /// GEOSEARCHSTORE.
-    SearchStore,
+    AreaStore,
 }
 
 impl Search {
@@ -232,7 +232,7 @@ impl Search {
     }
 
     fn is_search(self) -> bool {
-        matches!(self, Search::Search | Search::SearchStore)
+        matches!(self, Search::Area | Search::AreaStore)
     }
 }
 
@@ -283,11 +283,11 @@ fn georadiusbymember_ro(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn geosearch(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    search(ctx, args, 1, Search::Search)
+    search(ctx, args, 1, Search::Area)
 }
 
 fn geosearchstore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    search(ctx, args, 2, Search::SearchStore)
+    search(ctx, args, 2, Search::AreaStore)
 }
 
 /// A search's options, as Redis's `georadiusGeneric` reads them.
@@ -335,8 +335,8 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
             }
             5
         }
-        Search::Search => 2,
-        Search::SearchStore => {
+        Search::Area => 2,
+        Search::AreaStore => {
             o.store = Some(1);
             3
         }
@@ -371,7 +371,7 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
             o.store = Some(at + 1);
             o.storedist = is(arg, "storedist");
             i += 1;
-        } else if is(arg, "storedist") && how == Search::SearchStore {
+        } else if is(arg, "storedist") && how == Search::AreaStore {
             o.storedist = true;
         } else if is(arg, "frommember") && i + 1 < remaining && how.is_search() && !fromlonlat {
             // Without a source key the member is not looked up: the
@@ -404,7 +404,7 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
         i += 1;
     }
     if o.store.is_some() && (o.withdist || o.withhash || o.withcoord) {
-        return err(if how == Search::SearchStore {
+        return err(if how == Search::AreaStore {
             errors::GEOSEARCHSTORE_WITH
         } else {
             errors::GEO_STORE_WITH
