@@ -682,8 +682,10 @@ mod tests {
     fn distances_have_four_decimals_rounded_half_to_even() {
         assert_eq!(format_distance(0.0), "0.0000");
         assert_eq!(format_distance(166274.15156960033), "166274.1516");
-        assert_eq!(format_distance(0.00005), "0.0000");
-        assert_eq!(format_distance(0.00015), "0.0002");
+        // Exact ties (2^-5 and 3 * 2^-5, times 10^4: 312.5 and 937.5).
+        assert_eq!(format_distance(0.03125), "0.0312");
+        assert_eq!(format_distance(0.09375), "0.0938");
+        assert_eq!(format_distance(0.00001), "0.0000");
         assert_eq!(format_distance(12.5), "12.5000");
         assert_eq!(format_distance(-1.25), "-1.2500");
     }
