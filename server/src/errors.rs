@@ -101,6 +101,19 @@ pub(crate) const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same tim
 pub(crate) const INCR_SINGLE_PAIR: &str = "ERR INCR option supports a single increment-element pair";
 pub(crate) const LIMIT_NEEDS_BY: &str =
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+pub(crate) const GEO_UNIT: &str = "ERR unsupported unit provided. please use M, KM, FT, MI";
+pub(crate) const GEO_RADIUS_NOT_NUMBER: &str = "ERR need numeric radius";
+pub(crate) const GEO_RADIUS_NEGATIVE: &str = "ERR radius cannot be negative";
+pub(crate) const GEO_WIDTH_NOT_NUMBER: &str = "ERR need numeric width";
+pub(crate) const GEO_HEIGHT_NOT_NUMBER: &str = "ERR need numeric height";
+pub(crate) const GEO_BOX_NEGATIVE: &str = "ERR height or width cannot be negative";
+pub(crate) const GEO_COUNT_NOT_POSITIVE: &str = "ERR COUNT must be > 0";
+pub(crate) const GEO_MEMBER_UNKNOWN: &str = "ERR could not decode requested zset member";
+pub(crate) const GEO_ANY_WITHOUT_COUNT: &str = "ERR the ANY argument requires COUNT argument";
+pub(crate) const GEO_STORE_WITH: &str =
+    "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and WITHCOORD options";
+pub(crate) const GEOSEARCHSTORE_WITH: &str =
+    "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options";
 pub(crate) const WITHSCORES_BYLEX: &str = "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
 pub(crate) const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
 pub(crate) const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
@@ -534,5 +547,28 @@ pub(crate) fn tracking_prefix_overlaps_other(prefix: &[u8], other: &[u8]) -> Rep
         "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
         lossy(prefix),
         lossy(other)
+    )))
+}
+
+/// A coordinate pair outside the valid ranges (GEOADD, GEORADIUS,
+/// FROMLONLAT), printed with C's `%f`.
+pub(crate) fn geo_invalid_pair(lon: f64, lat: f64) -> Reply {
+    owned(format!("ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"))
+}
+
+/// GEOSEARCH or GEOSEARCHSTORE without FROMMEMBER or FROMLONLAT; `cmd` as
+/// the client spelled it.
+pub(crate) fn geo_needs_center(cmd: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {}",
+        lossy(cmd)
+    )))
+}
+
+/// GEOSEARCH or GEOSEARCHSTORE without BYRADIUS or BYBOX.
+pub(crate) fn geo_needs_shape(cmd: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR exactly one of BYRADIUS and BYBOX can be specified for {}",
+        lossy(cmd)
     )))
 }

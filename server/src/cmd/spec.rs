@@ -277,6 +277,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .iter()
         .chain(keys::COMMANDS.iter())
         .chain(zset::COMMANDS.iter())
+        .chain(geo::COMMANDS.iter())
         .chain(hash::COMMANDS.iter())
         .chain(list::COMMANDS.iter())
         .chain(set::COMMANDS.iter())
