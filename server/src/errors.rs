@@ -95,6 +95,13 @@ pub(crate) const NO_CONFIG_FILE: &str = "ERR The server is running without a con
 pub(crate) const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
 pub(crate) const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
 pub(crate) const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
+/// SHUTDOWN whose final save failed (without FORCE): the server goes on.
+pub(crate) const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
+/// Writes (and PING) after a failed background save, with save points set
+/// and `stop-writes-on-bgsave-error yes` (Redis's `shared.bgsaveerr`).
+pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+/// Commands without the `loading` flag while the dataset loads.
+pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub(crate) const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub(crate) const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
 pub(crate) const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
