@@ -106,7 +106,13 @@ pub(crate) struct Loaded {
     pub(crate) functions: Vec<Bytes>,
     /// Keys left out because their deadline had passed.
     pub(crate) expired: u64,
+    /// Keys left out because their value was empty (files from before
+    /// Redis fixed #8453 can hold them).
+    pub(crate) empty_skipped: u64,
 }
+
+/// Empty keys logged by name, at most (Redis's limit).
+const EMPTY_KEYS_LOGGED: u64 = 10;
 
 /// Reads an RDB file's bytes (Redis's `rdbLoad`): every key live at
 /// `now_ms` into a database below `databases`, and the libraries.
@@ -143,7 +149,12 @@ pub(crate) fn read_dataset(bytes: &[u8], config: &Config, now_ms: u64) -> Result
                 )));
             }
             Item::ResizeDb { .. } => {}
-            Item::EmptyKey { .. } => {}
+            Item::EmptyKey { key, .. } => {
+                if loaded.empty_skipped < EMPTY_KEYS_LOGGED {
+                    tracing::warn!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(&key));
+                }
+                loaded.empty_skipped += 1;
+            }
             Item::Key {
                 db,
                 key,
@@ -189,11 +200,20 @@ pub(crate) fn load_at_start(config: &Config, now_ms: u64) -> std::io::Result<Opt
     let started = std::time::Instant::now();
     match read_dataset(&bytes, config, now_ms) {
         Ok(loaded) => {
-            tracing::info!(
-                "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                loaded.keys.len(),
-                loaded.expired
-            );
+            if loaded.empty_skipped > 0 {
+                tracing::info!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+                    loaded.keys.len(),
+                    loaded.expired,
+                    loaded.empty_skipped
+                );
+            } else {
+                tracing::info!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}.",
+                    loaded.keys.len(),
+                    loaded.expired
+                );
+            }
             tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
             Ok(Some(loaded))
         }
