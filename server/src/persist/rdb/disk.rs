@@ -32,10 +32,36 @@ pub(crate) fn write_options(config: &Config) -> WriteOptions {
     }
 }
 
-/// Writes the whole dataset as an RDB file into `sink`: the aux fields
-/// Redis 7.0.15 writes for a save without replication, the function
-/// libraries, then every database with keys. `now_ms` is the clock's time
-/// (keys already past their deadline are left out).
+/// What kind of file is written: `dir/dbfilename` or an append-only
+/// file's base (the RDB preamble, aux `aof-base 1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    Save,
+    AofBase,
+}
+
+/// Starts a file: the header and the aux fields Redis 7.0.15 writes for a
+/// save without replication (`rdbSaveInfoAuxFields`).
+pub(crate) fn start_file<W: Write>(
+    sink: W,
+    config: &Config,
+    now_ms: u64,
+    used_mem: u64,
+    purpose: Purpose,
+) -> Result<Writer<W>, SaveError> {
+    let aux = [
+        ("redis-ver", AuxValue::Str(crate::REDIS_VERSION)),
+        ("redis-bits", AuxValue::Int(REDIS_BITS)),
+        ("ctime", AuxValue::Int((now_ms / 1000) as i64)),
+        ("used-mem", AuxValue::Int(used_mem as i64)),
+        ("aof-base", AuxValue::Int(i64::from(purpose == Purpose::AofBase))),
+    ];
+    Writer::start(sink, write_options(config), &aux)
+}
+
+/// Writes the whole dataset as an RDB file into `sink`: the aux fields,
+/// the function libraries, then every database with keys. `now_ms` is the
+/// clock's time (keys already past their deadline are left out).
 pub(crate) fn write_dataset<W: Write>(
     sink: W,
     dbs: &[Db],
@@ -43,15 +69,9 @@ pub(crate) fn write_dataset<W: Write>(
     config: &Config,
     now_ms: u64,
     used_mem: u64,
+    purpose: Purpose,
 ) -> Result<W, SaveError> {
-    let aux = [
-        ("redis-ver", AuxValue::Str(crate::REDIS_VERSION)),
-        ("redis-bits", AuxValue::Int(REDIS_BITS)),
-        ("ctime", AuxValue::Int((now_ms / 1000) as i64)),
-        ("used-mem", AuxValue::Int(used_mem as i64)),
-        ("aof-base", AuxValue::Int(0)),
-    ];
-    let mut w = Writer::start(sink, write_options(config), &aux)?;
+    let mut w = start_file(sink, config, now_ms, used_mem, purpose)?;
     for code in libraries {
         w.function(code)?;
     }
@@ -75,7 +95,15 @@ pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64
     let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let result = (|| -> Result<(), SaveError> {
         let file = std::fs::File::create(&temp)?;
-        let w = write_dataset(BufWriter::new(file), dbs, libraries, config, now_ms, used_mem)?;
+        let w = write_dataset(
+            BufWriter::new(file),
+            dbs,
+            libraries,
+            config,
+            now_ms,
+            used_mem,
+            Purpose::Save,
+        )?;
         let file = w.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
         file.sync_all()?;
         std::fs::rename(&temp, &target)?;
