@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coordis::testing::{compare_datasets, dataset, RawClient, RedisServer, ServerProcess};
+use coordis::testing::{compare_datasets, compare_digests, dataset, RawClient, RedisServer, ServerProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_coordis-server");
 const DBS: &[usize] = &[0, 1, 2];
@@ -133,7 +133,18 @@ fn check_aof(dir: &Path) {
 #[test]
 fn coordis_files_pass_redis_check_aof_and_load_into_redis_and_back() {
     let dir = TempDir::new("to-redis");
-    let mut server = coordis(&dir, &["--appendfsync", "always", "--aof-timestamp-enabled", "yes"]).unwrap();
+    let mut server = coordis(
+        &dir,
+        &[
+            "--appendfsync",
+            "always",
+            "--aof-timestamp-enabled",
+            "yes",
+            "--aof-use-rdb-preamble",
+            "no",
+        ],
+    )
+    .unwrap();
     let mut c = RawClient::connect(server.addr()).unwrap();
     workload(&mut c, "before");
     assert_eq!(
@@ -183,6 +194,108 @@ fn coordis_files_pass_redis_check_aof_and_load_into_redis_and_back() {
         diff.join("\n")
     );
     assert!(before.len() > 20);
+}
+
+/// A copy of `from`'s append-only directory in a new temporary directory
+/// (so a second server loads the files without sharing them).
+fn copy_aof_dir(from: &TempDir, tag: &str) -> TempDir {
+    let to = TempDir::new(tag);
+    std::fs::create_dir_all(to.aof_dir()).unwrap();
+    for entry in std::fs::read_dir(from.aof_dir()).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.aof_dir().join(entry.file_name())).unwrap();
+    }
+    to
+}
+
+/// The file names of the manifest, base first.
+fn manifest_files(dir: &TempDir) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.aof_dir().join("appendonly.aof.manifest")).unwrap();
+    text.lines().map(|l| l.split(' ').nth(1).unwrap().to_string()).collect()
+}
+
+fn digest(c: &mut RawClient) -> Vec<u8> {
+    ok(c, &["DEBUG", "DIGEST"])
+}
+
+/// Waits for Redis's background rewrite number `n` to be done.
+fn wait_for_rewrite(c: &mut RawClient, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(c, "aof_rewrite_in_progress") != "0" || info_field(c, "aof_rewrites") != n.to_string() {
+        assert!(Instant::now() < deadline, "the rewrite did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `aof-use-rdb-preamble yes`, the default: coordis's base is an RDB file
+/// (`.base.rdb`, `aof-base 1`) that passes redis-check-aof and that Redis
+/// and coordis load to the same DEBUG DIGEST; Redis's own such directory
+/// loads into coordis with Redis's digest.
+#[test]
+fn the_rdb_preamble_loads_both_ways_with_the_same_digest() {
+    const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
+    // coordis's files.
+    let dir = TempDir::new("preamble-out");
+    let mut server = coordis(&dir, &["--appendfsync", "always", DEBUG[0], DEBUG[1]]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    workload(&mut c, "before");
+    ok(&mut c, &["BGREWRITEAOF"]);
+    wait_for_rewrite(&mut c, 1);
+    workload(&mut c, "after");
+    let files = manifest_files(&dir);
+    assert_eq!(files, ["appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof"]);
+    let base = std::fs::read(dir.aof_dir().join(&files[0])).unwrap();
+    assert!(base.starts_with(b"REDIS0010"), "the base is an RDB file");
+    assert!(
+        base.windows(b"aof-base".len()).any(|w| w == b"aof-base"),
+        "the base carries aof-base"
+    );
+    let written = digest(&mut c);
+    drop(c);
+    server.terminate(Duration::from_secs(10)).unwrap();
+    let again = coordis(&dir, &[DEBUG[0], DEBUG[1]]).unwrap();
+    let mut c = RawClient::connect(again.addr()).unwrap();
+    assert_eq!(digest(&mut c), written, "coordis reloads its own files");
+    let copy = copy_aof_dir(&dir, "preamble-redis");
+    let Some(redis) = RedisServer::start(&["--appendonly", "yes", "--dir", copy.text(), DEBUG[0], DEBUG[1]]).unwrap()
+    else {
+        return;
+    };
+    check_aof(&dir.aof_dir());
+    let diff = compare_digests(again.addr(), redis.addr(), DBS).unwrap();
+    assert!(
+        diff.is_empty(),
+        "redis-server loaded coordis's files:\n{}",
+        diff.join("\n")
+    );
+    drop((c, again, redis));
+    // Redis's files.
+    let theirs_dir = TempDir::new("preamble-in");
+    let args = [
+        "--appendonly",
+        "yes",
+        "--dir",
+        theirs_dir.text(),
+        "--appendfsync",
+        "always",
+        DEBUG[0],
+        DEBUG[1],
+    ];
+    let redis = RedisServer::start(&args).unwrap().expect("Redis started before");
+    let mut c = RawClient::connect(redis.addr()).unwrap();
+    workload(&mut c, "before");
+    ok(&mut c, &["BGREWRITEAOF"]);
+    wait_for_rewrite(&mut c, 1);
+    workload(&mut c, "after");
+    assert!(
+        manifest_files(&theirs_dir)[0].ends_with(".base.rdb"),
+        "Redis wrote an RDB base"
+    );
+    let copy = copy_aof_dir(&theirs_dir, "preamble-coordis");
+    let ours = coordis(&copy, &[DEBUG[0], DEBUG[1]]).unwrap();
+    let diff = compare_digests(redis.addr(), ours.addr(), DBS).unwrap();
+    assert!(diff.is_empty(), "coordis loaded Redis's files:\n{}", diff.join("\n"));
+    assert!(dataset(ours.addr(), DBS).unwrap().len() > 20);
 }
 
 #[test]
@@ -421,7 +534,7 @@ fn config_set_appendonly_yes_rewrites_first() {
     assert!(!dir.aof_dir().exists());
     ok(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
     assert_eq!(info_field(&mut c, "aof_enabled"), "1");
-    let base = std::fs::read(dir.aof_dir().join("appendonly.aof.1.base.aof")).unwrap();
+    let base = std::fs::read(dir.aof_dir().join("appendonly.aof.1.base.rdb")).unwrap();
     assert!(base.windows(6).any(|w| w == b"before"), "the base holds the dataset");
     ok(&mut c, &["SET", "after", "2"]);
     ok(&mut c, &["CONFIG", "SET", "appendonly", "no"]);
@@ -459,7 +572,7 @@ fn the_files_are_rewritten_once_they_grow_past_the_thresholds() {
     assert!(base < 1024, "the rewritten base holds one key ({base} bytes)");
     let manifest = std::fs::read_to_string(dir.aof_dir().join("appendonly.aof.manifest")).unwrap();
     assert!(
-        manifest.contains("appendonly.aof.2.base.aof seq 2 type b"),
+        manifest.contains("appendonly.aof.2.base.rdb seq 2 type b"),
         "{manifest}"
     );
 }

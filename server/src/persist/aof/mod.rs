@@ -19,11 +19,14 @@
 //! INFO's `aof_*` fields and the staged power loss of the test-control
 //! plane ([`crash`]).
 //!
+//! The base is an RDB file (`<prefix>.<seq>.base.rdb`, aux `aof-base 1`)
+//! under `aof-use-rdb-preamble yes`, the default, else commands
+//! (`.base.aof`, [`rewrite`]); either loads, whatever the directive says.
+//!
 //! Differences from Redis, on purpose or for now: a rewrite runs under the
 //! engine lock (no fork; the forkless snapshot will make it background),
-//! so it is done when BGREWRITEAOF answers; the base file is always in the
-//! append-only format until the RDB codec lands (see [`load_rdb_base`] and
-//! [`rewrite`]); an old single-file `appendonly.aof` is not upgraded.
+//! so it is done when BGREWRITEAOF answers; an old single-file
+//! `appendonly.aof` is not upgraded.
 //!
 //! What must never happen here: a loaded command recorded as an effect, or
 //! the engine lock held while waiting for anything but the writer.
@@ -216,7 +219,7 @@ fn load_file(
     }
     if data.starts_with(b"REDIS") {
         tracing::info!("Reading RDB base file on AOF loading...");
-        return load_rdb_base(dbs, state, &data, name).map(|()| false);
+        return load_rdb_base(dbs, state, scripting, &data, name).map(|()| false);
     }
     let parsed = load::parse(&data);
     replay(dbs, state, scripting, &parsed.commands, name)?;
@@ -255,12 +258,33 @@ fn load_file(
     }
 }
 
-/// An RDB base file (`aof-use-rdb-preamble yes` in Redis). THE ONE PLACE
-/// the RDB codec (branch `rdb`) will be called from; until it lands such a
-/// base is refused with Redis's log line and loading stops.
-fn load_rdb_base(_dbs: &mut [Db], _state: &mut ServerState, _data: &[u8], name: &str) -> Result<(), ()> {
-    tracing::warn!("Error reading the RDB base file {name}, AOF loading aborted");
-    Err(())
+/// An RDB base file (`aof-use-rdb-preamble yes`): its keys and libraries
+/// installed. Keys past their deadline are loaded too, as Redis loads a
+/// preamble (the incremental files may still act on them; expiry then
+/// removes them).
+fn load_rdb_base(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    data: &[u8],
+    name: &str,
+) -> Result<(), ()> {
+    /// Nothing is past its deadline at time 0.
+    const LOAD_EVERY_KEY: u64 = 0;
+    let failed = |why: &dyn std::fmt::Display| {
+        tracing::warn!("Error reading the RDB base file {name}, AOF loading aborted: {why}");
+    };
+    let loaded =
+        crate::persist::rdb::disk::read_dataset(data, &state.config, LOAD_EVERY_KEY).map_err(|e| failed(&e))?;
+    if !loaded.functions.is_empty() {
+        scripting
+            .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
+            .map_err(|e| failed(&format!("{e:?}")))?;
+    }
+    for (db, key, value, expire_at) in loaded.keys {
+        dbs[db].insert(&key, value, expire_at);
+    }
+    Ok(())
 }
 
 /// Replays `commands` through the execution core as one client of its
@@ -315,7 +339,7 @@ fn open_on_start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Script
     let mut m = state.aof.manifest.clone();
     let had_incr = !m.incr.is_empty();
     if m.base.is_none() && !had_incr {
-        let name = m.new_base(&prefix, false);
+        let name = m.new_base(&prefix, state.config.aof.use_rdb_preamble);
         let size = write_base(dbs, state, scripting, &dir, &name).map_err(|e| {
             tracing::warn!("Write error writing append only file on disk: {e}");
         })?;
@@ -370,19 +394,21 @@ pub(crate) fn configure(state: &ServerState) {
 }
 
 /// Writes the dataset as a base file `name` in `dir` (through a temporary
-/// file, fsynced, renamed); its size.
+/// file, fsynced, renamed); its size. An RDB under `aof-use-rdb-preamble`
+/// (the caller named it `.base.rdb`), else commands.
 fn write_base(dbs: &[Db], state: &ServerState, scripting: &Scripting, dir: &Path, name: &str) -> std::io::Result<u64> {
     let temp_name = temp_base_name();
     use std::io::Write;
-    // aof-use-rdb-preamble yes writes an RDB base once the RDB codec is in
-    // (branch `rdb`); until then the base is in the append-only format
-    // whatever the directive says (and named `.base.aof` accordingly).
-    let bytes = rewrite::dataset(
-        dbs,
-        scripting.libraries(),
-        state.clock.now_ms(),
-        state.config.aof.timestamps,
-    );
+    let now = state.clock.now_ms();
+    let bytes = if state.config.aof.use_rdb_preamble {
+        let libraries: Vec<Bytes> = scripting.libraries().iter().map(|l| l.code.clone()).collect();
+        let used = crate::process::allocator().allocated;
+        use crate::persist::rdb::disk::{write_dataset, Purpose};
+        write_dataset(Vec::new(), dbs, &libraries, &state.config, now, used, Purpose::AofBase)
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+    } else {
+        rewrite::dataset(dbs, scripting.libraries(), now, state.config.aof.timestamps).to_vec()
+    };
     let temp = dir.join(&temp_name);
     let mut file = File::create(&temp)?;
     file.write_all(&bytes)?;
@@ -438,7 +464,7 @@ fn rewrite_files(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting)
         None => attach(state, file).map_err(|()| "Can't start the AOF writer".to_string())?,
     }
     state.aof.manifest = m.clone();
-    let base = m.new_base(&prefix, false);
+    let base = m.new_base(&prefix, state.config.aof.use_rdb_preamble);
     let size = write_base(dbs, state, scripting, &dir, &base).map_err(|e| {
         let text = format!("Write error writing append only file on disk: {e}");
         tracing::warn!("{text}");

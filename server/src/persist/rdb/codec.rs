@@ -7,20 +7,20 @@
 //! Writer, [`Out`] (bytes appended to a `Vec<u8>`):
 //! - `Out::new(compress)`: `compress` is `rdbcompression` (LZF for strings
 //!   longer than 20 bytes, as Redis).
-//! - `put_u8`, `put_bytes`, `put_u16_le`, `put_u32_le`, `put_u64_le`,
-//!   `put_u32_be`, `put_u64_be`: raw fields.
+//! - `put_u8`, `put_bytes`, `put_u32_be`, `put_u64_be`: raw fields.
 //! - `put_len(n)`: a length (6/14/32/64-bit form, the shortest as Redis).
 //! - `put_string(s)`: a string: int-encoded (8/16/32-bit) when `s` is the
 //!   canonical text of such an integer, else LZF when enabled and it
 //!   shrinks by more than four bytes, else plain.
 //! - `put_int(i)`: an integer as a string (Redis's
 //!   `rdbSaveLongLongAsStringObject`).
-//! - `put_double_bin(d)` (ZSET_2 scores), `put_double_text(d)` (old ZSET),
+//! - `put_double_bin(d)` (ZSET_2 scores), `put_double_text(d)` (old ZSET, tests only:
+//!   Redis 7 writes ZSET_2),
 //!   `put_ms(t)` (expiry and stream times, i64 LE).
 //!
 //! Reader, [`Input`] over `&[u8]` (every read is bounds-checked and returns
 //! [`Corrupt`], never panics):
-//! - `u8()`, `bytes(n)`, `u16_le()`, `u32_le()`, `u64_le()`, `u32_be()`,
+//! - `u8()`, `bytes(n)`, `u64_le()`, `u32_be()`,
 //!   `u64_be()`, `i32_le()`.
 //! - `len()`: a plain length (an encoded one is an error); `len_or_enc()`:
 //!   [`Len`] (a length or a special string encoding's number).
@@ -32,7 +32,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 use super::lzf;
-use crate::store::num::{fmt_g17, parse_i64};
+#[cfg(test)]
+use crate::store::num::fmt_g17;
+use crate::store::num::parse_i64;
 
 /// The RDB version coordis writes (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
@@ -126,18 +128,6 @@ impl Out {
         self.buf.extend_from_slice(b);
     }
 
-    pub(crate) fn put_u16_le(&mut self, v: u16) {
-        self.put_bytes(&v.to_le_bytes());
-    }
-
-    pub(crate) fn put_u32_le(&mut self, v: u32) {
-        self.put_bytes(&v.to_le_bytes());
-    }
-
-    pub(crate) fn put_u64_le(&mut self, v: u64) {
-        self.put_bytes(&v.to_le_bytes());
-    }
-
     pub(crate) fn put_u32_be(&mut self, v: u32) {
         self.put_bytes(&v.to_be_bytes());
     }
@@ -217,6 +207,7 @@ impl Out {
     /// A text double (old ZSET): a length byte, then the text (`%.17g`,
     /// or the integer's digits when the double is one), or 253/254/255
     /// for NaN, +inf and -inf.
+    #[cfg(test)]
     pub(crate) fn put_double_text(&mut self, d: f64) {
         if d.is_nan() {
             self.put_u8(DOUBLE_NAN);
@@ -283,14 +274,6 @@ impl<'a> Input<'a> {
 
     pub(crate) fn u8(&mut self) -> Result<u8> {
         Ok(self.array::<1>()?[0])
-    }
-
-    pub(crate) fn u16_le(&mut self) -> Result<u16> {
-        Ok(u16::from_le_bytes(self.array()?))
-    }
-
-    pub(crate) fn u32_le(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.array()?))
     }
 
     pub(crate) fn i32_le(&mut self) -> Result<i32> {

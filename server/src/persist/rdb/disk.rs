@@ -32,10 +32,36 @@ pub(crate) fn write_options(config: &Config) -> WriteOptions {
     }
 }
 
-/// Writes the whole dataset as an RDB file into `sink`: the aux fields
-/// Redis 7.0.15 writes for a save without replication, the function
-/// libraries, then every database with keys. `now_ms` is the clock's time
-/// (keys already past their deadline are left out).
+/// What kind of file is written: `dir/dbfilename` or an append-only
+/// file's base (the RDB preamble, aux `aof-base 1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    Save,
+    AofBase,
+}
+
+/// Starts a file: the header and the aux fields Redis 7.0.15 writes for a
+/// save without replication (`rdbSaveInfoAuxFields`).
+pub(crate) fn start_file<W: Write>(
+    sink: W,
+    config: &Config,
+    now_ms: u64,
+    used_mem: u64,
+    purpose: Purpose,
+) -> Result<Writer<W>, SaveError> {
+    let aux = [
+        ("redis-ver", AuxValue::Str(crate::REDIS_VERSION)),
+        ("redis-bits", AuxValue::Int(REDIS_BITS)),
+        ("ctime", AuxValue::Int((now_ms / 1000) as i64)),
+        ("used-mem", AuxValue::Int(used_mem as i64)),
+        ("aof-base", AuxValue::Int(i64::from(purpose == Purpose::AofBase))),
+    ];
+    Writer::start(sink, write_options(config), &aux)
+}
+
+/// Writes the whole dataset as an RDB file into `sink`: the aux fields,
+/// the function libraries, then every database with keys. `now_ms` is the
+/// clock's time (keys already past their deadline are left out).
 pub(crate) fn write_dataset<W: Write>(
     sink: W,
     dbs: &[Db],
@@ -43,15 +69,9 @@ pub(crate) fn write_dataset<W: Write>(
     config: &Config,
     now_ms: u64,
     used_mem: u64,
+    purpose: Purpose,
 ) -> Result<W, SaveError> {
-    let aux = [
-        ("redis-ver", AuxValue::Str(crate::REDIS_VERSION)),
-        ("redis-bits", AuxValue::Int(REDIS_BITS)),
-        ("ctime", AuxValue::Int((now_ms / 1000) as i64)),
-        ("used-mem", AuxValue::Int(used_mem as i64)),
-        ("aof-base", AuxValue::Int(0)),
-    ];
-    let mut w = Writer::start(sink, write_options(config), &aux)?;
+    let mut w = start_file(sink, config, now_ms, used_mem, purpose)?;
     for code in libraries {
         w.function(code)?;
     }
@@ -75,7 +95,15 @@ pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64
     let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let result = (|| -> Result<(), SaveError> {
         let file = std::fs::File::create(&temp)?;
-        let w = write_dataset(BufWriter::new(file), dbs, libraries, config, now_ms, used_mem)?;
+        let w = write_dataset(
+            BufWriter::new(file),
+            dbs,
+            libraries,
+            config,
+            now_ms,
+            used_mem,
+            Purpose::Save,
+        )?;
         let file = w.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
         file.sync_all()?;
         std::fs::rename(&temp, &target)?;
@@ -106,7 +134,13 @@ pub(crate) struct Loaded {
     pub(crate) functions: Vec<Bytes>,
     /// Keys left out because their deadline had passed.
     pub(crate) expired: u64,
+    /// Keys left out because their value was empty (files from before
+    /// Redis fixed #8453 can hold them).
+    pub(crate) empty_skipped: u64,
 }
+
+/// Empty keys logged by name, at most (Redis's limit).
+const EMPTY_KEYS_LOGGED: u64 = 10;
 
 /// Reads an RDB file's bytes (Redis's `rdbLoad`): every key live at
 /// `now_ms` into a database below `databases`, and the libraries.
@@ -143,7 +177,12 @@ pub(crate) fn read_dataset(bytes: &[u8], config: &Config, now_ms: u64) -> Result
                 )));
             }
             Item::ResizeDb { .. } => {}
-            Item::EmptyKey { .. } => {}
+            Item::EmptyKey { key, .. } => {
+                if loaded.empty_skipped < EMPTY_KEYS_LOGGED {
+                    tracing::warn!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(&key));
+                }
+                loaded.empty_skipped += 1;
+            }
             Item::Key {
                 db,
                 key,
@@ -189,11 +228,20 @@ pub(crate) fn load_at_start(config: &Config, now_ms: u64) -> std::io::Result<Opt
     let started = std::time::Instant::now();
     match read_dataset(&bytes, config, now_ms) {
         Ok(loaded) => {
-            tracing::info!(
-                "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                loaded.keys.len(),
-                loaded.expired
-            );
+            if loaded.empty_skipped > 0 {
+                tracing::info!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+                    loaded.keys.len(),
+                    loaded.expired,
+                    loaded.empty_skipped
+                );
+            } else {
+                tracing::info!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}.",
+                    loaded.keys.len(),
+                    loaded.expired
+                );
+            }
             tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
             Ok(Some(loaded))
         }

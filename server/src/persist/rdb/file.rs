@@ -161,17 +161,16 @@ pub(crate) enum Item {
     Aux(Vec<u8>, Vec<u8>),
     /// A function library's code.
     Function(Vec<u8>),
-    /// A database's resize hints.
-    ResizeDb { db: usize, keys: u64, expires: u64 },
-    /// A key. `idle` (seconds) and `freq` are the LRU/LFU hints of the
-    /// file, kept for when coordis tracks access (it does not yet).
+    /// A database's resize hints (read and checked; coordis's tables
+    /// grow on their own, so the counts are not kept).
+    ResizeDb { db: usize },
+    /// A key. The file's LRU/LFU hints are read and dropped: coordis does
+    /// not track access.
     Key {
         db: usize,
         key: Vec<u8>,
         value: Value,
         expire_at: u64,
-        idle: Option<u64>,
-        freq: Option<u8>,
     },
     /// A key whose value is empty (Redis skips it with a log line).
     EmptyKey { db: usize, key: Vec<u8> },
@@ -215,19 +214,12 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// The file's RDB version.
-    pub(crate) fn version(&self) -> u16 {
-        self.version
-    }
-
     /// The next item, or `None` after EOF (and the checksum's check).
     pub(crate) fn next_item(&mut self) -> Result<Option<Item>> {
         if self.done {
             return Ok(None);
         }
         let mut expire_at: u64 = 0;
-        let mut idle = None;
-        let mut freq = None;
         loop {
             let op = self.input.u8()?;
             match op {
@@ -239,8 +231,13 @@ impl<'a> Reader<'a> {
                     // the little-endian hosts coordis runs on is the same.
                     expire_at = self.input.ms()?.max(0) as u64;
                 }
-                opcodes::FREQ => freq = Some(self.input.u8()?),
-                opcodes::IDLE => idle = Some(self.input.len()?),
+                // LRU/LFU hints: read past (coordis does not track access).
+                opcodes::FREQ => {
+                    self.input.u8()?;
+                }
+                opcodes::IDLE => {
+                    self.input.len()?;
+                }
                 opcodes::EOF => {
                     self.done = true;
                     if self.version >= FIRST_CHECKSUM_VERSION {
@@ -261,13 +258,10 @@ impl<'a> Reader<'a> {
                     self.db = self.input.len_usize()?;
                 }
                 opcodes::RESIZEDB => {
-                    let keys = self.input.len()?;
-                    let expires = self.input.len()?;
-                    return Ok(Some(Item::ResizeDb {
-                        db: self.db,
-                        keys,
-                        expires,
-                    }));
+                    // The key and expire counts.
+                    self.input.len()?;
+                    self.input.len()?;
+                    return Ok(Some(Item::ResizeDb { db: self.db }));
                 }
                 opcodes::AUX => {
                     let k = self.input.string()?.into_owned();
@@ -289,8 +283,6 @@ impl<'a> Reader<'a> {
                             key,
                             value,
                             expire_at,
-                            idle,
-                            freq,
                         })),
                         Err(Corrupt::EmptyKey) => Ok(Some(Item::EmptyKey { db: self.db, key })),
                         Err(e) => Err(e),

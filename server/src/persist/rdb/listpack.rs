@@ -81,6 +81,7 @@ fn put_backlen(out: &mut Vec<u8>, len: usize) {
 
 /// The bytes an entry of `s` takes (encoding, data and backlen), with
 /// Redis's choice of encoding.
+#[cfg(test)]
 pub(crate) fn entry_size(s: &[u8]) -> usize {
     let enc = match parse_i64(s) {
         Some(v) => int_encoding_size(v),
@@ -204,6 +205,7 @@ impl Builder {
 }
 
 /// A listpack of `items` (each as [`Builder::push`]).
+#[cfg(test)]
 pub(crate) fn encode<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut b = Builder::new();
     for item in items {

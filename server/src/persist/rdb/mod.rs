@@ -6,13 +6,10 @@
 //! - [`crc64`], [`lzf`]: the checksum and the string compression.
 //! - [`listpack`], [`ziplist`], [`intset`], [`zipmap`]: the packed
 //!   encodings inside values.
-//! - [`stream`]: streams (filled in by the stream codec).
+//! - [`stream`]: streams.
 //!
 //! Everything here is a pure function over bytes and values: no locks,
 //! no I/O beyond an `impl Write` the caller hands in.
-
-// Until the value, file and stream codecs use every primitive.
-#![allow(dead_code)]
 
 pub(crate) mod codec;
 pub(crate) mod crc64;
@@ -71,8 +68,6 @@ pub(crate) mod opcodes {
 /// Why a value or file could not be written.
 #[derive(Debug)]
 pub(crate) enum SaveError {
-    /// A value coordis cannot write yet (say which).
-    Unsupported(&'static str),
     /// The sink failed.
     Io(std::io::Error),
 }
@@ -86,7 +81,6 @@ impl From<std::io::Error> for SaveError {
 impl std::fmt::Display for SaveError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SaveError::Unsupported(what) => f.write_str(what),
             SaveError::Io(e) => write!(f, "{e}"),
         }
     }

@@ -183,7 +183,10 @@ pub(crate) fn write(out: &mut Out, value: ValueRef<'_>, enc: &Encodings) -> std:
                 }
             }
         }
-        ValueRef::Stream(s) => stream::save(out, s)?,
+        ValueRef::Stream(s) => {
+            out.put_u8(types::STREAM_LISTPACKS_2);
+            stream::write(out, s);
+        }
     }
     Ok(())
 }
@@ -278,8 +281,8 @@ fn parse_score(s: &[u8]) -> Result<f64> {
 /// Reads a value of RDB type `rdb_type` (the type byte already read) into
 /// the encoding Redis would give it under `enc`'s directives. `deep` is
 /// `sanitize-dump-payload`'s deep validation (packed encodings are
-/// validated deeply whatever it says; it reaches the stream codec).
-pub(crate) fn read(input: &mut Input<'_>, rdb_type: u8, enc: &Encodings, deep: bool) -> Result<Value> {
+/// validated deeply whatever it says, the stream codec's too).
+pub(crate) fn read(input: &mut Input<'_>, rdb_type: u8, enc: &Encodings, _deep: bool) -> Result<Value> {
     let fill = Fill(enc.fill);
     match rdb_type {
         types::STRING => Ok(Value::Str(bytes::Bytes::from(input.string()?.into_owned()))),
@@ -381,7 +384,8 @@ pub(crate) fn read(input: &mut Input<'_>, rdb_type: u8, enc: &Encodings, deep: b
             hash_of(items, enc.hash)
         }
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => {
-            Ok(Value::Stream(Box::new(stream::load(input, rdb_type, deep)?)))
+            // Every packed part of a stream is validated whatever `deep` says.
+            Ok(Value::Stream(Box::new(stream::read(input, rdb_type)?)))
         }
         types::MODULE | types::MODULE_2 => Err(Corrupt::bad("Module values cannot be loaded: coordis has no modules")),
         other => Err(Corrupt::bad(format!("Unknown RDB encoding type {other}"))),
