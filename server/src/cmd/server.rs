@@ -830,7 +830,9 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
     let config = &ctx.server.config;
     match effect {
-        Effect::None => {}
+        // Applied by `set_runtime` itself (TLS cannot be turned on; the
+        // backlog's minimum).
+        Effect::None | Effect::Tls | Effect::ReplBacklog => {}
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::Notifications => {
             let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
@@ -1050,7 +1052,7 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     let mut parts: Vec<String> = vec![];
     if want("server") {
         parts.push(format!(
-            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
+            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
             REDIS_VERSION,
             crate::process::os_name(),
             std::process::id(),
@@ -1064,6 +1066,7 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             // Redis's LRU clock: seconds, 24 bits wide.
             (now / 1000) & 0xFF_FFFF,
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            s.config.config_file,
             env!("CARGO_PKG_VERSION"),
         ));
     }

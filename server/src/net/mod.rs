@@ -78,6 +78,9 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
     let mut listeners = Vec::new();
     let mut port = config.port;
     for host in &config.bind {
+        // `-addr`: optional, as in Redis: skipped where the address does
+        // not exist on this machine (no IPv6, say).
+        let optional = host.starts_with('-');
         let host = host.trim_start_matches('-');
         let host = match host {
             "*" => "0.0.0.0",
@@ -87,7 +90,11 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         let ip: std::net::IpAddr = host
             .parse()
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bind address '{host}'")))?;
-        let listener = TcpListener::bind(SocketAddr::new(ip, port)).await?;
+        let listener = match TcpListener::bind(SocketAddr::new(ip, port)).await {
+            Ok(l) => l,
+            Err(e) if optional && unavailable(&e) => continue,
+            Err(e) => return Err(e),
+        };
         port = listener.local_addr()?.port();
         listeners.push(listener);
     }
@@ -106,6 +113,14 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         engine,
         shared,
     })
+}
+
+/// Whether binding failed for want of the address or its family here
+/// (Redis's `EADDRNOTAVAIL`, `EAFNOSUPPORT`, ... for optional addresses).
+fn unavailable(e: &io::Error) -> bool {
+    /// `EAFNOSUPPORT`, `EPROTONOSUPPORT` and `ESOCKTNOSUPPORT` on Linux.
+    const NO_FAMILY: [i32; 3] = [97, 93, 94];
+    e.kind() == io::ErrorKind::AddrNotAvailable || e.raw_os_error().is_some_and(|n| NO_FAMILY.contains(&n))
 }
 
 impl Bound {
