@@ -15,6 +15,16 @@ const COORDIS_ONLY: &[&str] = &[
     "proto-max-multibulk-len",
 ];
 
+/// Redis's hidden directives (its test knobs): not in `CONFIG GET *`,
+/// shown and set by name.
+const HIDDEN: &[&str] = &[
+    "use-exit-on-panic",
+    "rdb-key-save-delay",
+    "key-load-delay",
+    "watchdog-period",
+    "loading-process-events-interval-bytes",
+];
+
 /// Directives whose value depends on how each server was started (the test
 /// harness passes `--save ''`; `dir` is Redis's working directory).
 const STARTED_DIFFERENTLY: &[&str] = &["port", "save", "dir"];
@@ -25,6 +35,26 @@ const IMMUTABLE_IN_COORDIS: &[&str] = &["port", "bind"];
 
 /// Values every directive is probed with (besides its current value).
 const PROBES: &[&str] = &["yes", "0", "-1", "1kb", "abc", "99999999999999999999", ""];
+
+/// Values particular directives are probed with besides [`PROBES`]: their
+/// several words, other names of a value, their own limits and texts.
+const EXTRA_PROBES: &[(&str, &[&str])] = &[
+    ("shutdown-on-sigint", &["save now", "SAVE NOSAVE", "force now save", "now bad", "default"]),
+    ("shutdown-on-sigterm", &["nosave force", "save  now", "DEFAULT"]),
+    ("oom-score-adj", &["relative", "absolute", "YES", "no"]),
+    ("oom-score-adj-values", &["1 2 3", "1 2", "-2001 0 0", "0 0 2000", "+1 -0 7", "0 200 800"]),
+    ("latency-tracking-info-percentiles", &["50.5 1e1", "101", "abc 1", "99.99999 0", "50  99", "50 99 99.9"]),
+    ("maxmemory-clients", &["10%", "101%", "100%", "-1%", "%", "5mb", "0"]),
+    ("proc-title-template", &["{title}", "{title} {port}", "{nosuch}", "{{x", "x}", "{", "{title} {listen-addr} {server-mode}"]),
+    ("cluster-announce-hostname", &["a.b-c", "a_b", "x y", ""]),
+    ("repl-backlog-size", &["20000", "16383", "1mb"]),
+    ("tls-cert-file", &["/nonexistent", ""]),
+    ("tls-replication", &["no"]),
+    ("activedefrag", &["no", "NO"]),
+    ("acl-pubsub-default", &["allchannels", "resetchannels"]),
+    ("repl-diskless-load", &["swapdb", "on-empty-db", "disabled"]),
+    ("unixsocketperm", &["700"]),
+];
 
 /// Probes that would make the test's Redis act on its surroundings.
 fn harmful(name: &str, value: &str) -> bool {
@@ -60,8 +90,21 @@ fn every_directive_matches_redis() {
     let mut ours = RawClient::connect(server.addr()).unwrap();
     let mut theirs = RawClient::connect(redis.addr()).unwrap();
     let all = bulks(&ours.command(&["CONFIG", "GET", "*"]).unwrap());
-    let names: Vec<String> = all.chunks(2).map(|p| p[0].clone()).collect();
-    assert!(names.len() > 50, "CONFIG GET * listed {names:?}");
+    let mut names: Vec<String> = all.chunks(2).map(|p| p[0].clone()).collect();
+    // CONFIG GET * lists exactly Redis's names (aliases too), and coordis's own.
+    let mut listed: Vec<String> = names.iter().filter(|n| !COORDIS_ONLY.contains(&n.as_str())).cloned().collect();
+    let mut redis_listed: Vec<String> = bulks(&theirs.command(&["CONFIG", "GET", "*"]).unwrap())
+        .chunks(2)
+        .map(|p| p[0].clone())
+        .collect();
+    listed.sort();
+    redis_listed.sort();
+    assert_eq!(listed, redis_listed, "CONFIG GET * names");
+    // Hidden directives are not listed, and answer by name.
+    for hidden in HIDDEN {
+        assert!(!names.iter().any(|n| n == hidden), "{hidden} listed");
+        names.push(hidden.to_string());
+    }
     let mut mismatches = vec![];
     let mut only_ours = vec![];
     let mut probes = 0;
@@ -82,7 +125,8 @@ fn every_directive_matches_redis() {
             continue;
         }
         let current = bulks(&get(&mut ours, name)).pop().unwrap_or_default();
-        for value in std::iter::once(current.as_str()).chain(PROBES.iter().copied()) {
+        let extra = EXTRA_PROBES.iter().filter(|(n, _)| n == name).flat_map(|(_, v)| v.iter().copied());
+        for value in std::iter::once(current.as_str()).chain(PROBES.iter().copied()).chain(extra) {
             if harmful(name, value) && value != current {
                 continue;
             }
