@@ -19,6 +19,9 @@ use std::path::PathBuf;
 
 use crate::errors;
 use crate::protocol::split_args;
+
+#[path = "config_rewrite.rs"]
+pub(crate) mod rewrite;
 use crate::store::{glob, num};
 
 /// All settings. The defaults are the directive table's (`DIRECTIVES`).
@@ -686,7 +689,10 @@ fn check_shutdown_flags(value: &str, _current: &str) -> Result<String, String> {
     if flags == 0 {
         return Ok(WORDS[0].into());
     }
-    let shown: Vec<&str> = (1..WORDS.len()).filter(|i| flags & (1 << (i - 1)) != 0).map(|i| WORDS[i]).collect();
+    let shown: Vec<&str> = (1..WORDS.len())
+        .filter(|i| flags & (1 << (i - 1)) != 0)
+        .map(|i| WORDS[i])
+        .collect();
     Ok(shown.join(" "))
 }
 
@@ -753,7 +759,10 @@ fn check_hostname(value: &str, _current: &str) -> Result<String, String> {
     if value.len() >= HOST_LEN {
         return Err(errors::directive::HOSTNAME_LONG.into());
     }
-    if !value.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
+    if !value
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
+    {
         return Err(errors::directive::HOSTNAME_CHARS.into());
     }
     Ok(value.to_string())
@@ -1155,7 +1164,10 @@ impl Config {
         // have to be configured, which coordis cannot.
         if let Some(name) = tls_changed {
             if staged.tls_enabled() {
-                return Err(SetError::Refused(name.to_string(), errors::directive::TLS_UNAVAILABLE.into()));
+                return Err(SetError::Refused(
+                    name.to_string(),
+                    errors::directive::TLS_UNAVAILABLE.into(),
+                ));
             }
         }
         *self = staged;
@@ -1251,20 +1263,33 @@ impl Config {
                 .into_iter()
                 .map(|w| String::from_utf8_lossy(&w).into_owned())
                 .collect();
-            let Some((name, args)) = words.split_first() else { continue };
+            let Some((name, args)) = words.split_first() else {
+                continue;
+            };
             let name = name.to_ascii_lowercase();
             if lookup(&name).is_none() {
                 if DEPRECATED.iter().any(|d| *d == name) && args.len() == 1 {
                     continue;
+                }
+                // What CONFIG REWRITE (Redis's too) writes for the users:
+                // coordis's only user is `default`, all allowed, and a file
+                // may say so; any other user needs ACLs coordis lacks.
+                if name == "user" && !args.is_empty() {
+                    if DEFAULT_USER
+                        .iter()
+                        .any(|u| u.split(' ').eq(args.iter().map(String::as_str)))
+                    {
+                        continue;
+                    }
+                    return Err(at(errors::directive::USERS_UNSUPPORTED.into()));
                 }
                 if name == "include" && args.len() == 1 {
                     if depth >= MAX_INCLUDE_DEPTH {
                         return Err(at("include nested too deeply".into()));
                     }
                     for path in include_paths(&cwd.join(&args[0]))? {
-                        let text = std::fs::read_to_string(&path).map_err(|e| {
-                            errors::directive::cannot_open(&path.display().to_string(), &io_reason(&e))
-                        })?;
+                        let text = std::fs::read_to_string(&path)
+                            .map_err(|e| errors::directive::cannot_open(&path.display().to_string(), &io_reason(&e)))?;
                         self.apply_text_in(&text, cwd, depth + 1, warn)?;
                     }
                     continue;
@@ -1331,8 +1356,20 @@ impl Config {
     }
 }
 
+/// The `user` lines that describe coordis's one user as it is: Redis's
+/// ACL description of the default user, with and without the flag Redis
+/// 7.0 adds under `sanitize-dump-payload`.
+const DEFAULT_USER: [&str; 2] = [
+    "default on nopass ~* &* +@all",
+    "default on nopass sanitize-payload ~* &* +@all",
+];
+
 /// Names Redis 7.0 still accepts in a config file and ignores.
-const DEPRECATED: [&str; 3] = ["list-max-ziplist-entries", "list-max-ziplist-value", "lua-replicate-commands"];
+const DEPRECATED: [&str; 3] = [
+    "list-max-ziplist-entries",
+    "list-max-ziplist-value",
+    "lua-replicate-commands",
+];
 
 /// How deep `include`s may nest (Redis has no limit and recurses until it
 /// crashes; a file including itself is an error here).

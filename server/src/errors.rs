@@ -301,6 +301,9 @@ pub(crate) mod directive {
     pub(crate) const HOSTNAME_LONG: &str = "Hostnames must be less than 256 characters";
     pub(crate) const HOSTNAME_CHARS: &str = "Hostnames may only contain alphanumeric characters, hyphens or dots";
     pub(crate) const DEFRAG_UNAVAILABLE: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";
+    /// coordis's own: a `user` line other than the default user's.
+    pub(crate) const USERS_UNSUPPORTED: &str =
+        "ACL users other than the default user (on nopass ~* &* +@all) are not supported by coordis";
     pub(crate) const TLS_UNAVAILABLE: &str = "Unable to update TLS configuration. Check server logs.";
     pub(crate) const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
     pub(crate) const BIND_FAILED: &str = "Failed to bind to specified addresses.";
@@ -319,8 +322,6 @@ pub(crate) mod directive {
     }
 }
 
-/// CONFIG REWRITE with no config file to rewrite.
-pub(crate) const CONFIG_REWRITE_NO_FILE: &str = "ERR The server is running without a config file";
 /// CONFIG REWRITE that could not write the file.
 pub(crate) fn config_rewrite_failed(why: &str) -> Reply {
     owned(sanitize(format!("ERR Rewriting config file: {why}")))

@@ -440,13 +440,21 @@ fn start_on_stock_file(conf: &std::path::Path, tag: &str) -> (u16, String, Vec<S
         });
     let mut c = wait_ready(([127, 0, 0, 1], port).into());
     let mut replies = vec![];
-    for probe in [&["CONFIG", "GET", "repl-diskless-load"][..], &["CONFIG", "GET", "client-output-buffer-limit"], &["INFO", "server"]] {
+    for probe in [
+        &["CONFIG", "GET", "repl-diskless-load"][..],
+        &["CONFIG", "GET", "client-output-buffer-limit"],
+        &["INFO", "server"],
+    ] {
         replies.push(String::from_utf8(c.command(probe).unwrap()).unwrap());
     }
     let err = stop_and_read_stderr(child);
     let _ = std::fs::remove_dir_all(&dir);
     // The config file as INFO reports it: the copy's absolute path.
-    assert!(replies[2].contains(&format!("config_file:{}\r\n", copy.display())), "{}", replies[2]);
+    assert!(
+        replies[2].contains(&format!("config_file:{}\r\n", copy.display())),
+        "{}",
+        replies[2]
+    );
     (port, err, replies)
 }
 

@@ -39,13 +39,33 @@ const PROBES: &[&str] = &["yes", "0", "-1", "1kb", "abc", "99999999999999999999"
 /// Values particular directives are probed with besides [`PROBES`]: their
 /// several words, other names of a value, their own limits and texts.
 const EXTRA_PROBES: &[(&str, &[&str])] = &[
-    ("shutdown-on-sigint", &["save now", "SAVE NOSAVE", "force now save", "now bad", "default"]),
+    (
+        "shutdown-on-sigint",
+        &["save now", "SAVE NOSAVE", "force now save", "now bad", "default"],
+    ),
     ("shutdown-on-sigterm", &["nosave force", "save  now", "DEFAULT"]),
     ("oom-score-adj", &["relative", "absolute", "YES", "no"]),
-    ("oom-score-adj-values", &["1 2 3", "1 2", "-2001 0 0", "0 0 2000", "+1 -0 7", "0 200 800"]),
-    ("latency-tracking-info-percentiles", &["50.5 1e1", "101", "abc 1", "99.99999 0", "50  99", "50 99 99.9"]),
+    (
+        "oom-score-adj-values",
+        &["1 2 3", "1 2", "-2001 0 0", "0 0 2000", "+1 -0 7", "0 200 800"],
+    ),
+    (
+        "latency-tracking-info-percentiles",
+        &["50.5 1e1", "101", "abc 1", "99.99999 0", "50  99", "50 99 99.9"],
+    ),
     ("maxmemory-clients", &["10%", "101%", "100%", "-1%", "%", "5mb", "0"]),
-    ("proc-title-template", &["{title}", "{title} {port}", "{nosuch}", "{{x", "x}", "{", "{title} {listen-addr} {server-mode}"]),
+    (
+        "proc-title-template",
+        &[
+            "{title}",
+            "{title} {port}",
+            "{nosuch}",
+            "{{x",
+            "x}",
+            "{",
+            "{title} {listen-addr} {server-mode}",
+        ],
+    ),
     ("cluster-announce-hostname", &["a.b-c", "a_b", "x y", ""]),
     ("repl-backlog-size", &["20000", "16383", "1mb"]),
     ("tls-cert-file", &["/nonexistent", ""]),
@@ -92,7 +112,11 @@ fn every_directive_matches_redis() {
     let all = bulks(&ours.command(&["CONFIG", "GET", "*"]).unwrap());
     let mut names: Vec<String> = all.chunks(2).map(|p| p[0].clone()).collect();
     // CONFIG GET * lists exactly Redis's names (aliases too), and coordis's own.
-    let mut listed: Vec<String> = names.iter().filter(|n| !COORDIS_ONLY.contains(&n.as_str())).cloned().collect();
+    let mut listed: Vec<String> = names
+        .iter()
+        .filter(|n| !COORDIS_ONLY.contains(&n.as_str()))
+        .cloned()
+        .collect();
     let mut redis_listed: Vec<String> = bulks(&theirs.command(&["CONFIG", "GET", "*"]).unwrap())
         .chunks(2)
         .map(|p| p[0].clone())
@@ -125,8 +149,14 @@ fn every_directive_matches_redis() {
             continue;
         }
         let current = bulks(&get(&mut ours, name)).pop().unwrap_or_default();
-        let extra = EXTRA_PROBES.iter().filter(|(n, _)| n == name).flat_map(|(_, v)| v.iter().copied());
-        for value in std::iter::once(current.as_str()).chain(PROBES.iter().copied()).chain(extra) {
+        let extra = EXTRA_PROBES
+            .iter()
+            .filter(|(n, _)| n == name)
+            .flat_map(|(_, v)| v.iter().copied());
+        for value in std::iter::once(current.as_str())
+            .chain(PROBES.iter().copied())
+            .chain(extra)
+        {
             if harmful(name, value) && value != current {
                 continue;
             }
@@ -218,4 +248,159 @@ fn config_set_of_several_pairs_matches_redis() {
             assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{case:?}");
         }
     }
+}
+
+/// A temp dir removed on drop (also when the test fails).
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("coordis-rewrite-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The config file both servers start from: comments, an alias, a
+/// directive twice, several `save` and `client-output-buffer-limit` lines,
+/// an include (what it sets has no line here), blank runs.
+fn rewrite_fixture(dir: &std::path::Path, extra: &std::path::Path) -> std::path::PathBuf {
+    let conf = dir.join("redis.conf");
+    let text = format!(
+        "# The rewrite fixture\nbind 127.0.0.1\nmaxclients 500\n\n\n# encodings\nhash-max-ziplist-entries 100\n\
+         hz 10\nhz 15\nsave 900 1\nsave 300 10\ntimeout 0\nnotify-keyspace-events \"\"\n\
+         client-output-buffer-limit pubsub 32mb 8mb 60\nslave-priority 90\ninclude {}\nloglevel notice\n\
+         proc-title-template \"{{title}} {{listen-addr}} {{server-mode}}\"\n# the end\n",
+        extra.display()
+    );
+    std::fs::write(&conf, text).unwrap();
+    conf
+}
+
+/// Lines that name where each server runs (its port, its dir) or what
+/// coordis has not got yet (ACL users: Redis always writes its default
+/// user, coordis has no users to write).
+fn comparable(line: &str) -> bool {
+    !(line.starts_with("port ") || line.starts_with("dir ") || line.starts_with("user "))
+}
+
+/// The file as kept lines (in order, up to the signature) and appended
+/// lines (in any order: Redis walks its config dict in hash order).
+fn split_rewrite(text: &str) -> (Vec<String>, Vec<String>) {
+    let lines: Vec<String> = text.lines().filter(|l| comparable(l)).map(String::from).collect();
+    let at = lines
+        .iter()
+        .position(|l| l == "# Generated by CONFIG REWRITE")
+        .unwrap_or(lines.len());
+    let mut appended = lines[at..].to_vec();
+    appended.sort();
+    (lines[..at].to_vec(), appended)
+}
+
+/// CONFIG REWRITE after the same CONFIG SETs on coordis and on Redis,
+/// each from a copy of the same file: the same lines kept, reused,
+/// blanked and appended; coordis loads its rewritten file back with the
+/// values set; without a config file both give the same error.
+#[test]
+fn config_rewrite_writes_the_file_as_redis_does() {
+    let ours_dir = TempDir::new("ours");
+    let theirs_dir = TempDir::new("theirs");
+    let shared = TempDir::new("shared");
+    let extra = shared.0.join("extra.conf");
+    std::fs::write(&extra, "maxmemory-samples 7\n").unwrap();
+    let ours_conf = rewrite_fixture(&ours_dir.0, &extra);
+    let theirs_conf = rewrite_fixture(&theirs_dir.0, &extra);
+    let flags = ["--save", "", "--appendonly", "no", "--daemonize", "no"];
+    let Some(redis) = RedisServer::start_with_config(&theirs_conf, &[]).unwrap() else {
+        return;
+    };
+    let mut args = vec![ours_conf.display().to_string(), "--port".into(), "0".into()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
+    let server = coordis::Builder::from_config(config).start_blocking().unwrap();
+    let mut ours = RawClient::connect(server.addr()).unwrap();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    let info = String::from_utf8(ours.command(&["INFO", "server"]).unwrap()).unwrap();
+    assert!(
+        info.contains(&format!("config_file:{}\r\n", ours_conf.display())),
+        "{info}"
+    );
+    let sets: &[&[&str]] = &[
+        &["CONFIG", "SET", "maxclients", "600", "hz", "20"],
+        &["CONFIG", "SET", "slowlog-max-len", "200", "maxmemory", "10mb"],
+        &["CONFIG", "SET", "notify-keyspace-events", "KEA"],
+        &["CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 2mb 3"],
+        &["CONFIG", "SET", "lua-time-limit", "100", "replica-priority", "50"],
+        &["CONFIG", "SET", "masterauth", "a b\"c", "repl-backlog-size", "1000000"],
+        &[
+            "CONFIG",
+            "SET",
+            "oom-score-adj-values",
+            "0 100 900",
+            "latency-tracking-info-percentiles",
+            "50.5",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "shutdown-on-sigterm",
+            "now force",
+            "maxmemory-clients",
+            "5%",
+        ],
+        &["CONFIG", "REWRITE"],
+    ];
+    for case in sets {
+        let (a, b) = (ours.command(case).unwrap(), theirs.command(case).unwrap());
+        assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{case:?}");
+    }
+    let ours_text = std::fs::read_to_string(&ours_conf).unwrap();
+    let theirs_text = std::fs::read_to_string(&theirs_conf).unwrap();
+    let (ours_kept, ours_added) = split_rewrite(&ours_text);
+    let (theirs_kept, theirs_added) = split_rewrite(&theirs_text);
+    assert_eq!(
+        ours_kept, theirs_kept,
+        "kept lines\ncoordis:\n{ours_text}\nredis:\n{theirs_text}"
+    );
+    assert_eq!(
+        ours_added, theirs_added,
+        "appended lines\ncoordis:\n{ours_text}\nredis:\n{theirs_text}"
+    );
+    assert!(ours_added.len() > 5, "{ours_text}");
+    // A second rewrite of the rewritten file, too.
+    let (a, b) = (
+        ours.command(&["CONFIG", "REWRITE"]).unwrap(),
+        theirs.command(&["CONFIG", "REWRITE"]).unwrap(),
+    );
+    assert_eq!(a, b);
+    let again = |p: &std::path::Path| split_rewrite(&std::fs::read_to_string(p).unwrap());
+    assert_eq!(again(&ours_conf), again(&theirs_conf));
+    // The rewritten file loads, with the values set.
+    let reloaded = coordis::Config::from_args(&[ours_conf.display().to_string()], &mut |_| {}).unwrap();
+    assert_eq!(
+        (reloaded.maxclients, reloaded.hz, reloaded.busy_reply_threshold),
+        (600, 20, 100)
+    );
+    assert_eq!(reloaded.ignored["maxmemory-samples"], "7", "from the include");
+    // Without a config file.
+    let plain = coordis::Server::builder().start_blocking().unwrap();
+    let Some(plain_redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let a = RawClient::connect(plain.addr())
+        .unwrap()
+        .command(&["CONFIG", "REWRITE"])
+        .unwrap();
+    let b = RawClient::connect(plain_redis.addr())
+        .unwrap()
+        .command(&["CONFIG", "REWRITE"])
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
 }

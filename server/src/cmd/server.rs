@@ -868,8 +868,23 @@ fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
-fn config_rewrite(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    err(errors::NO_CONFIG_FILE)
+fn config_rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let config = &ctx.server.config;
+    if config.config_file.is_empty() {
+        return err(errors::NO_CONFIG_FILE);
+    }
+    match crate::config::rewrite::rewrite_file(std::path::Path::new(&config.config_file), config) {
+        Ok(()) => {
+            tracing::warn!("CONFIG REWRITE executed with success.");
+            Reply::Ok
+        }
+        Err(e) => {
+            let why = e.to_string();
+            let why = why.split(" (os error").next().unwrap_or_default();
+            tracing::warn!("CONFIG REWRITE failed: {why}");
+            errors::config_rewrite_failed(why)
+        }
+    }
 }
 
 fn config_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
