@@ -326,6 +326,9 @@ pub(crate) enum Effect {
     /// The append-only file's writer reads its policy (`appendfsync`,
     /// `aof-timestamp-enabled`).
     AofWriter,
+    /// `port` or `bind`: the listening sockets are rebound (CONFIG SET
+    /// closes them, binds the new ones, and restores the old on failure).
+    Listeners,
     /// `repl-backlog-size`: a changed size below Redis's minimum backlog
     /// becomes that minimum (as Redis's resize does; at startup it stays).
     ReplBacklog,
@@ -628,6 +631,16 @@ fn check_proc_title(value: &str, _current: &str) -> Result<String, String> {
     Ok(value.to_string())
 }
 
+/// `bind`: at most Redis's 16 addresses; an empty value is none (which
+/// listens on every interface, as Redis).
+fn check_bind(value: &str, _current: &str) -> Result<String, String> {
+    let words = multi_words(value);
+    if words.len() > crate::net::listeners::MAX_BIND_ADDRESSES {
+        return Err(errors::directive::TOO_MANY_BIND.into());
+    }
+    Ok(words.join(" "))
+}
+
 /// `activedefrag`: a boolean that cannot be `yes`, as in a Redis built
 /// without its own jemalloc (Debian's): coordis has nothing to defragment.
 fn check_activedefrag(value: &str, current: &str) -> Result<String, String> {
@@ -842,11 +855,11 @@ use Kind::{Bool, Enum, Int, Memory, Text};
 #[rustfmt::skip]
 pub(crate) static DIRECTIVES: &[Directive] = &[
     // Networking and clients.
-    row("bind", "127.0.0.1", Text, Store::Field {
-        set: |c, v| c.bind = v.split_whitespace().map(String::from).collect(),
+    row("bind", "127.0.0.1", Kind::Custom(check_bind), Store::Field {
+        set: |c, v| c.bind = multi_words(v).into_iter().map(String::from).collect(),
         get: |c| c.bind.join(" "),
-    }).multi_arg().immutable(),
-    row("port", "6379", Int { min: 0, max: 65535 }, field!(port)).immutable(),
+    }).multi_arg().effect(Effect::Listeners),
+    row("port", "6379", Int { min: 0, max: 65535 }, field!(port)).effect(Effect::Listeners),
     row("requirepass", "", Text, Store::Field {
         set: |c, v| c.requirepass = (!v.is_empty()).then(|| Secret(v.to_string())),
         get: |c| c.requirepass.as_ref().map(|p| p.expose().to_string()).unwrap_or_default(),
@@ -1547,7 +1560,9 @@ mod tests {
             c.matching(&[b"maxcl*"]),
             vec![("maxclients".to_string(), "5".to_string())]
         );
-        assert!(c.set_runtime(&[("port", "1")]).is_err());
+        // Rebinding is CONFIG SET's (the listeners); the table takes the value.
+        assert_eq!(c.set_runtime(&[("port", "1")]), Ok(vec![Effect::Listeners]));
+        assert!(c.set_runtime(&[("bind", &["127.0.0.1"; 17].join(" "))]).is_err());
         // All or nothing.
         assert!(c.set_runtime(&[("maxclients", "6"), ("hz", "x")]).is_err());
         assert_eq!(c.maxclients, 5);
