@@ -1502,6 +1502,73 @@ mod tests {
         assert_eq!(c.zset_max_listpack_entries, 16);
     }
 
+    /// `include` as Redis resolves it: relative to the working directory,
+    /// which a `dir` line before it moves; a wildcard includes the files it
+    /// matches in order (none is no error); a missing file is Redis's error.
+    /// Deprecated names and the default user's line are accepted; each
+    /// directive without effect is reported once.
+    #[test]
+    fn include_dir_and_special_lines() {
+        let root = std::env::temp_dir().join(format!("coordis-include-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("conf.d")).unwrap();
+        std::fs::create_dir_all(root.join("empty.d")).unwrap();
+        std::fs::write(root.join("conf.d/a.conf"), "maxclients 11\nhz 12\n").unwrap();
+        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nrepl-timeout 14\n").unwrap();
+        std::fs::write(root.join("conf.d/skip.txt"), "hz 99\n").unwrap();
+        std::fs::write(root.join("one.conf"), "databases 5\n").unwrap();
+        let main = root.join("main.conf");
+        std::fs::write(
+            &main,
+            format!(
+                "dir {}\ninclude one.conf\ninclude conf.d/*.conf\ninclude empty.d/*.conf\n\
+                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nrepl-timeout 15\nrepl-timeout 16\n",
+                root.display()
+            ),
+        )
+        .unwrap();
+        let mut warnings = vec![];
+        let c = Config::from_args(&args(&[main.to_str().unwrap()]), &mut |w| warnings.push(w)).unwrap();
+        assert_eq!((c.databases, c.maxclients, c.hz), (5, 13, 12));
+        assert_eq!(c.ignored["repl-timeout"], "16");
+        assert_eq!(c.config_file, main.display().to_string());
+        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'repl-timeout'")).collect();
+        assert_eq!(repl.len(), 1, "{warnings:?}");
+        let missing = root.join("missing.conf");
+        std::fs::write(&missing, "include nowhere.conf\n").unwrap();
+        let err = Config::from_args(&args(&[missing.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(
+            err.contains("can't open config file") && err.contains("No such file or directory"),
+            "{err}"
+        );
+        let other_user = root.join("user.conf");
+        std::fs::write(&other_user, "user alice on >pw ~* +@all\n").unwrap();
+        assert!(Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).is_err());
+        let looping = root.join("loop.conf");
+        std::fs::write(&looping, format!("include {}\n", looping.display())).unwrap();
+        assert!(Config::from_args(&args(&[looping.to_str().unwrap()]), &mut |_| {}).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn special_values_as_redis_shows_them() {
+        let check = |name: &str, value: &str| lookup(name).unwrap().check(value, "");
+        assert_eq!(check("oom-score-adj", "RELATIVE").unwrap(), "yes");
+        assert_eq!(check("shutdown-on-sigint", "force save now").unwrap(), "save now force");
+        assert!(check("shutdown-on-sigint", "save nosave").is_err());
+        assert_eq!(
+            check("latency-tracking-info-percentiles", "50.5000 1e1").unwrap(),
+            "50.5 10"
+        );
+        assert_eq!(check("maxmemory-clients", "10%").unwrap(), "10%");
+        assert!(check("maxmemory-clients", "101%").is_err());
+        assert_eq!(check("replicaof", "NO ONE").unwrap(), "");
+        assert_eq!(check("replicaof", "h +7").unwrap(), "h 7");
+        assert!(check("proc-title-template", "{title}").is_err());
+        assert!(check("proc-title-template", "{{ {port}").is_ok());
+        assert_eq!(repr("a\"b\\\n\x01"), "\"a\\\"b\\\\\\n\\x01\"");
+    }
+
     /// Every row: its default passes its own check and reads back as it
     /// was written; every name (aliases too) is accepted on the command
     /// line, in a file and, where mutable, by CONFIG SET.
