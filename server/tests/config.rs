@@ -492,3 +492,55 @@ fn port_and_bind_rebind_as_redis_does() {
     }
     drop(taken);
 }
+
+/// CONFIG REWRITE of the stock config files (Debian's installed one and
+/// the source tree's), each server started on its own copy with the same
+/// flags after it: the same lines kept, rewritten, blanked and appended.
+#[test]
+fn config_rewrite_of_the_stock_files_matches_redis() {
+    let installed = std::path::Path::new("/etc/redis/redis.conf");
+    let source = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/redis-7.0.15.conf"));
+    let mut files = vec![(source, "source")];
+    if installed.exists() {
+        files.push((installed, "debian"));
+    }
+    for (stock, tag) in files {
+        let ours_dir = TempDir::new(&format!("stock-ours-{tag}"));
+        let theirs_dir = TempDir::new(&format!("stock-theirs-{tag}"));
+        let (ours_conf, theirs_conf) = (ours_dir.0.join("redis.conf"), theirs_dir.0.join("redis.conf"));
+        std::fs::copy(stock, &ours_conf).unwrap();
+        std::fs::copy(stock, &theirs_conf).unwrap();
+        // Not the packaged service's log and pid file.
+        let service = ["--logfile", "", "--pidfile", ""];
+        let Some(redis) = RedisServer::start_with_config(&theirs_conf, &service).unwrap() else {
+            return;
+        };
+        let mut args = vec![ours_conf.display().to_string()];
+        let flags = ["--port", "0", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"];
+        args.extend(flags.iter().chain(service.iter()).map(|f| f.to_string()));
+        args.extend(["--dir".to_string(), ours_dir.0.display().to_string()]);
+        let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
+        let server = coordis::Builder::from_config(config).start_blocking().unwrap();
+        let mut ours = RawClient::connect(server.addr()).unwrap();
+        let mut theirs = RawClient::connect(redis.addr()).unwrap();
+        for case in [&["CONFIG", "SET", "maxmemory", "100mb", "hz", "15"][..], &["CONFIG", "REWRITE"]] {
+            let (a, b) = (ours.command(case).unwrap(), theirs.command(case).unwrap());
+            assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{tag}: {case:?}");
+        }
+        let ours_text = std::fs::read_to_string(&ours_conf).unwrap();
+        let theirs_text = std::fs::read_to_string(&theirs_conf).unwrap();
+        let (ours_kept, ours_added) = split_rewrite(&ours_text);
+        let (theirs_kept, theirs_added) = split_rewrite(&theirs_text);
+        let differing: Vec<String> = ours_kept
+            .iter()
+            .zip(&theirs_kept)
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("coordis {a:?} / redis {b:?}"))
+            .collect();
+        assert!(differing.is_empty(), "{tag}: {}", differing.join("\n"));
+        assert_eq!(ours_kept.len(), theirs_kept.len(), "{tag}");
+        assert_eq!(ours_added, theirs_added, "{tag}: appended lines");
+        assert!(ours_added.iter().any(|l| l == "maxmemory 100mb"), "{tag}: {ours_text}");
+        assert!(ours_kept.iter().any(|l| l == "hz 15") && ours_kept.iter().any(|l| l == "daemonize no"), "{tag}");
+    }
+}
