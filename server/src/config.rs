@@ -1133,6 +1133,19 @@ impl Config {
     /// unknown names first, then immutable ones and duplicates, then the
     /// values. Returns the effects the changes must reach.
     pub(crate) fn set_runtime(&mut self, pairs: &[(&str, &str)]) -> Result<Vec<Effect>, SetError> {
+        self.set_runtime_by(pairs, true)
+    }
+
+    /// [`Config::set_runtime`] for a client, `local` when it connects from
+    /// loopback: protected directives (`dir`, `dbfilename`) are settable
+    /// as `enable-protected-configs` says (`yes`, or `local` for local
+    /// clients), as Redis's `allowProtectedAction`.
+    pub(crate) fn set_runtime_by(&mut self, pairs: &[(&str, &str)], local: bool) -> Result<Vec<Effect>, SetError> {
+        let protected_allowed = match self.ignored.get("enable-protected-configs").map(String::as_str) {
+            Some("yes") => true,
+            Some("local") => local,
+            _ => false,
+        };
         // Names first, in order: the first unknown, immutable or repeated
         // one is the error.
         let mut found: Vec<&'static Directive> = Vec::with_capacity(pairs.len());
@@ -1144,6 +1157,7 @@ impl Config {
             match d.change {
                 Change::Mutable => {}
                 Change::Immutable => return refused("can't set immutable config"),
+                Change::Protected if protected_allowed => {}
                 Change::Protected => return refused("can't set protected config"),
             }
             // The same name twice is refused; a name and its alias are not.

@@ -516,16 +516,34 @@ fn config_rewrite_of_the_stock_files_matches_redis() {
             return;
         };
         let mut args = vec![ours_conf.display().to_string()];
-        let flags = ["--port", "0", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"];
+        let flags = [
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ];
         args.extend(flags.iter().chain(service.iter()).map(|f| f.to_string()));
         args.extend(["--dir".to_string(), ours_dir.0.display().to_string()]);
         let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
         let server = coordis::Builder::from_config(config).start_blocking().unwrap();
         let mut ours = RawClient::connect(server.addr()).unwrap();
         let mut theirs = RawClient::connect(redis.addr()).unwrap();
-        for case in [&["CONFIG", "SET", "maxmemory", "100mb", "hz", "15"][..], &["CONFIG", "REWRITE"]] {
+        for case in [
+            &["CONFIG", "SET", "maxmemory", "100mb", "hz", "15"][..],
+            &["CONFIG", "REWRITE"],
+        ] {
             let (a, b) = (ours.command(case).unwrap(), theirs.command(case).unwrap());
-            assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{tag}: {case:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&a),
+                String::from_utf8_lossy(&b),
+                "{tag}: {case:?}"
+            );
         }
         let ours_text = std::fs::read_to_string(&ours_conf).unwrap();
         let theirs_text = std::fs::read_to_string(&theirs_conf).unwrap();
@@ -541,6 +559,38 @@ fn config_rewrite_of_the_stock_files_matches_redis() {
         assert_eq!(ours_kept.len(), theirs_kept.len(), "{tag}");
         assert_eq!(ours_added, theirs_added, "{tag}: appended lines");
         assert!(ours_added.iter().any(|l| l == "maxmemory 100mb"), "{tag}: {ours_text}");
-        assert!(ours_kept.iter().any(|l| l == "hz 15") && ours_kept.iter().any(|l| l == "daemonize no"), "{tag}");
+        assert!(
+            ours_kept.iter().any(|l| l == "hz 15") && ours_kept.iter().any(|l| l == "daemonize no"),
+            "{tag}"
+        );
+    }
+}
+
+/// `enable-protected-configs` lets CONFIG SET change the protected
+/// directives, as in Redis (`local`: loopback clients, which the test is).
+#[test]
+fn protected_configs_follow_enable_protected_configs() {
+    for setting in ["no", "yes", "local"] {
+        let Some(redis) = RedisServer::start(&["--enable-protected-configs", setting]).unwrap() else {
+            return;
+        };
+        let args: Vec<String> = ["--port", "0", "--enable-protected-configs", setting]
+            .map(String::from)
+            .to_vec();
+        let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
+        let server = coordis::Builder::from_config(config).start_blocking().unwrap();
+        let mut ours = RawClient::connect(server.addr()).unwrap();
+        let mut theirs = RawClient::connect(redis.addr()).unwrap();
+        for case in [
+            &["CONFIG", "SET", "dbfilename", "other.rdb"][..],
+            &["CONFIG", "GET", "dbfilename"],
+        ] {
+            let (a, b) = (ours.command(case).unwrap(), theirs.command(case).unwrap());
+            assert_eq!(
+                String::from_utf8_lossy(&a),
+                String::from_utf8_lossy(&b),
+                "{setting}: {case:?}"
+            );
+        }
     }
 }

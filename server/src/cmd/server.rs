@@ -809,7 +809,8 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         .collect();
     let pairs: Vec<(&str, &str)> = texts.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     let before = ctx.server.config.clone();
-    let effects = match ctx.server.config.set_runtime(&pairs) {
+    let local = ctx.client.addr.ip().is_loopback();
+    let effects = match ctx.server.config.set_runtime_by(&pairs, local) {
         Ok(effects) => effects,
         Err(SetError::Unknown(name)) => return errors::config_set_unknown(&name),
         Err(SetError::Refused(name, why)) => return errors::config_set_failed(&name, &why),
