@@ -1131,7 +1131,9 @@ impl Config {
 
     /// CONFIG SET of `(name, value)` pairs, all or nothing, as Redis 7:
     /// unknown names first, then immutable ones and duplicates, then the
-    /// values. Returns the effects the changes must reach.
+    /// values. Returns the effects the changes must reach. (For a local
+    /// client: the tests' shorthand.)
+    #[cfg(test)]
     pub(crate) fn set_runtime(&mut self, pairs: &[(&str, &str)]) -> Result<Vec<Effect>, SetError> {
         self.set_runtime_by(pairs, true)
     }
