@@ -534,6 +534,20 @@ fn config_rewrite_of_the_stock_files_matches_redis() {
         let server = coordis::Builder::from_config(config).start_blocking().unwrap();
         let mut ours = RawClient::connect(server.addr()).unwrap();
         let mut theirs = RawClient::connect(redis.addr()).unwrap();
+        // Every value as loaded from the file, as Redis reports it.
+        let pairs = |c: &mut RawClient| -> Vec<Vec<String>> {
+            let mut all: Vec<Vec<String>> = bulks(&c.command(&["CONFIG", "GET", "*"]).unwrap())
+                .chunks(2)
+                .map(|p| p.to_vec())
+                .filter(|p| !STARTED_DIFFERENTLY.contains(&p[0].as_str()) && !COORDIS_ONLY.contains(&p[0].as_str()))
+                .collect();
+            all.sort();
+            all
+        };
+        let (a, b) = (pairs(&mut ours), pairs(&mut theirs));
+        let differing: Vec<String> =
+            a.iter().zip(&b).filter(|(x, y)| x != y).map(|(x, y)| format!("coordis {x:?} / redis {y:?}")).collect();
+        assert!(differing.is_empty() && a.len() == b.len(), "{tag}: {}", differing.join("\n"));
         for case in [
             &["CONFIG", "SET", "maxmemory", "100mb", "hz", "15"][..],
             &["CONFIG", "REWRITE"],
