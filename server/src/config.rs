@@ -7,10 +7,16 @@
 //! Redis's `static_configs[]` in config.c): its name and aliases, its default
 //! (as redis.conf would spell it), whether CONFIG SET may change it, how its
 //! value is checked and shown, where it is stored, and what a change must
-//! reach beyond this struct ([`Effect`]). Directives Redis has but coordis has
-//! no use for (persistence, daemonizing, ...) are rows too: checked as Redis
-//! checks them, remembered for CONFIG GET, logged as ignored at startup, so
-//! existing scripts keep working. Anything else is an error, as in Redis.
+//! reach beyond this struct ([`Effect`]). Every directive of Redis 7.0.15
+//! has a row: those coordis has no use for (replication, cluster, TLS,
+//! daemonizing, ...) are checked as Redis checks them, remembered for CONFIG
+//! GET, logged once as ignored at startup, so existing config files and
+//! scripts keep working. Anything else is an error, as in Redis.
+//!
+//! Config files are read as Redis reads them: `include` (wildcards, relative
+//! to the working directory as `dir` lines move it), Redis's deprecated
+//! names, the command line's options as lines after the file's. CONFIG
+//! REWRITE is [`rewrite`]'s.
 //!
 //! Adding a directive: a field in [`Config`] (if it has an effect) and a row.
 

@@ -545,9 +545,17 @@ fn config_rewrite_of_the_stock_files_matches_redis() {
             all
         };
         let (a, b) = (pairs(&mut ours), pairs(&mut theirs));
-        let differing: Vec<String> =
-            a.iter().zip(&b).filter(|(x, y)| x != y).map(|(x, y)| format!("coordis {x:?} / redis {y:?}")).collect();
-        assert!(differing.is_empty() && a.len() == b.len(), "{tag}: {}", differing.join("\n"));
+        let differing: Vec<String> = a
+            .iter()
+            .zip(&b)
+            .filter(|(x, y)| x != y)
+            .map(|(x, y)| format!("coordis {x:?} / redis {y:?}"))
+            .collect();
+        assert!(
+            differing.is_empty() && a.len() == b.len(),
+            "{tag}: {}",
+            differing.join("\n")
+        );
         for case in [
             &["CONFIG", "SET", "maxmemory", "100mb", "hz", "15"][..],
             &["CONFIG", "REWRITE"],
