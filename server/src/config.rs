@@ -1318,6 +1318,14 @@ impl Config {
                     }
                     return Err(at(errors::directive::USERS_UNSUPPORTED.into()));
                 }
+                // Sentinel mode is a mode of its own (not this one): its
+                // lines are refused as Redis refuses them outside it.
+                if name == "sentinel" {
+                    if args.is_empty() {
+                        continue;
+                    }
+                    return Err(at(errors::directive::SENTINEL_OUTSIDE.into()));
+                }
                 if name == "include" && args.len() == 1 {
                     if depth >= MAX_INCLUDE_DEPTH {
                         return Err(at("include nested too deeply".into()));
@@ -1566,6 +1574,10 @@ mod tests {
         let other_user = root.join("user.conf");
         std::fs::write(&other_user, "user alice on >pw ~* +@all\n").unwrap();
         assert!(Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).is_err());
+        let sentinel = root.join("sentinel.conf");
+        std::fs::write(&sentinel, "sentinel monitor m 127.0.0.1 6379 2\n").unwrap();
+        let err = Config::from_args(&args(&[sentinel.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(err.ends_with("sentinel directive while not in sentinel mode"), "{err}");
         let looping = root.join("loop.conf");
         std::fs::write(&looping, format!("include {}\n", looping.display())).unwrap();
         assert!(Config::from_args(&args(&[looping.to_str().unwrap()]), &mut |_| {}).is_err());

@@ -304,6 +304,7 @@ pub(crate) mod directive {
     /// coordis's own: a `user` line other than the default user's.
     pub(crate) const USERS_UNSUPPORTED: &str =
         "ACL users other than the default user (on nopass ~* &* +@all) are not supported by coordis";
+    pub(crate) const SENTINEL_OUTSIDE: &str = "sentinel directive while not in sentinel mode";
     pub(crate) const TLS_UNAVAILABLE: &str = "Unable to update TLS configuration. Check server logs.";
     pub(crate) const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
     pub(crate) const BIND_FAILED: &str = "Failed to bind to specified addresses.";
