@@ -7,16 +7,27 @@
 //! Redis's `static_configs[]` in config.c): its name and aliases, its default
 //! (as redis.conf would spell it), whether CONFIG SET may change it, how its
 //! value is checked and shown, where it is stored, and what a change must
-//! reach beyond this struct ([`Effect`]). Directives Redis has but coordis has
-//! no use for (persistence, daemonizing, ...) are rows too: checked as Redis
-//! checks them, remembered for CONFIG GET, logged as ignored at startup, so
-//! existing scripts keep working. Anything else is an error, as in Redis.
+//! reach beyond this struct ([`Effect`]). Every directive of Redis 7.0.15
+//! has a row: those coordis has no use for (replication, cluster, TLS,
+//! daemonizing, ...) are checked as Redis checks them, remembered for CONFIG
+//! GET, logged once as ignored at startup, so existing config files and
+//! scripts keep working. Anything else is an error, as in Redis.
+//!
+//! Config files are read as Redis reads them: `include` (wildcards, relative
+//! to the working directory as `dir` lines move it), Redis's deprecated
+//! names, the command line's options as lines after the file's. CONFIG
+//! REWRITE is [`rewrite`]'s.
 //!
 //! Adding a directive: a field in [`Config`] (if it has an effect) and a row.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
+use crate::errors;
 use crate::protocol::split_args;
+
+#[path = "config_rewrite.rs"]
+pub(crate) mod rewrite;
 use crate::store::{glob, num};
 
 /// All settings. The defaults are the directive table's (`DIRECTIVES`).
@@ -167,6 +178,9 @@ pub struct Config {
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
+    /// The config file's absolute path, empty without one (INFO's
+    /// `config_file`; what CONFIG REWRITE writes).
+    pub config_file: String,
 }
 
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
@@ -253,6 +267,7 @@ impl Default for Config {
             rdb_checksum: false,
             sanitize_dump_payload: String::new(),
             ignored: BTreeMap::new(),
+            config_file: String::new(),
         };
         for d in DIRECTIVES {
             let text = d
@@ -328,6 +343,16 @@ pub(crate) enum Effect {
     /// The append-only file's writer reads its policy (`appendfsync`,
     /// `aof-timestamp-enabled`).
     AofWriter,
+    /// `port` or `bind`: the listening sockets are rebound (CONFIG SET
+    /// closes them, binds the new ones, and restores the old on failure).
+    Listeners,
+    /// `repl-backlog-size`: a changed size below Redis's minimum backlog
+    /// becomes that minimum (as Redis's resize does; at startup it stays).
+    ReplBacklog,
+    /// A TLS setting: coordis serves no TLS, so a change that would turn
+    /// it on (a `tls-port`, `tls-replication` or `tls-cluster`) fails as
+    /// Redis's does when it cannot configure TLS, and is rolled back.
+    Tls,
 }
 
 /// Where a directive's value lives.
@@ -359,6 +384,9 @@ pub(crate) struct Directive {
     pub kind: Kind,
     pub store: Store,
     pub effect: Effect,
+    /// Left out of `CONFIG GET` patterns and CONFIG REWRITE, shown only when
+    /// asked for by name (Redis's `HIDDEN_CONFIG`: its test-only knobs).
+    pub hidden: bool,
 }
 
 const fn row(name: &'static str, default: &'static str, kind: Kind, store: Store) -> Directive {
@@ -371,6 +399,7 @@ const fn row(name: &'static str, default: &'static str, kind: Kind, store: Store
         kind,
         store,
         effect: Effect::None,
+        hidden: false,
     }
 }
 
@@ -399,6 +428,9 @@ impl Directive {
     const fn effect(self, effect: Effect) -> Self {
         Directive { effect, ..self }
     }
+    const fn hidden(self) -> Self {
+        Directive { hidden: true, ..self }
+    }
 
     /// Whether the directive does anything in coordis.
     pub(crate) fn is_effective(&self) -> bool {
@@ -413,7 +445,32 @@ impl Directive {
     /// Checks a value given while the directive holds `current`; `Ok` is
     /// the canonical text to store, `Err` Redis's reason.
     pub(crate) fn check(&self, value: &str, current: &str) -> Result<String, String> {
-        match self.kind {
+        self.kind.check_value(value, current)
+    }
+
+    /// Stores an already checked canonical value.
+    fn write(&self, config: &mut Config, text: &str) {
+        match self.store {
+            Store::Field { set, .. } => set(config, text),
+            Store::Ignored => {
+                config.ignored.insert(self.name, text.to_string());
+            }
+        }
+    }
+
+    /// The value as CONFIG GET shows it.
+    pub(crate) fn read(&self, config: &Config) -> String {
+        match self.store {
+            Store::Field { get, .. } => get(config),
+            Store::Ignored => config.ignored.get(self.name).cloned().unwrap_or_default(),
+        }
+    }
+}
+
+impl Kind {
+    /// See [`Directive::check`].
+    fn check_value(self, value: &str, current: &str) -> Result<String, String> {
+        match self {
             Kind::Bool => match value.to_ascii_lowercase().as_str() {
                 v @ ("yes" | "no") => Ok(v.to_string()),
                 _ => Err("argument must be 'yes' or 'no'".into()),
@@ -447,24 +504,6 @@ impl Directive {
             }
             Kind::Text => Ok(value.to_string()),
             Kind::Custom(check) => check(value, current),
-        }
-    }
-
-    /// Stores an already checked canonical value.
-    fn write(&self, config: &mut Config, text: &str) {
-        match self.store {
-            Store::Field { set, .. } => set(config, text),
-            Store::Ignored => {
-                config.ignored.insert(self.name, text.to_string());
-            }
-        }
-    }
-
-    /// The value as CONFIG GET shows it.
-    pub(crate) fn read(&self, config: &Config) -> String {
-        match self.store {
-            Store::Field { get, .. } => get(config),
-            Store::Ignored => config.ignored.get(self.name).cloned().unwrap_or_default(),
         }
     }
 }
@@ -599,6 +638,227 @@ fn check_output_limits(value: &str, current: &str) -> Result<String, String> {
     Ok(limits.into_iter().flatten().collect::<Vec<_>>().join(" "))
 }
 
+/// `proc-title-template`: Redis's `{variable}` template (`{{` a literal
+/// brace), only known variables, not blank once expanded with an empty
+/// title and standalone mode.
+fn check_proc_title(value: &str, _current: &str) -> Result<String, String> {
+    const KNOWN: [(&str, &str); 7] = [
+        ("title", ""),
+        ("listen-addr", "*:0"),
+        ("server-mode", ""),
+        ("config-file", "-"),
+        ("port", "0"),
+        ("tls-port", "0"),
+        ("unixsocket", ""),
+    ];
+    let invalid = || Err(errors::directive::PROC_TITLE.to_string());
+    let mut expanded = String::new();
+    let mut rest = value;
+    while let Some(open) = rest.find('{') {
+        expanded.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        if after.is_empty() {
+            return invalid();
+        }
+        if let Some(tail) = after.strip_prefix('{') {
+            expanded.push('{');
+            rest = tail;
+            continue;
+        }
+        let Some(close) = after.find('}') else { return invalid() };
+        let Some((_, text)) = KNOWN.iter().find(|(name, _)| *name == &after[..close]) else {
+            return invalid();
+        };
+        expanded.push_str(text);
+        rest = &after[close + 1..];
+    }
+    expanded.push_str(rest);
+    if expanded.trim_matches(' ').is_empty() {
+        return invalid();
+    }
+    Ok(value.to_string())
+}
+
+/// `bind`: at most Redis's 16 addresses; an empty value is none (which
+/// listens on every interface, as Redis).
+fn check_bind(value: &str, _current: &str) -> Result<String, String> {
+    let words = multi_words(value);
+    if words.len() > crate::net::listeners::MAX_BIND_ADDRESSES {
+        return Err(errors::directive::TOO_MANY_BIND.into());
+    }
+    Ok(words.join(" "))
+}
+
+/// `activedefrag`: a boolean that cannot be `yes`, as in a Redis built
+/// without its own jemalloc (Debian's): coordis has nothing to defragment.
+fn check_activedefrag(value: &str, current: &str) -> Result<String, String> {
+    match Kind::Bool.check_value(value, current)?.as_str() {
+        "yes" => Err(errors::directive::DEFRAG_UNAVAILABLE.into()),
+        no => Ok(no.to_string()),
+    }
+}
+
+/// `oom-score-adj`: `relative` is another name of `yes`, shown as `yes`.
+fn check_oom_score_adj(value: &str, _current: &str) -> Result<String, String> {
+    const WORDS: [&str; 4] = ["no", "yes", "relative", "absolute"];
+    match value.to_ascii_lowercase().as_str() {
+        "relative" | "yes" => Ok("yes".into()),
+        v @ ("no" | "absolute") => Ok(v.to_string()),
+        _ => Err(errors::directive::one_of(&WORDS)),
+    }
+}
+
+/// `oom-score-adj-values`: three integers in -2000..=2000.
+fn check_oom_values(value: &str, _current: &str) -> Result<String, String> {
+    /// The primary's, a replica's and a background child's.
+    const CLASSES: usize = 3;
+    const BOUND: i64 = 2000;
+    let words = multi_words(value);
+    if words.len() != CLASSES {
+        return Err(errors::directive::WRONG_ARGS.into());
+    }
+    let values: Option<Vec<i64>> = words
+        .iter()
+        .map(|w| strtoll(w).filter(|n| (-BOUND..=BOUND).contains(n)))
+        .collect();
+    let values = values.ok_or_else(|| errors::directive::OOM_VALUES.to_string())?;
+    Ok(values.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
+}
+
+/// `shutdown-on-sigint` / `-sigterm`: `default`, or flags among `save`,
+/// `nosave`, `now`, `force`, shown in that order.
+fn check_shutdown_flags(value: &str, _current: &str) -> Result<String, String> {
+    const WORDS: [&str; 5] = ["default", "save", "nosave", "now", "force"];
+    let words = multi_words(value);
+    if words.is_empty() {
+        return Err(errors::directive::one_of(&WORDS));
+    }
+    // Bit i+1 for WORDS[i+1]; `default` sets none.
+    let mut flags = 0u32;
+    for w in &words {
+        let Some(i) = WORDS.iter().position(|k| k.eq_ignore_ascii_case(w)) else {
+            return Err(errors::directive::one_of(&WORDS));
+        };
+        if i > 0 {
+            flags |= 1 << (i - 1);
+        }
+    }
+    const SAVE_AND_NOSAVE: u32 = 0b11;
+    if flags & SAVE_AND_NOSAVE == SAVE_AND_NOSAVE {
+        return Err(errors::directive::SHUTDOWN_SAVE_NOSAVE.into());
+    }
+    if flags == 0 {
+        return Ok(WORDS[0].into());
+    }
+    let shown: Vec<&str> = (1..WORDS.len())
+        .filter(|i| flags & (1 << (i - 1)) != 0)
+        .map(|i| WORDS[i])
+        .collect();
+    Ok(shown.join(" "))
+}
+
+/// `latency-tracking-info-percentiles`: percentiles in 0..=100 (none for
+/// an empty value), shown as C's `%f` without trailing zeros.
+fn check_percentiles(value: &str, _current: &str) -> Result<String, String> {
+    let mut shown = vec![];
+    for w in multi_words(value) {
+        let p = strtod(w).ok_or_else(|| errors::directive::PERCENTILES_INVALID.to_string())?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(errors::directive::PERCENTILES_RANGE.into());
+        }
+        let fixed = format!("{p:.6}");
+        shown.push(fixed.trim_end_matches('0').trim_end_matches('.').to_string());
+    }
+    Ok(shown.join(" "))
+}
+
+/// `replicaof`: `<host> <port>`, or `no one` (shown empty; empty is also
+/// the default, no primary).
+fn check_replicaof(value: &str, _current: &str) -> Result<String, String> {
+    const MAX_PORT: i64 = 65535;
+    if value.is_empty() {
+        return Ok(String::new());
+    }
+    let words = multi_words(value);
+    let [host, port] = words[..] else {
+        return Err(errors::directive::WRONG_ARGS.into());
+    };
+    if host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one") {
+        return Ok(String::new());
+    }
+    match strtoll(port) {
+        Some(p) if (0..=MAX_PORT).contains(&p) => Ok(format!("{host} {p}")),
+        _ => Err(errors::directive::MASTER_PORT.into()),
+    }
+}
+
+/// `maxmemory-clients`: a memory value, or a percentage of `maxmemory`
+/// (`N%`, shown so), as Redis's `PERCENT_CONFIG`.
+fn check_memory_or_percent(value: &str, _current: &str) -> Result<String, String> {
+    const MAX_PERCENT: i64 = 100;
+    // Redis keeps it in an `ssize_t`, a percentage as its negation.
+    let n: i64 = if let Some(bytes) = parse_memory(value) {
+        bytes as i64
+    } else {
+        match value.strip_suffix('%').and_then(|d| num::parse_i64(d.as_bytes())) {
+            Some(p) if p >= 0 && value.len() > 1 => -p,
+            _ => return Err(errors::directive::MEMORY_OR_PERCENT.into()),
+        }
+    };
+    if n < 0 {
+        if n < -MAX_PERCENT {
+            return Err(errors::directive::percent_bound(MAX_PERCENT));
+        }
+        return Ok(format!("{}%", -n));
+    }
+    Ok(n.to_string())
+}
+
+/// `cluster-announce-hostname`: letters, digits, `-` and `.`, under 256 bytes.
+fn check_hostname(value: &str, _current: &str) -> Result<String, String> {
+    const HOST_LEN: usize = 256;
+    if value.len() >= HOST_LEN {
+        return Err(errors::directive::HOSTNAME_LONG.into());
+    }
+    if !value
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
+    {
+        return Err(errors::directive::HOSTNAME_CHARS.into());
+    }
+    Ok(value.to_string())
+}
+
+/// The words of a several-word value, split on single spaces as Redis
+/// splits a CONFIG SET value (an empty value has none).
+fn multi_words(value: &str) -> Vec<&str> {
+    if value.is_empty() {
+        vec![]
+    } else {
+        value.split(' ').collect()
+    }
+}
+
+/// C's `strtoll` in base 10 with nothing after the number (leading blanks
+/// and a sign allowed).
+fn strtoll(text: &str) -> Option<i64> {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    t.strip_prefix('+').unwrap_or(t).parse().ok()
+}
+
+/// Redis's `string2d`: a whole decimal (no surrounding blanks), not NaN.
+fn strtod(text: &str) -> Option<f64> {
+    let blank = |c: char| c.is_ascii_whitespace();
+    if text.is_empty() || text.starts_with(blank) || text.ends_with(blank) {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|v| !v.is_nan())
+}
+
 /// A [`Store::Field`] for a field whose canonical text parses into it.
 macro_rules! field {
     ($f:ident) => {
@@ -632,6 +892,8 @@ macro_rules! aof {
 }
 
 const I32: i64 = i32::MAX as i64;
+/// The smallest replication backlog Redis resizes to (16 KB).
+const REPL_BACKLOG_MIN: u64 = 16 * 1024;
 const LONG: i64 = i64::MAX;
 const MB: i128 = 1 << 20;
 const LONG_MEM: i128 = i64::MAX as i128;
@@ -641,11 +903,11 @@ use Kind::{Bool, Enum, Int, Memory, Text};
 #[rustfmt::skip]
 pub(crate) static DIRECTIVES: &[Directive] = &[
     // Networking and clients.
-    row("bind", "127.0.0.1", Text, Store::Field {
-        set: |c, v| c.bind = v.split_whitespace().map(String::from).collect(),
+    row("bind", "127.0.0.1", Kind::Custom(check_bind), Store::Field {
+        set: |c, v| c.bind = multi_words(v).into_iter().map(String::from).collect(),
         get: |c| c.bind.join(" "),
-    }).multi_arg().immutable(),
-    row("port", "6379", Int { min: 0, max: 65535 }, field!(port)).immutable(),
+    }).multi_arg().effect(Effect::Listeners),
+    row("port", "6379", Int { min: 0, max: 65535 }, field!(port)).effect(Effect::Listeners),
     row("requirepass", "", Text, Store::Field {
         set: |c, v| c.requirepass = (!v.is_empty()).then(|| Secret(v.to_string())),
         get: |c| c.requirepass.as_ref().map(|p| p.expose().to_string()).unwrap_or_default(),
@@ -736,13 +998,130 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, field!(latency_monitor_threshold)),
     row("unixsocket", "", Text, Store::Ignored).immutable(),
     row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
-    row("replica-read-only", "yes", Bool, Store::Ignored),
+    row("replica-read-only", "yes", Bool, Store::Ignored).alias(&["slave-read-only"]),
     row("repl-diskless-sync", "yes", Bool, Store::Ignored),
     row("cluster-enabled", "no", Bool, Store::Ignored).immutable(),
     row("activerehashing", "yes", Bool, Store::Ignored),
     row("dynamic-hz", "yes", Bool, Store::Ignored),
     row("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
         Kind::Custom(check_output_limits), Store::Ignored).multi_arg(),
+    // Every other directive of Redis 7.0.15, accepted without effect (what
+    // the server they configure would do: replication, cluster, TLS,
+    // eviction, defragmentation, the process), each checked and shown as
+    // Redis does.
+    // Process and networking.
+    row("io-threads-do-reads", "no", Bool, Store::Ignored).immutable(),
+    row("disable-thp", "yes", Bool, Store::Ignored).immutable(),
+    row("jemalloc-bg-thread", "yes", Bool, Store::Ignored),
+    row("crash-log-enabled", "yes", Bool, Store::Ignored),
+    row("crash-memcheck-enabled", "yes", Bool, Store::Ignored),
+    row("proc-title-template", "{title} {listen-addr} {server-mode}", Kind::Custom(check_proc_title), Store::Ignored),
+    row("oom-score-adj", "no", Kind::Custom(check_oom_score_adj), Store::Ignored),
+    row("oom-score-adj-values", "0 200 800", Kind::Custom(check_oom_values), Store::Ignored).multi_arg(),
+    row("server_cpulist", "", Text, Store::Ignored).immutable(),
+    row("bio_cpulist", "", Text, Store::Ignored).immutable(),
+    row("aof_rewrite_cpulist", "", Text, Store::Ignored).immutable(),
+    row("bgsave_cpulist", "", Text, Store::Ignored).immutable(),
+    row("ignore-warnings", "", Text, Store::Ignored),
+    row("bind-source-addr", "", Text, Store::Ignored),
+    row("socket-mark-id", "0", Int { min: 0, max: u32::MAX as i64 }, Store::Ignored).immutable(),
+    row("enable-protected-configs", "no", Enum(&["no", "yes", "local"]), Store::Ignored).immutable(),
+    row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
+    row("shutdown-on-sigterm", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
+    row("shutdown-timeout", "10", Int { min: 0, max: I32 }, Store::Ignored),
+    row("active-expire-effort", "1", Int { min: 1, max: 10 }, Store::Ignored),
+    row("latency-tracking", "yes", Bool, Store::Ignored),
+    row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Ignored).multi_arg(),
+    row("lazyfree-lazy-user-flush", "no", Bool, Store::Ignored),
+    row("propagation-error-behavior", "ignore", Enum(&["ignore", "panic", "panic-on-replicas"]), Store::Ignored),
+    // ACL.
+    row("aclfile", "", Text, Store::Ignored).immutable(),
+    row("acllog-max-len", "128", Int { min: 0, max: LONG }, Store::Ignored),
+    row("acl-pubsub-default", "resetchannels", Enum(&["allchannels", "resetchannels"]), Store::Ignored),
+    // Eviction and defragmentation.
+    row("maxmemory-samples", "5", Int { min: 1, max: I32 }, Store::Ignored),
+    row("maxmemory-eviction-tenacity", "10", Int { min: 0, max: 100 }, Store::Ignored),
+    row("maxmemory-clients", "0", Kind::Custom(check_memory_or_percent), Store::Ignored),
+    row("lfu-log-factor", "10", Int { min: 0, max: I32 }, Store::Ignored),
+    row("lfu-decay-time", "1", Int { min: 0, max: I32 }, Store::Ignored),
+    row("activedefrag", "no", Kind::Custom(check_activedefrag), Store::Ignored),
+    row("active-defrag-cycle-min", "1", Int { min: 1, max: 99 }, Store::Ignored),
+    row("active-defrag-cycle-max", "25", Int { min: 1, max: 99 }, Store::Ignored),
+    row("active-defrag-threshold-lower", "10", Int { min: 0, max: 1000 }, Store::Ignored),
+    row("active-defrag-threshold-upper", "100", Int { min: 0, max: 1000 }, Store::Ignored),
+    row("active-defrag-ignore-bytes", "100mb", Memory { min: 1, max: LONG_MEM }, Store::Ignored),
+    row("active-defrag-max-scan-fields", "1000", Int { min: 1, max: LONG }, Store::Ignored),
+    // Persistence details beyond the persistence rows.
+    row("rdb-del-sync-files", "no", Bool, Store::Ignored),
+    row("rdb-save-incremental-fsync", "yes", Bool, Store::Ignored),
+    row("aof-disable-auto-gc", "no", Bool, Store::Ignored),
+    // Replication.
+    row("replicaof", "", Kind::Custom(check_replicaof), Store::Ignored).alias(&["slaveof"]).immutable().multi_arg(),
+    row("masterauth", "", Text, Store::Ignored),
+    row("masteruser", "", Text, Store::Ignored),
+    row("replica-serve-stale-data", "yes", Bool, Store::Ignored).alias(&["slave-serve-stale-data"]),
+    row("replica-lazy-flush", "no", Bool, Store::Ignored).alias(&["slave-lazy-flush"]),
+    row("replica-ignore-maxmemory", "yes", Bool, Store::Ignored).alias(&["slave-ignore-maxmemory"]),
+    row("replica-ignore-disk-write-errors", "no", Bool, Store::Ignored),
+    row("replica-announced", "yes", Bool, Store::Ignored),
+    row("replica-priority", "100", Int { min: 0, max: I32 }, Store::Ignored).alias(&["slave-priority"]),
+    row("replica-announce-ip", "", Text, Store::Ignored).alias(&["slave-announce-ip"]),
+    row("replica-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).alias(&["slave-announce-port"]),
+    row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), Store::Ignored),
+    row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, Store::Ignored),
+    row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, Store::Ignored),
+    row("repl-disable-tcp-nodelay", "no", Bool, Store::Ignored),
+    row("repl-backlog-size", "1mb", Memory { min: 1, max: LONG_MEM }, Store::Ignored).effect(Effect::ReplBacklog),
+    row("repl-backlog-ttl", "3600", Int { min: 0, max: LONG }, Store::Ignored),
+    row("repl-timeout", "60", Int { min: 1, max: I32 }, Store::Ignored),
+    row("repl-ping-replica-period", "10", Int { min: 1, max: I32 }, Store::Ignored).alias(&["repl-ping-slave-period"]),
+    row("min-replicas-to-write", "0", Int { min: 0, max: I32 }, Store::Ignored).alias(&["min-slaves-to-write"]),
+    row("min-replicas-max-lag", "10", Int { min: 0, max: I32 }, Store::Ignored).alias(&["min-slaves-max-lag"]),
+    // Cluster.
+    row("cluster-config-file", "nodes.conf", Text, Store::Ignored).immutable(),
+    row("cluster-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).immutable(),
+    row("cluster-node-timeout", "15000", Int { min: 0, max: LONG }, Store::Ignored),
+    row("cluster-announce-ip", "", Text, Store::Ignored),
+    row("cluster-announce-hostname", "", Kind::Custom(check_hostname), Store::Ignored),
+    row("cluster-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
+    row("cluster-announce-bus-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
+    row("cluster-announce-tls-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
+    row("cluster-preferred-endpoint-type", "ip", Enum(&["ip", "hostname", "unknown-endpoint"]), Store::Ignored),
+    row("cluster-require-full-coverage", "yes", Bool, Store::Ignored),
+    row("cluster-replica-no-failover", "no", Bool, Store::Ignored).alias(&["cluster-slave-no-failover"]),
+    row("cluster-replica-validity-factor", "10", Int { min: 0, max: I32 }, Store::Ignored).alias(&["cluster-slave-validity-factor"]),
+    row("cluster-migration-barrier", "1", Int { min: 0, max: I32 }, Store::Ignored),
+    row("cluster-allow-replica-migration", "yes", Bool, Store::Ignored),
+    row("cluster-allow-reads-when-down", "no", Bool, Store::Ignored),
+    row("cluster-allow-pubsubshard-when-down", "yes", Bool, Store::Ignored),
+    row("cluster-link-sendbuf-limit", "0", Memory { min: 0, max: u64::MAX as i128 }, Store::Ignored),
+    // TLS (coordis serves none: see `Effect::Tls`).
+    row("tls-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).effect(Effect::Tls),
+    row("tls-replication", "no", Bool, Store::Ignored).effect(Effect::Tls),
+    row("tls-cluster", "no", Bool, Store::Ignored).effect(Effect::Tls),
+    row("tls-auth-clients", "yes", Enum(&["no", "yes", "optional"]), Store::Ignored),
+    row("tls-prefer-server-ciphers", "no", Bool, Store::Ignored).effect(Effect::Tls),
+    row("tls-session-caching", "yes", Bool, Store::Ignored).effect(Effect::Tls),
+    row("tls-session-cache-size", "20480", Int { min: 0, max: I32 }, Store::Ignored).effect(Effect::Tls),
+    row("tls-session-cache-timeout", "300", Int { min: 0, max: I32 }, Store::Ignored).effect(Effect::Tls),
+    row("tls-cert-file", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-key-file", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-key-file-pass", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-client-cert-file", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-client-key-file", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-client-key-file-pass", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-dh-params-file", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-ca-cert-file", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-ca-cert-dir", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-protocols", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-ciphers", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-ciphersuites", "", Text, Store::Ignored).effect(Effect::Tls),
+    // Redis's test-only knobs, shown by name only.
+    row("use-exit-on-panic", "no", Bool, Store::Ignored).hidden(),
+    row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, Store::Ignored).hidden(),
+    row("key-load-delay", "0", Int { min: i32::MIN as i64, max: I32 }, Store::Ignored).hidden(),
+    row("watchdog-period", "0", Int { min: 0, max: I32 }, Store::Ignored).hidden(),
+    row("loading-process-events-interval-bytes", "2097152", Int { min: 1024, max: I32 }, Store::Ignored).hidden(),
 ];
 
 /// The directive named `name` (or one of its aliases), any case.
@@ -766,6 +1145,13 @@ impl Config {
     /// MEMORY and OBJECT REFCOUNT show it as Redis would.
     pub fn maxmemory(&self) -> u64 {
         self.ignored.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    /// Whether the TLS directives ask for TLS somewhere (which coordis does
+    /// not serve).
+    fn tls_enabled(&self) -> bool {
+        let on = |name: &str| self.ignored.get(name).is_some_and(|v| v != "0" && v != "no");
+        on("tls-port") || on("tls-replication") || on("tls-cluster")
     }
 
     /// `maxmemory-policy` (accepted without effect, as `maxmemory`).
@@ -810,8 +1196,23 @@ impl Config {
 
     /// CONFIG SET of `(name, value)` pairs, all or nothing, as Redis 7:
     /// unknown names first, then immutable ones and duplicates, then the
-    /// values. Returns the effects the changes must reach.
+    /// values. Returns the effects the changes must reach. (For a local
+    /// client: the tests' shorthand.)
+    #[cfg(test)]
     pub(crate) fn set_runtime(&mut self, pairs: &[(&str, &str)]) -> Result<Vec<Effect>, SetError> {
+        self.set_runtime_by(pairs, true)
+    }
+
+    /// [`Config::set_runtime`] for a client, `local` when it connects from
+    /// loopback: protected directives (`dir`, `dbfilename`) are settable
+    /// as `enable-protected-configs` says (`yes`, or `local` for local
+    /// clients), as Redis's `allowProtectedAction`.
+    pub(crate) fn set_runtime_by(&mut self, pairs: &[(&str, &str)], local: bool) -> Result<Vec<Effect>, SetError> {
+        let protected_allowed = match self.ignored.get("enable-protected-configs").map(String::as_str) {
+            Some("yes") => true,
+            Some("local") => local,
+            _ => false,
+        };
         // Names first, in order: the first unknown, immutable or repeated
         // one is the error.
         let mut found: Vec<&'static Directive> = Vec::with_capacity(pairs.len());
@@ -823,6 +1224,7 @@ impl Config {
             match d.change {
                 Change::Mutable => {}
                 Change::Immutable => return refused("can't set immutable config"),
+                Change::Protected if protected_allowed => {}
                 Change::Protected => return refused("can't set protected config"),
             }
             // The same name twice is refused; a name and its alias are not.
@@ -833,13 +1235,33 @@ impl Config {
         }
         let mut staged = self.clone();
         let mut effects = vec![];
+        let mut tls_changed = None;
         for (d, (name, value)) in found.into_iter().zip(pairs) {
+            let before = d.read(&staged);
             let text = d
-                .check(value, &d.read(&staged))
+                .check(value, &before)
                 .map_err(|why| SetError::Refused(name.to_string(), why))?;
             d.write(&mut staged, &text);
+            let changed = d.read(&staged) != before;
+            if d.effect == Effect::Tls && changed {
+                tls_changed.get_or_insert(d.name);
+            }
+            if d.effect == Effect::ReplBacklog && changed {
+                let size: u64 = d.read(&staged).parse().expect("checked as a memory value");
+                d.write(&mut staged, &size.max(REPL_BACKLOG_MIN).to_string());
+            }
             if !effects.contains(&d.effect) {
                 effects.push(d.effect);
+            }
+        }
+        // Applied once all are set, as Redis's apply functions: TLS would
+        // have to be configured, which coordis cannot.
+        if let Some(name) = tls_changed {
+            if staged.tls_enabled() {
+                return Err(SetError::Refused(
+                    name.to_string(),
+                    errors::directive::TLS_UNAVAILABLE.into(),
+                ));
             }
         }
         *self = staged;
@@ -861,7 +1283,7 @@ impl Config {
                 }
                 continue;
             }
-            for d in DIRECTIVES {
+            for d in DIRECTIVES.iter().filter(|d| !d.hidden) {
                 for name in d.names() {
                     let shown = out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) || seen.contains(&name);
                     if !shown && glob::matches(pattern, name.as_bytes(), true) {
@@ -904,36 +1326,86 @@ impl Config {
     }
 
     /// Reads redis.conf syntax: one directive per line, `#` comments,
-    /// arguments split like redis-cli (quotes allowed).
+    /// arguments split like redis-cli (quotes allowed), `include` of other
+    /// files (relative to the working directory, see [`Config::from_args`]).
     pub fn apply_file_text(&mut self, text: &str, warn: &mut dyn FnMut(String)) -> Result<(), String> {
-        self.apply_file_lines(text, warn, &mut false)
+        let mut cwd = std::env::current_dir().unwrap_or_default();
+        self.apply_text_in(text, &mut cwd, 0, &mut false, warn)
     }
 
-    fn apply_file_lines(
+    /// [`Config::apply_file_text`] with `cwd`, the directory relative paths
+    /// resolve against: Redis changes its working directory at each `dir`
+    /// line, so an `include` after one reads from there. `depth` counts
+    /// the includes this text is in; `save_seen` is
+    /// [`Config::apply_startup`]'s, for the whole startup.
+    fn apply_text_in(
         &mut self,
         text: &str,
-        warn: &mut dyn FnMut(String),
+        cwd: &mut PathBuf,
+        depth: usize,
         save_seen: &mut bool,
+        warn: &mut dyn FnMut(String),
     ) -> Result<(), String> {
-        for (lineno, line) in text.lines().enumerate() {
-            let trimmed = line.trim();
+        for (lineno, line) in text.split('\n').enumerate() {
+            let trimmed = line.trim_matches([' ', '\t', '\r', '\n']);
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
+            let at = |e: String| format!("line {}: '{}': {}", lineno + 1, trimmed, e);
             let Some(words) = split_args(trimmed.as_bytes()) else {
-                return Err(format!("line {}: unbalanced quotes in configuration line", lineno + 1));
+                return Err(at("Unbalanced quotes in configuration line".into()));
             };
             let words: Vec<String> = words
                 .into_iter()
                 .map(|w| String::from_utf8_lossy(&w).into_owned())
                 .collect();
-            match self.apply_startup(&words[0], &words[1..], save_seen) {
+            let Some((name, args)) = words.split_first() else {
+                continue;
+            };
+            let name = name.to_ascii_lowercase();
+            if lookup(&name).is_none() {
+                if DEPRECATED.iter().any(|d| *d == name) && args.len() == 1 {
+                    continue;
+                }
+                // What CONFIG REWRITE (Redis's too) writes for the users:
+                // coordis's only user is `default`, all allowed, and a file
+                // may say so; any other user needs ACLs coordis lacks.
+                if name == "user" && !args.is_empty() {
+                    if DEFAULT_USER
+                        .iter()
+                        .any(|u| u.split(' ').eq(args.iter().map(String::as_str)))
+                    {
+                        continue;
+                    }
+                    return Err(at(errors::directive::USERS_UNSUPPORTED.into()));
+                }
+                // Sentinel mode is a mode of its own (not this one): its
+                // lines are refused as Redis refuses them outside it.
+                if name == "sentinel" {
+                    if args.is_empty() {
+                        continue;
+                    }
+                    return Err(at(errors::directive::SENTINEL_OUTSIDE.into()));
+                }
+                if name == "include" && args.len() == 1 {
+                    if depth >= MAX_INCLUDE_DEPTH {
+                        return Err(at("include nested too deeply".into()));
+                    }
+                    for path in include_paths(&cwd.join(&args[0]))? {
+                        let text = std::fs::read_to_string(&path)
+                            .map_err(|e| errors::directive::cannot_open(&path.display().to_string(), &io_reason(&e)))?;
+                        self.apply_text_in(&text, cwd, depth + 1, save_seen, warn)?;
+                    }
+                    continue;
+                }
+            }
+            match self.apply_startup(&name, args, save_seen) {
                 Ok(true) => {}
-                Ok(false) => warn(format!(
-                    "directive '{}' is accepted but has no effect in coordis",
-                    words[0]
-                )),
-                Err(e) => return Err(format!("line {}: '{}': {}", lineno + 1, trimmed, e)),
+                Ok(false) => warn(format!("directive '{name}' is accepted but has no effect in coordis")),
+                Err(e) => return Err(at(e)),
+            }
+            if name == "dir" {
+                *cwd = cwd.join(&args[0]);
             }
         }
         Ok(())
@@ -941,15 +1413,27 @@ impl Config {
 
     /// Reads a redis-server command line (without the program name): an
     /// optional config file path, then `--directive value ...` groups.
+    /// Each directive without effect is reported to `warn` once.
     pub fn from_args(args: &[String], warn: &mut dyn FnMut(String)) -> Result<Config, String> {
+        let mut warned: Vec<String> = vec![];
+        let mut warn_once = |w: String| {
+            if !warned.contains(&w) {
+                warned.push(w.clone());
+                warn(w);
+            }
+        };
         let mut config = Config::default();
         let mut save_seen = false;
         let mut rest = args;
+        let mut cwd = std::env::current_dir().unwrap_or_default();
         if let Some(first) = args.first() {
             if !first.starts_with("--") {
-                let text =
-                    std::fs::read_to_string(first).map_err(|e| format!("can't open config file '{first}': {e}"))?;
-                config.apply_file_lines(&text, warn, &mut save_seen)?;
+                let text = std::fs::read_to_string(first)
+                    .map_err(|e| errors::directive::cannot_open(first, &io_reason(&e)))?;
+                // Redis keeps the file's absolute path (INFO's config_file,
+                // CONFIG REWRITE), taken before any `dir` moves it.
+                config.config_file = cwd.join(first).display().to_string();
+                config.apply_text_in(&text, &mut cwd, 0, &mut save_seen, &mut warn_once)?;
                 rest = &args[1..];
             }
         }
@@ -964,14 +1448,98 @@ impl Config {
                 values.push(rest[i].clone());
                 i += 1;
             }
-            match config.apply_startup(name, &values, &mut save_seen) {
-                Ok(true) => {}
-                Ok(false) => warn(format!("directive '{name}' is accepted but has no effect in coordis")),
-                Err(e) => return Err(format!("'--{name} {}': {e}", values.join(" "))),
-            }
+            // The options are read as lines appended to the file's text.
+            let line = std::iter::once(name.to_string())
+                .chain(values.iter().map(|v| repr(v)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            config
+                .apply_text_in(&line, &mut cwd, 0, &mut save_seen, &mut warn_once)
+                .map_err(|e| format!("'--{name} {}': {e}", values.join(" ")))?;
         }
         Ok(config)
     }
+}
+
+/// The `user` lines that describe coordis's one user as it is: Redis's
+/// ACL description of the default user, with and without the flag Redis
+/// 7.0 adds under `sanitize-dump-payload`.
+const DEFAULT_USER: [&str; 2] = [
+    "default on nopass ~* &* +@all",
+    "default on nopass sanitize-payload ~* &* +@all",
+];
+
+/// Names Redis 7.0 still accepts in a config file and ignores.
+const DEPRECATED: [&str; 3] = [
+    "list-max-ziplist-entries",
+    "list-max-ziplist-value",
+    "lua-replicate-commands",
+];
+
+/// How deep `include`s may nest (Redis has no limit and recurses until it
+/// crashes; a file including itself is an error here).
+const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// The files an `include` names: the path itself, or with a wildcard in
+/// it, the files its last part matches in order (none is no error, so an
+/// empty `conf.d` may be included), as Redis's use of `glob`.
+fn include_paths(path: &std::path::Path) -> Result<Vec<PathBuf>, String> {
+    let text = path.display().to_string();
+    if !text.contains(['*', '?', '[']) {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let (Some(dir), Some(pattern)) = (path.parent(), path.file_name()) else {
+        return Ok(vec![]);
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(vec![]);
+    };
+    let pattern = pattern.to_string_lossy().into_owned();
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // glob(3) leaves out dot files unless the pattern starts with a dot.
+            (!name.starts_with('.') || pattern.starts_with('.'))
+                && glob::matches(pattern.as_bytes(), name.as_bytes(), false)
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// `strerror`'s words for an I/O error, without Rust's `(os error N)`.
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+/// Redis's `sdscatrepr`: the text in double quotes, `\\`, `"` and
+/// control bytes escaped, so that a config line reads it back whole (how
+/// command-line values join the file's lines, and how CONFIG REWRITE
+/// writes strings).
+pub(crate) fn repr(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    for &b in v.as_bytes() {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            b if b.is_ascii_graphic() || b == b' ' => out.push(b as char),
+            b => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]
@@ -1044,6 +1612,77 @@ mod tests {
         assert_eq!(c.zset_max_listpack_entries, 16);
     }
 
+    /// `include` as Redis resolves it: relative to the working directory,
+    /// which a `dir` line before it moves; a wildcard includes the files it
+    /// matches in order (none is no error); a missing file is Redis's error.
+    /// Deprecated names and the default user's line are accepted; each
+    /// directive without effect is reported once.
+    #[test]
+    fn include_dir_and_special_lines() {
+        let root = std::env::temp_dir().join(format!("coordis-include-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("conf.d")).unwrap();
+        std::fs::create_dir_all(root.join("empty.d")).unwrap();
+        std::fs::write(root.join("conf.d/a.conf"), "maxclients 11\nhz 12\n").unwrap();
+        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nrepl-timeout 14\n").unwrap();
+        std::fs::write(root.join("conf.d/skip.txt"), "hz 99\n").unwrap();
+        std::fs::write(root.join("one.conf"), "databases 5\n").unwrap();
+        let main = root.join("main.conf");
+        std::fs::write(
+            &main,
+            format!(
+                "dir {}\ninclude one.conf\ninclude conf.d/*.conf\ninclude empty.d/*.conf\n\
+                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nrepl-timeout 15\nrepl-timeout 16\n",
+                root.display()
+            ),
+        )
+        .unwrap();
+        let mut warnings = vec![];
+        let c = Config::from_args(&args(&[main.to_str().unwrap()]), &mut |w| warnings.push(w)).unwrap();
+        assert_eq!((c.databases, c.maxclients, c.hz), (5, 13, 12));
+        assert_eq!(c.ignored["repl-timeout"], "16");
+        assert_eq!(c.config_file, main.display().to_string());
+        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'repl-timeout'")).collect();
+        assert_eq!(repl.len(), 1, "{warnings:?}");
+        let missing = root.join("missing.conf");
+        std::fs::write(&missing, "include nowhere.conf\n").unwrap();
+        let err = Config::from_args(&args(&[missing.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(
+            err.contains("can't open config file") && err.contains("No such file or directory"),
+            "{err}"
+        );
+        let other_user = root.join("user.conf");
+        std::fs::write(&other_user, "user alice on >pw ~* +@all\n").unwrap();
+        assert!(Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).is_err());
+        let sentinel = root.join("sentinel.conf");
+        std::fs::write(&sentinel, "sentinel monitor m 127.0.0.1 6379 2\n").unwrap();
+        let err = Config::from_args(&args(&[sentinel.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(err.ends_with("sentinel directive while not in sentinel mode"), "{err}");
+        let looping = root.join("loop.conf");
+        std::fs::write(&looping, format!("include {}\n", looping.display())).unwrap();
+        assert!(Config::from_args(&args(&[looping.to_str().unwrap()]), &mut |_| {}).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn special_values_as_redis_shows_them() {
+        let check = |name: &str, value: &str| lookup(name).unwrap().check(value, "");
+        assert_eq!(check("oom-score-adj", "RELATIVE").unwrap(), "yes");
+        assert_eq!(check("shutdown-on-sigint", "force save now").unwrap(), "save now force");
+        assert!(check("shutdown-on-sigint", "save nosave").is_err());
+        assert_eq!(
+            check("latency-tracking-info-percentiles", "50.5000 1e1").unwrap(),
+            "50.5 10"
+        );
+        assert_eq!(check("maxmemory-clients", "10%").unwrap(), "10%");
+        assert!(check("maxmemory-clients", "101%").is_err());
+        assert_eq!(check("replicaof", "NO ONE").unwrap(), "");
+        assert_eq!(check("replicaof", "h +7").unwrap(), "h 7");
+        assert!(check("proc-title-template", "{title}").is_err());
+        assert!(check("proc-title-template", "{{ {port}").is_ok());
+        assert_eq!(repr("a\"b\\\n\x01"), "\"a\\\"b\\\\\\n\\x01\"");
+    }
+
     /// Every row: its default passes its own check and reads back as it
     /// was written; every name (aliases too) is accepted on the command
     /// line, in a file and, where mutable, by CONFIG SET.
@@ -1102,7 +1741,9 @@ mod tests {
             c.matching(&[b"maxcl*"]),
             vec![("maxclients".to_string(), "5".to_string())]
         );
-        assert!(c.set_runtime(&[("port", "1")]).is_err());
+        // Rebinding is CONFIG SET's (the listeners); the table takes the value.
+        assert_eq!(c.set_runtime(&[("port", "1")]), Ok(vec![Effect::Listeners]));
+        assert!(c.set_runtime(&[("bind", &["127.0.0.1"; 17].join(" "))]).is_err());
         // All or nothing.
         assert!(c.set_runtime(&[("maxclients", "6"), ("hz", "x")]).is_err());
         assert_eq!(c.maxclients, 5);

@@ -305,6 +305,49 @@ pub(crate) fn config_set_failed(name: &str, why: &str) -> Reply {
     )))
 }
 
+/// Reasons a directive's value is refused (the text after CONFIG SET's
+/// `- `, and after a config file's line at startup), as Redis's config.c
+/// words them.
+pub(crate) mod directive {
+    pub(crate) const WRONG_ARGS: &str = "wrong number of arguments";
+    pub(crate) const PROC_TITLE: &str = "template format is invalid or contains unknown variables";
+    pub(crate) const SHUTDOWN_SAVE_NOSAVE: &str = "shutdown options SAVE and NOSAVE can't be used simultaneously";
+    pub(crate) const OOM_VALUES: &str = "Invalid oom-score-adj-values, elements must be between -2000 and 2000.";
+    pub(crate) const PERCENTILES_INVALID: &str = "Invalid latency-tracking-info-percentiles parameters";
+    pub(crate) const PERCENTILES_RANGE: &str =
+        "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]";
+    pub(crate) const MASTER_PORT: &str = "Invalid master port";
+    pub(crate) const MEMORY_OR_PERCENT: &str = "argument must be a memory or percent value";
+    pub(crate) const HOSTNAME_LONG: &str = "Hostnames must be less than 256 characters";
+    pub(crate) const HOSTNAME_CHARS: &str = "Hostnames may only contain alphanumeric characters, hyphens or dots";
+    pub(crate) const DEFRAG_UNAVAILABLE: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";
+    /// coordis's own: a `user` line other than the default user's.
+    pub(crate) const USERS_UNSUPPORTED: &str =
+        "ACL users other than the default user (on nopass ~* &* +@all) are not supported by coordis";
+    pub(crate) const SENTINEL_OUTSIDE: &str = "sentinel directive while not in sentinel mode";
+    pub(crate) const TLS_UNAVAILABLE: &str = "Unable to update TLS configuration. Check server logs.";
+    pub(crate) const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
+    pub(crate) const BIND_FAILED: &str = "Failed to bind to specified addresses.";
+    pub(crate) const TOO_MANY_BIND: &str = "Too many bind addresses specified.";
+    /// An `include`d file that cannot be read.
+    pub(crate) fn cannot_open(path: &str, why: &str) -> String {
+        format!("Fatal error, can't open config file '{path}': {why}")
+    }
+    /// A percentage past its bound.
+    pub(crate) fn percent_bound(max: i64) -> String {
+        format!("percentage argument must be less or equal to {max}")
+    }
+    /// The enum words a value must be one of.
+    pub(crate) fn one_of(words: &[&str]) -> String {
+        format!("argument(s) must be one of the following: {}", words.join(", "))
+    }
+}
+
+/// CONFIG REWRITE that could not write the file.
+pub(crate) fn config_rewrite_failed(why: &str) -> Reply {
+    owned(sanitize(format!("ERR Rewriting config file: {why}")))
+}
+
 /// A protocol error (already formatted by the parser).
 pub(crate) fn protocol(text: String) -> Reply {
     owned(format!("ERR {text}"))

@@ -115,6 +115,8 @@ pub struct Shared {
     /// The function an FCALL runs, set while it runs (FUNCTION STATS asked
     /// while it is busy is answered from this).
     pub(crate) running_function: parking_lot::Mutex<Option<cmd::functions::RunningFunction>>,
+    /// The listening sockets, which CONFIG SET `port` / `bind` rebinds.
+    pub(crate) listeners: crate::net::listeners::Listeners,
 }
 
 impl Shared {

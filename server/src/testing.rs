@@ -60,6 +60,16 @@ impl RedisServer {
     /// with it set, a missing Redis panics. A `redis-server` that is not
     /// 7.0.x (the reference) is an error naming the version found.
     pub fn start(extra_args: &[&str]) -> io::Result<Option<RedisServer>> {
+        Self::start_with(None, extra_args)
+    }
+
+    /// [`RedisServer::start`] reading the config file `config` first (as
+    /// `redis-server <config> --port ...`), then the same flags.
+    pub fn start_with_config(config: &std::path::Path, extra_args: &[&str]) -> io::Result<Option<RedisServer>> {
+        Self::start_with(Some(config), extra_args)
+    }
+
+    fn start_with(config: Option<&std::path::Path>, extra_args: &[&str]) -> io::Result<Option<RedisServer>> {
         let which = Command::new("redis-server")
             .arg("--version")
             .stderr(Stdio::null())
@@ -85,6 +95,7 @@ impl RedisServer {
             let dir = std::env::temp_dir().join(format!("coordis-test-redis-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir)?;
             let mut child = Command::new("redis-server")
+                .args(config)
                 .args([
                     "--port",
                     &port.to_string(),

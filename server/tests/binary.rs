@@ -403,3 +403,89 @@ fn version_and_help_answer_as_redis_server_does() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("Usage: coordis-server [/path/to/redis.conf] [options]"));
 }
+
+/// Starts the binary on a copy of `conf` in a temp dir, with the flags a
+/// packaged service would not have (port 0, the dir, stderr logging, no
+/// daemon, no pid file) after the file, as redis-server reads them, and
+/// returns its port and what it logged once stopped.
+fn start_on_stock_file(conf: &std::path::Path, tag: &str) -> (u16, String, Vec<String>) {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("coordis-stock-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("redis.conf");
+    std::fs::copy(conf, &copy).unwrap();
+    let dir_text = dir.to_str().unwrap();
+    let mut child = Running(
+        Command::new(BIN)
+            .args([copy.to_str().unwrap(), "--port", "0", "--dir", dir_text])
+            .args(["--logfile", "", "--daemonize", "no", "--pidfile", ""])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split("\"port\":")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| {
+            let mut err = String::new();
+            child.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            panic!("{} did not load: {err}", conf.display())
+        });
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    let mut replies = vec![];
+    for probe in [
+        &["CONFIG", "GET", "repl-diskless-load"][..],
+        &["CONFIG", "GET", "client-output-buffer-limit"],
+        &["INFO", "server"],
+    ] {
+        replies.push(String::from_utf8(c.command(probe).unwrap()).unwrap());
+    }
+    let err = stop_and_read_stderr(child);
+    let _ = std::fs::remove_dir_all(&dir);
+    // The config file as INFO reports it: the copy's absolute path.
+    assert!(
+        replies[2].contains(&format!("config_file:{}\r\n", copy.display())),
+        "{}",
+        replies[2]
+    );
+    (port, err, replies)
+}
+
+/// Debian's `/etc/redis/redis.conf` (installed with redis-server) and the
+/// `redis.conf` of Redis 7.0.15's source tree load unmodified; every
+/// directive coordis does nothing with is logged once; the file's values
+/// read back.
+#[test]
+fn the_stock_config_files_load() {
+    let installed = std::path::Path::new("/etc/redis/redis.conf");
+    let source = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/redis-7.0.15.conf"));
+    let mut files = vec![(source, "source")];
+    if installed.exists() {
+        files.push((installed, "debian"));
+    } else {
+        eprintln!("SKIPPED the installed /etc/redis/redis.conf: redis-server is not installed here");
+    }
+    for (conf, tag) in files {
+        let (port, log, replies) = start_on_stock_file(conf, tag);
+        assert_ne!(port, 0);
+        let ignored: Vec<&str> = log.lines().filter(|l| l.contains("has no effect in coordis")).collect();
+        assert!(ignored.iter().any(|l| l.contains("'repl-diskless-load'")), "{log}");
+        let mut once = ignored.clone();
+        once.sort();
+        once.dedup();
+        assert_eq!(once.len(), ignored.len(), "each ignored directive logged once: {log}");
+        assert!(replies[0].ends_with("$8\r\ndisabled\r\n"), "{}", replies[0]);
+        assert!(
+            replies[1].contains("normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
+            "{}",
+            replies[1]
+        );
+    }
+}

@@ -809,29 +809,108 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         })
         .collect();
     let pairs: Vec<(&str, &str)> = texts.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-    let effects = match ctx.server.config.set_runtime(&pairs) {
+    let before = ctx.server.config.clone();
+    let local = ctx.client.addr.ip().is_loopback();
+    let effects = match ctx.server.config.set_runtime_by(&pairs, local) {
         Ok(effects) => effects,
         Err(SetError::Unknown(name)) => return errors::config_set_unknown(&name),
         Err(SetError::Refused(name, why)) => return errors::config_set_failed(&name, &why),
     };
-    for effect in effects {
-        if effect == Effect::AppendOnly {
-            let scripting = ctx.scripting.as_deref().expect("CONFIG is not run from a script");
-            if crate::persist::aof::set_enabled(ctx.dbs, ctx.server, scripting).is_err() {
-                ctx.server.config.aof.enabled = false;
-                return errors::config_set_failed("appendonly", errors::AOF_TURN_ON_FAILED);
+    // All set: now applied in order, and on a failed apply all restored
+    // and the applied ones applied again with the old values, as Redis's
+    // restoreBackupConfig.
+    for (i, effect) in effects.iter().enumerate() {
+        if let Err((name, why)) = apply_fallible(ctx, *effect, &before, &pairs) {
+            let failed = std::mem::replace(&mut ctx.server.config, before);
+            for effect in &effects[..=i] {
+                restore_effect(ctx, *effect, &failed);
             }
+            return errors::config_set_failed(name, why);
         }
-        apply_config_effect(ctx, effect);
+        apply_config_effect(ctx, *effect);
     }
     Reply::Ok
+}
+
+/// The part of applying a change that can fail: turning the append-only
+/// file on, rebinding the listeners. `Err` is the directive to blame and
+/// Redis's reason.
+fn apply_fallible(
+    ctx: &mut Ctx,
+    effect: Effect,
+    before: &crate::Config,
+    pairs: &[(&str, &str)],
+) -> Result<(), (&'static str, &'static str)> {
+    match effect {
+        Effect::AppendOnly => {
+            let scripting = ctx.scripting.as_deref().expect("CONFIG is not run from a script");
+            crate::persist::aof::set_enabled(ctx.dbs, ctx.server, scripting)
+                .map_err(|_| ("appendonly", errors::AOF_TURN_ON_FAILED))
+        }
+        Effect::Listeners => {
+            let config = &ctx.server.config;
+            let port_changed = config.port != before.port;
+            let bind_changed = config.bind != before.bind;
+            if !port_changed && !bind_changed {
+                return Ok(());
+            }
+            // Blamed as Redis blames its apply functions: the first of the
+            // two changed, in the order given.
+            let port_first = pairs
+                .iter()
+                .filter_map(|(name, _)| crate::config::lookup(name).map(|d| d.name))
+                .find(|n| (*n == "port" && port_changed) || (*n == "bind" && bind_changed))
+                == Some("port");
+            let port = if port_changed { config.port } else { ctx.server.port };
+            match ctx.server.shared.listeners.rebind(&config.bind, port) {
+                Ok(()) => {
+                    ctx.server.port = port;
+                    Ok(())
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "Failed applying new configuration. Possibly related to new {} setting. Restoring previous settings. ({e})",
+                        if port_first { "port" } else { "bind" }
+                    );
+                    Err(if port_first {
+                        ("port", errors::directive::LISTEN_FAILED)
+                    } else {
+                        ("bind", errors::directive::BIND_FAILED)
+                    })
+                }
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Applies an effect again after the old settings are back (`failed`:
+/// the settings that were being applied).
+fn restore_effect(ctx: &mut Ctx, effect: Effect, failed: &crate::Config) {
+    if effect == Effect::Listeners && (failed.port != ctx.server.config.port || failed.bind != ctx.server.config.bind) {
+        let config = &ctx.server.config;
+        let port = if failed.port != config.port {
+            config.port
+        } else {
+            ctx.server.port
+        };
+        let port = if port == 0 { ctx.server.port } else { port };
+        match ctx.server.shared.listeners.rebind(&config.bind, port) {
+            Ok(()) => ctx.server.port = port,
+            Err(e) => tracing::warn!("Failed applying restored failed CONFIG SET command: {e}"),
+        }
+        return;
+    }
+    apply_config_effect(ctx, effect);
 }
 
 /// Makes a changed setting reach what reads it outside [`Config`](crate::Config).
 pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
     let config = &ctx.server.config;
     match effect {
-        Effect::None => {}
+        // Applied by `set_runtime` itself (TLS cannot be turned on; the
+        // backlog's minimum), or by CONFIG SET before this (the listeners).
+        Effect::None | Effect::Tls | Effect::ReplBacklog | Effect::Listeners => {}
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::Notifications => {
             let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
@@ -867,8 +946,23 @@ fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
-fn config_rewrite(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    err(errors::NO_CONFIG_FILE)
+fn config_rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let config = &ctx.server.config;
+    if config.config_file.is_empty() {
+        return err(errors::NO_CONFIG_FILE);
+    }
+    match crate::config::rewrite::rewrite_file(std::path::Path::new(&config.config_file), config) {
+        Ok(()) => {
+            tracing::warn!("CONFIG REWRITE executed with success.");
+            Reply::Ok
+        }
+        Err(e) => {
+            let why = e.to_string();
+            let why = why.split(" (os error").next().unwrap_or_default();
+            tracing::warn!("CONFIG REWRITE failed: {why}");
+            errors::config_rewrite_failed(why)
+        }
+    }
 }
 
 fn config_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -1082,7 +1176,7 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     let mut parts: Vec<String> = vec![];
     if want("server") {
         parts.push(format!(
-            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
+            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
             REDIS_VERSION,
             crate::process::os_name(),
             std::process::id(),
@@ -1096,6 +1190,7 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             // Redis's LRU clock: seconds, 24 bits wide.
             (now / 1000) & 0xFF_FFFF,
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            s.config.config_file,
             env!("CARGO_PKG_VERSION"),
         ));
     }

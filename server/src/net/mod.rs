@@ -7,6 +7,7 @@
 //! back-off; they never stop the server.
 
 pub(crate) mod clients;
+pub(crate) mod listeners;
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -63,44 +64,24 @@ const OUTPUT_BUFFER_KEEP: usize = 2 * MAX_BATCH_OUTPUT;
 
 /// A bound, not yet running server.
 pub(crate) struct Bound {
-    listeners: Vec<TcpListener>,
     pub addr: SocketAddr,
     clock: Arc<dyn Clock>,
     /// Made at bind time, so the embedding API holds it (the test clock
     /// settles the server through it) before the first connection.
     pub engine: Arc<Mutex<Engine>>,
+    /// Holds the listening sockets too (CONFIG SET rebinds them).
     shared: Arc<Shared>,
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
 /// first listener is reused for the others when it was 0).
 pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<CloseSignal>) -> io::Result<Bound> {
-    let mut listeners = Vec::new();
-    let mut port = config.port;
-    for host in &config.bind {
-        let host = host.trim_start_matches('-');
-        let host = match host {
-            "*" => "0.0.0.0",
-            "::*" => "::",
-            h => h,
-        };
-        let ip: std::net::IpAddr = host
-            .parse()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bind address '{host}'")))?;
-        let listener = TcpListener::bind(SocketAddr::new(ip, port)).await?;
-        port = listener.local_addr()?.port();
-        listeners.push(listener);
-    }
-    let addr = listeners
-        .first()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?
-        .local_addr()?;
     let shared = Arc::new(Shared::default());
+    let addr = shared.listeners.bind_at_start(&config.bind, config.port).await?;
     let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
     engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
     Ok(Bound {
-        listeners,
         addr,
         clock,
         engine,
@@ -123,18 +104,27 @@ impl Bound {
         ));
         let ids = Arc::new(AtomicU64::new(0));
         let mut accepts = JoinSet::new();
-        for listener in self.listeners {
-            let ctx = ConnCtx {
-                engine: engine.clone(),
-                shared: shared.clone(),
-                ids: ids.clone(),
-                stop: stop_rx.clone(),
-                clock: self.clock.clone(),
-                shutdown: shutdown.clone(),
-            };
-            accepts.spawn(accept_loop(listener, ctx));
+        let ctx = ConnCtx {
+            engine: engine.clone(),
+            shared: shared.clone(),
+            ids: ids.clone(),
+            stop: stop_rx.clone(),
+            clock: self.clock.clone(),
+            shutdown: shutdown.clone(),
+        };
+        let (slots, mut rebound) = shared.listeners.serve();
+        for slot in slots {
+            accepts.spawn(accept_loop(slot, ctx.clone()));
         }
-        shutdown.closed().await;
+        // Until shutdown, sockets CONFIG SET binds get their accept loop.
+        loop {
+            tokio::select! {
+                () = shutdown.closed() => break,
+                Some(slot) = rebound.recv() => {
+                    accepts.spawn(accept_loop(slot, ctx.clone()));
+                }
+            }
+        }
         tracing::warn!("User requested shutdown...");
         let _ = stop_tx.send(true);
         // A script in flight may finish within the drain deadline (its client
@@ -257,26 +247,30 @@ struct ConnCtx {
     shutdown: Arc<CloseSignal>,
 }
 
-async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
+/// Accepts on `slot` until it is closed (CONFIG SET rebinding) and serves
+/// its connections until shutdown: they outlive their listening socket.
+async fn accept_loop(slot: Arc<listeners::Slot>, ctx: ConnCtx) {
     let mut conns = JoinSet::new();
     // Every connection's signal, to stop them all at shutdown.
     let mut signals: HashMap<tokio::task::Id, Arc<ConnSignal>> = HashMap::new();
     let mut stop = ctx.stop.clone();
     let mut backoff = Duration::from_millis(5);
+    let mut accepting = true;
     loop {
         tokio::select! {
             _ = stopped(&mut stop) => break,
             Some(done) = conns.join_next_with_id(), if !conns.is_empty() => {
                 signals.remove(&done.map_or_else(|e| e.id(), |(id, ())| id));
             }
-            accepted = listener.accept() => match accepted {
-                Ok((socket, peer)) => {
+            accepted = slot.accept(), if accepting => match accepted {
+                None => accepting = false,
+                Some(Ok((socket, peer))) => {
                     backoff = Duration::from_millis(5);
                     let signal = Arc::new(ConnSignal::default());
                     let task = conns.spawn(connection(socket, peer, ctx.clone(), signal.clone()));
                     signals.insert(task.id(), signal);
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     tracing::warn!("accept error: {e}; retrying in {backoff:?}");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(1));
@@ -284,7 +278,7 @@ async fn accept_loop(listener: TcpListener, ctx: ConnCtx) {
             }
         }
     }
-    drop(listener);
+    drop(slot);
     for signal in signals.values() {
         signal.stop();
     }
@@ -796,7 +790,7 @@ mod tests {
 
     #[tokio::test]
     async fn keepalive_is_set_as_redis_sets_it() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (accepted, _) = listener.accept().await.unwrap();
         set_keepalive(&accepted, 30);

@@ -6,7 +6,8 @@
 //! - [`crc64`], [`lzf`]: the checksum and the string compression.
 //! - [`listpack`], [`ziplist`], [`intset`], [`zipmap`]: the packed
 //!   encodings inside values.
-//! - [`stream`]: streams.
+//! - [`value`] writes and reads one value of any type; [`stream`] is the
+//!   stream's part of it; [`file`] and [`disk`] are whole files.
 //!
 //! Everything here is a pure function over bytes and values: no locks,
 //! no I/O beyond an `impl Write` the caller hands in.
