@@ -102,7 +102,7 @@ pub struct Config {
     pub busy_reply_threshold: u64,
     /// Keys the tracking table may hold (`tracking-table-max-keys`; 0: no
     /// limit): past it, tracked keys are invalidated at random until it
-    /// holds no more ([`crate::tracking`]). Default 1000000.
+    /// holds no more (the `tracking` module). Default 1000000.
     pub tracking_table_max_keys: u64,
     /// Bytes the Lua VM may allocate (`lua-memory-limit`, coordis's own;
     /// Redis has no limit). A script past it fails; the server lives on.

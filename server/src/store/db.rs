@@ -131,7 +131,7 @@ pub struct Db {
     ready: Vec<Bytes>,
     ready_set: HashSet<Bytes, RandomState>,
     /// Log every touched key (client-side caching tracks keys: see
-    /// [`crate::tracking`]); set only while anything is tracked.
+    /// the `tracking` module); set only while anything is tracked.
     pub log_touched: bool,
     /// Keys touched since the last [`Db::take_touched`], each with whether
     /// expiry removed it (then no client wrote it).
