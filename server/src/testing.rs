@@ -245,17 +245,28 @@ pub struct ServerProcess {
     child: Child,
     addr: SocketAddr,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The `--dir` made for it (removed on drop); `None` when the test
+    /// gave its own.
+    own_dir: Option<std::path::PathBuf>,
 }
 
 impl ServerProcess {
     /// Runs `command` with `--port <free port>` appended (and `--save ""`
-    /// unless it sets `--save`: a test's server must not leave a dump.rdb
-    /// in the working directory when it stops) and waits until it answers
-    /// PING.
+    /// unless it sets `--save`, and a `--dir` of its own, removed on drop,
+    /// unless it sets `--dir`: a test's server neither loads nor leaves a
+    /// dump.rdb or an appendonlydir in the working directory) and waits
+    /// until it answers PING.
     pub fn start(mut command: Command) -> io::Result<ServerProcess> {
         let port = free_port()?;
         if !command.get_args().any(|a| a == "--save") {
             command.args(["--save", ""]);
+        }
+        let mut own_dir = None;
+        if !command.get_args().any(|a| a == "--dir") {
+            let dir = std::env::temp_dir().join(format!("coordis-test-server-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir)?;
+            command.arg("--dir").arg(&dir);
+            own_dir = Some(dir);
         }
         let mut child = command
             .args(["--port", &port.to_string()])
@@ -275,7 +286,12 @@ impl ServerProcess {
             });
         }
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let mut process = ServerProcess { child, addr, stderr };
+        let mut process = ServerProcess {
+            child,
+            addr,
+            stderr,
+            own_dir,
+        };
         if !wait_for_ping(&mut process.child, addr, Duration::from_secs(10)) {
             return Err(io::Error::other(format!(
                 "server did not start on port {port}: {}",
@@ -331,6 +347,9 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(dir) = &self.own_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
