@@ -20,8 +20,12 @@
 //!   XACK, XAUTOCLAIM) and a capped events stream read by blocking listeners.
 //! - [`waiting`]: recipes on blocking commands: a fair lock (BLPOP), a
 //!   reliable queue (BLMOVE) and a delayed queue (BZPOPMIN).
+//! - [`durable`]: backends with the append-only file on that a test
+//!   crashes and restarts from their files (embedded coordis,
+//!   `coordis-server`, `redis-server`), and [`on_every_durable_backend!`].
 
 pub mod backend;
+pub mod durable;
 pub mod fencing;
 pub mod functions;
 pub mod leader;

@@ -128,7 +128,7 @@ impl Engine {
     }
 
     /// Loads `dir/dbfilename` at start, when `dir` is set (coordis-server's
-    /// default `.`; an embedded server's only when its builder sets one).
+    /// default `.`; an embedded server's builder's, or its own temp dir).
     /// A missing file is an empty start; an unreadable or corrupt one is
     /// an error (Redis exits).
     /// Loads the dataset before the first client, as Redis's

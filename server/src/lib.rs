@@ -98,6 +98,8 @@ pub mod internals {
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
@@ -130,7 +132,8 @@ impl Default for Builder {
         let config = Config {
             port: 0,
             enable_test_commands: "local".into(),
-            // No files unless the builder names a directory (`Builder::dir`).
+            // Empty: a directory of the server's own, made at start
+            // (`Builder::dir`).
             dir: String::new(),
             ..Config::default()
         };
@@ -199,12 +202,35 @@ impl Builder {
         self
     }
 
-    /// The directory of the RDB file (`dir`): loaded at start when it
-    /// exists, written by SAVE. Without one an embedded server starts
-    /// empty (and SAVE writes in the current directory).
+    /// Where the server keeps its files (`dir`): the RDB file (loaded at
+    /// start when it exists, written by SAVE) and the append-only
+    /// directory (`appenddirname`, loaded at start under `appendonly
+    /// yes`). The directory is the caller's: the server never removes it,
+    /// so a server started again on it loads what the last one wrote.
+    ///
+    /// Without one, the server makes a fresh directory of its own under
+    /// the system's temp dir at start ([`Server::dir`] names it) and
+    /// removes it, files and all, once it has stopped: it starts empty,
+    /// and a crash staged with [`ServerControl::crash`] restarts from the
+    /// files there.
     pub fn dir(mut self, dir: impl Into<String>) -> Self {
         self.config.dir = dir.into();
         self
+    }
+
+    /// The server's own directory when no `dir` was given (see
+    /// [`Builder::dir`]), now named in the configuration.
+    fn own_dir(&mut self) -> io::Result<Option<OwnedDir>> {
+        if !self.config.dir.is_empty() {
+            return Ok(None);
+        }
+        let owned = OwnedDir::create()?;
+        self.config.dir = owned
+            .0
+            .to_str()
+            .map(String::from)
+            .ok_or_else(|| io::Error::other(format!("the temp dir {} is not UTF-8", owned.0.display())))?;
+        Ok(Some(owned))
     }
 
     /// Mutable access to every setting.
@@ -218,12 +244,13 @@ impl Builder {
     /// single-threaded) and whatever else it runs cannot stall the server.
     pub async fn start(self) -> io::Result<Server> {
         let clock = self.virtual_clock.clone();
-        let (ready_rx, shutdown, thread) = self.spawn()?;
+        let (ready_rx, shutdown, thread, dir) = self.spawn()?;
         let (addr, engine) = ready_rx
             .await
             .map_err(|_| io::Error::other("coordis thread exited"))??;
         Ok(Server {
             addr,
+            dir,
             shutdown,
             thread: Some(thread),
             control: control::ServerControl { engine, clock },
@@ -233,13 +260,14 @@ impl Builder {
     /// [`Builder::start`] for code without an async runtime.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
         let clock = self.virtual_clock.clone();
-        let (ready_rx, shutdown, thread) = self.spawn()?;
+        let (ready_rx, shutdown, thread, dir) = self.spawn()?;
         let (addr, engine) = ready_rx
             .blocking_recv()
             .map_err(|_| io::Error::other("coordis thread exited"))??;
         Ok(BlockingServer {
             server: Some(Server {
                 addr,
+                dir,
                 shutdown,
                 thread: Some(thread),
                 control: control::ServerControl { engine, clock },
@@ -249,12 +277,15 @@ impl Builder {
 
     #[allow(clippy::type_complexity)]
     fn spawn(
-        self,
+        mut self,
     ) -> io::Result<(
         oneshot::Receiver<io::Result<(SocketAddr, control::EngineRef)>>,
         Arc<CloseSignal>,
         std::thread::JoinHandle<()>,
+        PathBuf,
     )> {
+        let owned = self.own_dir()?;
+        let dir = PathBuf::from(&self.config.dir);
         let (ready_tx, ready_rx) = oneshot::channel();
         let shutdown = Arc::new(CloseSignal::default());
         let signal = shutdown.clone();
@@ -280,15 +311,19 @@ impl Builder {
             // The drain has had its deadline: a worker still inside a script
             // that never returns is left behind, not waited for.
             runtime.shutdown_timeout(net::SCRIPT_STOP_GRACE);
+            // Only now are the files closed: the writer thread is gone.
+            drop(owned);
         })?;
-        Ok((ready_rx, shutdown, thread))
+        Ok((ready_rx, shutdown, thread, dir))
     }
 
     /// Serves on the current tokio runtime (which must be multi-threaded)
     /// until `stop` resolves or a client sends SHUTDOWN; `on_ready` gets the
     /// bound address. This is what `coordis-server` runs, on [`runtime`]:
     /// build yours with it to serve many busy connections in turn.
-    pub async fn serve(self, stop: impl Future<Output = ()>, on_ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
+    pub async fn serve(mut self, stop: impl Future<Output = ()>, on_ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
+        // Removed when serving is over (see `Builder::dir`).
+        let _owned = self.own_dir()?;
         let shutdown = Arc::new(CloseSignal::default());
         let bound = net::bind(self.config, self.clock, shutdown.clone()).await?;
         on_ready(bound.addr);
@@ -299,6 +334,36 @@ impl Builder {
         }
         let _ = serving.await;
         Ok(())
+    }
+}
+
+/// The directory an embedded server keeps its files in when its builder
+/// names none: made at start under the system's temp dir, removed with
+/// everything in it once the server has stopped.
+#[derive(Debug)]
+struct OwnedDir(PathBuf);
+
+impl OwnedDir {
+    fn create() -> io::Result<OwnedDir> {
+        // Tells apart the servers of one process; a name left by an
+        // earlier process with the same pid is skipped.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!("coordis-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(OwnedDir(path)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -339,6 +404,8 @@ pub fn runtime(io_threads: usize) -> io::Result<tokio::runtime::Runtime> {
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    /// `dir` as it started: the builder's, or the temp dir of its own.
+    dir: PathBuf,
     shutdown: Arc<CloseSignal>,
     thread: Option<std::thread::JoinHandle<()>>,
     control: control::ServerControl,
@@ -363,6 +430,11 @@ impl Server {
     /// `redis://HOST:PORT` for client libraries.
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
+    }
+
+    /// The directory of its files (`dir` at start; see [`Builder::dir`]).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The server's test clock: move it, and the server is settled before
@@ -546,6 +618,11 @@ impl BlockingServer {
     /// See [`Server::url`].
     pub fn url(&self) -> String {
         self.server.as_ref().expect("running").url()
+    }
+
+    /// See [`Server::dir`].
+    pub fn dir(&self) -> &Path {
+        self.server.as_ref().expect("running").dir()
     }
 
     /// See [`Server::clock`].

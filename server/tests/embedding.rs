@@ -244,3 +244,63 @@ fn config_set_applies_at_runtime() {
     );
     assert_eq!(c.command(&["CONFIG", "SET", "requirepass", ""]).unwrap(), b"+OK\r\n");
 }
+
+/// `dir` from `CONFIG GET dir`.
+fn config_dir(c: &mut RawClient) -> String {
+    let reply = String::from_utf8(c.command(&["CONFIG", "GET", "dir"]).unwrap()).unwrap();
+    reply.split("\r\n").nth(4).unwrap().to_string()
+}
+
+/// Without `Builder::dir` a server keeps its files in a temp dir of its
+/// own (each server its own), which it removes once stopped; with one, the
+/// directory is the caller's and stays, and the next server loads it.
+#[test]
+fn the_files_live_in_a_temp_dir_of_the_servers_own_or_where_the_builder_says() {
+    let start = || {
+        let mut builder = coordis::Server::builder();
+        builder.config_mut().apply("appendonly", &["yes".into()]).unwrap();
+        builder.config_mut().apply("appendfsync", &["always".into()]).unwrap();
+        builder.start_blocking().unwrap()
+    };
+    let (one, two) = (start(), start());
+    assert_ne!(one.dir(), two.dir());
+    let own = one.dir().to_path_buf();
+    assert!(own.starts_with(std::env::temp_dir()), "{}", own.display());
+    let mut c = RawClient::connect(one.addr()).unwrap();
+    assert_eq!(config_dir(&mut c), own.to_str().unwrap());
+    assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+    assert!(own.join("appendonlydir/appendonly.aof.manifest").is_file());
+    // A staged crash restarts from the files there.
+    one.control().crash(None);
+    let mut c = RawClient::connect(one.addr()).unwrap();
+    assert_eq!(c.command(&["GET", "k"]).unwrap(), b"$1\r\nv\r\n");
+    one.shutdown();
+    assert!(!own.exists(), "removed once stopped");
+    two.shutdown();
+
+    let mine = std::env::temp_dir().join(format!(
+        "coordis-embedding-dir-{}-{}",
+        std::process::id(),
+        coordis::testing::free_port().unwrap()
+    ));
+    std::fs::create_dir_all(&mine).unwrap();
+    let start_in = || {
+        let mut builder = coordis::Server::builder().dir(mine.to_str().unwrap());
+        builder.config_mut().apply("appendonly", &["yes".into()]).unwrap();
+        builder.config_mut().apply("appendfsync", &["always".into()]).unwrap();
+        builder.start_blocking().unwrap()
+    };
+    let server = start_in();
+    assert_eq!(server.dir(), mine.as_path());
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["SET", "kept", "1"]).unwrap(), b"+OK\r\n");
+    server.shutdown();
+    let kept = mine.join("appendonlydir").is_dir();
+    let again = start_in();
+    let mut c = RawClient::connect(again.addr()).unwrap();
+    let got = c.command(&["GET", "kept"]).unwrap();
+    again.shutdown();
+    let _ = std::fs::remove_dir_all(&mine);
+    assert!(kept, "the builder's directory stays");
+    assert_eq!(got, b"$1\r\n1\r\n", "the next server loads it");
+}
