@@ -55,6 +55,7 @@ pub(crate) const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from 
 pub(crate) const COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
 pub(crate) const MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
 pub(crate) const COUNT_NOT_POSITIVE: &str = "ERR count should be greater than 0";
+pub(crate) const LFU_NO_IDLETIME: &str = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 pub(crate) const NO_LFU: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 pub(crate) const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
 /// `getRangeLongFromObjectOrReply` with Redis's `-LONG_MAX..LONG_MAX`.

@@ -447,12 +447,14 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if ttl < 0 {
         return err(errors::INVALID_TTL);
     }
-    let Ok(body) = rdb::payload::open(&args[3]) else {
+    if rdb::payload::open(&args[3]).is_err() {
         return err(errors::DUMP_PAYLOAD_INVALID);
-    };
+    }
     let encodings = rdb::value::Encodings::of(&ctx.server.config);
     let deep = ctx.server.config.sanitize_dump_payload != "no";
-    let mut input = rdb::Input::new(body);
+    // The value is read from the whole payload, footer included, as Redis
+    // reads it: a value that runs into the version and CRC bytes loads.
+    let mut input = rdb::Input::new(&args[3]);
     let value = match input
         .u8()
         .and_then(|t| rdb::value::read(&mut input, t, &encodings, deep))
@@ -526,9 +528,11 @@ fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// OBJECT IDLETIME: coordis keeps no access times, so every key reads as
-/// just used (0 s).
+/// just used (0 s); under an LFU policy Redis's refusal.
 fn object_idletime(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let lfu = ctx.server.config.maxmemory_policy().contains("lfu");
     match ctx.lookup_read(&args[2]) {
+        Some(_) if lfu => err(errors::LFU_NO_IDLETIME),
         Some(_) => Reply::Int(0),
         None => Reply::Nil,
     }

@@ -76,11 +76,25 @@ pub(crate) enum Corrupt {
     /// A value with no elements (Redis skips such a key when loading a
     /// file, and RESTORE refuses it).
     EmptyKey,
+    /// The file's CRC-64 differs from its bytes': `expected` is the one
+    /// computed, `got` the one stored (Redis's names in its log line).
+    Checksum { expected: u64, got: u64 },
 }
 
 impl Corrupt {
     pub(crate) fn bad(reason: impl Into<String>) -> Corrupt {
         Corrupt::Bad(reason.into())
+    }
+
+    /// What Redis's loader logs for this failure: the line it writes first
+    /// (for a short read and a checksum mismatch), and the reason its
+    /// `rdbReportError` line gives after `->`.
+    pub(crate) fn report(&self) -> (Option<String>, String) {
+        match self {
+            Corrupt::ShortRead => (Some(self.to_string()), "Unexpected EOF reading RDB file".into()),
+            Corrupt::Checksum { .. } => (Some(self.to_string()), "RDB CRC error".into()),
+            Corrupt::Bad(_) | Corrupt::EmptyKey => (None, self.to_string()),
+        }
     }
 }
 
@@ -90,6 +104,12 @@ impl fmt::Display for Corrupt {
             Corrupt::ShortRead => f.write_str("Short read or OOM loading DB. Unrecoverable error, aborting now."),
             Corrupt::Bad(reason) => f.write_str(reason),
             Corrupt::EmptyKey => f.write_str("Empty keys skipped"),
+            Corrupt::Checksum { expected, got } => {
+                write!(
+                    f,
+                    "Wrong RDB checksum expected: ({expected:x}) but got ({got:x}). Aborting now."
+                )
+            }
         }
     }
 }

@@ -246,7 +246,12 @@ pub(crate) fn load_at_start(config: &Config, now_ms: u64) -> std::io::Result<Opt
             Ok(Some(loaded))
         }
         Err(e) => {
-            tracing::warn!("Internal error in RDB reading offset 0, function at rdb.c:0 -> {e}");
+            // Redis's lines, but for its source line number (rdb.c:0 here).
+            let (first, reason) = e.report();
+            if let Some(first) = first {
+                tracing::warn!("{first}");
+            }
+            tracing::warn!("Internal error in RDB reading offset 0, function at rdb.c:0 -> {reason}");
             Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
         }
     }

@@ -242,13 +242,14 @@ impl<'a> Reader<'a> {
                     self.done = true;
                     if self.version >= FIRST_CHECKSUM_VERSION {
                         let at = self.input.pos();
-                        let expected = self.input.u64_le()?;
-                        if self.verify && expected != 0 {
-                            let got = crc64(0, &self.bytes[..at]);
-                            if got != expected {
-                                return Err(Corrupt::bad(format!(
-                                    "Wrong RDB checksum expected: ({expected:x}) got ({got:x}). Aborting now."
-                                )));
+                        let stored = self.input.u64_le()?;
+                        if self.verify && stored != 0 {
+                            let computed = crc64(0, &self.bytes[..at]);
+                            if computed != stored {
+                                return Err(Corrupt::Checksum {
+                                    expected: computed,
+                                    got: stored,
+                                });
                             }
                         }
                     }
