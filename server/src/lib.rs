@@ -135,6 +135,10 @@ impl Default for Builder {
             // Empty: a directory of the server's own, made at start
             // (`Builder::dir`).
             dir: String::new(),
+            // No automatic saves (`save ""`, as test setups run Redis): a
+            // test's server saves when the test says so (SAVE, or `save`
+            // points set through `config_mut`), not on every FLUSHALL.
+            save_points: Vec::new(),
             ..Config::default()
         };
         let clock = Arc::new(VirtualClock::real());
