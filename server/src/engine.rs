@@ -119,6 +119,7 @@ impl Engine {
                 dirty_at_save: 0,
                 effects: Default::default(),
                 aof: Default::default(),
+                bgsave: Default::default(),
                 guards,
                 shared,
             },
@@ -210,6 +211,42 @@ impl Engine {
     /// every connection is dropped, and with `lose_data` the keyspace and
     /// the script cache are gone too, as after a crash of a Redis without
     /// persistence (a new run id, uptime from zero). The configuration stays.
+    /// Starts a background save (BGSAVE, save points, SHUTDOWN's and
+    /// FLUSHALL's saves): THE entry point, see [`crate::persist::snapshot`].
+    pub(crate) fn start_background_save(&mut self) -> Result<(), crate::persist::snapshot::NotStarted> {
+        let libraries = self.scripting.libraries().iter().map(|l| l.code.clone()).collect();
+        crate::persist::snapshot::start_background_save(&mut self.dbs, &mut self.state, libraries)
+    }
+
+    /// One slice of a background save's walk of database `origin` (the
+    /// database it was at the start): `emit` gets the start's resize hints
+    /// and each key. True once that database is written.
+    pub(crate) fn snapshot_slice(
+        &mut self,
+        origin: usize,
+        budget: usize,
+        mut emit: impl FnMut(usize, usize, &[u8], crate::store::EntryRef<'_>),
+    ) -> bool {
+        let Some(db) = self
+            .dbs
+            .iter_mut()
+            .find(|d| d.snap.as_ref().is_some_and(|s| s.origin == origin))
+        else {
+            return true;
+        };
+        let (len, expires) = db.snap.as_ref().map_or((0, 0), |s| (s.start_len, s.start_expires));
+        db.snapshot_step(budget, |key, entry| emit(len, expires, key, entry))
+    }
+
+    /// A background save ended (its thread reports): see
+    /// [`crate::persist::snapshot::finished`]; a scheduled one starts.
+    pub(crate) fn background_save_done(&mut self, ok: bool, dirty: u64) {
+        crate::persist::snapshot::finished(&mut self.dbs, &mut self.state, ok, dirty);
+        if std::mem::take(&mut self.state.bgsave.scheduled) && !self.state.shutdown_requested {
+            let _ = self.start_background_save();
+        }
+    }
+
     pub(crate) fn restart(&mut self, lose_data: bool) {
         restart(&mut self.dbs, &mut self.state, &mut self.scripting, lose_data);
     }
@@ -395,6 +432,10 @@ impl Engine {
         });
         self.state.clients.put_back(client);
         if self.state.shutdown_requested {
+            if self.state.bgsave.in_progress {
+                tracing::warn!("There is a child saving an .rdb. Killing it!");
+                self.state.bgsave.cancel();
+            }
             self.server_shutdown.close();
         }
         BatchEnd {

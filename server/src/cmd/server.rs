@@ -40,6 +40,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
     command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
     command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
+    command!("server", "bgsave", -1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously save the dataset to disk", bgsave),
     command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Synchronously save the dataset to disk", save),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
@@ -980,6 +981,33 @@ fn bgrewriteaof(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     }
 }
 
+/// BGSAVE [SCHEDULE]: a forkless point-in-time snapshot written by a
+/// thread of its own ([`crate::persist::snapshot`]); the file is the
+/// dataset as it is when this answers.
+fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(&args[1], "schedule") => true,
+        _ => return err(errors::SYNTAX),
+    };
+    if ctx.server.bgsave.in_progress {
+        if schedule {
+            ctx.server.bgsave.scheduled = true;
+            return Reply::status(errors::BGSAVE_SCHEDULED);
+        }
+        return err(errors::BGSAVE_IN_PROGRESS);
+    }
+    let libraries: Vec<Bytes> = match ctx.scripting.as_deref() {
+        Some(s) => s.libraries().iter().map(|l| l.code.clone()).collect(),
+        None => vec![],
+    };
+    match crate::persist::snapshot::start_background_save(ctx.dbs, ctx.server, libraries) {
+        Ok(()) => Reply::status(errors::BGSAVE_STARTED),
+        Err(crate::persist::snapshot::NotStarted::InProgress) => err(errors::BGSAVE_IN_PROGRESS),
+        Err(crate::persist::snapshot::NotStarted::NoServer) => err(errors::SAVE_FAILED),
+    }
+}
+
 fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Int(ctx.server.last_save_secs as i64)
 }
@@ -1084,9 +1112,15 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         // since are the dirty counter's rise since then. The append-only
         // file's fields are its own.
         parts.push(format!(
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n{}",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n{}",
+            if s.bgsave.in_progress { s.bgsave.keys_processed.load(std::sync::atomic::Ordering::Relaxed) } else { 0 },
+            s.bgsave.keys_total,
             s.dirty - s.dirty_at_save,
+            u8::from(s.bgsave.in_progress),
             s.last_save_secs,
+            if s.bgsave.last_ok { "ok" } else { "err" },
+            s.bgsave.last_secs,
+            s.bgsave.current_secs(),
             crate::persist::aof::info(s)
         ));
     }

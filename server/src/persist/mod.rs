@@ -10,3 +10,4 @@
 
 pub(crate) mod aof;
 pub(crate) mod rdb;
+pub(crate) mod snapshot;
