@@ -17,7 +17,7 @@
 #   ROWS      all (default); core: strings, locks, scripts, ZADD, MULTI/EXEC
 #             and the 500-client rows; cpu: SET, GET, INCR, SET NX EX,
 #             EVALSHA unlock, ZADD, LPUSH and RPOP at -P 1 and -P 16;
-#             streams: the stream rows; hll: the HyperLogLog rows.
+#             streams: the stream rows; hll: the HyperLogLog rows; geo: GEOADD and GEOSEARCH.
 #   COORDIS_BIN  the coordis-server to measure (default
 #             target/release/coordis-server, built with `cargo build --release
 #             --bin coordis-server` when missing; an existing binary is run as
@@ -58,7 +58,7 @@ ROUNDS=${ROUNDS:-${PAIRS:-3}}
 CLIENTS=${CLIENTS:-50}
 ROWS=${ROWS:-all}
 FORMAT=${FORMAT:-table}
-case "$ROWS" in all | core | cpu | streams | hll) ;; *) echo "ROWS must be all, core, cpu, streams or hll" >&2; exit 2 ;; esac
+case "$ROWS" in all | core | cpu | streams | hll | geo) ;; *) echo "ROWS must be all, core, cpu, streams, hll or geo" >&2; exit 2 ;; esac
 case "$FORMAT" in table | markdown) ;; *) echo "FORMAT must be table or markdown" >&2; exit 2 ;; esac
 # The rows ROWS=cpu keeps (at CLIENTS clients), by label.
 CPU_ROWS="|set|get|incr|SET lock NX EX|EVALSHA unlock|ZADD sem|lpush|rpop|"
@@ -72,7 +72,7 @@ fi
 [ -x "$COORDIS" ] || { echo "$COORDIS is not an executable" >&2; exit 1; }
 COORDIS=$(realpath "$COORDIS")
 TX_BENCH=$PWD/target/release/tx-bench
-if [ "$ROWS" != cpu ] && [ "$ROWS" != hll ] && [ ! -x "$TX_BENCH" ]; then
+if [ "$ROWS" != cpu ] && [ "$ROWS" != hll ] && [ "$ROWS" != geo ] && [ ! -x "$TX_BENCH" ]; then
     cargo build --release --quiet -p coordis-client-tests --bin tx-bench
 fi
 
@@ -221,7 +221,7 @@ row() {
 }
 
 header
-if [ "$ROWS" != streams ] && [ "$ROWS" != hll ]; then
+if [ "$ROWS" != streams ] && [ "$ROWS" != hll ] && [ "$ROWS" != geo ]; then
     for pipe in 1 16; do
         for t in set get incr; do
             row "$t" "$CLIENTS" "$pipe" -t "$t"
@@ -286,6 +286,31 @@ if [ "$ROWS" = all ] || [ "$ROWS" = hll ]; then
         row "PFCOUNT" "$CLIENTS" "$pipe" PFCOUNT hll
     done
     PREFILL="-r 1000000 PFADD hll2 e:__rand_int__" row "PFCOUNT 2 keys" "$CLIENTS" 1 PFCOUNT hll hll2
+fi
+
+# GEO: adds to an index (positions from the random integers, so members
+# and positions repeat), and a nearest-ten search in an index of 100,000
+# members spread over one degree by one degree (about 111 by 87 km; a 2 km
+# circle holds about 130 of them, the nine cells searched several times
+# that).
+if [ "$ROWS" = all ] || [ "$ROWS" = geo ]; then
+    for p in "$CPORT" "$RPORT"; do
+        redis-cli -p "$p" del geo geoadd >/dev/null
+        python3 - <<'PY' | redis-cli -p "$p" --pipe >/dev/null
+import random, sys
+rng = random.Random(7)
+out = sys.stdout.buffer
+for start in range(0, 100000, 100):
+    args = [b"GEOADD", b"geo"]
+    for i in range(start, start + 100):
+        args += [b"%.6f" % (13 + rng.random()), b"%.6f" % (38 + rng.random()), b"driver:%d" % i]
+    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+PY
+    done
+    for pipe in 1 16; do
+        row "GEOADD" "$CLIENTS" "$pipe" -r 100000 GEOADD geoadd "13.__rand_int__" "38.__rand_int__" "m:__rand_int__"
+        row "GEOSEARCH 2km COUNT 10" "$CLIENTS" "$pipe" GEOSEARCH geo FROMLONLAT 13.5 38.5 BYRADIUS 2 km COUNT 10 ASC
+    done
 fi
 echo
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"

@@ -29,7 +29,7 @@ OUT=$(mktemp -d)
 cleanup() { kill "${CPID:-}" "${RPID:-}" "${HOLD:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
 trap cleanup EXIT
 
-target/release/coordis-server --port "$CPORT" --maxclients $((CLIENTS + 100)) --loglevel warning >/dev/null 2>&1 &
+target/release/coordis-server --port "$CPORT" --save '' --maxclients $((CLIENTS + 100)) --loglevel warning >/dev/null 2>&1 &
 CPID=$!
 redis-server --port "$RPORT" --maxclients $((CLIENTS + 100)) --save '' --appendonly no --loglevel warning >/dev/null &
 RPID=$!

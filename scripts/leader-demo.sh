@@ -17,7 +17,7 @@ PIDS=()
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "${TMP:-}"; }
 trap cleanup EXIT
 
-"$SERVER" --port "$PORT" --loglevel warning >/dev/null &
+"$SERVER" --port "$PORT" --save '' --loglevel warning >/dev/null &
 PIDS+=($!)
 sleep 0.3
 declare -A PODPORT PODPID

@@ -171,7 +171,10 @@ function ruleFromReply(entry) {
 /** Starts coordis-server; resolves once it listens. See index.d.ts for the options and the handle. */
 async function startCoordis(options = {}) {
   const host = options.host ?? "127.0.0.1";
-  const settings = { "enable-test-commands": options.testCommands ?? "local" };
+  // A test server keeps no files unless `directives` ask for them (save,
+  // appendonly, dir): coordis-server, like redis-server, would otherwise
+  // save dump.rdb into the working directory.
+  const settings = { "enable-test-commands": options.testCommands ?? "local", save: "" };
   if (options.password !== undefined) settings.requirepass = options.password;
   if (options.databases !== undefined) settings.databases = options.databases;
   if (options.maxclients !== undefined) settings.maxclients = options.maxclients;

@@ -292,7 +292,10 @@ class Server:
         self.password = password
         self.host = host
         self._argv = [binary or find_binary(), "--port", "0", "--bind", host]
-        settings: Dict[str, Directive] = {"enable-test-commands": test_commands}
+        # A test server keeps no files unless `directives` ask for them
+        # (`save`, `appendonly`, `dir`): coordis-server, like redis-server,
+        # would otherwise save dump.rdb into the working directory.
+        settings: Dict[str, Directive] = {"enable-test-commands": test_commands, "save": ""}
         if password is not None:
             settings["requirepass"] = password
         if databases is not None:

@@ -145,6 +145,15 @@ pub struct Config {
     pub dir: String,
     /// `dbfilename`: the RDB file's name inside `dir` (default `dump.rdb`).
     pub dbfilename: String,
+    /// `save <seconds> <changes> ...`: a background save starts once at
+    /// least `changes` writes happened and more than `seconds` passed since
+    /// the last save (Redis's defaults `3600 1 300 100 60 10000`; `save ""`:
+    /// none). Checked on the persistence tick against the server clock.
+    pub save_points: Vec<SavePoint>,
+    /// `stop-writes-on-bgsave-error`: after a failed background save, with
+    /// save points set, writes (and PING) are refused with `-MISCONF`
+    /// until a save succeeds. Default yes.
+    pub stop_writes_on_bgsave_error: bool,
     /// `rdbcompression`: RDB strings longer than 20 bytes are LZF-compressed
     /// (DUMP payloads and files, as Redis). Default yes.
     pub rdb_compression: bool,
@@ -238,6 +247,8 @@ impl Default for Config {
             aof: AofConfig::default(),
             dir: String::new(),
             dbfilename: String::new(),
+            save_points: Vec::new(),
+            stop_writes_on_bgsave_error: false,
             rdb_compression: false,
             rdb_checksum: false,
             sanitize_dump_payload: String::new(),
@@ -508,21 +519,52 @@ fn check_events(value: &str, _current: &str) -> Result<String, String> {
 }
 
 /// `save`: empty, or pairs of `<seconds> <changes>`.
+/// One `save` point: a save is due after `changes` writes once more than
+/// `seconds` passed since the last save.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SavePoint {
+    pub seconds: u64,
+    pub changes: u64,
+}
+
+/// `save`: pairs of `<seconds> <changes>`, seconds at least 1 (Redis's
+/// `setConfigSaveOption`), or the empty string for none.
 fn check_save(value: &str, _current: &str) -> Result<String, String> {
     let words: Vec<&str> = value.split(' ').filter(|w| !w.is_empty()).collect();
     let valid = if words.is_empty() {
         value.is_empty()
     } else {
         words.len().is_multiple_of(2)
-            && words
-                .iter()
-                .all(|w| num::parse_i64(w.as_bytes()).is_some_and(|n| n >= 0))
+            && words.iter().enumerate().all(|(i, w)| {
+                let least = if i % 2 == 0 { 1 } else { 0 };
+                num::parse_i64(w.as_bytes()).is_some_and(|n| n >= least)
+            })
     };
     if valid {
         Ok(words.join(" "))
     } else {
         Err("Invalid save parameters".into())
     }
+}
+
+fn set_save(config: &mut Config, text: &str) {
+    let numbers: Vec<u64> = text.split(' ').filter_map(|w| w.parse().ok()).collect();
+    config.save_points = numbers
+        .chunks_exact(2)
+        .map(|pair| SavePoint {
+            seconds: pair[0],
+            changes: pair[1],
+        })
+        .collect();
+}
+
+fn get_save(config: &Config) -> String {
+    let words: Vec<String> = config
+        .save_points
+        .iter()
+        .map(|p| format!("{} {}", p.seconds, p.changes))
+        .collect();
+    words.join(" ")
 }
 
 /// `client-output-buffer-limit`: groups of `<class> <hard> <soft> <seconds>`,
@@ -670,16 +712,16 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("aof-timestamp-enabled", "no", Bool, aof!(bool timestamps)).effect(Effect::AofWriter),
     row("aof-rewrite-incremental-fsync", "yes", Bool, aof!(bool rewrite_incremental_fsync)),
     // Accepted without effect, checked as Redis checks them.
-    row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Ignored).multi_arg(),
     row("daemonize", "no", Bool, Store::Ignored).immutable(),
     row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), Store::Ignored).immutable(),
     row("pidfile", "", Text, Store::Ignored).immutable(),
     row("dir", ".", Text, field!(dir)).protected(),
     row("dbfilename", "dump.rdb", Text, field!(dbfilename)).protected(),
+    row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Field { set: set_save, get: get_save }).multi_arg(),
+    row("stop-writes-on-bgsave-error", "yes", Bool, field!(bool stop_writes_on_bgsave_error)),
     row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
     row("always-show-logo", "no", Bool, Store::Ignored).immutable(),
     row("set-proc-title", "yes", Bool, Store::Ignored).immutable(),
-    row("stop-writes-on-bgsave-error", "yes", Bool, Store::Ignored),
     row("rdbcompression", "yes", Bool, field!(bool rdb_compression)),
     row("rdbchecksum", "yes", Bool, field!(bool rdb_checksum)).immutable(),
     row("sanitize-dump-payload", "no", Enum(&["no", "yes", "clients"]), field!(sanitize_dump_payload)),
@@ -736,6 +778,14 @@ impl Config {
     /// Applies one directive given at startup (config file or command line).
     /// `Ok(false)` means it was accepted but has no effect in coordis.
     pub fn apply(&mut self, name: &str, values: &[String]) -> Result<bool, String> {
+        self.apply_startup(name, values, &mut false)
+    }
+
+    /// [`Config::apply`] within one startup: `save_seen` says a `save`
+    /// line was read already, so the next ones add their points to it
+    /// instead of replacing the defaults (Redis's `save_loaded`: `save 900
+    /// 1` and `save 300 10` on two lines are two points).
+    fn apply_startup(&mut self, name: &str, values: &[String], save_seen: &mut bool) -> Result<bool, String> {
         let Some(d) = lookup(name) else {
             return Err("Bad directive or wrong number of arguments".into());
         };
@@ -744,7 +794,16 @@ impl Config {
             _ if d.multi_arg && !values.is_empty() => values.join(" "),
             _ => return Err("wrong number of arguments".into()),
         };
-        let text = d.check(&value, &d.read(self))?;
+        let mut text = d.check(&value, &d.read(self))?;
+        if d.name == "save" {
+            if *save_seen && !text.is_empty() {
+                let kept = d.read(self);
+                if !kept.is_empty() {
+                    text = format!("{kept} {text}");
+                }
+            }
+            *save_seen = true;
+        }
         d.write(self, &text);
         Ok(d.is_effective())
     }
@@ -847,6 +906,15 @@ impl Config {
     /// Reads redis.conf syntax: one directive per line, `#` comments,
     /// arguments split like redis-cli (quotes allowed).
     pub fn apply_file_text(&mut self, text: &str, warn: &mut dyn FnMut(String)) -> Result<(), String> {
+        self.apply_file_lines(text, warn, &mut false)
+    }
+
+    fn apply_file_lines(
+        &mut self,
+        text: &str,
+        warn: &mut dyn FnMut(String),
+        save_seen: &mut bool,
+    ) -> Result<(), String> {
         for (lineno, line) in text.lines().enumerate() {
             let trimmed = line.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -859,7 +927,7 @@ impl Config {
                 .into_iter()
                 .map(|w| String::from_utf8_lossy(&w).into_owned())
                 .collect();
-            match self.apply(&words[0], &words[1..]) {
+            match self.apply_startup(&words[0], &words[1..], save_seen) {
                 Ok(true) => {}
                 Ok(false) => warn(format!(
                     "directive '{}' is accepted but has no effect in coordis",
@@ -875,12 +943,13 @@ impl Config {
     /// optional config file path, then `--directive value ...` groups.
     pub fn from_args(args: &[String], warn: &mut dyn FnMut(String)) -> Result<Config, String> {
         let mut config = Config::default();
+        let mut save_seen = false;
         let mut rest = args;
         if let Some(first) = args.first() {
             if !first.starts_with("--") {
                 let text =
                     std::fs::read_to_string(first).map_err(|e| format!("can't open config file '{first}': {e}"))?;
-                config.apply_file_text(&text, warn)?;
+                config.apply_file_lines(&text, warn, &mut save_seen)?;
                 rest = &args[1..];
             }
         }
@@ -895,7 +964,7 @@ impl Config {
                 values.push(rest[i].clone());
                 i += 1;
             }
-            match config.apply(name, &values) {
+            match config.apply_startup(name, &values, &mut save_seen) {
                 Ok(true) => {}
                 Ok(false) => warn(format!("directive '{name}' is accepted but has no effect in coordis")),
                 Err(e) => return Err(format!("'--{name} {}': {e}", values.join(" "))),
@@ -911,6 +980,24 @@ mod tests {
 
     fn args(s: &[&str]) -> Vec<String> {
         s.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn save_points_default_accumulate_and_reset() {
+        let point = |seconds, changes| SavePoint { seconds, changes };
+        let c = Config::default();
+        assert_eq!(c.save_points, vec![point(3600, 1), point(300, 100), point(60, 10000)]);
+        // Lines at startup add up; the first replaces the defaults.
+        let c = Config::from_args(&args(&["--save", "900", "1", "--save", "30", "5"]), &mut |_| {}).unwrap();
+        assert_eq!(c.save_points, vec![point(900, 1), point(30, 5)]);
+        let c = Config::from_args(&args(&["--save", "", "--save", "30", "5"]), &mut |_| {}).unwrap();
+        assert_eq!(c.save_points, vec![point(30, 5)]);
+        // Seconds are at least 1, changes at least 0, in pairs.
+        for bad in [&["0", "1"][..], &["10"], &["10", "-1"], &["x", "1"]] {
+            let mut a = vec!["--save"];
+            a.extend_from_slice(bad);
+            assert!(Config::from_args(&args(&a), &mut |_| {}).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
@@ -934,10 +1021,10 @@ mod tests {
         .unwrap();
         assert_eq!(c.port, 7000);
         assert_eq!(c.requirepass.as_ref().map(Secret::expose), Some("pw"));
-        assert_eq!(c.ignored["save"], "");
+        assert!(c.save_points.is_empty());
         assert_eq!(c.notify_keyspace_events, crate::notify::parse_flags("KEA").unwrap());
-        // `save` is accepted without effect (one warning); `appendonly` is real.
-        assert_eq!(warnings.len(), 1);
+        // `save` and `appendonly` are real: no warning.
+        assert!(warnings.is_empty(), "{warnings:?}");
         assert!(!c.aof.enabled);
         assert!(Config::from_args(&args(&["--nosuch", "1"]), &mut |_| {}).is_err());
         assert!(Config::from_args(&args(&["--port", "abc"]), &mut |_| {}).is_err());

@@ -117,6 +117,7 @@ impl Engine {
                 dirty: 0,
                 last_save_secs: started_ms / 1000,
                 dirty_at_save: 0,
+                saves: Default::default(),
                 effects: Default::default(),
                 aof: Default::default(),
                 bgsave: Default::default(),
@@ -151,6 +152,8 @@ impl Engine {
         let Some(loaded) = crate::persist::rdb::disk::load_at_start(&self.state.config, now)? else {
             return Ok(());
         };
+        self.state.saves.last_load_keys_loaded = loaded.keys.len() as u64;
+        self.state.saves.last_load_keys_expired = loaded.expired;
         if !loaded.functions.is_empty() {
             self.scripting
                 .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
@@ -285,9 +288,9 @@ impl Engine {
     /// Brings the server up to its clock at once (the test clock moved):
     /// a CLIENT PAUSE whose time is over ends, blocked clients past their
     /// deadline are answered, and every key due by now expires, in deadline
-    /// order, with its `expired` event.
+    /// order, with its `expired` event; a save point reached starts its save.
     pub(crate) fn settle(&mut self) {
-        settle_state(&mut self.dbs, &mut self.state, None);
+        settle_state(&mut self.dbs, &mut self.state, None, Some(&self.scripting));
         self.state.effects.flush();
     }
 
@@ -528,19 +531,50 @@ impl Engine {
     }
 
     /// At shutdown: what the append-only file's writer holds is written
-    /// and fsynced.
+    /// and fsynced; then, when the server stops for a signal or its owner
+    /// (not SHUTDOWN, which saved already) and save points exist, the
+    /// final RDB save, as Redis's `finishShutdown` on SIGTERM. The server
+    /// is past its drain here, so a failed save is logged and it stops
+    /// anyway (Redis would keep running).
     pub(crate) fn stop_persistence(&mut self) {
         crate::persist::aof::stop(&mut self.state);
+        let nosave = self.state.shared.shutdown_nosave.load(Ordering::Acquire);
+        if !self.state.shutdown_requested && !nosave && crate::persist::saves::automatic_saves_on(&self.state) {
+            tracing::info!("Saving the final RDB snapshot before exiting.");
+            let now = self.state.clock.now_ms();
+            let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+            if crate::persist::saves::save_now(&self.dbs, &mut self.state, &libraries, now).is_err() {
+                tracing::warn!("Error trying to save the DB. Exit anyway.");
+            }
+        }
     }
 
-    /// The persistence timer (every expiry tick): the automatic rewrite.
+    /// The persistence timer (every expiry tick): the save points, then
+    /// the automatic rewrite (Redis's `serverCron` order).
     pub(crate) fn persistence_cron(&mut self) {
+        let now = self.state.clock.now_ms();
+        crate::persist::saves::cron(&self.dbs, &mut self.state, Some(&self.scripting), now);
         crate::persist::aof::cron(&mut self.dbs, &mut self.state, &self.scripting);
     }
 
-    /// A staged power loss ([`crate::persist::aof::crash`]).
+    /// A staged power loss ([`crate::persist::aof::crash`]). With the
+    /// append-only file off, the restart loads `dir/dbfilename`, as a
+    /// Redis with RDB persistence only: everything since the last save is
+    /// lost. The restarted server has saved nothing yet (changes since the
+    /// last save from 0, LASTSAVE its start, as Redis's).
     pub(crate) fn crash(&mut self, lose_ms: Option<u64>) -> Option<u64> {
         let kept = crate::persist::aof::crash(&mut self.dbs, &mut self.state, &mut self.scripting, lose_ms);
+        self.state.dirty_at_save = self.state.dirty;
+        self.state.last_save_secs = self.state.clock.now_ms() / 1000;
+        self.state.saves = Default::default();
+        if !self.state.aof.on {
+            if let Err(e) = self.load_rdb_at_start() {
+                tracing::warn!("staged crash: the RDB file did not load ({e}); the server goes on empty");
+                for db in &mut self.dbs {
+                    db.clear();
+                }
+            }
+        }
         self.state.effects.flush();
         kept
     }
@@ -604,16 +638,21 @@ fn new_run_id() -> String {
 /// calling client is out of the registry, so its expired events go
 /// through it.
 pub(crate) fn settle(ctx: &mut Ctx) {
-    settle_state(ctx.dbs, ctx.server, Some(ctx.client));
+    settle_state(ctx.dbs, ctx.server, Some(ctx.client), ctx.scripting.as_deref());
 }
 
 /// Brings the server up to its clock (the one body of [`Engine::settle`]
 /// and [`settle`]): a CLIENT PAUSE whose time is over ends, blocked clients
 /// past their deadline are answered, every key due expires (in deadline
-/// order, with its event and its DEL), and idle clients are closed, all as
-/// the timers would, unless active expiry is off (DEBUG SET-ACTIVE-EXPIRE 0)
-/// or the server is frozen.
-fn settle_state(dbs: &mut [Db], state: &mut ServerState, current: Option<&mut ClientState>) {
+/// order, with its event and its DEL), idle clients are closed and a save
+/// point reached saves, all as the timers would, unless active expiry is
+/// off (DEBUG SET-ACTIVE-EXPIRE 0) or the server is frozen.
+fn settle_state(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    current: Option<&mut ClientState>,
+    scripting: Option<&Scripting>,
+) {
     if state.shared.is_frozen() {
         return;
     }
@@ -622,6 +661,7 @@ fn settle_state(dbs: &mut [Db], state: &mut ServerState, current: Option<&mut Cl
     let mut current = current;
     while active_expire_step(dbs, state, current.as_deref_mut(), EXPIRE_STEP_KEYS) {}
     close_idle_clients(state);
+    crate::persist::saves::cron(dbs, state, scripting, now);
 }
 
 /// One bounded step of active expiry (see [`Engine::active_expire_step`]):

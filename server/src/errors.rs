@@ -95,12 +95,32 @@ pub(crate) const NO_CONFIG_FILE: &str = "ERR The server is running without a con
 pub(crate) const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
 pub(crate) const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
 pub(crate) const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
+/// SHUTDOWN whose final save failed (without FORCE): the server goes on.
+pub(crate) const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
+/// Writes (and PING) after a failed background save, with save points set
+/// and `stop-writes-on-bgsave-error yes` (Redis's `shared.bgsaveerr`).
+pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+/// Commands without the `loading` flag while the dataset loads.
+pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub(crate) const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub(crate) const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
 pub(crate) const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
 pub(crate) const INCR_SINGLE_PAIR: &str = "ERR INCR option supports a single increment-element pair";
 pub(crate) const LIMIT_NEEDS_BY: &str =
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+pub(crate) const GEO_UNIT: &str = "ERR unsupported unit provided. please use M, KM, FT, MI";
+pub(crate) const GEO_RADIUS_NOT_NUMBER: &str = "ERR need numeric radius";
+pub(crate) const GEO_RADIUS_NEGATIVE: &str = "ERR radius cannot be negative";
+pub(crate) const GEO_WIDTH_NOT_NUMBER: &str = "ERR need numeric width";
+pub(crate) const GEO_HEIGHT_NOT_NUMBER: &str = "ERR need numeric height";
+pub(crate) const GEO_BOX_NEGATIVE: &str = "ERR height or width cannot be negative";
+pub(crate) const GEO_COUNT_NOT_POSITIVE: &str = "ERR COUNT must be > 0";
+pub(crate) const GEO_MEMBER_UNKNOWN: &str = "ERR could not decode requested zset member";
+pub(crate) const GEO_ANY_WITHOUT_COUNT: &str = "ERR the ANY argument requires COUNT argument";
+pub(crate) const GEO_STORE_WITH: &str =
+    "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and WITHCOORD options";
+pub(crate) const GEOSEARCHSTORE_WITH: &str =
+    "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options";
 pub(crate) const WITHSCORES_BYLEX: &str = "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
 pub(crate) const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
 pub(crate) const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
@@ -538,5 +558,28 @@ pub(crate) fn tracking_prefix_overlaps_other(prefix: &[u8], other: &[u8]) -> Rep
         "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
         lossy(prefix),
         lossy(other)
+    )))
+}
+
+/// A coordinate pair outside the valid ranges (GEOADD, GEORADIUS,
+/// FROMLONLAT), printed with C's `%f`.
+pub(crate) fn geo_invalid_pair(lon: f64, lat: f64) -> Reply {
+    owned(format!("ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"))
+}
+
+/// GEOSEARCH or GEOSEARCHSTORE without FROMMEMBER or FROMLONLAT; `cmd` as
+/// the client spelled it.
+pub(crate) fn geo_needs_center(cmd: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {}",
+        lossy(cmd)
+    )))
+}
+
+/// GEOSEARCH or GEOSEARCHSTORE without BYRADIUS or BYBOX.
+pub(crate) fn geo_needs_shape(cmd: &[u8]) -> Reply {
+    owned(sanitize(format!(
+        "ERR exactly one of BYRADIUS and BYBOX can be specified for {}",
+        lossy(cmd)
     )))
 }

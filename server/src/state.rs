@@ -77,6 +77,9 @@ pub struct Shared {
     /// What the append-only file's writer has made durable: under
     /// `appendfsync always` replies wait for it (outside the engine lock).
     pub(crate) aof: Arc<crate::persist::aof::Durability>,
+    /// SHUTDOWN NOSAVE came while a script was busy (answered outside the
+    /// engine): the stop makes no final save.
+    pub(crate) shutdown_nosave: AtomicBool,
     pub maxclients: AtomicUsize,
     pub proto_max_bulk_len: AtomicUsize,
     pub proto_max_multibulk_len: AtomicUsize,
@@ -238,6 +241,8 @@ pub struct ServerState {
     /// `dirty` at the last save: INFO's `rdb_changes_since_last_save` is
     /// the difference (`dirty` itself only grows: calls measure deltas).
     pub dirty_at_save: u64,
+    /// When the RDB file was saved and how it went ([`crate::persist::saves`]).
+    pub(crate) saves: crate::persist::saves::Saves,
     /// The effects being recorded for the feed's readers ([`crate::exec::feed`]).
     pub(crate) effects: crate::exec::feed::Effects,
     /// The append-only file: its manifest, sizes and rewrite statistics.

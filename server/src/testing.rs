@@ -237,10 +237,15 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Runs `command` with `--port <free port>` appended and waits until it
-    /// answers PING.
+    /// Runs `command` with `--port <free port>` appended (and `--save ""`
+    /// unless it sets `--save`: a test's server must not leave a dump.rdb
+    /// in the working directory when it stops) and waits until it answers
+    /// PING.
     pub fn start(mut command: Command) -> io::Result<ServerProcess> {
         let port = free_port()?;
+        if !command.get_args().any(|a| a == "--save") {
+            command.args(["--save", ""]);
+        }
         let mut child = command
             .args(["--port", &port.to_string()])
             .stdout(Stdio::null())

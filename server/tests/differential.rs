@@ -222,6 +222,222 @@ fn random_zset_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
     out
 }
 
+/// Random GEO sequences (fixed seeds): positions clustered around a few
+/// centres (Sicily, both sides of the antimeridian, near both poles, the
+/// latitude limits) so searches find many members, some at one position
+/// (equal distances, where the sort's order shows), every search command
+/// with its options in random order and count, valid and invalid radii,
+/// boxes, units and coordinates, STORE/STOREDIST destinations read back,
+/// and scores ZADD puts where no position would.
+#[test]
+fn random_geo_sequences_match_redis() {
+    random_differential("random geo differential", 16, |seed| {
+        (format!("random geo seed {seed}"), random_geo_commands(seed, 300))
+    });
+}
+
+fn random_geo_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x6e0);
+    let centres = [
+        (13.36, 38.11),
+        (15.08, 37.5),
+        (179.95, 0.0),
+        (-179.95, 0.5),
+        (0.0, 84.9),
+        (10.0, -84.9),
+        (-73.98, 40.75),
+    ];
+    // Positions repeat: a few exact points are drawn again and again.
+    let fixed = [
+        "13.361389 38.115556",
+        "15.087269 37.502669",
+        "180 0",
+        "-180 85.05112878",
+        "0 -85.05112878",
+    ];
+    let units = ["m", "km", "mi", "ft", "KM", "parsec"];
+    let radii = [
+        "0", "1", "50", "100", "200", "500", "2000", "20000", "-1", "abc", "inf", "0.5",
+    ];
+    let bad_coords = ["181 0", "0 86", "-180.1 0", "abc 1", "inf 0"];
+    let pick = |rng: &mut fastrand::Rng, list: &[&str]| list[rng.usize(..list.len())].to_string();
+    let position = |rng: &mut fastrand::Rng| -> Vec<String> {
+        if rng.u32(0..4) == 0 {
+            return fixed[rng.usize(..fixed.len())].split(' ').map(String::from).collect();
+        }
+        let (lon, lat) = centres[rng.usize(..centres.len())];
+        let lon = (lon + rng.f64() * 4.0 - 2.0).clamp(-180.0, 180.0);
+        let lat = (lat + rng.f64() * 2.0 - 1.0).clamp(-85.05112878, 85.05112878);
+        vec![format!("{lon:.6}"), format!("{lat:.6}")]
+    };
+    let member = |rng: &mut fastrand::Rng| format!("m{}", rng.u32(0..24));
+    let mut out: Vec<Vec<String>> = vec![vec!["SET".into(), "str".into(), "v".into()]];
+    for _ in 0..n {
+        let key = pick(&mut rng, &["g1", "g1", "g1", "g2", "nokey", "str"]);
+        let cmd: Vec<String> = match rng.u32(0..14) {
+            0..=3 => {
+                let mut c = vec!["GEOADD".to_string(), pick(&mut rng, &["g1", "g1", "g2", "str"])];
+                for flag in ["NX", "XX", "CH"] {
+                    if rng.u32(0..6) == 0 {
+                        c.push(flag.into());
+                    }
+                }
+                for _ in 0..rng.usize(1..6) {
+                    if rng.u32(0..30) == 0 {
+                        c.extend(pick(&mut rng, &bad_coords).split(' ').map(String::from));
+                    } else {
+                        c.extend(position(&mut rng));
+                    }
+                    c.push(member(&mut rng));
+                }
+                c
+            }
+            4 => {
+                let mut c = vec![pick(&mut rng, &["GEOPOS", "GEOHASH"]), key];
+                for _ in 0..rng.usize(0..4) {
+                    c.push(member(&mut rng));
+                }
+                c
+            }
+            5 => {
+                let mut c = vec!["GEODIST".into(), key, member(&mut rng), member(&mut rng)];
+                if rng.bool() {
+                    c.push(pick(&mut rng, &units));
+                }
+                c
+            }
+            6 => match rng.u32(0..3) {
+                0 => vec!["ZREM".into(), "g1".into(), member(&mut rng)],
+                1 => vec![
+                    "ZADD".into(),
+                    "g2".into(),
+                    pick(&mut rng, &["-1", "0", "1.5", "inf", "4503599627370496", "1e30", "-inf"]),
+                    member(&mut rng),
+                ],
+                _ => vec![
+                    "ZRANGE".into(),
+                    "g1".into(),
+                    "0".into(),
+                    "-1".into(),
+                    "WITHSCORES".into(),
+                ],
+            },
+            _ => {
+                let variant = rng.u32(0..6);
+                let mut c: Vec<String> = match variant {
+                    0 | 1 => {
+                        let mut c = vec![if variant == 0 { "GEORADIUS" } else { "GEORADIUS_RO" }.to_string(), key];
+                        if rng.u32(0..20) == 0 {
+                            c.extend(pick(&mut rng, &bad_coords).split(' ').map(String::from));
+                        } else {
+                            c.extend(position(&mut rng));
+                        }
+                        c
+                    }
+                    2 | 3 => vec![
+                        if variant == 2 {
+                            "GEORADIUSBYMEMBER"
+                        } else {
+                            "GEORADIUSBYMEMBER_RO"
+                        }
+                        .to_string(),
+                        key,
+                        member(&mut rng),
+                    ],
+                    4 => vec!["GEOSEARCH".into(), key],
+                    _ => vec![
+                        "GEOSEARCHSTORE".into(),
+                        pick(&mut rng, &["dst", "dst", "g2", "str"]),
+                        key,
+                    ],
+                };
+                let search = variant >= 4;
+                let mut options: Vec<Vec<String>> = vec![];
+                if search {
+                    if rng.u32(0..12) != 0 {
+                        options.push(if rng.bool() {
+                            vec!["FROMMEMBER".into(), member(&mut rng)]
+                        } else {
+                            [vec!["FROMLONLAT".to_string()], position(&mut rng)].concat()
+                        });
+                    }
+                    if rng.u32(0..12) != 0 {
+                        options.push(if rng.bool() {
+                            vec!["BYRADIUS".into(), pick(&mut rng, &radii), pick(&mut rng, &units[..5])]
+                        } else {
+                            vec![
+                                "BYBOX".into(),
+                                pick(&mut rng, &radii),
+                                pick(&mut rng, &radii),
+                                pick(&mut rng, &units[..5]),
+                            ]
+                        });
+                    }
+                } else {
+                    let unit = if rng.u32(0..15) == 0 {
+                        pick(&mut rng, &units)
+                    } else {
+                        pick(&mut rng, &units[..5])
+                    };
+                    c.extend([pick(&mut rng, &radii), unit]);
+                }
+                let stores = variant == 5 || (matches!(variant, 0 | 2) && rng.u32(0..3) == 0);
+                if !stores || rng.u32(0..10) == 0 {
+                    for with in ["WITHDIST", "WITHCOORD", "WITHHASH"] {
+                        if rng.bool() {
+                            options.push(vec![with.into()]);
+                        }
+                    }
+                }
+                match rng.u32(0..4) {
+                    0 => options.push(vec!["ASC".into()]),
+                    1 => options.push(vec!["DESC".into()]),
+                    _ => {}
+                }
+                if rng.bool() {
+                    options.push(vec![
+                        "COUNT".into(),
+                        pick(&mut rng, &["1", "2", "3", "5", "8", "100", "0"]),
+                    ]);
+                    if rng.u32(0..3) == 0 {
+                        options.push(vec!["ANY".into()]);
+                    }
+                }
+                if stores {
+                    if variant == 5 {
+                        if rng.bool() {
+                            options.push(vec!["STOREDIST".into()]);
+                        }
+                    } else {
+                        options.push(vec![
+                            pick(&mut rng, &["STORE", "STOREDIST"]),
+                            pick(&mut rng, &["dst", "dst", "str"]),
+                        ]);
+                    }
+                }
+                rng.shuffle(&mut options);
+                c.extend(options.into_iter().flatten());
+                if stores {
+                    out.push(c);
+                    vec![
+                        "ZRANGE".into(),
+                        "dst".into(),
+                        "0".into(),
+                        "-1".into(),
+                        "WITHSCORES".into(),
+                    ]
+                } else {
+                    c
+                }
+            }
+        };
+        out.push(cmd);
+    }
+    out.into_iter()
+        .map(|c| c.into_iter().map(String::into_bytes).collect())
+        .collect()
+}
+
 /// Random hash, list and set sequences (fixed seeds): small hashes (whose
 /// listpack order is defined), lists over nodes of two entries and of the
 /// default size, and integer sets (whose intset order is defined), with the
@@ -662,6 +878,11 @@ const NOT_FUZZED: &[(&str, &str)] = &[
     ("psubscribe", "subscribes the connection"),
     ("unsubscribe", "pub/sub context"),
     ("punsubscribe", "pub/sub context"),
+    ("ssubscribe", "subscribes the connection"),
+    ("sunsubscribe", "pub/sub context"),
+    // Files in the server's directory (tests/rdb.rs and tests/aof.rs).
+    ("save", "writes the server's files"),
+    ("bgrewriteaof", "writes the server's files"),
     ("wait", "waits"),
     (
         "pfselftest",
@@ -962,6 +1183,17 @@ fn random_any_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
         "NOMKSTREAM",
         "ABSTTL",
         "COPY",
+        "WITHDIST",
+        "WITHCOORD",
+        "WITHHASH",
+        "ANY",
+        "FROMMEMBER",
+        "FROMLONLAT",
+        "BYRADIUS",
+        "BYBOX",
+        "STOREDIST",
+        "km",
+        "m",
     ];
     let setup: Vec<Vec<&str>> = vec![
         vec!["SET", "s1", "hello"],
@@ -1063,6 +1295,7 @@ fn the_effects_feed_replayed_into_redis_gives_the_same_dataset() {
                 (format!("zset seed {seed}"), random_zset_commands(seed, 400)),
                 (format!("{family} seed {seed}"), random_type_commands(family, seed, 300)),
                 (format!("stream seed {seed}"), random_stream_commands(seed, 400)),
+                (format!("geo seed {seed}"), random_geo_commands(seed, 300)),
                 (format!("every command seed {seed}"), random_any_commands(seed, 1000)),
             ]
         })

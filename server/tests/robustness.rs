@@ -15,7 +15,7 @@ fn random_arguments_to_every_command_always_get_a_reply() {
         .map(|s| s.name)
         // MONITOR a second time answers nothing at all, as in Redis.
         .filter(|n| !matches!(*n, "wait" | "client" | "monitor") && !n.starts_with("coordis."))
-        // (P)UNSUBSCRIBE answer once per channel: not one reply per command.
+        // (P|S)(UN)SUBSCRIBE answer once per channel: not one reply per command.
         .filter(|n| {
             !matches!(
                 *n,
@@ -26,6 +26,8 @@ fn random_arguments_to_every_command_always_get_a_reply() {
                     | "psubscribe"
                     | "unsubscribe"
                     | "punsubscribe"
+                    | "ssubscribe"
+                    | "sunsubscribe"
                     | "multi"
                     | "hello"
             )

@@ -88,6 +88,16 @@ static KEY_SPECS: &[(&str, &[KeySpec])] = &[
     ("expiretime", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("fcall", &[KeySpec { notes: Some("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"), flags: &["RW", "access", "update"], begin: Begin::Index(2), find: Find::Keynum { index: 0, first: 1, step: 1 } }]),
     ("fcall_ro", &[KeySpec { notes: Some("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"), flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Keynum { index: 0, first: 1, step: 1 } }]),
+    ("geoadd", &[KeySpec { notes: None, flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("geodist", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("geohash", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("geopos", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("georadius", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Keyword("STORE", 6), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Keyword("STOREDIST", 6), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("georadius_ro", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("georadiusbymember", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Keyword("STORE", 5), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Keyword("STOREDIST", 5), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("georadiusbymember_ro", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("geosearch", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("geosearchstore", &[KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("get", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("getbit", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("getdel", &[KeySpec { notes: None, flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
@@ -485,6 +495,25 @@ pub(crate) fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usi
                 let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"))?;
                 let rest = n - at - 1;
                 rest.is_multiple_of(2).then(|| (at + 1..at + 1 + rest / 2).collect())
+            }
+            // Redis's georadiusGetKeys: the source, and the last STORE or
+            // STOREDIST destination.
+            "georadius" | "georadiusbymember" => {
+                args.get(1)?;
+                let mut keys = vec![1];
+                let mut i = 5;
+                let mut stored = None;
+                while i < n {
+                    if (args[i].eq_ignore_ascii_case(b"store") || args[i].eq_ignore_ascii_case(b"storedist"))
+                        && i + 1 < n
+                    {
+                        stored = Some(i + 1);
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                keys.extend(stored);
+                Some(keys)
             }
             "sort" | "sort_ro" => {
                 args.get(1)?;

@@ -97,6 +97,7 @@ pub(crate) mod cluster;
 pub(crate) mod coordis;
 mod ctx;
 pub(crate) mod functions;
+pub(crate) mod geo;
 pub(crate) mod hash;
 pub(crate) mod hll;
 pub(crate) mod keys;

@@ -12,6 +12,7 @@ use crate::blocked;
 use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
 use crate::exec::busy::{Answer, BusyCtx};
+use crate::persist::saves;
 use crate::protocol::Reply;
 use crate::store::{glob, num};
 use crate::tri;
@@ -20,7 +21,7 @@ use crate::REDIS_VERSION;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("connection", "ping", -1, FAST | SUBSCRIBED_OK, acl::CONNECTION, (0, 0, 0), "Ping the server", ping),
+    command!("connection", "ping", -1, FAST | SUBSCRIBED_OK | DISK_ERROR_REFUSED, acl::CONNECTION, (0, 0, 0), "Ping the server", ping),
     command!("connection", "echo", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Echo the given string", echo),
     command!("connection", "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Handshake with Redis", hello),
     command!("connection", "auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Authenticate to the server", auth),
@@ -933,6 +934,12 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     crate::tracking::flushed(ctx);
     ctx.dirty(removed);
+    // With save points, the empty dataset is saved at once (Redis's
+    // `flushAllDataAndResetRDB`): the changes since the last save are 0.
+    if saves::automatic_saves_on(ctx.server) {
+        let libraries = saves::libraries(ctx.scripting.as_deref());
+        let _ = saves::save_now(ctx.dbs, ctx.server, &libraries, ctx.now);
+    }
     ctx.force_propagation();
     Reply::Ok
 }
@@ -1016,29 +1023,53 @@ fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// lock (Redis's `rdbSave`); the changes since the last save restart
 /// from 0 and LASTSAVE moves.
 fn save(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    let libraries: Vec<Bytes> = match ctx.scripting.as_deref() {
-        Some(s) => s.libraries().iter().map(|l| l.code.clone()).collect(),
-        None => vec![],
-    };
-    let used = crate::process::allocator().allocated;
-    match crate::persist::rdb::disk::save(ctx.dbs, &libraries, &ctx.server.config, ctx.now, used) {
-        Ok(()) => {
-            ctx.server.dirty_at_save = ctx.server.dirty;
-            ctx.server.last_save_secs = ctx.now / 1000;
-            Reply::Ok
-        }
+    let libraries = saves::libraries(ctx.scripting.as_deref());
+    match saves::save_command(ctx.dbs, ctx.server, &libraries, ctx.now) {
+        Ok(()) => Reply::Ok,
         Err(_) => err(errors::SAVE_FAILED),
     }
 }
 
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], as Redis 7.0's
+/// `shutdownCommand` and `finishShutdown`: the final save runs here,
+/// synchronously, when save points exist (unless NOSAVE) or SAVE is given;
+/// a failed save refuses the shutdown unless FORCE. There are no replicas
+/// to wait for, so NOW changes nothing and ABORT never finds a shutdown in
+/// progress. The append-only file is flushed and fsynced as the server
+/// stops ([`crate::net`]).
 fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (mut nosave, mut save, mut force, mut abort, mut other) = (false, false, false, false, false);
     for a in &args[1..] {
-        if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force") || is(a, "abort")) {
+        if is(a, "nosave") {
+            nosave = true;
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "force") {
+            force = true;
+        } else if is(a, "abort") {
+            abort = true;
+        } else if is(a, "now") {
+            other = true;
+        } else {
             return err(errors::SYNTAX);
         }
     }
-    if args[1..].iter().any(|a| is(a, "abort")) {
+    if (abort && (nosave || save || force || other)) || (nosave && save) {
+        return err(errors::SYNTAX);
+    }
+    if abort {
         return err(errors::NO_SHUTDOWN_IN_PROGRESS);
+    }
+    if (saves::automatic_saves_on(ctx.server) && !nosave) || save {
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        let libraries = saves::libraries(ctx.scripting.as_deref());
+        if saves::save_now(ctx.dbs, ctx.server, &libraries, ctx.now).is_err() {
+            if !force {
+                tracing::warn!("Error trying to save the DB, can't exit.");
+                return err(errors::SHUTDOWN_FAILED);
+            }
+            tracing::warn!("Error trying to save the DB. Exit anyway.");
+        }
     }
     ctx.server.shutdown_requested = true;
     ctx.client.close_after_reply = true;
@@ -1056,6 +1087,7 @@ fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     // script (even one that wrote, even one that catches errors) and the
     // server drains at once.
     ctx.script.stop_for_shutdown();
+    ctx.nosave.store(true, std::sync::atomic::Ordering::Release);
     ctx.shutdown.close();
     ctx.close = true;
     // No reply: Redis closes the connection on a successful SHUTDOWN.
@@ -1107,20 +1139,24 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     parts.extend(memory);
     if want("persistence") {
-        // No background saves yet: nothing is ever saving; the last save
-        // is the last SAVE or the start (as LASTSAVE says), the changes
-        // since are the dirty counter's rise since then. The append-only
-        // file's fields are its own.
+        // A background save runs while its snapshot is walked (see
+        // persist::snapshot); the last save is the last successful one or
+        // the start (as LASTSAVE says), the changes since are the dirty
+        // counter's rise since then. The append-only file's fields are its
+        // own.
         parts.push(format!(
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n{}",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n{}",
             if s.bgsave.in_progress { s.bgsave.keys_processed.load(std::sync::atomic::Ordering::Relaxed) } else { 0 },
             s.bgsave.keys_total,
             s.dirty - s.dirty_at_save,
             u8::from(s.bgsave.in_progress),
             s.last_save_secs,
-            if s.bgsave.last_ok { "ok" } else { "err" },
+            if s.saves.last_bgsave_ok { "ok" } else { "err" },
             s.bgsave.last_secs,
             s.bgsave.current_secs(),
+            s.saves.rdb_saves,
+            s.saves.last_load_keys_expired,
+            s.saves.last_load_keys_loaded,
             crate::persist::aof::info(s)
         ));
     }

@@ -88,6 +88,9 @@ pub mod flags {
     /// and RANDOMKEY, whose effects (expired keys' DELs) are not wrapped
     /// in MULTI/EXEC.
     pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 22;
+    /// coordis's own (Redis compares `pingCommand`): refused with
+    /// `-MISCONF` after a failed background save though it writes nothing.
+    pub const DISK_ERROR_REFUSED: u32 = 1 << 21;
 
     /// The flags `COMMAND INFO` shows, in its order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -277,6 +280,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .iter()
         .chain(keys::COMMANDS.iter())
         .chain(zset::COMMANDS.iter())
+        .chain(geo::COMMANDS.iter())
         .chain(hash::COMMANDS.iter())
         .chain(list::COMMANDS.iter())
         .chain(set::COMMANDS.iter())

@@ -305,7 +305,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
     }
 }
 
-fn zadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+pub(crate) fn zadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     zadd_generic(ctx, args, AddFlags::default())
 }
 

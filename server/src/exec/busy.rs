@@ -61,6 +61,8 @@ pub struct BusyCtx<'a> {
     pub script: &'a ScriptState,
     /// The server's shutdown signal (SHUTDOWN NOSAVE).
     pub shutdown: &'a CloseSignal,
+    /// Set with `shutdown` by SHUTDOWN NOSAVE: no final save.
+    pub(crate) nosave: &'a std::sync::atomic::AtomicBool,
     /// Who may run the protected commands.
     pub guards: Guards,
     /// The function an FCALL runs, if that is what is busy (FUNCTION STATS).
@@ -91,6 +93,11 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         local: ctx.view.local,
         guards: &ctx.guards,
         busy: Some(ctx.script),
+        // The save state lives in the engine, which the script holds;
+        // Redis's busy script blocks its saves too.
+        disk_error: false,
+        queued_write: false,
+        loading: false,
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {

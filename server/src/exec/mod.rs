@@ -125,6 +125,14 @@ pub(crate) struct Facts<'a> {
     /// The script or function that is busy (only on the connection side:
     /// the engine is not busy while it admits); `-BUSY` names it.
     pub busy: Option<&'a crate::lua::ScriptState>,
+    /// Writes are refused after a failed background save
+    /// ([`crate::persist::saves::writes_denied`]).
+    pub disk_error: bool,
+    /// With `disk_error`: the client's MULTI queue holds a write, so its
+    /// EXEC is a write (Redis's `mstate.cmd_flags`).
+    pub queued_write: bool,
+    /// The dataset is loading: only `loading` commands run.
+    pub loading: bool,
 }
 
 impl Facts<'static> {
@@ -142,6 +150,9 @@ impl Facts<'static> {
             test: Allow::No,
         },
         busy: None,
+        disk_error: false,
+        queued_write: false,
+        loading: false,
     };
 }
 
@@ -300,15 +311,26 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if facts.in_multi && spec.has(flags::NO_MULTI) {
             return refuse(Some(spec), errors::err(errors::NOT_IN_MULTI));
         }
-        // (ACL permissions, cluster redirection, OOM under maxmemory,
-        // MISCONF, min-replicas and a read-only replica go here, in this
-        // order, as those land.)
-        // 5. RESP2 subscriber context.
+        // (ACL permissions, cluster redirection and OOM under maxmemory go
+        // here, in this order, as those land.)
+        // 5. MISCONF: a failed background save refuses writes (an EXEC
+        // that would run one too) and PING.
+        if facts.disk_error
+            && (spec.has(flags::WRITE | flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
+        {
+            return refuse(Some(spec), errors::err(errors::MISCONF));
+        }
+        // (min-replicas and a read-only replica go here as those land.)
+        // 6. RESP2 subscriber context.
         if facts.subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
             return refuse(Some(spec), errors::not_while_subscribed(spec.name));
         }
-        // (-LOADING while loading goes here.)
-        // 6. A busy script or function: only ALLOW_BUSY commands.
+        // 7. Loading the dataset: only commands flagged `loading` (an EXEC
+        // only when everything queued is).
+        if facts.loading && !spec.has(flags::LOADING) {
+            return refuse(Some(spec), errors::err(errors::LOADING));
+        }
+        // 8. A busy script or function: only ALLOW_BUSY commands.
         if let Some(script) = facts.busy {
             if !spec.has(flags::ALLOW_BUSY) {
                 return refuse(Some(spec), busy::busy(script));
@@ -316,7 +338,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     }
     if checks.holds {
-        // 7. CLIENT PAUSE, then the test-control plane's fault rules.
+        // 9. CLIENT PAUSE, then the test-control plane's fault rules.
         if holds.paused(spec, args) {
             return Verdict::Postponed;
         }
@@ -324,7 +346,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
             return Verdict::Fault(spec, action);
         }
     }
-    // 8. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    // 10. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     if checks.queue && facts.in_multi && !spec.has(flags::TX_CONTROL) {
         return Verdict::Queue(spec);
     }
@@ -384,6 +406,7 @@ impl Holds for EngineHolds<'_, '_> {
 pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let guards = ctx.server.guards;
     let client = &*ctx.client;
+    let disk_error = crate::persist::saves::writes_denied(ctx.server);
     let facts = Facts {
         authenticated: client.authenticated,
         in_multi: client.multi.is_some(),
@@ -391,6 +414,14 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         local: client.addr.ip().is_loopback(),
         guards: &guards,
         busy: None,
+        disk_error,
+        queued_write: disk_error
+            && client
+                .multi
+                .iter()
+                .flatten()
+                .any(|args| cmd::resolve(args).is_ok_and(|s| s.has(flags::WRITE))),
+        loading: false,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {

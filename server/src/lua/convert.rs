@@ -232,6 +232,11 @@ pub(super) mod raw {
                 wrap(state, c"double");
             }
             Reply::Double(d) => push_str(state, format_double(*d).as_bytes()),
+            Reply::HumanDouble(d) if resp3 => {
+                ffi::lua_pushnumber(state, *d);
+                wrap(state, c"double");
+            }
+            Reply::HumanDouble(d) => push_str(state, crate::store::num::fmt_human(*d).as_bytes()),
             Reply::Bool(b) if resp3 => ffi::lua_pushboolean(state, *b as c_int),
             Reply::Bool(b) => ffi::lua_pushnumber(state, if *b { 1.0 } else { 0.0 }),
             Reply::Verbatim(format, text) if resp3 => {

@@ -621,6 +621,7 @@ fn busy_batch(
         changes,
         script: &ctx.shared.script,
         shutdown: &ctx.shutdown,
+        nosave: &ctx.shared.shutdown_nosave,
         guards: ctx.shared.guards(),
         running_function: &ctx.shared.running_function,
         close: false,

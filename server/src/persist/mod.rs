@@ -4,10 +4,13 @@
 //!   7.0 loads read), shared by snapshots, DUMP/RESTORE and FUNCTION DUMP.
 //! - [`aof`]: the multi-part append-only file (manifest, base and
 //!   incremental files), written from the effects feed.
+//! - [`saves`]: when the RDB file is written (save points, SHUTDOWN,
+//!   FLUSHALL) and the state Redis reports about it (MISCONF, INFO).
 //!
 //! Nothing here holds the engine lock longer than a slice of work; the
 //! formats are plain functions over bytes and values.
 
 pub(crate) mod aof;
 pub(crate) mod rdb;
+pub(crate) mod saves;
 pub(crate) mod snapshot;

@@ -43,7 +43,6 @@ pub(crate) struct BgSave {
     started: Option<Instant>,
     /// BGSAVE SCHEDULE arrived during a save: another starts when it ends.
     pub(crate) scheduled: bool,
-    pub(crate) last_ok: bool,
     /// Seconds the last save took; -1 before any.
     pub(crate) last_secs: i64,
     /// Keys at the start of the running save, and those written so far.
@@ -59,7 +58,6 @@ impl Default for BgSave {
             in_progress: false,
             started: None,
             scheduled: false,
-            last_ok: true,
             last_secs: -1,
             keys_total: 0,
             keys_processed: Arc::default(),
@@ -231,8 +229,8 @@ pub(crate) fn finished(dbs: &mut [Db], state: &mut ServerState, ok: bool, dirty:
     let b = &mut state.bgsave;
     b.in_progress = false;
     b.last_secs = b.started.take().map_or(-1, |s| s.elapsed().as_secs() as i64);
-    b.last_ok = ok;
     b.keys_total = 0;
+    state.saves.last_bgsave_ok = ok;
     if ok {
         tracing::info!("Background saving terminated with success");
         state.dirty_at_save = dirty;

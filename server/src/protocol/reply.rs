@@ -34,6 +34,10 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// RESP3 double; a bulk string (`%.17g`) in RESP2.
     Double(f64),
+    /// A double in Redis's human-friendly form (`addReplyHumanLongDouble`:
+    /// GEOPOS, WITHCOORD): a RESP3 double, a bulk string in RESP2, both
+    /// with `%.17Lf`'s digits, trailing zeros trimmed.
+    HumanDouble(f64),
     /// RESP3 boolean; `:1`/`:0` in RESP2.
     Bool(bool),
     /// RESP3 verbatim string with its 3-letter format; a bulk string in RESP2.
@@ -198,6 +202,14 @@ impl Reply {
                     bulk(out, b'$', text.as_bytes());
                 }
             }
+            Reply::HumanDouble(d) => {
+                let text = crate::store::num::fmt_human(*d);
+                if resp3 {
+                    line(out, b',', text.as_bytes());
+                } else {
+                    bulk(out, b'$', text.as_bytes());
+                }
+            }
             Reply::ScorePairs(pairs) => {
                 if resp3 {
                     int_line(out, b'*', pairs.len() as i64);
@@ -277,6 +289,8 @@ mod tests {
         assert_eq!(enc(&Reply::Nil, true), b"_\r\n");
         assert_eq!(enc(&Reply::Double(0.1), false), b"$19\r\n0.10000000000000001\r\n");
         assert_eq!(enc(&Reply::Double(f64::INFINITY), true), b",inf\r\n");
+        assert_eq!(enc(&Reply::HumanDouble(180.0), false), b"$3\r\n180\r\n");
+        assert_eq!(enc(&Reply::HumanDouble(0.25), true), b",0.25\r\n");
         assert_eq!(
             enc(&Reply::Verbatim("txt", Bytes::from("hi")), true),
             b"=6\r\ntxt:hi\r\n"

@@ -44,6 +44,7 @@ pub(crate) mod arena;
 pub(crate) mod clock;
 pub(crate) mod db;
 pub(crate) mod digest;
+pub(crate) mod geohash;
 pub(crate) mod glob;
 pub(crate) mod hash;
 pub(crate) mod hll;

@@ -160,9 +160,39 @@ pub(crate) fn fmt_g17(d: f64) -> String {
     String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
 }
 
+/// A double as Redis's human-friendly long double text (`ld2string` in
+/// `LD_STR_HUMAN` mode, what GEOPOS and WITHCOORD reply): `%.17Lf` (the
+/// long double holds the double exactly), trailing zeros and a bare point
+/// trimmed, `-0` as `0`, infinities spelled `inf`/`-inf`. Rust's fixed
+/// formatting rounds the exact value half to even, as glibc's `printf`.
+pub(crate) fn fmt_human(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let mut text = format!("{d:.17}");
+    if text.contains('.') {
+        let kept = text.trim_end_matches('0').trim_end_matches('.').len();
+        text.truncate(kept);
+    }
+    if text == "-0" {
+        text = "0".into();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_doubles_trim_like_ld2string() {
+        assert_eq!(fmt_human(13.361389338970184), "13.36138933897018433");
+        assert_eq!(fmt_human(180.0), "180");
+        assert_eq!(fmt_human(-0.0), "0");
+        assert_eq!(fmt_human(0.5), "0.5");
+        assert_eq!(fmt_human(-1e-20), "0");
+        assert_eq!(fmt_human(f64::NEG_INFINITY), "-inf");
+    }
 
     #[test]
     fn string2ll_rules() {

@@ -1,0 +1,159 @@
+//! When the RDB file is written and what the server says about it: the
+//! `save` points checked on the persistence tick (Redis's `serverCron`),
+//! the one entry point of background saves ([`background_save`]), the
+//! synchronous save SAVE, SHUTDOWN, FLUSHALL and DEBUG RELOAD share
+//! ([`save_now`]), the `stop-writes-on-bgsave-error` state admission
+//! reads ([`writes_denied`]) and the INFO persistence counters.
+//!
+//! It owns the bookkeeping, never the format ([`super::rdb::disk`]) nor the
+//! snapshot machinery: it must never hold the engine lock longer than the
+//! save it was asked for.
+
+use bytes::Bytes;
+
+use crate::lua::Scripting;
+use crate::state::ServerState;
+use crate::store::Db;
+
+/// Seconds a failed background save waits before a save point may try
+/// again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
+pub(crate) const BGSAVE_RETRY_DELAY_SECS: u64 = 5;
+
+/// The saving state INFO persistence and admission read.
+#[derive(Debug)]
+pub(crate) struct Saves {
+    /// The last background save succeeded (Redis's `lastbgsave_status`;
+    /// a successful SAVE sets it too). `false` with save points set and
+    /// `stop-writes-on-bgsave-error yes` refuses writes with `-MISCONF`.
+    pub(crate) last_bgsave_ok: bool,
+    /// Unix seconds of the last background save's start (Redis's
+    /// `lastbgsave_try`): a failed one is not retried by a save point for
+    /// [`BGSAVE_RETRY_DELAY_SECS`]. 0: never tried.
+    pub(crate) last_try_secs: u64,
+    /// Saves started (SAVE and background saves): INFO `rdb_saves`.
+    pub(crate) rdb_saves: u64,
+    /// What the last load of an RDB file read: INFO
+    /// `rdb_last_load_keys_loaded` / `rdb_last_load_keys_expired`.
+    pub(crate) last_load_keys_loaded: u64,
+    pub(crate) last_load_keys_expired: u64,
+}
+
+impl Default for Saves {
+    fn default() -> Self {
+        Saves {
+            last_bgsave_ok: true,
+            last_try_secs: 0,
+            rdb_saves: 0,
+            last_load_keys_loaded: 0,
+            last_load_keys_expired: 0,
+        }
+    }
+}
+
+/// The function libraries a save writes.
+pub(crate) fn libraries(scripting: Option<&Scripting>) -> Vec<Bytes> {
+    match scripting {
+        Some(s) => s.libraries().iter().map(|l| l.code.clone()).collect(),
+        None => vec![],
+    }
+}
+
+/// Whether save points may write files at all: an embedded server without
+/// a `dir` keeps no files (its builder names one to persist).
+pub(crate) fn automatic_saves_on(state: &ServerState) -> bool {
+    !state.config.dir.is_empty() && !state.config.save_points.is_empty()
+}
+
+/// The synchronous save (Redis's `rdbSave`): SAVE, SHUTDOWN's final save,
+/// FLUSHALL's save and DEBUG RELOAD. On success the changes since the last
+/// save restart from 0, LASTSAVE moves and a failed background save is
+/// forgiven (writes are accepted again).
+pub(crate) fn save_now(dbs: &[Db], state: &mut ServerState, libraries: &[Bytes], now_ms: u64) -> Result<(), String> {
+    let used = crate::process::allocator().allocated;
+    crate::persist::rdb::disk::save(dbs, libraries, &state.config, now_ms, used)?;
+    state.dirty_at_save = state.dirty;
+    state.last_save_secs = now_ms / 1000;
+    state.saves.last_bgsave_ok = true;
+    Ok(())
+}
+
+/// SAVE: [`save_now`], counted in `rdb_saves`.
+pub(crate) fn save_command(
+    dbs: &[Db],
+    state: &mut ServerState,
+    libraries: &[Bytes],
+    now_ms: u64,
+) -> Result<(), String> {
+    state.saves.rdb_saves += 1;
+    save_now(dbs, state, libraries, now_ms)
+}
+
+/// THE entry point of a background save (save points, FLUSHALL's save
+/// when it goes to the background): Redis's `rdbSaveBackground` and the
+/// bookkeeping of its end (`backgroundSaveDoneHandlerDisk`).
+///
+/// MERGE POINT: for now it does SAVE's synchronous write and returns with
+/// the save finished; at the merge with the forkless snapshots this starts
+/// the snapshot's background save instead, and the bookkeeping after the
+/// write moves to that save's completion.
+pub(crate) fn background_save(
+    dbs: &[Db],
+    state: &mut ServerState,
+    libraries: &[Bytes],
+    now_ms: u64,
+) -> Result<(), String> {
+    state.saves.rdb_saves += 1;
+    state.saves.last_try_secs = now_ms / 1000;
+    // The changes made while a real background save runs stay counted:
+    // only those before its start are saved.
+    let dirty_before = state.dirty;
+    tracing::info!("Background saving started");
+    let used = crate::process::allocator().allocated;
+    match crate::persist::rdb::disk::save(dbs, libraries, &state.config, now_ms, used) {
+        Ok(()) => {
+            tracing::info!("Background saving terminated with success");
+            state.dirty_at_save = dirty_before;
+            state.last_save_secs = now_ms / 1000;
+            state.saves.last_bgsave_ok = true;
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("Background saving error");
+            state.saves.last_bgsave_ok = false;
+            Err(e)
+        }
+    }
+}
+
+/// The save points on the persistence tick (Redis's `serverCron`): the
+/// first point whose changes and seconds are reached starts a background
+/// save, unless the last one failed less than
+/// [`BGSAVE_RETRY_DELAY_SECS`] ago. Time is the server clock's, so a test
+/// that moves a virtual clock triggers it deterministically.
+pub(crate) fn cron(dbs: &[Db], state: &mut ServerState, scripting: Option<&Scripting>, now_ms: u64) {
+    if !automatic_saves_on(state) {
+        return;
+    }
+    let now = now_ms / 1000;
+    let changes = state.dirty - state.dirty_at_save;
+    let since_save = now.saturating_sub(state.last_save_secs);
+    let may_retry =
+        state.saves.last_bgsave_ok || now.saturating_sub(state.saves.last_try_secs) > BGSAVE_RETRY_DELAY_SECS;
+    let due = state
+        .config
+        .save_points
+        .iter()
+        .find(|p| changes >= p.changes && since_save > p.seconds)
+        .copied();
+    if let (Some(point), true) = (due, may_retry) {
+        tracing::info!("{} changes in {} seconds. Saving...", point.changes, point.seconds);
+        let _ = background_save(dbs, state, &libraries(scripting), now_ms);
+    }
+}
+
+/// Whether writes are refused with `-MISCONF` (Redis's
+/// `writeCommandsDeniedByDiskError` for the RDB file): the last background
+/// save failed, save points are set and `stop-writes-on-bgsave-error` is on.
+pub(crate) fn writes_denied(state: &ServerState) -> bool {
+    state.config.stop_writes_on_bgsave_error && !state.config.save_points.is_empty() && !state.saves.last_bgsave_ok
+}
