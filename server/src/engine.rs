@@ -210,15 +210,12 @@ impl Engine {
         &self.state.shared
     }
 
-    /// A restart from the test-control plane ([`crate::Server::restart`]):
-    /// every connection is dropped, and with `lose_data` the keyspace and
-    /// the script cache are gone too, as after a crash of a Redis without
-    /// persistence (a new run id, uptime from zero). The configuration stays.
-    /// Starts a background save (BGSAVE, save points, SHUTDOWN's and
-    /// FLUSHALL's saves): THE entry point, see [`crate::persist::snapshot`].
+    /// Starts a background save (a scheduled BGSAVE): through THE entry
+    /// point, [`crate::persist::saves::background_save`].
     pub(crate) fn start_background_save(&mut self) -> Result<(), crate::persist::snapshot::NotStarted> {
-        let libraries = self.scripting.libraries().iter().map(|l| l.code.clone()).collect();
-        crate::persist::snapshot::start_background_save(&mut self.dbs, &mut self.state, libraries)
+        let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+        let now = self.state.clock.now_ms();
+        crate::persist::saves::background_save(&mut self.dbs, &mut self.state, libraries, now)
     }
 
     /// One slice of a background save's walk of database `origin` (the
@@ -250,6 +247,10 @@ impl Engine {
         }
     }
 
+    /// A restart from the test-control plane ([`crate::Server::restart`]):
+    /// every connection is dropped, and with `lose_data` the keyspace and
+    /// the script cache are gone too, as after a crash of a Redis without
+    /// persistence (a new run id, uptime from zero). The configuration stays.
     pub(crate) fn restart(&mut self, lose_data: bool) {
         restart(&mut self.dbs, &mut self.state, &mut self.scripting, lose_data);
     }
@@ -437,7 +438,7 @@ impl Engine {
         if self.state.shutdown_requested {
             if self.state.bgsave.in_progress {
                 tracing::warn!("There is a child saving an .rdb. Killing it!");
-                self.state.bgsave.cancel();
+                crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
             }
             self.server_shutdown.close();
         }
@@ -538,6 +539,7 @@ impl Engine {
     /// anyway (Redis would keep running).
     pub(crate) fn stop_persistence(&mut self) {
         crate::persist::aof::stop(&mut self.state);
+        crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
         let nosave = self.state.shared.shutdown_nosave.load(Ordering::Acquire);
         if !self.state.shutdown_requested && !nosave && crate::persist::saves::automatic_saves_on(&self.state) {
             tracing::info!("Saving the final RDB snapshot before exiting.");
@@ -553,7 +555,7 @@ impl Engine {
     /// the automatic rewrite (Redis's `serverCron` order).
     pub(crate) fn persistence_cron(&mut self) {
         let now = self.state.clock.now_ms();
-        crate::persist::saves::cron(&self.dbs, &mut self.state, Some(&self.scripting), now);
+        crate::persist::saves::cron(&mut self.dbs, &mut self.state, Some(&self.scripting), now);
         crate::persist::aof::cron(&mut self.dbs, &mut self.state, &self.scripting);
     }
 
@@ -563,6 +565,8 @@ impl Engine {
     /// lost. The restarted server has saved nothing yet (changes since the
     /// last save from 0, LASTSAVE its start, as Redis's).
     pub(crate) fn crash(&mut self, lose_ms: Option<u64>) -> Option<u64> {
+        // A crashed process's saving child dies with it.
+        crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
         let kept = crate::persist::aof::crash(&mut self.dbs, &mut self.state, &mut self.scripting, lose_ms);
         self.state.dirty_at_save = self.state.dirty;
         self.state.last_save_secs = self.state.clock.now_ms() / 1000;
@@ -613,6 +617,7 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
         client.signal.close();
     }
     if lose_data {
+        crate::persist::snapshot::kill(dbs, state);
         for db in dbs.iter_mut() {
             db.clear();
         }

@@ -934,8 +934,11 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     crate::tracking::flushed(ctx);
     ctx.dirty(removed);
-    // With save points, the empty dataset is saved at once (Redis's
-    // `flushAllDataAndResetRDB`): the changes since the last save are 0.
+    // A background save running is killed (its file would hold the data
+    // just flushed), and with save points the empty dataset is saved at
+    // once, synchronously (Redis's `flushAllDataAndResetRDB`): the changes
+    // since the last save are 0.
+    crate::persist::snapshot::kill(ctx.dbs, ctx.server);
     if saves::automatic_saves_on(ctx.server) {
         let libraries = saves::libraries(ctx.scripting.as_deref());
         let _ = saves::save_now(ctx.dbs, ctx.server, &libraries, ctx.now);
@@ -1004,11 +1007,8 @@ fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         return err(errors::BGSAVE_IN_PROGRESS);
     }
-    let libraries: Vec<Bytes> = match ctx.scripting.as_deref() {
-        Some(s) => s.libraries().iter().map(|l| l.code.clone()).collect(),
-        None => vec![],
-    };
-    match crate::persist::snapshot::start_background_save(ctx.dbs, ctx.server, libraries) {
+    let libraries = saves::libraries(ctx.scripting.as_deref());
+    match saves::background_save(ctx.dbs, ctx.server, libraries, ctx.now) {
         Ok(()) => Reply::status(errors::BGSAVE_STARTED),
         Err(crate::persist::snapshot::NotStarted::InProgress) => err(errors::BGSAVE_IN_PROGRESS),
         Err(crate::persist::snapshot::NotStarted::NoServer) => err(errors::SAVE_FAILED),
@@ -1023,6 +1023,9 @@ fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// lock (Redis's `rdbSave`); the changes since the last save restart
 /// from 0 and LASTSAVE moves.
 fn save(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    if ctx.server.bgsave.in_progress {
+        return err(errors::BGSAVE_IN_PROGRESS);
+    }
     let libraries = saves::libraries(ctx.scripting.as_deref());
     match saves::save_command(ctx.dbs, ctx.server, &libraries, ctx.now) {
         Ok(()) => Reply::Ok,
@@ -1059,6 +1062,12 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     if abort {
         return err(errors::NO_SHUTDOWN_IN_PROGRESS);
+    }
+    // As Redis's prepareForShutdown: a background save is killed first,
+    // then the final save is a foreground one.
+    if ctx.server.bgsave.in_progress {
+        tracing::warn!("There is a child saving an .rdb. Killing it!");
+        crate::persist::snapshot::kill(ctx.dbs, ctx.server);
     }
     if (saves::automatic_saves_on(ctx.server) && !nosave) || save {
         tracing::info!("Saving the final RDB snapshot before exiting.");

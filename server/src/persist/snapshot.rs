@@ -4,8 +4,9 @@
 //! structures ([`crate::store::db::DbSnap`]): under the engine lock the
 //! start is marked on every database (a hash per key), the reply goes out,
 //! and a thread of its own walks the keyspace in slices of
-//! [`SLICE_KEYS`], taking the engine lock for one slice at a time and
-//! writing the slice's bytes to the file outside it. A write to a key the
+//! `bgsave-slice-keys` keys ([`SLICE_KEYS`] by default), taking the engine
+//! lock for one slice at a time, writing the slice's bytes to the file
+//! outside it and sleeping `bgsave-slice-pause-us` between slices. A write to a key the
 //! walk has not reached copies the old value first (copy-before-write in
 //! `Db::before_write`), so the file is the dataset at the moment BGSAVE was
 //! accepted, as Redis's forked child sees it: keys created after the start
@@ -30,8 +31,8 @@ use crate::persist::rdb::SaveError;
 use crate::state::ServerState;
 use crate::store::Db;
 
-/// Keys serialized per hold of the engine lock: bounds what a save adds to
-/// any command's latency.
+/// Keys serialized per hold of the engine lock by default
+/// (`bgsave-slice-keys`): bounds what a save adds to any command's latency.
 pub(crate) const SLICE_KEYS: usize = 256;
 
 /// BGSAVE's state and statistics (INFO persistence).
@@ -48,8 +49,14 @@ pub(crate) struct BgSave {
     /// Keys at the start of the running save, and those written so far.
     pub(crate) keys_total: u64,
     pub(crate) keys_processed: Arc<AtomicU64>,
-    /// Set at shutdown: the walk stops and its temp file is removed.
+    /// Set when the save is killed ([`kill`]: FLUSHALL, shutdown, a
+    /// staged crash): the walk stops, its temp file is removed and it
+    /// reports nothing. One flag per save, read and set under the engine
+    /// lock, so a killed walk never renames its file over a newer one.
     cancel: Arc<AtomicBool>,
+    /// Saves started so far: names each save's temp file, so a killed
+    /// save's thread never removes the file of the save started after it.
+    serial: u64,
 }
 
 impl Default for BgSave {
@@ -62,6 +69,7 @@ impl Default for BgSave {
             keys_total: 0,
             keys_processed: Arc::default(),
             cancel: Arc::default(),
+            serial: 0,
         }
     }
 }
@@ -71,12 +79,12 @@ impl BgSave {
     pub(crate) fn current_secs(&self) -> i64 {
         self.started.map_or(-1, |s| s.elapsed().as_secs() as i64)
     }
-
-    /// Stops a running save (shutdown): its file is not written.
-    pub(crate) fn cancel(&self) {
-        self.cancel.store(true, Ordering::Relaxed);
-    }
 }
+
+/// The signal Redis's `killRDBChild` sends its saving child (SIGUSR1 on
+/// Linux): the log line of a killed save names it, and as in Redis a save
+/// killed so is not a failure.
+const KILL_SIGNAL: i32 = 10;
 
 /// Why a background save did not start.
 #[derive(Debug, PartialEq, Eq)]
@@ -98,6 +106,8 @@ struct Job {
     dirty: u64,
     processed: Arc<AtomicU64>,
     cancel: Arc<AtomicBool>,
+    /// The save's number (its temp file's name).
+    serial: u64,
 }
 
 /// Starts a background save of the dataset to `dir/dbfilename` (Redis's
@@ -127,6 +137,8 @@ pub(crate) fn start_background_save(
     b.keys_total = total;
     b.keys_processed = Arc::default();
     b.cancel = Arc::default();
+    b.scheduled = false;
+    b.serial += 1;
     let job = Job {
         engine,
         config: state.config.clone(),
@@ -136,6 +148,7 @@ pub(crate) fn start_background_save(
         dirty: state.dirty,
         processed: b.keys_processed.clone(),
         cancel: b.cancel.clone(),
+        serial: b.serial,
     };
     tracing::info!("Background saving started by pid {}", std::process::id());
     let spawned = std::thread::Builder::new()
@@ -148,22 +161,32 @@ pub(crate) fn start_background_save(
     Ok(())
 }
 
-/// The walking thread: the file through a temp file and a rename, then the
-/// outcome handed back under the lock.
+/// The walking thread: the file through a temp file (written and fsynced
+/// outside the lock), then, under the lock, the rename and the outcome
+/// handed back, unless the save was killed meanwhile (then its temp file
+/// is only removed: the kill did the bookkeeping).
 fn run(job: Job) {
     let target = disk::path(&job.config);
     let dir = target.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    let temp = dir.join(format!("temp-bg-{}.rdb", std::process::id()));
-    let result = write(&job, &temp).and_then(|()| std::fs::rename(&temp, &target).map_err(SaveError::Io));
+    let temp = dir.join(format!("temp-bg-{}-{}.rdb", std::process::id(), job.serial));
+    let written = write(&job, &temp);
+    let Some(engine) = job.engine.upgrade() else {
+        let _ = std::fs::remove_file(&temp);
+        return;
+    };
+    let mut engine = engine.lock();
+    if job.cancel.load(Ordering::Relaxed) {
+        let _ = std::fs::remove_file(&temp);
+        return;
+    }
+    let result = written.and_then(|()| std::fs::rename(&temp, &target).map_err(SaveError::Io));
     if let Err(e) = &result {
         let _ = std::fs::remove_file(&temp);
         tracing::warn!("Background saving error: {e}");
     } else {
         tracing::info!("DB saved on disk");
     }
-    if let Some(engine) = job.engine.upgrade() {
-        engine.lock().background_save_done(result.is_ok(), job.dirty);
-    }
+    engine.background_save_done(result.is_ok(), job.dirty);
 }
 
 fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
@@ -176,17 +199,21 @@ fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
     for origin in 0..job.databases {
         let mut began = false;
         loop {
-            if job.cancel.load(Ordering::Relaxed) {
-                return Err(SaveError::Io(std::io::Error::other("the server is shutting down")));
-            }
             let engine = job
                 .engine
                 .upgrade()
                 .ok_or_else(|| SaveError::Io(std::io::Error::other("the server stopped")))?;
+            let mut engine = engine.lock();
+            // Checked under the lock: a killed save's holds are gone, so its
+            // walk would read the live tables.
+            if job.cancel.load(Ordering::Relaxed) {
+                return Err(SaveError::Io(std::io::Error::other("the save was killed")));
+            }
             let mut failed = None;
-            let finished = engine
-                .lock()
-                .snapshot_slice(origin, SLICE_KEYS, |start_len, start_expires, key, entry| {
+            let finished = engine.snapshot_slice(
+                origin,
+                job.config.bgsave_slice_keys,
+                |start_len, start_expires, key, entry| {
                     if failed.is_some() {
                         return;
                     }
@@ -201,7 +228,8 @@ fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
                         failed = Some(e);
                     }
                     job.processed.fetch_add(1, Ordering::Relaxed);
-                });
+                },
+            );
             drop(engine);
             if let Some(e) = failed {
                 return Err(e);
@@ -210,6 +238,9 @@ fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
             if finished {
                 break;
             }
+            if job.config.bgsave_slice_pause_us > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(job.config.bgsave_slice_pause_us));
+            }
         }
     }
     let rest = w.finish()?;
@@ -217,6 +248,26 @@ fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
     let file = file.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
     file.sync_all()?;
     Ok(())
+}
+
+/// Kills a running background save (Redis's `killRDBChild` and the end of
+/// a child killed by [`KILL_SIGNAL`]): every hold is released at once, the
+/// walk stops at its next slice and its temp file is removed; the last
+/// save's status is unchanged, a scheduled save stays scheduled. FLUSHALL,
+/// shutdown and a staged crash call it before anything else.
+pub(crate) fn kill(dbs: &mut [Db], state: &mut ServerState) {
+    if !state.bgsave.in_progress {
+        return;
+    }
+    for db in dbs.iter_mut() {
+        db.snap = None;
+    }
+    let b = &mut state.bgsave;
+    b.cancel.store(true, Ordering::Relaxed);
+    b.in_progress = false;
+    b.last_secs = b.started.take().map_or(-1, |s| s.elapsed().as_secs() as i64);
+    b.keys_total = 0;
+    tracing::warn!("Background saving terminated by signal {KILL_SIGNAL}");
 }
 
 /// A save's end under the engine lock: every database's hold released,

@@ -725,14 +725,12 @@ impl Db {
             self.index_len -= 1;
             spent += 1;
             let hasher = &self.hasher;
-            let found = self.map.find_entry(hash, |item| {
+            let found = self.map.find(hash, |item| {
                 item.expire_at() == deadline && hasher.hash_one(item.key()) == hash
             });
-            let Ok(found) = found else {
+            let Some(key) = found.map(|item| Bytes::copy_from_slice(item.key())) else {
                 continue;
             };
-            let key = Bytes::copy_from_slice(found.get().key());
-            drop(found);
             self.before_write(hash, &key);
             let Ok(found) = self.map.find_entry(hash, |item| item.key() == &key[..]) else {
                 continue;

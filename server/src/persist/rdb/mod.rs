@@ -6,7 +6,7 @@
 //! - [`crc64`], [`lzf`]: the checksum and the string compression.
 //! - [`listpack`], [`ziplist`], [`intset`], [`zipmap`]: the packed
 //!   encodings inside values.
-//! - [`stream`]: streams.
+//! - Streams: [`stream`].
 //!
 //! Everything here is a pure function over bytes and values: no locks,
 //! no I/O beyond an `impl Write` the caller hands in.
