@@ -165,6 +165,14 @@ pub struct Config {
     /// save points set, writes (and PING) are refused with `-MISCONF`
     /// until a save succeeds. Default yes.
     pub stop_writes_on_bgsave_error: bool,
+    /// `bgsave-slice-keys` (coordis's own; Redis forks instead): keys a
+    /// background save serializes per hold of the engine lock, which bounds
+    /// what a save adds to a command's latency. Default 256.
+    pub bgsave_slice_keys: usize,
+    /// `bgsave-slice-pause-us` (coordis's own): microseconds a background
+    /// save's walk sleeps between slices, trading save time for lock time
+    /// (and how a test makes writes land mid-walk). Default 0.
+    pub bgsave_slice_pause_us: u64,
     /// `rdbcompression`: RDB strings longer than 20 bytes are LZF-compressed
     /// (DUMP payloads and files, as Redis). Default yes.
     pub rdb_compression: bool,
@@ -263,6 +271,8 @@ impl Default for Config {
             dbfilename: String::new(),
             save_points: Vec::new(),
             stop_writes_on_bgsave_error: false,
+            bgsave_slice_keys: crate::persist::snapshot::SLICE_KEYS,
+            bgsave_slice_pause_us: 0,
             rdb_compression: false,
             rdb_checksum: false,
             sanitize_dump_payload: String::new(),
@@ -981,6 +991,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("dbfilename", "dump.rdb", Text, field!(dbfilename)).protected(),
     row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Field { set: set_save, get: get_save }).multi_arg(),
     row("stop-writes-on-bgsave-error", "yes", Bool, field!(bool stop_writes_on_bgsave_error)),
+    row("bgsave-slice-keys", "256", Int { min: 1, max: I32 }, field!(bgsave_slice_keys)),
+    row("bgsave-slice-pause-us", "0", Int { min: 0, max: 1_000_000 }, field!(bgsave_slice_pause_us)),
     row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
     row("always-show-logo", "no", Bool, Store::Ignored).immutable(),
     row("set-proc-title", "yes", Bool, Store::Ignored).immutable(),

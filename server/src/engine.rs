@@ -120,6 +120,7 @@ impl Engine {
                 saves: Default::default(),
                 effects: Default::default(),
                 aof: Default::default(),
+                bgsave: Default::default(),
                 guards,
                 shared,
             },
@@ -207,6 +208,43 @@ impl Engine {
     /// The settings and signals connection tasks share with the engine.
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.state.shared
+    }
+
+    /// Starts a background save (a scheduled BGSAVE): through THE entry
+    /// point, [`crate::persist::saves::background_save`].
+    pub(crate) fn start_background_save(&mut self) -> Result<(), crate::persist::snapshot::NotStarted> {
+        let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+        let now = self.state.clock.now_ms();
+        crate::persist::saves::background_save(&mut self.dbs, &mut self.state, libraries, now)
+    }
+
+    /// One slice of a background save's walk of database `origin` (the
+    /// database it was at the start): `emit` gets the start's resize hints
+    /// and each key. True once that database is written.
+    pub(crate) fn snapshot_slice(
+        &mut self,
+        origin: usize,
+        budget: usize,
+        mut emit: impl FnMut(usize, usize, &[u8], crate::store::EntryRef<'_>),
+    ) -> bool {
+        let Some(db) = self
+            .dbs
+            .iter_mut()
+            .find(|d| d.snap.as_ref().is_some_and(|s| s.origin == origin))
+        else {
+            return true;
+        };
+        let (len, expires) = db.snap.as_ref().map_or((0, 0), |s| (s.start_len, s.start_expires));
+        db.snapshot_step(budget, |key, entry| emit(len, expires, key, entry))
+    }
+
+    /// A background save ended (its thread reports): see
+    /// [`crate::persist::snapshot::finished`]; a scheduled one starts.
+    pub(crate) fn background_save_done(&mut self, ok: bool, dirty: u64) {
+        crate::persist::snapshot::finished(&mut self.dbs, &mut self.state, ok, dirty);
+        if std::mem::take(&mut self.state.bgsave.scheduled) && !self.state.shutdown_requested {
+            let _ = self.start_background_save();
+        }
     }
 
     /// A restart from the test-control plane ([`crate::Server::restart`]):
@@ -398,6 +436,10 @@ impl Engine {
         });
         self.state.clients.put_back(client);
         if self.state.shutdown_requested {
+            if self.state.bgsave.in_progress {
+                tracing::warn!("There is a child saving an .rdb. Killing it!");
+                crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
+            }
             self.server_shutdown.close();
         }
         BatchEnd {
@@ -497,6 +539,7 @@ impl Engine {
     /// anyway (Redis would keep running).
     pub(crate) fn stop_persistence(&mut self) {
         crate::persist::aof::stop(&mut self.state);
+        crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
         let nosave = self.state.shared.shutdown_nosave.load(Ordering::Acquire);
         if !self.state.shutdown_requested && !nosave && crate::persist::saves::automatic_saves_on(&self.state) {
             tracing::info!("Saving the final RDB snapshot before exiting.");
@@ -512,7 +555,7 @@ impl Engine {
     /// the automatic rewrite (Redis's `serverCron` order).
     pub(crate) fn persistence_cron(&mut self) {
         let now = self.state.clock.now_ms();
-        crate::persist::saves::cron(&self.dbs, &mut self.state, Some(&self.scripting), now);
+        crate::persist::saves::cron(&mut self.dbs, &mut self.state, Some(&self.scripting), now);
         crate::persist::aof::cron(&mut self.dbs, &mut self.state, &self.scripting);
     }
 
@@ -522,6 +565,8 @@ impl Engine {
     /// lost. The restarted server has saved nothing yet (changes since the
     /// last save from 0, LASTSAVE its start, as Redis's).
     pub(crate) fn crash(&mut self, lose_ms: Option<u64>) -> Option<u64> {
+        // A crashed process's saving child dies with it.
+        crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
         let kept = crate::persist::aof::crash(&mut self.dbs, &mut self.state, &mut self.scripting, lose_ms);
         self.state.dirty_at_save = self.state.dirty;
         self.state.last_save_secs = self.state.clock.now_ms() / 1000;
@@ -572,6 +617,7 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
         client.signal.close();
     }
     if lose_data {
+        crate::persist::snapshot::kill(dbs, state);
         for db in dbs.iter_mut() {
             db.clear();
         }

@@ -564,6 +564,10 @@ pub(crate) const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
 pub(crate) const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
 pub(crate) const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
 pub(crate) const SAVE_FAILED: &str = "ERR";
+/// BGSAVE's replies.
+pub(crate) const BGSAVE_STARTED: &str = "Background saving started";
+pub(crate) const BGSAVE_SCHEDULED: &str = "Background saving scheduled";
+pub(crate) const BGSAVE_IN_PROGRESS: &str = "ERR Background save already in progress";
 
 // Sharded pub/sub (`cmd/pubsub.rs`).
 pub(crate) const SSUBSCRIBE_DENY_BLOCKING: &str = "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";

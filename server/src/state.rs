@@ -70,6 +70,10 @@ impl Rates {
 /// engine lock (the engine updates them when CONFIG SET changes a setting).
 #[derive(Debug, Default)]
 pub struct Shared {
+    /// The engine, for the threads that take its lock by themselves (a
+    /// background save's walk); set once when the server starts. Weak: the
+    /// engine owns this.
+    pub(crate) engine: std::sync::OnceLock<std::sync::Weak<parking_lot::Mutex<crate::engine::Engine>>>,
     /// What the append-only file's writer has made durable: under
     /// `appendfsync always` replies wait for it (outside the engine lock).
     pub(crate) aof: Arc<crate::persist::aof::Durability>,
@@ -245,6 +249,8 @@ pub struct ServerState {
     pub(crate) effects: crate::exec::feed::Effects,
     /// The append-only file: its manifest, sizes and rewrite statistics.
     pub(crate) aof: crate::persist::aof::Aof,
+    /// BGSAVE's state and statistics.
+    pub(crate) bgsave: crate::persist::snapshot::BgSave,
     /// Who may run the protected commands (fixed at start: the settings
     /// are immutable, as Redis's).
     pub guards: crate::exec::Guards,

@@ -6,8 +6,10 @@
 
 use coordis::testing::{free_port, RawClient, RedisServer};
 
-/// coordis's own directives (README: `lua-memory-limit`, `proto-max-multibulk-len`, `port-file`, `enable-test-commands`).
+/// coordis's own directives (README: `bgsave-slice-keys`, `bgsave-slice-pause-us`, `lua-memory-limit`, `proto-max-multibulk-len`, `port-file`, `enable-test-commands`).
 const COORDIS_ONLY: &[&str] = &[
+    "bgsave-slice-keys",
+    "bgsave-slice-pause-us",
     "enable-test-commands",
     "log-format",
     "lua-memory-limit",

@@ -48,6 +48,17 @@ fn embedded(dir: &TempDir, save: &str) -> coordis::BlockingServer {
     server
 }
 
+/// Moves the virtual clock, then waits for a background save that a save
+/// point started to end (it runs on a thread of its own, as Redis's child).
+fn advance(clock: &coordis::ServerClock, c: &mut RawClient, by: Duration) {
+    clock.advance(by);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(c, "rdb_bgsave_in_progress") != "0" {
+        assert!(Instant::now() < deadline, "the background save did not end");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn cmd(c: &mut RawClient, args: &[&str]) -> Vec<u8> {
     c.command(args).unwrap()
 }
@@ -76,12 +87,12 @@ fn save_points_fire_on_the_virtual_clock_and_config_shows_them() {
         b"*2\r\n$4\r\nsave\r\n$4\r\n10 2\r\n"
     );
     cmd(&mut c, &["SET", "a", "1"]);
-    clock.advance(Duration::from_secs(11));
+    advance(&clock, &mut c, Duration::from_secs(11));
     assert!(!dir.dump().exists(), "one change is not two");
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "1");
     cmd(&mut c, &["SET", "b", "2"]);
     // Exactly `seconds` since the last save is not enough: Redis wants more.
-    clock.advance(Duration::from_millis(1));
+    advance(&clock, &mut c, Duration::from_millis(1));
     assert!(dir.dump().exists(), "2 changes in more than 10 seconds: saved");
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
     assert_eq!(info_field(&mut c, "rdb_saves"), "1");
@@ -96,7 +107,7 @@ fn save_points_fire_on_the_virtual_clock_and_config_shows_them() {
     );
     std::fs::remove_file(dir.dump()).unwrap();
     cmd(&mut c, &["SET", "c", "3"]);
-    clock.advance(Duration::from_secs(100_000));
+    advance(&clock, &mut c, Duration::from_secs(100_000));
     assert!(!dir.dump().exists(), "no save points: no save");
     assert_eq!(
         cmd(&mut c, &["CONFIG", "SET", "save", "0 1"]),
@@ -171,7 +182,7 @@ fn a_failed_background_save_refuses_writes_and_ping_as_redis() {
     let mut c = RawClient::connect(server.addr()).unwrap();
     cmd(&mut c, &["SET", "a", "1"]);
     break_dir(&mut c);
-    clock.advance(Duration::from_secs(2));
+    advance(&clock, &mut c, Duration::from_secs(2));
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
     let got = misconf_transcript(&mut c);
     assert_eq!(got, expected);
@@ -189,14 +200,14 @@ fn a_failed_save_point_waits_the_retry_delay() {
     let mut c = RawClient::connect(server.addr()).unwrap();
     cmd(&mut c, &["SET", "a", "1"]);
     break_dir(&mut c);
-    clock.advance(Duration::from_secs(2));
+    advance(&clock, &mut c, Duration::from_secs(2));
     assert_eq!(info_field(&mut c, "rdb_saves"), "1");
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
     std::fs::create_dir_all(&dir.0).unwrap();
-    clock.advance(Duration::from_secs(5));
+    advance(&clock, &mut c, Duration::from_secs(5));
     assert_eq!(info_field(&mut c, "rdb_saves"), "1", "not again within 5 seconds");
     assert!(!dir.dump().exists());
-    clock.advance(Duration::from_secs(1));
+    advance(&clock, &mut c, Duration::from_secs(1));
     assert_eq!(
         info_field(&mut c, "rdb_saves"),
         "2",

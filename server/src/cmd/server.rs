@@ -41,6 +41,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
     command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
     command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
+    command!("server", "bgsave", -1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously save the dataset to disk", bgsave),
     command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Synchronously save the dataset to disk", save),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
@@ -1027,8 +1028,11 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     crate::tracking::flushed(ctx);
     ctx.dirty(removed);
-    // With save points, the empty dataset is saved at once (Redis's
-    // `flushAllDataAndResetRDB`): the changes since the last save are 0.
+    // A background save running is killed (its file would hold the data
+    // just flushed), and with save points the empty dataset is saved at
+    // once, synchronously (Redis's `flushAllDataAndResetRDB`): the changes
+    // since the last save are 0.
+    crate::persist::snapshot::kill(ctx.dbs, ctx.server);
     if saves::automatic_saves_on(ctx.server) {
         let libraries = saves::libraries(ctx.scripting.as_deref());
         let _ = saves::save_now(ctx.dbs, ctx.server, &libraries, ctx.now);
@@ -1081,6 +1085,30 @@ fn bgrewriteaof(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     }
 }
 
+/// BGSAVE [SCHEDULE]: a forkless point-in-time snapshot written by a
+/// thread of its own ([`crate::persist::snapshot`]); the file is the
+/// dataset as it is when this answers.
+fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(&args[1], "schedule") => true,
+        _ => return err(errors::SYNTAX),
+    };
+    if ctx.server.bgsave.in_progress {
+        if schedule {
+            ctx.server.bgsave.scheduled = true;
+            return Reply::status(errors::BGSAVE_SCHEDULED);
+        }
+        return err(errors::BGSAVE_IN_PROGRESS);
+    }
+    let libraries = saves::libraries(ctx.scripting.as_deref());
+    match saves::background_save(ctx.dbs, ctx.server, libraries, ctx.now) {
+        Ok(()) => Reply::status(errors::BGSAVE_STARTED),
+        Err(crate::persist::snapshot::NotStarted::InProgress) => err(errors::BGSAVE_IN_PROGRESS),
+        Err(crate::persist::snapshot::NotStarted::NoServer) => err(errors::SAVE_FAILED),
+    }
+}
+
 fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Int(ctx.server.last_save_secs as i64)
 }
@@ -1089,6 +1117,9 @@ fn lastsave(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// lock (Redis's `rdbSave`); the changes since the last save restart
 /// from 0 and LASTSAVE moves.
 fn save(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    if ctx.server.bgsave.in_progress {
+        return err(errors::BGSAVE_IN_PROGRESS);
+    }
     let libraries = saves::libraries(ctx.scripting.as_deref());
     match saves::save_command(ctx.dbs, ctx.server, &libraries, ctx.now) {
         Ok(()) => Reply::Ok,
@@ -1125,6 +1156,12 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     if abort {
         return err(errors::NO_SHUTDOWN_IN_PROGRESS);
+    }
+    // As Redis's prepareForShutdown: a background save is killed first,
+    // then the final save is a foreground one.
+    if ctx.server.bgsave.in_progress {
+        tracing::warn!("There is a child saving an .rdb. Killing it!");
+        crate::persist::snapshot::kill(ctx.dbs, ctx.server);
     }
     if (saves::automatic_saves_on(ctx.server) && !nosave) || save {
         tracing::info!("Saving the final RDB snapshot before exiting.");
@@ -1206,16 +1243,21 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     parts.extend(memory);
     if want("persistence") {
-        // Background saves finish before the command that started them
-        // returns, so none is ever in progress; the last save is the last
-        // successful one or the start (as LASTSAVE says), the changes since
-        // are the dirty counter's rise since then. The append-only file's
-        // fields are its own.
+        // A background save runs while its snapshot is walked (see
+        // persist::snapshot); the last save is the last successful one or
+        // the start (as LASTSAVE says), the changes since are the dirty
+        // counter's rise since then. The append-only file's fields are its
+        // own.
         parts.push(format!(
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n{}",
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n{}",
+            if s.bgsave.in_progress { s.bgsave.keys_processed.load(std::sync::atomic::Ordering::Relaxed) } else { 0 },
+            s.bgsave.keys_total,
             s.dirty - s.dirty_at_save,
+            u8::from(s.bgsave.in_progress),
             s.last_save_secs,
             if s.saves.last_bgsave_ok { "ok" } else { "err" },
+            s.bgsave.last_secs,
+            s.bgsave.current_secs(),
             s.saves.rdb_saves,
             s.saves.last_load_keys_expired,
             s.saves.last_load_keys_loaded,

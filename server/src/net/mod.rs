@@ -81,6 +81,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
     let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
     engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
+    let _ = shared.engine.set(Arc::downgrade(&engine));
     Ok(Bound {
         addr,
         clock,

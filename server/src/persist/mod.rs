@@ -13,3 +13,4 @@
 pub(crate) mod aof;
 pub(crate) mod rdb;
 pub(crate) mod saves;
+pub(crate) mod snapshot;

@@ -12,6 +12,7 @@
 use bytes::Bytes;
 
 use crate::lua::Scripting;
+use crate::persist::snapshot::{self, NotStarted};
 use crate::state::ServerState;
 use crate::store::Db;
 
@@ -88,41 +89,50 @@ pub(crate) fn save_command(
     save_now(dbs, state, libraries, now_ms)
 }
 
-/// THE entry point of a background save (save points, FLUSHALL's save
-/// when it goes to the background): Redis's `rdbSaveBackground` and the
-/// bookkeeping of its end (`backgroundSaveDoneHandlerDisk`).
-///
-/// MERGE POINT: for now it does SAVE's synchronous write and returns with
-/// the save finished; at the merge with the forkless snapshots this starts
-/// the snapshot's background save instead, and the bookkeeping after the
-/// write moves to that save's completion.
+/// THE entry point of a background save (BGSAVE, save points, a
+/// scheduled BGSAVE): Redis's `rdbSaveBackground`. It starts the forkless
+/// snapshot's save ([`super::snapshot`]) and returns at once; the
+/// bookkeeping of its end (`backgroundSaveDoneHandlerDisk`: LASTSAVE, the
+/// changes counted from the start, the MISCONF state) runs when its walk
+/// finishes. An engine that is not running behind its lock (no thread can
+/// take it) saves synchronously instead, with the same bookkeeping.
 pub(crate) fn background_save(
-    dbs: &[Db],
+    dbs: &mut [Db],
     state: &mut ServerState,
-    libraries: &[Bytes],
+    libraries: Vec<Bytes>,
     now_ms: u64,
-) -> Result<(), String> {
+) -> Result<(), NotStarted> {
+    if state.bgsave.in_progress {
+        return Err(NotStarted::InProgress);
+    }
     state.saves.rdb_saves += 1;
     state.saves.last_try_secs = now_ms / 1000;
-    // The changes made while a real background save runs stay counted:
-    // only those before its start are saved.
+    match snapshot::start_background_save(dbs, state, libraries.clone()) {
+        Err(NotStarted::NoServer) => {}
+        started => return started,
+    }
     let dirty_before = state.dirty;
     tracing::info!("Background saving started");
     let used = crate::process::allocator().allocated;
-    match crate::persist::rdb::disk::save(dbs, libraries, &state.config, now_ms, used) {
+    match crate::persist::rdb::disk::save(dbs, &libraries, &state.config, now_ms, used) {
         Ok(()) => {
             tracing::info!("Background saving terminated with success");
             state.dirty_at_save = dirty_before;
             state.last_save_secs = now_ms / 1000;
             state.saves.last_bgsave_ok = true;
-            Ok(())
         }
-        Err(e) => {
+        Err(_) => {
             tracing::warn!("Background saving error");
             state.saves.last_bgsave_ok = false;
-            Err(e)
         }
     }
+    Ok(())
+}
+
+/// Whether a failed background save was long enough ago for another
+/// automatic one (Redis's `CONFIG_BGSAVE_RETRY_DELAY` check).
+fn may_retry(state: &ServerState, now_secs: u64) -> bool {
+    state.saves.last_bgsave_ok || now_secs.saturating_sub(state.saves.last_try_secs) > BGSAVE_RETRY_DELAY_SECS
 }
 
 /// The save points on the persistence tick (Redis's `serverCron`): the
@@ -130,24 +140,31 @@ pub(crate) fn background_save(
 /// save, unless the last one failed less than
 /// [`BGSAVE_RETRY_DELAY_SECS`] ago. Time is the server clock's, so a test
 /// that moves a virtual clock triggers it deterministically.
-pub(crate) fn cron(dbs: &[Db], state: &mut ServerState, scripting: Option<&Scripting>, now_ms: u64) {
+pub(crate) fn cron(dbs: &mut [Db], state: &mut ServerState, scripting: Option<&Scripting>, now_ms: u64) {
+    let now = now_ms / 1000;
+    // As serverCron: nothing starts while a save runs; a BGSAVE SCHEDULE
+    // left pending (its save was killed) starts once none does.
+    if state.bgsave.in_progress || !may_retry(state, now) {
+        return;
+    }
+    if state.bgsave.scheduled && !state.config.dir.is_empty() {
+        let _ = background_save(dbs, state, libraries(scripting), now_ms);
+        return;
+    }
     if !automatic_saves_on(state) {
         return;
     }
-    let now = now_ms / 1000;
     let changes = state.dirty - state.dirty_at_save;
     let since_save = now.saturating_sub(state.last_save_secs);
-    let may_retry =
-        state.saves.last_bgsave_ok || now.saturating_sub(state.saves.last_try_secs) > BGSAVE_RETRY_DELAY_SECS;
     let due = state
         .config
         .save_points
         .iter()
         .find(|p| changes >= p.changes && since_save > p.seconds)
         .copied();
-    if let (Some(point), true) = (due, may_retry) {
+    if let Some(point) = due {
         tracing::info!("{} changes in {} seconds. Saving...", point.changes, point.seconds);
-        let _ = background_save(dbs, state, &libraries(scripting), now_ms);
+        let _ = background_save(dbs, state, libraries(scripting), now_ms);
     }
 }
 

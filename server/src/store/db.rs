@@ -1,5 +1,20 @@
 //! One database: a hash table of [`Item`]s (key, value and deadline in one
-//! allocation each) plus a deadline index for active expiry.
+//! allocation each) plus a deadline index for active expiry, and a
+//! point-in-time snapshot's hold on the table while a background save runs
+//! ([`DbSnap`], copy-before-write).
+//!
+//! # The snapshot invariant
+//!
+//! While [`Db::snap`] is set, no key's value or deadline changes, and no
+//! key is created or removed, before [`Db::before_write`] has run for it:
+//! the old value is copied for the snapshot first when the walk has not
+//! reached it, and a key created after the start is marked so the walk
+//! leaves it out. Every `&mut` access to the table's items is in this file
+//! (`map` is private) and each of those paths calls `before_write` first:
+//! `live` (lazy expiry), `lookup_mut`, `lookup_or_insert_mut`, `insert`
+//! (and `replace_value`), `overwrite_str`, `long_str_mut`, `set_expire`,
+//! `remove`, `expire_step`; `clear` hands the whole table to the snapshot
+//! instead, and `swap` moves the snapshot with its table.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
@@ -139,6 +154,35 @@ pub struct Db {
     /// CLIENT PAUSE is in force: a key past its deadline reads as absent but
     /// stays, as in Redis 7 (expiry would be a write).
     pub keep_expired: bool,
+    /// A background save's hold on this table (None when none runs).
+    pub(crate) snap: Option<Box<DbSnap>>,
+}
+
+/// A point-in-time snapshot of one database while its walk runs: the keys
+/// present at the start, in hash order, the walk's position, and the old
+/// values writes copied before changing them (see the module docs).
+#[derive(Debug)]
+pub(crate) struct DbSnap {
+    /// The database index the image writes these keys under (SWAPDB moves
+    /// the snapshot with the table, so this stays the start's index).
+    pub(crate) origin: usize,
+    /// The clock at the start: a key past its deadline then is not in it.
+    start_ms: u64,
+    /// Hashes of the keys at the start, sorted and deduplicated: the walk
+    /// serializes them in this order, `hashes[..next]` done.
+    hashes: Vec<u64>,
+    next: usize,
+    /// Keys the walk must skip: copied before a write, or created after
+    /// the start.
+    done: HashSet<Bytes, RandomState>,
+    /// Old values copied before a write, for the walker to write out.
+    copied: Vec<(Bytes, Entry)>,
+    /// The table as FLUSHDB/FLUSHALL left it during the snapshot: walked
+    /// instead of the live one, which is then not in the image at all.
+    frozen: Option<HashTable<Item>>,
+    /// Keys and keys with a deadline at the start (RESIZEDB hints).
+    pub(crate) start_len: usize,
+    pub(crate) start_expires: usize,
 }
 
 /// A watched key's modification count and how many clients watch it.
@@ -322,6 +366,99 @@ impl Db {
         self.hasher.hash_one(key)
     }
 
+    /// Marks the start of a point-in-time snapshot of this database (as
+    /// database `origin`) at clock time `now`: costs a hash per key.
+    pub(crate) fn begin_snapshot(&mut self, origin: usize, now: u64) {
+        let mut hashes: Vec<u64> = self.map.iter().map(|i| self.hasher.hash_one(i.key())).collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        self.snap = Some(Box::new(DbSnap {
+            origin,
+            start_ms: now,
+            hashes,
+            next: 0,
+            done: HashSet::default(),
+            copied: Vec::new(),
+            frozen: None,
+            start_len: self.map.len(),
+            start_expires: self.with_deadline,
+        }));
+    }
+
+    /// Copy-before-write, the snapshot's one choke point (see the module
+    /// docs): runs before anything changes, creates or removes `key`
+    /// (whose hash is `hash`).
+    fn before_write(&mut self, hash: u64, key: &[u8]) {
+        let Some(snap) = self.snap.as_deref_mut() else {
+            return;
+        };
+        if snap.frozen.is_some() || snap.done.contains(key) {
+            return;
+        }
+        // Past the walk's position: serialized already, or never in the image.
+        if snap.hashes[snap.next..].binary_search(&hash).is_err() {
+            return;
+        }
+        // Not done and its hash still ahead: present now means present at
+        // the start and unchanged since (any change would have marked it).
+        if let Some(item) = self.map.find(hash, |i| i.key() == key) {
+            if !is_expired(item.expire_at(), snap.start_ms) {
+                let entry = EntryRef {
+                    value: item.value(),
+                    expire_at: item.expire_at(),
+                };
+                snap.copied.push((Bytes::copy_from_slice(key), entry.to_owned()));
+            }
+        }
+        snap.done.insert(Bytes::copy_from_slice(key));
+    }
+
+    /// One slice of the snapshot's walk: the copied old values, then up to
+    /// `budget` of the start's keys not written yet, each given to `emit`
+    /// (key, value, deadline). True when the walk is complete (the hold is
+    /// then released: later writes copy nothing).
+    pub(crate) fn snapshot_step(&mut self, budget: usize, mut emit: impl FnMut(&[u8], EntryRef<'_>)) -> bool {
+        let Some(snap) = self.snap.as_deref_mut() else {
+            return true;
+        };
+        for (key, entry) in snap.copied.drain(..) {
+            emit(
+                &key,
+                EntryRef {
+                    value: entry.value.as_value_ref(),
+                    expire_at: entry.expire_at,
+                },
+            );
+        }
+        let table = snap.frozen.as_ref().unwrap_or(&self.map);
+        let mut spent = 0;
+        while spent < budget && snap.next < snap.hashes.len() {
+            let hash = snap.hashes[snap.next];
+            snap.next += 1;
+            for item in table.iter_hash(hash) {
+                if self.hasher.hash_one(item.key()) != hash
+                    || snap.done.contains(item.key())
+                    || is_expired(item.expire_at(), snap.start_ms)
+                {
+                    continue;
+                }
+                spent += 1;
+                emit(
+                    item.key(),
+                    EntryRef {
+                        value: item.value(),
+                        expire_at: item.expire_at(),
+                    },
+                );
+            }
+        }
+        let finished = snap.next == snap.hashes.len() && snap.copied.is_empty();
+        if finished {
+            self.snap = None;
+        }
+        finished
+    }
+
     fn get(&self, key: &[u8]) -> Option<&Item> {
         self.map.find(self.hash(key), |item| item.key() == key)
     }
@@ -338,6 +475,7 @@ impl Db {
         if self.keep_expired {
             return None;
         }
+        self.before_write(hash, key);
         if let Ok(found) = self.map.find_entry(hash, |item| item.key() == key) {
             let item = found.remove().0;
             self.record_expired(&item);
@@ -386,6 +524,7 @@ impl Db {
     /// place; strings are replaced with [`Db::replace_value`]).
     pub fn lookup_mut(&mut self, key: &[u8], now: u64) -> Option<ValueMut<'_>> {
         let hash = self.live(key, now)?;
+        self.before_write(hash, key);
         self.map
             .find_mut(hash, |item| item.key() == key)
             .map(|item| item.value_mut())
@@ -396,7 +535,10 @@ impl Db {
     /// its collection.
     pub fn lookup_or_insert_mut(&mut self, key: &[u8], now: u64, make: impl FnOnce() -> Value) -> ValueMut<'_> {
         let hash = match self.live(key, now) {
-            Some(hash) => hash,
+            Some(hash) => {
+                self.before_write(hash, key);
+                hash
+            }
             None => {
                 self.insert(key, make(), 0);
                 self.hash(key)
@@ -428,6 +570,7 @@ impl Db {
         self.touch(key);
         self.signal_ready(key);
         let hash = self.hash(key);
+        self.before_write(hash, key);
         let item = Item::new(key, value, expire_at);
         let hasher = &self.hasher;
         let old = match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
@@ -453,6 +596,7 @@ impl Db {
     /// then does it). Saves INCR an allocation and two lookups.
     pub fn overwrite_str(&mut self, key: &[u8], value: &[u8]) -> bool {
         let hash = self.hash(key);
+        self.before_write(hash, key);
         let done = self
             .map
             .find_mut(hash, |i| i.key() == key)
@@ -470,6 +614,7 @@ impl Db {
     /// looked the key up (and so expired it).
     pub fn long_str_mut(&mut self, key: &[u8]) -> Option<&mut Bytes> {
         let hash = self.hash(key);
+        self.before_write(hash, key);
         self.map.find_mut(hash, |i| i.key() == key)?.boxed_str_mut()
     }
 
@@ -484,6 +629,7 @@ impl Db {
     pub fn set_expire(&mut self, key: &[u8], expire_at: u64) -> bool {
         self.touch(key);
         let hash = self.hash(key);
+        self.before_write(hash, key);
         let Some(item) = self.map.find_mut(hash, |item| item.key() == key) else {
             return false;
         };
@@ -531,6 +677,7 @@ impl Db {
     /// Removes `key` (whether or not it is expired) and returns its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let hash = self.hash(key);
+        self.before_write(hash, key);
         let item = self.map.find_entry(hash, |item| item.key() == key).ok()?.remove().0;
         self.touch(key);
         // A group reader blocked on a deleted stream is told so.
@@ -545,7 +692,13 @@ impl Db {
     pub fn clear(&mut self) {
         self.signal_all_waited();
         bump_watched_present(&mut self.watched, &[(&self.map, &self.hasher)]);
-        self.map = HashTable::new();
+        let old = std::mem::take(&mut self.map);
+        // A snapshot walking this table keeps it (the image is the start's).
+        if let Some(snap) = self.snap.as_deref_mut() {
+            if snap.frozen.is_none() {
+                snap.frozen = Some(old);
+            }
+        }
         self.expires = BTreeMap::new();
         self.index_len = 0;
         self.with_deadline = 0;
@@ -572,10 +725,14 @@ impl Db {
             self.index_len -= 1;
             spent += 1;
             let hasher = &self.hasher;
-            let found = self.map.find_entry(hash, |item| {
+            let found = self.map.find(hash, |item| {
                 item.expire_at() == deadline && hasher.hash_one(item.key()) == hash
             });
-            let Ok(found) = found else {
+            let Some(key) = found.map(|item| Bytes::copy_from_slice(item.key())) else {
+                continue;
+            };
+            self.before_write(hash, &key);
+            let Ok(found) = self.map.find_entry(hash, |item| item.key() == &key[..]) else {
                 continue;
             };
             let item = found.remove().0;
@@ -659,6 +816,8 @@ impl Db {
         std::mem::swap(&mut self.expires, &mut other.expires);
         std::mem::swap(&mut self.index_len, &mut other.index_len);
         std::mem::swap(&mut self.with_deadline, &mut other.with_deadline);
+        // The snapshots follow their tables (each keeps its origin index).
+        std::mem::swap(&mut self.snap, &mut other.snap);
     }
 }
 
@@ -668,6 +827,61 @@ mod tests {
 
     fn k(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    /// What a snapshot's walk emits, as (key, string value) pairs, sorted.
+    fn walk(db: &mut Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = vec![];
+        while !db.snapshot_step(2, |k, e| {
+            let ValueRef::Str(v) = e.value else {
+                panic!("strings only")
+            };
+            out.push((k.to_vec(), v.to_vec()));
+        }) {}
+        out.sort();
+        out
+    }
+
+    /// Every mutation path copies before writing: the walk emits the
+    /// start's keys with their start values, whatever happened since.
+    #[test]
+    fn a_snapshot_is_the_start_s_dataset() {
+        let mut db = Db::default();
+        for i in 0..20 {
+            db.insert(&k(&format!("k{i}")), Value::Str(k(&format!("v{i}"))), 0);
+        }
+        db.insert(&k("ttl"), Value::Str(k("t")), 1000);
+        db.begin_snapshot(0, 10);
+        // A first slice, then writes to keys walked and not walked.
+        let mut early = vec![];
+        db.snapshot_step(3, |key, _| early.push(key.to_vec()));
+        for i in 0..20 {
+            match i % 4 {
+                0 => db.insert(&k(&format!("k{i}")), Value::Str(k("new")), 0),
+                1 => {
+                    db.remove(format!("k{i}").as_bytes());
+                }
+                2 => {
+                    db.overwrite_str(format!("k{i}").as_bytes(), b"nw");
+                }
+                _ => {
+                    db.set_expire(format!("k{i}").as_bytes(), 5);
+                }
+            }
+        }
+        db.insert(&k("created"), Value::Str(k("x")), 0);
+        db.expire_step(2000, 100);
+        let mut all = walk(&mut db);
+        let mut expect: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
+            .map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes()))
+            .collect();
+        expect.push((b"ttl".to_vec(), b"t".to_vec()));
+        expect.sort();
+        // The first slice's keys were emitted to the first closure.
+        all.retain(|(key, _)| !early.contains(key));
+        expect.retain(|(key, _)| !early.contains(key));
+        assert_eq!(all, expect);
+        assert!(db.snap.is_none(), "the hold is released at the end");
     }
 
     #[test]

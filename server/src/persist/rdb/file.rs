@@ -142,6 +142,12 @@ impl<W: Write> Writer<W> {
         self.emit(out)
     }
 
+    /// The sink, for a caller that drains what was written so far (a
+    /// background save empties its buffer into the file between slices).
+    pub(crate) fn sink_mut(&mut self) -> &mut W {
+        &mut self.sink
+    }
+
     /// EOF and the checksum; hands back the sink.
     pub(crate) fn finish(mut self) -> std::result::Result<W, SaveError> {
         let mut out = self.out();

@@ -1,0 +1,292 @@
+//! Forkless point-in-time snapshots and BGSAVE.
+//!
+//! coordis cannot fork, so a background save takes its image from the data
+//! structures ([`crate::store::db::DbSnap`]): under the engine lock the
+//! start is marked on every database (a hash per key), the reply goes out,
+//! and a thread of its own walks the keyspace in slices of
+//! `bgsave-slice-keys` keys ([`SLICE_KEYS`] by default), taking the engine
+//! lock for one slice at a time, writing the slice's bytes to the file
+//! outside it and sleeping `bgsave-slice-pause-us` between slices. A write to a key the
+//! walk has not reached copies the old value first (copy-before-write in
+//! `Db::before_write`), so the file is the dataset at the moment BGSAVE was
+//! accepted, as Redis's forked child sees it: keys created after the start
+//! are not in it, deleted or changed ones are, with their old value.
+//!
+//! [`start_background_save`] is the one entry point (BGSAVE, and whatever
+//! else saves in the background).
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::persist::rdb::disk::{self, Purpose};
+use crate::persist::rdb::SaveError;
+use crate::state::ServerState;
+use crate::store::Db;
+
+/// Keys serialized per hold of the engine lock by default
+/// (`bgsave-slice-keys`): bounds what a save adds to any command's latency.
+pub(crate) const SLICE_KEYS: usize = 256;
+
+/// BGSAVE's state and statistics (INFO persistence).
+#[derive(Debug)]
+pub(crate) struct BgSave {
+    /// A save's walk is running.
+    pub(crate) in_progress: bool,
+    /// When it started (INFO `rdb_current_bgsave_time_sec`).
+    started: Option<Instant>,
+    /// BGSAVE SCHEDULE arrived during a save: another starts when it ends.
+    pub(crate) scheduled: bool,
+    /// Seconds the last save took; -1 before any.
+    pub(crate) last_secs: i64,
+    /// Keys at the start of the running save, and those written so far.
+    pub(crate) keys_total: u64,
+    pub(crate) keys_processed: Arc<AtomicU64>,
+    /// Set when the save is killed ([`kill`]: FLUSHALL, shutdown, a
+    /// staged crash): the walk stops, its temp file is removed and it
+    /// reports nothing. One flag per save, read and set under the engine
+    /// lock, so a killed walk never renames its file over a newer one.
+    cancel: Arc<AtomicBool>,
+    /// Saves started so far: names each save's temp file, so a killed
+    /// save's thread never removes the file of the save started after it.
+    serial: u64,
+}
+
+impl Default for BgSave {
+    fn default() -> Self {
+        BgSave {
+            in_progress: false,
+            started: None,
+            scheduled: false,
+            last_secs: -1,
+            keys_total: 0,
+            keys_processed: Arc::default(),
+            cancel: Arc::default(),
+            serial: 0,
+        }
+    }
+}
+
+impl BgSave {
+    /// INFO `rdb_current_bgsave_time_sec` (-1 when none runs).
+    pub(crate) fn current_secs(&self) -> i64 {
+        self.started.map_or(-1, |s| s.elapsed().as_secs() as i64)
+    }
+}
+
+/// The signal Redis's `killRDBChild` sends its saving child (SIGUSR1 on
+/// Linux): the log line of a killed save names it, and as in Redis a save
+/// killed so is not a failure.
+const KILL_SIGNAL: i32 = 10;
+
+/// Why a background save did not start.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NotStarted {
+    /// One is running already.
+    InProgress,
+    /// The server is not running (an engine without its lock).
+    NoServer,
+}
+
+/// What the walking thread needs, fixed at the start.
+struct Job {
+    engine: Weak<Mutex<Engine>>,
+    config: Config,
+    libraries: Vec<Bytes>,
+    start_ms: u64,
+    databases: usize,
+    /// `dirty` at the start: what the file holds (Redis's `dirty_before_bgsave`).
+    dirty: u64,
+    processed: Arc<AtomicU64>,
+    cancel: Arc<AtomicBool>,
+    /// The save's number (its temp file's name).
+    serial: u64,
+}
+
+/// Starts a background save of the dataset to `dir/dbfilename` (Redis's
+/// `rdbSaveBackground`): marks the snapshot's start on every database and
+/// starts the walking thread. Returns at once; the file is the dataset as
+/// it is now.
+pub(crate) fn start_background_save(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    libraries: Vec<Bytes>,
+) -> Result<(), NotStarted> {
+    if state.bgsave.in_progress {
+        return Err(NotStarted::InProgress);
+    }
+    let Some(engine) = state.shared.engine.get().cloned() else {
+        return Err(NotStarted::NoServer);
+    };
+    let now = state.clock.now_ms();
+    let mut total = 0;
+    for (i, db) in dbs.iter_mut().enumerate() {
+        db.begin_snapshot(i, now);
+        total += db.len() as u64;
+    }
+    let b = &mut state.bgsave;
+    b.in_progress = true;
+    b.started = Some(Instant::now());
+    b.keys_total = total;
+    b.keys_processed = Arc::default();
+    b.cancel = Arc::default();
+    b.scheduled = false;
+    b.serial += 1;
+    let job = Job {
+        engine,
+        config: state.config.clone(),
+        libraries,
+        start_ms: now,
+        databases: dbs.len(),
+        dirty: state.dirty,
+        processed: b.keys_processed.clone(),
+        cancel: b.cancel.clone(),
+        serial: b.serial,
+    };
+    tracing::info!("Background saving started by pid {}", std::process::id());
+    let spawned = std::thread::Builder::new()
+        .name("coordis-bgsave".into())
+        .spawn(move || run(job));
+    if spawned.is_err() {
+        tracing::warn!("Can't save in background: the thread could not start");
+        finished(dbs, state, false, 0);
+    }
+    Ok(())
+}
+
+/// The walking thread: the file through a temp file (written and fsynced
+/// outside the lock), then, under the lock, the rename and the outcome
+/// handed back, unless the save was killed meanwhile (then its temp file
+/// is only removed: the kill did the bookkeeping).
+fn run(job: Job) {
+    let target = disk::path(&job.config);
+    let dir = target.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let temp = dir.join(format!("temp-bg-{}-{}.rdb", std::process::id(), job.serial));
+    let written = write(&job, &temp);
+    let Some(engine) = job.engine.upgrade() else {
+        let _ = std::fs::remove_file(&temp);
+        return;
+    };
+    let mut engine = engine.lock();
+    if job.cancel.load(Ordering::Relaxed) {
+        let _ = std::fs::remove_file(&temp);
+        return;
+    }
+    let result = written.and_then(|()| std::fs::rename(&temp, &target).map_err(SaveError::Io));
+    if let Err(e) = &result {
+        let _ = std::fs::remove_file(&temp);
+        tracing::warn!("Background saving error: {e}");
+    } else {
+        tracing::info!("DB saved on disk");
+    }
+    engine.background_save_done(result.is_ok(), job.dirty);
+}
+
+fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
+    let mut file = BufWriter::new(std::fs::File::create(temp)?);
+    let used = crate::process::allocator().allocated;
+    let mut w = disk::start_file(Vec::new(), &job.config, job.start_ms, used, Purpose::Save)?;
+    for code in &job.libraries {
+        w.function(code)?;
+    }
+    for origin in 0..job.databases {
+        let mut began = false;
+        loop {
+            let engine = job
+                .engine
+                .upgrade()
+                .ok_or_else(|| SaveError::Io(std::io::Error::other("the server stopped")))?;
+            let mut engine = engine.lock();
+            // Checked under the lock: a killed save's holds are gone, so its
+            // walk would read the live tables.
+            if job.cancel.load(Ordering::Relaxed) {
+                return Err(SaveError::Io(std::io::Error::other("the save was killed")));
+            }
+            let mut failed = None;
+            let finished = engine.snapshot_slice(
+                origin,
+                job.config.bgsave_slice_keys,
+                |start_len, start_expires, key, entry| {
+                    if failed.is_some() {
+                        return;
+                    }
+                    if !began {
+                        began = true;
+                        if let Err(e) = w.begin_db(origin, start_len as u64, start_expires as u64) {
+                            failed = Some(e);
+                            return;
+                        }
+                    }
+                    if let Err(e) = w.key(origin, key, entry.value, entry.expire_at) {
+                        failed = Some(e);
+                    }
+                    job.processed.fetch_add(1, Ordering::Relaxed);
+                },
+            );
+            drop(engine);
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            file.write_all(&std::mem::take(w.sink_mut()))?;
+            if finished {
+                break;
+            }
+            if job.config.bgsave_slice_pause_us > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(job.config.bgsave_slice_pause_us));
+            }
+        }
+    }
+    let rest = w.finish()?;
+    file.write_all(&rest)?;
+    let file = file.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// Kills a running background save (Redis's `killRDBChild` and the end of
+/// a child killed by [`KILL_SIGNAL`]): every hold is released at once, the
+/// walk stops at its next slice and its temp file is removed; the last
+/// save's status is unchanged, a scheduled save stays scheduled. FLUSHALL,
+/// shutdown and a staged crash call it before anything else.
+pub(crate) fn kill(dbs: &mut [Db], state: &mut ServerState) {
+    if !state.bgsave.in_progress {
+        return;
+    }
+    for db in dbs.iter_mut() {
+        db.snap = None;
+    }
+    let b = &mut state.bgsave;
+    b.cancel.store(true, Ordering::Relaxed);
+    b.in_progress = false;
+    b.last_secs = b.started.take().map_or(-1, |s| s.elapsed().as_secs() as i64);
+    b.keys_total = 0;
+    tracing::warn!("Background saving terminated by signal {KILL_SIGNAL}");
+}
+
+/// A save's end under the engine lock: every database's hold released,
+/// the statistics, LASTSAVE and the changes counter when it succeeded
+/// (Redis's `backgroundSaveDoneHandler`); a scheduled save starts.
+pub(crate) fn finished(dbs: &mut [Db], state: &mut ServerState, ok: bool, dirty: u64) {
+    for db in dbs.iter_mut() {
+        db.snap = None;
+    }
+    let b = &mut state.bgsave;
+    b.in_progress = false;
+    b.last_secs = b.started.take().map_or(-1, |s| s.elapsed().as_secs() as i64);
+    b.keys_total = 0;
+    state.saves.last_bgsave_ok = ok;
+    if ok {
+        tracing::info!("Background saving terminated with success");
+        state.dirty_at_save = dirty;
+        state.last_save_secs = state.clock.now_ms() / 1000;
+    } else {
+        tracing::warn!("Background saving error");
+    }
+}
