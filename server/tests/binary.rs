@@ -32,10 +32,14 @@ fn wait_ready(addr: SocketAddr) -> RawClient {
     }
 }
 
+/// Starts coordis-server with `args` (and `--save ""` unless they set
+/// `--save`: a stopped server must not leave a dump.rdb behind).
 fn start(args: &[&str]) -> Running {
+    let no_save: &[&str] = if args.contains(&"--save") { &[] } else { &["--save", ""] };
     Running(
         Command::new(BIN)
             .args(args)
+            .args(no_save)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -598,9 +598,23 @@ fn protected_configs_follow_enable_protected_configs() {
         let Some(redis) = RedisServer::start(&["--enable-protected-configs", setting]).unwrap() else {
             return;
         };
-        let args: Vec<String> = ["--port", "0", "--enable-protected-configs", setting]
-            .map(String::from)
-            .to_vec();
+        // A directory of its own and no save points: the server neither
+        // loads nor leaves a file in the working directory.
+        let dir = std::env::temp_dir().join(format!("coordis-protected-{}-{setting}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir_arg = dir.display().to_string();
+        let args: Vec<String> = [
+            "--port",
+            "0",
+            "--save",
+            "",
+            "--dir",
+            &dir_arg,
+            "--enable-protected-configs",
+            setting,
+        ]
+        .map(String::from)
+        .to_vec();
         let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
         let server = coordis::Builder::from_config(config).start_blocking().unwrap();
         let mut ours = RawClient::connect(server.addr()).unwrap();
@@ -616,5 +630,7 @@ fn protected_configs_follow_enable_protected_configs() {
                 "{setting}: {case:?}"
             );
         }
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
