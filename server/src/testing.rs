@@ -237,6 +237,50 @@ fn wait_for_ping(child: &mut Child, addr: SocketAddr, timeout: Duration) -> bool
     false
 }
 
+/// A directory under the system's temp dir for one test, removed on drop
+/// (pass or fail): `coordis-<tag>-<pid>-<n>`, unique within the process.
+/// The path is `.0`.
+#[derive(Debug)]
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    /// Makes the directory.
+    ///
+    /// # Panics
+    /// When it cannot be created (a test cannot go on without it).
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("coordis-{tag}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+        TempDir(path)
+    }
+
+    /// The path as text (for `--dir` and `dir`).
+    ///
+    /// # Panics
+    /// When the temp dir's path is not UTF-8.
+    pub fn text(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp dir")
+    }
+
+    /// `dump.rdb` inside it (Redis's default `dbfilename`).
+    pub fn dump(&self) -> std::path::PathBuf {
+        self.0.join("dump.rdb")
+    }
+
+    /// `appendonlydir` inside it (Redis's default `appenddirname`).
+    pub fn aof_dir(&self) -> std::path::PathBuf {
+        self.0.join("appendonlydir")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A server process a test started (`coordis-server`, usually) on a free
 /// loopback port. Its stderr is collected by a thread, so a chatty server
 /// never blocks on a full pipe. Killed on drop.

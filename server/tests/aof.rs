@@ -5,7 +5,8 @@
 //! acknowledged write (coordis and Redis alike), and a staged crash under
 //! `everysec` loses exactly the writes of the last N ms.
 
-use std::path::{Path, PathBuf};
+use coordis::testing::TempDir;
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -17,33 +18,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_coordis-server");
 const DBS: &[usize] = &[0, 1, 2];
 /// PTTLs read on two servers a moment apart differ by about that moment.
 const TTL_TOLERANCE_MS: u64 = 5000;
-
-/// A temporary directory removed on drop (pass or fail).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!(
-            "coordis-aof-{tag}-{}-{}",
-            std::process::id(),
-            coordis::testing::free_port().unwrap()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-    fn text(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-    fn aof_dir(&self) -> PathBuf {
-        self.0.join("appendonlydir")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn coordis(dir: &TempDir, extra: &[&str]) -> std::io::Result<ServerProcess> {
     let mut cmd = Command::new(BIN);

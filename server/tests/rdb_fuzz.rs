@@ -5,7 +5,8 @@
 //! `coordis-server` logs for a cut file and a bad checksum are Redis
 //! 7.0.15's (its source line numbers aside), with a non-zero exit as Redis's.
 
-use std::path::{Path, PathBuf};
+use coordis::testing::TempDir;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -22,30 +23,6 @@ const CASE_TIMEOUT: Duration = Duration::from_secs(20);
 const CASES_PER_KIND: usize = 400;
 
 const SEED: u64 = 0x5eed_2602;
-
-/// A temp directory removed on drop (even when the test fails).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!(
-            "coordis-rdbfuzz-{tag}-{}-{}",
-            std::process::id(),
-            coordis::testing::free_port().unwrap()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-    fn text(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn ok(c: &mut RawClient, args: &[&str]) {
     let reply = c.command(args).unwrap();

@@ -4,37 +4,11 @@
 //! save and its refusal, FLUSHALL's save, the save when the owner stops
 //! the server, and a staged crash with RDB persistence only.
 
+use coordis::testing::TempDir;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use coordis::testing::{RawClient, RedisServer};
-
-/// A temp directory removed on drop (even when the test fails).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!(
-            "coordis-saves-{tag}-{}-{}",
-            std::process::id(),
-            coordis::testing::free_port().unwrap()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-    fn text(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-    fn dump(&self) -> PathBuf {
-        self.0.join("dump.rdb")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// An embedded server keeping its files in `dir`, with `save` set to
 /// `save` (Redis's syntax), on a frozen virtual clock.

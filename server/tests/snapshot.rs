@@ -9,7 +9,7 @@
 //! is refused during one; FLUSHALL and shutdown kill a running save as
 //! Redis kills its child.
 
-use std::path::PathBuf;
+use coordis::testing::TempDir;
 use std::time::{Duration, Instant};
 
 use std::net::SocketAddr;
@@ -21,29 +21,6 @@ const KEYS: usize = 60_000;
 /// Elements of the big collections changed during the save.
 const BIG: usize = 20_000;
 const DBS: &[usize] = &[0, 1];
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!(
-            "coordis-snapshot-{tag}-{}-{}",
-            std::process::id(),
-            coordis::testing::free_port().unwrap()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-    fn text(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn ok(c: &mut RawClient, args: &[&str]) -> Vec<u8> {
     let reply = c.command(args).unwrap();
