@@ -400,6 +400,8 @@ async fn serve_connection(
         },
         ..ConnState::default()
     };
+    // Shutdown's one last read from the kernel has been made.
+    let mut last_read_done = false;
     loop {
         let shared = &ctx.shared;
         let limits = ProtocolLimits {
@@ -436,7 +438,18 @@ async fn serve_connection(
             let read = tokio::select! {
                 biased;
                 wake = woken(signal, outbox, false) => match wake {
-                    Woken::Ended => return Ok(()),
+                    Woken::Ended if signal.is_closed() || last_read_done => return Ok(()),
+                    Woken::Ended => {
+                        // Shutdown: what the client sent before it is in
+                        // flight too. The runtime may not have seen it yet
+                        // (its worker was inside a script), so ask the
+                        // kernel once, then serve what came and end.
+                        last_read_done = true;
+                        match read_pending(socket, &mut buf) {
+                            0 => return Ok(()),
+                            read => read,
+                        }
+                    }
                     Woken::Messages | Woken::Unblocked => {
                         write_messages(socket, outbox, signal, shared).await?;
                         continue;
@@ -515,6 +528,20 @@ async fn serve_connection(
                 return Ok(());
             }
         }
+    }
+}
+
+/// Reads what the kernel holds for `socket` without waiting (and without
+/// the runtime's readiness, which may lag), into `buf`; 0 when nothing is
+/// there, the peer left, or the read failed.
+fn read_pending(socket: &TcpStream, buf: &mut BytesMut) -> usize {
+    let mut chunk = vec![0u8; READ_BUFFER];
+    match io::Read::read(&mut &*socket2::SockRef::from(socket), &mut chunk) {
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            n
+        }
+        Err(_) => 0,
     }
 }
 
