@@ -75,6 +75,10 @@ pub struct Config {
     pub protected_mode: bool,
     /// Active-expiry frequency (times per second), 1 to 500. Default 10.
     pub hz: u32,
+    /// `key-load-delay` (Redis's test knob): microseconds slept per key
+    /// loaded from an RDB file; negative `-n`, one microsecond every `n`
+    /// keys. Makes a load slow enough for a test to see `-LOADING`.
+    pub key_load_delay: i64,
     /// Threads serving connections in `coordis-server` (tokio workers).
     /// Default 1, as Redis's `io-threads`: on small machines one thread plus
     /// the client's beats two contending for the keyspace lock; raise it on
@@ -275,6 +279,7 @@ impl Default for Config {
             bgsave_slice_pause_us: 0,
             rdb_compression: false,
             rdb_checksum: false,
+            key_load_delay: 0,
             sanitize_dump_payload: String::new(),
             ignored: BTreeMap::new(),
             config_file: String::new(),
@@ -1131,7 +1136,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     // Redis's test-only knobs, shown by name only.
     row("use-exit-on-panic", "no", Bool, Store::Ignored).hidden(),
     row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, Store::Ignored).hidden(),
-    row("key-load-delay", "0", Int { min: i32::MIN as i64, max: I32 }, Store::Ignored).hidden(),
+    row("key-load-delay", "0", Int { min: i32::MIN as i64, max: I32 }, field!(key_load_delay)).hidden(),
     row("watchdog-period", "0", Int { min: 0, max: I32 }, Store::Ignored).hidden(),
     row("loading-process-events-interval-bytes", "2097152", Int { min: 1024, max: I32 }, Store::Ignored).hidden(),
 ];

@@ -128,30 +128,58 @@ impl Engine {
         }
     }
 
-    /// Loads `dir/dbfilename` at start, when `dir` is set (coordis-server's
-    /// default `.`; an embedded server's builder's, or its own temp dir).
-    /// A missing file is an empty start; an unreadable or corrupt one is
-    /// an error (Redis exits).
-    /// Loads the dataset before the first client, as Redis's
-    /// `loadDataFromDisk`: the append-only file when it is on (its base may
-    /// be an RDB file), the RDB file otherwise; then starts the append-only
-    /// file's writer.
-    pub(crate) fn load_at_start(&mut self) -> std::io::Result<()> {
-        if !self.state.config.aof.enabled {
-            self.load_rdb_at_start()?;
+    /// Starts loading the dataset, as Redis's `loadDataFromDisk`: the
+    /// append-only file when it is on (its base may be an RDB file),
+    /// replayed now, then its writer started; otherwise `dir/dbfilename`
+    /// when `dir` is set (coordis-server's default `.`; an embedded
+    /// server's builder's, or its own temp dir): its bytes are returned
+    /// for [`crate::persist::rdb::disk::parse`] off the lock, with the
+    /// server in the loading state until [`Engine::finish_load`]. A missing
+    /// file is an empty start; an unreadable one is an error (Redis exits).
+    pub(crate) fn load_at_start(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        if !self.state.config.aof.enabled && !self.state.config.dir.is_empty() {
+            if let Some(bytes) = crate::persist::rdb::disk::read_file(&self.state.config)? {
+                let now_secs = self.state.clock.now_ms() / 1000;
+                self.state.shared.loading.begin(bytes.len() as u64, now_secs);
+                return Ok(Some(bytes));
+            }
         }
         self.start_persistence()
-            .map_err(|()| std::io::Error::other("the append-only file could not be loaded (see the log)"))
+            .map_err(|()| std::io::Error::other("the append-only file could not be loaded (see the log)"))?;
+        Ok(None)
     }
 
+    /// What parsing the file at start needs: the settings and the time
+    /// keys are expired against.
+    pub(crate) fn load_inputs(&self) -> (crate::config::Config, u64) {
+        (self.state.config.clone(), self.state.clock.now_ms())
+    }
+
+    /// Installs what the file at start held (the caller ends the loading
+    /// state).
+    pub(crate) fn finish_load(
+        &mut self,
+        parsed: std::io::Result<crate::persist::rdb::disk::Loaded>,
+    ) -> std::io::Result<()> {
+        parsed.and_then(|loaded| self.install_rdb(loaded))?;
+        self.start_persistence()
+            .map_err(|()| std::io::Error::other("the append-only file could not be started (see the log)"))
+    }
+
+    /// Loads `dir/dbfilename` under the lock (a staged crash's restart).
     fn load_rdb_at_start(&mut self) -> std::io::Result<()> {
         if self.state.config.dir.is_empty() {
             return Ok(());
         }
         let now = self.state.clock.now_ms();
-        let Some(loaded) = crate::persist::rdb::disk::load_at_start(&self.state.config, now)? else {
-            return Ok(());
-        };
+        match crate::persist::rdb::disk::load_at_start(&self.state.config, now)? {
+            Some(loaded) => self.install_rdb(loaded),
+            None => Ok(()),
+        }
+    }
+
+    /// Puts a parsed file's libraries and keys into the dataset.
+    fn install_rdb(&mut self, loaded: crate::persist::rdb::disk::Loaded) -> std::io::Result<()> {
         self.state.saves.last_load_keys_loaded = loaded.keys.len() as u64;
         self.state.saves.last_load_keys_expired = loaded.expired;
         if !loaded.functions.is_empty() {

@@ -564,6 +564,10 @@ pub(crate) const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
 pub(crate) const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
 pub(crate) const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
 pub(crate) const SAVE_FAILED: &str = "ERR";
+/// DEBUG RELOAD with an option it does not know.
+pub(crate) const DEBUG_RELOAD_OPTIONS: &str = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.";
+/// DEBUG RELOAD whose file did not load.
+pub(crate) const DEBUG_RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
 /// BGSAVE's replies.
 pub(crate) const BGSAVE_STARTED: &str = "Background saving started";
 pub(crate) const BGSAVE_SCHEDULED: &str = "Background saving scheduled";

@@ -304,8 +304,11 @@ impl Builder {
             runtime.block_on(async move {
                 match net::bind(self.config, self.clock, signal.clone()).await {
                     Ok(bound) => {
-                        let _ = ready_tx.send(Ok((bound.addr, bound.engine.clone())));
-                        bound.serve(signal).await;
+                        let (addr, engine) = (bound.addr, bound.engine.clone());
+                        let ready = move |loaded: io::Result<()>| {
+                            let _ = ready_tx.send(loaded.map(|()| (addr, engine)));
+                        };
+                        bound.serve(signal, ready).await;
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -330,14 +333,28 @@ impl Builder {
         let _owned = self.own_dir()?;
         let shutdown = Arc::new(CloseSignal::default());
         let bound = net::bind(self.config, self.clock, shutdown.clone()).await?;
-        on_ready(bound.addr);
-        let serving = tokio::spawn(bound.serve(shutdown.clone()));
-        tokio::select! {
-            _ = stop => shutdown.close(),
-            _ = shutdown.closed() => tracing::info!("SHUTDOWN received"),
+        let addr = bound.addr;
+        // Ready once the dataset is loaded, as Redis logs it; a file that
+        // fails to load ends serving with its error.
+        let mut failed = None;
+        {
+            let serving = bound.serve(shutdown.clone(), |loaded| match loaded {
+                Ok(()) => on_ready(addr),
+                Err(e) => failed = Some(e),
+            });
+            tokio::pin!(serving);
+            tokio::select! {
+                () = &mut serving => tracing::info!("SHUTDOWN received"),
+                () = stop => {
+                    shutdown.close();
+                    serving.await;
+                }
+            }
         }
-        let _ = serving.await;
-        Ok(())
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 

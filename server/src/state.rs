@@ -121,6 +121,8 @@ pub struct Shared {
     pub(crate) running_function: parking_lot::Mutex<Option<cmd::functions::RunningFunction>>,
     /// The listening sockets, which CONFIG SET `port` / `bind` rebinds.
     pub(crate) listeners: crate::net::listeners::Listeners,
+    /// The RDB file being loaded at start (clients get `-LOADING`).
+    pub(crate) loading: crate::persist::loading::Loading,
 }
 
 impl Shared {

@@ -349,9 +349,11 @@ fn logs_redis_lines_without_colour_and_the_startup_lines_tools_wait_for() {
 fn the_tracing_format_has_no_colour_when_redirected_or_with_no_color() {
     for no_color in [None, Some("1")] {
         let port = free_port().unwrap();
+        let dir = coordis::testing::TempDir::new("tracing-format");
         let mut command = Command::new(BIN);
         command
-            .args(["--port", &port.to_string(), "--log-format", "tracing"])
+            .args(["--port", &port.to_string(), "--log-format", "tracing", "--save", ""])
+            .args(["--dir", dir.text()])
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         if let Some(v) = no_color {

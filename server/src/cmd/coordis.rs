@@ -67,7 +67,8 @@ static CLOCK: &[CommandSpec] = &[
 /// DEBUG: Redis's test hooks, gated by `enable-debug-command` as in Redis:
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
 /// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, DIGEST, DIGEST-VALUE key...
-/// (Redis's algorithm: [`crate::store::digest`]), HELP. Numbers are read as
+/// (Redis's algorithm: [`crate::store::digest`]), RELOAD [MERGE] [NOFLUSH]
+/// [NOSAVE], HELP. Numbers are read as
 /// Redis reads them here (`atof`, `atoi`: `abc` is 0).
 fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     use crate::store::digest;
@@ -110,6 +111,7 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             );
             Reply::Status(text.into())
         }
+        (b"reload", _) => debug_reload(ctx, &args[2..]),
         (b"help", 2) => super::server::help_reply(&[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "DIGEST",
@@ -118,6 +120,19 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             "    Output a hex signature of the values of all the specified keys.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
+            "RELOAD [option ...]",
+            "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+            "    * MERGE: conflicting keys will be loaded from RDB.",
+            "    * NOFLUSH: the existing database will not be removed before load, but",
+            "      conflicting keys will generate an exception and kill the server.",
+            "    * NOSAVE: the database will be loaded from an existing RDB file.",
+            "    Examples:",
+            "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+            "      the database.",
+            "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+            "      existing RDB file.",
+            "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+            "      file to the database.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -127,6 +142,72 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ]),
         _ => errors::sub_wrong_args(&args[1], "DEBUG"),
     }
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE], as Redis's: saves the RDB file
+/// (unless NOSAVE), empties the databases and the function libraries
+/// (unless NOFLUSH, as Redis's `emptyData`), and loads the file back. A
+/// key or library of the file that exists already is an error unless MERGE
+/// lets the file's replace it (Redis stops the server on such a key; an
+/// error reply is as clear and keeps the test's server). Nothing is
+/// propagated: the dataset is what it was.
+fn debug_reload(ctx: &mut Ctx, options: &[Bytes]) -> Reply {
+    use crate::lua::functions::RestorePolicy;
+    use crate::persist::saves;
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for option in options {
+        if super::args::is(option, "merge") {
+            merge = true;
+        } else if super::args::is(option, "noflush") {
+            flush = false;
+        } else if super::args::is(option, "nosave") {
+            save = false;
+        } else {
+            return err(errors::DEBUG_RELOAD_OPTIONS);
+        }
+    }
+    if save {
+        let libraries = saves::libraries(ctx.scripting.as_deref());
+        if saves::save_now(ctx.dbs, ctx.server, &libraries, ctx.now).is_err() {
+            return err(errors::SAVE_FAILED);
+        }
+    }
+    if flush {
+        for db in ctx.dbs.iter_mut() {
+            db.clear();
+        }
+        crate::tracking::flushed(ctx);
+    }
+    let reload_failed = || err(errors::DEBUG_RELOAD_FAILED);
+    let Ok(Some(loaded)) = crate::persist::rdb::disk::load_at_start(&ctx.server.config, ctx.now) else {
+        return reload_failed();
+    };
+    if flush || !loaded.functions.is_empty() {
+        let policy = if flush {
+            RestorePolicy::Flush
+        } else if merge {
+            RestorePolicy::Replace
+        } else {
+            RestorePolicy::Append
+        };
+        let restored = ctx
+            .scripting
+            .as_deref_mut()
+            .map(|s| s.restore_libraries(loaded.functions, policy));
+        if !matches!(restored, Some(Ok(_))) {
+            return reload_failed();
+        }
+    }
+    for (db, key, value, expire_at) in loaded.keys {
+        // Present at all (past its deadline too), as Redis's `dbAddRDBLoad` sees it.
+        if !merge && ctx.dbs[db].contains(&key, 0) {
+            tracing::warn!("RDB has duplicated key '{}' in DB {db}", String::from_utf8_lossy(&key));
+            return reload_failed();
+        }
+        ctx.dbs[db].insert(&key, value, expire_at);
+    }
+    tracing::warn!("DB reloaded by DEBUG RELOAD");
+    Reply::Ok
 }
 
 /// The server's test clock (`enable-test-commands` let this client in:

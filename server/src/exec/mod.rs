@@ -421,7 +421,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 .iter()
                 .flatten()
                 .any(|args| cmd::resolve(args).is_ok_and(|s| s.has(flags::WRITE))),
-        loading: false,
+        loading: ctx.server.shared.loading.is_active(),
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {

@@ -71,6 +71,9 @@ pub(crate) struct Bound {
     pub engine: Arc<Mutex<Engine>>,
     /// Holds the listening sockets too (CONFIG SET rebinds them).
     shared: Arc<Shared>,
+    /// The RDB file's bytes, parsed once serving starts (clients that
+    /// connect meanwhile get `-LOADING`).
+    pending_load: Option<Vec<u8>>,
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
@@ -79,7 +82,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
     let shared = Arc::new(Shared::default());
     let addr = shared.listeners.bind_at_start(&config.bind, config.port).await?;
     let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
-    engine.load_at_start()?;
+    let pending_load = engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
     let _ = shared.engine.set(Arc::downgrade(&engine));
     Ok(Bound {
@@ -87,13 +90,29 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         clock,
         engine,
         shared,
+        pending_load,
     })
+}
+
+/// Parses the file at start off the engine lock (the server answers
+/// `-LOADING` meanwhile), then installs it under the lock.
+async fn finish_load(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, bytes: Vec<u8>) -> io::Result<()> {
+    let (config, now) = engine.lock().load_inputs();
+    let parsing = tokio::task::spawn_blocking(move || {
+        crate::persist::rdb::disk::parse(&bytes, &config, now, Some(&shared.loading))
+    });
+    let parsed = parsing.await.unwrap_or_else(|e| Err(io::Error::other(e)));
+    // No script runs while loading (EVAL is refused): the lock is free in
+    // microseconds.
+    engine.lock().finish_load(parsed)
 }
 
 impl Bound {
     /// Serves until `shutdown` is triggered (by the owner or by SHUTDOWN),
-    /// then drains connections.
-    pub(crate) async fn serve(self, shutdown: Arc<CloseSignal>) {
+    /// then drains connections. `loaded` hears once the dataset is loaded
+    /// (at once without a file to load); a file that fails to load stops
+    /// the server, as Redis exits.
+    pub(crate) async fn serve(mut self, shutdown: Arc<CloseSignal>, loaded: impl FnOnce(io::Result<()>)) {
         let (shared, engine) = (self.shared.clone(), self.engine.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
         let expiry = tokio::spawn(active_expiry(engine.clone(), stop_rx.clone()));
@@ -113,9 +132,35 @@ impl Bound {
             clock: self.clock.clone(),
             shutdown: shutdown.clone(),
         };
+        // With nothing to load, ready before the first connection is served.
+        let pending_load = self.pending_load.take();
+        let mut loaded = Some(loaded);
+        if pending_load.is_none() {
+            if let Some(ready) = loaded.take() {
+                ready(Ok(()));
+            }
+        }
         let (slots, mut rebound) = shared.listeners.serve();
         for slot in slots {
             accepts.spawn(accept_loop(slot, ctx.clone()));
+        }
+        if let Some(bytes) = pending_load {
+            let load = tokio::select! {
+                r = finish_load(engine.clone(), shared.clone(), bytes) => Some(r),
+                // Stopped while loading: a clean stop, never announced ready.
+                () = shutdown.closed() => None,
+            };
+            // Ended before the announcement: an embedded server's owner
+            // gets it loaded.
+            shared.loading.end();
+            if let Some(load) = load {
+                if load.is_err() {
+                    shutdown.close();
+                }
+                if let Some(ready) = loaded.take() {
+                    ready(load);
+                }
+            }
         }
         // Until shutdown, sockets CONFIG SET binds get their accept loop.
         loop {

@@ -4,6 +4,7 @@
 //!   7.0 loads read), shared by snapshots, DUMP/RESTORE and FUNCTION DUMP.
 //! - [`aof`]: the multi-part append-only file (manifest, base and
 //!   incremental files), written from the effects feed.
+//! - [`loading`]: the RDB file loaded at start while clients get `-LOADING`.
 //! - [`saves`]: when the RDB file is written (save points, SHUTDOWN,
 //!   FLUSHALL) and the state Redis reports about it (MISCONF, INFO).
 //!
@@ -11,6 +12,7 @@
 //! formats are plain functions over bytes and values.
 
 pub(crate) mod aof;
+pub(crate) mod loading;
 pub(crate) mod rdb;
 pub(crate) mod saves;
 pub(crate) mod snapshot;

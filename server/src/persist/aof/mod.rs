@@ -275,7 +275,7 @@ fn load_rdb_base(
         tracing::warn!("Error reading the RDB base file {name}, AOF loading aborted: {why}");
     };
     let loaded =
-        crate::persist::rdb::disk::read_dataset(data, &state.config, LOAD_EVERY_KEY).map_err(|e| failed(&e))?;
+        crate::persist::rdb::disk::read_dataset(data, &state.config, LOAD_EVERY_KEY, None).map_err(|e| failed(&e))?;
     if !loaded.functions.is_empty() {
         scripting
             .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)

@@ -11,6 +11,7 @@ use super::file::{AuxValue, Item, Reader, WriteOptions, Writer};
 use super::value::Encodings;
 use super::{Corrupt, SaveError};
 use crate::config::Config;
+use crate::persist::loading::Loading;
 use crate::store::{Db, Value};
 
 /// `redis-bits` (a pointer's width).
@@ -142,13 +143,39 @@ pub(crate) struct Loaded {
 /// Empty keys logged by name, at most (Redis's limit).
 const EMPTY_KEYS_LOGGED: u64 = 10;
 
+/// `key-load-delay`: `delay` microseconds per key, or (negative `-n`) one
+/// every `n` keys (Redis sleeps one microsecond with probability 1/n).
+fn key_load_delay(delay: i64, item: usize) {
+    let micros = match delay {
+        0 => return,
+        d if d > 0 => d as u64,
+        d if (item as u64).is_multiple_of(d.unsigned_abs()) => 1,
+        _ => return,
+    };
+    std::thread::sleep(std::time::Duration::from_micros(micros));
+}
+
+/// Keys parsed between two reports of a load's progress.
+const PROGRESS_EVERY_KEYS: usize = 1024;
+
 /// Reads an RDB file's bytes (Redis's `rdbLoad`): every key live at
-/// `now_ms` into a database below `databases`, and the libraries.
-pub(crate) fn read_dataset(bytes: &[u8], config: &Config, now_ms: u64) -> Result<Loaded, Corrupt> {
+/// `now_ms` into a database below `databases`, and the libraries; how far
+/// it has come goes to `progress` when given.
+pub(crate) fn read_dataset(
+    bytes: &[u8],
+    config: &Config,
+    now_ms: u64,
+    progress: Option<&Loading>,
+) -> Result<Loaded, Corrupt> {
     let mut reader = Reader::open(bytes, Encodings::of(config), config.rdb_checksum)?;
     let mut loaded = Loaded::default();
     let mut seen = std::collections::HashSet::new();
+    let mut items = 0usize;
     while let Some(item) = reader.next_item()? {
+        items += 1;
+        if let Some(progress) = progress.filter(|_| items.is_multiple_of(PROGRESS_EVERY_KEYS)) {
+            progress.progress(reader.pos() as u64);
+        }
         match item {
             Item::Aux(k, v) => match &k[..] {
                 b"redis-ver" => tracing::info!("Loading RDB produced by version {}", String::from_utf8_lossy(&v)),
@@ -166,6 +193,9 @@ pub(crate) fn read_dataset(bytes: &[u8], config: &Config, now_ms: u64) -> Result
                         .and_then(|t| t.parse::<f64>().ok())
                         .unwrap_or(0.0);
                     tracing::info!("RDB memory usage when created {:.2} Mb", used / MB);
+                    if let Some(progress) = progress {
+                        progress.rdb_used_mem(used as u64);
+                    }
                 }
                 _ => {}
             },
@@ -202,6 +232,7 @@ pub(crate) fn read_dataset(bytes: &[u8], config: &Config, now_ms: u64) -> Result
                         String::from_utf8_lossy(&key)
                     )));
                 }
+                key_load_delay(config.key_load_delay, items);
                 if expire_at != 0 && expire_at < now_ms {
                     loaded.expired += 1;
                     continue;
@@ -214,19 +245,30 @@ pub(crate) fn read_dataset(bytes: &[u8], config: &Config, now_ms: u64) -> Result
 }
 
 /// The file at start: `Ok(None)` when there is none (Redis starts empty
-/// without a word), else its contents; an error is fatal, as in Redis.
-pub(crate) fn load_at_start(config: &Config, now_ms: u64) -> std::io::Result<Option<Loaded>> {
-    let path = path(config);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+/// without a word), else its bytes; an error is fatal, as in Redis.
+pub(crate) fn read_file(config: &Config) -> std::io::Result<Option<Vec<u8>>> {
+    match std::fs::read(path(config)) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => {
             tracing::warn!("Fatal error loading the DB: {e}. Exiting.");
-            return Err(e);
+            Err(e)
         }
-    };
+    }
+}
+
+/// The file at start, read and parsed at once ([`read_file`], [`parse`]).
+pub(crate) fn load_at_start(config: &Config, now_ms: u64) -> std::io::Result<Option<Loaded>> {
+    match read_file(config)? {
+        Some(bytes) => parse(&bytes, config, now_ms, None).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Parses a file's bytes with Redis's log lines; an error is fatal, as in Redis.
+pub(crate) fn parse(bytes: &[u8], config: &Config, now_ms: u64, progress: Option<&Loading>) -> std::io::Result<Loaded> {
     let started = std::time::Instant::now();
-    match read_dataset(&bytes, config, now_ms) {
+    match read_dataset(bytes, config, now_ms, progress) {
         Ok(loaded) => {
             if loaded.empty_skipped > 0 {
                 tracing::info!(
@@ -243,7 +285,7 @@ pub(crate) fn load_at_start(config: &Config, now_ms: u64) -> std::io::Result<Opt
                 );
             }
             tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
-            Ok(Some(loaded))
+            Ok(loaded)
         }
         Err(e) => {
             // Redis's lines, but for its source line number (rdb.c:0 here).

@@ -220,6 +220,11 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// Bytes of the file read so far.
+    pub(crate) fn pos(&self) -> usize {
+        self.input.pos()
+    }
+
     /// The next item, or `None` after EOF (and the checksum's check).
     pub(crate) fn next_item(&mut self) -> Result<Option<Item>> {
         if self.done {
