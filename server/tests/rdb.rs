@@ -6,31 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use coordis::testing::{compare_datasets, dataset, RawClient, RedisServer};
-
-/// A temp directory removed on drop (even when the test fails).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "coordis-rdb-{tag}-{}-{}",
-            std::process::id(),
-            coordis::testing::free_port().unwrap()
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use coordis::testing::{compare_datasets, dataset, RawClient, RedisServer, TempDir};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -161,6 +137,37 @@ fn dump_bytes_equal_redis_s_and_restore_both_ways() {
     let b = dataset(server.addr(), &[0, 2]).unwrap();
     let diff = compare_datasets(&a, &b, 5000);
     assert!(diff.is_empty(), "{diff:#?}");
+}
+
+/// DEBUG OBJECT's `serializedlength` field of `key`.
+fn serialized_length(c: &mut RawClient, key: &str) -> String {
+    let reply = text(&c.command(&["DEBUG", "OBJECT", key]).unwrap());
+    reply
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("serializedlength:"))
+        .unwrap_or_else(|| panic!("DEBUG OBJECT {key}: {reply}"))
+        .to_string()
+}
+
+#[test]
+fn debug_object_serialized_length_is_redis_s_for_every_encoding() {
+    let Some(redis) = RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+        return;
+    };
+    let mut builder = coordis::Server::builder();
+    builder
+        .config_mut()
+        .apply("enable-debug-command", &["yes".to_string()])
+        .unwrap();
+    let server = builder.start_blocking().unwrap();
+    let mut r = RawClient::connect(redis.addr()).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    populate(&mut r);
+    populate(&mut c);
+    // Hash-ordered encodings have the same size in any order.
+    for key in KEYS {
+        assert_eq!(serialized_length(&mut c, key), serialized_length(&mut r, key), "{key}");
+    }
 }
 
 #[test]
@@ -328,7 +335,7 @@ fn files_load_both_ways() {
     let redis_dir = dir_reply.lines().nth(4).unwrap().to_string();
     std::fs::copy(PathBuf::from(&redis_dir).join("dump.rdb"), dir_r.0.join("dump.rdb")).unwrap();
     // Redis's file into coordis.
-    let server = coordis::Server::builder().dir(dir_r.path()).start_blocking().unwrap();
+    let server = coordis::Server::builder().dir(dir_r.text()).start_blocking().unwrap();
     let a = dataset(redis.addr(), &[0, 2]).unwrap();
     let b = dataset(server.addr(), &[0, 2]).unwrap();
     let diff = compare_datasets(&a, &b, 5000);
@@ -349,7 +356,7 @@ fn files_load_both_ways() {
     std::fs::copy(&file, dir_c.0.join("dump.rdb")).unwrap();
     let check = Command::new("redis-check-rdb").arg(&file).output().unwrap();
     assert!(check.status.success(), "{}", text(&check.stdout));
-    let dir_arg = dir_c.path().to_string();
+    let dir_arg = dir_c.text().to_string();
     let Some(redis2) = RedisServer::start(&["--dir", &dir_arg]).unwrap() else {
         return;
     };

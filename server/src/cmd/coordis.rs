@@ -95,18 +95,23 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         (b"object", 3) => {
             let now = ctx.now;
+            let encodings = crate::persist::rdb::value::Encodings::of(&ctx.server.config);
+            let mut out = crate::persist::rdb::Out::new(ctx.server.config.rdb_compression);
             let address = ctx.db().scan_hash(&args[2]) & 0xffff_ffff_ffff;
             let Some(entry) = ctx.db().lookup(&args[2], now) else {
                 return err(errors::NO_SUCH_KEY);
             };
-            // No pointers to show: the address is the key's hash, and the
-            // serialized length is the value's length (a string's bytes, a
-            // collection's elements; Redis's is its RDB encoding's size).
-            // `lru` is Redis's 24-bit seconds clock.
+            // No pointers to show: the address is the key's hash. The
+            // serialized length is Redis's `rdbSavedObjectLen`: the value's
+            // RDB encoding (compressed under `rdbcompression`), without
+            // its type byte. `lru` is Redis's 24-bit seconds clock.
+            let serialized = match crate::persist::rdb::value::write(&mut out, entry.value, &encodings) {
+                Ok(()) => out.buf.len().saturating_sub(1),
+                Err(_) => 0,
+            };
             let text = format!(
-                "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:0",
+                "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{serialized} lru:{} lru_seconds_idle:0",
                 entry.value.encoding(),
-                entry.value.length(),
                 (now / 1000) & 0xff_ffff
             );
             Reply::Status(text.into())
