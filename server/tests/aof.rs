@@ -550,3 +550,50 @@ fn the_files_are_rewritten_once_they_grow_past_the_thresholds() {
         "{manifest}"
     );
 }
+
+/// The directory's file names, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_old_single_file_aof_is_migrated_into_the_directory_as_redis() {
+    let mut old = Vec::new();
+    for cmd in [
+        &["SET", "k", "v"][..],
+        &["RPUSH", "l", "a", "b", "c"],
+        &["MULTI"],
+        &["INCRBY", "n", "5"],
+        &["EXEC"],
+        &["SELECT", "1"],
+        &["HSET", "h", "f", "v"],
+    ] {
+        let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();
+        old.extend(RawClient::encode(&args));
+    }
+    let ours_dir = TempDir::new("old-aof-coordis");
+    let theirs_dir = TempDir::new("old-aof-redis");
+    for dir in [&ours_dir, &theirs_dir] {
+        std::fs::write(dir.0.join("appendonly.aof"), &old).unwrap();
+    }
+    let ours = coordis(&ours_dir, &[]).unwrap();
+    let loaded = dataset(ours.addr(), DBS).unwrap();
+    assert_eq!(loaded.len(), 4, "{loaded:?}");
+    let Some(redis) = RedisServer::start(&["--appendonly", "yes", "--dir", theirs_dir.text()]).unwrap() else {
+        return;
+    };
+    let theirs = dataset(redis.addr(), DBS).unwrap();
+    let diff = compare_datasets(&theirs, &loaded, TTL_TOLERANCE_MS);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    for dir in [&ours_dir, &theirs_dir] {
+        assert!(!dir.0.join("appendonly.aof").exists(), "{}", dir.text());
+    }
+    assert_eq!(file_names(&ours_dir.aof_dir()), file_names(&theirs_dir.aof_dir()));
+    let manifest = |dir: &TempDir| std::fs::read_to_string(dir.aof_dir().join("appendonly.aof.manifest")).unwrap();
+    assert_eq!(manifest(&ours_dir), manifest(&theirs_dir));
+}

@@ -111,6 +111,7 @@ pub(crate) fn start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scr
     if !state.config.aof.enabled {
         return Ok(());
     }
+    upgrade_old_file(state)?;
     let started = Instant::now();
     match load_files(dbs, state, scripting)? {
         Loaded::Nothing => {}
@@ -125,6 +126,40 @@ pub(crate) fn start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scr
         }
     }
     open_on_start(dbs, state, scripting)
+}
+
+/// A single-file append-only file of Redis before 7.0 (`dir/appendonly.aof`)
+/// becomes the base of a new manifest and moves into the directory, as
+/// Redis 7.0's `aofUpgradePrepare` does when the directory or its manifest
+/// is missing, or the manifest names only that file as a base and it is
+/// not in the directory yet (an upgrade cut short).
+fn upgrade_old_file(state: &mut ServerState) -> Result<(), ()> {
+    let name = prefix(state).to_string();
+    let old = Path::new(&state.config.dir).join(&name);
+    let dir = directory(state);
+    let m = &state.aof.manifest;
+    let interrupted = m.incr.is_empty() && m.base.as_ref().is_some_and(|b| b.name == name) && !dir.join(&name).exists();
+    let none = m.base.is_none() && m.incr.is_empty();
+    if !old.is_file() || !(none || interrupted) {
+        return Ok(());
+    }
+    let dir_name = &state.config.aof.dirname;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| tracing::warn!("Can't open or create append-only dir {dir_name}: {e}"))?;
+    let m = &mut state.aof.manifest;
+    m.base = Some(manifest::FileInfo {
+        name: name.clone(),
+        seq: 1,
+        kind: manifest::Kind::Base,
+    });
+    m.base_seq = 1;
+    m.persist(&dir, &name)
+        .map_err(|e| tracing::warn!("Can't persist the AOF manifest file: {e}"))?;
+    std::fs::rename(&old, dir.join(&name)).map_err(|e| {
+        tracing::warn!("Error trying to move the old AOF file {name} into dir {dir_name}: {e}");
+    })?;
+    tracing::info!("Successfully migrated an old-style AOF file ({name}) into the AOF directory ({dir_name}).");
+    Ok(())
 }
 
 /// The manifest on disk, or an empty one when there is none.
