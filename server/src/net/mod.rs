@@ -538,8 +538,9 @@ async fn serve_connection(
                 // A fault rule delays these replies.
                 tokio::time::sleep(Duration::from_millis(end.reply_fault.delay_ms)).await;
             }
-            // `appendfsync always`: no reply leaves before the effects of
-            // its batch (and of every batch before it) are fsynced.
+            // With the append-only file on, no reply leaves before the
+            // effects of its batch (and of every batch before it) are
+            // written, and under `appendfsync always` fsynced.
             if shared.aof.waits() {
                 shared.aof.wait().await;
             }
@@ -815,7 +816,7 @@ async fn write_messages(
     shared: &Shared,
 ) -> io::Result<()> {
     if shared.aof.waits() {
-        // A served blocked client's reply comes this way: durable first.
+        // A served blocked client's reply comes this way: written first.
         shared.aof.wait().await;
     }
     let messages = outbox.take();

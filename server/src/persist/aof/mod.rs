@@ -8,8 +8,8 @@
 //! ([`crate::exec::feed`]): what a replica receives, in the same order
 //! (SELECT, MULTI/EXEC around a unit's several effects), without what is
 //! for replicas only, with `#TS:` annotations under `aof-timestamp-enabled`.
-//! [`writer`] writes and fsyncs it on a thread of its own; under
-//! `appendfsync always` a reply leaves only once its batch is fsynced
+//! [`writer`] writes and fsyncs it on a thread of its own; a reply leaves
+//! only once its batch is written, and under `appendfsync always` fsynced
 //! ([`Durability`], waited on by the connections).
 //!
 //! This module owns the files' life: loading them at start (the manifest,

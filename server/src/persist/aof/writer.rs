@@ -6,14 +6,17 @@
 //! - `always`: every batch is written and fsynced before any reply to a
 //!   command of it leaves (the connections wait on [`Durability`]; batches
 //!   queued together share one fsync, a group commit);
-//! - `everysec`: written as they come, fsynced once a second;
-//! - `no`: written, the kernel decides when they reach the disk.
+//! - `everysec`: written before the replies leave (as Redis writes its
+//!   AOF buffer before it sends replies: a killed process loses no
+//!   acknowledged write), fsynced once a second;
+//! - `no`: written before the replies leave, the kernel decides when they
+//!   reach the disk.
 //!
 //! For crash staging the writer remembers, for each write, the server-clock
 //! time of its batch and the file offset after it, and the offset of the
 //! last fsync: [`Msg::Crash`] cuts the file back to what a power loss would
 //! have left. What must never happen here: the engine lock taken, or a
-//! reply released before its batch is durable under `always`.
+//! reply released before its batch is written (and fsynced, under `always`).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -69,8 +72,8 @@ pub(crate) struct Durability {
     sent: AtomicU64,
     /// The last batch written and, under `always`, fsynced.
     durable: AtomicU64,
-    /// `appendfsync always` with the file on: replies wait.
-    always: AtomicBool,
+    /// The file is on: replies wait for their batch's write.
+    on: AtomicBool,
     /// The writer's policy and annotations, as CONFIG SET leaves them.
     policy: AtomicU8,
     timestamps: AtomicBool,
@@ -90,19 +93,20 @@ impl Durability {
     pub(crate) fn configure(&self, fsync: Fsync, timestamps: bool, on: bool) {
         self.policy.store(fsync as u8, Ordering::Relaxed);
         self.timestamps.store(timestamps, Ordering::Relaxed);
-        self.always.store(on && fsync == Fsync::Always, Ordering::Release);
+        self.on.store(on, Ordering::Release);
         if !on {
             self.release();
         }
     }
 
-    /// Replies wait for the file (`appendfsync always`).
+    /// Replies wait for the file (it is on, whatever `appendfsync` says).
     #[inline]
     pub(crate) fn waits(&self) -> bool {
-        self.always.load(Ordering::Acquire)
+        self.on.load(Ordering::Acquire)
     }
 
-    /// Waits until every batch given to the writer so far is durable.
+    /// Waits until every batch given to the writer so far is written (and
+    /// fsynced, under `always`).
     pub(crate) async fn wait(&self) {
         let target = self.sent.load(Ordering::Acquire);
         loop {
