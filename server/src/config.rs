@@ -566,6 +566,21 @@ fn yes_no(b: bool) -> String {
 /// `notify-keyspace-events`: Redis's class letters. The value is kept as
 /// given (its flags are parsed from it); CONFIG GET shows Redis's canonical
 /// letters, which, as in Redis 7.0.15, leave out `n` next to `A`.
+/// `unixsocketperm`: an octal mode up to 777, shown in octal (Redis's
+/// `OCTAL_CONFIG`).
+fn check_octal_perm(value: &str, _current: &str) -> Result<String, String> {
+    const MAX: u32 = 0o777;
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    let parsed = (!digits.is_empty() && digits.bytes().all(|b| (b'0'..=b'7').contains(&b)))
+        .then(|| u32::from_str_radix(digits, 8).ok())
+        .flatten()
+        .ok_or_else(|| errors::directive::NOT_OCTAL.to_string())?;
+    if value.starts_with('-') && parsed != 0 || parsed > MAX {
+        return Err(format!("argument must be between 0 and {MAX:o} inclusive"));
+    }
+    Ok(format!("{parsed:o}"))
+}
+
 fn check_events(value: &str, _current: &str) -> Result<String, String> {
     crate::notify::parse_flags(value)
         .map(|_| value.to_string())
@@ -1014,7 +1029,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("slowlog-max-len", "128", Int { min: 0, max: LONG }, field!(slowlog_max_len)),
     row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, field!(latency_monitor_threshold)),
     row("unixsocket", "", Text, Store::Ignored).immutable(),
-    row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
+    row("unixsocketperm", "0", Kind::Custom(check_octal_perm), Store::Ignored).immutable(),
     row("replica-read-only", "yes", Bool, Store::Ignored).alias(&["slave-read-only"]),
     row("repl-diskless-sync", "yes", Bool, Store::Ignored),
     row("cluster-enabled", "no", Bool, Store::Ignored).immutable(),
@@ -1347,19 +1362,23 @@ impl Config {
     /// files (relative to the working directory, see [`Config::from_args`]).
     pub fn apply_file_text(&mut self, text: &str, warn: &mut dyn FnMut(String)) -> Result<(), String> {
         let mut cwd = std::env::current_dir().unwrap_or_default();
-        self.apply_text_in(text, &mut cwd, 0, &mut false, warn)
+        self.apply_text_in(text, &mut cwd, 0, 0, &mut false, warn)
     }
 
     /// [`Config::apply_file_text`] with `cwd`, the directory relative paths
     /// resolve against: Redis changes its working directory at each `dir`
     /// line, so an `include` after one reads from there. `depth` counts
-    /// the includes this text is in; `save_seen` is
-    /// [`Config::apply_startup`]'s, for the whole startup.
+    /// the includes this text is in; `lines_before`, the lines of the
+    /// startup's text before this one (Redis numbers the command line's
+    /// options after the file's lines); `save_seen` is
+    /// [`Config::apply_startup`]'s, for the whole startup. An error names
+    /// its line as Redis's `FATAL CONFIG FILE ERROR` block does.
     fn apply_text_in(
         &mut self,
         text: &str,
         cwd: &mut PathBuf,
         depth: usize,
+        lines_before: usize,
         save_seen: &mut bool,
         warn: &mut dyn FnMut(String),
     ) -> Result<(), String> {
@@ -1368,7 +1387,7 @@ impl Config {
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
-            let at = |e: String| format!("line {}: '{}': {}", lineno + 1, trimmed, e);
+            let at = |e: String| errors::directive::fatal_config(lines_before + lineno + 1, trimmed, &e);
             let Some(words) = split_args(trimmed.as_bytes()) else {
                 return Err(at("Unbalanced quotes in configuration line".into()));
             };
@@ -1411,7 +1430,7 @@ impl Config {
                     for path in include_paths(&cwd.join(&args[0]))? {
                         let text = std::fs::read_to_string(&path)
                             .map_err(|e| errors::directive::cannot_open(&path.display().to_string(), &io_reason(&e)))?;
-                        self.apply_text_in(&text, cwd, depth + 1, save_seen, warn)?;
+                        self.apply_text_in(&text, cwd, depth + 1, 0, save_seen, warn)?;
                     }
                     continue;
                 }
@@ -1443,6 +1462,9 @@ impl Config {
         let mut save_seen = false;
         let mut rest = args;
         let mut cwd = std::env::current_dir().unwrap_or_default();
+        // Redis appends each option to the file's text after a newline:
+        // the first option is on the line after the file's last.
+        let mut lines_before = 1;
         if let Some(first) = args.first() {
             if !first.starts_with("--") {
                 let text = std::fs::read_to_string(first)
@@ -1450,7 +1472,8 @@ impl Config {
                 // Redis keeps the file's absolute path (INFO's config_file,
                 // CONFIG REWRITE), taken before any `dir` moves it.
                 config.config_file = cwd.join(first).display().to_string();
-                config.apply_text_in(&text, &mut cwd, 0, &mut save_seen, &mut warn_once)?;
+                config.apply_text_in(&text, &mut cwd, 0, 0, &mut save_seen, &mut warn_once)?;
+                lines_before = text.matches('\n').count() + 1;
                 rest = &args[1..];
             }
         }
@@ -1470,9 +1493,8 @@ impl Config {
                 .chain(values.iter().map(|v| repr(v)))
                 .collect::<Vec<_>>()
                 .join(" ");
-            config
-                .apply_text_in(&line, &mut cwd, 0, &mut save_seen, &mut warn_once)
-                .map_err(|e| format!("'--{name} {}': {e}", values.join(" ")))?;
+            config.apply_text_in(&line, &mut cwd, 0, lines_before, &mut save_seen, &mut warn_once)?;
+            lines_before += 1;
         }
         Ok(config)
     }

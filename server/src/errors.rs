@@ -310,7 +310,16 @@ pub(crate) fn config_set_failed(name: &str, why: &str) -> Reply {
 /// `- `, and after a config file's line at startup), as Redis's config.c
 /// words them.
 pub(crate) mod directive {
+    /// Redis's report of a bad line of its startup configuration, line
+    /// `line` reading `text` (printed as is, then the process exits 1).
+    pub(crate) fn fatal_config(line: usize, text: &str, reason: &str) -> String {
+        format!(
+            "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\nReading the configuration file, at line {line}\n>>> '{text}'\n{reason}",
+            crate::REDIS_VERSION
+        )
+    }
     pub(crate) const WRONG_ARGS: &str = "wrong number of arguments";
+    pub(crate) const NOT_OCTAL: &str = "argument couldn't be parsed as an octal number";
     pub(crate) const PROC_TITLE: &str = "template format is invalid or contains unknown variables";
     pub(crate) const SHUTDOWN_SAVE_NOSAVE: &str = "shutdown options SAVE and NOSAVE can't be used simultaneously";
     pub(crate) const OOM_VALUES: &str = "Invalid oom-score-adj-values, elements must be between -2000 and 2000.";

@@ -634,3 +634,61 @@ fn protected_configs_follow_enable_protected_configs() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// What a server started with `args` that refuses its configuration says
+/// on stderr (it must exit without serving).
+fn refused_start(program: &str, args: &[String]) -> String {
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{program} {args:?} started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{program} {args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_startup_line_is_reported_as_redis_reports_it() {
+    if RedisServer::start(&[]).unwrap().is_none() {
+        return;
+    }
+    let dir = coordis::testing::TempDir::new("fatal-config");
+    let file = |name: &str, text: &str| {
+        let path = dir.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let bad = file("bad.conf", "port 7777\nfoo bar\n");
+    let good = file("good.conf", "port 7777\n");
+    let late = file("late.conf", "port 1\n\n# a comment\nloglevel x\n");
+    let cases: Vec<Vec<String>> = [
+        vec!["--port", "7777", "--foo", "bar"],
+        vec![&bad, "--port", "1"],
+        vec![&good, "--loglevel", "x", "--port", "1"],
+        vec!["--loglevel", "x"],
+        vec![&late],
+        vec!["--unixsocketperm", "999"],
+        vec!["--unixsocketperm", "1000"],
+        vec!["--maxmemory-policy", "sometimes"],
+    ]
+    .iter()
+    .map(|case| case.iter().map(|a| a.to_string()).collect())
+    .collect();
+    for case in &cases {
+        assert_eq!(
+            refused_start(env!("CARGO_BIN_EXE_coordis-server"), case),
+            refused_start("redis-server", case),
+            "{case:?}"
+        );
+    }
+}

@@ -59,7 +59,8 @@ fn main() -> ExitCode {
     let config = match coordis::Config::from_args(&args, &mut |w| warnings.push(w)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("coordis-server: configuration error: {e}");
+            // Redis's own report (a bad line's FATAL CONFIG FILE ERROR block).
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
