@@ -244,22 +244,28 @@ impl LinkTask {
             }
         }
         // Requests go out as they come and replies are matched in order
-        // (RESP answers in order), so that a slow INFO does not hold a PING.
+        // (RESP answers in order), so that a slow INFO does not hold a
+        // PING. Each request's purpose is queued before its bytes go out,
+        // so it is there when the reply comes; the reader reads all the
+        // time, so a closed connection is seen at once (as hiredis sees it),
+        // not at the next request.
         let (sent_tx, mut sent_rx) = mpsc::unbounded_channel::<ReplyTo>();
         let writer = async {
             while let Some(req) = rx.recv().await {
-                if write.write_all(&encode(&req.args)).await.is_err() {
+                if sent_tx.send(req.reply_to).is_err() {
                     return;
                 }
-                if sent_tx.send(req.reply_to).is_err() {
+                if write.write_all(&encode(&req.args)).await.is_err() {
                     return;
                 }
             }
         };
         let reader = async {
-            while let Some(reply_to) = sent_rx.recv().await {
+            loop {
                 let Ok(reply) = read_reply(&mut read).await else { return };
-                self.report(Event::Reply(reply_to, reply));
+                if let Ok(reply_to) = sent_rx.try_recv() {
+                    self.report(Event::Reply(reply_to, reply));
+                }
             }
         };
         tokio::select! {
