@@ -641,3 +641,57 @@ fn sentinel_needs_a_config_file() {
         );
     }
 }
+
+/// `coordis-server sentinel.conf --sentinel`: answers as a Sentinel on the
+/// port it was given, records SENTINEL MONITOR and REMOVE in its file, and
+/// exits cleanly on SHUTDOWN.
+#[test]
+fn coordis_server_runs_in_sentinel_mode() {
+    let dir = TempDir::new("sentinel-binary");
+    let conf = dir.0.join("sentinel.conf");
+    std::fs::write(&conf, "# a comment the rewrite keeps\n").unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_coordis-server"));
+    command.arg(&conf).arg("--sentinel");
+    let mut server = coordis::testing::ServerProcess::start(command).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(text(&c.command(&["ROLE"]).unwrap()), "*2\r\n$8\r\nsentinel\r\n*0\r\n");
+    assert_eq!(
+        text(
+            &c.command(&["SENTINEL", "MONITOR", "m1", "127.0.0.1", "6390", "2"])
+                .unwrap()
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        text(
+            &c.command(&["SENTINEL", "SET", "m1", "down-after-milliseconds", "5000"])
+                .unwrap()
+        ),
+        "+OK\r\n"
+    );
+    let file = std::fs::read_to_string(&conf).unwrap();
+    assert!(file.starts_with("# a comment the rewrite keeps\n"), "{file}");
+    for line in [
+        "sentinel monitor m1 127.0.0.1 6390 2",
+        "sentinel down-after-milliseconds m1 5000",
+        "sentinel config-epoch m1 0",
+    ] {
+        assert!(file.lines().any(|l| l == line), "no '{line}' in:\n{file}");
+    }
+    let id = flat(&c.command(&["SENTINEL", "MYID"]).unwrap())[0].clone();
+    assert!(file.contains(&format!("sentinel myid {id}")), "{file}");
+    assert_eq!(text(&c.command(&["SENTINEL", "REMOVE", "m1"]).unwrap()), "+OK\r\n");
+    assert!(!std::fs::read_to_string(&conf).unwrap().contains("m1"));
+    c.send(&RawClient::encode(&[b"SHUTDOWN"])).unwrap();
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .unwrap()
+        .expect("exited after SHUTDOWN");
+    assert!(status.success(), "{status:?}: {}", server.stderr_text());
+    // The id survives a restart: it is in the file.
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_coordis-server"));
+    command.arg(&conf).arg("--sentinel");
+    let server = coordis::testing::ServerProcess::start(command).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(flat(&c.command(&["SENTINEL", "MYID"]).unwrap())[0], id);
+}

@@ -81,7 +81,7 @@ pub(crate) fn load(args: &[String], g: Globals, now: u64) -> Result<Loaded, Stri
         if words[0] == "sentinel" {
             continue;
         }
-        let line = words.join(" ");
+        let line = words.iter().map(|w| quote_if_needed(w)).collect::<Vec<_>>().join(" ");
         loaded.other_lines.retain(|l| !first_word_is(l, &words[0]));
         loaded.other_lines.push(line.clone());
         lines.push((line, words, false));

@@ -3,24 +3,27 @@
 //! with other Sentinels that a primary is down, and fails over to a
 //! replica, speaking the Sentinel interface clients and operators use.
 //!
-//! Owns: the Sentinel's listener and its command table ([`commands`]),
-//! the monitoring state and failover state machine ([`state`]), the links
-//! to the watched instances ([`link`]), and the config file Sentinel
-//! reads and rewrites ([`config`]). Nothing here touches a keyspace: a
+//! Owns: the Sentinel's listener and its command table (`commands`),
+//! the monitoring state and failover state machine (`state`), the links
+//! to the watched instances (`link`), and the config file Sentinel
+//! reads and rewrites (`config`). Nothing here touches a keyspace: a
 //! Sentinel has none, as Redis's has none.
 //!
 //! # Time
 //!
 //! Every timer (PING and INFO periods, down-after-milliseconds,
 //! failover-timeout, the election timeout) reads the Sentinel's clock. The
-//! timer runs every [`TICK`] of real time and again at once whenever a test
+//! timer runs every `TICK` (100 ms) of real time and again at once whenever a test
 //! clock moves: advancing it past down-after-milliseconds marks the master
 //! SDOWN (and, with quorum, ODOWN and the failover's first steps) within
 //! the tick that follows the move. Steps that wait for an instance's reply
 //! (the promoted replica's INFO saying `role:master`, the other replicas'
-//! INFO saying their link is up) need those replies: a test awaits the
-//! `+switch-master` event on the Sentinel's pub/sub rather than assuming
-//! the failover ended when the clock moved.
+//! INFO saying their link is up) need those replies, and the INFO polls
+//! fall due on the clock too: a test steps the clock (a second at a time)
+//! and awaits the `+switch-master` event on the Sentinel's pub/sub rather
+//! than assuming the failover ended when the advance returned. TILT mode
+//! (Redis's guard against a jumping system clock) is left out: a test
+//! clock's jumps would set it off.
 
 mod commands;
 mod config;
