@@ -298,10 +298,12 @@ fn answers_like_redis_sentinel_and_fails_over_with_it() {
         Duration::from_secs(30),
         || {
             [(a, &their_id), (b, &our_id)].iter().all(|(addr, other)| {
-                let mut c = RawClient::connect(*addr).unwrap();
-                let sentinels = text(&c.command(&["SENTINEL", "SENTINELS", "mymaster"]).unwrap());
+                let sentinels = instances(*addr, "SENTINELS");
                 let reps = replicas(*addr);
-                sentinels.contains(other.as_str())
+                // Linked, not just heard of (a Sentinel connects on its next tick).
+                sentinels.len() == 1
+                    && field(&sentinels[0], "runid") == other.as_str()
+                    && field(&sentinels[0], "flags") == "sentinel"
                     && reps.len() == 2
                     && reps.iter().all(|r| field(r, "master-link-status") == "ok")
             })
@@ -687,7 +689,14 @@ fn coordis_server_runs_in_sentinel_mode() {
         .wait_exit(Duration::from_secs(10))
         .unwrap()
         .expect("exited after SHUTDOWN");
-    assert!(status.success(), "{status:?}: {}", server.stderr_text());
+    let log = server.stderr_text();
+    assert!(status.success(), "{status:?}: {log}");
+    // Redis's log lines, with a Sentinel's role letter.
+    let monitor = log
+        .lines()
+        .find(|l| l.ends_with("# +monitor master m1 127.0.0.1 6390 quorum 2"))
+        .unwrap_or_else(|| panic!("no +monitor line in:\n{log}"));
+    assert!(monitor.starts_with(&format!("{}:X ", server.pid())), "{monitor}");
     // The id survives a restart: it is in the file.
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_coordis-server"));
     command.arg(&conf).arg("--sentinel");

@@ -133,6 +133,7 @@ fn main() -> ExitCode {
 /// logging, signals and ready line as the server, then
 /// [`coordis::sentinel::Sentinel`] until SHUTDOWN or a signal.
 fn sentinel_main(args: &[String]) -> ExitCode {
+    let _ = logging::ROLE.set('X');
     if let Err(e) = logging::init(&coordis::Config::default()) {
         eprintln!("coordis-server: {e}");
         return ExitCode::FAILURE;

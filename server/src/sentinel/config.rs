@@ -82,8 +82,20 @@ pub(crate) fn load(args: &[String], g: Globals, now: u64) -> Result<Loaded, Stri
             continue;
         }
         let line = words.iter().map(|w| quote_if_needed(w)).collect::<Vec<_>>().join(" ");
-        loaded.other_lines.retain(|l| !first_word_is(l, &words[0]));
-        loaded.other_lines.push(line.clone());
+        // In place of the file's own line for it (so that rewrites do not
+        // move lines around), else at the end.
+        match loaded.other_lines.iter().position(|l| first_word_is(l, &words[0])) {
+            Some(at) => {
+                loaded.other_lines[at] = line.clone();
+                let mut seen = 0;
+                loaded.other_lines.retain(|l| {
+                    let same = first_word_is(l, &words[0]);
+                    seen += usize::from(same);
+                    !same || seen == 1
+                });
+            }
+            None => loaded.other_lines.push(line.clone()),
+        }
         lines.push((line, words, false));
     }
     for (line, words, sentinel) in lines {
@@ -336,4 +348,75 @@ pub(crate) fn write(path: &Path, text: &str) -> std::io::Result<()> {
     let tmp = path.with_extension("coordis-rewrite");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Loaded, String> {
+        let dir = std::env::temp_dir().join(format!(
+            "coordis-sentinel-config-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sentinel.conf");
+        std::fs::write(&path, text).unwrap();
+        let loaded = load(
+            &[path.display().to_string(), "--port".into(), "26390".into()],
+            Globals::new(),
+            0,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        loaded
+    }
+
+    #[test]
+    fn reads_and_writes_back_the_state() {
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        let text = format!(
+            "port 26380\nsentinel myid {id}\nsentinel monitor m 127.0.0.1 6379 2\nsentinel down-after-milliseconds m 5000\n\
+             sentinel failover-timeout m 60000\nsentinel parallel-syncs m 3\nsentinel auth-pass m secret\n\
+             sentinel config-epoch m 4\nsentinel leader-epoch m 4\nsentinel known-replica m 127.0.0.1 6380\n\
+             sentinel known-sentinel m 127.0.0.1 26381 {id}\nsentinel current-epoch 5\nsentinel announce-port 1234\n"
+        );
+        let loaded = load_text(&text).unwrap();
+        assert_eq!(loaded.port, 26390, "--port after the file wins");
+        let out = render(&loaded.other_lines, &loaded.state);
+        for line in [
+            "port 26390",
+            &format!("sentinel myid {id}"),
+            "sentinel monitor m 127.0.0.1 6379 2",
+            "sentinel down-after-milliseconds m 5000",
+            "sentinel failover-timeout m 60000",
+            "sentinel parallel-syncs m 3",
+            "sentinel auth-pass m secret",
+            "sentinel config-epoch m 4",
+            "sentinel leader-epoch m 4",
+            "sentinel known-replica m 127.0.0.1 6380",
+            &format!("sentinel known-sentinel m 127.0.0.1 26381 {id}"),
+            "sentinel current-epoch 5",
+            "sentinel announce-port 1234",
+        ] {
+            assert!(out.lines().any(|l| l == line), "no '{line}' in:\n{out}");
+        }
+        assert!(!out.contains("port 26380"), "{out}");
+        // What is written reads back the same.
+        let again = load_text(&out).unwrap();
+        assert_eq!(render(&again.other_lines, &again.state), out);
+    }
+
+    #[test]
+    fn refuses_what_redis_refuses() {
+        for (line, why) in [
+            ("sentinel monitor m 127.0.0.1 6379 0", text::QUORUM),
+            ("sentinel down-after-milliseconds nope 10", text::NO_SUCH_MASTER_CONF),
+            ("sentinel myid short", text::MALFORMED_MYID),
+            ("sentinel bogus 1", text::UNRECOGNIZED),
+        ] {
+            let err = load_text(&format!("{line}\n")).unwrap_err();
+            assert!(err.ends_with(why), "{line}: {err}");
+        }
+    }
 }

@@ -170,23 +170,7 @@ impl Sentinel {
     /// [`crate::VirtualClock`] in tests).
     pub async fn start_with_clock(args: &[String], clock: Arc<dyn Clock>) -> Result<Sentinel, String> {
         let now = clock.now_ms();
-        let g = state::Globals {
-            myid: String::new(),
-            current_epoch: 0,
-            announce_ip: None,
-            announce_port: 0,
-            resolve_hostnames: false,
-            announce_hostnames: false,
-            deny_scripts_reconfig: state::DEFAULT_DENY_SCRIPTS_RECONFIG,
-            sentinel_user: None,
-            sentinel_pass: None,
-            port: config::DEFAULT_PORT,
-            simfailure_flags: 0,
-            periods: Periods::default(),
-            dirty: false,
-            events: vec![],
-            shared: std::sync::Weak::new(),
-        };
+        let g = state::Globals::new();
         let loaded = config::load(args, g, now)?;
         let bind = if loaded.bind.is_empty() {
             vec!["0.0.0.0".to_string()]

@@ -403,6 +403,27 @@ pub(crate) struct Globals {
 }
 
 impl Globals {
+    /// Redis's defaults, before the config file is read.
+    pub(crate) fn new() -> Globals {
+        Globals {
+            myid: String::new(),
+            current_epoch: 0,
+            announce_ip: None,
+            announce_port: 0,
+            resolve_hostnames: false,
+            announce_hostnames: false,
+            deny_scripts_reconfig: DEFAULT_DENY_SCRIPTS_RECONFIG,
+            sentinel_user: None,
+            sentinel_pass: None,
+            port: super::config::DEFAULT_PORT,
+            simfailure_flags: 0,
+            periods: Periods::default(),
+            dirty: false,
+            events: vec![],
+            shared: Weak::new(),
+        }
+    }
+
     fn event(&mut self, kind: &str, msg: String) {
         tracing::warn!("{kind} {msg}");
         self.events.push((kind.to_string(), msg));
@@ -677,10 +698,8 @@ fn handle_master(g: &mut Globals, m: &mut Master, now: u64) {
         addr: m.inst.addr(),
     };
     reconnect(g, &mut m.inst, target, login);
-    let (name, host, port, config_epoch) = (m.inst.name.clone(), m.inst.host.clone(), m.inst.port, m.config_epoch);
     let (ch, cp) = m.current_addr();
-    let hello_master = (name, ch, cp, config_epoch);
-    let _ = (host, port);
+    let hello_master = (m.inst.name.clone(), ch, cp, m.config_epoch);
     periodic(g, &mut m.inst, &hello_master, false, now);
     check_sdown(g, &mut m.inst, None, now);
     check_odown(g, m, now);
@@ -832,7 +851,6 @@ fn on_is_master_down(inst: &mut Instance, reply: &Resp, now: u64) {
 fn refresh_info(g: &mut Globals, m: &mut Master, role: Role, key: &str, info: &str, now: u64) {
     let at = m.at();
     let mut found_replicas = vec![];
-    let master_desc = m.inst.describe();
     {
         let inst = match role {
             Role::Master => &mut m.inst,
@@ -924,7 +942,6 @@ fn refresh_info(g: &mut Globals, m: &mut Master, role: Role, key: &str, info: &s
         }
     }
     if role != Role::Replica {
-        let _ = master_desc;
         return;
     }
     let promoted_addr = m
@@ -1462,4 +1479,22 @@ fn reset_and_change_address(g: &mut Globals, m: &mut Master, host: &str, port: u
 /// Sentinel's own `Arc` for link tasks (set once the state is shared).
 pub(crate) fn set_shared(state: &mut State, shared: &Arc<Shared>) {
     state.g.shared = Arc::downgrade(shared);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replica_line;
+
+    #[test]
+    fn replica_lines_of_both_forms() {
+        assert_eq!(
+            replica_line("slave0:ip=127.0.0.1,port=6380,state=online,offset=1,lag=0"),
+            Some(("127.0.0.1".into(), 6380))
+        );
+        assert_eq!(
+            replica_line("slave1:10.0.0.2,6381,online"),
+            Some(("10.0.0.2".into(), 6381))
+        );
+        assert_eq!(replica_line("slave2:ip=127.0.0.1,state=online"), None);
+    }
 }
