@@ -704,3 +704,51 @@ fn coordis_server_runs_in_sentinel_mode() {
     let mut c = RawClient::connect(server.addr()).unwrap();
     assert_eq!(flat(&c.command(&["SENTINEL", "MYID"]).unwrap())[0], id);
 }
+
+/// SENTINEL FAILOVER promotes a replica without asking anyone (a second
+/// one while it runs is `-INPROG`), and the old primary, still alive, is
+/// turned into a replica of the new one (`+convert-to-slave`).
+#[test]
+fn sentinel_failover_promotes_a_replica_and_converts_the_old_primary() {
+    let Some(group) = Group::start() else { return };
+    let dir = TempDir::new("sentinel-manual");
+    let port = group.primary_port();
+    let conf = sentinel_conf(&dir, "sentinel.conf", port, 1, 1000);
+    let ours = Ours::start(&conf, None);
+    let a = ours.addr();
+    let mut c = RawClient::connect(a).unwrap();
+    assert_eq!(
+        text(&c.command(&["SENTINEL", "FAILOVER", "nope"]).unwrap()),
+        "-ERR No such master with that name\r\n"
+    );
+    wait_until("the replicas are discovered", Duration::from_secs(30), || {
+        let reps = replicas(a);
+        reps.len() == 2 && reps.iter().all(|r| field(r, "master-link-status") == "ok")
+    });
+    let mut events = Events::subscribe(a);
+    assert_eq!(
+        text(&c.command(&["SENTINEL", "FAILOVER", "mymaster"]).unwrap()),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        text(&c.command(&["SENTINEL", "FAILOVER", "mymaster"]).unwrap()),
+        "-INPROG Failover already in progress\r\n"
+    );
+    let switch = events.wait_for("+switch-master", FAILOVER_WAIT, || {});
+    let new_port: u16 = switch.split(' ').nth(5).unwrap().parse().unwrap();
+    let old = group.primary.as_ref().unwrap().addr();
+    let convert = events.wait_for("+convert-to-slave", FAILOVER_WAIT, || {});
+    assert_eq!(
+        convert,
+        format!("+convert-to-slave slave 127.0.0.1:{port} 127.0.0.1 {port} @ mymaster 127.0.0.1 {new_port}")
+    );
+    let new = group
+        .replicas
+        .iter()
+        .find(|r| r.addr().port() == new_port)
+        .expect("a replica was promoted")
+        .addr();
+    assert_promoted(new, old);
+    assert_eq!(text(&c.command(&["SENTINEL", "RESET", "mymaster"]).unwrap()), ":1\r\n");
+    assert_eq!(text(&c.command(&["SENTINEL", "RESET", "nomatch*"]).unwrap()), ":0\r\n");
+}
