@@ -455,10 +455,11 @@ fn answers_like_redis_sentinel_and_fails_over_with_it() {
 
 /// Alone with quorum 1, coordis's Sentinel fails over when the primary
 /// dies (Redis's events in Redis's order, a replica promoted, the other
-/// moved to it, the config file rewritten), and redis-py's Sentinel client
-/// finds the primary before and after.
+/// moved to it, the config file rewritten); redis-py's Sentinel client
+/// finds the primary before and after, and an ioredis client with
+/// `sentinels`, open throughout, follows it to the new primary.
 #[test]
-fn fails_over_alone_and_redis_py_follows() {
+fn fails_over_alone_and_clients_follow() {
     let Some(mut group) = Group::start() else { return };
     let dir = TempDir::new("sentinel-alone");
     let port = group.primary_port();
@@ -476,6 +477,10 @@ fn fails_over_alone_and_redis_py_follows() {
             format!("127.0.0.1 {port} ok"),
             "redis-py before the failover"
         );
+    }
+    let mut node = IoRedis::connect(a);
+    if let Some(node) = &mut node {
+        assert_eq!(node.line(), format!("{port} ok"), "ioredis before the failover");
     }
     let mut events = Events::subscribe(a);
     drop(group.primary.take());
@@ -536,6 +541,91 @@ fn fails_over_alone_and_redis_py_follows() {
             format!("127.0.0.1 {new_port} ok"),
             "redis-py after the failover"
         );
+    }
+    // The same ioredis client, connected before, now writes to the new primary.
+    if let Some(mut node) = node {
+        node.go();
+        assert_eq!(node.line(), format!("{new_port} ok"), "ioredis after the failover");
+    }
+}
+
+/// An ioredis client with `sentinels` (the client matrix's install), kept
+/// open across the failover: it prints the primary's port once connected,
+/// and again, after `go`, once it writes to a different primary.
+struct IoRedis {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+/// The ioredis client's script; its argument is the Sentinel's port.
+const IOREDIS_SCRIPT: &str = r#"
+const Redis = require('ioredis');
+const r = new Redis({ sentinels: [{ host: '127.0.0.1', port: Number(process.argv[1]) }], name: 'mymaster', maxRetriesPerRequest: null });
+// Refused connections to the dead primary are expected until the switch.
+r.on('error', () => {});
+const port = async () => /tcp_port:(\d+)/.exec(await r.info('server'))[1];
+(async () => {
+  await r.set('ioredis', 'ok');
+  const first = await port();
+  console.log(first, await r.get('ioredis'));
+  await new Promise(done => process.stdin.once('data', done));
+  for (;;) {
+    try {
+      await r.set('ioredis-after', 'ok');
+      const now = await port();
+      if (now !== first) { console.log(now, await r.get('ioredis-after')); break; }
+    } catch (e) {}
+    await new Promise(t => setTimeout(t, 100));
+  }
+  r.disconnect();
+})().catch(e => { console.error(e); process.exit(1); });
+"#;
+
+impl IoRedis {
+    fn connect(sentinel: SocketAddr) -> Option<IoRedis> {
+        let prefix = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/ecosystem/node");
+        let installed = prefix.join("node_modules/ioredis").exists()
+            && std::process::Command::new("node")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success());
+        if !installed {
+            assert!(
+                !coordis::testing::require_redis(),
+                "COORDIS_REQUIRE_REDIS=1 but ioredis is not installed in {}",
+                prefix.display()
+            );
+            eprintln!("\n*** SKIPPED: ioredis is not installed (client-tests/ecosystem/node/run.sh installs it); the ioredis leg did not run ***\n");
+            return None;
+        }
+        let mut child = std::process::Command::new("node")
+            .current_dir(&prefix)
+            .args(["-e", IOREDIS_SCRIPT, &sentinel.port().to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        Some(IoRedis { child, out })
+    }
+
+    fn line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    }
+
+    fn go(&mut self) {
+        use std::io::Write;
+        self.child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    }
+}
+
+impl Drop for IoRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
