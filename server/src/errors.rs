@@ -640,3 +640,105 @@ pub(crate) fn geo_needs_shape(cmd: &[u8]) -> Reply {
         lossy(cmd)
     )))
 }
+
+/// Sentinel mode's texts, as Redis 7.0.15's `sentinel.c` words them.
+pub(crate) mod sentinel {
+    use super::{owned, sanitize, Reply};
+
+    pub(crate) const NEEDS_CONFIG: &str = "Sentinel needs config file on disk to save state. Exiting...";
+    pub(crate) const NO_SUCH_MASTER_CONF: &str = "No such master with specified name.";
+    pub(crate) const NO_SUCH_MASTER: &str = "ERR No such master with that name";
+    pub(crate) const QUORUM: &str = "Quorum must be 1 or greater.";
+    pub(crate) const ERR_QUORUM: &str = "ERR Quorum must be 1 or greater.";
+    pub(crate) const DUPLICATE_MASTER: &str = "Duplicate master name.";
+    pub(crate) const ERR_DUPLICATE_MASTER: &str = "ERR Duplicate master name.";
+    pub(crate) const BAD_PORT: &str = "Invalid port number.";
+    pub(crate) const ERR_BAD_PORT: &str = "ERR Invalid port number.";
+    pub(crate) const ERR_INVALID_PORT: &str = "ERR Invalid port";
+    pub(crate) const ERR_INVALID_QUORUM: &str = "ERR Invalid quorum";
+    pub(crate) const ERR_INVALID_IP: &str = "ERR Invalid IP address or hostname specified";
+    pub(crate) const NEGATIVE_TIME: &str = "negative or zero time parameter.";
+    pub(crate) const MALFORMED_MYID: &str = "Malformed Sentinel id in myid option.";
+    pub(crate) const UNRECOGNIZED: &str = "Unrecognized sentinel configuration statement.";
+    pub(crate) const DENY_SCRIPTS_YES_NO: &str = "Please specify yes or no for the deny-scripts-reconfig options.";
+    pub(crate) const RESOLVE_YES_NO: &str = "Please specify yes or no for the resolve-hostnames option.";
+    pub(crate) const ANNOUNCE_YES_NO: &str = "Please specify yes or no for the announce-hostnames option.";
+    pub(crate) const INPROG: &str = "INPROG Failover already in progress";
+    pub(crate) const NOGOODSLAVE: &str = "NOGOODSLAVE No suitable replica to promote";
+    pub(crate) const ONLY_HELLO: &str = "ERR Only HELLO messages are accepted by Sentinel instances.";
+    pub(crate) const CONFIG_USAGE: &str = "ERR Only SENTINEL CONFIG GET <option> / SET <option> <value> are supported.";
+    pub(crate) const UNKNOWN_SIMULATION: &str = "ERR Unknown failure simulation specified";
+    pub(crate) const SAVE_FAILED: &str = "ERR Failed to save config file. Check server logs.";
+    pub(crate) const SCRIPTS_DENIED: &str = "ERR Reconfiguration of scripts path is denied for security reasons. Check the deny-scripts-reconfig configuration directive in your Sentinel configuration";
+
+    /// `Sentinel config file <path> is not writable: <strerror>. Exiting...`
+    pub(crate) fn not_writable(path: &str, why: &str) -> String {
+        format!("Sentinel config file {path} is not writable: {why}. Exiting...")
+    }
+
+    /// An OS error as C's strerror words it (Rust adds ` (os error N)`).
+    pub(crate) fn strerror(e: &std::io::Error) -> String {
+        let text = e.to_string();
+        match text.find(" (os error") {
+            Some(at) => text[..at].to_string(),
+            None => text,
+        }
+    }
+
+    /// `-NOQUORUM <n> usable Sentinels. ...` (SENTINEL CKQUORUM).
+    pub(crate) fn noquorum(usable: usize, no_quorum: bool, no_auth: bool) -> Reply {
+        let mut e = format!("NOQUORUM {usable} usable Sentinels. ");
+        if no_quorum {
+            e.push_str("Not enough available Sentinels to reach the specified quorum for this master");
+        }
+        if no_auth {
+            if no_quorum {
+                e.push_str(". ");
+            }
+            e.push_str("Not enough available Sentinels to reach the majority and authorize a failover");
+        }
+        owned(e)
+    }
+
+    /// `ERR Unknown option or number of arguments for SENTINEL SET 'x'`.
+    pub(crate) fn set_unknown(option: &str) -> Reply {
+        owned(sanitize(format!(
+            "ERR Unknown option or number of arguments for SENTINEL SET '{option}'"
+        )))
+    }
+
+    /// `ERR Invalid argument 'x' for SENTINEL SET 'option'`.
+    pub(crate) fn set_invalid(arg: &str, option: &str) -> Reply {
+        owned(sanitize(format!(
+            "ERR Invalid argument '{arg}' for SENTINEL SET '{option}'"
+        )))
+    }
+
+    /// `ERR Invalid argument 'x' to SENTINEL CONFIG SET`.
+    pub(crate) fn config_set_unknown(option: &str) -> Reply {
+        owned(sanitize(format!(
+            "ERR Invalid argument '{option}' to SENTINEL CONFIG SET"
+        )))
+    }
+
+    /// `ERR Invalid value 'v' to SENTINEL CONFIG SET 'option'`.
+    pub(crate) fn config_set_invalid(value: &str, option: &str) -> Reply {
+        owned(sanitize(format!(
+            "ERR Invalid value '{value}' to SENTINEL CONFIG SET '{option}'"
+        )))
+    }
+
+    /// `ERR Invalid argument 'v' for SENTINEL DEBUG 'name'`.
+    pub(crate) fn debug_invalid(value: &str, name: &str) -> Reply {
+        owned(sanitize(format!(
+            "ERR Invalid argument '{value}' for SENTINEL DEBUG '{name}'"
+        )))
+    }
+
+    /// `ERR Unknown option or number of arguments for SENTINEL DEBUG 'name'`.
+    pub(crate) fn debug_unknown(name: &str) -> Reply {
+        owned(sanitize(format!(
+            "ERR Unknown option or number of arguments for SENTINEL DEBUG '{name}'"
+        )))
+    }
+}

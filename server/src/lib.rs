@@ -57,6 +57,7 @@
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
 //! - `notify`: keyspace notification classes.
 //! - `persist`: the RDB and append-only file formats and files.
+//! - [`sentinel`]: Sentinel mode ([`sentinel::Sentinel`]): monitoring, failover, its own commands.
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 #![warn(unreachable_pub, missing_docs)]
@@ -75,6 +76,7 @@ mod notify;
 mod persist;
 mod process;
 mod protocol;
+pub mod sentinel;
 mod state;
 mod store;
 #[cfg(feature = "testing")]

@@ -36,7 +36,7 @@ Examples:
        coordis-server --requirepass secret --maxclients 100";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
             // redis-server's line, which tools parse for `v=`; `build=`
@@ -54,6 +54,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         _ => {}
+    }
+    if let Some(at) = args.iter().position(|a| a == "--sentinel") {
+        args.remove(at);
+        return sentinel_main(&args);
     }
     let mut warnings = vec![];
     let config = match coordis::Config::from_args(&args, &mut |w| warnings.push(w)) {
@@ -122,6 +126,47 @@ fn main() -> ExitCode {
     // Dropping the runtime would wait for every worker, one running a
     // script that never returns too: the drain has had its deadline, and
     // the process exits whatever is left.
+    runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
+    code
+}
+
+/// Sentinel mode (`coordis-server sentinel.conf --sentinel`): the same
+/// logging, signals and ready line as the server, then
+/// [`coordis::sentinel::Sentinel`] until SHUTDOWN or a signal.
+fn sentinel_main(args: &[String]) -> ExitCode {
+    let _ = logging::ROLE.set('X');
+    if let Err(e) = logging::init(&coordis::Config::default()) {
+        eprintln!("coordis-server: {e}");
+        return ExitCode::FAILURE;
+    }
+    tracing::warn!("oO0OoO0OoO0Oo coordis is starting oO0OoO0OoO0Oo");
+    let signalled = watch_signals();
+    let runtime = match coordis::runtime(1) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("coordis-server: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(async move {
+        let sentinel = match coordis::sentinel::Sentinel::start(args).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("{e}");
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        tracing::info!("Running mode=sentinel, port={}.", sentinel.addr().port());
+        tracing::info!("Ready to accept connections");
+        announce(sentinel.addr(), None);
+        let stop = sentinel.stopper();
+        tokio::select! {
+            _ = signalled => stop(),
+            _ = sentinel.wait() => {}
+        }
+        ExitCode::SUCCESS
+    });
     runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
     code
 }

@@ -131,9 +131,14 @@ fn level_mark(level: &Level) -> char {
     }
 }
 
+/// The role letter of Redis's log lines when it is not `M`: `X` in
+/// Sentinel mode, as Redis writes it. Set once, before [`init`].
+pub(crate) static ROLE: std::sync::OnceLock<char> = std::sync::OnceLock::new();
+
 /// Redis's line: `pid:M 01 Dec 2026 23:48:12.062 * message` (role `M`:
-/// coordis is always a primary until replication exists), the event's other
-/// fields after the message as `name=value`.
+/// coordis is always a primary until replication exists; `X` for a
+/// Sentinel, see [`ROLE`]), the event's other fields after the message as
+/// `name=value`.
 struct RedisFormat;
 
 impl<S, N> FormatEvent<S, N> for RedisFormat
@@ -146,8 +151,9 @@ where
         event.record(&mut text);
         writeln!(
             w,
-            "{}:M {} {} {}",
+            "{}:{} {} {} {}",
             std::process::id(),
+            ROLE.get().copied().unwrap_or('M'),
             local_timestamp(),
             level_mark(event.metadata().level()),
             text.0
