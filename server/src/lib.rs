@@ -75,6 +75,7 @@ mod notify;
 mod persist;
 mod process;
 mod protocol;
+mod replica;
 mod state;
 mod store;
 #[cfg(feature = "testing")]

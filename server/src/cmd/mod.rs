@@ -106,6 +106,7 @@ pub(crate) mod list;
 pub(crate) mod memory;
 pub(crate) mod observe;
 pub(crate) mod pubsub;
+pub(crate) mod replicaof;
 pub(crate) mod scan;
 pub(crate) mod scripting;
 pub(crate) mod server;
