@@ -763,6 +763,9 @@ impl Engine {
             None => self.new_primary_client(),
         };
         let mut acks = Vec::new();
+        for db in &mut self.dbs {
+            db.obey_primary = true;
+        }
         for (args, len) in batch {
             // REPLCONF is the primary side's command (it lands with it);
             // from the primary only GETACK comes, answered here.
@@ -784,6 +787,9 @@ impl Engine {
             }
             let in_multi = client.multi.is_some();
             self.state.replica.applied(len, in_multi);
+        }
+        for db in &mut self.dbs {
+            db.obey_primary = false;
         }
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
         self.state.effects.flush();

@@ -328,24 +328,18 @@ async fn handshake(conn: &mut Conn, target: &Target) -> Result<(), End> {
         .map_err(|e| End::Failed(format!("I/O error writing to MASTER: {e}")))?;
     if auth {
         let reply = conn.line().await?;
-        if reply.starts_with('-') {
-            tracing::warn!("Unable to AUTH to MASTER: {}", &reply[1..]);
+        if let Some(why) = reply.strip_prefix('-') {
+            tracing::warn!("Unable to AUTH to MASTER: {why}");
             return Err(End::Failed(reply));
         }
     }
     let reply = conn.line().await?;
-    if reply.starts_with('-') {
-        tracing::info!(
-            "(Non critical) Master does not understand REPLCONF listening-port: {}",
-            &reply[1..]
-        );
+    if let Some(why) = reply.strip_prefix('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF listening-port: {why}");
     }
     let reply = conn.line().await?;
-    if reply.starts_with('-') {
-        tracing::info!(
-            "(Non critical) Master does not understand REPLCONF capa: {}",
-            &reply[1..]
-        );
+    if let Some(why) = reply.strip_prefix('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF capa: {why}");
     }
     Ok(())
 }
@@ -358,13 +352,19 @@ async fn stream(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, mut conn: Con
     let mut acks = tokio::time::interval(ACK_PERIOD);
     acks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut read = 0usize;
+    // Bytes the parser took of the command it has not completed yet (it
+    // keeps a partial header's progress itself): they count for that
+    // command once it completes.
+    let mut taken = 0usize;
     loop {
         // What is already buffered (bytes after the RDB) is applied first.
         let mut batch: Vec<(Vec<Bytes>, usize)> = Vec::new();
         loop {
             let before = conn.buf.len();
-            match parser.next(&mut conn.buf, &limits) {
-                Ok(Some(args)) => batch.push((args, before - conn.buf.len())),
+            let parsed = parser.next(&mut conn.buf, &limits);
+            taken += before - conn.buf.len();
+            match parsed {
+                Ok(Some(args)) => batch.push((args, std::mem::take(&mut taken))),
                 Ok(None) => break,
                 Err(e) => return End::Failed(format!("protocol error from MASTER: {e}")),
             }
