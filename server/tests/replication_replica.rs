@@ -434,3 +434,66 @@ fn replicaof_no_one_promotes_and_shifts_the_replication_ids() {
         "-ERR wrong number of arguments for 'slaveof' command\r\n"
     );
 }
+
+/// A command on a server that wants `AUTH user pass` first.
+fn authed(addr: SocketAddr, auth: &[&str], args: &[&str]) -> String {
+    let mut c = RawClient::connect(addr).unwrap();
+    let mut login = vec!["AUTH"];
+    login.extend_from_slice(auth);
+    assert_eq!(text(&c.command(&login).unwrap()), "+OK\r\n");
+    text(&c.command(args).unwrap())
+}
+
+#[test]
+fn the_replicaof_directive_with_masteruser_and_masterauth_syncs_at_start() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[
+        "--requirepass",
+        "secret",
+        "--user",
+        "repl",
+        "on",
+        ">pw",
+        "~*",
+        "&*",
+        "+@all",
+    ]) else {
+        return;
+    };
+    let p = redis.addr();
+    let admin = ["default", "secret"];
+    assert_eq!(authed(p, &admin, &["SET", "k", "before"]), "+OK\r\n");
+    let start = |user: &str, pass: &str| {
+        let mut builder = coordis::Server::builder();
+        let config = builder.config_mut();
+        config.replica.replicaof = format!("127.0.0.1 {}", p.port());
+        config.replica.masteruser = user.into();
+        config.replica.masterauth = pass.into();
+        builder.start_blocking().unwrap()
+    };
+    // A wrong password: the link never comes up.
+    let refused = start("repl", "wrong");
+    // masteruser and masterauth: AUTH user pass.
+    let replica = start("repl", "pw");
+    let r = replica.addr();
+    assert!(cmd(r, &["CONFIG", "GET", "replicaof"]).contains(&format!("127.0.0.1 {}", p.port())));
+    wait_for("the link", || {
+        info(r, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(cmd(r, &["GET", "k"]), "$6\r\nbefore\r\n");
+    assert_eq!(authed(p, &admin, &["SET", "k", "after"]), "+OK\r\n");
+    wait_for("the stream", || cmd(r, &["GET", "k"]) == "$5\r\nafter\r\n");
+    // masterauth alone: the one-argument AUTH (the default user).
+    let default_user = start("", "secret");
+    wait_for("the second link", || {
+        info(default_user.addr(), "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(cmd(default_user.addr(), &["GET", "k"]), "$5\r\nafter\r\n");
+    assert_eq!(
+        info(refused.addr(), "replication", "master_link_status").as_deref(),
+        Some("down")
+    );
+    assert_eq!(cmd(refused.addr(), &["GET", "k"]), "$-1\r\n");
+    let slaves = authed(p, &admin, &["INFO", "replication"]);
+    assert!(slaves.contains("connected_slaves:2"), "{slaves}");
+}

@@ -54,6 +54,8 @@ fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let (host, port) = (primary.host.clone(), primary.port);
     ctx.server.replica.follow(primary, ctx.now);
+    // CONFIG GET replicaof (and CONFIG REWRITE) show the primary in force.
+    ctx.server.config.replica.replicaof = format!("{host} {port}");
     // A replica keeps expired keys until the primary's DELs come.
     for db in ctx.dbs.iter_mut() {
         db.keep_expired = true;
@@ -71,6 +73,7 @@ fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// ID (see [`crate::replica::ReplicaState::promote`]).
 fn promote(ctx: &mut Ctx) {
     ctx.server.replica.promote(crate::engine::new_run_id());
+    ctx.server.config.replica.replicaof.clear();
     let paused = !crate::blocked::expiry_allowed(ctx.server);
     for db in ctx.dbs.iter_mut() {
         db.keep_expired = paused;

@@ -33,7 +33,8 @@ pub mod flags {
     pub const BLOCKING: u32 = 1 << 6;
     /// Allowed while Redis loads its data (coordis never loads: only shown).
     pub const LOADING: u32 = 1 << 7;
-    /// Allowed on a replica with stale data (coordis has no replication: only shown).
+    /// Allowed on a replica whose link is down with
+    /// `replica-serve-stale-data no` (everything else gets `-MASTERDOWN`).
     pub const STALE: u32 = 1 << 8;
     /// Not shown to MONITOR clients.
     pub const SKIP_MONITOR: u32 = 1 << 9;
