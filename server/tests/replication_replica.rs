@@ -261,7 +261,17 @@ fn a_disk_based_full_sync_and_the_acknowledged_offset() {
     run_workload(p, &workload(6, 200));
     let mut c = RawClient::connect(p).unwrap();
     c.command(&["SET", "acked", "1"]).unwrap();
+    let asked = Instant::now();
     assert_eq!(text(&c.command(&["WAIT", "1", "5000"]).unwrap()), ":1\r\n");
+    // WAIT sends REPLCONF GETACK: the replica answers at once, not at its
+    // next once-a-second ACK.
+    assert!(asked.elapsed() < Duration::from_millis(500), "{:?}", asked.elapsed());
+    // Every ACK is an offset the primary sent: after it, the replica's
+    // acknowledged offset is the primary's.
+    wait_for("the acknowledged offset", || {
+        let slave0 = info(p, "replication", "slave0").unwrap();
+        slave0.contains(&format!("offset={},", info_num(p, "replication", "master_repl_offset")))
+    });
     wait_caught_up(r, p);
     assert_same_digest(p, r);
     let slave0 = info(p, "replication", "slave0").unwrap();
@@ -353,6 +363,13 @@ fn refusals_on_a_replica_are_worded_as_a_redis_replica_words_them() {
         "+OK\r\n"
     );
     assert_eq!(cmd(ours, &["GET", "k"]), "$12\r\nfrom-primary\r\n");
+    // Back to the real primary: the handshake stuck on the silent one is
+    // dropped at once (within the wait, well before its timeout).
+    assert_eq!(replicaof(ours, p), "+OK\r\n");
+    cmd(p, &["SET", "k", "again"]);
+    wait_caught_up(ours, p);
+    assert_eq!(cmd(ours, &["GET", "k"]), "$5\r\nagain\r\n");
+    drop(silent);
 }
 
 #[test]

@@ -84,9 +84,22 @@ pub(crate) async fn run(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut sto
             }
         };
         let generation = target.generation;
-        let end = tokio::select! {
-            end = follow(&engine, &shared, target) => end,
-            _ = stop.changed() => End::Stopped,
+        // A REPLICAOF that changes the primary ends this link wherever it
+        // is (a silent primary's handshake included); any other wake-up
+        // lets it go on.
+        let link = follow(&engine, &shared, target);
+        tokio::pin!(link);
+        let end = loop {
+            tokio::select! {
+                end = &mut link => break end,
+                _ = stop.changed() => break End::Stopped,
+                () = shared.replica_changed.notified() => {
+                    let current = crate::net::lock_engine(&engine, &shared.script).await.replica_offset(generation);
+                    if current.is_none() {
+                        break End::Replaced;
+                    }
+                }
+            }
         };
         crate::net::lock_engine(&engine, &shared.script)
             .await
@@ -398,13 +411,6 @@ async fn stream(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, mut conn: Con
                 };
                 if let Err(end) = conn.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()]).await {
                     return end;
-                }
-            }
-            () = shared.replica_changed.notified() => {
-                read = 0;
-                let current = crate::net::lock_engine(engine, &shared.script).await.replica_offset(generation);
-                if current.is_none() {
-                    return End::Replaced;
                 }
             }
         }
