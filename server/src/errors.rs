@@ -108,6 +108,9 @@ pub(crate) const READONLY_REPLICA: &str = "READONLY You can't write against a re
 /// A command not flagged `stale` on a replica whose link is down, with
 /// `replica-serve-stale-data no`.
 pub(crate) const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+/// A script's command not flagged `stale` on a replica whose link is down
+/// with `replica-serve-stale-data no` (an `allow-stale` script got to run).
+pub(crate) const STALE_IN_SCRIPT: &str = "ERR Can not execute the command on a stale replica";
 /// REPLICAOF's port out of 0..=65535 or not a number.
 pub(crate) const INVALID_MASTER_PORT: &str = "ERR Invalid master port";
 /// REPLICAOF's answer when the link already points at that primary.

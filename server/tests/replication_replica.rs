@@ -197,7 +197,7 @@ fn coordis_follows_a_redis_primary_through_full_and_partial_resyncs() {
         &[
             "FUNCTION",
             "LOAD",
-            "#!lua name=lib\nredis.register_function('f', function() return 1 end)",
+            "#!lua name=lib\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'no-writes'}}",
         ],
     );
     assert_eq!(replicaof(r, p), "+OK\r\n");
@@ -295,11 +295,23 @@ fn refusals(replica: SocketAddr) -> Vec<String> {
         &["MULTI"],
         &["GET", "k"],
         &["EXEC"],
+        // A shebang's flags decide: without no-writes it is a write.
+        &["EVAL", "#!lua\nreturn redis.call('get', 'k')", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', 'k')", "0"],
+        &["FCALL", "w", "0"],
+        &["FCALL", "r", "0"],
+        &["FCALL_RO", "r", "0"],
     ] {
         out.push(text(&c.command(args).unwrap()));
     }
     out
 }
+
+/// A library with a function that may write and one that declares
+/// `no-writes` and `allow-stale`.
+const LIBRARY: &str = "#!lua name=lib\n\
+    redis.register_function('w', function() return redis.call('get', 'k') end)\n\
+    redis.register_function{function_name='r', callback=function() return redis.call('get', 'k') end, flags={'no-writes', 'allow-stale'}}";
 
 /// What a replica with `replica-serve-stale-data no` answers while its
 /// link is down.
@@ -312,6 +324,11 @@ fn stale_answers(replica: SocketAddr) -> Vec<String> {
         &["PING"],
         &["ECHO", "e"],
         &["DBSIZE"],
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "#!lua\nreturn 1", "0"],
+        &["EVAL", "#!lua flags=no-writes,allow-stale\nreturn 1", "0"],
+        &["FCALL", "w", "0"],
+        &["FCALL_RO", "r", "0"],
     ] {
         out.push(text(&c.command(args).unwrap()));
     }
@@ -330,6 +347,7 @@ fn refusals_on_a_replica_are_worded_as_a_redis_replica_words_them() {
     let replica = coordis();
     let (p, theirs, ours) = (redis.addr(), redis_replica.addr(), replica.addr());
     cmd(p, &["SET", "k", "from-primary"]);
+    assert_eq!(cmd(p, &["FUNCTION", "LOAD", LIBRARY]), "$3\r\nlib\r\n");
     for r in [theirs, ours] {
         assert_eq!(replicaof(r, p), "+OK\r\n");
         wait_caught_up(r, p);

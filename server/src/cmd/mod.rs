@@ -58,6 +58,7 @@ macro_rules! command {
             subcommands: $subs,
             busy: None,
             may_write: None,
+            declared: None,
         }
     };
 }
@@ -120,6 +121,7 @@ pub(crate) mod zset;
 
 pub(crate) use ctx::Ctx;
 pub(crate) use spec::container;
+pub(crate) use spec::Declared;
 pub(crate) use spec::{acl, lookup, resolve, Unresolved};
 pub use spec::{all, flags, CommandSpec};
 

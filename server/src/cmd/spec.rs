@@ -196,6 +196,23 @@ pub struct CommandSpec {
     /// flags (Redis's `evalGetCommandFlags`, `fcallGetCommandFlags`);
     /// `None`: it may.
     pub may_write: Option<fn(&crate::lua::Scripting, &[Bytes]) -> bool>,
+    /// For a command that runs a script or a function: the flags its
+    /// script declared (a shebang, a function's flags), which replace the
+    /// row's `write` and `stale` in admission's replica checks (Redis's
+    /// `scriptFlagsToCmdFlags`); `None` from the hook: nothing declared.
+    pub declared: Option<DeclaredFlags>,
+}
+
+/// A row's hook for [`CommandSpec::declared`].
+pub(crate) type DeclaredFlags = fn(&crate::lua::Scripting, &[Bytes]) -> Option<Declared>;
+
+/// What a script or function declared about itself, as admission reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Declared {
+    /// Not `no-writes`: it counts as a write command.
+    pub writes: bool,
+    /// `allow-stale`: it runs on a replica serving no stale data.
+    pub stale_ok: bool,
 }
 
 impl CommandSpec {
@@ -211,6 +228,14 @@ impl CommandSpec {
     pub const fn may_write_if(self, may_write: fn(&crate::lua::Scripting, &[Bytes]) -> bool) -> CommandSpec {
         CommandSpec {
             may_write: Some(may_write),
+            ..self
+        }
+    }
+
+    /// The row of a command whose script declares its flags.
+    pub const fn declared_by(self, declared: fn(&crate::lua::Scripting, &[Bytes]) -> Option<Declared>) -> CommandSpec {
+        CommandSpec {
+            declared: Some(declared),
             ..self
         }
     }

@@ -103,6 +103,7 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         replica_read_only: false,
         stale_refused: false,
         queued_not_stale: false,
+        declared: None,
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {

@@ -155,6 +155,10 @@ pub(crate) struct Facts<'a> {
     /// With `stale_refused`: the client's MULTI queue holds a command not
     /// flagged `stale` (Redis's `mstate.cmd_inv_flags`).
     pub queued_not_stale: bool,
+    /// Looked up only on a replica: what the script or function the command
+    /// runs declared ([`CommandSpec::declared`]), which replaces its row's
+    /// `write` and `stale` flags in the replica's checks.
+    pub declared: Option<cmd::Declared>,
 }
 
 impl Facts<'static> {
@@ -178,6 +182,7 @@ impl Facts<'static> {
         replica_read_only: false,
         stale_refused: false,
         queued_not_stale: false,
+        declared: None,
     };
 }
 
@@ -316,6 +321,11 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if spec.has(flags::NOSCRIPT) {
             return refuse(Some(spec), errors::err(errors::NOT_FROM_SCRIPT));
         }
+        // An `allow-stale` script on a replica serving no stale data may
+        // run only `stale` commands (Redis's `scriptVerifyAllowStale`).
+        if facts.stale_refused && !spec.has(flags::STALE) {
+            return refuse(Some(spec), errors::err(errors::STALE_IN_SCRIPT));
+        }
         if matches!(caller, Caller::Script { read_only: true }) && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
         }
@@ -353,7 +363,8 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
         // (min-replicas goes here as it lands.)
         // 6. A read-only replica refuses writes (an EXEC that would run one).
-        if facts.replica_read_only && (spec.has(flags::WRITE) || (spec.has(flags::EXEC) && facts.queued_write)) {
+        let writes = facts.declared.map_or(spec.has(flags::WRITE), |d| d.writes);
+        if facts.replica_read_only && (writes || (spec.has(flags::EXEC) && facts.queued_write)) {
             return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
         }
         // 7. RESP2 subscriber context.
@@ -362,7 +373,8 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
         // 8. A replica whose link is down serves only `stale` commands
         // with `replica-serve-stale-data no`.
-        if facts.stale_refused && (!spec.has(flags::STALE) || (spec.has(flags::EXEC) && facts.queued_not_stale)) {
+        let stale_ok = facts.declared.map_or(spec.has(flags::STALE), |d| d.stale_ok);
+        if facts.stale_refused && (!stale_ok || (spec.has(flags::EXEC) && facts.queued_not_stale)) {
             return refuse(Some(spec), errors::err(errors::MASTERDOWN));
         }
         // 9. Loading the dataset: only commands flagged `loading` (an EXEC
@@ -468,6 +480,12 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         replica_read_only: replica.read_only,
         stale_refused: replica.stale_refused,
         queued_not_stale: replica.stale_refused && queued(|s| !s.has(flags::STALE)),
+        // Only a replica pays for the lookup (the primary's hot path does not).
+        declared: if replica.read_only || replica.stale_refused {
+            declared_flags(args, ctx.scripting.as_deref())
+        } else {
+            None
+        },
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -536,8 +554,10 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// be killed).
 pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
+    let replica = ReplicaFacts::of(ctx.server);
     let facts = Facts {
-        replica_read_only: ReplicaFacts::of(ctx.server).read_only,
+        replica_read_only: replica.read_only,
+        stale_refused: replica.stale_refused,
         ..Facts::INTERNAL
     };
     match admit(caller, args, &facts, &mut NoHolds) {
@@ -553,6 +573,14 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
         // Scripts are never queued, held or faulted (their checks say so).
         Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => (errors::err(errors::INTERNAL), false),
     }
+}
+
+/// What the script or function `args` runs declared, if anything.
+fn declared_flags(args: &[Bytes], scripting: Option<&crate::lua::Scripting>) -> Option<cmd::Declared> {
+    let spec = cmd::resolve(args).ok()?;
+    spec.declared
+        .zip(scripting)
+        .and_then(|(declared, vm)| declared(vm, args))
 }
 
 /// What being a replica means for admission (for clients and scripts;

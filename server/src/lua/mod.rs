@@ -164,6 +164,9 @@ pub struct ScriptFlags {
     pub shebang: bool,
     /// `no-writes`: it runs read-only, and EVAL_RO may run it.
     pub no_writes: bool,
+    /// `allow-stale`: it runs on a replica whose link is down with
+    /// `replica-serve-stale-data no`.
+    pub allow_stale: bool,
 }
 
 /// A script's shebang flags and where its code starts (at the shebang's
@@ -189,6 +192,7 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     let mut flags = ScriptFlags {
         shebang: true,
         no_writes: false,
+        allow_stale: false,
     };
     for part in &parts[1..] {
         let Some(list) = part.strip_prefix(b"flags=") else {
@@ -202,9 +206,20 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
                 return Err(errors::shebang_flag(flag));
             }
             flags.no_writes |= flag == b"no-writes";
+            flags.allow_stale |= flag == b"allow-stale";
         }
     }
     Ok(Some((flags, end)))
+}
+
+/// What a script body's shebang declares (the default flags, `shebang`
+/// false, without one); `None` for a shebang EVAL refuses.
+pub(crate) fn body_flags(body: &[u8]) -> Option<ScriptFlags> {
+    match shebang_flags(body) {
+        Ok(Some((flags, _))) => Some(flags),
+        Ok(None) => Some(ScriptFlags::default()),
+        Err(_) => None,
+    }
 }
 
 /// Whether a script body may write: not when its shebang says `no-writes`
