@@ -171,9 +171,10 @@ pub struct ScriptFlags {
 
 /// A script's shebang flags and where its code starts (at the shebang's
 /// newline), or `None` without a shebang; Redis's
-/// `evalExtractShebangFlags` errors. The other flags (allow-oom,
-/// allow-stale, no-cluster, allow-cross-slot-keys) are accepted: coordis
-/// has no memory limit, replicas or cluster for them to relax.
+/// `evalExtractShebangFlags` errors. `allow-stale` matters on a replica
+/// (admission); the other flags (allow-oom, no-cluster,
+/// allow-cross-slot-keys) are accepted: coordis has no memory limit or
+/// cluster for them to relax.
 fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     use crate::errors;
     if !body.starts_with(b"#!") {
