@@ -266,8 +266,10 @@ pub(crate) fn pause(ctx: &mut Ctx, until: u64, all: bool) {
 /// clients go on, in the order they were held.
 pub(crate) fn unpause(dbs: &mut [Db], server: &mut ServerState) {
     server.blocking.pause = None;
+    // A replica keeps expired keys for the primary's DELs.
+    let keep = server.replica.is_replica();
     for db in dbs.iter_mut() {
-        db.keep_expired = false;
+        db.keep_expired = keep;
     }
     let_go(dbs, server, |b| &mut b.postponed);
 }

@@ -187,12 +187,39 @@ pub struct Config {
     /// (`yes`), never (`no`, the default), or for clients other than
     /// replication links (`clients`).
     pub sanitize_dump_payload: String,
+    /// The replica side's directives (`replicaof`, `masterauth`, ...; see
+    /// `crate::replica`).
+    pub replica: ReplicaConfig,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
     /// The config file's absolute path, empty without one (INFO's
     /// `config_file`; what CONFIG REWRITE writes).
     pub config_file: String,
+}
+
+/// The replica side's directives, with Redis 7.0.15's defaults (see
+/// `crate::replica` for what each does).
+#[derive(Clone, Debug, Default)]
+pub struct ReplicaConfig {
+    /// `replicaof`: `<host> <port>` of the primary to replicate from at
+    /// start, empty for none (REPLICAOF changes the link, not this).
+    pub replicaof: String,
+    /// `masterauth`: the password the link sends with AUTH (empty: none).
+    pub masterauth: String,
+    /// `masteruser`: the user AUTH names with `masterauth` (empty: the
+    /// one-argument AUTH).
+    pub masteruser: String,
+    /// `replica-read-only`: clients' writes are refused on a replica.
+    /// Default yes.
+    pub read_only: bool,
+    /// `replica-serve-stale-data`: with `no`, commands not flagged `stale`
+    /// are refused with `-MASTERDOWN` while the link is down. Default yes.
+    pub serve_stale_data: bool,
+    /// `replica-priority` (INFO's `slave_priority`, for Sentinel). Default 100.
+    pub priority: i64,
+    /// `replica-announced` (INFO's `replica_announced`). Default yes.
+    pub announced: bool,
 }
 
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
@@ -281,6 +308,7 @@ impl Default for Config {
             rdb_checksum: false,
             key_load_delay: 0,
             sanitize_dump_payload: String::new(),
+            replica: ReplicaConfig::default(),
             ignored: BTreeMap::new(),
             config_file: String::new(),
         };
@@ -921,6 +949,22 @@ macro_rules! aof {
     };
 }
 
+/// A [`Store::Field`] for a field of [`ReplicaConfig`].
+macro_rules! replica {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.replica.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.replica.$f.to_string(),
+        }
+    };
+    (bool $f:ident) => {
+        Store::Field {
+            set: |c, v| c.replica.$f = v == "yes",
+            get: |c| yes_no(c.replica.$f),
+        }
+    };
+}
+
 const I32: i64 = i32::MAX as i64;
 /// The smallest replication backlog Redis resizes to (16 KB).
 const REPL_BACKLOG_MIN: u64 = 16 * 1024;
@@ -1030,7 +1074,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, field!(latency_monitor_threshold)),
     row("unixsocket", "", Text, Store::Ignored).immutable(),
     row("unixsocketperm", "0", Kind::Custom(check_octal_perm), Store::Ignored).immutable(),
-    row("replica-read-only", "yes", Bool, Store::Ignored).alias(&["slave-read-only"]),
+    row("replica-read-only", "yes", Bool, replica!(bool read_only)).alias(&["slave-read-only"]),
     row("repl-diskless-sync", "yes", Bool, Store::Ignored),
     row("cluster-enabled", "no", Bool, Store::Ignored).immutable(),
     row("activerehashing", "yes", Bool, Store::Ignored),
@@ -1088,15 +1132,15 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("rdb-save-incremental-fsync", "yes", Bool, Store::Ignored),
     row("aof-disable-auto-gc", "no", Bool, Store::Ignored),
     // Replication.
-    row("replicaof", "", Kind::Custom(check_replicaof), Store::Ignored).alias(&["slaveof"]).immutable().multi_arg(),
-    row("masterauth", "", Text, Store::Ignored),
-    row("masteruser", "", Text, Store::Ignored),
-    row("replica-serve-stale-data", "yes", Bool, Store::Ignored).alias(&["slave-serve-stale-data"]),
+    row("replicaof", "", Kind::Custom(check_replicaof), replica!(replicaof)).alias(&["slaveof"]).immutable().multi_arg(),
+    row("masterauth", "", Text, replica!(masterauth)),
+    row("masteruser", "", Text, replica!(masteruser)),
+    row("replica-serve-stale-data", "yes", Bool, replica!(bool serve_stale_data)).alias(&["slave-serve-stale-data"]),
     row("replica-lazy-flush", "no", Bool, Store::Ignored).alias(&["slave-lazy-flush"]),
     row("replica-ignore-maxmemory", "yes", Bool, Store::Ignored).alias(&["slave-ignore-maxmemory"]),
     row("replica-ignore-disk-write-errors", "no", Bool, Store::Ignored),
-    row("replica-announced", "yes", Bool, Store::Ignored),
-    row("replica-priority", "100", Int { min: 0, max: I32 }, Store::Ignored).alias(&["slave-priority"]),
+    row("replica-announced", "yes", Bool, replica!(bool announced)),
+    row("replica-priority", "100", Int { min: 0, max: I32 }, replica!(priority)).alias(&["slave-priority"]),
     row("replica-announce-ip", "", Text, Store::Ignored).alias(&["slave-announce-ip"]),
     row("replica-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).alias(&["slave-announce-port"]),
     row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), Store::Ignored),

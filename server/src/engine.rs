@@ -55,6 +55,11 @@ pub(crate) struct Engine {
     dbs: Vec<Db>,
     state: ServerState,
     scripting: Scripting,
+    /// The replica link's client (Redis's master client): the database the
+    /// primary's stream selected and its open MULTI live here between the
+    /// link's batches. Kept out of the client registry, so CLIENT LIST and
+    /// CLIENT KILL do not see it.
+    primary_client: Option<ClientState>,
     /// Triggered when a client runs SHUTDOWN.
     server_shutdown: Arc<CloseSignal>,
 }
@@ -83,16 +88,22 @@ impl Engine {
         let started_ms = clock.now_ms();
         let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
         let scripting = Scripting::new(config.lua_memory_limit, shared.script.clone()).expect("create the Lua VM");
+        let repl_id = new_run_id();
+        let replica = crate::replica::ReplicaState::new(&config, repl_id.clone());
+        let is_replica = replica.is_replica();
         Engine {
             dbs: (0..config.databases)
                 .map(|_| {
                     let mut db = Db::default();
                     db.log_expired = log_expired;
                     db.log_new = log_new;
+                    // A replica's keys expire by the primary's DELs only.
+                    db.keep_expired = is_replica;
                     db
                 })
                 .collect(),
             scripting,
+            primary_client: None,
             state: ServerState {
                 config,
                 clock,
@@ -107,7 +118,8 @@ impl Engine {
                 rates: Rates::default(),
                 memory_startup,
                 memory_peak: memory_startup,
-                repl_id: new_run_id(),
+                repl_id,
+                replica,
                 monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,
@@ -623,6 +635,197 @@ impl Engine {
     }
 }
 
+/// The replica link's side of the engine ([`crate::replica::link`]):
+/// every call names the link's generation and does nothing for a link
+/// REPLICAOF has replaced since.
+impl Engine {
+    /// What the link needs to connect; `None` when this server is a primary.
+    pub(crate) fn replica_target(&self) -> Option<crate::replica::link::Target> {
+        let replica = &self.state.replica;
+        let primary = replica.primary.clone()?;
+        Some(crate::replica::link::Target {
+            generation: replica.generation,
+            primary,
+            masterauth: self.state.config.replica.masterauth.clone(),
+            masteruser: self.state.config.replica.masteruser.clone(),
+            port: self.state.port,
+            psync: replica.psync_request(),
+        })
+    }
+
+    fn replica_current(&self, generation: u64) -> bool {
+        self.state.replica.is_replica() && self.state.replica.generation == generation
+    }
+
+    /// The link reached `state`; false when it was replaced.
+    pub(crate) fn replica_set_state(&mut self, generation: u64, state: crate::replica::LinkState) -> bool {
+        if !self.replica_current(generation) {
+            return false;
+        }
+        self.state.replica.state = state;
+        true
+    }
+
+    /// The offset the link acknowledges.
+    pub(crate) fn replica_offset(&self, generation: u64) -> Option<i64> {
+        self.replica_current(generation).then_some(self.state.replica.offset)
+    }
+
+    /// A new client for the primary's stream (Redis's master client):
+    /// authenticated, in database 0.
+    fn new_primary_client(&self) -> ClientState {
+        use std::net::{Ipv4Addr, SocketAddr};
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let signal = Arc::new(crate::net::clients::ConnSignal::default());
+        let outbox = crate::net::clients::Outbox::new(signal.clone());
+        let mut client = ClientState::new(0, addr, addr, self.state.clock.now_ms(), signal, outbox);
+        client.authenticated = true;
+        client
+    }
+
+    /// A full resynchronization's RDB arrived: the dataset is flushed and
+    /// replaced by it (keys past their deadline too: on a replica the
+    /// primary's DELs expire them), as Redis's `readSyncBulkPayload`.
+    /// `Ok(false)`: the link was replaced meanwhile.
+    pub(crate) fn replica_full_sync(
+        &mut self,
+        generation: u64,
+        replid: String,
+        offset: i64,
+        rdb: &[u8],
+    ) -> Result<bool, String> {
+        /// Nothing is past its deadline at time 0: every key loads.
+        const LOAD_EVERY_KEY: u64 = 0;
+        if !self.replica_current(generation) {
+            return Ok(false);
+        }
+        let loaded = crate::persist::rdb::disk::read_dataset(rdb, &self.state.config, LOAD_EVERY_KEY, None)
+            .map_err(|e| e.to_string())?;
+        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+        crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
+        let mut client = self.new_primary_client();
+        let now = self.state.clock.now_ms();
+        for db in &mut self.dbs {
+            db.clear();
+        }
+        {
+            let mut ctx = Ctx {
+                dbs: &mut self.dbs,
+                client: &mut client,
+                server: &mut self.state,
+                now,
+                scripting: Some(&mut self.scripting),
+                caller: Caller::Primary,
+            };
+            crate::tracking::flushed(&mut ctx);
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+        self.scripting
+            .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Flush)
+            .map_err(|e| format!("{e:?}"))?;
+        let keys = loaded.keys.len();
+        for (db, key, value, expire_at) in loaded.keys {
+            if let Some(db) = self.dbs.get_mut(db) {
+                db.insert(&key, value, expire_at);
+            }
+        }
+        tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: 0.");
+        self.state.replica.synced(replid, offset, now);
+        self.primary_client = Some(client);
+        crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
+        self.state.effects.flush();
+        tracing::info!("MASTER <-> REPLICA sync: Finished with success");
+        Ok(true)
+    }
+
+    /// The primary accepted a partial resynchronization: the dataset stays,
+    /// the stream continues from the cached position. False when replaced.
+    pub(crate) fn replica_continue(&mut self, generation: u64, new_replid: Option<String>) -> bool {
+        if !self.replica_current(generation) {
+            return false;
+        }
+        let now = self.state.clock.now_ms();
+        self.state.replica.continued(new_replid, now);
+        if self.primary_client.is_none() {
+            self.primary_client = Some(self.new_primary_client());
+        }
+        true
+    }
+
+    /// The link ended: a streaming link's position is cached for a partial
+    /// resync; a MULTI it left open is discarded.
+    pub(crate) fn replica_link_lost(&mut self, generation: u64) {
+        if !self.replica_current(generation) {
+            return;
+        }
+        let now = self.state.clock.now_ms();
+        self.state.replica.link_lost(now);
+        if let Some(client) = self.primary_client.as_mut() {
+            client.multi = None;
+            client.multi_failed = false;
+        }
+    }
+
+    /// Applies the complete commands of the primary's stream (each with its
+    /// length in bytes) read with `read` more bytes, through admission and
+    /// call as [`Caller::Primary`] (replies dropped). `REPLCONF GETACK`
+    /// is answered by the link: the offsets to acknowledge are returned
+    /// (each before the GETACK's own bytes, as Redis's). `None`: replaced.
+    pub(crate) fn replica_apply(
+        &mut self,
+        generation: u64,
+        batch: Vec<(Vec<Bytes>, usize)>,
+        read: usize,
+    ) -> Option<Vec<i64>> {
+        if !self.replica_current(generation) {
+            return None;
+        }
+        let now = self.state.clock.now_ms();
+        let replica = &mut self.state.replica;
+        replica.read_offset += read as i64;
+        if read > 0 {
+            replica.last_io_ms = now;
+        }
+        let mut client = match self.primary_client.take() {
+            Some(c) => c,
+            None => self.new_primary_client(),
+        };
+        let mut acks = Vec::new();
+        for db in &mut self.dbs {
+            db.obey_primary = true;
+        }
+        for (args, len) in batch {
+            // REPLCONF is the primary side's command (it lands with it);
+            // from the primary only GETACK comes, answered here.
+            if args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"replconf")) {
+                if args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"getack")) {
+                    acks.push(self.state.replica.offset);
+                }
+            } else {
+                let mut ctx = Ctx {
+                    dbs: &mut self.dbs,
+                    client: &mut client,
+                    server: &mut self.state,
+                    now,
+                    scripting: Some(&mut self.scripting),
+                    caller: Caller::Primary,
+                };
+                let _ = crate::exec::process_primary(&mut ctx, &args);
+                crate::exec::end_unit(&mut ctx);
+            }
+            let in_multi = client.multi.is_some();
+            self.state.replica.applied(len, in_multi);
+        }
+        for db in &mut self.dbs {
+            db.obey_primary = false;
+        }
+        crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
+        self.state.effects.flush();
+        self.primary_client = Some(client);
+        Some(acks)
+    }
+}
+
 /// [`Engine::remove_faults`], also from inside a command.
 pub(crate) fn remove_faults(dbs: &mut [Db], state: &mut ServerState, id: Option<u64>) -> bool {
     let removed = match id {
@@ -660,8 +863,8 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
     );
 }
 
-/// A random 40-hex-digit run id (INFO `run_id`).
-fn new_run_id() -> String {
+/// A random 40-hex-digit run id (INFO `run_id`; replication IDs).
+pub(crate) fn new_run_id() -> String {
     (0..40)
         .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
         .collect()
@@ -706,7 +909,12 @@ fn active_expire_step(
     current: Option<&mut ClientState>,
     budget: usize,
 ) -> bool {
-    if !state.active_expire || !crate::blocked::expiry_allowed(state) || state.shared.is_frozen() {
+    // A replica expires nothing itself: the primary's DELs remove its keys.
+    if !state.active_expire
+        || !crate::blocked::expiry_allowed(state)
+        || state.shared.is_frozen()
+        || state.replica.is_replica()
+    {
         return false;
     }
     let now = state.clock.now_ms();

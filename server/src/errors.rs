@@ -103,6 +103,18 @@ pub(crate) const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check l
 pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 /// Commands without the `loading` flag while the dataset loads.
 pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+/// A write on a replica with `replica-read-only yes` (also from a script).
+pub(crate) const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
+/// A command not flagged `stale` on a replica whose link is down, with
+/// `replica-serve-stale-data no`.
+pub(crate) const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+/// A script's command not flagged `stale` on a replica whose link is down
+/// with `replica-serve-stale-data no` (an `allow-stale` script got to run).
+pub(crate) const STALE_IN_SCRIPT: &str = "ERR Can not execute the command on a stale replica";
+/// REPLICAOF's port out of 0..=65535 or not a number.
+pub(crate) const INVALID_MASTER_PORT: &str = "ERR Invalid master port";
+/// REPLICAOF's answer when the link already points at that primary.
+pub(crate) const ALREADY_CONNECTED: &str = "OK Already connected to specified master";
 pub(crate) const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub(crate) const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
 pub(crate) const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";

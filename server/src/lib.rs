@@ -58,6 +58,9 @@
 //! - `notify`: keyspace notification classes.
 //! - `persist`: the RDB and append-only file formats and files.
 //! - [`sentinel`]: Sentinel mode ([`sentinel::Sentinel`]): monitoring, failover, its own commands.
+//! - `replica`: coordis as a replica: the link to a primary (handshake,
+//!   full and partial resync, the stream applied as the primary's client,
+//!   ACKs) and what it knows (the primary's replication ID, the offset).
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 #![warn(unreachable_pub, missing_docs)]
@@ -76,6 +79,7 @@ mod notify;
 mod persist;
 mod process;
 mod protocol;
+mod replica;
 pub mod sentinel;
 mod state;
 mod store;
@@ -111,7 +115,7 @@ use net::clients::CloseSignal;
 /// the Redis version whose behaviour it follows, byte for byte.
 pub const REDIS_VERSION: &str = "7.0.15";
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, Config};
+pub use config::{AofConfig, Config, ReplicaConfig};
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};

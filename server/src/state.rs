@@ -119,6 +119,9 @@ pub struct Shared {
     /// The function an FCALL runs, set while it runs (FUNCTION STATS asked
     /// while it is busy is answered from this).
     pub(crate) running_function: parking_lot::Mutex<Option<cmd::functions::RunningFunction>>,
+    /// Wakes the replica link's task when REPLICAOF changes the primary
+    /// ([`crate::replica::link`]).
+    pub(crate) replica_changed: tokio::sync::Notify,
     /// The listening sockets, which CONFIG SET `port` / `bind` rebinds.
     pub(crate) listeners: crate::net::listeners::Listeners,
     /// The RDB file being loaded at start (clients get `-LOADING`).
@@ -218,6 +221,9 @@ pub struct ServerState {
     pub memory_peak: u64,
     /// INFO replication's `master_replid`: random, as Redis's.
     pub repl_id: String,
+    /// The replica side: the link to a primary, the history's IDs and
+    /// offset ([`crate::replica`]).
+    pub(crate) replica: crate::replica::ReplicaState,
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).

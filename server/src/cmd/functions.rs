@@ -24,8 +24,9 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a function", fcall)
-        .may_write_if(fcall_may_write),
-    spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a read-only function", fcall_ro),
+        .may_write_if(fcall_may_write).declared_by(fcall_declared),
+    spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a read-only function", fcall_ro)
+        .declared_by(fcall_declared),
     spec!("function", -2, 0, 0, (0, 0, 0), "A container for function commands", super::container, FUNCTION),
 ];
 
@@ -338,4 +339,14 @@ fn function_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "      libraries with the new libraries (notice that even on this option there is a chance of failure",
         "      in case of functions name collision with another library).",
     ])
+}
+
+/// What FCALL's function declares (a function always declares its flags;
+/// an unknown one is FCALL's own error, so it declares nothing here).
+fn fcall_declared(vm: &crate::lua::Scripting, args: &[Bytes]) -> Option<super::Declared> {
+    let function = vm.libraries().function(&String::from_utf8_lossy(&args[1]))?;
+    Some(super::Declared {
+        writes: !function.no_writes(),
+        stale_ok: function.flags.contains(&"allow-stale"),
+    })
 }

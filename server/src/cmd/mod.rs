@@ -58,6 +58,7 @@ macro_rules! command {
             subcommands: $subs,
             busy: None,
             may_write: None,
+            declared: None,
         }
     };
 }
@@ -106,6 +107,7 @@ pub(crate) mod list;
 pub(crate) mod memory;
 pub(crate) mod observe;
 pub(crate) mod pubsub;
+pub(crate) mod replicaof;
 pub(crate) mod scan;
 pub(crate) mod scripting;
 pub(crate) mod server;
@@ -119,6 +121,7 @@ pub(crate) mod zset;
 
 pub(crate) use ctx::Ctx;
 pub(crate) use spec::container;
+pub(crate) use spec::Declared;
 pub(crate) use spec::{acl, lookup, resolve, Unresolved};
 pub use spec::{all, flags, CommandSpec};
 

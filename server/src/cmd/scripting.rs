@@ -23,11 +23,13 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval)
-        .may_write_if(|_, args| crate::lua::body_may_write(&args[1])),
+        .may_write_if(|_, args| crate::lua::body_may_write(&args[1])).declared_by(eval_declared),
     spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha)
-        .may_write_if(evalsha_may_write),
-    spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro),
-    spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro),
+        .may_write_if(evalsha_may_write).declared_by(evalsha_declared),
+    spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro)
+        .declared_by(eval_declared),
+    spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro)
+        .declared_by(evalsha_declared),
     spec!("script", -2, 0, 0, (0, 0, 0), "A container for Lua scripts management commands", super::container, SCRIPT),
 ];
 
@@ -127,6 +129,34 @@ const MAX_INNER_ERRORS: usize = 16;
 fn evalsha_may_write(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
     let sha = String::from_utf8_lossy(&args[1]);
     vm.script_flags(&sha).is_none_or(|f| !f.no_writes)
+}
+
+/// What a shebang declares, as admission reads it. Without one (Redis's
+/// compatibility mode) the script's writes are refused inside it, not at
+/// admission, and it never runs on a replica serving no stale data
+/// (Redis's `scriptPrepareForRun` answers `-MASTERDOWN` then).
+fn declared(flags: crate::lua::ScriptFlags) -> Option<super::Declared> {
+    Some(if flags.shebang {
+        super::Declared {
+            writes: !flags.no_writes,
+            stale_ok: flags.allow_stale,
+        }
+    } else {
+        super::Declared {
+            writes: false,
+            stale_ok: false,
+        }
+    })
+}
+
+/// EVAL's body's shebang flags.
+fn eval_declared(_vm: &crate::lua::Scripting, args: &[Bytes]) -> Option<super::Declared> {
+    crate::lua::body_flags(&args[1]).and_then(declared)
+}
+
+/// The cached script's shebang flags (an unknown script is NOSCRIPT).
+fn evalsha_declared(vm: &crate::lua::Scripting, args: &[Bytes]) -> Option<super::Declared> {
+    vm.script_flags(&String::from_utf8_lossy(&args[1])).and_then(declared)
 }
 
 /// Runs the cached script `sha`, honouring its shebang flags: a

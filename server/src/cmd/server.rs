@@ -1068,9 +1068,17 @@ fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
-/// ROLE: a master with replication offset 0 and no replicas.
-fn role(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    Reply::Array(vec![Reply::bulk("master"), Reply::Int(0), Reply::Array(vec![])])
+/// ROLE: a replica's link ([`crate::replica::ReplicaState::role`]), or a
+/// master with its offset and no replicas.
+fn role(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    if let Some(reply) = ctx.server.replica.role() {
+        return reply;
+    }
+    Reply::Array(vec![
+        Reply::bulk("master"),
+        Reply::Int(ctx.server.replica.offset),
+        Reply::Array(vec![]),
+    ])
 }
 
 /// BGREWRITEAOF: the rewrite runs at once, under the engine lock (no fork
@@ -1299,9 +1307,18 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     if want("replication") {
         // A master without replicas or backlog; the backlog size is Redis's
         // default `repl-backlog-size`.
+        // A replica's lines (the link) come first; the history's IDs and
+        // offset are the replica side's (the primary side's backlog lands
+        // with it).
+        let r = &s.replica;
+        let role = if r.is_replica() {
+            r.info_lines(&s.config, now)
+        } else {
+            "role:master\r\n".to_string()
+        };
         parts.push(format!(
-            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
-            s.repl_id
+            "# Replication\r\n{role}connected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+            r.replid, r.replid2, r.offset, r.second_offset
         ));
     }
     if want("cpu") {

@@ -33,7 +33,8 @@ pub mod flags {
     pub const BLOCKING: u32 = 1 << 6;
     /// Allowed while Redis loads its data (coordis never loads: only shown).
     pub const LOADING: u32 = 1 << 7;
-    /// Allowed on a replica with stale data (coordis has no replication: only shown).
+    /// Allowed on a replica whose link is down with
+    /// `replica-serve-stale-data no` (everything else gets `-MASTERDOWN`).
     pub const STALE: u32 = 1 << 8;
     /// Not shown to MONITOR clients.
     pub const SKIP_MONITOR: u32 = 1 << 9;
@@ -195,6 +196,23 @@ pub struct CommandSpec {
     /// flags (Redis's `evalGetCommandFlags`, `fcallGetCommandFlags`);
     /// `None`: it may.
     pub may_write: Option<fn(&crate::lua::Scripting, &[Bytes]) -> bool>,
+    /// For a command that runs a script or a function: the flags its
+    /// script declared (a shebang, a function's flags), which replace the
+    /// row's `write` and `stale` in admission's replica checks (Redis's
+    /// `scriptFlagsToCmdFlags`); `None` from the hook: nothing declared.
+    pub declared: Option<DeclaredFlags>,
+}
+
+/// A row's hook for [`CommandSpec::declared`].
+pub(crate) type DeclaredFlags = fn(&crate::lua::Scripting, &[Bytes]) -> Option<Declared>;
+
+/// What a script or function declared about itself, as admission reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Declared {
+    /// Not `no-writes`: it counts as a write command.
+    pub writes: bool,
+    /// `allow-stale`: it runs on a replica serving no stale data.
+    pub stale_ok: bool,
 }
 
 impl CommandSpec {
@@ -210,6 +228,14 @@ impl CommandSpec {
     pub const fn may_write_if(self, may_write: fn(&crate::lua::Scripting, &[Bytes]) -> bool) -> CommandSpec {
         CommandSpec {
             may_write: Some(may_write),
+            ..self
+        }
+    }
+
+    /// The row of a command whose script declares its flags.
+    pub const fn declared_by(self, declared: fn(&crate::lua::Scripting, &[Bytes]) -> Option<Declared>) -> CommandSpec {
+        CommandSpec {
+            declared: Some(declared),
             ..self
         }
     }
@@ -293,6 +319,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
+        .chain(replicaof::COMMANDS.iter())
         .chain(observe::COMMANDS.iter())
         .chain(memory::COMMANDS.iter())
         .chain(cluster::COMMANDS.iter())

@@ -98,6 +98,12 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         disk_error: false,
         queued_write: false,
         loading: false,
+        // The replica's state lives in the engine too; while the script
+        // runs the link applies nothing, so what held before it holds.
+        replica_read_only: false,
+        stale_refused: false,
+        queued_not_stale: false,
+        declared: None,
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {

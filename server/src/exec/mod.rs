@@ -3,7 +3,8 @@
 //! `alsoPropagate`), for every caller.
 //!
 //! Every command — a client's request, a command EXEC runs, a script's
-//! `redis.call`, a blocked client being served, the test-control plane —
+//! `redis.call`, a blocked client being served, the test-control plane,
+//! the primary's replication stream on a replica —
 //! is first *admitted* by [`admit`], in Redis's order and from the flags on
 //! its row, and then *called* by [`call`], the only place a handler runs.
 //! Around the handler, once: the client's last command, timing,
@@ -54,6 +55,12 @@ pub enum Caller {
     /// A blocked client being served from a key that became ready: its
     /// command was admitted and counted when it blocked ([`serve_waiter`]).
     Waiter,
+    /// A command of the primary's replication stream, applied by the
+    /// replica link ([`crate::replica::link`]): as Redis's master client it
+    /// gets no reply and skips authentication, the protected commands, the
+    /// read-only replica, stale data, MISCONF and the holds; MULTI queues
+    /// its commands as for any client, and it is counted in the statistics.
+    Primary,
 }
 
 /// The checks of [`admit`] a caller makes (the rows of one table).
@@ -92,6 +99,12 @@ impl Caller {
                 script: true,
                 holds: false,
                 queue: false,
+            },
+            Caller::Primary => Checks {
+                connection: false,
+                script: false,
+                holds: false,
+                queue: true,
             },
         }
     }
@@ -133,6 +146,19 @@ pub(crate) struct Facts<'a> {
     pub queued_write: bool,
     /// The dataset is loading: only `loading` commands run.
     pub loading: bool,
+    /// A replica with `replica-read-only yes`: clients' writes (and an
+    /// EXEC with a queued write, a script's write) are refused.
+    pub replica_read_only: bool,
+    /// A replica whose link is down, with `replica-serve-stale-data no`:
+    /// only `stale` commands run (an EXEC only when everything queued is).
+    pub stale_refused: bool,
+    /// With `stale_refused`: the client's MULTI queue holds a command not
+    /// flagged `stale` (Redis's `mstate.cmd_inv_flags`).
+    pub queued_not_stale: bool,
+    /// Looked up only on a replica: what the script or function the command
+    /// runs declared ([`CommandSpec::declared`]), which replaces its row's
+    /// `write` and `stale` flags in the replica's checks.
+    pub declared: Option<cmd::Declared>,
 }
 
 impl Facts<'static> {
@@ -153,6 +179,10 @@ impl Facts<'static> {
         disk_error: false,
         queued_write: false,
         loading: false,
+        replica_read_only: false,
+        stale_refused: false,
+        queued_not_stale: false,
+        declared: None,
     };
 }
 
@@ -291,8 +321,19 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if spec.has(flags::NOSCRIPT) {
             return refuse(Some(spec), errors::err(errors::NOT_FROM_SCRIPT));
         }
+        // An `allow-stale` script on a replica serving no stale data may
+        // run only `stale` commands (Redis's `scriptVerifyAllowStale`).
+        if facts.stale_refused && !spec.has(flags::STALE) {
+            return refuse(Some(spec), errors::err(errors::STALE_IN_SCRIPT));
+        }
         if matches!(caller, Caller::Script { read_only: true }) && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
+        }
+        // A read-only replica refuses a script's writes (Redis's
+        // `scriptVerifyWriteCommandAllow`; the script never wrote before,
+        // since nothing here lets it).
+        if facts.replica_read_only && spec.has(flags::WRITE) {
+            return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
         }
         return Verdict::Run(spec);
     }
@@ -320,17 +361,28 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         {
             return refuse(Some(spec), errors::err(errors::MISCONF));
         }
-        // (min-replicas and a read-only replica go here as those land.)
-        // 6. RESP2 subscriber context.
+        // (min-replicas goes here as it lands.)
+        // 6. A read-only replica refuses writes (an EXEC that would run one).
+        let writes = facts.declared.map_or(spec.has(flags::WRITE), |d| d.writes);
+        if facts.replica_read_only && (writes || (spec.has(flags::EXEC) && facts.queued_write)) {
+            return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
+        }
+        // 7. RESP2 subscriber context.
         if facts.subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
             return refuse(Some(spec), errors::not_while_subscribed(spec.name));
         }
-        // 7. Loading the dataset: only commands flagged `loading` (an EXEC
+        // 8. A replica whose link is down serves only `stale` commands
+        // with `replica-serve-stale-data no`.
+        let stale_ok = facts.declared.map_or(spec.has(flags::STALE), |d| d.stale_ok);
+        if facts.stale_refused && (!stale_ok || (spec.has(flags::EXEC) && facts.queued_not_stale)) {
+            return refuse(Some(spec), errors::err(errors::MASTERDOWN));
+        }
+        // 9. Loading the dataset: only commands flagged `loading` (an EXEC
         // only when everything queued is).
         if facts.loading && !spec.has(flags::LOADING) {
             return refuse(Some(spec), errors::err(errors::LOADING));
         }
-        // 8. A busy script or function: only ALLOW_BUSY commands.
+        // 10. A busy script or function: only ALLOW_BUSY commands.
         if let Some(script) = facts.busy {
             if !spec.has(flags::ALLOW_BUSY) {
                 return refuse(Some(spec), busy::busy(script));
@@ -338,7 +390,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     }
     if checks.holds {
-        // 9. CLIENT PAUSE, then the test-control plane's fault rules.
+        // 11. CLIENT PAUSE, then the test-control plane's fault rules.
         if holds.paused(spec, args) {
             return Verdict::Postponed;
         }
@@ -346,7 +398,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
             return Verdict::Fault(spec, action);
         }
     }
-    // 10. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    // 12. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     if checks.queue && facts.in_multi && !spec.has(flags::TX_CONTROL) {
         return Verdict::Queue(spec);
     }
@@ -407,6 +459,14 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let guards = ctx.server.guards;
     let client = &*ctx.client;
     let disk_error = crate::persist::saves::writes_denied(ctx.server);
+    let replica = ReplicaFacts::of(ctx.server);
+    let queued = |test: fn(&CommandSpec) -> bool| {
+        client
+            .multi
+            .iter()
+            .flatten()
+            .any(|args| cmd::resolve(args).is_ok_and(test))
+    };
     let facts = Facts {
         authenticated: client.authenticated,
         in_multi: client.multi.is_some(),
@@ -415,13 +475,17 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         guards: &guards,
         busy: None,
         disk_error,
-        queued_write: disk_error
-            && client
-                .multi
-                .iter()
-                .flatten()
-                .any(|args| cmd::resolve(args).is_ok_and(|s| s.has(flags::WRITE))),
+        queued_write: (disk_error || replica.read_only) && queued(|s| s.has(flags::WRITE)),
         loading: ctx.server.shared.loading.is_active(),
+        replica_read_only: replica.read_only,
+        stale_refused: replica.stale_refused,
+        queued_not_stale: replica.stale_refused && queued(|s| !s.has(flags::STALE)),
+        // Only a replica pays for the lookup (the primary's hot path does not).
+        declared: if replica.read_only || replica.stale_refused {
+            declared_flags(args, ctx.scripting.as_deref())
+        } else {
+            None
+        },
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -490,7 +554,13 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// be killed).
 pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
-    match admit(caller, args, &Facts::INTERNAL, &mut NoHolds) {
+    let replica = ReplicaFacts::of(ctx.server);
+    let facts = Facts {
+        replica_read_only: replica.read_only,
+        stale_refused: replica.stale_refused,
+        ..Facts::INTERNAL
+    };
+    match admit(caller, args, &facts, &mut NoHolds) {
         Verdict::Run(spec) => {
             let reply = call(ctx, caller, spec, args);
             let wrote = spec.has(flags::WRITE) && !reply.is_error();
@@ -502,6 +572,58 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
         }
         // Scripts are never queued, held or faulted (their checks say so).
         Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => (errors::err(errors::INTERNAL), false),
+    }
+}
+
+/// What the script or function `args` runs declared, if anything.
+fn declared_flags(args: &[Bytes], scripting: Option<&crate::lua::Scripting>) -> Option<cmd::Declared> {
+    let spec = cmd::resolve(args).ok()?;
+    spec.declared
+        .zip(scripting)
+        .and_then(|(declared, vm)| declared(vm, args))
+}
+
+/// What being a replica means for admission (for clients and scripts;
+/// the primary's own stream is never refused for it).
+#[derive(Clone, Copy)]
+struct ReplicaFacts {
+    read_only: bool,
+    stale_refused: bool,
+}
+
+impl ReplicaFacts {
+    fn of(server: &crate::state::ServerState) -> ReplicaFacts {
+        let replica = &server.replica;
+        let config = &server.config.replica;
+        ReplicaFacts {
+            read_only: replica.is_replica() && config.read_only,
+            stale_refused: replica.is_replica() && !replica.link_up() && !config.serve_stale_data,
+        }
+    }
+}
+
+/// A command of the primary's replication stream
+/// ([`Caller::Primary`]): admitted without the client checks, queued
+/// inside the link's MULTI, called; the reply is dropped by the caller.
+pub(crate) fn process_primary(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let facts = Facts {
+        in_multi: ctx.client.multi.is_some(),
+        ..Facts::INTERNAL
+    };
+    match admit(Caller::Primary, args, &facts, &mut NoHolds) {
+        Verdict::Run(spec) => call(ctx, Caller::Primary, spec, args),
+        Verdict::Queue(spec) => {
+            let client = &mut *ctx.client;
+            client.last_cmd = spec.name.into();
+            client.last_cmd_ms = ctx.now;
+            if let Some(queue) = client.multi.as_mut() {
+                queue.push(args.to_vec());
+            }
+            Reply::status("QUEUED")
+        }
+        Verdict::Refused { spec, reply } => reject(ctx, spec, reply),
+        // The primary's stream is never held or faulted (its checks say so).
+        Verdict::Postponed | Verdict::Fault(..) => errors::err(errors::INTERNAL),
     }
 }
 

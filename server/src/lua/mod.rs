@@ -164,13 +164,17 @@ pub struct ScriptFlags {
     pub shebang: bool,
     /// `no-writes`: it runs read-only, and EVAL_RO may run it.
     pub no_writes: bool,
+    /// `allow-stale`: it runs on a replica whose link is down with
+    /// `replica-serve-stale-data no`.
+    pub allow_stale: bool,
 }
 
 /// A script's shebang flags and where its code starts (at the shebang's
 /// newline), or `None` without a shebang; Redis's
-/// `evalExtractShebangFlags` errors. The other flags (allow-oom,
-/// allow-stale, no-cluster, allow-cross-slot-keys) are accepted: coordis
-/// has no memory limit, replicas or cluster for them to relax.
+/// `evalExtractShebangFlags` errors. `allow-stale` matters on a replica
+/// (admission); the other flags (allow-oom, no-cluster,
+/// allow-cross-slot-keys) are accepted: coordis has no memory limit or
+/// cluster for them to relax.
 fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     use crate::errors;
     if !body.starts_with(b"#!") {
@@ -189,6 +193,7 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     let mut flags = ScriptFlags {
         shebang: true,
         no_writes: false,
+        allow_stale: false,
     };
     for part in &parts[1..] {
         let Some(list) = part.strip_prefix(b"flags=") else {
@@ -202,9 +207,20 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
                 return Err(errors::shebang_flag(flag));
             }
             flags.no_writes |= flag == b"no-writes";
+            flags.allow_stale |= flag == b"allow-stale";
         }
     }
     Ok(Some((flags, end)))
+}
+
+/// What a script body's shebang declares (the default flags, `shebang`
+/// false, without one); `None` for a shebang EVAL refuses.
+pub(crate) fn body_flags(body: &[u8]) -> Option<ScriptFlags> {
+    match shebang_flags(body) {
+        Ok(Some((flags, _))) => Some(flags),
+        Ok(None) => Some(ScriptFlags::default()),
+        Err(_) => None,
+    }
 }
 
 /// Whether a script body may write: not when its shebang says `no-writes`

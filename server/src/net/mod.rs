@@ -122,6 +122,11 @@ impl Bound {
             self.clock.clone(),
             stop_rx.clone(),
         ));
+        let replica = tokio::spawn(crate::replica::link::run(
+            engine.clone(),
+            shared.clone(),
+            stop_rx.clone(),
+        ));
         let ids = Arc::new(AtomicU64::new(0));
         let mut accepts = JoinSet::new();
         let ctx = ConnCtx {
@@ -202,6 +207,7 @@ impl Bound {
             while accepts.join_next().await.is_some() {}
             let _ = expiry.await;
             let _ = timer.await;
+            let _ = replica.await;
         })
         .await;
         if drained.is_err() {
@@ -396,7 +402,7 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signa
 
 /// Takes the engine lock without pinning a worker thread behind a running
 /// script: waits asynchronously while one runs.
-async fn lock_engine<'a>(engine: &'a Mutex<Engine>, script: &ScriptState) -> MutexGuard<'a, Engine> {
+pub(crate) async fn lock_engine<'a>(engine: &'a Mutex<Engine>, script: &ScriptState) -> MutexGuard<'a, Engine> {
     loop {
         let running = script.is_running();
         {

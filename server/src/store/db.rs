@@ -154,6 +154,10 @@ pub struct Db {
     /// CLIENT PAUSE is in force: a key past its deadline reads as absent but
     /// stays, as in Redis 7 (expiry would be a write).
     pub keep_expired: bool,
+    /// The primary's replication stream is being applied: a key past its
+    /// deadline is still live, as for Redis's master client (the primary
+    /// decides expiry; its DEL must find the key).
+    pub obey_primary: bool,
     /// A background save's hold on this table (None when none runs).
     pub(crate) snap: Option<Box<DbSnap>>,
 }
@@ -469,7 +473,7 @@ impl Db {
     fn live(&mut self, key: &[u8], now: u64) -> Option<u64> {
         let hash = self.hash(key);
         let item = self.map.find(hash, |item| item.key() == key)?;
-        if !is_expired(item.expire_at(), now) {
+        if !is_expired(item.expire_at(), now) || self.obey_primary {
             return Some(hash);
         }
         if self.keep_expired {

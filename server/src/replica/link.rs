@@ -1,0 +1,418 @@
+//! The replica link: one task per server that follows the primary
+//! [`super::ReplicaState`] names, as Redis 7.0.15's replica does.
+//!
+//! Connect, then the handshake Redis sends (PING; AUTH with `masterauth`
+//! and `masteruser`; `REPLCONF listening-port <port>`; `REPLCONF capa eof
+//! capa psync2`; `PSYNC <replid> <offset>` from the cached primary, or
+//! `PSYNC ? -1`). `+FULLRESYNC` is followed by the RDB (`$<len>` or the
+//! diskless `$EOF:<mark>` framing), which replaces the dataset;
+//! `+CONTINUE` keeps it. Then the stream: every complete command is applied
+//! through the engine ([`crate::engine::Engine::replica_apply`]), counted in
+//! the offset; `REPLCONF ACK <offset>` goes back every second and for each
+//! `REPLCONF GETACK`. A dropped link is retried after [`RECONNECT_DELAY`],
+//! asking a partial resync from where it stopped.
+//!
+//! The task owns the socket; the engine lock is taken only to apply what
+//! was read (never across an await), and everything applied carries the
+//! generation it was read under, so a link REPLICAOF replaced changes
+//! nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::{LinkState, Primary};
+use crate::engine::Engine;
+use crate::protocol::{ProtocolLimits, RequestParser};
+use crate::state::Shared;
+
+/// How long a failed or dropped link waits before it tries again (Redis
+/// retries from its once-a-second cron).
+pub(crate) const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+/// How often the link sends `REPLCONF ACK <offset>` (Redis's
+/// `replicationCron`, once a second).
+pub(crate) const ACK_PERIOD: Duration = Duration::from_secs(1);
+
+/// How long connecting and each handshake reply may take (Redis's
+/// `repl-timeout` default).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The length of the diskless transfer's end mark (`$EOF:<mark>`).
+const EOF_MARK_LEN: usize = super::REPLID_LEN;
+
+/// What the link needs to (re)connect, read from the engine.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub generation: u64,
+    pub primary: Primary,
+    pub masterauth: String,
+    pub masteruser: String,
+    /// This server's port (`REPLCONF listening-port`).
+    pub port: u16,
+    /// What PSYNC asks: a replication ID and the offset to continue from.
+    pub psync: (String, i64),
+}
+
+/// Why a link ended.
+enum End {
+    /// REPLICAOF changed the primary (or ended the replication).
+    Replaced,
+    /// The server stops.
+    Stopped,
+    /// An I/O error, a refusal or a protocol error: retry later.
+    Failed(String),
+}
+
+/// The link task (spawned once by the server): follows the primary until
+/// `stop`.
+pub(crate) async fn run(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let target = crate::net::lock_engine(&engine, &shared.script).await.replica_target();
+        let Some(target) = target else {
+            tokio::select! {
+                _ = stop.changed() => return,
+                () = shared.replica_changed.notified() => continue,
+            }
+        };
+        let generation = target.generation;
+        // A REPLICAOF that changes the primary ends this link wherever it
+        // is (a silent primary's handshake included); any other wake-up
+        // lets it go on.
+        let link = follow(&engine, &shared, target);
+        tokio::pin!(link);
+        let end = loop {
+            tokio::select! {
+                end = &mut link => break end,
+                _ = stop.changed() => break End::Stopped,
+                () = shared.replica_changed.notified() => {
+                    let current = crate::net::lock_engine(&engine, &shared.script).await.replica_offset(generation);
+                    if current.is_none() {
+                        break End::Replaced;
+                    }
+                }
+            }
+        };
+        crate::net::lock_engine(&engine, &shared.script)
+            .await
+            .replica_link_lost(generation);
+        match end {
+            End::Stopped => return,
+            End::Replaced => continue,
+            End::Failed(why) => {
+                tracing::debug!("replication link: {why}");
+                tokio::select! {
+                    _ = stop.changed() => return,
+                    () = shared.replica_changed.notified() => {}
+                    () = tokio::time::sleep(RECONNECT_DELAY) => {}
+                }
+            }
+        }
+    }
+}
+
+/// The socket and what was read from it and not yet used.
+struct Conn {
+    socket: TcpStream,
+    buf: BytesMut,
+}
+
+impl Conn {
+    async fn fill(&mut self) -> Result<(), End> {
+        self.buf.reserve(READ_CHUNK);
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, self.socket.read_buf(&mut self.buf)).await {
+            Err(_) => Err(End::Failed(
+                "Master did not respond to command during SYNC handshake".into(),
+            )),
+            Ok(Ok(0)) => Err(End::Failed("the primary closed the connection".into())),
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(End::Failed(format!("I/O error reading from MASTER: {e}"))),
+        }
+    }
+
+    /// The next reply line, without its CRLF; the bare newlines a primary
+    /// sends to keep the link alive while it prepares an RDB are skipped.
+    async fn line(&mut self) -> Result<String, End> {
+        loop {
+            while self.buf.first() == Some(&b'\n') {
+                self.buf.advance(1);
+            }
+            if let Some(eol) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buf[..eol]).into_owned();
+                self.buf.advance(eol + 2);
+                return Ok(line);
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn send(&mut self, args: &[&[u8]]) -> Result<(), End> {
+        self.socket
+            .write_all(&encode(args))
+            .await
+            .map_err(|e| End::Failed(format!("I/O error writing to MASTER: {e}")))
+    }
+
+    /// Reads a full resync's RDB: `$<len>` then that many bytes, or
+    /// `$EOF:<mark>` then bytes up to the mark. `true` with the second.
+    async fn payload(&mut self) -> Result<(Vec<u8>, bool), End> {
+        let header = self.line().await?;
+        let Some(size) = header.strip_prefix('$') else {
+            return Err(End::Failed(format!(
+                "Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"
+            )));
+        };
+        if let Some(mark) = size.strip_prefix("EOF:") {
+            if mark.len() != EOF_MARK_LEN {
+                return Err(End::Failed("bad EOF mark from MASTER".into()));
+            }
+            tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+            let mark = mark.as_bytes().to_vec();
+            let mut rdb = Vec::new();
+            loop {
+                rdb.extend_from_slice(&self.buf);
+                self.buf.clear();
+                if rdb.ends_with(&mark) {
+                    rdb.truncate(rdb.len() - mark.len());
+                    return Ok((rdb, true));
+                }
+                self.fill().await?;
+            }
+        }
+        let len: usize = size
+            .parse()
+            .map_err(|_| End::Failed(format!("bad RDB length from MASTER: '{size}'")))?;
+        tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk");
+        while self.buf.len() < len {
+            self.fill().await?;
+        }
+        Ok((self.buf.split_to(len).to_vec(), false))
+    }
+}
+
+/// A command in RESP, as Redis's `sendCommand` writes it.
+pub(crate) fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Whether a reply to the handshake's PING lets the link go on: PONG, or
+/// the refusals of a primary that wants AUTH first (Redis's list).
+fn ping_ok(reply: &str) -> bool {
+    !reply.starts_with('-')
+        || reply.starts_with("-NOAUTH")
+        || reply.starts_with("-NOPERM")
+        || reply.starts_with("-ERR operation not permitted")
+}
+
+/// One link: connect, handshake, resync, stream, until it fails or is
+/// replaced.
+async fn follow(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, target: Target) -> End {
+    let generation = target.generation;
+    let lock = || crate::net::lock_engine(engine, &shared.script);
+    let set_state = |state| async move { lock().await.replica_set_state(generation, state) };
+    if !set_state(LinkState::Connecting).await {
+        return End::Replaced;
+    }
+    let addr = format!("{}:{}", target.primary.host, target.primary.port);
+    let socket = match tokio::time::timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(&addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::warn!("Error condition on socket for SYNC: {e}");
+            return End::Failed(e.to_string());
+        }
+        Err(_) => {
+            tracing::warn!("Timeout connecting to the MASTER...");
+            return End::Failed("connect timeout".into());
+        }
+    };
+    let _ = socket.set_nodelay(true);
+    tracing::info!("MASTER <-> REPLICA sync started");
+    tracing::info!("Non blocking connect for SYNC fired the event.");
+    if !set_state(LinkState::Handshake).await {
+        return End::Replaced;
+    }
+    let mut conn = Conn {
+        socket,
+        buf: BytesMut::new(),
+    };
+    if let Err(end) = handshake(&mut conn, &target).await {
+        return end;
+    }
+    let (replid, offset) = target.psync.clone();
+    if replid == "?" {
+        tracing::info!("Partial resynchronization not possible (no cached master)");
+    } else {
+        tracing::info!("Trying a partial resynchronization (request {replid}:{offset}).");
+    }
+    let offset_text = offset.to_string();
+    if let Err(end) = conn.send(&[b"PSYNC", replid.as_bytes(), offset_text.as_bytes()]).await {
+        return end;
+    }
+    let reply = match conn.line().await {
+        Ok(r) => r,
+        Err(end) => return end,
+    };
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
+        let mut words = rest.split_whitespace();
+        let (Some(id), Some(off)) = (words.next(), words.next().and_then(|o| o.parse::<i64>().ok())) else {
+            return End::Failed(format!("bad FULLRESYNC reply: '{reply}'"));
+        };
+        tracing::info!("Full resync from master: {id}:{off}");
+        if !set_state(LinkState::Sync).await {
+            return End::Replaced;
+        }
+        let (rdb, diskless) = match conn.payload().await {
+            Ok(p) => p,
+            Err(end) => return end,
+        };
+        match lock().await.replica_full_sync(generation, id.to_string(), off, &rdb) {
+            Ok(true) => {}
+            Ok(false) => return End::Replaced,
+            Err(why) => {
+                tracing::warn!("Failed trying to load the MASTER synchronization DB from disk: {why}");
+                return End::Failed(why);
+            }
+        }
+        if diskless {
+            // Redis acknowledges at once, which puts the link online on a
+            // primary that streamed the RDB from its socket.
+            let ack = lock().await.replica_offset(generation).unwrap_or(off);
+            if let Err(end) = conn.send(&[b"REPLCONF", b"ACK", ack.to_string().as_bytes()]).await {
+                return end;
+            }
+        }
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        tracing::info!("Successful partial resynchronization with master.");
+        let new_id = rest.split_whitespace().next().map(str::to_string);
+        if !lock().await.replica_continue(generation, new_id) {
+            return End::Replaced;
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+    } else {
+        tracing::warn!("Unexpected reply to PSYNC from master: {reply}");
+        return End::Failed(reply);
+    }
+    stream(engine, shared, conn, generation).await
+}
+
+/// PING, AUTH, REPLCONF listening-port and capa, as Redis 7.0.15 sends
+/// them (the last three in one write, then their replies in order).
+async fn handshake(conn: &mut Conn, target: &Target) -> Result<(), End> {
+    conn.send(&[b"PING"]).await?;
+    let pong = conn.line().await?;
+    if !ping_ok(&pong) {
+        tracing::warn!("Error reply to PING from master: '{pong}'");
+        return Err(End::Failed(pong));
+    }
+    tracing::info!("Master replied to PING, replication can continue...");
+    let mut batch = Vec::new();
+    let auth = !target.masterauth.is_empty();
+    if auth {
+        let (user, pass) = (target.masteruser.as_bytes(), target.masterauth.as_bytes());
+        if user.is_empty() {
+            batch.extend(encode(&[b"AUTH", pass]));
+        } else {
+            batch.extend(encode(&[b"AUTH", user, pass]));
+        }
+    }
+    batch.extend(encode(&[
+        b"REPLCONF",
+        b"listening-port",
+        target.port.to_string().as_bytes(),
+    ]));
+    batch.extend(encode(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]));
+    conn.socket
+        .write_all(&batch)
+        .await
+        .map_err(|e| End::Failed(format!("I/O error writing to MASTER: {e}")))?;
+    if auth {
+        let reply = conn.line().await?;
+        if let Some(why) = reply.strip_prefix('-') {
+            tracing::warn!("Unable to AUTH to MASTER: {why}");
+            return Err(End::Failed(reply));
+        }
+    }
+    let reply = conn.line().await?;
+    if let Some(why) = reply.strip_prefix('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF listening-port: {why}");
+    }
+    let reply = conn.line().await?;
+    if let Some(why) = reply.strip_prefix('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF capa: {why}");
+    }
+    Ok(())
+}
+
+/// The stream: parse every complete command read, apply them as one
+/// batch, answer GETACKs; ACK every [`ACK_PERIOD`].
+async fn stream(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, mut conn: Conn, generation: u64) -> End {
+    let limits = ProtocolLimits::default();
+    let mut parser = RequestParser::new();
+    let mut acks = tokio::time::interval(ACK_PERIOD);
+    acks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut read = 0usize;
+    // Bytes the parser took of the command it has not completed yet (it
+    // keeps a partial header's progress itself): they count for that
+    // command once it completes.
+    let mut taken = 0usize;
+    loop {
+        // What is already buffered (bytes after the RDB) is applied first.
+        let mut batch: Vec<(Vec<Bytes>, usize)> = Vec::new();
+        loop {
+            let before = conn.buf.len();
+            let parsed = parser.next(&mut conn.buf, &limits);
+            taken += before - conn.buf.len();
+            match parsed {
+                Ok(Some(args)) => batch.push((args, std::mem::take(&mut taken))),
+                Ok(None) => break,
+                Err(e) => return End::Failed(format!("protocol error from MASTER: {e}")),
+            }
+        }
+        // Bytes of a command not yet complete count as read, not applied.
+        if !batch.is_empty() || read > 0 {
+            let applied = crate::net::lock_engine(engine, &shared.script)
+                .await
+                .replica_apply(generation, batch, read);
+            let Some(getacks) = applied else {
+                return End::Replaced;
+            };
+            for offset in getacks {
+                if let Err(end) = conn.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()]).await {
+                    return end;
+                }
+            }
+        }
+        conn.buf.reserve(READ_CHUNK);
+        tokio::select! {
+            got = conn.socket.read_buf(&mut conn.buf) => match got {
+                Ok(0) => return End::Failed("the primary closed the connection".into()),
+                Ok(n) => read = n,
+                Err(e) => return End::Failed(format!("I/O error reading from MASTER: {e}")),
+            },
+            _ = acks.tick() => {
+                read = 0;
+                let offset = crate::net::lock_engine(engine, &shared.script).await.replica_offset(generation);
+                let Some(offset) = offset else {
+                    return End::Replaced;
+                };
+                if let Err(end) = conn.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()]).await {
+                    return end;
+                }
+            }
+        }
+    }
+}

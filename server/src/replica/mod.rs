@@ -1,0 +1,403 @@
+//! coordis as a replica: what the link to a primary knows and the rules a
+//! replica follows (Redis's `replication.c`, replica half).
+//!
+//! [`ReplicaState`] (in the server state, behind the engine lock) is the
+//! one record of the link: the primary's address, the link's state (as
+//! ROLE and INFO show it), the primary's replication ID and the offset of
+//! the stream applied so far, and the *cached primary* a reconnect asks a
+//! partial resynchronization from (PSYNC2). The network side is [`link`]:
+//! one task that connects, hands shakes, loads a full resync's RDB and
+//! applies the stream through the engine's one admission/call path as
+//! [`crate::exec::Caller::Primary`].
+//!
+//! At the merge with the primary side (`crate::repl`) these become one: a
+//! replica's [`ReplicaState::offset`] is its own `master_repl_offset`, the
+//! primary's replid is its own replid (chained replicas re-serve the
+//! stream), and [`ReplicaState::promote`]'s shift (new replid, the old one
+//! as replid2 up to offset+1) is the primary side's `shiftReplicationId`.
+//!
+//! What must never happen here: I/O or awaits (the task in [`link`] does
+//! those and takes the engine lock only to apply what it read).
+
+pub(crate) mod link;
+
+use crate::config::Config;
+
+/// A replication ID's length (40 hex digits, Redis's `CONFIG_RUN_ID_SIZE`).
+pub(crate) const REPLID_LEN: usize = 40;
+
+/// The all-zero replication ID Redis shows for "none" (`master_replid2`).
+pub(crate) const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+/// Where the link is, as ROLE words it (Redis's `replstateToString`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum LinkState {
+    /// Not a replica.
+    #[default]
+    None,
+    /// A primary is set; the next connect attempt is pending.
+    Connect,
+    /// Connecting to the primary.
+    Connecting,
+    /// Connected: PING, AUTH, REPLCONF, PSYNC under way.
+    Handshake,
+    /// Receiving the full resynchronization's RDB.
+    Sync,
+    /// Streaming: the dataset follows the primary's.
+    Connected,
+}
+
+impl LinkState {
+    /// ROLE's word for the state.
+    pub(crate) fn role_word(self) -> &'static str {
+        match self {
+            LinkState::None => "none",
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Handshake => "handshake",
+            LinkState::Sync => "sync",
+            LinkState::Connected => "connected",
+        }
+    }
+}
+
+/// Where a replica would continue from: a primary's replication ID and
+/// the offset of the last byte applied from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Position {
+    pub replid: String,
+    pub offset: i64,
+}
+
+/// The primary's address, as REPLICAOF or `replicaof` gave it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Primary {
+    pub host: String,
+    pub port: u16,
+}
+
+/// The replica side's state (see the module docs).
+#[derive(Debug)]
+pub(crate) struct ReplicaState {
+    /// The primary to follow; `None`: this server is a primary.
+    pub primary: Option<Primary>,
+    /// Bumped at every REPLICAOF that changes the primary (or ends the
+    /// replication): what the link task applies carries the generation it
+    /// was read under, and the engine drops what an older link read.
+    pub generation: u64,
+    pub state: LinkState,
+    /// The replication ID of the history this server's dataset belongs to:
+    /// its own random one as a primary, the primary's after a sync.
+    pub replid: String,
+    /// The offset of the last byte of that history applied here (Redis's
+    /// `master_repl_offset`; a replica counts only complete commands).
+    pub offset: i64,
+    /// Bytes of the stream read from the link, complete or not (INFO's
+    /// `slave_read_repl_offset`).
+    pub read_offset: i64,
+    /// After a promotion: the history this server continued from, valid up
+    /// to `second_offset` (INFO's `master_replid2`, `second_repl_offset`).
+    pub replid2: String,
+    pub second_offset: i64,
+    /// What a reconnect asks PSYNC for: this server's own position when it
+    /// became a replica, the lost link's after a disconnect (Redis's
+    /// cached master); `None` asks `PSYNC ? -1`.
+    pub cached: Option<Position>,
+    /// Server clock (ms) of the last byte from the primary (INFO's
+    /// `master_last_io_seconds_ago`).
+    pub last_io_ms: u64,
+    /// Server clock (ms) the link went down (INFO's
+    /// `master_link_down_since_seconds`).
+    pub down_since_ms: u64,
+    /// Full resynchronizations completed and partial ones accepted, as this
+    /// replica saw them (for tests and the log).
+    pub full_syncs: u64,
+    pub partial_syncs: u64,
+    /// Bytes of the stream applied inside a MULTI not yet ended: the
+    /// offset moves past a transaction only at its EXEC, so an ACK or a
+    /// cached position never falls inside one (Redis's `reploff`).
+    pub multi_bytes: i64,
+}
+
+impl ReplicaState {
+    /// The state at start: a primary with its own replication ID, or a
+    /// replica of the `replicaof` directive's primary (which asks
+    /// `PSYNC ? -1`: nothing was loaded from it yet).
+    pub(crate) fn new(config: &Config, replid: String) -> ReplicaState {
+        let mut state = ReplicaState {
+            primary: None,
+            generation: 0,
+            state: LinkState::None,
+            replid,
+            offset: 0,
+            read_offset: 0,
+            replid2: NO_REPLID.into(),
+            second_offset: -1,
+            cached: None,
+            last_io_ms: 0,
+            down_since_ms: 0,
+            full_syncs: 0,
+            partial_syncs: 0,
+            multi_bytes: 0,
+        };
+        if let Some(primary) = parse_replicaof(&config.replica.replicaof) {
+            state.primary = Some(primary);
+            state.state = LinkState::Connect;
+            state.generation = 1;
+        }
+        state
+    }
+
+    /// Whether this server is a replica (REPLICAOF host port in force).
+    pub(crate) fn is_replica(&self) -> bool {
+        self.primary.is_some()
+    }
+
+    /// Whether the link is up and streaming.
+    pub(crate) fn link_up(&self) -> bool {
+        self.state == LinkState::Connected
+    }
+
+    /// REPLICAOF host port: follow `primary` from now on. A primary becoming
+    /// a replica caches its own position, to ask the new primary a partial
+    /// resync from it (Redis's `replicationCacheMasterUsingMyself`).
+    pub(crate) fn follow(&mut self, primary: Primary, now_ms: u64) {
+        // A primary becoming a replica, or a replica leaving a live link:
+        // where it stands is what it asks the new primary to continue
+        // (Redis's `replicationCacheMasterUsingMyself` and the cached
+        // master of the link it drops). A link already down keeps the
+        // position cached when it went down.
+        if self.primary.is_none() || self.link_up() {
+            self.cached = Some(Position {
+                replid: self.replid.clone(),
+                offset: self.offset,
+            });
+            self.down_since_ms = now_ms;
+        }
+        self.multi_bytes = 0;
+        tracing::info!("Connecting to MASTER {}:{}", primary.host, primary.port);
+        self.primary = Some(primary);
+        self.generation += 1;
+        self.state = LinkState::Connect;
+    }
+
+    /// REPLICAOF NO ONE: the stream stops and this server continues the
+    /// history as a primary under a new replication ID; the old one stays
+    /// valid as replid2 up to `offset + 1`, so replicas of the same primary
+    /// can continue partially from here (Redis's `shiftReplicationId`).
+    pub(crate) fn promote(&mut self, new_replid: String) {
+        self.primary = None;
+        self.generation += 1;
+        self.state = LinkState::None;
+        self.cached = None;
+        self.down_since_ms = 0;
+        self.multi_bytes = 0;
+        self.replid2 = std::mem::replace(&mut self.replid, new_replid);
+        self.second_offset = self.offset + 1;
+        tracing::info!(
+            "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
+            self.replid2,
+            self.second_offset,
+            self.replid
+        );
+    }
+
+    /// What the next PSYNC asks: `(replid, offset)` to continue from, or
+    /// `("?", -1)` for a full resynchronization.
+    pub(crate) fn psync_request(&self) -> (String, i64) {
+        match &self.cached {
+            Some(p) => (p.replid.clone(), p.offset + 1),
+            None => ("?".into(), -1),
+        }
+    }
+
+    /// The link dropped after it was streaming: the position reached is
+    /// cached for a partial resync (Redis's `replicationCacheMaster`).
+    pub(crate) fn link_lost(&mut self, now_ms: u64) {
+        if self.state == LinkState::Connected {
+            tracing::info!("Connection with master lost.");
+            tracing::info!("Caching the disconnected master state.");
+            self.cached = Some(Position {
+                replid: self.replid.clone(),
+                offset: self.offset,
+            });
+            self.down_since_ms = now_ms;
+        }
+        if self.primary.is_some() {
+            self.state = LinkState::Connect;
+        }
+        self.multi_bytes = 0;
+    }
+
+    /// A command of `len` bytes was applied; `in_multi` when the link's
+    /// client is inside a MULTI after it.
+    pub(crate) fn applied(&mut self, len: usize, in_multi: bool) {
+        self.multi_bytes += len as i64;
+        if !in_multi {
+            self.offset += std::mem::take(&mut self.multi_bytes);
+        }
+    }
+
+    /// A full resynchronization's dataset is in: the history is the
+    /// primary's from `offset` on.
+    pub(crate) fn synced(&mut self, replid: String, offset: i64, now_ms: u64) {
+        self.replid = replid;
+        self.offset = offset;
+        self.read_offset = offset;
+        self.cached = None;
+        self.state = LinkState::Connected;
+        self.last_io_ms = now_ms;
+        self.full_syncs += 1;
+    }
+
+    /// A partial resynchronization was accepted (`+CONTINUE [replid]`):
+    /// the stream goes on from the cached position, under the primary's
+    /// new replication ID if it sent one (it was promoted meanwhile).
+    pub(crate) fn continued(&mut self, new_replid: Option<String>, now_ms: u64) {
+        let cached = self.cached.take().unwrap_or(Position {
+            replid: self.replid.clone(),
+            offset: self.offset,
+        });
+        match new_replid {
+            Some(id) if id != cached.replid => {
+                tracing::warn!("Master replication ID changed to {id}");
+                self.replid2 = cached.replid;
+                self.second_offset = cached.offset + 1;
+                self.replid = id;
+            }
+            _ => self.replid = cached.replid,
+        }
+        self.offset = cached.offset;
+        self.read_offset = cached.offset;
+        self.state = LinkState::Connected;
+        self.last_io_ms = now_ms;
+        self.partial_syncs += 1;
+    }
+
+    /// INFO's replication section for a replica (from `role:slave` up to
+    /// `connected_slaves`; the common lines follow it).
+    pub(crate) fn info_lines(&self, config: &Config, now_ms: u64) -> String {
+        use std::fmt::Write;
+        let Some(primary) = &self.primary else {
+            return String::new();
+        };
+        let mut out = String::new();
+        let secs = |ms: u64| now_ms.saturating_sub(ms) / 1000;
+        let _ = write!(
+            out,
+            "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
+            primary.host,
+            primary.port,
+            if self.link_up() { "up" } else { "down" },
+            if self.link_up() { secs(self.last_io_ms) as i64 } else { -1 },
+            u8::from(self.state == LinkState::Sync),
+            self.read_offset,
+            self.offset,
+        );
+        if !self.link_up() {
+            let down = if self.down_since_ms == 0 {
+                -1
+            } else {
+                secs(self.down_since_ms) as i64
+            };
+            let _ = write!(out, "master_link_down_since_seconds:{down}\r\n");
+        }
+        let _ = write!(
+            out,
+            "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
+            config.replica.priority,
+            u8::from(config.replica.read_only),
+            u8::from(config.replica.announced),
+        );
+        out
+    }
+
+    /// ROLE for a replica: `slave`, host, port, state, offset.
+    pub(crate) fn role(&self) -> Option<crate::protocol::Reply> {
+        use crate::protocol::Reply;
+        let primary = self.primary.as_ref()?;
+        let offset = if self.link_up() { self.offset } else { -1 };
+        Some(Reply::Array(vec![
+            Reply::bulk("slave"),
+            Reply::Bulk(bytes::Bytes::from(primary.host.clone())),
+            Reply::Int(primary.port.into()),
+            Reply::bulk(self.state.role_word()),
+            Reply::Int(offset),
+        ]))
+    }
+}
+
+/// `replicaof`'s canonical text (`host port`, empty for none) as a primary.
+pub(crate) fn parse_replicaof(text: &str) -> Option<Primary> {
+    let (host, port) = text.split_once(' ')?;
+    Some(Primary {
+        host: host.to_string(),
+        port: port.parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> ReplicaState {
+        ReplicaState::new(&Config::default(), "a".repeat(REPLID_LEN))
+    }
+
+    #[test]
+    fn a_primary_becoming_a_replica_asks_to_continue_its_own_history() {
+        let mut s = state();
+        s.offset = 41;
+        s.follow(
+            Primary {
+                host: "h".into(),
+                port: 7,
+            },
+            0,
+        );
+        assert_eq!(s.psync_request(), ("a".repeat(REPLID_LEN), 42));
+        assert_eq!(s.state.role_word(), "connect");
+    }
+
+    #[test]
+    fn a_lost_link_caches_its_position_and_a_promotion_shifts_the_ids() {
+        let mut s = state();
+        s.follow(
+            Primary {
+                host: "h".into(),
+                port: 7,
+            },
+            0,
+        );
+        s.synced("b".repeat(REPLID_LEN), 100, 0);
+        s.offset = 150;
+        s.link_lost(5);
+        assert_eq!(s.psync_request(), ("b".repeat(REPLID_LEN), 151));
+        s.continued(Some("c".repeat(REPLID_LEN)), 6);
+        assert_eq!(
+            (s.replid.clone(), s.replid2.clone(), s.second_offset),
+            ("c".repeat(40), "b".repeat(40), 151)
+        );
+        s.promote("d".repeat(REPLID_LEN));
+        assert_eq!(
+            (s.replid.as_str(), s.replid2.as_str(), s.second_offset),
+            (&*"d".repeat(40), &*"c".repeat(40), 151)
+        );
+        assert!(!s.is_replica());
+    }
+
+    #[test]
+    fn the_directive_makes_a_replica_that_asks_for_a_full_resync() {
+        let mut config = Config::default();
+        config.replica.replicaof = "127.0.0.1 6379".into();
+        let s = ReplicaState::new(&config, "a".repeat(REPLID_LEN));
+        assert_eq!(
+            s.primary,
+            Some(Primary {
+                host: "127.0.0.1".into(),
+                port: 6379
+            })
+        );
+        assert_eq!(s.psync_request(), ("?".into(), -1));
+    }
+}

@@ -1,0 +1,534 @@
+//! coordis as a replica of a real redis-server 7.0.15: full resyncs (the
+//! diskless `$EOF:` and the disk-based `$len` framing), the stream after a
+//! random workload over every family (DEBUG DIGEST equal), a cut link that
+//! continues partially (Redis's `sync_partial_ok`), a primary with a new
+//! replication ID that gives a full one, READONLY and MASTERDOWN worded as
+//! a real Redis replica words them, expiry through the primary's DELs, and
+//! REPLICAOF NO ONE. Every test skips loudly without redis-server.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use coordis::testing::{compare_digests, RawClient, RedisServer};
+use coordis::BlockingServer;
+
+/// The tests run one at a time: two servers started at once can be given
+/// the same free port (`free_port` releases it before the server binds),
+/// and a Redis that lost that race would be another test's server.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How long a test waits for the replica to reach a state.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A Redis primary that syncs at once (no diskless delay), with DEBUG.
+fn redis_primary(extra: &[&str]) -> Option<RedisServer> {
+    let mut args = vec!["--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes"];
+    args.extend_from_slice(extra);
+    RedisServer::start(&args).unwrap()
+}
+
+/// An embedded coordis with DEBUG, to be made a replica by the test.
+fn coordis() -> BlockingServer {
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    builder.start_blocking().unwrap()
+}
+
+fn text(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply).into_owned()
+}
+
+fn cmd(addr: SocketAddr, args: &[&str]) -> String {
+    text(&RawClient::connect(addr).unwrap().command(args).unwrap())
+}
+
+/// One field of `INFO <section>` (`None` when absent).
+fn info(addr: SocketAddr, section: &str, field: &str) -> Option<String> {
+    let body = cmd(addr, &["INFO", section]);
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+}
+
+fn info_num(addr: SocketAddr, section: &str, field: &str) -> i64 {
+    info(addr, section, field)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("INFO {section} has no number {field}"))
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn replicaof(replica: SocketAddr, primary: SocketAddr) -> String {
+    cmd(replica, &["REPLICAOF", "127.0.0.1", &primary.port().to_string()])
+}
+
+/// Whether the primary streams to every replica it has (after a diskless
+/// transfer Redis starts the stream at the replica's next ACK, which a
+/// replica sends once a second, as Redis's own).
+fn all_online(primary: SocketAddr) -> bool {
+    let body = cmd(primary, &["INFO", "replication"]);
+    let mut replicas = body.lines().filter(|l| l.starts_with("slave") && l.contains("state="));
+    replicas.all(|l| l.contains("state=online"))
+}
+
+/// Waits until `replica`'s link is up and it has applied everything
+/// `primary` has sent.
+fn wait_caught_up(replica: SocketAddr, primary: SocketAddr) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if info(replica, "replication", "master_link_status").as_deref() == Some("up")
+            && all_online(primary)
+            && info_num(replica, "replication", "slave_repl_offset")
+                == info_num(primary, "replication", "master_repl_offset")
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for the replica to catch up: replica {}\nprimary {}",
+            cmd(replica, &["INFO", "replication"]),
+            cmd(primary, &["INFO", "replication"])
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_same_digest(a: SocketAddr, b: SocketAddr) {
+    let diff = compare_digests(a, b, &[0, 1, 2]).unwrap();
+    assert!(diff.is_empty(), "datasets differ:\n{}", diff.join("\n"));
+    assert_ne!(
+        coordis::testing::debug_digest(a).unwrap(),
+        "0000000000000000000000000000000000000000",
+        "the workload left data"
+    );
+}
+
+/// A seeded random workload over every family, in databases 0..3, with
+/// relative TTLs, transactions and scripts (what the primary rewrites
+/// into its effects), sent as one pipeline.
+fn workload(seed: u64, n: usize) -> Vec<Vec<String>> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let key = |rng: &mut fastrand::Rng, kind: &str| format!("{kind}:{}", rng.u32(0..12));
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    for _ in 0..n {
+        let v = rng.u32(0..1000).to_string();
+        let f = format!("f{}", rng.u32(0..6));
+        let c = match rng.u32(0..24) {
+            0 => s(&["SET", &key(&mut rng, "s"), &v]),
+            1 => s(&["INCRBY", &key(&mut rng, "n"), &v]),
+            2 => s(&["APPEND", &key(&mut rng, "s"), &v]),
+            3 => s(&["SET", &key(&mut rng, "t"), &v, "EX", "1000"]),
+            4 => s(&["RPUSH", &key(&mut rng, "l"), &v, &f]),
+            5 => s(&["LPOP", &key(&mut rng, "l")]),
+            6 => s(&["HSET", &key(&mut rng, "h"), &f, &v]),
+            7 => s(&["HINCRBYFLOAT", &key(&mut rng, "h"), "x", "1.5"]),
+            8 => s(&["SADD", &key(&mut rng, "set"), &v, &f]),
+            9 => s(&["SPOP", &key(&mut rng, "set")]),
+            10 => s(&["ZADD", &key(&mut rng, "z"), &v, &f]),
+            11 => s(&["ZINCRBY", &key(&mut rng, "z"), "2", &f]),
+            12 => s(&["XADD", &key(&mut rng, "x"), "*", &f, &v]),
+            13 => s(&["PFADD", &key(&mut rng, "hll"), &v, &f]),
+            14 => s(&["SETBIT", &key(&mut rng, "b"), &v, "1"]),
+            15 => s(&["GEOADD", &key(&mut rng, "g"), "13.36", "38.11", &f]),
+            16 => s(&["EXPIRE", &key(&mut rng, "s"), "500"]),
+            17 => s(&["DEL", &key(&mut rng, "l")]),
+            18 => s(&["SELECT", &rng.u32(0..3).to_string()]),
+            19 => s(&[
+                "EVAL",
+                "redis.call('incr', KEYS[1]); return redis.call('rpush', KEYS[2], ARGV[1])",
+                "2",
+                &key(&mut rng, "n"),
+                &key(&mut rng, "l"),
+                &v,
+            ]),
+            20 => s(&["INCRBYFLOAT", &key(&mut rng, "fl"), "0.25"]),
+            21 => s(&["RENAME", &key(&mut rng, "s"), &key(&mut rng, "s")]),
+            22 => s(&["LMOVE", &key(&mut rng, "l"), &key(&mut rng, "l"), "LEFT", "RIGHT"]),
+            _ => {
+                let k = key(&mut rng, "h");
+                out.push(s(&["MULTI"]));
+                out.push(s(&["HSET", &k, &f, &v]));
+                out.push(s(&["SADD", &key(&mut rng, "set"), &v]));
+                s(&["EXEC"])
+            }
+        };
+        out.push(c);
+    }
+    out
+}
+
+/// Sends a workload as one pipeline and reads every reply.
+fn run_workload(addr: SocketAddr, commands: &[Vec<String>]) {
+    let mut c = RawClient::connect(addr).unwrap();
+    let mut bytes = Vec::new();
+    for command in commands {
+        let args: Vec<&[u8]> = command.iter().map(|a| a.as_bytes()).collect();
+        bytes.extend(RawClient::encode(&args));
+    }
+    c.send(&bytes).unwrap();
+    for _ in commands {
+        c.read_reply().unwrap();
+    }
+}
+
+#[test]
+fn coordis_follows_a_redis_primary_through_full_and_partial_resyncs() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[]) else {
+        return;
+    };
+    let replica = coordis();
+    let (p, r) = (redis.addr(), replica.addr());
+    // Data of every type before the sync travels in the (diskless) RDB,
+    // with a function library.
+    run_workload(p, &workload(1, 400));
+    cmd(
+        p,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'no-writes'}}",
+        ],
+    );
+    assert_eq!(replicaof(r, p), "+OK\r\n");
+    assert_eq!(replicaof(r, p), "+OK Already connected to specified master\r\n");
+    wait_caught_up(r, p);
+    assert_eq!(info_num(p, "stats", "sync_full"), 1);
+    assert_same_digest(p, r);
+    assert_eq!(cmd(r, &["FCALL", "f", "0"]), ":1\r\n", "the RDB's library loaded");
+    // The stream: a random workload over every family.
+    run_workload(p, &workload(2, 2000));
+    wait_caught_up(r, p);
+    assert_same_digest(p, r);
+    let role = cmd(r, &["ROLE"]);
+    assert!(
+        role.starts_with(&format!(
+            "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{}\r\n$9\r\nconnected\r\n",
+            p.port()
+        )),
+        "{role:?}"
+    );
+    // The primary's replication ID is the replica's.
+    assert_eq!(
+        info(r, "replication", "master_replid"),
+        info(p, "replication", "master_replid")
+    );
+
+    // A cut link continues partially.
+    let partial_before = info_num(p, "stats", "sync_partial_ok");
+    assert_eq!(cmd(p, &["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
+    run_workload(p, &workload(3, 300));
+    wait_for("a partial resync", || {
+        info_num(p, "stats", "sync_partial_ok") > partial_before
+    });
+    wait_caught_up(r, p);
+    assert_same_digest(p, r);
+    assert_eq!(info_num(p, "stats", "sync_full"), 1, "no full resync for a cut link");
+
+    // A primary with a new history (as after a restart) answers a full one.
+    assert_eq!(cmd(p, &["DEBUG", "CHANGE-REPL-ID"]), "+OK\r\n");
+    cmd(r, &["SET", "ignored", "1"]);
+    assert_eq!(cmd(p, &["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
+    run_workload(p, &workload(4, 300));
+    wait_for("a full resync", || info_num(p, "stats", "sync_full") == 2);
+    wait_caught_up(r, p);
+    assert_same_digest(p, r);
+}
+
+#[test]
+fn a_disk_based_full_sync_and_the_acknowledged_offset() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&["--repl-diskless-sync", "no"]) else {
+        return;
+    };
+    let replica = coordis();
+    let (p, r) = (redis.addr(), replica.addr());
+    run_workload(p, &workload(5, 600));
+    assert_eq!(replicaof(r, p), "+OK\r\n");
+    wait_caught_up(r, p);
+    assert_same_digest(p, r);
+    // The replica's acknowledgements reach the primary: WAIT counts it.
+    run_workload(p, &workload(6, 200));
+    let mut c = RawClient::connect(p).unwrap();
+    c.command(&["SET", "acked", "1"]).unwrap();
+    let asked = Instant::now();
+    assert_eq!(text(&c.command(&["WAIT", "1", "5000"]).unwrap()), ":1\r\n");
+    // WAIT sends REPLCONF GETACK: the replica answers at once, not at its
+    // next once-a-second ACK.
+    assert!(asked.elapsed() < Duration::from_millis(500), "{:?}", asked.elapsed());
+    // Every ACK is an offset the primary sent: after it, the replica's
+    // acknowledged offset is the primary's.
+    wait_for("the acknowledged offset", || {
+        let slave0 = info(p, "replication", "slave0").unwrap();
+        slave0.contains(&format!("offset={},", info_num(p, "replication", "master_repl_offset")))
+    });
+    wait_caught_up(r, p);
+    assert_same_digest(p, r);
+    let slave0 = info(p, "replication", "slave0").unwrap();
+    assert!(slave0.contains(&format!("port={}", r.port())), "{slave0}");
+}
+
+/// The refusals a client gets from a replica, asked of coordis and of a
+/// real Redis replica of the same primary.
+fn refusals(replica: SocketAddr) -> Vec<String> {
+    let mut c = RawClient::connect(replica).unwrap();
+    let mut out = vec![];
+    for args in [
+        &["SET", "k", "v"][..],
+        &["GET", "k"],
+        &["INCR", "n"],
+        &["EVAL", "return redis.call('set', 'k', 'v')", "0"],
+        &["EVAL", "return redis.call('get', 'k')", "0"],
+        &["MULTI"],
+        &["SET", "k", "v"],
+        &["EXEC"],
+        &["MULTI"],
+        &["GET", "k"],
+        &["EXEC"],
+        // A shebang's flags decide: without no-writes it is a write.
+        &["EVAL", "#!lua\nreturn redis.call('get', 'k')", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', 'k')", "0"],
+        &["FCALL", "w", "0"],
+        &["FCALL", "r", "0"],
+        &["FCALL_RO", "r", "0"],
+    ] {
+        out.push(text(&c.command(args).unwrap()));
+    }
+    out
+}
+
+/// A library with a function that may write and one that declares
+/// `no-writes` and `allow-stale`.
+const LIBRARY: &str = "#!lua name=lib\n\
+    redis.register_function('w', function() return redis.call('get', 'k') end)\n\
+    redis.register_function{function_name='r', callback=function() return redis.call('get', 'k') end, flags={'no-writes', 'allow-stale'}}";
+
+/// What a replica with `replica-serve-stale-data no` answers while its
+/// link is down.
+fn stale_answers(replica: SocketAddr) -> Vec<String> {
+    let mut c = RawClient::connect(replica).unwrap();
+    let mut out = vec![];
+    for args in [
+        &["GET", "k"][..],
+        &["SET", "k", "v"],
+        &["PING"],
+        &["ECHO", "e"],
+        &["DBSIZE"],
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "#!lua\nreturn 1", "0"],
+        &["EVAL", "#!lua flags=no-writes,allow-stale\nreturn 1", "0"],
+        &["FCALL", "w", "0"],
+        &["FCALL_RO", "r", "0"],
+    ] {
+        out.push(text(&c.command(args).unwrap()));
+    }
+    out
+}
+
+#[test]
+fn refusals_on_a_replica_are_worded_as_a_redis_replica_words_them() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[]) else {
+        return;
+    };
+    let Some(redis_replica) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let replica = coordis();
+    let (p, theirs, ours) = (redis.addr(), redis_replica.addr(), replica.addr());
+    cmd(p, &["SET", "k", "from-primary"]);
+    assert_eq!(cmd(p, &["FUNCTION", "LOAD", LIBRARY]), "$3\r\nlib\r\n");
+    for r in [theirs, ours] {
+        assert_eq!(replicaof(r, p), "+OK\r\n");
+        wait_caught_up(r, p);
+    }
+    let expected = refusals(theirs);
+    assert!(expected[0].starts_with("-READONLY You can't write against a read only replica."));
+    assert_eq!(refusals(ours), expected);
+    // replica-read-only no: writes are accepted (and stay local).
+    for r in [theirs, ours] {
+        assert_eq!(cmd(r, &["CONFIG", "SET", "replica-read-only", "no"]), "+OK\r\n");
+        assert_eq!(cmd(r, &["SET", "local", "1"]), "+OK\r\n");
+        assert_eq!(cmd(r, &["CONFIG", "SET", "replica-read-only", "yes"]), "+OK\r\n");
+    }
+    // The link down with replica-serve-stale-data no: MASTERDOWN, but for
+    // the commands flagged stale.
+    // A "primary" that accepts connections and never answers: the links
+    // stay down, and no other test's server can take its port meanwhile.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nobody = silent.local_addr().unwrap().port().to_string();
+    for r in [theirs, ours] {
+        assert_eq!(cmd(r, &["CONFIG", "SET", "replica-serve-stale-data", "no"]), "+OK\r\n");
+        assert_eq!(cmd(r, &["REPLICAOF", "127.0.0.1", &nobody]), "+OK\r\n");
+        assert_eq!(info(r, "replication", "master_link_status").as_deref(), Some("down"));
+    }
+    let expected = stale_answers(theirs);
+    assert!(expected[0].starts_with("-MASTERDOWN"), "{expected:?}");
+    assert_eq!(stale_answers(ours), expected);
+    // With stale data served, reads answer from the old dataset.
+    assert_eq!(
+        cmd(ours, &["CONFIG", "SET", "replica-serve-stale-data", "yes"]),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(ours, &["GET", "k"]), "$12\r\nfrom-primary\r\n");
+    // Back to the real primary: the handshake stuck on the silent one is
+    // dropped at once (within the wait, well before its timeout).
+    assert_eq!(replicaof(ours, p), "+OK\r\n");
+    cmd(p, &["SET", "k", "again"]);
+    wait_caught_up(ours, p);
+    assert_eq!(cmd(ours, &["GET", "k"]), "$5\r\nagain\r\n");
+    drop(silent);
+}
+
+#[test]
+fn keys_expire_on_a_replica_through_the_primarys_dels() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[]) else {
+        return;
+    };
+    let replica = coordis();
+    let (p, r) = (redis.addr(), replica.addr());
+    assert_eq!(replicaof(r, p), "+OK\r\n");
+    wait_caught_up(r, p);
+    // The primary does not expire by itself for now: the replica hides
+    // the key once past its deadline, but keeps it (no expiry of its own).
+    assert_eq!(cmd(p, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
+    assert_eq!(cmd(p, &["SET", "short", "v", "PX", "1000"]), "+OK\r\n");
+    assert_eq!(cmd(p, &["SET", "long", "v"]), "+OK\r\n");
+    wait_caught_up(r, p);
+    assert_eq!(cmd(r, &["GET", "short"]), "$1\r\nv\r\n");
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        cmd(r, &["GET", "short"]),
+        "$-1\r\n",
+        "a logically expired key reads as absent"
+    );
+    assert_eq!(cmd(r, &["EXISTS", "short"]), ":0\r\n");
+    assert_eq!(
+        cmd(r, &["DBSIZE"]),
+        ":2\r\n",
+        "the replica keeps it for the primary's DEL"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(cmd(r, &["DBSIZE"]), ":2\r\n", "no active expiry on a replica");
+    // The primary expires it and its DEL removes it on the replica.
+    assert_eq!(cmd(p, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), "+OK\r\n");
+    wait_for("the primary's DEL", || cmd(r, &["DBSIZE"]) == ":1\r\n");
+    assert_eq!(info_num(p, "stats", "expired_keys"), 1);
+    wait_caught_up(r, p);
+    assert_same_digest(p, r);
+}
+
+#[test]
+fn replicaof_no_one_promotes_and_shifts_the_replication_ids() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[]) else {
+        return;
+    };
+    let replica = coordis();
+    let (p, r) = (redis.addr(), replica.addr());
+    run_workload(p, &workload(7, 200));
+    assert_eq!(replicaof(r, p), "+OK\r\n");
+    wait_caught_up(r, p);
+    assert!(cmd(r, &["SET", "x", "1"]).starts_with("-READONLY"));
+    let primary_id = info(p, "replication", "master_replid").unwrap();
+    let offset = info_num(r, "replication", "master_repl_offset");
+    assert_eq!(cmd(r, &["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    assert_eq!(cmd(r, &["REPLICAOF", "NO", "ONE"]), "+OK\r\n", "already a primary");
+    assert_eq!(cmd(r, &["SET", "x", "1"]), "+OK\r\n");
+    assert_eq!(info(r, "replication", "role").as_deref(), Some("master"));
+    assert_eq!(info(r, "replication", "master_replid2"), Some(primary_id.clone()));
+    assert_ne!(info(r, "replication", "master_replid"), Some(primary_id));
+    assert_eq!(info_num(r, "replication", "second_repl_offset"), offset + 1);
+    assert!(cmd(r, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster\r\n"));
+    // The stream stopped: the primary's writes no longer arrive.
+    cmd(p, &["SET", "after", "1"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(cmd(r, &["GET", "after"]), "$-1\r\n");
+    // Bad REPLICAOF arguments, worded as Redis's.
+    assert_eq!(
+        cmd(r, &["REPLICAOF", "127.0.0.1", "port"]),
+        "-ERR Invalid master port\r\n"
+    );
+    assert_eq!(
+        cmd(r, &["REPLICAOF", "127.0.0.1", "65536"]),
+        "-ERR Invalid master port\r\n"
+    );
+    assert_eq!(
+        cmd(r, &["SLAVEOF", "a"]),
+        "-ERR wrong number of arguments for 'slaveof' command\r\n"
+    );
+}
+
+/// A command on a server that wants `AUTH user pass` first.
+fn authed(addr: SocketAddr, auth: &[&str], args: &[&str]) -> String {
+    let mut c = RawClient::connect(addr).unwrap();
+    let mut login = vec!["AUTH"];
+    login.extend_from_slice(auth);
+    assert_eq!(text(&c.command(&login).unwrap()), "+OK\r\n");
+    text(&c.command(args).unwrap())
+}
+
+#[test]
+fn the_replicaof_directive_with_masteruser_and_masterauth_syncs_at_start() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[
+        "--requirepass",
+        "secret",
+        "--user",
+        "repl",
+        "on",
+        ">pw",
+        "~*",
+        "&*",
+        "+@all",
+    ]) else {
+        return;
+    };
+    let p = redis.addr();
+    let admin = ["default", "secret"];
+    assert_eq!(authed(p, &admin, &["SET", "k", "before"]), "+OK\r\n");
+    let start = |user: &str, pass: &str| {
+        let mut builder = coordis::Server::builder();
+        let config = builder.config_mut();
+        config.replica.replicaof = format!("127.0.0.1 {}", p.port());
+        config.replica.masteruser = user.into();
+        config.replica.masterauth = pass.into();
+        builder.start_blocking().unwrap()
+    };
+    // A wrong password: the link never comes up.
+    let refused = start("repl", "wrong");
+    // masteruser and masterauth: AUTH user pass.
+    let replica = start("repl", "pw");
+    let r = replica.addr();
+    assert!(cmd(r, &["CONFIG", "GET", "replicaof"]).contains(&format!("127.0.0.1 {}", p.port())));
+    wait_for("the link", || {
+        info(r, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(cmd(r, &["GET", "k"]), "$6\r\nbefore\r\n");
+    assert_eq!(authed(p, &admin, &["SET", "k", "after"]), "+OK\r\n");
+    wait_for("the stream", || cmd(r, &["GET", "k"]) == "$5\r\nafter\r\n");
+    // masterauth alone: the one-argument AUTH (the default user).
+    let default_user = start("", "secret");
+    wait_for("the second link", || {
+        info(default_user.addr(), "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(cmd(default_user.addr(), &["GET", "k"]), "$5\r\nafter\r\n");
+    assert_eq!(
+        info(refused.addr(), "replication", "master_link_status").as_deref(),
+        Some("down")
+    );
+    assert_eq!(cmd(refused.addr(), &["GET", "k"]), "$-1\r\n");
+    let slaves = authed(p, &admin, &["INFO", "replication"]);
+    assert!(slaves.contains("connected_slaves:2"), "{slaves}");
+}
