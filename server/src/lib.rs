@@ -58,9 +58,12 @@
 //! - `notify`: keyspace notification classes.
 //! - `persist`: the RDB and append-only file formats and files.
 //! - `errors`: every error text, as Redis words it.
+//! - `acl`: ACL users and rules, the permission check admission makes, the
+//!   ACL log; `cmd/users.rs`: the ACL command family.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 #![warn(unreachable_pub, missing_docs)]
 
+mod acl;
 mod blocked;
 mod cmd;
 mod config;

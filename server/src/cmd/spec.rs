@@ -232,6 +232,15 @@ impl CommandSpec {
     /// The ACL categories COMMAND INFO shows: the row's own plus those
     /// Redis derives from the flags (`setImplicitACLCategories`).
     pub fn categories(&self) -> impl Iterator<Item = &'static str> {
+        let cats = self.category_bits();
+        acl::NAMES
+            .iter()
+            .filter(move |(bit, _)| cats & bit != 0)
+            .map(|(_, name)| *name)
+    }
+
+    /// The `acl` bits of [`CommandSpec::categories`].
+    pub(crate) fn category_bits(&self) -> u32 {
         let mut cats = self.acl;
         let implied = [
             (flags::WRITE, acl::WRITE),
@@ -251,10 +260,7 @@ impl CommandSpec {
         if !self.has(flags::FAST) {
             cats |= acl::SLOW;
         }
-        acl::NAMES
-            .iter()
-            .filter(move |(bit, _)| cats & bit != 0)
-            .map(|(_, name)| *name)
+        cats
     }
 
     /// The flag names COMMAND INFO shows.
