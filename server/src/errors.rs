@@ -323,8 +323,6 @@ pub(crate) mod directive {
     pub(crate) const HOSTNAME_CHARS: &str = "Hostnames may only contain alphanumeric characters, hyphens or dots";
     pub(crate) const DEFRAG_UNAVAILABLE: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";
     /// coordis's own: a `user` line other than the default user's.
-    pub(crate) const USERS_UNSUPPORTED: &str =
-        "ACL users other than the default user (on nopass ~* &* +@all) are not supported by coordis";
     pub(crate) const SENTINEL_OUTSIDE: &str = "sentinel directive while not in sentinel mode";
     pub(crate) const TLS_UNAVAILABLE: &str = "Unable to update TLS configuration. Check server logs.";
     pub(crate) const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
@@ -654,8 +652,9 @@ pub(crate) mod acl {
         "ERR There was an error trying to save the ACLs. Please check the server logs for more information";
     pub(crate) const GENPASS_BITS: &str =
         "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096";
-    pub(crate) const ACL_CHECK_CMD_INVALID: &str = "Invalid command passed to redis.acl_check_cmd()";
-    pub(crate) const ACL_CHECK_CMD_OUTSIDE: &str = "redis.acl_check_cmd can only be called inside a script invocation";
+    pub(crate) const ACL_CHECK_CMD_INVALID: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
+    pub(crate) const ACL_CHECK_CMD_OUTSIDE: &str =
+        "ERR redis.acl_check_cmd can only be called inside a script invocation";
     pub(crate) const FILE_NO_CHANGE: &str =
         "WARNING: ACL errors detected, no change to the previously active ACL rules was performed";
     /// Redis refuses a config file with both (`ACLLoadUsersAtStartup`).
@@ -752,7 +751,7 @@ pub(crate) mod acl {
     }
 
     /// A `user` directive with a bad rule (the config file's error line).
-    pub(crate) fn directive_rule(why: &str) -> String {
-        format!("Error in user declaration '{why}'")
+    pub(crate) fn directive_rule(word: &str, why: &str) -> String {
+        format!("Error in user declaration '{word}': {why}")
     }
 }

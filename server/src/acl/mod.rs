@@ -475,7 +475,7 @@ impl Selector {
         }
         if !self.allkeys && !keyspecs::of(spec.name).is_empty() {
             let keys = keys.get_or_insert_with(|| keyspecs::keys(spec, args));
-            for &(pos, key_flags) in keys.iter() {
+            for &(pos, key_flags) in keys.iter().filter(|(pos, _)| *pos < args.len()) {
                 if !self.key_allowed(&args[pos], key_flags) {
                     return Check::Denied(Denied::Key(pos));
                 }
@@ -945,7 +945,7 @@ impl LogEntry {
 
 /// The server's users and ACL log.
 #[derive(Debug)]
-pub struct Acl {
+pub(crate) struct Acl {
     /// By name, in byte order (Redis's radix tree order: ACL LIST, USERS).
     users: BTreeMap<Bytes, Arc<User>>,
     /// Newest first.

@@ -299,6 +299,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(tx::COMMANDS.iter())
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
+        .chain(users::COMMANDS.iter())
         .chain(observe::COMMANDS.iter())
         .chain(memory::COMMANDS.iter())
         .chain(cluster::COMMANDS.iter())

@@ -133,6 +133,9 @@ pub(crate) struct Facts<'a> {
     pub queued_write: bool,
     /// The dataset is loading: only `loading` commands run.
     pub loading: bool,
+    /// The client's ACL user when its commands need checking (`None`:
+    /// it may run everything, the default user's fast path).
+    pub acl: Option<&'a crate::acl::User>,
 }
 
 impl Facts<'static> {
@@ -153,6 +156,7 @@ impl Facts<'static> {
         disk_error: false,
         queued_write: false,
         loading: false,
+        acl: None,
     };
 }
 
@@ -231,6 +235,12 @@ pub(crate) enum Verdict {
         spec: Option<&'static CommandSpec>,
         reply: Reply,
     },
+    /// Refused by the client's ACL user (`-NOPERM`; logged in the ACL log
+    /// by the site, which knows the client).
+    Denied {
+        spec: &'static CommandSpec,
+        denied: crate::acl::Denied,
+    },
     /// Held by CLIENT PAUSE until it ends (the request runs again then).
     Postponed,
     /// A fault rule matched: what it does instead of (or to) the command.
@@ -285,11 +295,16 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     };
     if checks.script {
-        // Scripts: NOSCRIPT, then writes from a read-only script. (ACL,
-        // OOM, MISCONF, a read-only replica and the cluster's slot checks
+        // Scripts: NOSCRIPT, the ACL, then writes from a read-only script.
+        // (OOM, MISCONF, a read-only replica and the cluster's slot checks
         // follow here, in `scriptCall`'s order, as those land.)
         if spec.has(flags::NOSCRIPT) {
             return refuse(Some(spec), errors::err(errors::NOT_FROM_SCRIPT));
+        }
+        if let Some(user) = facts.acl {
+            if let Err(denied) = crate::acl::check(user, spec, args) {
+                return Verdict::Denied { spec, denied };
+            }
         }
         if matches!(caller, Caller::Script { read_only: true }) && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
@@ -311,9 +326,15 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if facts.in_multi && spec.has(flags::NO_MULTI) {
             return refuse(Some(spec), errors::err(errors::NOT_IN_MULTI));
         }
-        // (ACL permissions, cluster redirection and OOM under maxmemory go
-        // here, in this order, as those land.)
-        // 5. MISCONF: a failed background save refuses writes (an EXEC
+        // 5. The ACL: the command, its keys, its channels.
+        if let Some(user) = facts.acl {
+            if let Err(denied) = crate::acl::check(user, spec, args) {
+                return Verdict::Denied { spec, denied };
+            }
+        }
+        // (Cluster redirection and OOM under maxmemory go here, in this
+        // order, as those land.)
+        // 6. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
             && (spec.has(flags::WRITE | flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
@@ -321,16 +342,16 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
             return refuse(Some(spec), errors::err(errors::MISCONF));
         }
         // (min-replicas and a read-only replica go here as those land.)
-        // 6. RESP2 subscriber context.
+        // 7. RESP2 subscriber context.
         if facts.subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
             return refuse(Some(spec), errors::not_while_subscribed(spec.name));
         }
-        // 7. Loading the dataset: only commands flagged `loading` (an EXEC
+        // 8. Loading the dataset: only commands flagged `loading` (an EXEC
         // only when everything queued is).
         if facts.loading && !spec.has(flags::LOADING) {
             return refuse(Some(spec), errors::err(errors::LOADING));
         }
-        // 8. A busy script or function: only ALLOW_BUSY commands.
+        // 9. A busy script or function: only ALLOW_BUSY commands.
         if let Some(script) = facts.busy {
             if !spec.has(flags::ALLOW_BUSY) {
                 return refuse(Some(spec), busy::busy(script));
@@ -338,7 +359,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     }
     if checks.holds {
-        // 9. CLIENT PAUSE, then the test-control plane's fault rules.
+        // 10. CLIENT PAUSE, then the test-control plane's fault rules.
         if holds.paused(spec, args) {
             return Verdict::Postponed;
         }
@@ -346,7 +367,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
             return Verdict::Fault(spec, action);
         }
     }
-    // 10. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    // 11. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     if checks.queue && facts.in_multi && !spec.has(flags::TX_CONTROL) {
         return Verdict::Queue(spec);
     }
@@ -406,6 +427,7 @@ impl Holds for EngineHolds<'_, '_> {
 pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let guards = ctx.server.guards;
     let client = &*ctx.client;
+    let user = ctx.server.acl.restricted(&client.user);
     let disk_error = crate::persist::saves::writes_denied(ctx.server);
     let facts = Facts {
         authenticated: client.authenticated,
@@ -422,6 +444,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 .flatten()
                 .any(|args| cmd::resolve(args).is_ok_and(|s| s.has(flags::WRITE))),
         loading: false,
+        acl: user.as_deref(),
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -436,6 +459,20 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Reply::status("QUEUED")
         }
         Verdict::Refused { spec, reply } => reject(ctx, spec, reply),
+        Verdict::Denied { spec, denied } => {
+            let context = if ctx.client.multi.is_some() {
+                crate::acl::Context::Multi
+            } else {
+                crate::acl::Context::Toplevel
+            };
+            log_denial(ctx, spec, args, denied, context);
+            let reply = match denied {
+                crate::acl::Denied::Command => errors::acl::noperm_command(spec.name),
+                crate::acl::Denied::Key(_) => errors::err(errors::acl::NOPERM_KEY),
+                crate::acl::Denied::Channel(_) => errors::err(errors::acl::NOPERM_CHANNEL),
+            };
+            reject(ctx, Some(spec), reply)
+        }
         Verdict::Postponed => crate::blocked::postpone(ctx),
         Verdict::Fault(spec, action) => match action {
             FaultAction::Error(text) => Reply::Error(text.into()),
@@ -474,11 +511,55 @@ fn reject(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: Reply) -> Re
     reply
 }
 
+/// Adds a denial to the ACL log (Redis's `addACLLogEntry`): the command,
+/// or the key or channel refused, with the client's user and info.
+pub(crate) fn log_denial(
+    ctx: &mut Ctx,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    denied: crate::acl::Denied,
+    context: crate::acl::Context,
+) {
+    use crate::acl::{Denied, Reason};
+    let (reason, object) = match denied {
+        Denied::Command => (Reason::Command, Bytes::from_static(spec.name.as_bytes())),
+        Denied::Key(pos) => (Reason::Key, args[pos].clone()),
+        Denied::Channel(pos) => (Reason::Channel, args[pos].clone()),
+    };
+    // Redis's client notes a command as its last one when it looks it up,
+    // refused or not (a script's commands are its caller's EVAL).
+    if context != crate::acl::Context::Lua {
+        ctx.client.last_cmd = spec.name.into();
+        ctx.client.last_cmd_ms = ctx.now;
+    }
+    let info = ctx.client.info_line(ctx.now);
+    let max = ctx.server.config.acllog_max_len;
+    let user = ctx.client.user.clone();
+    ctx.server
+        .acl
+        .add_log(reason, context, object, user, ctx.now, info, max);
+}
+
 /// A command EXEC runs: it was admitted when queued; resolved again (the
-/// queue keeps arguments only).
+/// queue keeps arguments only), and checked against the ACL again (the
+/// rules may have changed since, as Redis's `execCommand` checks).
 pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match cmd::resolve(args) {
-        Ok(spec) => call(ctx, Caller::Exec, spec, args),
+        Ok(spec) => {
+            if let Some(user) = ctx.server.acl.restricted(&ctx.client.user) {
+                if let Err(denied) = crate::acl::check(&user, spec, args) {
+                    log_denial(ctx, spec, args, denied, crate::acl::Context::Multi);
+                    let reply = errors::acl::exec_changed(match denied {
+                        crate::acl::Denied::Command => errors::acl::EXEC_CMD,
+                        crate::acl::Denied::Key(_) => errors::acl::EXEC_KEY,
+                        crate::acl::Denied::Channel(_) => errors::acl::EXEC_CHANNEL,
+                    });
+                    observe::rejected(ctx, None, &reply);
+                    return reply;
+                }
+            }
+            call(ctx, Caller::Exec, spec, args)
+        }
         // Cannot happen: the command was resolved when it was queued.
         Err(Unresolved::Unknown(reply)) => reply,
         Err(Unresolved::Arity(spec)) => errors::wrong_args(spec.name),
@@ -490,7 +571,12 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// be killed).
 pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
-    match admit(caller, args, &Facts::INTERNAL, &mut NoHolds) {
+    let user = ctx.server.acl.restricted(&ctx.client.user);
+    let facts = Facts {
+        acl: user.as_deref(),
+        ..Facts::INTERNAL
+    };
+    match admit(caller, args, &facts, &mut NoHolds) {
         Verdict::Run(spec) => {
             let reply = call(ctx, caller, spec, args);
             let wrote = spec.has(flags::WRITE) && !reply.is_error();
@@ -500,9 +586,37 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
             observe::rejected(ctx, spec, &reply);
             (reply, false)
         }
+        Verdict::Denied { spec, denied } => {
+            log_denial(ctx, spec, args, denied, crate::acl::Context::Lua);
+            let reply = errors::acl::script_denied(match denied {
+                crate::acl::Denied::Command => errors::acl::SCRIPT_CMD,
+                crate::acl::Denied::Key(_) => errors::acl::SCRIPT_KEY,
+                crate::acl::Denied::Channel(_) => errors::acl::SCRIPT_CHANNEL,
+            });
+            observe::rejected(ctx, Some(spec), &reply);
+            (reply, false)
+        }
         // Scripts are never queued, held or faulted (their checks say so).
         Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => (errors::err(errors::INTERNAL), false),
     }
+}
+
+/// `redis.acl_check_cmd`: whether the script's client's user may run the
+/// command (`Bool`), or an error for an unknown one or a wrong arity.
+pub(crate) fn acl_check_from_script(
+    server: &crate::state::ServerState,
+    client: &crate::net::clients::ClientState,
+    args: &[Bytes],
+) -> Reply {
+    // Redis looks the command up without checking its arity.
+    let spec = match cmd::resolve(args) {
+        Ok(spec) | Err(Unresolved::Arity(spec)) => spec,
+        Err(Unresolved::Unknown(_)) => return errors::err(errors::acl::ACL_CHECK_CMD_INVALID),
+    };
+    Reply::Bool(match server.acl.user(&client.user) {
+        Some(user) => crate::acl::check(user, spec, args).is_ok(),
+        None => false,
+    })
 }
 
 /// A command of the test-control plane: only looked up and checked for
@@ -511,7 +625,9 @@ pub(crate) fn call_control(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match admit(Caller::Control, args, &Facts::INTERNAL, &mut NoHolds) {
         Verdict::Run(spec) => call(ctx, Caller::Control, spec, args),
         Verdict::Refused { reply, .. } => reply,
-        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => errors::err(errors::INTERNAL),
+        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } => {
+            errors::err(errors::INTERNAL)
+        }
     }
 }
 
