@@ -1697,8 +1697,19 @@ mod tests {
             "{err}"
         );
         let other_user = root.join("user.conf");
-        std::fs::write(&other_user, "user alice on >pw ~* +@all\n").unwrap();
-        assert!(Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).is_err());
+        std::fs::write(&other_user, "user alice on >pw ~* +@all\nuser bob +nope\n").unwrap();
+        let c = Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).unwrap();
+        assert_eq!(
+            c.users.len(),
+            2,
+            "users are kept for the start; unknown commands too, as Redis"
+        );
+        std::fs::write(&other_user, "user alice on\nuser alice off\n").unwrap();
+        let err = Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(err.ends_with("Error in user declaration 'alice': Duplicate user found. A user can only be defined once in config files"), "{err}");
+        std::fs::write(&other_user, "user alice on #abc\n").unwrap();
+        let err = Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(err.ends_with("Error in user declaration 'alice': The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"), "{err}");
         let sentinel = root.join("sentinel.conf");
         std::fs::write(&sentinel, "sentinel monitor m 127.0.0.1 6379 2\n").unwrap();
         let err = Config::from_args(&args(&[sentinel.to_str().unwrap()]), &mut |_| {}).unwrap_err();

@@ -1236,6 +1236,17 @@ mod tests {
     }
 
     #[test]
+    fn passwords_open_the_user() {
+        let u = user(&["on", ">secret"]).unwrap();
+        assert!(u.accepts(b"secret"));
+        assert!(!u.accepts(b"secreT"));
+        assert!(!u.accepts(b"secret2"));
+        assert!(!u.accepts(b""));
+        assert!(!user(&["off", ">secret"]).unwrap().accepts(b"secret"));
+        assert!(user(&["on", "nopass"]).unwrap().accepts(b"anything"));
+    }
+
+    #[test]
     fn checks_commands_keys_and_channels() {
         let get = crate::cmd::lookup(b"get").unwrap();
         let set = crate::cmd::lookup(b"set").unwrap();

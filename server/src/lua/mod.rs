@@ -890,7 +890,8 @@ mod limit_tests {
 
     fn eval(s: &mut Scripting, body: &str) -> Reply {
         let sha = s.load(body.as_bytes()).unwrap();
-        s.run(&sha, &[], &[], 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
+        s.run(&sha, &[], &[], 1, &mut |_args: &[Bytes], _mode| Reply::Ok)
+            .unwrap()
     }
 
     /// Redis answers a result nested deeper than its Lua stack with an
@@ -931,7 +932,7 @@ mod limit_tests {
             let sha = s.load(body.as_bytes()).unwrap();
             let k: Vec<Bytes> = keys.iter().map(|x| Bytes::copy_from_slice(x.as_bytes())).collect();
             let a: Vec<Bytes> = argv.iter().map(|x| Bytes::copy_from_slice(x.as_bytes())).collect();
-            s.run(&sha, &k, &a, 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
+            s.run(&sha, &k, &a, 1, &mut |_args: &[Bytes], _mode| Reply::Ok).unwrap()
         };
         let shape = "return {#KEYS, #ARGV, tostring(KEYS[1]), tostring(ARGV[2]), tostring(KEYS.x), tostring(getmetatable(ARGV))}";
         let bulk = |x: &str| Reply::Bulk(Bytes::copy_from_slice(x.as_bytes()));
