@@ -92,7 +92,7 @@ pub mod internals {
     pub use crate::cmd::flags;
     pub use crate::cmd::CommandSpec;
     pub use crate::errors::DENIED;
-    pub use crate::lua::{sha1_hex, ScriptState, Scripting};
+    pub use crate::lua::{sha1_hex, Mode as DispatchMode, ScriptState, Scripting};
     pub use crate::protocol::{ProtocolLimits, Reply, RequestParser};
     pub use crate::store::zset;
     pub use crate::store::{Db, Value};

@@ -110,7 +110,7 @@ pub(crate) fn index() -> &'static Index {
 pub(crate) fn category(name: &[u8]) -> Option<u32> {
     cat::NAMES
         .iter()
-        .find(|(_, n)| n[1..].as_bytes().eq_ignore_ascii_case(name))
+        .find(|(_, n)| n.as_bytes()[1..].eq_ignore_ascii_case(name))
         .map(|(bit, _)| *bit)
 }
 
@@ -484,8 +484,9 @@ impl Selector {
         if !self.allchannels {
             if let Some((first, last, pattern)) = channels_of(spec) {
                 let last = if last < 0 { args.len() - 1 } else { last as usize };
-                for pos in first..=last.min(args.len() - 1) {
-                    if !channel_allowed(&self.channels, &args[pos], pattern) {
+                let end = (last + 1).min(args.len());
+                for (pos, channel) in args.iter().enumerate().take(end).skip(first) {
+                    if !channel_allowed(&self.channels, channel, pattern) {
                         return Check::Denied(Denied::Channel(pos));
                     }
                 }

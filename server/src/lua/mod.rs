@@ -126,7 +126,9 @@ pub(crate) type Dispatch<'a> = dyn FnMut(&[Bytes], Mode) -> Reply + 'a;
 /// What a [`Dispatch`] is asked to do with a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// `redis.call` / `redis.pcall`: run the command.
     Call,
+    /// `redis.acl_check_cmd`: only say whether it may run.
     AclCheck,
 }
 
