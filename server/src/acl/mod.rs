@@ -475,7 +475,12 @@ impl Selector {
         }
         if !self.allkeys && !keyspecs::of(spec.name).is_empty() {
             let keys = keys.get_or_insert_with(|| keyspecs::keys(spec, args));
-            for &(pos, key_flags) in keys.iter().filter(|(pos, _)| *pos < args.len()) {
+            // Shard channels are `not_key` specs: not keys to the ACL
+            // (Redis's GET_KEYSPEC_DEFAULT leaves them out).
+            let checked = keys
+                .iter()
+                .filter(|(pos, flags)| *pos < args.len() && !flags.contains(&"not_key"));
+            for &(pos, key_flags) in checked {
                 if !self.key_allowed(&args[pos], key_flags) {
                     return Check::Denied(Denied::Key(pos));
                 }
