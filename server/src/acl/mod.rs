@@ -956,6 +956,9 @@ pub(crate) struct Acl {
     users: BTreeMap<Bytes, Arc<User>>,
     /// Newest first.
     log: VecDeque<LogEntry>,
+    /// The default user may run everything: the check every command of
+    /// its clients would make is skipped without a lookup ([`Acl::restricted`]).
+    default_unrestricted: bool,
 }
 
 impl Default for Acl {
@@ -971,6 +974,7 @@ impl Acl {
         Acl {
             users,
             log: VecDeque::new(),
+            default_unrestricted: true,
         }
     }
 
@@ -985,12 +989,21 @@ impl Acl {
     /// The user a client runs as, when its commands need checking (`None`:
     /// it may run everything).
     pub(crate) fn restricted(&self, name: &[u8]) -> Option<Arc<User>> {
+        if self.default_unrestricted && name == b"default" {
+            return None;
+        }
         self.users.get(name).filter(|u| !u.unrestricted()).cloned()
+    }
+
+    /// Notes whether the default user may run everything, after a change.
+    fn refresh(&mut self) {
+        self.default_unrestricted = self.users.get(&b"default"[..]).is_some_and(|u| u.unrestricted());
     }
 
     /// Creates or replaces a user.
     pub(crate) fn put(&mut self, user: User) {
         self.users.insert(user.name.clone(), Arc::new(user));
+        self.refresh();
     }
 
     pub(crate) fn remove(&mut self, name: &[u8]) -> bool {
@@ -1147,6 +1160,7 @@ impl Acl {
             users.insert(Bytes::from_static(b"default"), Arc::new(User::default_user(pubsub_all)));
         }
         self.users = users;
+        self.refresh();
         Ok(())
     }
 
