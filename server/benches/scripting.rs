@@ -19,7 +19,7 @@ fn bench(c: &mut Criterion) {
     let argv = [Bytes::from_static(b"pod")];
     c.bench_function("evalsha unlock (stub keyspace)", |b| {
         b.iter(|| {
-            s.run(&sha, &keys, &argv, 1, &mut |args: &[Bytes]| {
+            s.run(&sha, &keys, &argv, 1, &mut |args: &[Bytes], _mode| {
                 if args[0].eq_ignore_ascii_case(b"get") {
                     Reply::Bulk(Bytes::from_static(b"pod"))
                 } else {
@@ -30,7 +30,7 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("eval return 1", |b| {
         let sha = s.load(b"return 1").unwrap();
-        b.iter(|| s.run(&sha, &[], &[], 1, &mut |_: &[Bytes]| Reply::Ok))
+        b.iter(|| s.run(&sha, &[], &[], 1, &mut |_: &[Bytes], _mode| Reply::Ok))
     });
 }
 

@@ -58,6 +58,16 @@ pub struct Config {
     pub syslog_ident: String,
     /// `syslog-facility`: `user` or `local0` to `local7`. Default `local0`.
     pub syslog_facility: String,
+    /// `aclfile`: where ACL LOAD and ACL SAVE read and write the users
+    /// (empty: none; the `user` directives then define them).
+    pub aclfile: String,
+    /// `acllog-max-len`: the most entries the ACL log keeps.
+    pub acllog_max_len: usize,
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    pub acl_pubsub_allchannels: bool,
+    /// The `user` directives read from the config file, each its words
+    /// after `user` (applied when the server starts, as Redis's).
+    pub users: Vec<Vec<String>>,
     /// Close connections idle for this many seconds; 0 = never. Default 0.
     pub timeout: u64,
     /// TCP keepalive interval in seconds; 0 = off. Default 300.
@@ -268,6 +278,10 @@ impl Default for Config {
             syslog_enabled: false,
             syslog_ident: String::new(),
             syslog_facility: String::new(),
+            aclfile: String::new(),
+            acllog_max_len: 128,
+            acl_pubsub_allchannels: false,
+            users: Vec::new(),
             timeout: 0,
             tcp_keepalive: 0,
             proto_max_bulk_len: 0,
@@ -381,6 +395,8 @@ pub(crate) enum Effect {
     Notifications,
     /// The Lua VM's memory limit.
     LuaMemory,
+    /// `requirepass`: the default ACL user's password.
+    DefaultPassword,
     /// `appendonly` turned the append-only file on or off.
     AppendOnly,
     /// The append-only file's writer reads its policy (`appendfsync`,
@@ -985,7 +1001,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("requirepass", "", Text, Store::Field {
         set: |c, v| c.requirepass = (!v.is_empty()).then(|| Secret(v.to_string())),
         get: |c| c.requirepass.as_ref().map(|p| p.expose().to_string()).unwrap_or_default(),
-    }).effect(Effect::Connections),
+    }).effect(Effect::DefaultPassword),
     row("databases", "16", Int { min: 1, max: I32 }, field!(databases)).immutable(),
     row("maxclients", "10000", Int { min: 1, max: u32::MAX as i64 }, field!(maxclients)).effect(Effect::Connections),
     row("loglevel", "notice", Enum(&["debug", "verbose", "notice", "warning"]), field!(loglevel)),
@@ -1111,9 +1127,12 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("lazyfree-lazy-user-flush", "no", Bool, Store::Ignored),
     row("propagation-error-behavior", "ignore", Enum(&["ignore", "panic", "panic-on-replicas"]), Store::Ignored),
     // ACL.
-    row("aclfile", "", Text, Store::Ignored).immutable(),
-    row("acllog-max-len", "128", Int { min: 0, max: LONG }, Store::Ignored),
-    row("acl-pubsub-default", "resetchannels", Enum(&["allchannels", "resetchannels"]), Store::Ignored),
+    row("aclfile", "", Text, field!(aclfile)).immutable(),
+    row("acllog-max-len", "128", Int { min: 0, max: LONG }, field!(acllog_max_len)),
+    row("acl-pubsub-default", "resetchannels", Enum(&["allchannels", "resetchannels"]), Store::Field {
+        set: |c, v| c.acl_pubsub_allchannels = v == "allchannels",
+        get: |c| if c.acl_pubsub_allchannels { "allchannels" } else { "resetchannels" }.to_string(),
+    }),
     // Eviction and defragmentation.
     row("maxmemory-samples", "5", Int { min: 1, max: I32 }, Store::Ignored),
     row("maxmemory-eviction-tenacity", "10", Int { min: 0, max: 100 }, Store::Ignored),
@@ -1217,6 +1236,28 @@ pub(crate) enum SetError {
 }
 
 impl Config {
+    /// A `user` directive: its rules checked as Redis checks them when it
+    /// reads the file (`ACLAppendUserForLoading`: unknown commands are
+    /// left for later), kept for the start.
+    fn add_user_directive(&mut self, args: &[String]) -> Result<(), String> {
+        let argv: Vec<&str> = std::iter::once("user").chain(args.iter().map(String::as_str)).collect();
+        let declaration = |at: usize, why: &str| errors::acl::directive_rule(argv[at], why);
+        if self.users.iter().any(|u| u[0] == args[0]) {
+            return Err(declaration(1, errors::acl::DUPLICATE_USER));
+        }
+        let ops: Vec<bytes::Bytes> = args[1..].iter().map(|a| bytes::Bytes::from(a.clone())).collect();
+        let merged = crate::acl::merge_selectors(&ops).map_err(|_| declaration(0, errors::acl::SYNTAX))?;
+        let mut user = crate::acl::User::new(args[0].as_bytes(), self.acl_pubsub_allchannels);
+        for (j, op) in merged.iter().enumerate() {
+            match user.apply(op, self.acl_pubsub_allchannels) {
+                Ok(()) | Err(crate::acl::RuleError::Unknown) => {}
+                Err(e) => return Err(declaration(j, e.text())),
+            }
+        }
+        self.users.push(args.to_vec());
+        Ok(())
+    }
+
     /// `maxmemory` in bytes (0: no limit). Accepted without effect: INFO,
     /// MEMORY and OBJECT REFCOUNT show it as Redis would.
     pub fn maxmemory(&self) -> u64 {
@@ -1450,14 +1491,11 @@ impl Config {
                 // What CONFIG REWRITE (Redis's too) writes for the users:
                 // coordis's only user is `default`, all allowed, and a file
                 // may say so; any other user needs ACLs coordis lacks.
+                // `user <name> <rules...>`: checked now, applied when the
+                // server starts (Redis's `ACLAppendUserForLoading`).
                 if name == "user" && !args.is_empty() {
-                    if DEFAULT_USER
-                        .iter()
-                        .any(|u| u.split(' ').eq(args.iter().map(String::as_str)))
-                    {
-                        continue;
-                    }
-                    return Err(at(errors::directive::USERS_UNSUPPORTED.into()));
+                    self.add_user_directive(args).map_err(at)?;
+                    continue;
                 }
                 // Sentinel mode is a mode of its own (not this one): its
                 // lines are refused as Redis refuses them outside it.
@@ -1540,17 +1578,12 @@ impl Config {
             config.apply_text_in(&line, &mut cwd, 0, lines_before, &mut save_seen, &mut warn_once)?;
             lines_before += 1;
         }
+        if !config.aclfile.is_empty() && !config.users.is_empty() {
+            return Err(errors::acl::FILE_AND_USERS.into());
+        }
         Ok(config)
     }
 }
-
-/// The `user` lines that describe coordis's one user as it is: Redis's
-/// ACL description of the default user, with and without the flag Redis
-/// 7.0 adds under `sanitize-dump-payload`.
-const DEFAULT_USER: [&str; 2] = [
-    "default on nopass ~* &* +@all",
-    "default on nopass sanitize-payload ~* &* +@all",
-];
 
 /// Names Redis 7.0 still accepts in a config file and ignores.
 const DEPRECATED: [&str; 3] = [
@@ -1593,7 +1626,7 @@ fn include_paths(path: &std::path::Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// `strerror`'s words for an I/O error, without Rust's `(os error N)`.
-fn io_reason(e: &std::io::Error) -> String {
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(cut) => text[..cut].to_string(),
@@ -1735,8 +1768,19 @@ mod tests {
             "{err}"
         );
         let other_user = root.join("user.conf");
-        std::fs::write(&other_user, "user alice on >pw ~* +@all\n").unwrap();
-        assert!(Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).is_err());
+        std::fs::write(&other_user, "user alice on >pw ~* +@all\nuser bob +nope\n").unwrap();
+        let c = Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).unwrap();
+        assert_eq!(
+            c.users.len(),
+            2,
+            "users are kept for the start; unknown commands too, as Redis"
+        );
+        std::fs::write(&other_user, "user alice on\nuser alice off\n").unwrap();
+        let err = Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(err.ends_with("Error in user declaration 'alice': Duplicate user found. A user can only be defined once in config files"), "{err}");
+        std::fs::write(&other_user, "user alice on #abc\n").unwrap();
+        let err = Config::from_args(&args(&[other_user.to_str().unwrap()]), &mut |_| {}).unwrap_err();
+        assert!(err.ends_with("Error in user declaration 'alice': The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"), "{err}");
         let sentinel = root.join("sentinel.conf");
         std::fs::write(&sentinel, "sentinel monitor m 127.0.0.1 6379 2\n").unwrap();
         let err = Config::from_args(&args(&[sentinel.to_str().unwrap()]), &mut |_| {}).unwrap_err();

@@ -87,6 +87,11 @@ impl Engine {
         let memory_startup = crate::process::allocator().allocated;
         let started_ms = clock.now_ms();
         let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
+        let mut acl = crate::acl::Acl::new(config.acl_pubsub_allchannels);
+        acl.set_default_password(config.requirepass.as_ref().map(|p| p.expose()));
+        shared
+            .auth_required
+            .store(!acl.default_open(), std::sync::atomic::Ordering::Relaxed);
         let scripting = Scripting::new(config.lua_memory_limit, shared.script.clone()).expect("create the Lua VM");
         let repl_id = new_run_id();
         let replica = crate::replica::ReplicaState::new(&config, repl_id.clone());
@@ -134,6 +139,7 @@ impl Engine {
                 aof: Default::default(),
                 bgsave: Default::default(),
                 guards,
+                acl,
                 shared,
             },
             server_shutdown,
@@ -149,6 +155,7 @@ impl Engine {
     /// server in the loading state until [`Engine::finish_load`]. A missing
     /// file is an empty start; an unreadable one is an error (Redis exits).
     pub(crate) fn load_at_start(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        self.load_acl_at_start().map_err(std::io::Error::other)?;
         if !self.state.config.aof.enabled && !self.state.config.dir.is_empty() {
             if let Some(bytes) = crate::persist::rdb::disk::read_file(&self.state.config)? {
                 let now_secs = self.state.clock.now_ms() / 1000;
@@ -176,6 +183,51 @@ impl Engine {
         parsed.and_then(|loaded| self.install_rdb(loaded))?;
         self.start_persistence()
             .map_err(|()| std::io::Error::other("the append-only file could not be started (see the log)"))
+    }
+
+    /// The `user` directives, then the ACL file, as Redis's
+    /// `ACLLoadUsersAtStartup` (an error stops the start).
+    fn load_acl_at_start(&mut self) -> Result<(), String> {
+        let state = &mut self.state;
+        let pubsub_all = state.config.acl_pubsub_allchannels;
+        if !state.config.aclfile.is_empty() && !state.config.users.is_empty() {
+            return Err(crate::errors::acl::FILE_AND_USERS.into());
+        }
+        for words in state.config.users.clone() {
+            let mut user = match state.acl.user(words[0].as_bytes()) {
+                Some(existing) => {
+                    let mut user = (**existing).clone();
+                    let _ = user.apply(b"reset", pubsub_all);
+                    user
+                }
+                None => crate::acl::User::new(words[0].as_bytes(), pubsub_all),
+            };
+            let ops: Vec<Bytes> = words[1..].iter().map(|w| Bytes::from(w.clone())).collect();
+            let merged = crate::acl::merge_selectors(&ops).unwrap_or_default();
+            for op in &merged {
+                if let Err(e) = user.apply(op, pubsub_all) {
+                    tracing::warn!(
+                        "Error loading ACL rule '{}' for the user named '{}': {}",
+                        String::from_utf8_lossy(op),
+                        words[0],
+                        e.text()
+                    );
+                    return Err("Critical error while loading ACLs. Exiting.".into());
+                }
+            }
+            state.acl.put(user);
+        }
+        if !state.config.aclfile.is_empty() {
+            let path = state.config.aclfile.clone();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| crate::errors::acl::load_open_failed(&path, &crate::config::io_reason(&e)))?;
+            state
+                .acl
+                .load_text(&path, &text, pubsub_all)
+                .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+        }
+        state.sync_auth();
+        Ok(())
     }
 
     /// Loads `dir/dbfilename` under the lock (a staged crash's restart).
@@ -364,7 +416,7 @@ impl Engine {
     /// Registers a new connection (before any of its batches).
     pub(crate) fn connect(&mut self, mut client: ClientState) {
         self.state.stats.total_connections_received += 1;
-        client.authenticated = self.state.config.requirepass.is_none();
+        client.authenticated = self.state.acl.default_open();
         self.state.clients.insert(Box::new(client));
     }
 
@@ -473,6 +525,7 @@ impl Engine {
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),
             subscribed_resp2: !client.resp3 && client.is_subscribed(),
+            restricted: self.state.acl.restricted(&client.user).is_some(),
         });
         self.state.clients.put_back(client);
         if self.state.shutdown_requested {

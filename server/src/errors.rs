@@ -344,8 +344,6 @@ pub(crate) mod directive {
     pub(crate) const HOSTNAME_CHARS: &str = "Hostnames may only contain alphanumeric characters, hyphens or dots";
     pub(crate) const DEFRAG_UNAVAILABLE: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";
     /// coordis's own: a `user` line other than the default user's.
-    pub(crate) const USERS_UNSUPPORTED: &str =
-        "ACL users other than the default user (on nopass ~* &* +@all) are not supported by coordis";
     pub(crate) const SENTINEL_OUTSIDE: &str = "sentinel directive while not in sentinel mode";
     pub(crate) const TLS_UNAVAILABLE: &str = "Unable to update TLS configuration. Check server logs.";
     pub(crate) const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
@@ -752,5 +750,135 @@ pub(crate) mod sentinel {
         owned(sanitize(format!(
             "ERR Unknown option or number of arguments for SENTINEL DEBUG '{name}'"
         )))
+    }
+}
+
+/// The ACL's texts (Redis's `acl.c`, and the refusals `processCommand`,
+/// `execCommand` and `scriptCall` word).
+pub(crate) mod acl {
+    use super::{lossy, owned, sanitize, Reply};
+
+    pub(crate) const SYNTAX: &str = "Syntax error";
+    pub(crate) const UNKNOWN: &str = "Unknown command or category name in ACL";
+    pub(crate) const KEYS_AFTER_ALL: &str = "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns";
+    pub(crate) const CHANNELS_AFTER_ALL: &str = "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels";
+    pub(crate) const NO_SUCH_PASSWORD: &str = "The password you are trying to remove from the user does not exist";
+    pub(crate) const BAD_HASH: &str =
+        "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters";
+    pub(crate) const FIRST_ARG_OF_SUB: &str = "Allowing first-arg of a subcommand is not supported";
+    pub(crate) const DUPLICATE_USER: &str = "Duplicate user found. A user can only be defined once in config files";
+
+    pub(crate) const NOPERM_KEY: &str =
+        "NOPERM this user has no permissions to access one of the keys used as arguments";
+    pub(crate) const NOPERM_CHANNEL: &str =
+        "NOPERM this user has no permissions to access one of the channels used as arguments";
+    pub(crate) const USERNAME_SPACES: &str = "ERR Usernames can't contain spaces or null characters";
+    pub(crate) const DEFAULT_NOT_REMOVABLE: &str = "ERR The 'default' user cannot be removed";
+    pub(crate) const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
+    pub(crate) const SAVE_FAILED: &str =
+        "ERR There was an error trying to save the ACLs. Please check the server logs for more information";
+    pub(crate) const GENPASS_BITS: &str =
+        "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096";
+    pub(crate) const ACL_CHECK_CMD_INVALID: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
+    pub(crate) const ACL_CHECK_CMD_OUTSIDE: &str =
+        "ERR redis.acl_check_cmd can only be called inside a script invocation";
+    pub(crate) const FILE_NO_CHANGE: &str =
+        "WARNING: ACL errors detected, no change to the previously active ACL rules was performed";
+    /// Redis refuses a config file with both (`ACLLoadUsersAtStartup`).
+    pub(crate) const FILE_AND_USERS: &str = "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.";
+
+    /// `-NOPERM` for a command the user may not run (`x` as Redis names it).
+    pub(crate) fn noperm_command(name: &str) -> Reply {
+        owned(format!(
+            "NOPERM this user has no permissions to run the '{name}' command"
+        ))
+    }
+
+    /// A command queued in MULTI that the rules refuse by EXEC time.
+    pub(crate) fn exec_changed(reason: &str) -> Reply {
+        owned(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"))
+    }
+    pub(crate) const EXEC_CMD: &str = "no permission to execute the command or subcommand";
+    pub(crate) const EXEC_KEY: &str = "no permission to touch the specified keys";
+    pub(crate) const EXEC_CHANNEL: &str = "no permission to access one of the channels used as arguments";
+
+    /// A script's `redis.call` refused (`scriptVerifyACL`).
+    pub(crate) fn script_denied(why: &str) -> Reply {
+        owned(format!("ERR The user executing the script {why}"))
+    }
+    pub(crate) const SCRIPT_CMD: &str = "can't run this command or subcommand";
+    pub(crate) const SCRIPT_KEY: &str = "can't access at least one of the keys mentioned in the command arguments";
+    pub(crate) const SCRIPT_CHANNEL: &str = "can't publish to the channel mentioned in the command";
+
+    pub(crate) fn unmatched_parenthesis(start: &[u8]) -> String {
+        sanitize(format!(
+            "ERR Unmatched parenthesis in acl selector starting at '{}'.",
+            lossy(start)
+        ))
+    }
+
+    pub(crate) fn setuser_modifier(op: &[u8], why: &str) -> String {
+        sanitize(format!("ERR Error in ACL SETUSER modifier '{}': {why}", lossy(op)))
+    }
+
+    pub(crate) fn unknown_category(name: &[u8]) -> Reply {
+        let name: String = lossy(name).chars().take(128).collect();
+        owned(sanitize(format!("ERR Unknown category '{name}'")))
+    }
+
+    pub(crate) fn dryrun_no_user(name: &[u8]) -> Reply {
+        owned(sanitize(format!("ERR User '{}' not found", lossy(name))))
+    }
+
+    pub(crate) fn dryrun_no_command(name: &[u8]) -> Reply {
+        owned(sanitize(format!("ERR Command '{}' not found", lossy(name))))
+    }
+
+    pub(crate) fn dryrun_command(name: &str) -> String {
+        format!("This user has no permissions to run the '{name}' command")
+    }
+
+    pub(crate) fn dryrun_key(key: &[u8]) -> String {
+        format!("This user has no permissions to access the '{}' key", lossy(key))
+    }
+
+    pub(crate) fn dryrun_channel(channel: &[u8]) -> String {
+        format!(
+            "This user has no permissions to access the '{}' channel",
+            lossy(channel)
+        )
+    }
+
+    pub(crate) fn load_open_failed(path: &str, why: &str) -> String {
+        format!("Error loading ACLs, opening file '{path}': {why}")
+    }
+
+    pub(crate) fn file_no_user_keyword(file: &str, line: usize) -> String {
+        format!("{file}:{line} should start with user keyword followed by the username. ")
+    }
+
+    pub(crate) fn file_bad_username(file: &str, line: usize, name: &str) -> String {
+        format!("'{file}:{line}: username '{name}' contains invalid characters. ")
+    }
+
+    pub(crate) fn file_duplicate_user(name: &str, line: usize) -> String {
+        format!("WARNING: Duplicate user '{name}' found on line {line}. ")
+    }
+
+    pub(crate) fn file_unmatched_parenthesis(file: &str, line: usize) -> String {
+        format!("{file}:{line}: Unmatched parenthesis in selector definition.")
+    }
+
+    pub(crate) fn file_operation(file: &str, line: usize, op: &str, why: &str) -> String {
+        format!("{file}:{line}: Error in applying operation '{op}': {why}. ")
+    }
+
+    pub(crate) fn file_rule(file: &str, line: usize, why: &str) -> String {
+        format!("{file}:{line}: {why}. ")
+    }
+
+    /// A `user` directive with a bad rule (the config file's error line).
+    pub(crate) fn directive_rule(word: &str, why: &str) -> String {
+        format!("Error in user declaration '{word}': {why}")
     }
 }

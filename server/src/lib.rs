@@ -62,9 +62,12 @@
 //!   full and partial resync, the stream applied as the primary's client,
 //!   ACKs) and what it knows (the primary's replication ID, the offset).
 //! - `errors`: every error text, as Redis words it.
+//! - `acl`: ACL users and rules, the permission check admission makes, the
+//!   ACL log; `cmd/users.rs`: the ACL command family.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 #![warn(unreachable_pub, missing_docs)]
 
+mod acl;
 mod blocked;
 mod cmd;
 mod config;
@@ -95,7 +98,7 @@ pub mod internals {
     pub use crate::cmd::flags;
     pub use crate::cmd::CommandSpec;
     pub use crate::errors::DENIED;
-    pub use crate::lua::{sha1_hex, ScriptState, Scripting};
+    pub use crate::lua::{sha1_hex, Mode as DispatchMode, ScriptState, Scripting};
     pub use crate::protocol::{ProtocolLimits, Reply, RequestParser};
     pub use crate::store::zset;
     pub use crate::store::{Db, Value};

@@ -85,7 +85,8 @@ pub struct Shared {
     pub proto_max_multibulk_len: AtomicUsize,
     pub client_query_buffer_limit: AtomicUsize,
     pub protected_mode: AtomicBool,
-    /// `requirepass` is set: new clients start unauthenticated.
+    /// The default user needs a password (or is off): new clients start
+    /// unauthenticated ([`ServerState::sync_auth`]).
     pub auth_required: AtomicBool,
     pub tcp_keepalive: AtomicU64,
     /// Connections currently open.
@@ -180,8 +181,6 @@ impl Shared {
         self.client_query_buffer_limit
             .store(config.client_query_buffer_limit, Ordering::Relaxed);
         self.protected_mode.store(config.protected_mode, Ordering::Relaxed);
-        self.auth_required
-            .store(config.requirepass.is_some(), Ordering::Relaxed);
         self.tcp_keepalive.store(config.tcp_keepalive, Ordering::Relaxed);
         self.script
             .busy_after_ms
@@ -262,10 +261,20 @@ pub struct ServerState {
     /// Who may run the protected commands (fixed at start: the settings
     /// are immutable, as Redis's).
     pub guards: crate::exec::Guards,
+    /// ACL users and the ACL log.
+    pub(crate) acl: crate::acl::Acl,
     pub shared: Arc<Shared>,
 }
 
 impl ServerState {
+    /// Tells the connections whether new clients start authenticated,
+    /// after the default user changed.
+    pub(crate) fn sync_auth(&self) {
+        self.shared
+            .auth_required
+            .store(!self.acl.default_open(), Ordering::Relaxed);
+    }
+
     /// The allocator's figures now, noted for `used_memory_peak` (costs a
     /// walk of the allocator's free lists: for INFO and MEMORY only).
     pub fn note_memory(&mut self) -> crate::process::Allocator {

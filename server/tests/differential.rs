@@ -840,6 +840,10 @@ const NOT_FUZZED: &[(&str, &str)] = &[
     ("memory|malloc-stats", "Redis's allocator is jemalloc"),
     ("client", "connection ids, addresses and ages"),
     ("config", "changes the server's settings"),
+    (
+        "acl",
+        "users outlive FLUSHALL, GENPASS is random, LOG holds ages and client lines (scenarios/acl.txt and tests/acl.rs compare the ACL)",
+    ),
     ("debug", "refused unless enabled"),
     ("shutdown", "stops the server"),
     ("slowlog", "durations"),
@@ -920,6 +924,73 @@ fn random_commands_across_every_family_match_redis() {
         .unwrap_or(10);
     random_differential("random differential over every command", seeds, |seed| {
         (format!("random commands seed {seed}"), random_any_commands(seed, 2000))
+    });
+}
+
+/// The random command stream of [`random_commands_across_every_family_match_redis`]
+/// run as a user with random rules (categories, commands, subcommands, read
+/// and write key patterns over the stream's key pool, channels, a selector),
+/// so that commands, keys and channels are refused (`-NOPERM`) or allowed as
+/// Redis decides, scripts' calls included. The rules are set and the user
+/// authenticated at the start of each seed (its clients are fresh).
+#[test]
+fn random_commands_as_a_restricted_user_match_redis() {
+    random_differential("random differential as a restricted user", 24, |seed| {
+        let mut rng = fastrand::Rng::with_seed(seed ^ 0xac1);
+        let pool = [
+            "+@all",
+            "-@all",
+            "+@read",
+            "+@write",
+            "-@write",
+            "+@string",
+            "-@string",
+            "+@list",
+            "+@hash",
+            "-@keyspace",
+            "+@keyspace",
+            "-@dangerous",
+            "+@scripting",
+            "-@scripting",
+            "+@pubsub",
+            "+@sortedset",
+            "-@slow",
+            "+@fast",
+            "+get",
+            "-get",
+            "+set",
+            "-set",
+            "+del",
+            "+eval",
+            "-eval",
+            "+object|encoding",
+            "-object",
+            "+publish",
+            "~s*",
+            "~l1",
+            "%R~h*",
+            "%W~z*",
+            "%RW~x1",
+            "%R~*",
+            "~nokey",
+            "allkeys",
+            "resetkeys",
+            "&*",
+            "&ch*",
+            "resetchannels",
+            "(~p* +@all)",
+            "(%R~s* +get +mget)",
+        ];
+        let mut setuser: Vec<Vec<u8>> = ["ACL", "SETUSER", "rnd", "reset", "on", ">pw"]
+            .iter()
+            .map(|w| w.as_bytes().to_vec())
+            .collect();
+        for _ in 0..rng.usize(2..7) {
+            setuser.push(pool[rng.usize(..pool.len())].as_bytes().to_vec());
+        }
+        let mut commands = vec![setuser, vec![b"AUTH".to_vec(), b"rnd".to_vec(), b"pw".to_vec()]];
+        commands.extend(random_any_commands(seed, 600));
+        (format!("random commands as a restricted user, seed {seed}"), commands)
     });
 }
 

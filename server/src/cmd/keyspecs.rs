@@ -438,6 +438,15 @@ fn walk(specs: &'static [KeySpec], args: &[Bytes], variable_arity: bool) -> Opti
 /// What the command's own key finder gives where the specs cannot: its
 /// keys (see [`command_keys`]), flagged as Redis's finder flags them.
 fn fallback(spec: &CommandSpec, specs: &'static [KeySpec], args: &[Bytes]) -> Vec<Key> {
+    // Redis falls back only to a finder the command has (`getkeys_proc`);
+    // without one, the command has no keys here. The counted ones read
+    // their count as C's `atoi` and flag no access (`genericGetKeys`).
+    if let Some((store, count_at, first)) = generic_finder(spec.name) {
+        return generic_keys(args, store, count_at, first);
+    }
+    if !OWN_FINDERS.contains(&spec.name) {
+        return vec![];
+    }
     const RO: &[&str] = &["RO", "access"];
     const OW: &[&str] = &["OW", "update"];
     const RW: &[&str] = &["RW", "access", "update"];
@@ -462,6 +471,67 @@ fn fallback(spec: &CommandSpec, specs: &'static [KeySpec], args: &[Bytes]) -> Ve
             (at, flags)
         })
         .collect()
+}
+
+/// The commands with a key finder of their own in Redis 7.0.15 besides
+/// [`generic_finder`]'s.
+const OWN_FINDERS: &[&str] = &[
+    "set",
+    "bitfield",
+    "sort",
+    "sort_ro",
+    "migrate",
+    "georadius",
+    "georadiusbymember",
+    "xread",
+    "xreadgroup",
+];
+
+/// Redis's `genericGetKeys` commands: where the store key is (0: none),
+/// where the count is, where the keys begin (one key per argument).
+fn generic_finder(name: &str) -> Option<(usize, usize, usize)> {
+    Some(match name {
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => (0, 1, 2),
+        "zunionstore" | "zinterstore" | "zdiffstore" => (1, 2, 3),
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop" | "bzmpop" => (0, 2, 3),
+        _ => return None,
+    })
+}
+
+/// `genericGetKeys`: `count` keys from `first` (none when the count is
+/// below 1 or more than the arguments left), then the store key.
+fn generic_keys(args: &[Bytes], store: usize, count_at: usize, first: usize) -> Vec<Key> {
+    let Some(count) = args.get(count_at).map(|a| atoi(a)) else {
+        return vec![];
+    };
+    if count < 1 || count > args.len().saturating_sub(first) as i64 {
+        return vec![];
+    }
+    let mut keys: Vec<Key> = (0..count as usize).map(|i| (first + i, &[][..])).collect();
+    if store != 0 {
+        keys.push((store, &[]));
+    }
+    keys
+}
+
+/// C's `atoi`: leading blanks, a sign, the digits up to the first other
+/// character (0 when there are none).
+fn atoi(text: &[u8]) -> i64 {
+    let text = text.trim_ascii_start();
+    let (negative, digits) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let value = digits
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .fold(0i64, |n, c| n.saturating_mul(10).saturating_add(i64::from(c - b'0')));
+    if negative {
+        -value
+    } else {
+        value
+    }
 }
 
 /// Where the keys of a command are, by argument position, as the command's

@@ -117,6 +117,7 @@ mod spec;
 pub(crate) mod stream;
 pub(crate) mod strings;
 pub(crate) mod tx;
+pub(crate) mod users;
 pub(crate) mod zset;
 
 pub(crate) use ctx::Ctx;

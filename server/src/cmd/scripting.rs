@@ -85,7 +85,10 @@ pub(super) fn run_in_vm(
         let Ctx {
             dbs, client, server, ..
         } = &mut *ctx;
-        let mut dispatch = |cmd: &[Bytes]| {
+        let mut dispatch = |cmd: &[Bytes], mode: crate::lua::Mode| {
+            if mode == crate::lua::Mode::AclCheck {
+                return crate::exec::acl_check_from_script(server, client, cmd);
+            }
             let mut inner = Ctx {
                 dbs,
                 client,

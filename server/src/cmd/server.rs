@@ -110,26 +110,32 @@ fn echo(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Bulk(args[1].clone())
 }
 
-/// Checks a username/password pair against `requirepass`. The only user is
-/// `default`; without a password it accepts any password, as Redis's
-/// `nopass` default user does. The comparison takes the same time whatever
-/// the password's content.
-fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
+/// Authenticates the client as `user` with `pass` (Redis's
+/// `ACLAuthenticateUser`): on success the client runs as that user; a
+/// failure is logged in the ACL log (object: the command as typed).
+fn authenticate(ctx: &mut Ctx, command: &Bytes, user: &[u8], pass: &[u8]) -> bool {
+    if let Some(found) = ctx.server.acl.user(user).filter(|u| u.accepts(pass)) {
+        ctx.client.user = found.name.clone();
+        ctx.client.authenticated = true;
+        return true;
     }
-    match &ctx.server.config.requirepass {
-        None => true,
-        Some(expected) => constant_time_eq(expected.expose().as_bytes(), pass),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        diff |= (a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0)) as usize;
-    }
-    diff == 0
+    let context = if ctx.client.multi.is_some() {
+        crate::acl::Context::Multi
+    } else {
+        crate::acl::Context::Toplevel
+    };
+    let info = ctx.client.info_line(ctx.now);
+    let max = ctx.server.config.acllog_max_len;
+    ctx.server.acl.add_log(
+        crate::acl::Reason::Auth,
+        context,
+        command.clone(),
+        Bytes::copy_from_slice(user),
+        ctx.now,
+        info,
+        max,
+    );
+    false
 }
 
 fn auth(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -137,15 +143,14 @@ fn auth(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::SYNTAX);
     }
     let (user, pass): (&[u8], &[u8]) = if args.len() == 2 {
-        if ctx.server.config.requirepass.is_none() {
+        if ctx.server.acl.user(b"default").is_some_and(|u| u.nopass()) {
             return err(errors::AUTH_NOT_CONFIGURED);
         }
         (b"default", &args[1])
     } else {
         (&args[1], &args[2])
     };
-    if check_password(ctx, user, pass) {
-        ctx.client.authenticated = true;
+    if authenticate(ctx, &args[0], user, pass) {
         Reply::Ok
     } else {
         err(errors::WRONGPASS)
@@ -184,10 +189,9 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         i += 1;
     }
     if let Some((user, pass)) = credentials {
-        if !check_password(ctx, user, pass) {
+        if !authenticate(ctx, &args[0], user, pass) {
             return err(errors::WRONGPASS);
         }
-        ctx.client.authenticated = true;
     }
     if !ctx.client.authenticated {
         return err(errors::HELLO_NOAUTH);
@@ -242,7 +246,8 @@ fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.client.db = 0;
     ctx.client.resp3 = false;
     ctx.client.name = None;
-    ctx.client.authenticated = ctx.server.config.requirepass.is_none();
+    ctx.client.user = Bytes::from_static(b"default");
+    ctx.client.authenticated = ctx.server.acl.default_open();
     ctx.client.reply_off = false;
     ctx.client.reply_skip_next = false;
     ctx.client.no_evict = false;
@@ -359,7 +364,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             None => err(errors::NO_SUCH_CLIENT),
         };
     }
-    let (mut id, mut addr, mut laddr, mut kind, mut skipme) = (None, None, None, None, true);
+    let (mut id, mut addr, mut laddr, mut kind, mut user, mut skipme) = (None, None, None, None, None, true);
     let mut i = 2;
     while i < args.len() {
         if i + 1 >= args.len() {
@@ -378,9 +383,10 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         } else if is(&args[i], "type") {
             kind = Some(tri!(ClientType::parse(value)));
         } else if is(&args[i], "user") {
-            if value.as_ref() != b"default" {
+            if ctx.server.acl.user(value).is_none() {
                 return errors::no_such_user(value);
             }
+            user = Some(value.clone());
         } else if is(&args[i], "skipme") {
             if is(value, "yes") {
                 skipme = true;
@@ -399,6 +405,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             && addr.as_ref().is_none_or(|a| c.addr.to_string() == *a)
             && laddr.as_ref().is_none_or(|a| c.laddr.to_string() == *a)
             && kind.is_none_or(|k| ClientType::of(c) == k)
+            && user.as_ref().is_none_or(|u| c.user == *u)
     };
     let mut killed = 0;
     for c in ctx.server.clients.values() {
@@ -913,6 +920,11 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         // backlog's minimum), or by CONFIG SET before this (the listeners).
         Effect::None | Effect::Tls | Effect::ReplBacklog | Effect::Listeners => {}
         Effect::Connections => ctx.server.shared.publish(config),
+        Effect::DefaultPassword => {
+            let password = config.requirepass.as_ref().map(|p| p.expose().to_string());
+            ctx.server.acl.set_default_password(password.as_deref());
+            ctx.server.sync_auth();
+        }
         Effect::Notifications => {
             let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
             // Expired keys are noted for their DELs too while effects are recorded.
@@ -1519,14 +1531,6 @@ pub(crate) fn repr(out: &mut String, arg: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn password_compare() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
-    }
 
     #[test]
     fn client_names() {

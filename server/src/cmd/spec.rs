@@ -258,6 +258,15 @@ impl CommandSpec {
     /// The ACL categories COMMAND INFO shows: the row's own plus those
     /// Redis derives from the flags (`setImplicitACLCategories`).
     pub fn categories(&self) -> impl Iterator<Item = &'static str> {
+        let cats = self.category_bits();
+        acl::NAMES
+            .iter()
+            .filter(move |(bit, _)| cats & bit != 0)
+            .map(|(_, name)| *name)
+    }
+
+    /// The `acl` bits of [`CommandSpec::categories`].
+    pub(crate) fn category_bits(&self) -> u32 {
         let mut cats = self.acl;
         let implied = [
             (flags::WRITE, acl::WRITE),
@@ -277,10 +286,7 @@ impl CommandSpec {
         if !self.has(flags::FAST) {
             cats |= acl::SLOW;
         }
-        acl::NAMES
-            .iter()
-            .filter(move |(bit, _)| cats & bit != 0)
-            .map(|(_, name)| *name)
+        cats
     }
 
     /// The flag names COMMAND INFO shows.
@@ -320,6 +326,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(pubsub::COMMANDS.iter())
         .chain(server::COMMANDS.iter())
         .chain(replicaof::COMMANDS.iter())
+        .chain(users::COMMANDS.iter())
         .chain(observe::COMMANDS.iter())
         .chain(memory::COMMANDS.iter())
         .chain(cluster::COMMANDS.iter())

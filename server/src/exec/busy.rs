@@ -35,6 +35,9 @@ pub struct ClientView {
     pub local: bool,
     /// RESP3 (HELLO 3): busy answers are encoded as the client speaks.
     pub resp3: bool,
+    /// The client's ACL user is restricted: its requests wait for the
+    /// engine, where the ACL is (only the engine checks permissions).
+    pub restricted: bool,
 }
 
 /// A change to the client's transaction made while the engine was busy.
@@ -104,7 +107,11 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         stale_refused: false,
         queued_not_stale: false,
         declared: None,
+        acl: None,
     };
+    if ctx.view.restricted {
+        return Answer::Wait;
+    }
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {
             ctx.changes.push(TxChange::Rejected(spec, reply.clone()));
@@ -129,7 +136,7 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         },
         // The connection side holds nothing (the pause and the rules are the
         // engine's): after the script, the engine decides.
-        Verdict::Postponed | Verdict::Fault(..) => Answer::Wait,
+        Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } => Answer::Wait,
     }
 }
 

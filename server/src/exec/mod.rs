@@ -159,6 +159,9 @@ pub(crate) struct Facts<'a> {
     /// runs declared ([`CommandSpec::declared`]), which replaces its row's
     /// `write` and `stale` flags in the replica's checks.
     pub declared: Option<cmd::Declared>,
+    /// The client's ACL user when its commands need checking (`None`:
+    /// it may run everything, the default user's fast path).
+    pub acl: Option<&'a crate::acl::User>,
 }
 
 impl Facts<'static> {
@@ -183,6 +186,7 @@ impl Facts<'static> {
         stale_refused: false,
         queued_not_stale: false,
         declared: None,
+        acl: None,
     };
 }
 
@@ -261,6 +265,12 @@ pub(crate) enum Verdict {
         spec: Option<&'static CommandSpec>,
         reply: Reply,
     },
+    /// Refused by the client's ACL user (`-NOPERM`; logged in the ACL log
+    /// by the site, which knows the client).
+    Denied {
+        spec: &'static CommandSpec,
+        denied: crate::acl::Denied,
+    },
     /// Held by CLIENT PAUSE until it ends (the request runs again then).
     Postponed,
     /// A fault rule matched: what it does instead of (or to) the command.
@@ -315,8 +325,8 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     };
     if checks.script {
-        // Scripts: NOSCRIPT, then writes from a read-only script. (ACL,
-        // OOM, MISCONF, a read-only replica and the cluster's slot checks
+        // Scripts: NOSCRIPT, the ACL, then writes from a read-only script.
+        // (OOM, MISCONF, a read-only replica and the cluster's slot checks
         // follow here, in `scriptCall`'s order, as those land.)
         if spec.has(flags::NOSCRIPT) {
             return refuse(Some(spec), errors::err(errors::NOT_FROM_SCRIPT));
@@ -325,6 +335,11 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         // run only `stale` commands (Redis's `scriptVerifyAllowStale`).
         if facts.stale_refused && !spec.has(flags::STALE) {
             return refuse(Some(spec), errors::err(errors::STALE_IN_SCRIPT));
+        }
+        if let Some(user) = facts.acl {
+            if let Err(denied) = crate::acl::check(user, spec, args) {
+                return Verdict::Denied { spec, denied };
+            }
         }
         if matches!(caller, Caller::Script { read_only: true }) && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
@@ -352,9 +367,15 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if facts.in_multi && spec.has(flags::NO_MULTI) {
             return refuse(Some(spec), errors::err(errors::NOT_IN_MULTI));
         }
-        // (ACL permissions, cluster redirection and OOM under maxmemory go
-        // here, in this order, as those land.)
-        // 5. MISCONF: a failed background save refuses writes (an EXEC
+        // 5. The ACL: the command, its keys, its channels.
+        if let Some(user) = facts.acl {
+            if let Err(denied) = crate::acl::check(user, spec, args) {
+                return Verdict::Denied { spec, denied };
+            }
+        }
+        // (Cluster redirection and OOM under maxmemory go here, in this
+        // order, as those land.)
+        // 6. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
             && (spec.has(flags::WRITE | flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
@@ -458,6 +479,7 @@ impl Holds for EngineHolds<'_, '_> {
 pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let guards = ctx.server.guards;
     let client = &*ctx.client;
+    let user = ctx.server.acl.restricted(&client.user);
     let disk_error = crate::persist::saves::writes_denied(ctx.server);
     let replica = ReplicaFacts::of(ctx.server);
     let queued = |test: fn(&CommandSpec) -> bool| {
@@ -486,6 +508,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         } else {
             None
         },
+        acl: user.as_deref(),
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -500,6 +523,20 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Reply::status("QUEUED")
         }
         Verdict::Refused { spec, reply } => reject(ctx, spec, reply),
+        Verdict::Denied { spec, denied } => {
+            let context = if ctx.client.multi.is_some() {
+                crate::acl::Context::Multi
+            } else {
+                crate::acl::Context::Toplevel
+            };
+            log_denial(ctx, spec, args, denied, context);
+            let reply = match denied {
+                crate::acl::Denied::Command => errors::acl::noperm_command(spec.name),
+                crate::acl::Denied::Key(_) => errors::err(errors::acl::NOPERM_KEY),
+                crate::acl::Denied::Channel(_) => errors::err(errors::acl::NOPERM_CHANNEL),
+            };
+            reject(ctx, Some(spec), reply)
+        }
         Verdict::Postponed => crate::blocked::postpone(ctx),
         Verdict::Fault(spec, action) => match action {
             FaultAction::Error(text) => Reply::Error(text.into()),
@@ -538,11 +575,55 @@ fn reject(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: Reply) -> Re
     reply
 }
 
+/// Adds a denial to the ACL log (Redis's `addACLLogEntry`): the command,
+/// or the key or channel refused, with the client's user and info.
+pub(crate) fn log_denial(
+    ctx: &mut Ctx,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    denied: crate::acl::Denied,
+    context: crate::acl::Context,
+) {
+    use crate::acl::{Denied, Reason};
+    let (reason, object) = match denied {
+        Denied::Command => (Reason::Command, Bytes::from_static(spec.name.as_bytes())),
+        Denied::Key(pos) => (Reason::Key, args[pos].clone()),
+        Denied::Channel(pos) => (Reason::Channel, args[pos].clone()),
+    };
+    // Redis's client notes a command as its last one when it looks it up,
+    // refused or not (a script's commands are its caller's EVAL).
+    if context != crate::acl::Context::Lua {
+        ctx.client.last_cmd = spec.name.into();
+        ctx.client.last_cmd_ms = ctx.now;
+    }
+    let info = ctx.client.info_line(ctx.now);
+    let max = ctx.server.config.acllog_max_len;
+    let user = ctx.client.user.clone();
+    ctx.server
+        .acl
+        .add_log(reason, context, object, user, ctx.now, info, max);
+}
+
 /// A command EXEC runs: it was admitted when queued; resolved again (the
-/// queue keeps arguments only).
+/// queue keeps arguments only), and checked against the ACL again (the
+/// rules may have changed since, as Redis's `execCommand` checks).
 pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match cmd::resolve(args) {
-        Ok(spec) => call(ctx, Caller::Exec, spec, args),
+        Ok(spec) => {
+            if let Some(user) = ctx.server.acl.restricted(&ctx.client.user) {
+                if let Err(denied) = crate::acl::check(&user, spec, args) {
+                    log_denial(ctx, spec, args, denied, crate::acl::Context::Multi);
+                    let reply = errors::acl::exec_changed(match denied {
+                        crate::acl::Denied::Command => errors::acl::EXEC_CMD,
+                        crate::acl::Denied::Key(_) => errors::acl::EXEC_KEY,
+                        crate::acl::Denied::Channel(_) => errors::acl::EXEC_CHANNEL,
+                    });
+                    observe::rejected(ctx, None, &reply);
+                    return reply;
+                }
+            }
+            call(ctx, Caller::Exec, spec, args)
+        }
         // Cannot happen: the command was resolved when it was queued.
         Err(Unresolved::Unknown(reply)) => reply,
         Err(Unresolved::Arity(spec)) => errors::wrong_args(spec.name),
@@ -555,9 +636,11 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
     let replica = ReplicaFacts::of(ctx.server);
+    let user = ctx.server.acl.restricted(&ctx.client.user);
     let facts = Facts {
         replica_read_only: replica.read_only,
         stale_refused: replica.stale_refused,
+        acl: user.as_deref(),
         ..Facts::INTERNAL
     };
     match admit(caller, args, &facts, &mut NoHolds) {
@@ -568,6 +651,16 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
         }
         Verdict::Refused { spec, reply } => {
             observe::rejected(ctx, spec, &reply);
+            (reply, false)
+        }
+        Verdict::Denied { spec, denied } => {
+            log_denial(ctx, spec, args, denied, crate::acl::Context::Lua);
+            let reply = errors::acl::script_denied(match denied {
+                crate::acl::Denied::Command => errors::acl::SCRIPT_CMD,
+                crate::acl::Denied::Key(_) => errors::acl::SCRIPT_KEY,
+                crate::acl::Denied::Channel(_) => errors::acl::SCRIPT_CHANNEL,
+            });
+            observe::rejected(ctx, Some(spec), &reply);
             (reply, false)
         }
         // Scripts are never queued, held or faulted (their checks say so).
@@ -623,8 +716,26 @@ pub(crate) fn process_primary(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         Verdict::Refused { spec, reply } => reject(ctx, spec, reply),
         // The primary's stream is never held or faulted (its checks say so).
-        Verdict::Postponed | Verdict::Fault(..) => errors::err(errors::INTERNAL),
+        Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } => errors::err(errors::INTERNAL),
     }
+}
+
+/// `redis.acl_check_cmd`: whether the script's client's user may run the
+/// command (`Bool`), or an error for an unknown one or a wrong arity.
+pub(crate) fn acl_check_from_script(
+    server: &crate::state::ServerState,
+    client: &crate::net::clients::ClientState,
+    args: &[Bytes],
+) -> Reply {
+    // Redis looks the command up without checking its arity.
+    let spec = match cmd::resolve(args) {
+        Ok(spec) | Err(Unresolved::Arity(spec)) => spec,
+        Err(Unresolved::Unknown(_)) => return errors::err(errors::acl::ACL_CHECK_CMD_INVALID),
+    };
+    Reply::Bool(match server.acl.user(&client.user) {
+        Some(user) => crate::acl::check(user, spec, args).is_ok(),
+        None => false,
+    })
 }
 
 /// A command of the test-control plane: only looked up and checked for
@@ -633,7 +744,9 @@ pub(crate) fn call_control(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match admit(Caller::Control, args, &Facts::INTERNAL, &mut NoHolds) {
         Verdict::Run(spec) => call(ctx, Caller::Control, spec, args),
         Verdict::Refused { reply, .. } => reply,
-        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => errors::err(errors::INTERNAL),
+        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } => {
+            errors::err(errors::INTERNAL)
+        }
     }
 }
 

@@ -119,7 +119,18 @@ impl ScriptState {
 
 /// Runs one command a script asked for (`redis.call` / `redis.pcall`) and
 /// returns its reply; the caller decides whether an error reply raises.
-pub(crate) type Dispatch<'a> = dyn FnMut(&[Bytes]) -> Reply + 'a;
+/// With [`Mode::AclCheck`] it only answers whether the script's user may
+/// run it (`redis.acl_check_cmd`): a boolean, or an error.
+pub(crate) type Dispatch<'a> = dyn FnMut(&[Bytes], Mode) -> Reply + 'a;
+
+/// What a [`Dispatch`] is asked to do with a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `redis.call` / `redis.pcall`: run the command.
+    Call,
+    /// `redis.acl_check_cmd`: only say whether it may run.
+    AclCheck,
+}
 
 /// The VM, its cache and its limits.
 pub struct Scripting {
@@ -622,7 +633,11 @@ unsafe fn is_plain_array(state: *mut ffi::lua_State, t: std::ffi::c_int, n: usiz
 /// costs more than the command for the short scripts locks use, hence the
 /// raw API here.
 fn install_call(lua: &Lua, redis: &Table, bridge: &Bridge) -> mlua::Result<()> {
-    let functions: [(&str, ffi::lua_CFunction); 2] = [("call", redis_call), ("pcall", redis_pcall)];
+    let functions: [(&str, ffi::lua_CFunction); 3] = [
+        ("call", redis_call),
+        ("pcall", redis_pcall),
+        ("acl_check_cmd", redis_acl_check_cmd),
+    ];
     for (name, function) in functions {
         // SAFETY: pushes a C closure whose one upvalue is a light userdata
         // pointing at `bridge`, which `Scripting` keeps (boxed) for as long as
@@ -661,6 +676,41 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> std::ffi:
     1
 }
 
+/// `redis.acl_check_cmd`: whether the script's user may run the command
+/// (a boolean); an unknown command raises Redis's error.
+///
+/// # Safety
+/// As [`redis_call`].
+unsafe extern "C-unwind" fn redis_acl_check_cmd(state: *mut ffi::lua_State) -> std::ffi::c_int {
+    let bridge = &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Bridge);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _unlimited = Unlimited::new(&bridge.lua);
+        let args = convert::raw::command_args(state)?;
+        match bridge.current.with(|d| d(&args, Mode::AclCheck)) {
+            None => Err(crate::errors::acl::ACL_CHECK_CMD_OUTSIDE),
+            Some(Reply::Bool(allowed)) => Ok(allowed),
+            Some(_) => Err(crate::errors::acl::ACL_CHECK_CMD_INVALID),
+        }
+    }));
+    let _unlimited = Unlimited::new(&bridge.lua);
+    match outcome {
+        Ok(Ok(allowed)) => {
+            ffi::lua_pushboolean(state, allowed as std::ffi::c_int);
+            1
+        }
+        Ok(Err(text)) => {
+            convert::raw::push_error_table(state, text);
+            drop(_unlimited);
+            ffi::lua_error(state)
+        }
+        Err(_) => {
+            convert::raw::push_error_table(state, crate::errors::INTERNAL);
+            drop(_unlimited);
+            ffi::lua_error(state)
+        }
+    }
+}
+
 /// Runs the command whose arguments are on the stack and pushes its reply
 /// as the script sees it (`Ok`) or an `{err=...}` table (`Err`). Never
 /// raises a Lua error: the memory limit is lifted while it pushes, and a
@@ -678,7 +728,7 @@ unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
             .state
             .lua_memory
             .store(bridge.lua.used_memory() as u64, Ordering::Relaxed);
-        match bridge.current.with(|d| d(&args)) {
+        match bridge.current.with(|d| d(&args, Mode::Call)) {
             None => Err(crate::errors::CALL_OUTSIDE_SCRIPT),
             Some(Reply::Error(text)) => {
                 convert::raw::push_error_table(state, &text);
@@ -858,7 +908,8 @@ mod limit_tests {
 
     fn eval(s: &mut Scripting, body: &str) -> Reply {
         let sha = s.load(body.as_bytes()).unwrap();
-        s.run(&sha, &[], &[], 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
+        s.run(&sha, &[], &[], 1, &mut |_args: &[Bytes], _mode| Reply::Ok)
+            .unwrap()
     }
 
     /// Redis answers a result nested deeper than its Lua stack with an
@@ -899,7 +950,7 @@ mod limit_tests {
             let sha = s.load(body.as_bytes()).unwrap();
             let k: Vec<Bytes> = keys.iter().map(|x| Bytes::copy_from_slice(x.as_bytes())).collect();
             let a: Vec<Bytes> = argv.iter().map(|x| Bytes::copy_from_slice(x.as_bytes())).collect();
-            s.run(&sha, &k, &a, 1, &mut |_args: &[Bytes]| Reply::Ok).unwrap()
+            s.run(&sha, &k, &a, 1, &mut |_args: &[Bytes], _mode| Reply::Ok).unwrap()
         };
         let shape = "return {#KEYS, #ARGV, tostring(KEYS[1]), tostring(ARGV[2]), tostring(KEYS.x), tostring(getmetatable(ARGV))}";
         let bulk = |x: &str| Reply::Bulk(Bytes::copy_from_slice(x.as_bytes()));

@@ -323,6 +323,9 @@ pub struct ClientState {
     /// True once AUTH succeeded, or from the start when no password is set
     /// (decided by the engine when the connection registers).
     pub authenticated: bool,
+    /// The ACL user the client runs as (`default` until AUTH or HELLO
+    /// names another): CLIENT LIST's `user=`, ACL WHOAMI, the checks.
+    pub user: Bytes,
     /// Connection time and last command time, unix ms (CLIENT LIST age/idle).
     pub created_ms: u64,
     pub last_cmd_ms: u64,
@@ -380,6 +383,7 @@ impl ClientState {
             db: 0,
             resp3: false,
             authenticated: false,
+            user: Bytes::from_static(b"default"),
             created_ms: now_ms,
             last_cmd_ms: now_ms,
             last_cmd: "NULL".into(),
@@ -437,7 +441,7 @@ impl ClientState {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir={} resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -451,6 +455,7 @@ impl ClientState {
             self.shard_channels.len(),
             self.multi.as_ref().map_or(-1, |q| q.len() as i64),
             self.last_cmd,
+            String::from_utf8_lossy(&self.user),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             if self.resp3 { 3 } else { 2 }
         )
