@@ -121,6 +121,9 @@ pub struct Shared {
     pub(crate) running_function: parking_lot::Mutex<Option<cmd::functions::RunningFunction>>,
     /// The listening sockets, which CONFIG SET `port` / `bind` rebinds.
     pub(crate) listeners: crate::net::listeners::Listeners,
+    /// The TLS configuration new TLS connections handshake with, and
+    /// `tls-auth-clients` (CONFIG SET replaces both).
+    pub(crate) tls: crate::net::tls::TlsState,
 }
 
 impl Shared {

@@ -8,6 +8,7 @@
 
 pub(crate) mod clients;
 pub(crate) mod listeners;
+pub(crate) mod tls;
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -20,7 +21,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -64,7 +65,10 @@ const OUTPUT_BUFFER_KEEP: usize = 2 * MAX_BATCH_OUTPUT;
 
 /// A bound, not yet running server.
 pub(crate) struct Bound {
+    /// The first plain listener's address; with TLS only, the first TLS one's.
     pub addr: SocketAddr,
+    /// The first TLS listener's address (`tls-port`).
+    pub tls_addr: Option<SocketAddr>,
     clock: Arc<dyn Clock>,
     /// Made at bind time, so the embedding API holds it (the test clock
     /// settles the server through it) before the first connection.
@@ -74,16 +78,46 @@ pub(crate) struct Bound {
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
-/// first listener is reused for the others when it was 0).
+/// first listener is reused for the others when it was 0) and, with a TLS
+/// port, on it for TLS; TLS is configured first, as Redis does at start
+/// (the reason logged, then Redis's line, and an error for the caller to
+/// exit on).
 pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<CloseSignal>) -> io::Result<Bound> {
     let shared = Arc::new(Shared::default());
-    let addr = shared.listeners.bind_at_start(&config.bind, config.port).await?;
-    let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
+    if tls::wanted(&config.tls) {
+        match tls::configure(&config.tls) {
+            Ok(acceptors) => shared.tls.install(acceptors),
+            Err(line) => {
+                tracing::warn!("{line}");
+                tracing::warn!("{}", errors::tls::STARTUP_FAILED);
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, errors::tls::STARTUP_FAILED));
+            }
+        }
+    }
+    shared.tls.set_auth(tls::AuthClients::parse(&config.tls.auth_clients));
+    let tls_port = (config.tls.port != 0 || config.tls.free_port).then_some(config.tls.port);
+    // `port 0` beside a TLS port: TLS only, as Redis. Otherwise 0 is a free port.
+    let plain_port = (config.port != 0 || config.tls.port == 0).then_some(config.port);
+    let (plain, tls_addr) = shared
+        .listeners
+        .bind_at_start(&config.bind, plain_port, tls_port)
+        .await
+        .inspect_err(|_| {
+            if let Some(port) = tls_port {
+                tracing::warn!("{}", errors::tls::listen_failed(port));
+            }
+        })?;
+    let addr = plain
+        .or(tls_addr)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?;
+    let port = plain.map_or(0, |a| a.port());
+    let mut engine = Engine::new(config, clock.clone(), port, shared.clone(), shutdown);
     engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
     let _ = shared.engine.set(Arc::downgrade(&engine));
     Ok(Bound {
         addr,
+        tls_addr,
         clock,
         engine,
         shared,
@@ -268,7 +302,7 @@ async fn accept_loop(slot: Arc<listeners::Slot>, ctx: ConnCtx) {
                 Some(Ok((socket, peer))) => {
                     backoff = Duration::from_millis(5);
                     let signal = Arc::new(ConnSignal::default());
-                    let task = conns.spawn(connection(socket, peer, ctx.clone(), signal.clone()));
+                    let task = conns.spawn(connection(socket, peer, slot.tls, ctx.clone(), signal.clone()));
                     signals.insert(task.id(), signal);
                 }
                 Some(Err(e)) => {
@@ -299,7 +333,12 @@ impl Drop for ConnectedGuard {
     }
 }
 
-async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signal: Arc<ConnSignal>) {
+/// Serves one accepted connection; on a TLS listener (`tls`), after its
+/// handshake. As in Redis, the client exists (CLIENT LIST, `timeout`)
+/// from the accept on, so a handshake that stalls is closed as an idle
+/// client would be, and one that fails is logged and dropped; neither
+/// holds up other clients (each connection is a task of its own).
+async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: ConnCtx, signal: Arc<ConnSignal>) {
     if ctx.shared.is_down() {
         // "The server is down" (test-control plane): the connection closes
         // at once, before a word is exchanged.
@@ -309,21 +348,30 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signa
     let _guard = ConnectedGuard(ctx.shared.clone());
     if open > ctx.shared.maxclients.load(Ordering::Relaxed) {
         ctx.shared.rejected.fetch_add(1, Ordering::Relaxed);
-        let mut out = BytesMut::new();
-        errors::err(errors::MAX_CLIENTS).encode(&mut out, false);
-        let _ = socket.write_all(&out).await;
+        // Before a TLS handshake nothing can be said: the connection just
+        // drops, as in Redis.
+        if !tls {
+            let mut out = BytesMut::new();
+            errors::err(errors::MAX_CLIENTS).encode(&mut out, false);
+            let _ = socket.write_all(&out).await;
+        }
         return;
     }
-    if ctx.shared.protected_mode.load(Ordering::Relaxed)
-        && !ctx.shared.auth_required.load(Ordering::Relaxed)
-        && !is_loopback_client(&peer)
-    {
-        tracing::warn!("refused client {peer}: protected mode (no password set)");
-        let mut out = BytesMut::new();
-        errors::err(errors::DENIED).encode(&mut out, false);
-        let _ = socket.write_all(&out).await;
+    if !tls && refused_by_protected_mode(&ctx, &peer) {
+        let _ = socket.write_all(&denied()).await;
         return;
     }
+    let acceptor = match tls.then(|| ctx.shared.tls.acceptor()) {
+        None => None,
+        Some(Some(acceptor)) => Some(acceptor),
+        Some(None) => {
+            tracing::warn!(
+                "{}: no TLS configuration to verify client certificates with",
+                errors::tls::ACCEPT_FAILED
+            );
+            return;
+        }
+    };
     let _ = socket.set_nodelay(true);
     set_keepalive(&socket, ctx.shared.tcp_keepalive.load(Ordering::Relaxed));
     let id = ctx.ids.fetch_add(1, Ordering::Relaxed) + 1;
@@ -341,12 +389,56 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signa
             engine.connect(pending.take().expect("a new client"));
         }
     }
-    if let Err(e) = serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await {
+    let served = match acceptor {
+        None => serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await,
+        Some(acceptor) => {
+            let handshake = tokio::select! {
+                r = acceptor.accept(socket) => Some(r),
+                // The idle-client timeout, CLIENT KILL, shutdown.
+                () = signal.ended() => None,
+            };
+            match handshake {
+                None => Ok(()),
+                Some(Err(e)) => {
+                    tracing::warn!("{}: {e}", errors::tls::ACCEPT_FAILED);
+                    Ok(())
+                }
+                Some(Ok(mut stream)) => {
+                    if refused_by_protected_mode(&ctx, &peer) {
+                        let _ = stream.write_all(&denied()).await;
+                        let _ = stream.shutdown().await;
+                        Ok(())
+                    } else {
+                        serve_connection(&mut stream, id, peer, &ctx, &signal, &mut pending, &outbox).await
+                    }
+                }
+            }
+        }
+    };
+    if let Err(e) = served {
         tracing::debug!("client {id} ({peer}): {e}");
     }
     if pending.is_none() {
         lock_engine(&ctx.engine, &ctx.shared.script).await.disconnect(id);
     }
+}
+
+/// Whether protected mode refuses `peer` (logged).
+fn refused_by_protected_mode(ctx: &ConnCtx, peer: &SocketAddr) -> bool {
+    let refused = ctx.shared.protected_mode.load(Ordering::Relaxed)
+        && !ctx.shared.auth_required.load(Ordering::Relaxed)
+        && !is_loopback_client(peer);
+    if refused {
+        tracing::warn!("refused client {peer}: protected mode (no password set)");
+    }
+    refused
+}
+
+/// Protected mode's `-DENIED` reply, encoded.
+fn denied() -> BytesMut {
+    let mut out = BytesMut::new();
+    errors::err(errors::DENIED).encode(&mut out, false);
+    out
 }
 
 /// Takes the engine lock without pinning a worker thread behind a running
@@ -379,8 +471,9 @@ fn is_loopback_client(peer: &SocketAddr) -> bool {
     }
 }
 
-async fn serve_connection(
-    socket: &mut TcpStream,
+/// The serving loop, for a plain socket and a TLS stream alike.
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
     id: u64,
     peer: SocketAddr,
     ctx: &ConnCtx,
@@ -520,7 +613,12 @@ async fn serve_connection(
 
 /// Writes a batch's replies a piece of `bytes` at a time with a pause
 /// between pieces (a fault rule's slicing).
-async fn write_sliced(socket: &mut TcpStream, out: &[u8], bytes: usize, pause_ms: u64) -> io::Result<()> {
+async fn write_sliced<S: AsyncWrite + Unpin>(
+    socket: &mut S,
+    out: &[u8],
+    bytes: usize,
+    pause_ms: u64,
+) -> io::Result<()> {
     for (i, piece) in out.chunks(bytes.max(1)).enumerate() {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(pause_ms)).await;
@@ -695,8 +793,8 @@ fn woken<'a>(
 /// returns true once the client is unblocked and its reply written; false
 /// when the connection is to end (the client left or was killed, shutdown,
 /// or its query buffer passed the limit).
-async fn wait_unblocked(
-    socket: &mut TcpStream,
+async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
     buf: &mut BytesMut,
     signal: &ConnSignal,
     outbox: &Outbox,
@@ -736,8 +834,8 @@ async fn wait_unblocked(
 /// Writes every message waiting in `outbox` with one write. A subscriber
 /// that stops reading blocks this write; its output limit (which closes the
 /// signal) or shutdown still ends it.
-async fn write_messages(
-    socket: &mut TcpStream,
+async fn write_messages<S: AsyncWrite + Unpin>(
+    socket: &mut S,
     outbox: &Outbox,
     signal: &ConnSignal,
     shared: &Shared,
