@@ -487,3 +487,70 @@ fn the_ready_line_names_the_tls_port_and_port_0_with_a_tls_port_is_tls_only() {
         assert_eq!(port != tls, plain_too, "{line}");
     }
 }
+
+#[tokio::test]
+async fn an_encrypted_pkcs8_key_opens_with_tls_key_file_pass_as_in_redis() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        eprintln!("\n*** SKIPPED: the openssl tool is not on PATH (it encrypts the key) ***\n");
+        return;
+    }
+    let certs = TestCertificates::generate().unwrap();
+    let encrypted = certs.dir().join("server-encrypted.key");
+    let made = Command::new("openssl")
+        .args([
+            "pkcs8",
+            "-topk8",
+            "-v2",
+            "aes-256-cbc",
+            "-passout",
+            "pass:s3cret",
+            "-in",
+        ])
+        .arg(certs.server_key_file())
+        .arg("-out")
+        .arg(&encrypted)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert!(std::fs::read_to_string(&encrypted)
+        .unwrap()
+        .contains("BEGIN ENCRYPTED PRIVATE KEY"));
+    let builder = |pass: &str| {
+        let mut builder = Builder::default();
+        let tls = &mut builder.config_mut().tls;
+        tls.free_port = true;
+        tls.cert_file = path(certs.server_cert_file());
+        tls.key_file = path(encrypted.clone());
+        tls.key_file_pass = pass.into();
+        tls.auth_clients = "no".into();
+        builder
+    };
+    assert!(
+        builder("wrong").start().await.is_err(),
+        "a wrong password opened the key"
+    );
+    let server = builder("s3cret").start().await.unwrap();
+    let port = server.tls_port().unwrap();
+    assert_eq!(tls_ping(port, &certs.ca_cert_pem, None).await, Ok("PONG".into()));
+    server.shutdown().await;
+    // Redis opens the same file with the same password.
+    let tls_port = free_port().unwrap();
+    let (port_text, key) = (tls_port.to_string(), path(encrypted.clone()));
+    let cert = path(certs.server_cert_file());
+    let args = [
+        "--tls-port",
+        &port_text,
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-key-file-pass",
+        "s3cret",
+        "--tls-auth-clients",
+        "no",
+    ];
+    let Some(_redis) = RedisServer::start(&args).unwrap() else {
+        return;
+    };
+    assert_eq!(tls_ping(tls_port, &certs.ca_cert_pem, None).await, Ok("PONG".into()));
+}
