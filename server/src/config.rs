@@ -8,7 +8,7 @@
 //! (as redis.conf would spell it), whether CONFIG SET may change it, how its
 //! value is checked and shown, where it is stored, and what a change must
 //! reach beyond this struct ([`Effect`]). Every directive of Redis 7.0.15
-//! has a row: those coordis has no use for (replication, cluster, TLS,
+//! has a row: those coordis has no use for (replication, cluster,
 //! daemonizing, ...) are checked as Redis checks them, remembered for CONFIG
 //! GET, logged once as ignored at startup, so existing config files and
 //! scripts keep working. Anything else is an error, as in Redis.

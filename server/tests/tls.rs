@@ -237,6 +237,10 @@ fn cli(port: u16, certs: &TestCertificates, client_cert: bool, args: &[&str]) ->
 #[tokio::test]
 async fn redis_cli_tls_gets_the_replies_redis_gives() {
     if Command::new("redis-cli").arg("--version").output().is_err() {
+        assert!(
+            !coordis::testing::require_redis(),
+            "COORDIS_REQUIRE_REDIS=1 but redis-cli is not on PATH"
+        );
         eprintln!("\n*** SKIPPED: redis-cli is not on PATH ***\n");
         return;
     }
@@ -403,6 +407,10 @@ fn a_missing_certificate_stops_the_start_as_redis_does() {
         assert!(ours.contains(line), "coordis-server lacks {line:?}:\n{ours}");
     }
     if Command::new("redis-server").arg("--version").output().is_err() {
+        assert!(
+            !coordis::testing::require_redis(),
+            "COORDIS_REQUIRE_REDIS=1 but redis-server is not on PATH"
+        );
         eprintln!("\n*** SKIPPED: redis-server is not on PATH; the real-Redis leg did not run ***\n");
         return;
     }

@@ -5,6 +5,10 @@
 //! with one write. It never touches the keyspace. Accept errors (for example
 //! running out of file descriptors) are logged and retried after a short
 //! back-off; they never stop the server.
+//!
+//! A connection accepted on a TLS listener (`tls-port`) does its handshake
+//! in its own task first ([`tls`] builds the configuration); then the same
+//! serving loop runs on the TLS stream: the loop is generic over the stream.
 
 pub(crate) mod clients;
 pub(crate) mod listeners;
