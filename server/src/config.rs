@@ -8,7 +8,7 @@
 //! (as redis.conf would spell it), whether CONFIG SET may change it, how its
 //! value is checked and shown, where it is stored, and what a change must
 //! reach beyond this struct ([`Effect`]). Every directive of Redis 7.0.15
-//! has a row: those coordis has no use for (replication, cluster, TLS,
+//! has a row: those coordis has no use for (replication, cluster,
 //! daemonizing, ...) are checked as Redis checks them, remembered for CONFIG
 //! GET, logged once as ignored at startup, so existing config files and
 //! scripts keep working. Anything else is an error, as in Redis.
@@ -122,6 +122,8 @@ pub struct Config {
     /// Redis has no limit). A script past it fails; the server lives on.
     /// Default 256 MB; 0 disables the limit.
     pub lua_memory_limit: usize,
+    /// The `tls-*` directives ([`TlsConfig`]).
+    pub tls: TlsConfig,
     /// Keyspace notification classes (`notify-keyspace-events`), as
     /// `notify` module flags. Default: none.
     pub notify_keyspace_events: u32,
@@ -312,6 +314,7 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
             aof: AofConfig::default(),
+            tls: TlsConfig::default(),
             dir: String::new(),
             dbfilename: String::new(),
             save_points: Vec::new(),
@@ -351,6 +354,61 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(<redacted>)")
     }
+}
+
+/// The `tls-*` directives, as Redis's `redisTLSContextConfig` and the
+/// TLS fields of its server struct hold them (empty text: not set). How
+/// they become a rustls configuration is `net::tls`'s.
+#[derive(Clone, Debug, Default)]
+pub struct TlsConfig {
+    /// `tls-port`: where TLS clients connect; 0: nowhere (unless
+    /// `free_port`). With `port 0` and a TLS port, only TLS is served.
+    pub port: u16,
+    /// Serve TLS on a port the system picks (coordis's own, not a
+    /// directive): set by `Builder::tls` and by `coordis-server --tls-port
+    /// 0`, since a `tls-port` of 0 means "no TLS" to every Redis config file.
+    pub free_port: bool,
+    /// `tls-cert-file`: the server's certificate chain (PEM), leaf first.
+    pub cert_file: String,
+    /// `tls-key-file`: its private key (PEM).
+    pub key_file: String,
+    /// Decrypts an encrypted PKCS#8 `tls-key-file`.
+    pub key_file_pass: String,
+    /// The certificate outgoing links (replication, cluster bus) present;
+    /// without one they present `cert_file`, as Redis does.
+    pub client_cert_file: String,
+    /// `tls-client-key-file`: the key of `client_cert_file`.
+    pub client_key_file: String,
+    /// `tls-client-key-file-pass`: decrypts `client_key_file`.
+    pub client_key_file_pass: String,
+    /// Read and checked as Redis loads it; rustls has no finite-field DHE,
+    /// so the parameters are not used (see `net::tls`).
+    pub dh_params_file: String,
+    /// `tls-ca-cert-file`: the CA certificates client and link certificates are verified with.
+    pub ca_cert_file: String,
+    /// `tls-ca-cert-dir`: a directory of them.
+    pub ca_cert_dir: String,
+    /// `no`, `yes` or `optional`: whether a client must present a
+    /// certificate the CA signed. Read per connection, as Redis does.
+    pub auth_clients: String,
+    /// Space-separated, as Redis's `tls-protocols` (empty: TLSv1.2 and TLSv1.3).
+    pub protocols: String,
+    /// OpenSSL's TLSv1.2 cipher list syntax, mapped onto rustls's suites.
+    pub ciphers: String,
+    /// OpenSSL's TLSv1.3 suite names, colon-separated.
+    pub ciphersuites: String,
+    /// `tls-prefer-server-ciphers`: the server's suite order wins.
+    pub prefer_server_ciphers: bool,
+    /// `tls-session-caching`: sessions may be resumed.
+    pub session_caching: bool,
+    /// `tls-session-cache-size`: sessions kept (0: no limit).
+    pub session_cache_size: usize,
+    /// `tls-session-cache-timeout`: seconds (kept; rustls's own lifetimes apply).
+    pub session_cache_timeout: u64,
+    /// Stored for the replication links (`tls-replication`).
+    pub replication: bool,
+    /// Stored for the cluster bus (`tls-cluster`).
+    pub cluster: bool,
 }
 
 /// Whether CONFIG SET may change a directive (Redis's `IMMUTABLE_CONFIG` and
@@ -408,10 +466,13 @@ pub(crate) enum Effect {
     /// `repl-backlog-size`: a changed size below Redis's minimum backlog
     /// becomes that minimum (as Redis's resize does; at startup it stays).
     ReplBacklog,
-    /// A TLS setting: coordis serves no TLS, so a change that would turn
-    /// it on (a `tls-port`, `tls-replication` or `tls-cluster`) fails as
-    /// Redis's does when it cannot configure TLS, and is rolled back.
+    /// A TLS setting: while TLS is wanted, the configuration is built
+    /// again from the files (Redis's `applyTlsCfg`), and a changed
+    /// `tls-port` rebinds the TLS listeners (`applyTLSPort`); a failure
+    /// restores the old settings.
     Tls,
+    /// `tls-auth-clients`: the next TLS connection reads it.
+    TlsAuth,
 }
 
 /// Where a directive's value lives.
@@ -981,6 +1042,22 @@ macro_rules! replica {
     };
 }
 
+/// A [`Store::Field`] for a field of [`TlsConfig`].
+macro_rules! tls {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.tls.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.tls.$f.to_string(),
+        }
+    };
+    (bool $f:ident) => {
+        Store::Field {
+            set: |c, v| c.tls.$f = v == "yes",
+            get: |c| yes_no(c.tls.$f),
+        }
+    };
+}
+
 const I32: i64 = i32::MAX as i64;
 /// The smallest replication backlog Redis resizes to (16 KB).
 const REPL_BACKLOG_MIN: u64 = 16 * 1024;
@@ -1191,26 +1268,27 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("cluster-allow-pubsubshard-when-down", "yes", Bool, Store::Ignored),
     row("cluster-link-sendbuf-limit", "0", Memory { min: 0, max: u64::MAX as i128 }, Store::Ignored),
     // TLS (coordis serves none: see `Effect::Tls`).
-    row("tls-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).effect(Effect::Tls),
-    row("tls-replication", "no", Bool, Store::Ignored).effect(Effect::Tls),
-    row("tls-cluster", "no", Bool, Store::Ignored).effect(Effect::Tls),
-    row("tls-auth-clients", "yes", Enum(&["no", "yes", "optional"]), Store::Ignored),
-    row("tls-prefer-server-ciphers", "no", Bool, Store::Ignored).effect(Effect::Tls),
-    row("tls-session-caching", "yes", Bool, Store::Ignored).effect(Effect::Tls),
-    row("tls-session-cache-size", "20480", Int { min: 0, max: I32 }, Store::Ignored).effect(Effect::Tls),
-    row("tls-session-cache-timeout", "300", Int { min: 0, max: I32 }, Store::Ignored).effect(Effect::Tls),
-    row("tls-cert-file", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-key-file", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-key-file-pass", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-client-cert-file", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-client-key-file", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-client-key-file-pass", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-dh-params-file", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-ca-cert-file", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-ca-cert-dir", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-protocols", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-ciphers", "", Text, Store::Ignored).effect(Effect::Tls),
-    row("tls-ciphersuites", "", Text, Store::Ignored).effect(Effect::Tls),
+    row("tls-port", "0", Int { min: 0, max: 65535 }, tls!(port)).effect(Effect::Tls),
+    row("tls-replication", "no", Bool, tls!(bool replication)).effect(Effect::Tls),
+    row("tls-cluster", "no", Bool, tls!(bool cluster)).effect(Effect::Tls),
+    // Read per connection, as Redis (no apply function there either).
+    row("tls-auth-clients", "yes", Enum(&["no", "yes", "optional"]), tls!(auth_clients)).effect(Effect::TlsAuth),
+    row("tls-prefer-server-ciphers", "no", Bool, tls!(bool prefer_server_ciphers)).effect(Effect::Tls),
+    row("tls-session-caching", "yes", Bool, tls!(bool session_caching)).effect(Effect::Tls),
+    row("tls-session-cache-size", "20480", Int { min: 0, max: I32 }, tls!(session_cache_size)).effect(Effect::Tls),
+    row("tls-session-cache-timeout", "300", Int { min: 0, max: I32 }, tls!(session_cache_timeout)).effect(Effect::Tls),
+    row("tls-cert-file", "", Text, tls!(cert_file)).effect(Effect::Tls),
+    row("tls-key-file", "", Text, tls!(key_file)).effect(Effect::Tls),
+    row("tls-key-file-pass", "", Text, tls!(key_file_pass)).effect(Effect::Tls),
+    row("tls-client-cert-file", "", Text, tls!(client_cert_file)).effect(Effect::Tls),
+    row("tls-client-key-file", "", Text, tls!(client_key_file)).effect(Effect::Tls),
+    row("tls-client-key-file-pass", "", Text, tls!(client_key_file_pass)).effect(Effect::Tls),
+    row("tls-dh-params-file", "", Text, tls!(dh_params_file)).effect(Effect::Tls),
+    row("tls-ca-cert-file", "", Text, tls!(ca_cert_file)).effect(Effect::Tls),
+    row("tls-ca-cert-dir", "", Text, tls!(ca_cert_dir)).effect(Effect::Tls),
+    row("tls-protocols", "", Text, tls!(protocols)).effect(Effect::Tls),
+    row("tls-ciphers", "", Text, tls!(ciphers)).effect(Effect::Tls),
+    row("tls-ciphersuites", "", Text, tls!(ciphersuites)).effect(Effect::Tls),
     // Redis's test-only knobs, shown by name only.
     row("use-exit-on-panic", "no", Bool, Store::Ignored).hidden(),
     row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, Store::Ignored).hidden(),
@@ -1262,13 +1340,6 @@ impl Config {
     /// MEMORY and OBJECT REFCOUNT show it as Redis would.
     pub fn maxmemory(&self) -> u64 {
         self.ignored.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0)
-    }
-
-    /// Whether the TLS directives ask for TLS somewhere (which coordis does
-    /// not serve).
-    fn tls_enabled(&self) -> bool {
-        let on = |name: &str| self.ignored.get(name).is_some_and(|v| v != "0" && v != "no");
-        on("tls-port") || on("tls-replication") || on("tls-cluster")
     }
 
     /// `maxmemory-policy` (accepted without effect, as `maxmemory`).
@@ -1352,7 +1423,6 @@ impl Config {
         }
         let mut staged = self.clone();
         let mut effects = vec![];
-        let mut tls_changed = None;
         for (d, (name, value)) in found.into_iter().zip(pairs) {
             let before = d.read(&staged);
             let text = d
@@ -1360,25 +1430,12 @@ impl Config {
                 .map_err(|why| SetError::Refused(name.to_string(), why))?;
             d.write(&mut staged, &text);
             let changed = d.read(&staged) != before;
-            if d.effect == Effect::Tls && changed {
-                tls_changed.get_or_insert(d.name);
-            }
             if d.effect == Effect::ReplBacklog && changed {
                 let size: u64 = d.read(&staged).parse().expect("checked as a memory value");
                 d.write(&mut staged, &size.max(REPL_BACKLOG_MIN).to_string());
             }
             if !effects.contains(&d.effect) {
                 effects.push(d.effect);
-            }
-        }
-        // Applied once all are set, as Redis's apply functions: TLS would
-        // have to be configured, which coordis cannot.
-        if let Some(name) = tls_changed {
-            if staged.tls_enabled() {
-                return Err(SetError::Refused(
-                    name.to_string(),
-                    errors::directive::TLS_UNAVAILABLE.into(),
-                ));
             }
         }
         *self = staged;

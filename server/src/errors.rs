@@ -318,6 +318,46 @@ pub(crate) fn config_set_failed(name: &str, why: &str) -> Reply {
     )))
 }
 
+/// Redis's log lines when TLS cannot be configured (tls.c's
+/// `tlsConfigure`, server.c's startup), each followed by the reason where
+/// Redis prints OpenSSL's: coordis words its own reasons.
+pub(crate) mod tls {
+    pub(crate) const NO_CERT: &str = "No tls-cert-file configured!";
+    pub(crate) const NO_KEY: &str = "No tls-key-file configured!";
+    pub(crate) const NO_CA: &str = "Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!";
+    pub(crate) const BAD_PROTOCOLS: &str =
+        "Invalid tls-protocols specified. Use a combination of 'TLSv1', 'TLSv1.1', 'TLSv1.2' and 'TLSv1.3'.";
+    /// At startup, after the reason's own line; the process then exits 1.
+    pub(crate) const STARTUP_FAILED: &str = "Failed to configure TLS. Check logs for more info.";
+    /// A TLS handshake that did not complete (Redis's `clientAcceptHandler`).
+    pub(crate) const ACCEPT_FAILED: &str = "Error accepting a client connection";
+    pub(crate) fn cert(file: &str, why: &str) -> String {
+        format!("Failed to load certificate: {file}: {why}")
+    }
+    pub(crate) fn key(file: &str, why: &str) -> String {
+        format!("Failed to load private key: {file}: {why}")
+    }
+    pub(crate) fn ca(why: &str) -> String {
+        format!("Failed to configure CA certificate(s) file/directory: {why}")
+    }
+    pub(crate) fn ciphers(list: &str) -> String {
+        format!("Failed to configure ciphers: {list}")
+    }
+    pub(crate) fn ciphersuites(list: &str) -> String {
+        format!("Failed to configure ciphersuites: {list}")
+    }
+    pub(crate) fn dh_load(file: &str, why: &str) -> String {
+        format!("Failed to load {file}: {why}")
+    }
+    pub(crate) fn dh_read(file: &str) -> String {
+        format!("{file}: failed to read DH params.")
+    }
+    /// At startup, when the TLS port cannot be bound.
+    pub(crate) fn listen_failed(port: u16) -> String {
+        format!("Failed listening on port {port} (TLS), aborting.")
+    }
+}
+
 /// Reasons a directive's value is refused (the text after CONFIG SET's
 /// `- `, and after a config file's line at startup), as Redis's config.c
 /// words them.

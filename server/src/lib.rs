@@ -53,7 +53,9 @@
 //! - `control`: the test-control plane's Rust handles ([`ServerClock`],
 //!   [`ServerControl`]); `cmd/coordis.rs` is the same over the wire.
 //! - `lua`: the Lua 5.1 VM for EVAL, its sandbox and conversions.
-//! - `net`: listeners, connections, shutdown; `net/clients.rs`: per-connection state.
+//! - `net`: listeners, connections, shutdown; `net/clients.rs`: per-connection
+//!   state; `net/tls.rs`: the rustls configuration the `tls-*` directives make.
+//! - [`certs`]: throw-away certificates for TLS tests ([`Builder::tls`]).
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
 //! - `notify`: keyspace notification classes.
 //! - `persist`: the RDB and append-only file formats and files.
@@ -69,6 +71,7 @@
 
 mod acl;
 mod blocked;
+pub mod certs;
 mod cmd;
 mod config;
 mod control;
@@ -117,8 +120,9 @@ use net::clients::CloseSignal;
 /// The version coordis reports (HELLO, INFO, Lua's `redis.REDIS_VERSION`):
 /// the Redis version whose behaviour it follows, byte for byte.
 pub const REDIS_VERSION: &str = "7.0.15";
+pub use certs::TestCertificates;
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, Config, ReplicaConfig};
+pub use config::{AofConfig, Config, ReplicaConfig, TlsConfig};
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
@@ -134,6 +138,8 @@ pub struct Builder {
     /// The clock again when it is a [`VirtualClock`] (the default): what
     /// [`Server::clock`] moves.
     virtual_clock: Option<Arc<VirtualClock>>,
+    /// [`Builder::tls`]: certificates are made at start.
+    tls: bool,
 }
 
 impl Default for Builder {
@@ -155,6 +161,7 @@ impl Default for Builder {
             config,
             clock: clock.clone(),
             virtual_clock: Some(clock),
+            tls: false,
         }
     }
 }
@@ -246,6 +253,37 @@ impl Builder {
         Ok(Some(owned))
     }
 
+    /// Serves TLS too, on a free port ([`Server::tls_port`]), with
+    /// throw-away certificates made at start ([`Server::tls_certificates`]:
+    /// the CA to trust, and a client certificate it signed). As Redis's
+    /// default `tls-auth-clients yes`, clients must present a certificate;
+    /// [`Builder::tls_auth_clients`] relaxes that.
+    pub fn tls(mut self) -> Self {
+        self.tls = true;
+        self
+    }
+
+    /// `tls-auth-clients`: `yes` (Redis's default), `optional` or `no`.
+    pub fn tls_auth_clients(mut self, mode: &str) -> Self {
+        self.config.tls.auth_clients = mode.to_ascii_lowercase();
+        self
+    }
+
+    /// The TLS directives pointed at freshly made certificates (see [`Builder::tls`]).
+    fn own_certificates(&mut self) -> io::Result<Option<Arc<TestCertificates>>> {
+        if !self.tls {
+            return Ok(None);
+        }
+        let certs = TestCertificates::generate()?;
+        let text = |p: PathBuf| p.to_string_lossy().into_owned();
+        let tls = &mut self.config.tls;
+        tls.free_port = true;
+        tls.cert_file = text(certs.server_cert_file());
+        tls.key_file = text(certs.server_key_file());
+        tls.ca_cert_file = text(certs.ca_cert_file());
+        Ok(Some(Arc::new(certs)))
+    }
+
     /// Mutable access to every setting.
     pub fn config_mut(&mut self) -> &mut Config {
         &mut self.config
@@ -257,12 +295,14 @@ impl Builder {
     /// single-threaded) and whatever else it runs cannot stall the server.
     pub async fn start(self) -> io::Result<Server> {
         let clock = self.virtual_clock.clone();
-        let (ready_rx, shutdown, thread, dir) = self.spawn()?;
-        let (addr, engine) = ready_rx
+        let (ready_rx, shutdown, thread, dir, certs) = self.spawn()?;
+        let (addr, tls_addr, engine) = ready_rx
             .await
             .map_err(|_| io::Error::other("coordis thread exited"))??;
         Ok(Server {
             addr,
+            tls_addr,
+            certs,
             dir,
             shutdown,
             thread: Some(thread),
@@ -273,13 +313,15 @@ impl Builder {
     /// [`Builder::start`] for code without an async runtime.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
         let clock = self.virtual_clock.clone();
-        let (ready_rx, shutdown, thread, dir) = self.spawn()?;
-        let (addr, engine) = ready_rx
+        let (ready_rx, shutdown, thread, dir, certs) = self.spawn()?;
+        let (addr, tls_addr, engine) = ready_rx
             .blocking_recv()
             .map_err(|_| io::Error::other("coordis thread exited"))??;
         Ok(BlockingServer {
             server: Some(Server {
                 addr,
+                tls_addr,
+                certs,
                 dir,
                 shutdown,
                 thread: Some(thread),
@@ -292,12 +334,14 @@ impl Builder {
     fn spawn(
         mut self,
     ) -> io::Result<(
-        oneshot::Receiver<io::Result<(SocketAddr, control::EngineRef)>>,
+        oneshot::Receiver<io::Result<(SocketAddr, Option<SocketAddr>, control::EngineRef)>>,
         Arc<CloseSignal>,
         std::thread::JoinHandle<()>,
         PathBuf,
+        Option<Arc<TestCertificates>>,
     )> {
         let owned = self.own_dir()?;
+        let certs = self.own_certificates()?;
         let dir = PathBuf::from(&self.config.dir);
         let (ready_tx, ready_rx) = oneshot::channel();
         let shutdown = Arc::new(CloseSignal::default());
@@ -313,9 +357,9 @@ impl Builder {
             runtime.block_on(async move {
                 match net::bind(self.config, self.clock, signal.clone()).await {
                     Ok(bound) => {
-                        let (addr, engine) = (bound.addr, bound.engine.clone());
+                        let (addr, tls_addr, engine) = (bound.addr, bound.tls_addr, bound.engine.clone());
                         let ready = move |loaded: io::Result<()>| {
-                            let _ = ready_tx.send(loaded.map(|()| (addr, engine)));
+                            let _ = ready_tx.send(loaded.map(|()| (addr, tls_addr, engine)));
                         };
                         bound.serve(signal, ready).await;
                     }
@@ -330,25 +374,31 @@ impl Builder {
             // Only now are the files closed: the writer thread is gone.
             drop(owned);
         })?;
-        Ok((ready_rx, shutdown, thread, dir))
+        Ok((ready_rx, shutdown, thread, dir, certs))
     }
 
     /// Serves on the current tokio runtime (which must be multi-threaded)
     /// until `stop` resolves or a client sends SHUTDOWN; `on_ready` gets the
-    /// bound address. This is what `coordis-server` runs, on [`runtime`]:
-    /// build yours with it to serve many busy connections in turn.
-    pub async fn serve(mut self, stop: impl Future<Output = ()>, on_ready: impl FnOnce(SocketAddr)) -> io::Result<()> {
+    /// bound address and the TLS one (with a TLS port). This is what
+    /// `coordis-server` runs, on [`runtime`]: build yours with it to serve
+    /// many busy connections in turn.
+    pub async fn serve(
+        mut self,
+        stop: impl Future<Output = ()>,
+        on_ready: impl FnOnce(SocketAddr, Option<SocketAddr>),
+    ) -> io::Result<()> {
         // Removed when serving is over (see `Builder::dir`).
         let _owned = self.own_dir()?;
+        let _certs = self.own_certificates()?;
         let shutdown = Arc::new(CloseSignal::default());
         let bound = net::bind(self.config, self.clock, shutdown.clone()).await?;
-        let addr = bound.addr;
+        let (addr, tls_addr) = (bound.addr, bound.tls_addr);
         // Ready once the dataset is loaded, as Redis logs it; a file that
         // fails to load ends serving with its error.
         let mut failed = None;
         {
             let serving = bound.serve(shutdown.clone(), |loaded| match loaded {
-                Ok(()) => on_ready(addr),
+                Ok(()) => on_ready(addr, tls_addr),
                 Err(e) => failed = Some(e),
             });
             tokio::pin!(serving);
@@ -434,6 +484,10 @@ pub fn runtime(io_threads: usize) -> io::Result<tokio::runtime::Runtime> {
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    /// The TLS listener's address, with a TLS port.
+    tls_addr: Option<SocketAddr>,
+    /// [`Builder::tls`]'s certificates (their files live as long as the server).
+    certs: Option<Arc<TestCertificates>>,
     /// `dir` as it started: the builder's, or the temp dir of its own.
     dir: PathBuf,
     shutdown: Arc<CloseSignal>,
@@ -460,6 +514,22 @@ impl Server {
     /// `redis://HOST:PORT` for client libraries.
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
+    }
+
+    /// The TLS port ([`Builder::tls`], or a `tls-port` in the config).
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_addr.map(|a| a.port())
+    }
+
+    /// `rediss://HOST:PORT` for client libraries, with a TLS port.
+    pub fn tls_url(&self) -> Option<String> {
+        self.tls_addr.map(|a| format!("rediss://{a}"))
+    }
+
+    /// The certificates [`Builder::tls`] made: the CA to trust and a client
+    /// certificate it signed, as PEM and as files.
+    pub fn tls_certificates(&self) -> Option<&TestCertificates> {
+        self.certs.as_deref()
     }
 
     /// The directory of its files (`dir` at start; see [`Builder::dir`]).
@@ -653,6 +723,16 @@ impl BlockingServer {
     /// See [`Server::dir`].
     pub fn dir(&self) -> &Path {
         self.server.as_ref().expect("running").dir()
+    }
+
+    /// See [`Server::tls_port`].
+    pub fn tls_port(&self) -> Option<u16> {
+        self.server.as_ref().expect("running").tls_port()
+    }
+
+    /// See [`Server::tls_certificates`].
+    pub fn tls_certificates(&self) -> Option<&TestCertificates> {
+        self.server.as_ref().expect("running").tls_certificates()
     }
 
     /// See [`Server::clock`].

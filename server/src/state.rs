@@ -127,6 +127,9 @@ pub struct Shared {
     pub(crate) listeners: crate::net::listeners::Listeners,
     /// The RDB file being loaded at start (clients get `-LOADING`).
     pub(crate) loading: crate::persist::loading::Loading,
+    /// The TLS configuration new TLS connections handshake with, and
+    /// `tls-auth-clients` (CONFIG SET replaces both).
+    pub(crate) tls: crate::net::tls::TlsState,
 }
 
 impl Shared {

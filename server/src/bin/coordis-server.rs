@@ -8,9 +8,11 @@
 //!
 //! Once listening it prints one JSON line on stdout, for whatever started
 //! it (a test fixture with `--port 0`):
-//! `{"ready":true,"port":54321,"addr":"127.0.0.1:54321","pid":1234}`, and
-//! writes the port to `--port-file PATH` when that is set (removed again
-//! at a clean exit).
+//! `{"ready":true,"port":54321,"addr":"127.0.0.1:54321","pid":1234}`
+//! (with a TLS port also `"tls_port":54322`), and writes the port to
+//! `--port-file PATH` when that is set (removed again at a clean exit).
+//! `--tls-port 0` serves TLS on a free port (in a config file, `tls-port
+//! 0` keeps its Redis meaning: no TLS).
 
 use std::process::ExitCode;
 
@@ -61,7 +63,10 @@ fn main() -> ExitCode {
     }
     let mut warnings = vec![];
     let config = match coordis::Config::from_args(&args, &mut |w| warnings.push(w)) {
-        Ok(c) => c,
+        Ok(mut c) => {
+            c.tls.free_port = c.tls.port == 0 && asks_free_tls_port(&args);
+            c
+        }
         Err(e) => {
             // Redis's own report (a bad line's FATAL CONFIG FILE ERROR block).
             eprintln!("{e}");
@@ -104,11 +109,11 @@ fn main() -> ExitCode {
                 async {
                     let _ = signalled.await;
                 },
-                |addr| {
+                |addr, tls_addr| {
                     tracing::info!("Running mode=standalone, port={}.", addr.port());
                     tracing::warn!("Server initialized");
                     tracing::info!("Ready to accept connections");
-                    announce(addr, port_file.as_deref());
+                    announce(addr, tls_addr, port_file.as_deref());
                 },
             )
             .await;
@@ -117,6 +122,12 @@ fn main() -> ExitCode {
         }
         match served {
             Ok(()) => ExitCode::SUCCESS,
+            // A refused setting (TLS that cannot be configured, a bad
+            // address): the error says it all.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                eprintln!("coordis-server: {e}");
+                ExitCode::FAILURE
+            }
             Err(e) => {
                 eprintln!("coordis-server: could not listen on {bind} port {port}: {e}");
                 ExitCode::FAILURE
@@ -159,7 +170,7 @@ fn sentinel_main(args: &[String]) -> ExitCode {
         };
         tracing::info!("Running mode=sentinel, port={}.", sentinel.addr().port());
         tracing::info!("Ready to accept connections");
-        announce(sentinel.addr(), None);
+        announce(sentinel.addr(), None, None);
         let stop = sentinel.stopper();
         tokio::select! {
             _ = signalled => stop(),
@@ -174,7 +185,7 @@ fn sentinel_main(args: &[String]) -> ExitCode {
 /// Tells whoever started the server where it listens: the ready line on
 /// stdout, and the port file (written whole under another name, then
 /// renamed, so a reader never sees half a number).
-fn announce(addr: std::net::SocketAddr, port_file: Option<&std::path::Path>) {
+fn announce(addr: std::net::SocketAddr, tls_addr: Option<std::net::SocketAddr>, port_file: Option<&std::path::Path>) {
     use std::io::Write;
     if let Some(path) = port_file {
         let partial = path.with_extension("partial");
@@ -184,8 +195,9 @@ fn announce(addr: std::net::SocketAddr, port_file: Option<&std::path::Path>) {
             tracing::warn!("cannot write the port file {}: {e}", path.display());
         }
     }
+    let tls = tls_addr.map_or(String::new(), |a| format!(",\"tls_port\":{}", a.port()));
     let line = format!(
-        "{{\"ready\":true,\"port\":{},\"addr\":\"{}\",\"pid\":{}}}",
+        "{{\"ready\":true,\"port\":{},\"addr\":\"{}\"{tls},\"pid\":{}}}",
         addr.port(),
         addr,
         std::process::id()
@@ -193,6 +205,12 @@ fn announce(addr: std::net::SocketAddr, port_file: Option<&std::path::Path>) {
     // Nobody reading stdout is no reason to stop.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+/// Whether the command line (not a config file) sets `--tls-port 0`.
+fn asks_free_tls_port(args: &[String]) -> bool {
+    args.windows(2)
+        .any(|w| w[0].eq_ignore_ascii_case("--tls-port") && w[1].trim() == "0")
 }
 
 /// SIGTERM and SIGINT, taken by a thread of their own (blocked in every

@@ -870,7 +870,16 @@ fn apply_fallible(
                 .find(|n| (*n == "port" && port_changed) || (*n == "bind" && bind_changed))
                 == Some("port");
             let port = if port_changed { config.port } else { ctx.server.port };
-            match ctx.server.shared.listeners.rebind(&config.bind, port) {
+            // Redis's changeBindAddr rebinds the TLS listeners too.
+            let tls_port = ctx.server.shared.listeners.tls_port();
+            let rebound = ctx.server.shared.listeners.rebind(&config.bind, port).and_then(|()| {
+                if bind_changed && tls_port != 0 {
+                    ctx.server.shared.listeners.rebind_tls(&config.bind, tls_port)
+                } else {
+                    Ok(())
+                }
+            });
+            match rebound {
                 Ok(()) => {
                     ctx.server.port = port;
                     Ok(())
@@ -888,8 +897,50 @@ fn apply_fallible(
                 }
             }
         }
+        Effect::Tls => apply_tls(ctx, before, pairs),
         _ => Ok(()),
     }
+}
+
+/// A TLS setting changed: while TLS is wanted the configuration is built
+/// again from the files, so CONFIG SET of the same certificate file
+/// reloads it (Redis's `applyTlsCfg`); a changed `tls-port` then rebinds
+/// the TLS listeners (`applyTLSPort`). New connections use the new
+/// configuration; established ones keep theirs.
+fn apply_tls(
+    ctx: &mut Ctx,
+    before: &crate::Config,
+    pairs: &[(&str, &str)],
+) -> Result<(), (&'static str, &'static str)> {
+    let tls = &ctx.server.config.tls;
+    // Blamed as Redis blames the first directive whose apply failed.
+    let first_tls = pairs
+        .iter()
+        .filter_map(|(name, _)| crate::config::lookup(name))
+        .find(|d| d.effect == Effect::Tls)
+        .map_or("tls-port", |d| d.name);
+    if crate::net::tls::wanted(tls) {
+        match crate::net::tls::configure(tls) {
+            Ok(acceptors) => ctx.server.shared.tls.install(acceptors),
+            Err(line) => {
+                tracing::warn!("{line}");
+                return Err((first_tls, errors::directive::TLS_UNAVAILABLE));
+            }
+        }
+    }
+    if tls.port != before.tls.port {
+        let bind = ctx.server.config.bind.clone();
+        if let Err(e) = ctx
+            .server
+            .shared
+            .listeners
+            .rebind_tls(&bind, ctx.server.config.tls.port)
+        {
+            tracing::warn!("Failed to bind TLS port {}: {e}", ctx.server.config.tls.port);
+            return Err(("tls-port", errors::directive::LISTEN_FAILED));
+        }
+    }
+    Ok(())
 }
 
 /// Applies an effect again after the old settings are back (`failed`:
@@ -909,6 +960,22 @@ fn restore_effect(ctx: &mut Ctx, effect: Effect, failed: &crate::Config) {
         }
         return;
     }
+    if effect == Effect::Tls {
+        let tls = &ctx.server.config.tls;
+        if crate::net::tls::wanted(tls) {
+            match crate::net::tls::configure(tls) {
+                Ok(acceptors) => ctx.server.shared.tls.install(acceptors),
+                Err(line) => tracing::warn!("Failed applying restored failed CONFIG SET command: {line}"),
+            }
+        }
+        if failed.tls.port != tls.port {
+            let (bind, port) = (ctx.server.config.bind.clone(), tls.port);
+            if let Err(e) = ctx.server.shared.listeners.rebind_tls(&bind, port) {
+                tracing::warn!("Failed applying restored failed CONFIG SET command: {e}");
+            }
+        }
+        return;
+    }
     apply_config_effect(ctx, effect);
 }
 
@@ -916,9 +983,14 @@ fn restore_effect(ctx: &mut Ctx, effect: Effect, failed: &crate::Config) {
 pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
     let config = &ctx.server.config;
     match effect {
-        // Applied by `set_runtime` itself (TLS cannot be turned on; the
-        // backlog's minimum), or by CONFIG SET before this (the listeners).
+        // Applied by `set_runtime` itself (the backlog's minimum), or by
+        // CONFIG SET before this (the listeners, TLS).
         Effect::None | Effect::Tls | Effect::ReplBacklog | Effect::Listeners => {}
+        Effect::TlsAuth => ctx
+            .server
+            .shared
+            .tls
+            .set_auth(crate::net::tls::AuthClients::parse(&config.tls.auth_clients)),
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::DefaultPassword => {
             let password = config.requirepass.as_ref().map(|p| p.expose().to_string());

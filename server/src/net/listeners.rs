@@ -9,6 +9,11 @@
 //! lock, no waiting for a task). Connections already accepted are not
 //! touched. New slots reach the serving task over a channel, which gives
 //! each its accept loop. This module never reads or writes a connection.
+//!
+//! TLS listeners (`tls-port`) are a second set of slots on the same `bind`
+//! addresses, marked as such: their accept loop hands each connection to
+//! the TLS handshake first. `port 0` with a TLS port listens for TLS only,
+//! as Redis does.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -30,15 +35,18 @@ pub(crate) const MAX_BIND_ADDRESSES: usize = 16;
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     listener: Mutex<Option<TcpListener>>,
+    /// Connections accepted here speak TLS (`tls-port`).
+    pub(crate) tls: bool,
     /// Wakes the accept loop once the socket is gone (the socket's own
     /// wakeup goes with it).
     closed: Notify,
 }
 
 impl Slot {
-    fn new(listener: TcpListener) -> Arc<Slot> {
+    fn new(listener: TcpListener, tls: bool) -> Arc<Slot> {
         Arc::new(Slot {
             listener: Mutex::new(Some(listener)),
+            tls,
             closed: Notify::new(),
         })
     }
@@ -70,31 +78,45 @@ impl Slot {
 #[derive(Debug, Default)]
 pub(crate) struct Listeners {
     current: Mutex<Vec<Arc<Slot>>>,
+    /// The TLS listeners, rebound apart from the plain ones.
+    current_tls: Mutex<Vec<Arc<Slot>>>,
     /// Where rebound slots go to get an accept loop: set once serving.
     serving: Mutex<Option<(mpsc::UnboundedSender<Arc<Slot>>, tokio::runtime::Handle)>>,
 }
 
 impl Listeners {
     /// Binds every address of `bind` on `port` at start (0: a free port,
-    /// the first listener's, for all); returns the first address.
-    pub(crate) async fn bind_at_start(&self, bind: &[String], port: u16) -> io::Result<SocketAddr> {
-        let mut slots = vec![];
-        let mut port = port;
-        for (ip, optional) in addresses(bind)? {
-            let listener = match TcpListener::bind(SocketAddr::new(ip, port)).await {
-                Ok(l) => l,
-                Err(e) if optional && unavailable(&e) => continue,
-                Err(e) => return Err(e),
-            };
-            port = listener.local_addr()?.port();
-            slots.push(Slot::new(listener));
-        }
-        let first = slots
-            .first()
-            .and_then(|s| s.local_addr())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?;
-        *self.current.lock() = slots;
-        Ok(first)
+    /// the first listener's, for all), for plain clients (`port`, `None`:
+    /// none) and for TLS (`tls_port`, `None`: none); returns the first
+    /// address of each.
+    pub(crate) async fn bind_at_start(
+        &self,
+        bind: &[String],
+        port: Option<u16>,
+        tls_port: Option<u16>,
+    ) -> io::Result<(Option<SocketAddr>, Option<SocketAddr>)> {
+        let plain = match port {
+            Some(port) => Some(bind_all(bind, port, false).await?),
+            None => None,
+        };
+        let tls = match tls_port {
+            Some(port) => Some(bind_all(bind, port, true).await?),
+            None => None,
+        };
+        let first = |slots: &Option<Vec<Arc<Slot>>>| -> io::Result<Option<SocketAddr>> {
+            match slots {
+                None => Ok(None),
+                Some(slots) => slots
+                    .first()
+                    .and_then(|s| s.local_addr())
+                    .map(Some)
+                    .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address")),
+            }
+        };
+        let addrs = (first(&plain)?, first(&tls)?);
+        *self.current.lock() = plain.unwrap_or_default();
+        *self.current_tls.lock() = tls.unwrap_or_default();
+        Ok(addrs)
     }
 
     /// The serving task takes the slots bound at start and from now on
@@ -102,14 +124,38 @@ impl Listeners {
     pub(crate) fn serve(&self) -> (Vec<Arc<Slot>>, mpsc::UnboundedReceiver<Arc<Slot>>) {
         let (tx, rx) = mpsc::unbounded_channel();
         *self.serving.lock() = Some((tx, tokio::runtime::Handle::current()));
-        (self.current.lock().clone(), rx)
+        let mut slots = self.current.lock().clone();
+        slots.extend(self.current_tls.lock().iter().cloned());
+        (slots, rx)
     }
 
     /// CONFIG SET `port` or `bind`: closes every socket, then binds `bind`
     /// on `port` (0: listen nowhere, as Redis). On failure nothing listens
     /// (the caller rebinds the old settings).
     pub(crate) fn rebind(&self, bind: &[String], port: u16) -> io::Result<()> {
-        let mut current = self.current.lock();
+        self.rebind_kind(bind, port, false)
+    }
+
+    /// [`Listeners::rebind`] for the TLS listeners (`tls-port`).
+    pub(crate) fn rebind_tls(&self, bind: &[String], port: u16) -> io::Result<()> {
+        self.rebind_kind(bind, port, true)
+    }
+
+    /// The port the TLS listeners are bound to (0: none).
+    pub(crate) fn tls_port(&self) -> u16 {
+        self.current_tls
+            .lock()
+            .first()
+            .and_then(|s| s.local_addr())
+            .map_or(0, |a| a.port())
+    }
+
+    fn rebind_kind(&self, bind: &[String], port: u16, tls: bool) -> io::Result<()> {
+        let mut current = if tls {
+            self.current_tls.lock()
+        } else {
+            self.current.lock()
+        };
         for slot in current.drain(..) {
             slot.close();
         }
@@ -127,7 +173,7 @@ impl Listeners {
                 .and_then(|l| l.set_nonblocking(true).map(|()| l))
                 .and_then(TcpListener::from_std);
             match listener {
-                Ok(l) => bound.push(Slot::new(l)),
+                Ok(l) => bound.push(Slot::new(l, tls)),
                 Err(e) if optional && unavailable(&e) => continue,
                 Err(e) => {
                     for slot in bound {
@@ -145,6 +191,23 @@ impl Listeners {
         *current = bound;
         Ok(())
     }
+}
+
+/// Binds every address of `bind` on `port` (0: a free port, the first
+/// listener's, for all).
+async fn bind_all(bind: &[String], port: u16, tls: bool) -> io::Result<Vec<Arc<Slot>>> {
+    let mut slots = vec![];
+    let mut port = port;
+    for (ip, optional) in addresses(bind)? {
+        let listener = match TcpListener::bind(SocketAddr::new(ip, port)).await {
+            Ok(l) => l,
+            Err(e) if optional && unavailable(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        port = listener.local_addr()?.port();
+        slots.push(Slot::new(listener, tls));
+    }
+    Ok(slots)
 }
 
 /// The addresses of `bind` (none: Redis's all interfaces), each with

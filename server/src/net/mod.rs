@@ -5,9 +5,14 @@
 //! with one write. It never touches the keyspace. Accept errors (for example
 //! running out of file descriptors) are logged and retried after a short
 //! back-off; they never stop the server.
+//!
+//! A connection accepted on a TLS listener (`tls-port`) does its handshake
+//! in its own task first ([`tls`] builds the configuration); then the same
+//! serving loop runs on the TLS stream: the loop is generic over the stream.
 
 pub(crate) mod clients;
 pub(crate) mod listeners;
+pub(crate) mod tls;
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -20,7 +25,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -58,13 +63,20 @@ const READ_BUFFER: usize = 16 * 1024;
 /// running and reading its requests until the client reads.
 const MAX_BATCH_OUTPUT: usize = 64 * 1024;
 
+/// At shutdown, how long a connection waits for what its client sent
+/// before the stop (one last read).
+const LAST_READ_WAIT: Duration = Duration::from_millis(20);
+
 /// A connection keeps its output buffer from batch to batch unless it grew
 /// past this (a large reply); then it is freed once written.
 const OUTPUT_BUFFER_KEEP: usize = 2 * MAX_BATCH_OUTPUT;
 
 /// A bound, not yet running server.
 pub(crate) struct Bound {
+    /// The first plain listener's address; with TLS only, the first TLS one's.
     pub addr: SocketAddr,
+    /// The first TLS listener's address (`tls-port`).
+    pub tls_addr: Option<SocketAddr>,
     clock: Arc<dyn Clock>,
     /// Made at bind time, so the embedding API holds it (the test clock
     /// settles the server through it) before the first connection.
@@ -77,16 +89,46 @@ pub(crate) struct Bound {
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
-/// first listener is reused for the others when it was 0).
+/// first listener is reused for the others when it was 0) and, with a TLS
+/// port, on it for TLS; TLS is configured first, as Redis does at start
+/// (the reason logged, then Redis's line, and an error for the caller to
+/// exit on).
 pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<CloseSignal>) -> io::Result<Bound> {
     let shared = Arc::new(Shared::default());
-    let addr = shared.listeners.bind_at_start(&config.bind, config.port).await?;
-    let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
+    if tls::wanted(&config.tls) {
+        match tls::configure(&config.tls) {
+            Ok(acceptors) => shared.tls.install(acceptors),
+            Err(line) => {
+                tracing::warn!("{line}");
+                tracing::warn!("{}", errors::tls::STARTUP_FAILED);
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, errors::tls::STARTUP_FAILED));
+            }
+        }
+    }
+    shared.tls.set_auth(tls::AuthClients::parse(&config.tls.auth_clients));
+    let tls_port = (config.tls.port != 0 || config.tls.free_port).then_some(config.tls.port);
+    // `port 0` beside a TLS port: TLS only, as Redis. Otherwise 0 is a free port.
+    let plain_port = (config.port != 0 || config.tls.port == 0).then_some(config.port);
+    let (plain, tls_addr) = shared
+        .listeners
+        .bind_at_start(&config.bind, plain_port, tls_port)
+        .await
+        .inspect_err(|_| {
+            if let Some(port) = tls_port {
+                tracing::warn!("{}", errors::tls::listen_failed(port));
+            }
+        })?;
+    let addr = plain
+        .or(tls_addr)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?;
+    let port = plain.map_or(0, |a| a.port());
+    let mut engine = Engine::new(config, clock.clone(), port, shared.clone(), shutdown);
     let pending_load = engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
     let _ = shared.engine.set(Arc::downgrade(&engine));
     Ok(Bound {
         addr,
+        tls_addr,
         clock,
         engine,
         shared,
@@ -319,7 +361,7 @@ async fn accept_loop(slot: Arc<listeners::Slot>, ctx: ConnCtx) {
                 Some(Ok((socket, peer))) => {
                     backoff = Duration::from_millis(5);
                     let signal = Arc::new(ConnSignal::default());
-                    let task = conns.spawn(connection(socket, peer, ctx.clone(), signal.clone()));
+                    let task = conns.spawn(connection(socket, peer, slot.tls, ctx.clone(), signal.clone()));
                     signals.insert(task.id(), signal);
                 }
                 Some(Err(e)) => {
@@ -350,7 +392,12 @@ impl Drop for ConnectedGuard {
     }
 }
 
-async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signal: Arc<ConnSignal>) {
+/// Serves one accepted connection; on a TLS listener (`tls`), after its
+/// handshake. As in Redis, the client exists (CLIENT LIST, `timeout`)
+/// from the accept on, so a handshake that stalls is closed as an idle
+/// client would be, and one that fails is logged and dropped; neither
+/// holds up other clients (each connection is a task of its own).
+async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: ConnCtx, signal: Arc<ConnSignal>) {
     if ctx.shared.is_down() {
         // "The server is down" (test-control plane): the connection closes
         // at once, before a word is exchanged.
@@ -360,21 +407,30 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signa
     let _guard = ConnectedGuard(ctx.shared.clone());
     if open > ctx.shared.maxclients.load(Ordering::Relaxed) {
         ctx.shared.rejected.fetch_add(1, Ordering::Relaxed);
-        let mut out = BytesMut::new();
-        errors::err(errors::MAX_CLIENTS).encode(&mut out, false);
-        let _ = socket.write_all(&out).await;
+        // Before a TLS handshake nothing can be said: the connection just
+        // drops, as in Redis.
+        if !tls {
+            let mut out = BytesMut::new();
+            errors::err(errors::MAX_CLIENTS).encode(&mut out, false);
+            let _ = socket.write_all(&out).await;
+        }
         return;
     }
-    if ctx.shared.protected_mode.load(Ordering::Relaxed)
-        && !ctx.shared.auth_required.load(Ordering::Relaxed)
-        && !is_loopback_client(&peer)
-    {
-        tracing::warn!("refused client {peer}: protected mode (no password set)");
-        let mut out = BytesMut::new();
-        errors::err(errors::DENIED).encode(&mut out, false);
-        let _ = socket.write_all(&out).await;
+    if !tls && refused_by_protected_mode(&ctx, &peer) {
+        let _ = socket.write_all(&denied()).await;
         return;
     }
+    let acceptor = match tls.then(|| ctx.shared.tls.acceptor()) {
+        None => None,
+        Some(Some(acceptor)) => Some(acceptor),
+        Some(None) => {
+            tracing::warn!(
+                "{}: no TLS configuration to verify client certificates with",
+                errors::tls::ACCEPT_FAILED
+            );
+            return;
+        }
+    };
     let _ = socket.set_nodelay(true);
     set_keepalive(&socket, ctx.shared.tcp_keepalive.load(Ordering::Relaxed));
     let id = ctx.ids.fetch_add(1, Ordering::Relaxed) + 1;
@@ -392,12 +448,56 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signa
             engine.connect(pending.take().expect("a new client"));
         }
     }
-    if let Err(e) = serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await {
+    let served = match acceptor {
+        None => serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await,
+        Some(acceptor) => {
+            let handshake = tokio::select! {
+                r = acceptor.accept(socket) => Some(r),
+                // The idle-client timeout, CLIENT KILL, shutdown.
+                () = signal.ended() => None,
+            };
+            match handshake {
+                None => Ok(()),
+                Some(Err(e)) => {
+                    tracing::warn!("{}: {e}", errors::tls::ACCEPT_FAILED);
+                    Ok(())
+                }
+                Some(Ok(mut stream)) => {
+                    if refused_by_protected_mode(&ctx, &peer) {
+                        let _ = stream.write_all(&denied()).await;
+                        let _ = stream.shutdown().await;
+                        Ok(())
+                    } else {
+                        serve_connection(&mut stream, id, peer, &ctx, &signal, &mut pending, &outbox).await
+                    }
+                }
+            }
+        }
+    };
+    if let Err(e) = served {
         tracing::debug!("client {id} ({peer}): {e}");
     }
     if pending.is_none() {
         lock_engine(&ctx.engine, &ctx.shared.script).await.disconnect(id);
     }
+}
+
+/// Whether protected mode refuses `peer` (logged).
+fn refused_by_protected_mode(ctx: &ConnCtx, peer: &SocketAddr) -> bool {
+    let refused = ctx.shared.protected_mode.load(Ordering::Relaxed)
+        && !ctx.shared.auth_required.load(Ordering::Relaxed)
+        && !is_loopback_client(peer);
+    if refused {
+        tracing::warn!("refused client {peer}: protected mode (no password set)");
+    }
+    refused
+}
+
+/// Protected mode's `-DENIED` reply, encoded.
+fn denied() -> BytesMut {
+    let mut out = BytesMut::new();
+    errors::err(errors::DENIED).encode(&mut out, false);
+    out
 }
 
 /// Takes the engine lock without pinning a worker thread behind a running
@@ -430,8 +530,9 @@ fn is_loopback_client(peer: &SocketAddr) -> bool {
     }
 }
 
-async fn serve_connection(
-    socket: &mut TcpStream,
+/// The serving loop, for a plain socket and a TLS stream alike.
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
     id: u64,
     peer: SocketAddr,
     ctx: &ConnCtx,
@@ -492,13 +593,14 @@ async fn serve_connection(
                     Woken::Ended if signal.is_closed() || last_read_done => return Ok(()),
                     Woken::Ended => {
                         // Shutdown: what the client sent before it is in
-                        // flight too. The runtime may not have seen it yet
-                        // (its worker was inside a script), so ask the
-                        // kernel once, then serve what came and end.
+                        // flight too (the stop can be seen before the
+                        // socket's readiness, say after a script held the
+                        // worker): one more short read, then serve what
+                        // came and end.
                         last_read_done = true;
-                        match read_pending(socket, &mut buf) {
-                            0 => return Ok(()),
-                            read => read,
+                        match tokio::time::timeout(LAST_READ_WAIT, socket.read_buf(&mut buf)).await {
+                            Ok(Ok(read @ 1..)) => read,
+                            _ => return Ok(()),
                         }
                     }
                     Woken::Messages | Woken::Unblocked => {
@@ -583,23 +685,14 @@ async fn serve_connection(
     }
 }
 
-/// Reads what the kernel holds for `socket` without waiting (and without
-/// the runtime's readiness, which may lag), into `buf`; 0 when nothing is
-/// there, the peer left, or the read failed.
-fn read_pending(socket: &TcpStream, buf: &mut BytesMut) -> usize {
-    let mut chunk = vec![0u8; READ_BUFFER];
-    match io::Read::read(&mut &*socket2::SockRef::from(socket), &mut chunk) {
-        Ok(n) => {
-            buf.extend_from_slice(&chunk[..n]);
-            n
-        }
-        Err(_) => 0,
-    }
-}
-
 /// Writes a batch's replies a piece of `bytes` at a time with a pause
 /// between pieces (a fault rule's slicing).
-async fn write_sliced(socket: &mut TcpStream, out: &[u8], bytes: usize, pause_ms: u64) -> io::Result<()> {
+async fn write_sliced<S: AsyncWrite + Unpin>(
+    socket: &mut S,
+    out: &[u8],
+    bytes: usize,
+    pause_ms: u64,
+) -> io::Result<()> {
     for (i, piece) in out.chunks(bytes.max(1)).enumerate() {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(pause_ms)).await;
@@ -774,8 +867,8 @@ fn woken<'a>(
 /// returns true once the client is unblocked and its reply written; false
 /// when the connection is to end (the client left or was killed, shutdown,
 /// or its query buffer passed the limit).
-async fn wait_unblocked(
-    socket: &mut TcpStream,
+async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
     buf: &mut BytesMut,
     signal: &ConnSignal,
     outbox: &Outbox,
@@ -815,8 +908,8 @@ async fn wait_unblocked(
 /// Writes every message waiting in `outbox` with one write. A subscriber
 /// that stops reading blocks this write; its output limit (which closes the
 /// signal) or shutdown still ends it.
-async fn write_messages(
-    socket: &mut TcpStream,
+async fn write_messages<S: AsyncWrite + Unpin>(
+    socket: &mut S,
     outbox: &Outbox,
     signal: &ConnSignal,
     shared: &Shared,
