@@ -113,6 +113,8 @@ impl Engine {
                 active_expire: true,
                 faults: Default::default(),
                 random: None,
+                oom_at_start: false,
+                evictor: Default::default(),
                 shutdown_requested: false,
                 dirty: 0,
                 last_save_secs: started_ms / 1000,
@@ -379,6 +381,7 @@ impl Engine {
         // One clock read per batch: a batch runs in an instant, as Redis's
         // per-command time snapshot would see it.
         let now = self.state.clock.now_ms();
+        crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let start = out.len();
         // A panic inside a command is contained (one boundary per batch, so
         // the common path pays nothing per command): it is logged, the
@@ -496,6 +499,7 @@ impl Engine {
         let signal = Arc::new(crate::net::clients::ConnSignal::default());
         let outbox = crate::net::clients::Outbox::new(signal.clone());
         let now = self.state.clock.now_ms();
+        crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let mut client = ClientState::new(0, addr, addr, now, signal, outbox);
         client.db = db.min(self.dbs.len() - 1);
         client.resp3 = true;

@@ -57,16 +57,19 @@
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
 //! - `notify`: keyspace notification classes.
 //! - `persist`: the RDB and append-only file formats and files.
+//! - `alloc`: the counting global allocator `used_memory` and `maxmemory` read.
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 #![warn(unreachable_pub, missing_docs)]
 
+mod alloc;
 mod blocked;
 mod cmd;
 mod config;
 mod control;
 mod engine;
 mod errors;
+mod evict;
 mod exec;
 mod faults;
 mod lua;
@@ -109,8 +112,9 @@ use net::clients::CloseSignal;
 /// the Redis version whose behaviour it follows, byte for byte.
 pub const REDIS_VERSION: &str = "7.0.15";
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, Config};
+pub use config::{AofConfig, Config, MemoryConfig};
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
+pub use evict::Policy as EvictionPolicy;
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
 pub use net::{DRAIN_DEADLINE, SCRIPT_STOP_GRACE};
@@ -174,6 +178,15 @@ impl Builder {
     /// Require `AUTH <password>` (user `default`).
     pub fn requirepass(mut self, password: impl Into<String>) -> Self {
         self.config.requirepass = Some(config::Secret(password.into()));
+        self
+    }
+
+    /// `maxmemory` in bytes (0, the default: no limit) and the policy that
+    /// meets it (`maxmemory-policy`, default `noeviction`: writes that
+    /// would grow memory get `-OOM`, nothing is evicted).
+    pub fn maxmemory(mut self, bytes: u64, policy: EvictionPolicy) -> Self {
+        self.config.memory.maxmemory = bytes;
+        self.config.memory.policy = policy;
         self
     }
 

@@ -58,6 +58,7 @@ macro_rules! command {
             subcommands: $subs,
             busy: None,
             may_write: None,
+            deny_oom: None,
         }
     };
 }

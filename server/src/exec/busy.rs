@@ -98,6 +98,9 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         disk_error: false,
         queued_write: false,
         loading: false,
+        // Redis does not evict inside a yielding busy script.
+        out_of_memory: false,
+        denyoom_by_content: false,
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {

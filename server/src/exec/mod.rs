@@ -29,6 +29,7 @@ use bytes::Bytes;
 
 use crate::cmd::{self, flags, observe, CommandSpec, Ctx, Unresolved};
 use crate::errors;
+use crate::evict::Outcome;
 use crate::faults::FaultAction;
 use crate::protocol::Reply;
 
@@ -133,6 +134,15 @@ pub(crate) struct Facts<'a> {
     pub queued_write: bool,
     /// The dataset is loading: only `loading` commands run.
     pub loading: bool,
+    /// Over `maxmemory` with nothing left to evict, as found before this
+    /// command (Redis's `pre_command_oom_state`); for a script's command,
+    /// only while the script may still be refused (no `allow-oom`, nothing
+    /// written yet).
+    pub out_of_memory: bool,
+    /// With `out_of_memory`: the command is refused as a `denyoom` one is
+    /// (an EXEC whose queue holds one; an EVAL or FCALL whose script or
+    /// function is: [`CommandSpec::deny_oom`]).
+    pub denyoom_by_content: bool,
 }
 
 impl Facts<'static> {
@@ -153,6 +163,8 @@ impl Facts<'static> {
         disk_error: false,
         queued_write: false,
         loading: false,
+        out_of_memory: false,
+        denyoom_by_content: false,
     };
 }
 
@@ -294,6 +306,11 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if matches!(caller, Caller::Script { read_only: true }) && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
         }
+        // OOM (Redis's `scriptVerifyOOM`): a `denyoom` command as the
+        // script's first write, over the limit found when it started.
+        if facts.out_of_memory && spec.has(flags::DENYOOM) {
+            return refuse(Some(spec), errors::err(errors::OOM));
+        }
         return Verdict::Run(spec);
     }
     if checks.connection {
@@ -311,8 +328,18 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if facts.in_multi && spec.has(flags::NO_MULTI) {
             return refuse(Some(spec), errors::err(errors::NOT_IN_MULTI));
         }
-        // (ACL permissions, cluster redirection and OOM under maxmemory go
-        // here, in this order, as those land.)
+        // (ACL permissions and cluster redirection go here, in this order,
+        // as those land.)
+        // OOM: over `maxmemory` after eviction, a `denyoom` command (or an
+        // EXEC or script that is one), and in MULTI anything it would
+        // queue (queuing grows memory too), are refused.
+        if facts.out_of_memory
+            && (spec.has(flags::DENYOOM)
+                || facts.denyoom_by_content
+                || (facts.in_multi && !spec.has(flags::OOM_OK_IN_MULTI)))
+        {
+            return refuse(Some(spec), errors::err(errors::OOM));
+        }
         // 5. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
@@ -404,6 +431,10 @@ impl Holds for EngineHolds<'_, '_> {
 /// A client's request on the engine: admission, then the command, queued
 /// or held as admission says. The whole of Redis's `processCommand`.
 pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    // maxmemory: evict first, then admission refuses what OOM refuses.
+    let out_of_memory = ctx.server.config.memory.maxmemory != 0 && crate::evict::perform(ctx) == Outcome::Fail;
+    ctx.server.oom_at_start = out_of_memory;
+    let denyoom_by_content = out_of_memory && denyoom_by_content(ctx, args);
     let guards = ctx.server.guards;
     let client = &*ctx.client;
     let disk_error = crate::persist::saves::writes_denied(ctx.server);
@@ -422,6 +453,8 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 .flatten()
                 .any(|args| cmd::resolve(args).is_ok_and(|s| s.has(flags::WRITE))),
         loading: false,
+        out_of_memory,
+        denyoom_by_content,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -461,6 +494,31 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
+/// Whether `args` is refused under OOM for what it would run: an EXEC
+/// whose queue holds a `denyoom` command (Redis's `mstate.cmd_flags`), an
+/// EVAL or FCALL whose script says so ([`CommandSpec::deny_oom`]).
+fn denyoom_by_content(ctx: &Ctx, args: &[Bytes]) -> bool {
+    let Ok(spec) = cmd::resolve(args) else {
+        return false;
+    };
+    let denies = |s: &CommandSpec, args: &[Bytes]| {
+        s.has(flags::DENYOOM)
+            || match (s.deny_oom, ctx.scripting.as_deref()) {
+                (Some(deny_oom), Some(vm)) => deny_oom(vm, args),
+                _ => false,
+            }
+    };
+    if spec.has(flags::EXEC) {
+        return ctx
+            .client
+            .multi
+            .iter()
+            .flatten()
+            .any(|args| cmd::resolve(args).is_ok_and(|s| denies(s, args)));
+    }
+    spec.deny_oom.is_some() && denies(spec, args)
+}
+
 /// A refused command on the engine: counted as rejected, and the
 /// transaction doomed or ended as [`refusal`] says.
 fn reject(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: Reply) -> Reply {
@@ -488,9 +546,13 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// A script's `redis.call`: admitted with the script checks, then called.
 /// The flag says whether a write command ran (a script that wrote cannot
 /// be killed).
-pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
+pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool, may_oom: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
-    match admit(caller, args, &Facts::INTERNAL, &mut NoHolds) {
+    let facts = Facts {
+        out_of_memory: may_oom && ctx.server.oom_at_start,
+        ..Facts::INTERNAL
+    };
+    match admit(caller, args, &facts, &mut NoHolds) {
         Verdict::Run(spec) => {
             let reply = call(ctx, caller, spec, args);
             let wrote = spec.has(flags::WRITE) && !reply.is_error();

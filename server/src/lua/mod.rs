@@ -164,13 +164,15 @@ pub struct ScriptFlags {
     pub shebang: bool,
     /// `no-writes`: it runs read-only, and EVAL_RO may run it.
     pub no_writes: bool,
+    /// `allow-oom`: it runs, and its commands run, over `maxmemory`.
+    pub allow_oom: bool,
 }
 
 /// A script's shebang flags and where its code starts (at the shebang's
 /// newline), or `None` without a shebang; Redis's
-/// `evalExtractShebangFlags` errors. The other flags (allow-oom,
-/// allow-stale, no-cluster, allow-cross-slot-keys) are accepted: coordis
-/// has no memory limit, replicas or cluster for them to relax.
+/// `evalExtractShebangFlags` errors. The other flags (allow-stale,
+/// no-cluster, allow-cross-slot-keys) are accepted: coordis has no
+/// replicas or cluster for them to relax.
 fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     use crate::errors;
     if !body.starts_with(b"#!") {
@@ -189,6 +191,7 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     let mut flags = ScriptFlags {
         shebang: true,
         no_writes: false,
+        allow_oom: false,
     };
     for part in &parts[1..] {
         let Some(list) = part.strip_prefix(b"flags=") else {
@@ -202,9 +205,17 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
                 return Err(errors::shebang_flag(flag));
             }
             flags.no_writes |= flag == b"no-writes";
+            flags.allow_oom |= flag == b"allow-oom";
         }
     }
     Ok(Some((flags, end)))
+}
+
+/// Whether EVAL of a script body is refused under OOM: a shebang saying
+/// neither `allow-oom` nor `no-writes` (a script without a shebang is
+/// refused only at its first write, [`crate::exec::admit`]).
+pub(crate) fn body_denies_oom(body: &[u8]) -> bool {
+    matches!(shebang_flags(body), Ok(Some((flags, _))) if !flags.no_writes && !flags.allow_oom)
 }
 
 /// Whether a script body may write: not when its shebang says `no-writes`
