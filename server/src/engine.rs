@@ -161,8 +161,13 @@ impl Engine {
                 .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}")))?;
         }
-        for (db, key, value, expire_at) in loaded.keys {
+        let lfu = self.state.config.memory.policy.lfu();
+        crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
+        for (db, key, value, expire_at, hints) in loaded.keys {
             self.dbs[db].insert(&key, value, expire_at);
+            if let Some(word) = hints.word(lfu, now) {
+                self.dbs[db].set_access(&key, word);
+            }
         }
         Ok(())
     }

@@ -367,3 +367,41 @@ fn evictions_raise_events_and_propagate_del_and_candidates_predict_them() {
     assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 200);
     control.set_memory_limit(0, "noeviction").unwrap();
 }
+
+/// A file Redis saved under allkeys-lru carries each key's idle time (the
+/// IDLE opcode), under allkeys-lfu its counter (FREQ): coordis loads them.
+#[test]
+fn rdb_access_hints_from_redis_are_loaded() {
+    let Some(redis) = redis(&[]) else { return };
+    let mut r = RawClient::connect(redis.addr()).unwrap();
+    let dir_reply = text(&r.command(&["CONFIG", "GET", "dir"]).unwrap());
+    let redis_dir = std::path::PathBuf::from(dir_reply.lines().nth(4).unwrap());
+    for (policy, key, opt, n, ask, want) in [
+        ("allkeys-lru", "idle", "IDLETIME", "5000", "IDLETIME", 5000..5005),
+        ("allkeys-lfu", "hot", "FREQ", "123", "FREQ", 123..124),
+    ] {
+        r.command(&["FLUSHALL"]).unwrap();
+        r.command(&["CONFIG", "SET", "maxmemory-policy", policy]).unwrap();
+        r.command(&["SET", "src", "v"]).unwrap();
+        let dump = r.command(&["DUMP", "src"]).unwrap();
+        let payload = &dump[dump.iter().position(|&b| b == b'\n').unwrap() + 1..dump.len() - 2];
+        r.command_bytes(&[b"RESTORE", key.as_bytes(), b"0", payload, opt.as_bytes(), n.as_bytes()])
+            .unwrap();
+        assert_eq!(r.command(&["SAVE"]).unwrap(), b"+OK\r\n");
+        let dir = coordis::testing::TempDir::new("memory-hints");
+        std::fs::copy(redis_dir.join("dump.rdb"), dir.0.join("dump.rdb")).unwrap();
+        let server = coordis::Server::builder()
+            .dir(dir.text())
+            .maxmemory(0, coordis::EvictionPolicy::parse(policy).unwrap())
+            .start_blocking()
+            .unwrap();
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        let got = text(&c.command(&["OBJECT", ask, key]).unwrap());
+        let got: u64 = got
+            .trim_start_matches(':')
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{got}"));
+        assert!(want.contains(&got), "{policy}: OBJECT {ask} {key} = {got}");
+    }
+}
