@@ -6,6 +6,7 @@
 #   scripts/memory.sh            # N=1000000
 #   N=100000 scripts/memory.sh
 #   SHAPES="stream jobs" scripts/memory.sh   # only these shapes
+#   COORDIS_BIN=/path/to/coordis-server scripts/memory.sh   # another build
 #
 # Prints, per shape, each server's RSS after loading minus its RSS when
 # started empty (MB), and the coordis/Redis ratio.
@@ -18,7 +19,8 @@ PORT=${PORT:-7394}
 for tool in redis-server redis-cli python3; do
     command -v "$tool" >/dev/null || { echo "$tool not found"; exit 1; }
 done
-cargo build --release --quiet --bin coordis-server
+COORDIS_BIN=${COORDIS_BIN:-target/release/coordis-server}
+[ "$COORDIS_BIN" != target/release/coordis-server ] || cargo build --release --quiet --bin coordis-server
 OUT=$(mktemp -d)
 cleanup() { redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$OUT"; }
 trap cleanup EXIT
@@ -82,7 +84,7 @@ measure() { # shape command...
 printf "%-28s %10s %10s %6s\n" "shape (N=$N)" "coordis MB" "Redis MB" "ratio"
 for shape in $SHAPES; do
     generate "$shape" >"$OUT/$shape.resp"
-    c=$(measure "$shape" target/release/coordis-server)
+    c=$(measure "$shape" "$COORDIS_BIN")
     r=$(measure "$shape" redis-server)
     case $shape in
         locks) label="SET lock:<i> <36 B> EX 300" ;;

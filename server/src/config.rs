@@ -202,6 +202,8 @@ pub struct Config {
     /// The replica side's directives (`replicaof`, `masterauth`, ...; see
     /// `crate::replica`).
     pub replica: ReplicaConfig,
+    /// `maxmemory` and eviction ([`crate::evict`]).
+    pub memory: MemoryConfig,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
     pub ignored: BTreeMap<&'static str, String>,
@@ -232,6 +234,25 @@ pub struct ReplicaConfig {
     pub priority: i64,
     /// `replica-announced` (INFO's `replica_announced`). Default yes.
     pub announced: bool,
+}
+
+/// `maxmemory` and the eviction directives, with Redis 7.0.15's defaults
+/// (see [`crate::evict`] for what each does).
+#[derive(Clone, Debug, Default)]
+pub struct MemoryConfig {
+    /// `maxmemory` in bytes; 0 (the default) for no limit.
+    pub maxmemory: u64,
+    /// `maxmemory-policy`. Default noeviction.
+    pub policy: crate::evict::Policy,
+    /// `maxmemory-samples`: keys sampled per database and round. Default 5.
+    pub samples: u32,
+    /// `maxmemory-eviction-tenacity` (0-100): how long one eviction run may
+    /// take. Default 10.
+    pub tenacity: u32,
+    /// `lfu-log-factor`: how slowly the LFU counter grows. Default 10.
+    pub lfu_log_factor: u32,
+    /// `lfu-decay-time`: minutes per LFU counter decrement. Default 1.
+    pub lfu_decay_time: u32,
 }
 
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
@@ -326,6 +347,7 @@ impl Default for Config {
             key_load_delay: 0,
             sanitize_dump_payload: String::new(),
             replica: ReplicaConfig::default(),
+            memory: MemoryConfig::default(),
             ignored: BTreeMap::new(),
             config_file: String::new(),
         };
@@ -455,6 +477,8 @@ pub(crate) enum Effect {
     LuaMemory,
     /// `requirepass`: the default ACL user's password.
     DefaultPassword,
+    /// `maxmemory`: a limit lowered below the memory in use evicts at once.
+    Maxmemory,
     /// `appendonly` turned the append-only file on or off.
     AppendOnly,
     /// The append-only file's writer reads its policy (`appendfsync`,
@@ -1010,6 +1034,16 @@ macro_rules! field {
     };
 }
 
+/// A [`Store::Field`] for a field of [`MemoryConfig`].
+macro_rules! memory {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.memory.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.memory.$f.to_string(),
+        }
+    };
+}
+
 /// A [`Store::Field`] for a field of [`AofConfig`].
 macro_rules! aof {
     ($f:ident) => {
@@ -1156,8 +1190,9 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("rdbcompression", "yes", Bool, field!(bool rdb_compression)),
     row("rdbchecksum", "yes", Bool, field!(bool rdb_checksum)).immutable(),
     row("sanitize-dump-payload", "no", Enum(&["no", "yes", "clients"]), field!(sanitize_dump_payload)),
-    row("maxmemory", "0", Memory { min: 0, max: u64::MAX as i128 }, Store::Ignored),
-    row("maxmemory-policy", "noeviction", Enum(&["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"]), Store::Ignored),
+    row("maxmemory", "0", Memory { min: 0, max: u64::MAX as i128 }, memory!(maxmemory)).effect(Effect::Maxmemory),
+    row("maxmemory-policy", "noeviction", Enum(&["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"]),
+        Store::Field { set: |c, v| c.memory.policy = crate::evict::Policy::parse(v).expect("checked by the directive's kind"), get: |c| c.memory.policy.name().to_string() }),
     row("lazyfree-lazy-eviction", "no", Bool, Store::Ignored),
     row("lazyfree-lazy-expire", "no", Bool, Store::Ignored),
     row("lazyfree-lazy-server-del", "no", Bool, Store::Ignored),
@@ -1211,11 +1246,11 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
         get: |c| if c.acl_pubsub_allchannels { "allchannels" } else { "resetchannels" }.to_string(),
     }),
     // Eviction and defragmentation.
-    row("maxmemory-samples", "5", Int { min: 1, max: I32 }, Store::Ignored),
-    row("maxmemory-eviction-tenacity", "10", Int { min: 0, max: 100 }, Store::Ignored),
+    row("maxmemory-samples", "5", Int { min: 1, max: I32 }, memory!(samples)),
+    row("maxmemory-eviction-tenacity", "10", Int { min: 0, max: 100 }, memory!(tenacity)),
     row("maxmemory-clients", "0", Kind::Custom(check_memory_or_percent), Store::Ignored),
-    row("lfu-log-factor", "10", Int { min: 0, max: I32 }, Store::Ignored),
-    row("lfu-decay-time", "1", Int { min: 0, max: I32 }, Store::Ignored),
+    row("lfu-log-factor", "10", Int { min: 0, max: I32 }, memory!(lfu_log_factor)),
+    row("lfu-decay-time", "1", Int { min: 0, max: I32 }, memory!(lfu_decay_time)),
     row("activedefrag", "no", Kind::Custom(check_activedefrag), Store::Ignored),
     row("active-defrag-cycle-min", "1", Int { min: 1, max: 99 }, Store::Ignored),
     row("active-defrag-cycle-max", "25", Int { min: 1, max: 99 }, Store::Ignored),
@@ -1336,17 +1371,14 @@ impl Config {
         Ok(())
     }
 
-    /// `maxmemory` in bytes (0: no limit). Accepted without effect: INFO,
-    /// MEMORY and OBJECT REFCOUNT show it as Redis would.
+    /// `maxmemory` in bytes (0: no limit).
     pub fn maxmemory(&self) -> u64 {
-        self.ignored.get("maxmemory").and_then(|v| v.parse().ok()).unwrap_or(0)
+        self.memory.maxmemory
     }
 
-    /// `maxmemory-policy` (accepted without effect, as `maxmemory`).
+    /// `maxmemory-policy`, as its directive spells it.
     pub fn maxmemory_policy(&self) -> &str {
-        self.ignored
-            .get("maxmemory-policy")
-            .map_or("noeviction", |v| v.as_str())
+        self.memory.policy.name()
     }
 
     /// Applies one directive given at startup (config file or command line).

@@ -102,6 +102,66 @@ impl ServerControl {
         self.engine.lock().seed_random(seed);
     }
 
+    fn memory(&self, args: &[&[u8]]) -> Reply {
+        let mut all: Vec<bytes::Bytes> = vec![bytes::Bytes::from_static(b"COORDIS.MEMORY")];
+        all.extend(args.iter().map(|a| bytes::Bytes::copy_from_slice(a)));
+        self.engine.lock().run_internal(0, &all)
+    }
+
+    /// Sets `maxmemory` (0: no limit) and `maxmemory-policy` (its directive
+    /// text, `allkeys-lru`...) for a test, as CONFIG SET does: a limit below
+    /// the memory in use evicts before this returns (`COORDIS.MEMORY LIMIT`).
+    pub fn set_memory_limit(&self, bytes: u64, policy: &str) -> Result<(), String> {
+        match self.memory(&[b"LIMIT", bytes.to_string().as_bytes(), b"POLICY", policy.as_bytes()]) {
+            Reply::Error(e) => Err(e.into_owned()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The bytes counted against `maxmemory` now (`COORDIS.MEMORY USED`).
+    pub fn used_memory(&self) -> u64 {
+        match self.memory(&[b"USED"]) {
+            Reply::Int(n) => n as u64,
+            _ => 0,
+        }
+    }
+
+    /// Adds string keys `fill:<n>` of `value_size` bytes until `percent` of
+    /// `maxmemory` is in use, without evicting; returns the keys added
+    /// (`COORDIS.MEMORY FILL`). Needs a limit set.
+    pub fn fill_memory(&self, percent: u64, value_size: usize) -> Result<u64, String> {
+        match self.memory(&[
+            b"FILL",
+            percent.to_string().as_bytes(),
+            b"SIZE",
+            value_size.to_string().as_bytes(),
+        ]) {
+            Reply::Int(n) => Ok(n as u64),
+            Reply::Error(e) => Err(e.into_owned()),
+            _ => Ok(0),
+        }
+    }
+
+    /// The keys the next eviction would take, best first, as (database,
+    /// key): one round of the sampler into the eviction pool, from the
+    /// seeded generator when [`ServerControl::seed_random`] set one
+    /// (`COORDIS.MEMORY CANDIDATES`).
+    pub fn eviction_candidates(&self, count: usize) -> Vec<(usize, Vec<u8>)> {
+        let Reply::Array(items) = self.memory(&[b"CANDIDATES", count.to_string().as_bytes()]) else {
+            return Vec::new();
+        };
+        items
+            .into_iter()
+            .filter_map(|item| match item {
+                Reply::Array(pair) => match pair.as_slice() {
+                    [Reply::Int(db), Reply::Bulk(key)] => Some((*db as usize, key.to_vec())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
     /// See [`crate::Server::clock`].
     pub fn clock(&self) -> Option<ServerClock> {
         Some(ServerClock {

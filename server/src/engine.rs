@@ -130,6 +130,8 @@ impl Engine {
                 active_expire: true,
                 faults: Default::default(),
                 random: None,
+                oom_at_start: false,
+                evictor: Default::default(),
                 shutdown_requested: false,
                 dirty: 0,
                 last_save_secs: started_ms / 1000,
@@ -251,8 +253,14 @@ impl Engine {
                 .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}")))?;
         }
-        for (db, key, value, expire_at) in loaded.keys {
+        let lfu = self.state.config.memory.policy.lfu();
+        let now = self.state.clock.now_ms();
+        crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
+        for (db, key, value, expire_at, hints) in loaded.keys {
             self.dbs[db].insert(&key, value, expire_at);
+            if let Some(word) = hints.word(lfu, now) {
+                self.dbs[db].set_access(&key, word);
+            }
         }
         Ok(())
     }
@@ -471,6 +479,7 @@ impl Engine {
         // One clock read per batch: a batch runs in an instant, as Redis's
         // per-command time snapshot would see it.
         let now = self.state.clock.now_ms();
+        crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let start = out.len();
         // A panic inside a command is contained (one boundary per batch, so
         // the common path pays nothing per command): it is logged, the
@@ -589,6 +598,7 @@ impl Engine {
         let signal = Arc::new(crate::net::clients::ConnSignal::default());
         let outbox = crate::net::clients::Outbox::new(signal.clone());
         let now = self.state.clock.now_ms();
+        crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let mut client = ClientState::new(0, addr, addr, now, signal, outbox);
         client.db = db.min(self.dbs.len() - 1);
         client.resp3 = true;
@@ -777,9 +787,13 @@ impl Engine {
             .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Flush)
             .map_err(|e| format!("{e:?}"))?;
         let keys = loaded.keys.len();
-        for (db, key, value, expire_at) in loaded.keys {
+        let lfu = self.state.config.memory.policy.lfu();
+        for (db, key, value, expire_at, hints) in loaded.keys {
             if let Some(db) = self.dbs.get_mut(db) {
                 db.insert(&key, value, expire_at);
+                if let Some(word) = hints.word(lfu, now) {
+                    db.set_access(&key, word);
+                }
             }
         }
         tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: 0.");

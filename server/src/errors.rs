@@ -101,6 +101,10 @@ pub(crate) const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check l
 /// Writes (and PING) after a failed background save, with save points set
 /// and `stop-writes-on-bgsave-error yes` (Redis's `shared.bgsaveerr`).
 pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+/// A `denyoom` command (or a queued one, an EXEC of them, a script's
+/// write) while used memory is over `maxmemory` and nothing may be evicted
+/// (Redis's `shared.oomerr`).
+pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// Commands without the `loading` flag while the dataset loads.
 pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 /// A write on a replica with `replica-read-only yes` (also from a script).
@@ -207,6 +211,11 @@ fn lossy(b: &[u8]) -> Cow<'_, str> {
 
 /// `ERR wrong number of arguments for 'get' command` (name as Redis spells
 /// it: lower case, `parent|sub` for subcommands).
+/// The log line CONFIG SET maxmemory writes for a limit below the memory in use.
+pub(crate) fn maxmemory_below_used(max: u64, used: u64) -> String {
+    format!("WARNING: the new maxmemory value set via CONFIG SET ({max}) is smaller than the current memory usage ({used}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.")
+}
+
 pub(crate) fn wrong_args(name: &str) -> Reply {
     owned(format!("ERR wrong number of arguments for '{name}' command"))
 }

@@ -63,6 +63,7 @@
 //! - `replica`: coordis as a replica: the link to a primary (handshake,
 //!   full and partial resync, the stream applied as the primary's client,
 //!   ACKs) and what it knows (the primary's replication ID, the offset).
+//! - `alloc`: the counting global allocator `used_memory` and `maxmemory` read.
 //! - `errors`: every error text, as Redis words it.
 //! - `acl`: ACL users and rules, the permission check admission makes, the
 //!   ACL log; `cmd/users.rs`: the ACL command family.
@@ -70,6 +71,7 @@
 #![warn(unreachable_pub, missing_docs)]
 
 mod acl;
+mod alloc;
 mod blocked;
 pub mod certs;
 mod cmd;
@@ -77,6 +79,7 @@ mod config;
 mod control;
 mod engine;
 mod errors;
+mod evict;
 mod exec;
 mod faults;
 mod lua;
@@ -122,8 +125,9 @@ use net::clients::CloseSignal;
 pub const REDIS_VERSION: &str = "7.0.15";
 pub use certs::TestCertificates;
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, Config, ReplicaConfig, TlsConfig};
+pub use config::{AofConfig, Config, MemoryConfig, ReplicaConfig, TlsConfig};
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
+pub use evict::Policy as EvictionPolicy;
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
 pub use net::{DRAIN_DEADLINE, SCRIPT_STOP_GRACE};
@@ -190,6 +194,15 @@ impl Builder {
     /// Require `AUTH <password>` (user `default`).
     pub fn requirepass(mut self, password: impl Into<String>) -> Self {
         self.config.requirepass = Some(config::Secret(password.into()));
+        self
+    }
+
+    /// `maxmemory` in bytes (0, the default: no limit) and the policy that
+    /// meets it (`maxmemory-policy`, default `noeviction`: writes that
+    /// would grow memory get `-OOM`, nothing is evicted).
+    pub fn maxmemory(mut self, bytes: u64, policy: EvictionPolicy) -> Self {
+        self.config.memory.maxmemory = bytes;
+        self.config.memory.policy = policy;
         self
     }
 

@@ -3,7 +3,10 @@
 //! CPU time.
 //!
 //! coordis allocates with the system allocator (glibc malloc on Linux, what
-//! Redis calls `libc`), so the allocator figures come from `mallinfo2`.
+//! Redis calls `libc`) through the counting wrapper of [`crate::alloc`]:
+//! the bytes allocated come from its counter (cheap enough to read before
+//! every command, as `maxmemory` needs), the bytes the allocator holds from
+//! `mallinfo2`.
 //! They are the whole process's: a server embedded in a test process counts
 //! the test's own allocations too. Off Linux/glibc the allocator figures
 //! fall back to the resident size. `mallinfo2` walks the allocator's free
@@ -28,9 +31,25 @@ pub(crate) fn allocator() -> Allocator {
     let m = unsafe { libc::mallinfo2() };
     // `uordblks` is in-use heap; `hblkhd` is memory in mmap'd chunks (large
     // allocations), in use by definition; `arena` is the heap obtained.
+    let allocated = if crate::alloc::installed() {
+        crate::alloc::allocated()
+    } else {
+        (m.uordblks + m.hblkhd) as u64
+    };
     Allocator {
-        allocated: (m.uordblks + m.hblkhd) as u64,
-        active: (m.arena + m.hblkhd) as u64,
+        allocated,
+        active: ((m.arena + m.hblkhd) as u64).max(allocated),
+    }
+}
+
+/// The bytes allocated now: the counter when it is installed (a load),
+/// else the allocator's figures (a walk: an embedding without the
+/// counting allocator pays it per command only while `maxmemory` is set).
+pub(crate) fn used_memory() -> u64 {
+    if crate::alloc::installed() {
+        crate::alloc::allocated()
+    } else {
+        allocator().allocated
     }
 }
 
@@ -38,10 +57,12 @@ pub(crate) fn allocator() -> Allocator {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn allocator() -> Allocator {
     let rss = rss_bytes();
-    Allocator {
-        allocated: rss,
-        active: rss,
-    }
+    let allocated = if crate::alloc::installed() {
+        crate::alloc::allocated()
+    } else {
+        rss
+    };
+    Allocator { allocated, active: rss }
 }
 
 /// Returns free heap memory to the system where the allocator can

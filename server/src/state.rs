@@ -241,6 +241,12 @@ pub struct ServerState {
     /// `DEBUG SET-ACTIVE-EXPIRE 0` turns active expiry off (lazy expiry
     /// goes on), as Redis's tests do.
     pub active_expire: bool,
+    /// Over `maxmemory` with nothing left to evict when the running client
+    /// command was admitted (Redis's `pre_command_oom_state`): a script's
+    /// first write is refused then.
+    pub(crate) oom_at_start: bool,
+    /// The eviction pool and counters ([`crate::evict`]).
+    pub(crate) evictor: crate::evict::Evictor,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
     /// Changes to the dataset since the last save (Redis's `server.dirty`:

@@ -142,7 +142,7 @@ fn command_info_matches_redis_for_every_command() {
     }
     assert_eq!(
         own,
-        ["coordis.clock", "coordis.server", "coordis.fault"],
+        ["coordis.clock", "coordis.server", "coordis.fault", "coordis.memory"],
         "coordis's own commands"
     );
     println!(

@@ -390,7 +390,7 @@ fn config_rewrite_writes_the_file_as_redis_does() {
         (reloaded.maxclients, reloaded.hz, reloaded.busy_reply_threshold),
         (600, 20, 100)
     );
-    assert_eq!(reloaded.ignored["maxmemory-samples"], "7", "from the include");
+    assert_eq!(reloaded.memory.samples, 7, "from the include");
     // Without a config file.
     let plain = coordis::Server::builder().start_blocking().unwrap();
     let Some(plain_redis) = RedisServer::start(&[]).unwrap() else {

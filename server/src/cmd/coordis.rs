@@ -1,5 +1,5 @@
-//! The test-control plane over the wire: `COORDIS.CLOCK` and
-//! `COORDIS.SERVER`, in coordis's own namespace, for test suites in any
+//! The test-control plane over the wire: `COORDIS.CLOCK`,
+//! `COORDIS.SERVER`, `COORDIS.FAULT` and `COORDIS.MEMORY`, in coordis's own namespace, for test suites in any
 //! language (the Rust side is [`crate::ServerClock`] and
 //! `Server::pause`/`restart`). Refused unless `enable-test-commands` allows it
 //! (`no`, `yes`, or `local`: loopback clients only), as Redis gates DEBUG
@@ -29,6 +29,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
     spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
     spec!("coordis.fault", -2, 0, 0, (0, 0, 0), "A container for fault rules (coordis's own)", super::container, FAULT),
+    spec!("coordis.memory", -2, 0, 0, (0, 0, 0), "A container for memory limits and eviction (coordis's own)", super::container, MEMORY),
     command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | GUARD_DEBUG, 0, (0, 0, 0), "A container for debugging commands", debug),
 ];
 
@@ -40,6 +41,15 @@ static FAULT: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.fault|clear", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_clear),
     subcommand!("coordis", "coordis.fault|seed", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, fault_seed),
     subcommand!("coordis", "coordis.fault|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, fault_help),
+];
+
+#[rustfmt::skip]
+static MEMORY: &[CommandSpec] = &[
+    subcommand!("coordis", "coordis.memory|limit", -3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, memory_limit),
+    subcommand!("coordis", "coordis.memory|used", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN, memory_used),
+    subcommand!("coordis", "coordis.memory|fill", -3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, memory_fill),
+    subcommand!("coordis", "coordis.memory|candidates", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, memory_candidates),
+    subcommand!("coordis", "coordis.memory|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, memory_help),
 ];
 
 #[rustfmt::skip]
@@ -98,21 +108,28 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             let encodings = crate::persist::rdb::value::Encodings::of(&ctx.server.config);
             let mut out = crate::persist::rdb::Out::new(ctx.server.config.rdb_compression);
             let address = ctx.db().scan_hash(&args[2]) & 0xffff_ffff_ffff;
-            let Some(entry) = ctx.db().lookup(&args[2], now) else {
+            // Expired first, as Redis's lookup; then read without touching
+            // the access data (Redis's `dictFind`).
+            if !ctx.db().contains_notouch(&args[2], now) {
+                return err(errors::NO_SUCH_KEY);
+            }
+            let Some(item) = ctx.db().peek(&args[2]) else {
                 return err(errors::NO_SUCH_KEY);
             };
             // No pointers to show: the address is the key's hash. The
             // serialized length is Redis's `rdbSavedObjectLen`: the value's
             // RDB encoding (compressed under `rdbcompression`), without
-            // its type byte. `lru` is Redis's 24-bit seconds clock.
-            let serialized = match crate::persist::rdb::value::write(&mut out, entry.value, &encodings) {
+            // its type byte. `lru` is the key's access word
+            // ([`crate::store::access`]).
+            let serialized = match crate::persist::rdb::value::write(&mut out, item.value(), &encodings) {
                 Ok(()) => out.buf.len().saturating_sub(1),
                 Err(_) => 0,
             };
+            let word = item.access();
             let text = format!(
-                "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{serialized} lru:{} lru_seconds_idle:0",
-                entry.value.encoding(),
-                (now / 1000) & 0xff_ffff
+                "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{serialized} lru:{word} lru_seconds_idle:{}",
+                item.value().encoding(),
+                crate::store::access::idle_ms(word, now) / 1000
             );
             Reply::Status(text.into())
         }
@@ -203,13 +220,17 @@ fn debug_reload(ctx: &mut Ctx, options: &[Bytes]) -> Reply {
             return reload_failed();
         }
     }
-    for (db, key, value, expire_at) in loaded.keys {
+    let lfu = ctx.server.config.memory.policy.lfu();
+    for (db, key, value, expire_at, hints) in loaded.keys {
         // Present at all (past its deadline too), as Redis's `dbAddRDBLoad` sees it.
-        if !merge && ctx.dbs[db].contains(&key, 0) {
+        if !merge && ctx.dbs[db].contains_notouch(&key, 0) {
             tracing::warn!("RDB has duplicated key '{}' in DB {db}", String::from_utf8_lossy(&key));
             return reload_failed();
         }
         ctx.dbs[db].insert(&key, value, expire_at);
+        if let Some(word) = hints.word(lfu, ctx.now) {
+            ctx.dbs[db].set_access(&key, word);
+        }
     }
     tracing::warn!("DB reloaded by DEBUG RELOAD");
     Reply::Ok
@@ -561,6 +582,107 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
         "SEED <n>",
         "    Seed every random choice (SPOP, SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY).",
+    ])
+}
+
+/// LIMIT <bytes> [POLICY <policy>]: `maxmemory` (0: none) and the policy
+/// for a test, as CONFIG SET sets them (a limit below the memory in use
+/// evicts before the reply).
+fn memory_limit(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let bytes = tri!(non_negative(&args[2]));
+    let policy = match &args[3..] {
+        [] => ctx.server.config.memory.policy,
+        [word, name] if word.eq_ignore_ascii_case(b"policy") => {
+            match crate::evict::Policy::parse(&String::from_utf8_lossy(name)) {
+                Some(p) => p,
+                None => return err(errors::SYNTAX),
+            }
+        }
+        _ => return err(errors::SYNTAX),
+    };
+    ctx.server.config.memory.policy = policy;
+    ctx.server.config.memory.maxmemory = bytes;
+    super::server::apply_config_effect(ctx, crate::config::Effect::Maxmemory);
+    Reply::Ok
+}
+
+/// USED: the bytes counted against `maxmemory` now (INFO's `used_memory`
+/// less `mem_not_counted_for_evict`).
+fn memory_used(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    let used = crate::process::used_memory().saturating_sub(crate::evict::not_counted(ctx));
+    Reply::Int(used as i64)
+}
+
+/// FILL <percent> [SIZE <bytes>] [PREFIX <text>]: adds string keys
+/// `<prefix><n>` of SIZE bytes (default 100, prefix `fill:`) until the
+/// memory counted reaches that percent of `maxmemory` (no eviction: that
+/// is the next command's). Answers the keys added.
+fn memory_fill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    const DEFAULT_SIZE: u64 = 100;
+    const MAX_PERCENT: u64 = 1000;
+    let percent = tri!(non_negative(&args[2]));
+    let (mut size, mut prefix) = (DEFAULT_SIZE, Bytes::from_static(b"fill:"));
+    let mut i = 3;
+    while i < args.len() {
+        match (args[i].to_ascii_lowercase().as_slice(), args.get(i + 1)) {
+            (b"size", Some(n)) => size = tri!(non_negative(n)),
+            (b"prefix", Some(p)) => prefix = p.clone(),
+            _ => return err(errors::SYNTAX),
+        }
+        i += 2;
+    }
+    let max = ctx.server.config.memory.maxmemory;
+    if max == 0 || percent > MAX_PERCENT {
+        return err(errors::SYNTAX);
+    }
+    let target = (max as u128 * percent as u128 / 100) as u64;
+    let value = Bytes::from(vec![b'x'; size as usize]);
+    let mut added = 0u64;
+    let mut n = 0u64;
+    while crate::process::used_memory().saturating_sub(crate::evict::not_counted(ctx)) < target {
+        let mut key = prefix.to_vec();
+        key.extend_from_slice(n.to_string().as_bytes());
+        n += 1;
+        let now = ctx.now;
+        if ctx.db().contains(&key, now) {
+            continue;
+        }
+        ctx.db().insert(&key, crate::store::Value::Str(value.clone()), 0);
+        added += 1;
+    }
+    ctx.dirty(added);
+    Reply::Int(added as i64)
+}
+
+/// CANDIDATES [count]: the keys the next eviction would consider, best
+/// first, as `[db, key]` pairs (default all the pool holds): one round of
+/// the sampler, from the seeded generator (`COORDIS.SERVER SEED`).
+fn memory_candidates(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let count = match args.get(2) {
+        Some(n) => tri!(non_negative(n)) as usize,
+        None => crate::evict::POOL_SIZE,
+    };
+    if args.len() > 3 {
+        return err(errors::SYNTAX);
+    }
+    let out = crate::evict::candidates(ctx, count)
+        .into_iter()
+        .map(|c| Reply::Array(vec![Reply::Int(c.db as i64), Reply::Bulk(c.key)]))
+        .collect();
+    Reply::Array(out)
+}
+
+fn memory_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "COORDIS.MEMORY <subcommand> [<arg> ...]. Subcommands are:",
+        "LIMIT <bytes> [POLICY <policy>]",
+        "    Set maxmemory (0: none) and the eviction policy; a limit below the memory in use evicts at once.",
+        "USED",
+        "    The bytes counted against maxmemory now.",
+        "FILL <percent> [SIZE <bytes>] [PREFIX <text>]",
+        "    Add string keys until that percent of maxmemory is in use; answers the keys added.",
+        "CANDIDATES [<count>]",
+        "    The keys the next eviction would take, best first, as [db, key] (seed with COORDIS.SERVER SEED).",
     ])
 }
 

@@ -154,6 +154,23 @@ impl Ctx<'_> {
         found
     }
 
+    /// [`Ctx::lookup_read`] for a command that must not touch the key's
+    /// access data (Redis's `LOOKUP_NOTOUCH`: TYPE, EXISTS, TTL and its
+    /// kin, OBJECT).
+    pub fn lookup_notouch(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        let db = self.client.db;
+        let saved = std::mem::replace(&mut self.dbs[db].notouch, true);
+        let hit = self.lookup_read(key).is_some();
+        self.dbs[db].notouch = saved;
+        if !hit {
+            return None;
+        }
+        self.dbs[db].peek(key).map(|item| EntryRef {
+            value: item.value(),
+            expire_at: item.expire_at(),
+        })
+    }
+
     /// Looks up a collection to read it, as [`Ctx::lookup_read`]: `pick`
     /// selects the type the command works on; another type is WRONGTYPE.
     pub fn read_as<T: ?Sized>(

@@ -24,7 +24,9 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a function", fcall)
-        .may_write_if(fcall_may_write).declared_by(fcall_declared),
+        .may_write_if(fcall_may_write)
+        .declared_by(fcall_declared)
+        .deny_oom_if(fcall_denies_oom),
     spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a read-only function", fcall_ro)
         .declared_by(fcall_declared),
     spec!("function", -2, 0, 0, (0, 0, 0), "A container for function commands", super::container, FUNCTION),
@@ -55,8 +57,8 @@ fn vm<'a>(ctx: &'a mut Ctx) -> Result<&'a mut crate::lua::Scripting, Reply> {
 fn fcall_generic(ctx: &mut Ctx, args: &[Bytes], ro_command: bool) -> Reply {
     super::scripting::feed_monitors_first(ctx, args);
     let name = String::from_utf8_lossy(&args[1]).into_owned();
-    let no_writes = match tri!(vm(ctx)).libraries().function(&name) {
-        Some(f) => f.no_writes(),
+    let (no_writes, allow_oom) = match tri!(vm(ctx)).libraries().function(&name) {
+        Some(f) => (f.no_writes(), f.allow_oom()),
         None => return err(errors::FUNCTION_NOT_FOUND),
     };
     let (keys, argv) = tri!(super::scripting::keys_and_args(args, errors::BAD_NUMBER_OF_KEYS));
@@ -75,7 +77,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &[Bytes], ro_command: bool) -> Reply {
         libraries,
         functions,
     });
-    let reply = super::scripting::run_in_vm(ctx, ro_command || no_writes, |vm, dispatch, now| {
+    let reply = super::scripting::run_in_vm(ctx, ro_command || no_writes, allow_oom, |vm, dispatch, now| {
         vm.call_function(&name, keys, argv, now, dispatch)
     })
     .unwrap_or_else(|| err(errors::FUNCTION_NOT_FOUND));
@@ -102,6 +104,15 @@ pub(crate) struct RunningFunction {
 fn fcall_may_write(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
     let name = String::from_utf8_lossy(&args[1]);
     vm.libraries().function(&name).is_none_or(|f| !f.no_writes())
+}
+
+/// Whether FCALL of this function is refused under OOM: flagged neither
+/// `allow-oom` nor `no-writes` (Redis's `fcallGetCommandFlags`).
+fn fcall_denies_oom(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
+    let name = String::from_utf8_lossy(&args[1]);
+    vm.libraries()
+        .function(&name)
+        .is_some_and(|f| !f.no_writes() && !f.allow_oom())
 }
 
 fn fcall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

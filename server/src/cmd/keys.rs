@@ -75,7 +75,7 @@ fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn exists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    Reply::Int(args[1..].iter().filter(|k| ctx.lookup_read(k).is_some()).count() as i64)
+    Reply::Int(args[1..].iter().filter(|k| ctx.lookup_notouch(k).is_some()).count() as i64)
 }
 
 /// The EXPIRE family's NX/XX/GT/LT flags.
@@ -204,7 +204,7 @@ fn pexpireat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// The key's deadline, for the TTL family (a read: counts a keyspace hit or
 /// miss): `None` if absent, `Some(0)` if it has none.
 fn deadline_of(ctx: &mut Ctx, key: &[u8]) -> Option<u64> {
-    ctx.lookup_read(key).map(|e| e.expire_at)
+    ctx.lookup_notouch(key).map(|e| e.expire_at)
 }
 
 fn ttl_generic(ctx: &mut Ctx, key: &[u8], millis: bool) -> Reply {
@@ -256,7 +256,7 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn type_(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    Reply::status(ctx.lookup_read(&args[1]).map_or("none", |e| e.value.type_name()))
+    Reply::status(ctx.lookup_notouch(&args[1]).map_or("none", |e| e.value.type_name()))
 }
 
 fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -408,8 +408,9 @@ fn dump(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with
-/// Redis's checks in its order. IDLETIME and FREQ are validated as Redis
-/// does and then have no effect: coordis keeps no per-key LRU/LFU data yet.
+/// Redis's checks in its order. IDLETIME sets the key's access time under
+/// an LRU policy (or none), FREQ its counter under an LFU one; each is
+/// ignored under the other (Redis's `objectSetLRUOrLFU`).
 fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let (mut replace, mut absttl) = (false, false);
     let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
@@ -477,6 +478,15 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Ok;
     }
     ctx.db().insert(&args[1], value, ttl as u64);
+    let lfu = ctx.server.config.memory.policy.lfu();
+    let word = match (lfu, idle, freq) {
+        (false, Some(idle), _) => Some(crate::store::access::from_idle(idle as u64, now)),
+        (true, _, Some(freq)) => Some(crate::store::access::lfu_word(freq as u8, now)),
+        _ => None,
+    };
+    if let Some(word) = word {
+        ctx.db().set_access(&args[1], word);
+    }
     if ttl != 0 && !absttl {
         ctx.propagate_as(|| {
             let mut v = args.to_vec();
@@ -499,7 +509,7 @@ fn randomkey(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 /// content and length: `int`, `embstr` up to 44 bytes, `raw`; coordis does
 /// not track that APPEND and SETRANGE always leave a `raw` string).
 fn object_encoding(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    match ctx.lookup_read(&args[2]) {
+    match ctx.lookup_notouch(&args[2]) {
         Some(e) => Reply::bulk(e.value.encoding()),
         None => Reply::Nil,
     }
@@ -512,7 +522,7 @@ fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let config = &ctx.server.config;
     let policy = config.maxmemory_policy();
     let shared = config.maxmemory() == 0 || !(policy.contains("lru") || policy.contains("lfu"));
-    match ctx.lookup_read(&args[2]) {
+    match ctx.lookup_notouch(&args[2]) {
         Some(e) => match e.value {
             ValueRef::Str(s)
                 if shared
@@ -527,21 +537,33 @@ fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// OBJECT IDLETIME: coordis keeps no access times, so every key reads as
-/// just used (0 s); under an LFU policy Redis's refusal.
+/// The access word of a live key, read without touching it (OBJECT's
+/// lookup: `None` for a missing key).
+fn access_word(ctx: &mut Ctx, key: &[u8]) -> Option<u32> {
+    ctx.lookup_notouch(key)?;
+    ctx.db().peek(key).map(|item| item.access())
+}
+
+/// OBJECT IDLETIME: seconds since the key was last accessed; under an LFU
+/// policy Redis's refusal.
 fn object_idletime(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let lfu = ctx.server.config.maxmemory_policy().contains("lfu");
-    match ctx.lookup_read(&args[2]) {
+    let lfu = ctx.server.config.memory.policy.lfu();
+    let now = ctx.now;
+    match access_word(ctx, &args[2]) {
         Some(_) if lfu => err(errors::LFU_NO_IDLETIME),
-        Some(_) => Reply::Int(0),
+        Some(word) => Reply::Int((crate::store::access::idle_ms(word, now) / 1000) as i64),
         None => Reply::Nil,
     }
 }
 
-/// OBJECT FREQ: answered as Redis answers without an LFU policy.
+/// OBJECT FREQ: the key's LFU counter, decayed to now (not stored); without
+/// an LFU policy Redis's refusal.
 fn object_freq(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    match ctx.lookup_read(&args[2]) {
-        Some(_) => err(errors::NO_LFU),
+    let mode = crate::evict::access_mode(&ctx.server.config);
+    let now = ctx.now;
+    match access_word(ctx, &args[2]) {
+        Some(_) if !mode.lfu => err(errors::NO_LFU),
+        Some(word) => Reply::Int(crate::store::access::lfu_decayed(word, mode, now) as i64),
         None => Reply::Nil,
     }
 }

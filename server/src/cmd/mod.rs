@@ -59,6 +59,7 @@ macro_rules! command {
             busy: None,
             may_write: None,
             declared: None,
+            deny_oom: None,
         }
     };
 }

@@ -23,9 +23,13 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval)
-        .may_write_if(|_, args| crate::lua::body_may_write(&args[1])).declared_by(eval_declared),
+        .may_write_if(|_, args| crate::lua::body_may_write(&args[1]))
+        .declared_by(eval_declared)
+        .deny_oom_if(|_, args| crate::lua::body_denies_oom(&args[1])),
     spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha)
-        .may_write_if(evalsha_may_write).declared_by(evalsha_declared),
+        .may_write_if(evalsha_may_write)
+        .declared_by(evalsha_declared)
+        .deny_oom_if(evalsha_denies_oom),
     spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro)
         .declared_by(eval_declared),
     spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro)
@@ -69,6 +73,7 @@ pub(super) fn keys_and_args<'a>(
 pub(super) fn run_in_vm(
     ctx: &mut Ctx,
     read_only: bool,
+    allow_oom: bool,
     call: impl FnOnce(&mut crate::lua::Scripting, &mut crate::lua::Dispatch, u64) -> Option<Reply>,
 ) -> Option<Reply> {
     let now = ctx.now;
@@ -97,7 +102,11 @@ pub(super) fn run_in_vm(
                 scripting: None,
                 caller: crate::exec::Caller::Script { read_only },
             };
-            let (reply, wrote) = crate::exec::call_from_script(&mut inner, cmd, read_only);
+            // Over the limit found at the start, a command that grows
+            // memory is refused until the script has written (it cannot
+            // stop halfway), unless it is flagged `allow-oom`.
+            let may_oom = !allow_oom && !state.wrote.load(Ordering::Relaxed);
+            let (reply, wrote) = crate::exec::call_from_script(&mut inner, cmd, read_only, may_oom);
             if wrote {
                 state.wrote.store(true, Ordering::Relaxed);
             }
@@ -162,6 +171,14 @@ fn evalsha_declared(vm: &crate::lua::Scripting, args: &[Bytes]) -> Option<super:
     vm.script_flags(&String::from_utf8_lossy(&args[1])).and_then(declared)
 }
 
+/// Whether EVALSHA of this script is refused under OOM: a cached script
+/// with a shebang saying neither `allow-oom` nor `no-writes`.
+fn evalsha_denies_oom(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
+    let sha = String::from_utf8_lossy(&args[1]);
+    vm.script_flags(&sha)
+        .is_some_and(|f| f.shebang && !f.no_writes && !f.allow_oom)
+}
+
 /// Runs the cached script `sha`, honouring its shebang flags: a
 /// `no-writes` script runs read-only, and the `_RO` commands refuse a
 /// script with a shebang that does not say `no-writes`.
@@ -173,9 +190,12 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], ro_command: boo
     if ro_command && flags.shebang && !flags.no_writes {
         return err(errors::WRITE_FLAG_WITH_RO);
     }
-    run_in_vm(ctx, ro_command || flags.no_writes, |scripting, dispatch, now| {
-        scripting.run(sha, keys, argv, now, dispatch)
-    })
+    run_in_vm(
+        ctx,
+        ro_command || flags.no_writes,
+        flags.allow_oom,
+        |scripting, dispatch, now| scripting.run(sha, keys, argv, now, dispatch),
+    )
     .unwrap_or_else(|| err(errors::NOSCRIPT))
 }
 

@@ -21,7 +21,8 @@ pub mod flags {
     pub const WRITE: u32 = 1 << 0;
     /// Only reads data (`@read`, unless the command is `@scripting`).
     pub const READONLY: u32 = 1 << 1;
-    /// May grow memory (Redis refuses it past `maxmemory`; coordis only shows it).
+    /// May grow memory: refused while used memory is over `maxmemory` and
+    /// eviction cannot bring it under (`-OOM`).
     pub const DENYOOM: u32 = 1 << 2;
     /// Administrative (`@admin`, `@dangerous`); MONITOR does not show it.
     pub const ADMIN: u32 = 1 << 3;
@@ -92,6 +93,11 @@ pub mod flags {
     /// coordis's own (Redis compares `pingCommand`): refused with
     /// `-MISCONF` after a failed background save though it writes nothing.
     pub const DISK_ERROR_REFUSED: u32 = 1 << 21;
+    /// coordis's own (Redis compares procedures): inside MULTI over
+    /// `maxmemory`, everything else is refused with `-OOM` (queuing grows
+    /// memory); EXEC, DISCARD, QUIT and RESET are not (an EXEC is if its
+    /// queue holds a `denyoom` command).
+    pub const OOM_OK_IN_MULTI: u32 = 1 << 20;
 
     /// The flags `COMMAND INFO` shows, in its order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -196,6 +202,11 @@ pub struct CommandSpec {
     /// flags (Redis's `evalGetCommandFlags`, `fcallGetCommandFlags`);
     /// `None`: it may.
     pub may_write: Option<fn(&crate::lua::Scripting, &[Bytes]) -> bool>,
+    /// For a command that runs a script or a function: whether these
+    /// arguments are refused under OOM as a [`flags::DENYOOM`] command is
+    /// (Redis's `scriptFlagsToCmdFlags`: a shebang script or a function
+    /// without `allow-oom` or `no-writes`); `None`: they are not.
+    pub deny_oom: Option<fn(&crate::lua::Scripting, &[Bytes]) -> bool>,
     /// For a command that runs a script or a function: the flags its
     /// script declared (a shebang, a function's flags), which replace the
     /// row's `write` and `stale` in admission's replica checks (Redis's
@@ -236,6 +247,14 @@ impl CommandSpec {
     pub const fn declared_by(self, declared: fn(&crate::lua::Scripting, &[Bytes]) -> Option<Declared>) -> CommandSpec {
         CommandSpec {
             declared: Some(declared),
+            ..self
+        }
+    }
+
+    /// The row of a command refused under OOM as its script says.
+    pub const fn deny_oom_if(self, deny_oom: fn(&crate::lua::Scripting, &[Bytes]) -> bool) -> CommandSpec {
+        CommandSpec {
+            deny_oom: Some(deny_oom),
             ..self
         }
     }

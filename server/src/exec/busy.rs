@@ -108,6 +108,9 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         queued_not_stale: false,
         declared: None,
         acl: None,
+        // Redis does not evict inside a yielding busy script.
+        out_of_memory: false,
+        denyoom_by_content: false,
     };
     if ctx.view.restricted {
         return Answer::Wait;

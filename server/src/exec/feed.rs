@@ -218,6 +218,13 @@ impl Effects {
         }
     }
 
+    /// Bytes of the effects recorded and not yet sent (arguments only):
+    /// memory `maxmemory` does not count, as Redis leaves its AOF buffer out.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        let ops = self.unit.iter().chain(self.closed.iter().flat_map(|u| u.ops.iter()));
+        ops.map(|op| op.args.iter().map(|a| a.len()).sum::<usize>()).sum()
+    }
+
     /// Sends the units closed so far to every reader (dropping readers that
     /// are gone). Called at the end of every engine batch.
     pub(crate) fn flush(&mut self) {

@@ -30,6 +30,7 @@ use bytes::Bytes;
 
 use crate::cmd::{self, flags, observe, CommandSpec, Ctx, Unresolved};
 use crate::errors;
+use crate::evict::Outcome;
 use crate::faults::FaultAction;
 use crate::protocol::Reply;
 
@@ -162,6 +163,15 @@ pub(crate) struct Facts<'a> {
     /// The client's ACL user when its commands need checking (`None`:
     /// it may run everything, the default user's fast path).
     pub acl: Option<&'a crate::acl::User>,
+    /// Over `maxmemory` with nothing left to evict, as found before this
+    /// command (Redis's `pre_command_oom_state`); for a script's command,
+    /// only while the script may still be refused (no `allow-oom`, nothing
+    /// written yet).
+    pub out_of_memory: bool,
+    /// With `out_of_memory`: the command is refused as a `denyoom` one is
+    /// (an EXEC whose queue holds one; an EVAL or FCALL whose script or
+    /// function is: [`CommandSpec::deny_oom`]).
+    pub denyoom_by_content: bool,
 }
 
 impl Facts<'static> {
@@ -187,6 +197,8 @@ impl Facts<'static> {
         queued_not_stale: false,
         declared: None,
         acl: None,
+        out_of_memory: false,
+        denyoom_by_content: false,
     };
 }
 
@@ -350,6 +362,11 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if facts.replica_read_only && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
         }
+        // OOM (Redis's `scriptVerifyOOM`): a `denyoom` command as the
+        // script's first write, over the limit found when it started.
+        if facts.out_of_memory && spec.has(flags::DENYOOM) {
+            return refuse(Some(spec), errors::err(errors::OOM));
+        }
         return Verdict::Run(spec);
     }
     if checks.connection {
@@ -373,8 +390,17 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
                 return Verdict::Denied { spec, denied };
             }
         }
-        // (Cluster redirection and OOM under maxmemory go here, in this
-        // order, as those land.)
+        // (Cluster redirection goes here as it lands.)
+        // OOM: over `maxmemory` after eviction, a `denyoom` command (or an
+        // EXEC or script that is one), and in MULTI anything it would
+        // queue (queuing grows memory too), are refused.
+        if facts.out_of_memory
+            && (spec.has(flags::DENYOOM)
+                || facts.denyoom_by_content
+                || (facts.in_multi && !spec.has(flags::OOM_OK_IN_MULTI)))
+        {
+            return refuse(Some(spec), errors::err(errors::OOM));
+        }
         // 6. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
@@ -477,6 +503,10 @@ impl Holds for EngineHolds<'_, '_> {
 /// A client's request on the engine: admission, then the command, queued
 /// or held as admission says. The whole of Redis's `processCommand`.
 pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    // maxmemory: evict first, then admission refuses what OOM refuses.
+    let out_of_memory = ctx.server.config.memory.maxmemory != 0 && crate::evict::perform(ctx) == Outcome::Fail;
+    ctx.server.oom_at_start = out_of_memory;
+    let denyoom_by_content = out_of_memory && denyoom_by_content(ctx, args);
     let guards = ctx.server.guards;
     let client = &*ctx.client;
     let user = ctx.server.acl.restricted(&client.user);
@@ -509,6 +539,8 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             None
         },
         acl: user.as_deref(),
+        out_of_memory,
+        denyoom_by_content,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -560,6 +592,31 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             }
         },
     }
+}
+
+/// Whether `args` is refused under OOM for what it would run: an EXEC
+/// whose queue holds a `denyoom` command (Redis's `mstate.cmd_flags`), an
+/// EVAL or FCALL whose script says so ([`CommandSpec::deny_oom`]).
+fn denyoom_by_content(ctx: &Ctx, args: &[Bytes]) -> bool {
+    let Ok(spec) = cmd::resolve(args) else {
+        return false;
+    };
+    let denies = |s: &CommandSpec, args: &[Bytes]| {
+        s.has(flags::DENYOOM)
+            || match (s.deny_oom, ctx.scripting.as_deref()) {
+                (Some(deny_oom), Some(vm)) => deny_oom(vm, args),
+                _ => false,
+            }
+    };
+    if spec.has(flags::EXEC) {
+        return ctx
+            .client
+            .multi
+            .iter()
+            .flatten()
+            .any(|args| cmd::resolve(args).is_ok_and(|s| denies(s, args)));
+    }
+    spec.deny_oom.is_some() && denies(spec, args)
 }
 
 /// A refused command on the engine: counted as rejected, and the
@@ -633,7 +690,7 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// A script's `redis.call`: admitted with the script checks, then called.
 /// The flag says whether a write command ran (a script that wrote cannot
 /// be killed).
-pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
+pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool, may_oom: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
     let replica = ReplicaFacts::of(ctx.server);
     let user = ctx.server.acl.restricted(&ctx.client.user);
@@ -641,6 +698,7 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
         replica_read_only: replica.read_only,
         stale_refused: replica.stale_refused,
         acl: user.as_deref(),
+        out_of_memory: may_oom && ctx.server.oom_at_start,
         ..Facts::INTERNAL
     };
     match admit(caller, args, &facts, &mut NoHolds) {

@@ -46,6 +46,10 @@ impl FunctionInfo {
     pub fn no_writes(&self) -> bool {
         self.flags.contains(&"no-writes")
     }
+
+    pub fn allow_oom(&self) -> bool {
+        self.flags.contains(&"allow-oom")
+    }
 }
 
 /// A loaded library: its code as given (shebang included) and functions.

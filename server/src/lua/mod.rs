@@ -178,14 +178,15 @@ pub struct ScriptFlags {
     /// `allow-stale`: it runs on a replica whose link is down with
     /// `replica-serve-stale-data no`.
     pub allow_stale: bool,
+    /// `allow-oom`: it runs, and its commands run, over `maxmemory`.
+    pub allow_oom: bool,
 }
 
 /// A script's shebang flags and where its code starts (at the shebang's
 /// newline), or `None` without a shebang; Redis's
 /// `evalExtractShebangFlags` errors. `allow-stale` matters on a replica
-/// (admission); the other flags (allow-oom, no-cluster,
-/// allow-cross-slot-keys) are accepted: coordis has no memory limit or
-/// cluster for them to relax.
+/// (admission), `allow-oom` under `maxmemory`; the other flags (no-cluster,
+/// allow-cross-slot-keys) are accepted.
 fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     use crate::errors;
     if !body.starts_with(b"#!") {
@@ -205,6 +206,7 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
         shebang: true,
         no_writes: false,
         allow_stale: false,
+        allow_oom: false,
     };
     for part in &parts[1..] {
         let Some(list) = part.strip_prefix(b"flags=") else {
@@ -219,6 +221,7 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
             }
             flags.no_writes |= flag == b"no-writes";
             flags.allow_stale |= flag == b"allow-stale";
+            flags.allow_oom |= flag == b"allow-oom";
         }
     }
     Ok(Some((flags, end)))
@@ -232,6 +235,13 @@ pub(crate) fn body_flags(body: &[u8]) -> Option<ScriptFlags> {
         Ok(None) => Some(ScriptFlags::default()),
         Err(_) => None,
     }
+}
+
+/// Whether EVAL of a script body is refused under OOM: a shebang saying
+/// neither `allow-oom` nor `no-writes` (a script without a shebang is
+/// refused only at its first write, [`crate::exec::admit`]).
+pub(crate) fn body_denies_oom(body: &[u8]) -> bool {
+    matches!(shebang_flags(body), Ok(Some((flags, _))) if !flags.no_writes && !flags.allow_oom)
 }
 
 /// Whether a script body may write: not when its shebang says `no-writes`

@@ -160,6 +160,16 @@ pub struct Db {
     pub obey_primary: bool,
     /// A background save's hold on this table (None when none runs).
     pub(crate) snap: Option<Box<DbSnap>>,
+    /// How lookups record accesses (LRU or LFU and its directives), set
+    /// with [`Db::clock_ms`] at the start of each batch.
+    pub(crate) access: super::access::Mode,
+    /// The server clock (unix ms) at the start of the running batch: the
+    /// time accesses and new keys are stamped with (Redis's cached
+    /// `server.lruclock`, here on the server clock a test can move).
+    pub(crate) clock_ms: u64,
+    /// Set while a command that must not touch access data reads (Redis's
+    /// `LOOKUP_NOTOUCH`: TYPE, EXISTS, TTL and friends, OBJECT).
+    pub(crate) notouch: bool,
 }
 
 /// A point-in-time snapshot of one database while its walk runs: the keys
@@ -188,6 +198,10 @@ pub(crate) struct DbSnap {
     pub(crate) start_len: usize,
     pub(crate) start_expires: usize,
 }
+
+/// Slots [`Db::sample`] looks at per key it is asked for (Redis's
+/// `dictGetSomeKeys` gives up after `count * 10` steps).
+const SAMPLE_STEPS_PER_KEY: usize = 10;
 
 /// A watched key's modification count and how many clients watch it.
 #[derive(Debug, Default)]
@@ -472,8 +486,12 @@ impl Db {
     /// lookup does not hash it again.
     fn live(&mut self, key: &[u8], now: u64) -> Option<u64> {
         let hash = self.hash(key);
-        let item = self.map.find(hash, |item| item.key() == key)?;
+        let item = self.map.find_mut(hash, |item| item.key() == key)?;
         if !is_expired(item.expire_at(), now) || self.obey_primary {
+            // An access (Redis's `lookupKey`), unless the command says not.
+            if !self.notouch {
+                item.set_access(super::access::touched(item.access(), self.access, self.clock_ms));
+            }
             return Some(hash);
         }
         if self.keep_expired {
@@ -563,6 +581,14 @@ impl Db {
             .map(|item| item.str_bytes().ok_or(()))
     }
 
+    /// [`Db::contains`] without touching the key's access data.
+    pub(crate) fn contains_notouch(&mut self, key: &[u8], now: u64) -> bool {
+        let saved = std::mem::replace(&mut self.notouch, true);
+        let found = self.live(key, now).is_some();
+        self.notouch = saved;
+        found
+    }
+
     /// Whether `key` is live at `now` (a key past its deadline is removed, as in [`Db::lookup`]).
     pub fn contains(&mut self, key: &[u8], now: u64) -> bool {
         self.lookup(key, now).is_some()
@@ -575,11 +601,17 @@ impl Db {
         self.signal_ready(key);
         let hash = self.hash(key);
         self.before_write(hash, key);
-        let item = Item::new(key, value, expire_at);
+        let mut item = Item::new(key, value, expire_at);
+        item.set_access(super::access::initial(self.access, self.clock_ms));
         let hasher = &self.hasher;
+        let lfu = self.access.lfu;
         let old = match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
             hashbrown::hash_table::Entry::Occupied(mut e) => {
                 let old = e.get().expire_at();
+                // An overwrite keeps the LFU counter (Redis's `dbOverwrite`).
+                if lfu {
+                    item.set_access(e.get().access());
+                }
                 *e.get_mut() = item;
                 old
             }
@@ -627,6 +659,19 @@ impl Db {
     pub fn replace_value(&mut self, key: &[u8], value: Value) {
         let expire_at = self.get(key).map_or(0, |item| item.expire_at());
         self.insert(key, value, expire_at);
+    }
+
+    /// Sets the access word of `key` (RESTORE IDLETIME/FREQ, an RDB's LRU
+    /// and LFU opcodes). False if absent.
+    pub(crate) fn set_access(&mut self, key: &[u8], word: u32) -> bool {
+        let hash = self.hash(key);
+        match self.map.find_mut(hash, |item| item.key() == key) {
+            Some(item) => {
+                item.set_access(word);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Changes the deadline of an existing key. Returns false if absent.
@@ -806,6 +851,48 @@ impl Db {
             }
             return Some(key);
         }
+    }
+
+    /// Up to `count` keys sampled for eviction (Redis's `dictGetSomeKeys`):
+    /// a run of slots from a random one, so the sample is cheap and roughly
+    /// uniform; `volatile` takes only keys with a deadline. Each comes with
+    /// its access word and deadline. At most `count * 10` slots are looked
+    /// at (a table of few volatile keys may give fewer).
+    pub(crate) fn sample(&self, count: usize, volatile: bool, out: &mut Vec<(Bytes, u32, u64)>) {
+        let buckets = self.map.num_buckets();
+        if self.map.is_empty() || buckets == 0 {
+            return;
+        }
+        let mut at = fastrand::usize(..buckets);
+        let mut taken = 0;
+        for _ in 0..count.saturating_mul(SAMPLE_STEPS_PER_KEY).min(buckets) {
+            if let Some(item) = self.map.get_bucket(at) {
+                if !volatile || item.expire_at() != 0 {
+                    out.push((Bytes::copy_from_slice(item.key()), item.access(), item.expire_at()));
+                    taken += 1;
+                    if taken == count {
+                        return;
+                    }
+                }
+            }
+            at = (at + 1) % buckets;
+        }
+    }
+
+    /// A key with a deadline, if any: the earliest in the deadline index
+    /// (volatile policies' last resort when sampling found none).
+    pub(crate) fn earliest_volatile(&self) -> Option<Bytes> {
+        for hashes in self.expires.values() {
+            for &hash in hashes {
+                if let Some(item) = self
+                    .map
+                    .find(hash, |i| i.expire_at() != 0 && self.hasher.hash_one(i.key()) == hash)
+                {
+                    return Some(Bytes::copy_from_slice(item.key()));
+                }
+            }
+        }
+        None
     }
 
     /// Swaps this database's content with `other` (SWAPDB).

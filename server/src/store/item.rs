@@ -4,7 +4,11 @@
 //! Memory per key is what a coordination server is judged on (a million
 //! `lock:<id>` keys with short owner tokens), so an [`Item`] is one
 //! allocation of `[expire_at: u64][key_len: u32][tag: 4 bits, inline length:
-//! 28 bits][key][payload]` and the hash table holds only the 8-byte pointer.
+//! 28 bits][access: u32][key][payload]` and the hash table holds only the
+//! 8-byte pointer. The access word is Redis's 24-bit `lru` field (the LRU
+//! clock or the LFU minute and counter, [`super::access`]); its four bytes
+//! are all a key pays for eviction data (glibc's 16-byte chunk rounding
+//! absorbs them for three key and value lengths in four).
 //! The tag is a [`Tag`], matched exhaustively everywhere. The payload is
 //!
 //! - a string of up to [`INLINE_MAX`] bytes, stored inline;
@@ -35,7 +39,9 @@ use super::zset::ZSet;
 /// Longest string stored inside the item itself.
 pub(crate) const INLINE_MAX: usize = 256;
 
-const HEADER: usize = 16;
+const HEADER: usize = 20;
+/// Where the access word sits in the header.
+const ACCESS_AT: usize = 16;
 /// The header's last word is `[tag: 4 bits][inline length: 28 bits]`.
 const TAG_SHIFT: u32 = 28;
 const LEN_MASK: u32 = (1 << TAG_SHIFT) - 1;
@@ -248,6 +254,7 @@ impl Item {
                 .add(12)
                 .cast::<u32>()
                 .write(((tag as u32) << TAG_SHIFT) | payload_len as u32);
+            ptr.as_ptr().add(ACCESS_AT).cast::<u32>().write(0);
             std::ptr::copy_nonoverlapping(key.as_ptr(), ptr.as_ptr().add(HEADER), key.len());
             let payload = ptr.as_ptr().add(HEADER + key.len());
             match value {
@@ -311,6 +318,17 @@ impl Item {
             _ => 0,
         };
         self.allocation().size() + boxed
+    }
+
+    /// The access word (see [`super::access`]).
+    pub(crate) fn access(&self) -> u32 {
+        // SAFETY: the header's access word, aligned to 4, written by `new`.
+        unsafe { self.ptr.as_ptr().add(ACCESS_AT).cast::<u32>().read() }
+    }
+
+    pub(crate) fn set_access(&mut self, word: u32) {
+        // SAFETY: as in `access`; `&mut self` makes the write exclusive.
+        unsafe { self.ptr.as_ptr().add(ACCESS_AT).cast::<u32>().write(word) }
     }
 
     /// Absolute deadline in unix ms; 0 means none.

@@ -40,6 +40,7 @@
 //! bytes in the deadline index: about 110 bytes for a `lock:<id>` key with a
 //! 36-byte owner, against about 180 in Redis 7.0.
 
+pub(crate) mod access;
 pub(crate) mod arena;
 pub(crate) mod clock;
 pub(crate) mod db;

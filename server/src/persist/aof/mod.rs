@@ -316,8 +316,14 @@ fn load_rdb_base(
             .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
             .map_err(|e| failed(&format!("{e:?}")))?;
     }
-    for (db, key, value, expire_at) in loaded.keys {
+    let now = state.clock.now_ms();
+    let lfu = state.config.memory.policy.lfu();
+    crate::store::access::stamp(dbs, &state.config, now);
+    for (db, key, value, expire_at, hints) in loaded.keys {
         dbs[db].insert(&key, value, expire_at);
+        if let Some(word) = hints.word(lfu, now) {
+            dbs[db].set_access(&key, word);
+        }
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::file::{AuxValue, Item, Reader, WriteOptions, Writer};
+use super::file::{AccessHints, AuxValue, Item, Reader, WriteOptions, Writer};
 use super::value::Encodings;
 use super::{Corrupt, SaveError};
 use crate::config::Config;
@@ -130,8 +130,8 @@ pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64
 /// What a file held, ready to install.
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
-    /// (db, key, value, deadline) of every key still live at `now`.
-    pub(crate) keys: Vec<(usize, Vec<u8>, Value, u64)>,
+    /// (db, key, value, deadline, LRU/LFU hints) of every key still live at `now`.
+    pub(crate) keys: Vec<(usize, Vec<u8>, Value, u64, AccessHints)>,
     pub(crate) functions: Vec<Bytes>,
     /// Keys left out because their deadline had passed.
     pub(crate) expired: u64,
@@ -218,7 +218,7 @@ pub(crate) fn read_dataset(
                 key,
                 value,
                 expire_at,
-                ..
+                hints,
             } => {
                 if db >= config.databases {
                     return Err(Corrupt::bad(format!(
@@ -237,7 +237,7 @@ pub(crate) fn read_dataset(
                     loaded.expired += 1;
                     continue;
                 }
-                loaded.keys.push((db, key, value, expire_at));
+                loaded.keys.push((db, key, value, expire_at, hints));
             }
         }
     }

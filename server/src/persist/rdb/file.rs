@@ -170,16 +170,39 @@ pub(crate) enum Item {
     /// A database's resize hints (read and checked; coordis's tables
     /// grow on their own, so the counts are not kept).
     ResizeDb { db: usize },
-    /// A key. The file's LRU/LFU hints are read and dropped: coordis does
-    /// not track access.
+    /// A key, with the file's LRU/LFU hints when it has them.
     Key {
         db: usize,
         key: Vec<u8>,
         value: Value,
         expire_at: u64,
+        hints: AccessHints,
     },
     /// A key whose value is empty (Redis skips it with a log line).
     EmptyKey { db: usize, key: Vec<u8> },
+}
+
+/// A key's LRU/LFU hints in a file (the IDLE and FREQ opcodes), applied
+/// as the loading server's policy says ([`AccessHints::word`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AccessHints {
+    /// Seconds since the last access (written under an LRU policy).
+    pub idle_secs: Option<u64>,
+    /// The LFU counter (written under an LFU policy).
+    pub freq: Option<u8>,
+}
+
+impl AccessHints {
+    /// The access word to give the key, if the hints apply under the
+    /// loading server's policy (Redis's `objectSetLRUOrLFU`: the idle
+    /// time under LRU or no policy, the counter under LFU).
+    pub(crate) fn word(self, lfu: bool, now_ms: u64) -> Option<u32> {
+        match (lfu, self.idle_secs, self.freq) {
+            (false, Some(idle), _) => Some(crate::store::access::from_idle(idle, now_ms)),
+            (true, _, Some(freq)) => Some(crate::store::access::lfu_word(freq, now_ms)),
+            _ => None,
+        }
+    }
 }
 
 /// Reads an RDB file item by item (see the module docs).
@@ -231,6 +254,7 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         let mut expire_at: u64 = 0;
+        let mut hints = AccessHints::default();
         loop {
             let op = self.input.u8()?;
             match op {
@@ -242,12 +266,12 @@ impl<'a> Reader<'a> {
                     // the little-endian hosts coordis runs on is the same.
                     expire_at = self.input.ms()?.max(0) as u64;
                 }
-                // LRU/LFU hints: read past (coordis does not track access).
+                // LRU/LFU hints for the key that follows.
                 opcodes::FREQ => {
-                    self.input.u8()?;
+                    hints.freq = Some(self.input.u8()?);
                 }
                 opcodes::IDLE => {
-                    self.input.len()?;
+                    hints.idle_secs = Some(self.input.len()?);
                 }
                 opcodes::EOF => {
                     self.done = true;
@@ -295,6 +319,7 @@ impl<'a> Reader<'a> {
                             key,
                             value,
                             expire_at,
+                            hints,
                         })),
                         Err(Corrupt::EmptyKey) => Ok(Some(Item::EmptyKey { db: self.db, key })),
                         Err(e) => Err(e),

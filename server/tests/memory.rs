@@ -1,0 +1,407 @@
+//! maxmemory, eviction and per-key access data, compared with Redis 7.0.15:
+//! the OOM refusals byte for byte (which commands, in and out of MULTI,
+//! EXEC, scripts and their shebang flags), OBJECT IDLETIME/FREQ rules, the
+//! policies on CONFIG GET/SET; and as properties on both servers (each a
+//! process of its own, so that nothing else allocates in it): under
+//! allkeys-lru the most recently used keys survive a fill to twice the
+//! limit, volatile-ttl takes the shortest deadlines first, volatile-*
+//! never take a key without one, used memory stays near the limit.
+
+use std::process::Command;
+use std::time::Duration;
+
+use coordis::testing::{RawClient, RedisServer, ServerProcess};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coordis-server");
+
+/// A coordis-server process (its allocator counts only its own memory).
+fn coordis_process(args: &[&str]) -> ServerProcess {
+    let mut command = Command::new(BIN);
+    command.args(args);
+    ServerProcess::start(command).expect("coordis-server starts")
+}
+
+fn redis(args: &[&str]) -> Option<RedisServer> {
+    let server = RedisServer::start(args).expect("redis-server starts when installed");
+    if server.is_none() {
+        eprintln!("SKIPPED against Redis: redis-server 7.0.15 is not installed");
+    }
+    server
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `steps` on two clients of each server (`(client, command)`) and
+/// returns the replies.
+fn run(addr: std::net::SocketAddr, steps: &[(usize, &[&str])]) -> Vec<String> {
+    let mut clients = [RawClient::connect(addr).unwrap(), RawClient::connect(addr).unwrap()];
+    steps
+        .iter()
+        .map(|(c, cmd)| text(&clients[*c].command(cmd).unwrap()))
+        .collect()
+}
+
+/// The OOM steps: over the limit (1 byte: always), `denyoom` commands are
+/// refused and others run; in MULTI everything but EXEC/DISCARD is; an
+/// EXEC with a queued `denyoom` command aborts; scripts as their flags say.
+const OOM_STEPS: &[(usize, &[&str])] = &[
+    (0, &["SET", "k", "v"]),
+    (0, &["RPUSH", "l", "a"]),
+    (0, &["MULTI"]),
+    (0, &["SET", "k", "v"]),
+    (1, &["CONFIG", "SET", "maxmemory", "1"]),
+    (0, &["EXEC"]),
+    (0, &["SET", "k", "v2"]),
+    (0, &["INCR", "n"]),
+    (0, &["LPUSH", "l", "x"]),
+    (0, &["SADD", "s", "x"]),
+    (0, &["GET", "k"]),
+    (0, &["EXPIRE", "k", "100"]),
+    (0, &["PERSIST", "k"]),
+    (0, &["APPEND", "k", "x"]),
+    (0, &["SETRANGE", "k", "0", "x"]),
+    (0, &["LPOP", "l"]),
+    (0, &["PING"]),
+    (0, &["MULTI"]),
+    (0, &["GET", "k"]),
+    (0, &["PING"]),
+    (0, &["EXEC"]),
+    (0, &["MULTI"]),
+    (0, &["DISCARD"]),
+    (0, &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]),
+    (0, &["EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "k"]),
+    (
+        0,
+        &[
+            "EVAL",
+            "redis.call('del', KEYS[1]); return redis.call('set', KEYS[1], 'x')",
+            "1",
+            "k",
+        ],
+    ),
+    (0, &["EVAL", "#!lua\nreturn redis.call('get', KEYS[1])", "1", "k"]),
+    (
+        0,
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])",
+            "1",
+            "k",
+        ],
+    ),
+    (
+        0,
+        &[
+            "EVAL",
+            "#!lua flags=allow-oom\nreturn redis.call('set', KEYS[1], 'y')",
+            "1",
+            "k",
+        ],
+    ),
+    (0, &["GET", "k"]),
+    (0, &["DEL", "k"]),
+    (0, &["INFO", "NOSUCHSECTION"]),
+    (1, &["CONFIG", "SET", "maxmemory", "0"]),
+    (0, &["SET", "k", "v"]),
+];
+
+#[test]
+fn oom_refusals_are_redis_s() {
+    let ours = coordis::Server::builder().start_blocking().unwrap();
+    let got = run(ours.addr(), OOM_STEPS);
+    // Present whether or not Redis is here: the refusal itself.
+    assert_eq!(got[6], "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+    let Some(theirs) = redis(&[]) else { return };
+    let want = run(theirs.addr(), OOM_STEPS);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "step {i}: {:?}", OOM_STEPS[i]);
+    }
+}
+
+/// OBJECT FREQ and IDLETIME under each kind of policy, RESTORE's IDLETIME
+/// and FREQ feeding them, and the policies' texts on CONFIG GET/SET.
+const ACCESS_STEPS: &[(usize, &[&str])] = &[
+    (0, &["SET", "k", "v"]),
+    (0, &["OBJECT", "FREQ", "k"]),
+    (0, &["OBJECT", "IDLETIME", "k"]),
+    (0, &["OBJECT", "FREQ", "missing"]),
+    (0, &["CONFIG", "SET", "maxmemory-policy", "ALLKEYS-LFU"]),
+    (0, &["CONFIG", "GET", "maxmemory-policy"]),
+    (0, &["OBJECT", "IDLETIME", "k"]),
+    (0, &["SET", "f", "v"]),
+    (0, &["OBJECT", "FREQ", "f"]),
+    (0, &["DUMP", "f"]),
+    (0, &["CONFIG", "SET", "maxmemory-policy", "volatile-lfu"]),
+    (0, &["CONFIG", "SET", "maxmemory-policy", "nosuch"]),
+    (0, &["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]),
+    (0, &["CONFIG", "GET", "maxmemory-policy"]),
+    (0, &["CONFIG", "SET", "maxmemory-samples", "0"]),
+    (0, &["CONFIG", "SET", "maxmemory-samples", "7"]),
+    (0, &["CONFIG", "SET", "maxmemory-eviction-tenacity", "101"]),
+    (0, &["CONFIG", "SET", "lfu-log-factor", "-1"]),
+    (0, &["CONFIG", "GET", "maxmemory-samples"]),
+    (0, &["CONFIG", "SET", "maxmemory", "100mb"]),
+    (0, &["CONFIG", "GET", "maxmemory"]),
+    (0, &["CONFIG", "SET", "maxmemory", "0"]),
+    (0, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]),
+];
+
+#[test]
+fn object_freq_idletime_and_policies_are_redis_s() {
+    let ours = coordis::Server::builder().start_blocking().unwrap();
+    let got = run(ours.addr(), ACCESS_STEPS);
+    assert_eq!(got[2], ":0\r\n");
+    let Some(theirs) = redis(&[]) else { return };
+    let want = run(theirs.addr(), ACCESS_STEPS);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "step {i}: {:?}", ACCESS_STEPS[i]);
+    }
+}
+
+/// RESTORE IDLETIME sets the idle time (LRU), FREQ the counter (LFU), on
+/// both servers; TYPE, EXISTS, TTL and OBJECT do not touch a key, GET does.
+#[test]
+fn restore_feeds_access_data_and_notouch_commands_leave_it() {
+    let check = |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        c.command(&["SET", "src", "v"]).unwrap();
+        let dump = c.command(&["DUMP", "src"]).unwrap();
+        let payload = &dump[dump.iter().position(|&b| b == b'\n').unwrap() + 1..dump.len() - 2];
+        let restore = |c: &mut RawClient, key: &str, opt: &str, n: &str| {
+            c.command_bytes(&[b"RESTORE", key.as_bytes(), b"0", payload, opt.as_bytes(), n.as_bytes()])
+                .unwrap()
+        };
+        assert_eq!(restore(&mut c, "idle", "IDLETIME", "1000"), b"+OK\r\n");
+        for cmd in [
+            &["TYPE", "idle"][..],
+            &["EXISTS", "idle"],
+            &["TTL", "idle"],
+            &["PTTL", "idle"],
+            &["OBJECT", "ENCODING", "idle"],
+        ] {
+            c.command(cmd).unwrap();
+        }
+        let idle = text(&c.command(&["OBJECT", "IDLETIME", "idle"]).unwrap());
+        let secs: u64 = idle.trim_start_matches(':').trim().parse().unwrap();
+        assert!((1000..1005).contains(&secs), "{idle}");
+        c.command(&["GET", "idle"]).unwrap();
+        assert_eq!(c.command(&["OBJECT", "IDLETIME", "idle"]).unwrap(), b":0\r\n");
+        c.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"])
+            .unwrap();
+        assert_eq!(restore(&mut c, "hot", "FREQ", "200"), b"+OK\r\n");
+        assert_eq!(c.command(&["OBJECT", "FREQ", "hot"]).unwrap(), b":200\r\n");
+        c.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]).unwrap();
+    };
+    let ours = coordis::Server::builder().start_blocking().unwrap();
+    check(ours.addr());
+    if let Some(theirs) = redis(&[]) {
+        check(theirs.addr());
+    }
+}
+
+fn info_field(c: &mut RawClient, section: &str, field: &str) -> u64 {
+    let info = text(&c.command(&["INFO", section]).unwrap());
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO {section} has {field}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The limit the property tests set: well above either server's base.
+const LIMIT: u64 = 24 * 1024 * 1024;
+const VALUE: usize = 1000;
+
+/// Fills to twice the limit under allkeys-lru: nine tenths, then (two
+/// LRU clock ticks later) the last tenth, the most recently used keys,
+/// which survive; used memory stays near the limit. Returns (keys
+/// written, survivors of the last tenth, the peak of used_memory seen).
+fn lru_fill(addr: std::net::SocketAddr) -> (usize, usize, u64) {
+    let mut c = RawClient::connect(addr).unwrap();
+    c.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"])
+        .unwrap();
+    c.command(&["CONFIG", "SET", "maxmemory", &LIMIT.to_string()]).unwrap();
+    let value = "x".repeat(VALUE);
+    let n = (2 * LIMIT as usize) / VALUE;
+    let recent = n / 10;
+    let mut peak = 0;
+    for i in 0..n {
+        if i == n - recent {
+            std::thread::sleep(Duration::from_millis(2100));
+        }
+        let reply = c.command(&["SET", &format!("k:{i}"), &value]).unwrap();
+        assert_eq!(reply, b"+OK\r\n");
+        if i % 1000 == 0 {
+            peak = peak.max(info_field(&mut c, "memory", "used_memory"));
+        }
+    }
+    peak = peak.max(info_field(&mut c, "memory", "used_memory"));
+    let survivors = ((n - recent)..n)
+        .filter(|j| c.command(&["EXISTS", &format!("k:{j}")]).unwrap() == b":1\r\n")
+        .count();
+    assert!(info_field(&mut c, "stats", "evicted_keys") > 0);
+    (n, survivors, peak)
+}
+
+#[test]
+fn allkeys_lru_keeps_the_recently_used_and_memory_near_the_limit() {
+    let mut results = Vec::new();
+    let ours = coordis_process(&["--enable-debug-command", "yes"]);
+    results.push(("coordis", lru_fill(ours.addr())));
+    if let Some(theirs) = redis(&[]) {
+        results.push(("redis", lru_fill(theirs.addr())));
+    }
+    for (name, (n, survivors, peak)) in results {
+        eprintln!(
+            "{name}: {survivors} of {} recent keys survived, used_memory peaked at {peak}",
+            n / 10
+        );
+        let recent = n / 10;
+        // Nearly all of the recent tenth survives (sampling is approximate).
+        assert!(
+            survivors * 100 >= recent * 95,
+            "{name}: {survivors} of {recent} recent keys survived"
+        );
+        // used_memory stays within a few percent of the limit.
+        assert!(peak <= LIMIT + LIMIT / 20, "{name}: used_memory peaked at {peak}");
+    }
+}
+
+/// Room above the base the volatile tests leave.
+const VOLATILE_ROOM: u64 = 6 * 1024 * 1024;
+
+/// Keys without a deadline, then twice the room in keys with deadlines
+/// rising from 1 h: under volatile-ttl the shortest deadlines go first;
+/// under volatile-* a key without a deadline is never evicted (and no
+/// write is refused while volatile keys are left). Returns (keys without
+/// a deadline kept, keys of the shorter-lived half left, refusals).
+fn volatile_fill(addr: std::net::SocketAddr, policy: &str) -> (usize, usize, Vec<String>) {
+    let mut c = RawClient::connect(addr).unwrap();
+    c.command(&["FLUSHALL"]).unwrap();
+    c.command(&["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+    c.command(&["CONFIG", "SET", "maxmemory-policy", policy]).unwrap();
+    let value = "x".repeat(VALUE);
+    for i in 0..KEEP {
+        c.command(&["SET", &format!("keep:{i}"), &value]).unwrap();
+    }
+    let used = info_field(&mut c, "memory", "used_memory");
+    c.command(&["CONFIG", "SET", "maxmemory", &(used + VOLATILE_ROOM).to_string()])
+        .unwrap();
+    let n = 2 * VOLATILE_ROOM as usize / VALUE;
+    let mut refusals = Vec::new();
+    for i in 0..n {
+        let reply = c
+            .command(&["SET", &format!("v:{i}"), &value, "EX", &(3600 + i).to_string()])
+            .unwrap();
+        if reply.starts_with(b"-") && refusals.is_empty() {
+            refusals.push(text(&reply));
+        }
+    }
+    let kept = (0..KEEP)
+        .filter(|i| c.command(&["EXISTS", &format!("keep:{i}")]).unwrap() == b":1\r\n")
+        .count();
+    let early_left = (0..n / 2)
+        .filter(|i| c.command(&["EXISTS", &format!("v:{i}")]).unwrap() == b":1\r\n")
+        .count();
+    (kept, early_left, refusals)
+}
+
+/// Keys without a deadline in the volatile tests.
+const KEEP: usize = 2000;
+
+#[test]
+fn volatile_policies_take_only_keys_with_deadlines_and_ttl_the_shortest_first() {
+    let ours = coordis_process(&[]);
+    let theirs = redis(&[]);
+    let mut servers = vec![("coordis", ours.addr())];
+    if let Some(t) = &theirs {
+        servers.push(("redis", t.addr()));
+    }
+    for (name, addr) in &servers {
+        for policy in ["volatile-ttl", "volatile-lru", "volatile-random", "volatile-lfu"] {
+            let (kept, early_left, errors) = volatile_fill(*addr, policy);
+            assert_eq!(kept, KEEP, "{name} {policy}: a key without a deadline was evicted");
+            assert!(errors.is_empty(), "{name} {policy}: {errors:?}");
+            let half = VOLATILE_ROOM as usize / VALUE;
+            eprintln!("{name} {policy}: {early_left} of the {half} shorter-lived keys left");
+            if policy == "volatile-ttl" {
+                assert!(
+                    early_left * 10 < half,
+                    "{name}: {early_left} of the {half} shortest TTLs left"
+                );
+            }
+        }
+    }
+}
+
+/// `evicted` keyspace events and the DEL effect of an evicted key, and the
+/// test controls' candidates are what goes next.
+#[test]
+fn evictions_raise_events_and_propagate_del_and_candidates_predict_them() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let control = server.control();
+    let mut effects = control.effects();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    c.command(&["CONFIG", "SET", "notify-keyspace-events", "Ee"]).unwrap();
+    let mut sub = RawClient::connect(server.addr()).unwrap();
+    sub.command(&["PSUBSCRIBE", "__keyevent@*__:evicted"]).unwrap();
+    for i in 0..200 {
+        c.command(&["SET", &format!("k:{i}"), "v"]).unwrap();
+    }
+    control.seed_random(7);
+    c.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"])
+        .unwrap();
+    let candidates = control.eviction_candidates(16);
+    assert!(!candidates.is_empty());
+    // A limit of 1 byte under allkeys-lru evicts every key at once.
+    control.set_memory_limit(1, "allkeys-lru").unwrap();
+    assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":0\r\n");
+    sub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let event = text(&sub.read_reply().unwrap());
+    assert!(event.contains("__keyevent@0__:evicted"), "{event}");
+    let stream = text(&effects.try_bytes());
+    assert!(stream.contains("$3\r\nDEL\r\n"), "{stream}");
+    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 200);
+    control.set_memory_limit(0, "noeviction").unwrap();
+}
+
+/// A file Redis saved under allkeys-lru carries each key's idle time (the
+/// IDLE opcode), under allkeys-lfu its counter (FREQ): coordis loads them.
+#[test]
+fn rdb_access_hints_from_redis_are_loaded() {
+    let Some(redis) = redis(&[]) else { return };
+    let mut r = RawClient::connect(redis.addr()).unwrap();
+    let dir_reply = text(&r.command(&["CONFIG", "GET", "dir"]).unwrap());
+    let redis_dir = std::path::PathBuf::from(dir_reply.lines().nth(4).unwrap());
+    for (policy, key, opt, n, ask, want) in [
+        ("allkeys-lru", "idle", "IDLETIME", "5000", "IDLETIME", 5000..5005),
+        ("allkeys-lfu", "hot", "FREQ", "123", "FREQ", 123..124),
+    ] {
+        r.command(&["FLUSHALL"]).unwrap();
+        r.command(&["CONFIG", "SET", "maxmemory-policy", policy]).unwrap();
+        r.command(&["SET", "src", "v"]).unwrap();
+        let dump = r.command(&["DUMP", "src"]).unwrap();
+        let payload = &dump[dump.iter().position(|&b| b == b'\n').unwrap() + 1..dump.len() - 2];
+        r.command_bytes(&[b"RESTORE", key.as_bytes(), b"0", payload, opt.as_bytes(), n.as_bytes()])
+            .unwrap();
+        assert_eq!(r.command(&["SAVE"]).unwrap(), b"+OK\r\n");
+        let dir = coordis::testing::TempDir::new("memory-hints");
+        std::fs::copy(redis_dir.join("dump.rdb"), dir.0.join("dump.rdb")).unwrap();
+        let server = coordis::Server::builder()
+            .dir(dir.text())
+            .maxmemory(0, coordis::EvictionPolicy::parse(policy).unwrap())
+            .start_blocking()
+            .unwrap();
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        let got = text(&c.command(&["OBJECT", ask, key]).unwrap());
+        let got: u64 = got
+            .trim_start_matches(':')
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{got}"));
+        assert!(want.contains(&got), "{policy}: OBJECT {ask} {key} = {got}");
+    }
+}
