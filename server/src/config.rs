@@ -152,6 +152,8 @@ pub struct Config {
     pub latency_monitor_threshold: u64,
     /// The append-only file's settings (`appendonly`, `appendfsync`, ...).
     pub aof: AofConfig,
+    /// The replication directives of a primary ([`ReplConfig`]).
+    pub repl: ReplConfig,
     /// `dir`: where SAVE writes and startup reads `dbfilename`.
     pub dir: String,
     /// `dbfilename`: the RDB file's name inside `dir` (default `dump.rdb`).
@@ -189,6 +191,34 @@ pub struct Config {
     /// The config file's absolute path, empty without one (INFO's
     /// `config_file`; what CONFIG REWRITE writes).
     pub config_file: String,
+}
+
+/// A primary's replication directives, with Redis 7.0.15's defaults
+/// (see `repl` for what each does).
+#[derive(Clone, Debug, Default)]
+pub struct ReplConfig {
+    /// `repl-backlog-size`: bytes of the stream kept for partial resyncs. Default 1 MB.
+    pub backlog_size: u64,
+    /// `repl-backlog-ttl`: seconds without replicas before the backlog is
+    /// freed (0: never). Default 3600.
+    pub backlog_ttl: u64,
+    /// `repl-timeout`: seconds without an ACK before a replica is dropped. Default 60.
+    pub timeout: u64,
+    /// `repl-ping-replica-period`: seconds between PINGs in the stream. Default 10.
+    pub ping_period: u64,
+    /// `repl-diskless-sync`: a full sync to a replica that said `capa eof`
+    /// uses the `$EOF:` framing. Default yes.
+    pub diskless_sync: bool,
+    /// `repl-diskless-sync-delay`: seconds a diskless full sync waits for
+    /// more replicas. Default 5.
+    pub diskless_sync_delay: u64,
+    /// `repl-diskless-sync-max-replicas`: ... unless this many wait (0: no
+    /// such limit). Default 0.
+    pub diskless_sync_max_replicas: u64,
+    /// `min-replicas-to-write`: writes are refused with fewer good replicas (0: off).
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`: a good replica ACKed within this many seconds (0: off).
+    pub min_replicas_max_lag: u64,
 }
 
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
@@ -267,6 +297,7 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
             aof: AofConfig::default(),
+            repl: ReplConfig::default(),
             dir: String::new(),
             dbfilename: String::new(),
             save_points: Vec::new(),
@@ -901,6 +932,22 @@ macro_rules! aof {
     };
 }
 
+/// A [`Store::Field`] for a field of [`ReplConfig`].
+macro_rules! repl {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.repl.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.repl.$f.to_string(),
+        }
+    };
+    (bool $f:ident) => {
+        Store::Field {
+            set: |c, v| c.repl.$f = v == "yes",
+            get: |c| yes_no(c.repl.$f),
+        }
+    };
+}
+
 const I32: i64 = i32::MAX as i64;
 /// The smallest replication backlog Redis resizes to (16 KB).
 const REPL_BACKLOG_MIN: u64 = 16 * 1024;
@@ -1011,7 +1058,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("unixsocket", "", Text, Store::Ignored).immutable(),
     row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
     row("replica-read-only", "yes", Bool, Store::Ignored).alias(&["slave-read-only"]),
-    row("repl-diskless-sync", "yes", Bool, Store::Ignored),
+    row("repl-diskless-sync", "yes", Bool, repl!(bool diskless_sync)),
     row("cluster-enabled", "no", Bool, Store::Ignored).immutable(),
     row("activerehashing", "yes", Bool, Store::Ignored),
     row("dynamic-hz", "yes", Bool, Store::Ignored),
@@ -1080,15 +1127,15 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("replica-announce-ip", "", Text, Store::Ignored).alias(&["slave-announce-ip"]),
     row("replica-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).alias(&["slave-announce-port"]),
     row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), Store::Ignored),
-    row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, Store::Ignored),
-    row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, Store::Ignored),
+    row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, repl!(diskless_sync_delay)),
+    row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, repl!(diskless_sync_max_replicas)),
     row("repl-disable-tcp-nodelay", "no", Bool, Store::Ignored),
-    row("repl-backlog-size", "1mb", Memory { min: 1, max: LONG_MEM }, Store::Ignored).effect(Effect::ReplBacklog),
-    row("repl-backlog-ttl", "3600", Int { min: 0, max: LONG }, Store::Ignored),
-    row("repl-timeout", "60", Int { min: 1, max: I32 }, Store::Ignored),
-    row("repl-ping-replica-period", "10", Int { min: 1, max: I32 }, Store::Ignored).alias(&["repl-ping-slave-period"]),
-    row("min-replicas-to-write", "0", Int { min: 0, max: I32 }, Store::Ignored).alias(&["min-slaves-to-write"]),
-    row("min-replicas-max-lag", "10", Int { min: 0, max: I32 }, Store::Ignored).alias(&["min-slaves-max-lag"]),
+    row("repl-backlog-size", "1mb", Memory { min: 1, max: LONG_MEM }, repl!(backlog_size)).effect(Effect::ReplBacklog),
+    row("repl-backlog-ttl", "3600", Int { min: 0, max: LONG }, repl!(backlog_ttl)),
+    row("repl-timeout", "60", Int { min: 1, max: I32 }, repl!(timeout)),
+    row("repl-ping-replica-period", "10", Int { min: 1, max: I32 }, repl!(ping_period)).alias(&["repl-ping-slave-period"]),
+    row("min-replicas-to-write", "0", Int { min: 0, max: I32 }, repl!(min_replicas_to_write)).alias(&["min-slaves-to-write"]),
+    row("min-replicas-max-lag", "10", Int { min: 0, max: I32 }, repl!(min_replicas_max_lag)).alias(&["min-slaves-max-lag"]),
     // Cluster.
     row("cluster-config-file", "nodes.conf", Text, Store::Ignored).immutable(),
     row("cluster-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).immutable(),

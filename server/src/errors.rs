@@ -101,6 +101,8 @@ pub(crate) const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check l
 /// Writes (and PING) after a failed background save, with save points set
 /// and `stop-writes-on-bgsave-error yes` (Redis's `shared.bgsaveerr`).
 pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+/// Writes while `min-replicas-to-write` is not met.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// Commands without the `loading` flag while the dataset loads.
 pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub(crate) const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
@@ -626,4 +628,9 @@ pub(crate) fn geo_needs_shape(cmd: &[u8]) -> Reply {
         "ERR exactly one of BYRADIUS and BYBOX can be specified for {}",
         lossy(cmd)
     )))
+}
+
+/// `ERR Unrecognized REPLCONF option: x`.
+pub(crate) fn unrecognized_replconf(option: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unrecognized REPLCONF option: {}", lossy(option))))
 }

@@ -57,6 +57,7 @@
 //! - `config`: the directive table, redis.conf, CONFIG GET/SET.
 //! - `notify`: keyspace notification classes.
 //! - `persist`: the RDB and append-only file formats and files.
+//! - `repl`: replication as a primary: IDs, offset, backlog, PSYNC, replica links, WAIT.
 //! - `errors`: every error text, as Redis words it.
 //! - [`testing`]: a real `redis-server` launcher and a raw RESP client for tests.
 #![warn(unreachable_pub, missing_docs)]
@@ -75,6 +76,7 @@ mod notify;
 mod persist;
 mod process;
 mod protocol;
+mod repl;
 mod state;
 mod store;
 #[cfg(feature = "testing")]
@@ -109,7 +111,7 @@ use net::clients::CloseSignal;
 /// the Redis version whose behaviour it follows, byte for byte.
 pub const REDIS_VERSION: &str = "7.0.15";
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, Config};
+pub use config::{AofConfig, Config, ReplConfig};
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};

@@ -214,8 +214,8 @@ pub struct ServerState {
     /// locks).
     pub memory_startup: u64,
     pub memory_peak: u64,
-    /// INFO replication's `master_replid`: random, as Redis's.
-    pub repl_id: String,
+    /// Replication: IDs, offset, backlog, replicas ([`crate::repl`]).
+    pub(crate) repl: crate::repl::Replication,
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).

@@ -98,6 +98,7 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         disk_error: false,
         queued_write: false,
         loading: false,
+        too_few_replicas: false,
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => {

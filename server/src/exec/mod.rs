@@ -133,6 +133,9 @@ pub(crate) struct Facts<'a> {
     pub queued_write: bool,
     /// The dataset is loading: only `loading` commands run.
     pub loading: bool,
+    /// `min-replicas-to-write` is not met: writes are refused
+    /// ([`crate::repl::Replication::too_few_replicas`]).
+    pub too_few_replicas: bool,
 }
 
 impl Facts<'static> {
@@ -153,6 +156,7 @@ impl Facts<'static> {
         disk_error: false,
         queued_write: false,
         loading: false,
+        too_few_replicas: false,
     };
 }
 
@@ -294,6 +298,10 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if matches!(caller, Caller::Script { read_only: true }) && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
         }
+        // Not enough good replicas (`scriptVerifyWriteCommandAllow`).
+        if facts.too_few_replicas && spec.has(flags::WRITE) {
+            return refuse(Some(spec), errors::err(errors::NOREPLICAS));
+        }
         return Verdict::Run(spec);
     }
     if checks.connection {
@@ -320,7 +328,12 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         {
             return refuse(Some(spec), errors::err(errors::MISCONF));
         }
-        // (min-replicas and a read-only replica go here as those land.)
+        // 5b. Not enough good replicas (`min-replicas-to-write`): writes,
+        // and an EXEC that would run one.
+        if facts.too_few_replicas && (spec.has(flags::WRITE) || (spec.has(flags::EXEC) && facts.queued_write)) {
+            return refuse(Some(spec), errors::err(errors::NOREPLICAS));
+        }
+        // (A read-only replica goes here as that lands.)
         // 6. RESP2 subscriber context.
         if facts.subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
             return refuse(Some(spec), errors::not_while_subscribed(spec.name));
@@ -407,6 +420,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let guards = ctx.server.guards;
     let client = &*ctx.client;
     let disk_error = crate::persist::saves::writes_denied(ctx.server);
+    let too_few_replicas = ctx.server.repl.too_few_replicas(&ctx.server.config);
     let facts = Facts {
         authenticated: client.authenticated,
         in_multi: client.multi.is_some(),
@@ -415,13 +429,14 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         guards: &guards,
         busy: None,
         disk_error,
-        queued_write: disk_error
+        queued_write: (disk_error || too_few_replicas)
             && client
                 .multi
                 .iter()
                 .flatten()
                 .any(|args| cmd::resolve(args).is_ok_and(|s| s.has(flags::WRITE))),
         loading: false,
+        too_few_replicas,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -490,7 +505,11 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// be killed).
 pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> (Reply, bool) {
     let caller = Caller::Script { read_only };
-    match admit(caller, args, &Facts::INTERNAL, &mut NoHolds) {
+    let facts = Facts {
+        too_few_replicas: ctx.server.repl.too_few_replicas(&ctx.server.config),
+        ..Facts::INTERNAL
+    };
+    match admit(caller, args, &facts, &mut NoHolds) {
         Verdict::Run(spec) => {
             let reply = call(ctx, caller, spec, args);
             let wrote = spec.has(flags::WRITE) && !reply.is_error();
@@ -554,7 +573,9 @@ pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, ar
 /// order, and the unit's effects are closed (wrapped in MULTI/EXEC when
 /// there are several).
 pub(crate) fn end_unit(ctx: &mut Ctx) {
-    ctx.server.effects.end_unit();
+    if let Some(offset) = ctx.server.effects.end_unit() {
+        ctx.client.repl_offset = offset;
+    }
     if ctx.server.blocking.blocked() != 0 {
         crate::blocked::serve_ready(ctx.dbs, ctx.server, ctx.client, ctx.now);
     }
@@ -572,7 +593,9 @@ pub(crate) fn serve_waiter(ctx: &mut Ctx, serve: crate::blocked::Serve, args: &[
     ctx.server.effects.prevent();
     ctx.flush_expired();
     ctx.server.effects.leave_waiter(frame);
-    ctx.server.effects.end_unit();
+    if let Some(offset) = ctx.server.effects.end_unit() {
+        ctx.client.repl_offset = offset;
+    }
     ctx.caller = outer_caller;
     reply
 }

@@ -187,6 +187,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
             e.close_idle_clients();
             e.sample_rates();
             e.persistence_cron();
+            e.replication_cron();
         }
     }
 }
@@ -345,13 +346,15 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, ctx: ConnCtx, signa
         tracing::debug!("client {id} ({peer}): {e}");
     }
     if pending.is_none() {
-        lock_engine(&ctx.engine, &ctx.shared.script).await.disconnect(id);
+        let mut engine = lock_engine(&ctx.engine, &ctx.shared.script).await;
+        engine.replica_gone(id);
+        engine.disconnect(id);
     }
 }
 
 /// Takes the engine lock without pinning a worker thread behind a running
 /// script: waits asynchronously while one runs.
-async fn lock_engine<'a>(engine: &'a Mutex<Engine>, script: &ScriptState) -> MutexGuard<'a, Engine> {
+pub(crate) async fn lock_engine<'a>(engine: &'a Mutex<Engine>, script: &ScriptState) -> MutexGuard<'a, Engine> {
     loop {
         let running = script.is_running();
         {
@@ -454,7 +457,7 @@ async fn serve_connection(
         }
         while !requests.is_empty() || protocol_error.is_some() {
             let pipelined = requests.len() > 1;
-            let end = execute(
+            let mut end = execute(
                 ctx,
                 id,
                 pending,
@@ -503,6 +506,15 @@ async fn serve_connection(
             }
             shared.net_output_bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
             shared.writes_processed.fetch_add(1, Ordering::Relaxed);
+            if let Some(handoff) = end.handoff.take() {
+                let link = crate::repl::link::LinkCtx {
+                    engine: &ctx.engine,
+                    script: &ctx.shared.script,
+                    signal,
+                    stop: ctx.stop.clone(),
+                };
+                return crate::repl::link::run(socket, std::mem::take(&mut buf), *handoff, link).await;
+            }
             if end.close {
                 let _ = socket.shutdown().await;
                 return Ok(());
@@ -650,6 +662,7 @@ fn busy_batch(
             blocked: false,
             reply_fault: Default::default(),
             view: None,
+            handoff: None,
         },
         waiting && !close,
     )
