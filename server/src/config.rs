@@ -1683,7 +1683,7 @@ mod tests {
         std::fs::create_dir_all(root.join("conf.d")).unwrap();
         std::fs::create_dir_all(root.join("empty.d")).unwrap();
         std::fs::write(root.join("conf.d/a.conf"), "maxclients 11\nhz 12\n").unwrap();
-        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nrepl-timeout 14\n").unwrap();
+        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nreplica-priority 14\n").unwrap();
         std::fs::write(root.join("conf.d/skip.txt"), "hz 99\n").unwrap();
         std::fs::write(root.join("one.conf"), "databases 5\n").unwrap();
         let main = root.join("main.conf");
@@ -1691,7 +1691,7 @@ mod tests {
             &main,
             format!(
                 "dir {}\ninclude one.conf\ninclude conf.d/*.conf\ninclude empty.d/*.conf\n\
-                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nrepl-timeout 15\nrepl-timeout 16\n",
+                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nreplica-priority 15\nreplica-priority 16\n",
                 root.display()
             ),
         )
@@ -1699,9 +1699,9 @@ mod tests {
         let mut warnings = vec![];
         let c = Config::from_args(&args(&[main.to_str().unwrap()]), &mut |w| warnings.push(w)).unwrap();
         assert_eq!((c.databases, c.maxclients, c.hz), (5, 13, 12));
-        assert_eq!(c.ignored["repl-timeout"], "16");
+        assert_eq!(c.ignored["replica-priority"], "16");
         assert_eq!(c.config_file, main.display().to_string());
-        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'repl-timeout'")).collect();
+        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'replica-priority'")).collect();
         assert_eq!(repl.len(), 1, "{warnings:?}");
         let missing = root.join("missing.conf");
         std::fs::write(&missing, "include nowhere.conf\n").unwrap();

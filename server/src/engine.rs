@@ -678,6 +678,10 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
         }
         scripting.flush();
         state.run_id = new_run_id();
+        // A new process: new replication IDs, no backlog (its replicas'
+        // links were closed above and resync in full).
+        state.effects.set_repl(None);
+        state.repl = Default::default();
         state.started_ms = state.clock.now_ms();
         state.stats = Stats::default();
     }

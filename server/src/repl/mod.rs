@@ -888,3 +888,79 @@ pub(crate) fn cron(
     }
     state.effects.flush();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replica(id: u64, next: u64) -> Arc<Replica> {
+        Arc::new(Replica {
+            id,
+            ip: "127.0.0.1".into(),
+            port: 0,
+            capa_eof: false,
+            capa_psync2: true,
+            pre_psync: false,
+            state: AtomicU8::new(State::Online as u8),
+            ack_offset: AtomicU64::new(0),
+            ack_ms: AtomicU64::new(now_ms()),
+            next: AtomicU64::new(next),
+            soft_since: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+            wake: Notify::new(),
+        })
+    }
+
+    #[test]
+    fn the_backlog_keeps_its_size_and_what_replicas_still_need() {
+        let hub = Hub::new(0, 10, OutputLimit::default());
+        assert_eq!(hub.append(b"0123456789abcdef"), 16);
+        // Only the last 10 bytes: offsets 7..=16.
+        assert_eq!(hub.extent(), (7, 10));
+        assert!(hub.covers(7) && hub.covers(17) && !hub.covers(6) && !hub.covers(18));
+        assert_eq!(hub.read_from(15).unwrap(), b"ef");
+        assert_eq!(hub.read_from(17).unwrap(), b"");
+        assert!(hub.read_from(3).is_none());
+        // A replica at offset 9 holds its bytes past the size.
+        hub.add(replica(1, 9));
+        hub.append(b"ghijklmnop");
+        assert_eq!(hub.extent(), (9, 18));
+        assert_eq!(hub.read_from(9).unwrap(), b"89abcdefghijklmnop");
+        // Once it is gone the backlog shrinks back at the next append.
+        assert!(hub.remove(1));
+        hub.append(b"q");
+        assert_eq!(hub.extent(), (18, 10));
+    }
+
+    #[test]
+    fn a_replica_past_the_hard_limit_is_disconnected_and_holds_nothing() {
+        let limit = OutputLimit {
+            hard: 8,
+            soft: 0,
+            soft_secs: 0,
+        };
+        let hub = Hub::new(100, 4, limit);
+        let slow = replica(1, 101);
+        let fast = replica(2, 101);
+        hub.add(slow.clone());
+        hub.add(fast.clone());
+        hub.append(b"12345678");
+        assert!(!slow.is_killed(), "8 pending bytes are within the limit");
+        fast.next.store(109, Ordering::Release);
+        hub.append(b"9");
+        assert!(slow.is_killed() && !fast.is_killed());
+        assert_eq!(hub.extent(), (106, 4), "the killed replica's bytes are let go");
+    }
+
+    #[test]
+    fn promotion_keeps_the_old_history_as_the_secondary_id() {
+        let mut repl = Replication::default();
+        repl.feed(b"12345");
+        let old = repl.ids().0.to_string();
+        repl.shift_ids_on_promotion();
+        let (id, id2, second) = repl.ids();
+        assert_eq!((id2, second), (old.as_str(), 6));
+        assert_ne!(id, old);
+        assert_eq!(id.len(), ID_LEN);
+    }
+}
