@@ -390,6 +390,8 @@ pub(crate) enum Effect {
     /// `repl-backlog-size`: a changed size below Redis's minimum backlog
     /// becomes that minimum (as Redis's resize does; at startup it stays).
     ReplBacklog,
+    /// `client-output-buffer-limit`: the replicas' limit is read by the backlog.
+    OutputLimits,
     /// A TLS setting: coordis serves no TLS, so a change that would turn
     /// it on (a `tls-port`, `tls-replication` or `tls-cluster`) fails as
     /// Redis's does when it cannot configure TLS, and is rolled back.
@@ -1063,7 +1065,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("activerehashing", "yes", Bool, Store::Ignored),
     row("dynamic-hz", "yes", Bool, Store::Ignored),
     row("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        Kind::Custom(check_output_limits), Store::Ignored).multi_arg(),
+        Kind::Custom(check_output_limits), Store::Ignored).multi_arg().effect(Effect::OutputLimits),
     // Every other directive of Redis 7.0.15, accepted without effect (what
     // the server they configure would do: replication, cluster, TLS,
     // eviction, defragmentation, the process), each checked and shown as

@@ -556,3 +556,72 @@ fn a_diskless_sync_uses_the_eof_framing_and_pings_advance_the_offset() {
     );
     assert_eq!(c.command(&["REPLCONF", "capa"]).unwrap(), b"-ERR syntax error\r\n");
 }
+
+/// Reads until the primary closes the link; false if it stays open past `most`.
+fn closed_within(s: &mut TcpStream, most: Duration) -> bool {
+    s.set_read_timeout(Some(most)).unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 65536];
+    while started.elapsed() < most {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+#[test]
+fn a_replica_that_stops_acknowledging_is_dropped_after_repl_timeout() {
+    let primary = coordis_primary(|c| c.repl.timeout = 1);
+    let (mut s, _) = raw_replica(primary.addr(), &[&["REPLCONF", "capa", "psync2"]]);
+    assert_eq!(info(primary.addr(), "replication", "connected_slaves"), "1");
+    let started = Instant::now();
+    assert!(
+        closed_within(&mut s, Duration::from_secs(10)),
+        "the silent replica was kept"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "dropped before repl-timeout"
+    );
+    wait_until("the replica to be forgotten", || {
+        info(primary.addr(), "replication", "connected_slaves") == "0"
+    });
+}
+
+#[test]
+fn a_replica_past_its_output_limit_is_disconnected_and_never_holds_the_primary() {
+    let primary = coordis_primary(|_| {});
+    // A replica that never reads its socket.
+    let (mut s, _) = raw_replica(primary.addr(), &[&["REPLCONF", "capa", "psync2"]]);
+    let mut c = RawClient::connect(primary.addr()).unwrap();
+    let limit = "replica 1mb 0 0";
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "client-output-buffer-limit", limit])
+            .unwrap(),
+        b"+OK\r\n"
+    );
+    let value = "v".repeat(256 * 1024);
+    let started = Instant::now();
+    for i in 0..64 {
+        assert_eq!(c.command(&["SET", &format!("k{i}"), &value]).unwrap(), b"+OK\r\n");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "writes waited for the replica"
+    );
+    wait_until("the slow replica to be dropped", || {
+        info(primary.addr(), "replication", "connected_slaves") == "0"
+    });
+    let histlen: u64 = info(primary.addr(), "replication", "repl_backlog_histlen")
+        .parse()
+        .unwrap();
+    assert!(
+        histlen <= 1 << 20,
+        "the backlog let the dropped replica's bytes go: {histlen}"
+    );
+    assert!(closed_within(&mut s, Duration::from_secs(10)));
+}

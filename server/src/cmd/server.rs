@@ -924,7 +924,7 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         // backlog's minimum), or by CONFIG SET before this (the listeners).
         Effect::None | Effect::Tls | Effect::Listeners => {}
         // The minimum was applied by `set_runtime`; the backlog takes the size.
-        Effect::ReplBacklog => ctx.server.repl.configure(config),
+        Effect::ReplBacklog | Effect::OutputLimits => ctx.server.repl.configure(config),
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::Notifications => {
             let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
