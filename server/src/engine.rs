@@ -356,7 +356,7 @@ impl Engine {
 
     /// Closes the clients idle for longer than `timeout` seconds on the
     /// server's clock (Redis's `clientsCronHandleTimeout`): not a blocked
-    /// client (its own timeout rules it) nor a subscriber. Nothing to do
+    /// client (its own timeout rules it), a subscriber nor a replica. Nothing to do
     /// with `timeout 0`, the default.
     pub(crate) fn close_idle_clients(&mut self) {
         close_idle_clients(&mut self.state);
@@ -764,7 +764,9 @@ fn close_idle_clients(state: &mut ServerState) {
     }
     let now = state.clock.now_ms();
     for client in state.clients.values() {
-        if client.blocked.is_none() && !client.is_subscribed() && now.saturating_sub(client.last_cmd_ms) > timeout_ms {
+        // Replicas are ruled by `repl-timeout` instead (Redis skips them too).
+        let exempt = client.blocked.is_some() || client.is_subscribed() || client.replica;
+        if !exempt && now.saturating_sub(client.last_cmd_ms) > timeout_ms {
             tracing::debug!("closing idle client {} after {}s", client.id, timeout_ms / 1000);
             client.signal.close();
         }

@@ -210,6 +210,27 @@ fn a_cut_link_resumes_with_a_partial_resync() {
     assert_eq!(info(replica.addr(), "replication", "master_link_status"), "up");
 }
 
+/// Stops a process (SIGSTOP) until dropped (SIGCONT), even on failure.
+struct Stopped(String);
+
+impl Stopped {
+    fn new(addr: SocketAddr) -> Stopped {
+        let pid = info(addr, "server", "process_id");
+        let status = std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").args(["-CONT", &self.0]).status();
+    }
+}
+
 #[test]
 fn a_gap_larger_than_the_backlog_gets_a_full_resync() {
     let primary = coordis_primary(|_| {});
@@ -224,17 +245,21 @@ fn a_gap_larger_than_the_backlog_gets_a_full_resync() {
     assert_eq!(info(primary.addr(), "replication", "repl_backlog_size"), "16384");
     let big = "v".repeat(64 * 1024);
     let mut c = RawClient::connect(primary.addr()).unwrap();
-    c.command(&["CLIENT", "KILL", "TYPE", "replica"]).unwrap();
-    // At once, before the replica reconnects (its cron runs once a second).
-    for i in 0..4 {
-        c.command(&["SET", &format!("big{i}"), &big]).unwrap();
+    {
+        // The replica cannot reconnect until the gap is written.
+        let _stopped = Stopped::new(replica.addr());
+        assert_eq!(c.command(&["CLIENT", "KILL", "TYPE", "replica"]).unwrap(), b":1\r\n");
+        wait_until("the link to end", || {
+            info(primary.addr(), "replication", "connected_slaves") == "0"
+        });
+        for i in 0..4 {
+            c.command(&["SET", &format!("big{i}"), &big]).unwrap();
+        }
+        let histlen: u64 = info(primary.addr(), "replication", "repl_backlog_histlen")
+            .parse()
+            .unwrap();
+        assert!(histlen <= 16384, "{histlen}");
     }
-    assert!(
-        info(primary.addr(), "replication", "repl_backlog_histlen")
-            .parse::<u64>()
-            .unwrap()
-            <= 16384
-    );
     wait_until("the full resync", || info(primary.addr(), "stats", "sync_full") == "2");
     assert_eq!(info(primary.addr(), "stats", "sync_partial_err"), "1");
     wait_caught_up(primary.addr(), replica.addr());

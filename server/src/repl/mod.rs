@@ -239,6 +239,19 @@ struct Backlog {
     replicas: Vec<Arc<Replica>>,
 }
 
+impl Backlog {
+    /// Drops what is past the size and not needed from offset `hold` on.
+    fn trim(&mut self, hold: u64) {
+        let end = self.offset + 1;
+        let keep_from = end.saturating_sub(self.size).min(hold);
+        if keep_from > self.first {
+            let drop = ((keep_from - self.first) as usize).min(self.data.len());
+            self.data.drain(..drop);
+            self.first += drop as u64;
+        }
+    }
+}
+
 /// The stream's shared end: the engine appends (under its lock), the links
 /// read. One per server; its backlog exists while [`Hub::active`].
 #[derive(Debug)]
@@ -309,12 +322,7 @@ impl Hub {
             }
             hold = hold.min(next);
         }
-        let keep_from = end.saturating_sub(b.size).min(hold);
-        if keep_from > b.first {
-            let drop = ((keep_from - b.first) as usize).min(b.data.len());
-            b.data.drain(..drop);
-            b.first += drop as u64;
-        }
+        b.trim(hold);
         b.offset
     }
 
@@ -359,6 +367,15 @@ impl Hub {
         let mut b = self.inner.lock();
         let before = b.replicas.len();
         b.replicas.retain(|r| r.id != id);
+        // What only it held goes at once.
+        let hold = b
+            .replicas
+            .iter()
+            .filter(|r| !r.is_killed())
+            .map(|r| r.next.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(u64::MAX);
+        b.trim(hold);
         before != b.replicas.len()
     }
 
@@ -926,10 +943,9 @@ mod tests {
         hub.append(b"ghijklmnop");
         assert_eq!(hub.extent(), (9, 18));
         assert_eq!(hub.read_from(9).unwrap(), b"89abcdefghijklmnop");
-        // Once it is gone the backlog shrinks back at the next append.
+        // Once it is gone the backlog shrinks back at once.
         assert!(hub.remove(1));
-        hub.append(b"q");
-        assert_eq!(hub.extent(), (18, 10));
+        assert_eq!(hub.extent(), (17, 10));
     }
 
     #[test]
