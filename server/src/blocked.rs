@@ -66,6 +66,8 @@ pub struct Blocked {
     /// Held by CLIENT PAUSE rather than blocked by its command: the command
     /// has not run, and runs once the pause ends.
     postponed: bool,
+    /// WAIT: answered when enough replicas acknowledge ([`crate::repl`]).
+    for_replicas: bool,
 }
 
 impl Blocked {
@@ -185,6 +187,7 @@ pub(crate) fn block(
         serve,
         timeout_reply,
         postponed: false,
+        for_replicas: false,
     }));
     ctx.client.signal.set_blocked(true);
     Reply::NOTHING
@@ -221,6 +224,7 @@ fn hold(ctx: &mut Ctx, list: HeldList) -> Reply {
         serve: None,
         timeout_reply: Reply::NOTHING,
         postponed: true,
+        for_replicas: false,
     }));
     ctx.client.signal.set_blocked(true);
     Reply::NOTHING
@@ -301,6 +305,29 @@ pub(crate) fn pop_or_block(
         }
     }
     block(ctx, args, keys, deadline, Some(serve), Reply::NilArray, denied)
+}
+
+/// Blocks the calling client in WAIT until replicas acknowledge (the engine
+/// answers it, [`crate::engine::Engine::replication_acked`]) or `deadline`
+/// passes: then `timeout_reply`, which the acknowledgements keep current.
+pub(crate) fn block_for_replicas(ctx: &mut Ctx, args: &[Bytes], deadline: u64, timeout_reply: Reply) -> Reply {
+    let reply = block(ctx, args, &[], deadline, None, timeout_reply.clone(), timeout_reply);
+    if let Some(b) = ctx.client.blocked.as_mut() {
+        b.for_replicas = true;
+    }
+    reply
+}
+
+/// Whether `client` is blocked in WAIT.
+pub(crate) fn waits_for_replicas(client: &ClientState) -> bool {
+    client.blocked.as_ref().is_some_and(|b| b.for_replicas)
+}
+
+/// Changes what a blocked client gets on timeout.
+pub(crate) fn set_timeout_reply(client: &mut ClientState, reply: Reply) {
+    if let Some(b) = client.blocked.as_mut() {
+        b.timeout_reply = reply;
+    }
 }
 
 /// Takes `client` out of every queue it waits in, without a reply (its

@@ -168,6 +168,8 @@ pub struct Config {
     pub latency_monitor_threshold: u64,
     /// The append-only file's settings (`appendonly`, `appendfsync`, ...).
     pub aof: AofConfig,
+    /// The replication directives of a primary ([`ReplConfig`]).
+    pub repl: ReplConfig,
     /// `dir`: where SAVE writes and startup reads `dbfilename`.
     pub dir: String,
     /// `dbfilename`: the RDB file's name inside `dir` (default `dump.rdb`).
@@ -255,6 +257,34 @@ pub struct MemoryConfig {
     pub lfu_decay_time: u32,
 }
 
+/// A primary's replication directives, with Redis 7.0.15's defaults
+/// (see `repl` for what each does).
+#[derive(Clone, Debug, Default)]
+pub struct ReplConfig {
+    /// `repl-backlog-size`: bytes of the stream kept for partial resyncs. Default 1 MB.
+    pub backlog_size: u64,
+    /// `repl-backlog-ttl`: seconds without replicas before the backlog is
+    /// freed (0: never). Default 3600.
+    pub backlog_ttl: u64,
+    /// `repl-timeout`: seconds without an ACK before a replica is dropped. Default 60.
+    pub timeout: u64,
+    /// `repl-ping-replica-period`: seconds between PINGs in the stream. Default 10.
+    pub ping_period: u64,
+    /// `repl-diskless-sync`: a full sync to a replica that said `capa eof`
+    /// uses the `$EOF:` framing. Default yes.
+    pub diskless_sync: bool,
+    /// `repl-diskless-sync-delay`: seconds a diskless full sync waits for
+    /// more replicas. Default 5.
+    pub diskless_sync_delay: u64,
+    /// `repl-diskless-sync-max-replicas`: ... unless this many wait (0: no
+    /// such limit). Default 0.
+    pub diskless_sync_max_replicas: u64,
+    /// `min-replicas-to-write`: writes are refused with fewer good replicas (0: off).
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`: a good replica ACKed within this many seconds (0: off).
+    pub min_replicas_max_lag: u64,
+}
+
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
 /// `persist::aof` for what each does).
 #[derive(Clone, Debug, Default)]
@@ -336,6 +366,7 @@ impl Default for Config {
             latency_monitor_threshold: 0,
             aof: AofConfig::default(),
             tls: TlsConfig::default(),
+            repl: ReplConfig::default(),
             dir: String::new(),
             dbfilename: String::new(),
             save_points: Vec::new(),
@@ -494,6 +525,11 @@ pub(crate) enum Effect {
     /// again from the files (Redis's `applyTlsCfg`), and a changed
     /// `tls-port` rebinds the TLS listeners (`applyTLSPort`); a failure
     /// restores the old settings.
+    /// `client-output-buffer-limit`: the replicas' limit is read by the backlog.
+    OutputLimits,
+    /// A TLS setting: coordis serves no TLS, so a change that would turn
+    /// it on (a `tls-port`, `tls-replication` or `tls-cluster`) fails as
+    /// Redis's does when it cannot configure TLS, and is rolled back.
     Tls,
     /// `tls-auth-clients`: the next TLS connection reads it.
     TlsAuth,
@@ -1076,6 +1112,22 @@ macro_rules! replica {
     };
 }
 
+/// A [`Store::Field`] for a field of [`ReplConfig`].
+macro_rules! repl {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.repl.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.repl.$f.to_string(),
+        }
+    };
+    (bool $f:ident) => {
+        Store::Field {
+            set: |c, v| c.repl.$f = v == "yes",
+            get: |c| yes_no(c.repl.$f),
+        }
+    };
+}
+
 /// A [`Store::Field`] for a field of [`TlsConfig`].
 macro_rules! tls {
     ($f:ident) => {
@@ -1204,11 +1256,14 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("unixsocketperm", "0", Kind::Custom(check_octal_perm), Store::Ignored).immutable(),
     row("replica-read-only", "yes", Bool, replica!(bool read_only)).alias(&["slave-read-only"]),
     row("repl-diskless-sync", "yes", Bool, Store::Ignored),
+    row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
+    row("replica-read-only", "yes", Bool, Store::Ignored).alias(&["slave-read-only"]),
+    row("repl-diskless-sync", "yes", Bool, repl!(bool diskless_sync)),
     row("cluster-enabled", "no", Bool, Store::Ignored).immutable(),
     row("activerehashing", "yes", Bool, Store::Ignored),
     row("dynamic-hz", "yes", Bool, Store::Ignored),
     row("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        Kind::Custom(check_output_limits), Store::Ignored).multi_arg(),
+        Kind::Custom(check_output_limits), Store::Ignored).multi_arg().effect(Effect::OutputLimits),
     // Every other directive of Redis 7.0.15, accepted without effect (what
     // the server they configure would do: replication, cluster, TLS,
     // eviction, defragmentation, the process), each checked and shown as
@@ -1275,15 +1330,15 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("replica-announce-ip", "", Text, Store::Ignored).alias(&["slave-announce-ip"]),
     row("replica-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).alias(&["slave-announce-port"]),
     row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), Store::Ignored),
-    row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, Store::Ignored),
-    row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, Store::Ignored),
+    row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, repl!(diskless_sync_delay)),
+    row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, repl!(diskless_sync_max_replicas)),
     row("repl-disable-tcp-nodelay", "no", Bool, Store::Ignored),
-    row("repl-backlog-size", "1mb", Memory { min: 1, max: LONG_MEM }, Store::Ignored).effect(Effect::ReplBacklog),
-    row("repl-backlog-ttl", "3600", Int { min: 0, max: LONG }, Store::Ignored),
-    row("repl-timeout", "60", Int { min: 1, max: I32 }, Store::Ignored),
-    row("repl-ping-replica-period", "10", Int { min: 1, max: I32 }, Store::Ignored).alias(&["repl-ping-slave-period"]),
-    row("min-replicas-to-write", "0", Int { min: 0, max: I32 }, Store::Ignored).alias(&["min-slaves-to-write"]),
-    row("min-replicas-max-lag", "10", Int { min: 0, max: I32 }, Store::Ignored).alias(&["min-slaves-max-lag"]),
+    row("repl-backlog-size", "1mb", Memory { min: 1, max: LONG_MEM }, repl!(backlog_size)).effect(Effect::ReplBacklog),
+    row("repl-backlog-ttl", "3600", Int { min: 0, max: LONG }, repl!(backlog_ttl)),
+    row("repl-timeout", "60", Int { min: 1, max: I32 }, repl!(timeout)),
+    row("repl-ping-replica-period", "10", Int { min: 1, max: I32 }, repl!(ping_period)).alias(&["repl-ping-slave-period"]),
+    row("min-replicas-to-write", "0", Int { min: 0, max: I32 }, repl!(min_replicas_to_write)).alias(&["min-slaves-to-write"]),
+    row("min-replicas-max-lag", "10", Int { min: 0, max: I32 }, repl!(min_replicas_max_lag)).alias(&["min-slaves-max-lag"]),
     // Cluster.
     row("cluster-config-file", "nodes.conf", Text, Store::Ignored).immutable(),
     row("cluster-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).immutable(),
@@ -1829,7 +1884,7 @@ mod tests {
         std::fs::create_dir_all(root.join("conf.d")).unwrap();
         std::fs::create_dir_all(root.join("empty.d")).unwrap();
         std::fs::write(root.join("conf.d/a.conf"), "maxclients 11\nhz 12\n").unwrap();
-        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nrepl-timeout 14\n").unwrap();
+        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nreplica-priority 14\n").unwrap();
         std::fs::write(root.join("conf.d/skip.txt"), "hz 99\n").unwrap();
         std::fs::write(root.join("one.conf"), "databases 5\n").unwrap();
         let main = root.join("main.conf");
@@ -1837,7 +1892,7 @@ mod tests {
             &main,
             format!(
                 "dir {}\ninclude one.conf\ninclude conf.d/*.conf\ninclude empty.d/*.conf\n\
-                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nrepl-timeout 15\nrepl-timeout 16\n",
+                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nreplica-priority 15\nreplica-priority 16\n",
                 root.display()
             ),
         )
@@ -1845,9 +1900,9 @@ mod tests {
         let mut warnings = vec![];
         let c = Config::from_args(&args(&[main.to_str().unwrap()]), &mut |w| warnings.push(w)).unwrap();
         assert_eq!((c.databases, c.maxclients, c.hz), (5, 13, 12));
-        assert_eq!(c.ignored["repl-timeout"], "16");
+        assert_eq!(c.ignored["replica-priority"], "16");
         assert_eq!(c.config_file, main.display().to_string());
-        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'repl-timeout'")).collect();
+        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'replica-priority'")).collect();
         assert_eq!(repl.len(), 1, "{warnings:?}");
         let missing = root.join("missing.conf");
         std::fs::write(&missing, "include nowhere.conf\n").unwrap();

@@ -47,6 +47,9 @@ pub(crate) struct BatchEnd {
     /// is authenticated; busy answers on the rest); `None` when the batch did
     /// not reach the engine.
     pub view: Option<ClientView>,
+    /// PSYNC or SYNC made the client a replica: its connection becomes the
+    /// replica's link ([`crate::repl::link`]).
+    pub handoff: Option<Box<crate::repl::Handoff>>,
 }
 
 /// The keyspace and server state. Shared as `Mutex<Engine>`; every method
@@ -123,8 +126,8 @@ impl Engine {
                 rates: Rates::default(),
                 memory_startup,
                 memory_peak: memory_startup,
-                repl_id,
                 replica,
+                repl: Default::default(),
                 monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,
@@ -347,6 +350,51 @@ impl Engine {
         }
     }
 
+    /// A full sync's snapshot ended: see [`crate::persist::snapshot::replication_finished`].
+    pub(crate) fn replication_snapshot_done(&mut self, image: Option<Vec<u8>>, eof: bool) {
+        crate::persist::snapshot::replication_finished(&mut self.dbs, &mut self.state, image, eof);
+        if std::mem::take(&mut self.state.bgsave.scheduled) && !self.state.shutdown_requested {
+            let _ = self.start_background_save();
+        }
+    }
+
+    /// The replication cron ([`crate::repl::cron`]), every timer tick.
+    pub(crate) fn replication_cron(&mut self) {
+        let scripting = &self.scripting;
+        crate::repl::cron(&mut self.dbs, &mut self.state, || {
+            crate::persist::saves::libraries(Some(scripting))
+        });
+    }
+
+    /// A replica acknowledged: the WAITs it satisfied are answered, the
+    /// others' timeout replies count it.
+    pub(crate) fn replication_acked(&mut self) {
+        for (id, count, done) in self.state.repl.waiter_counts() {
+            let Some(mut client) = self.state.clients.take(id) else {
+                self.state.repl.drop_waiter(id);
+                continue;
+            };
+            if !crate::blocked::waits_for_replicas(&client) {
+                self.state.repl.drop_waiter(id);
+            } else if done {
+                crate::blocked::answer(
+                    &mut self.dbs,
+                    &mut self.state.blocking,
+                    &mut client,
+                    crate::protocol::Reply::Int(count as i64),
+                );
+            } else {
+                crate::blocked::set_timeout_reply(&mut client, crate::protocol::Reply::Int(count as i64));
+            }
+            self.state.clients.put_back(client);
+        }
+    }
+
+    /// A replica's link ended.
+    pub(crate) fn replica_gone(&mut self, id: u64) {
+        self.state.repl.replica_gone(id);
+    }
+
     /// A restart from the test-control plane ([`crate::Server::restart`]):
     /// every connection is dropped, and with `lose_data` the keyspace and
     /// the script cache are gone too, as after a crash of a Redis without
@@ -408,7 +456,7 @@ impl Engine {
 
     /// Closes the clients idle for longer than `timeout` seconds on the
     /// server's clock (Redis's `clientsCronHandleTimeout`): not a blocked
-    /// client (its own timeout rules it) nor a subscriber. Nothing to do
+    /// client (its own timeout rules it), a subscriber nor a replica. Nothing to do
     /// with `timeout 0`, the default.
     pub(crate) fn close_idle_clients(&mut self) {
         close_idle_clients(&mut self.state);
@@ -461,6 +509,7 @@ impl Engine {
             blocked: false,
             reply_fault: Default::default(),
             view: None,
+            handoff: None,
         };
         let Some(mut client) = self.state.clients.take(id) else {
             return closed;
@@ -487,7 +536,11 @@ impl Engine {
         // (its state may be half changed), and its disconnect releases its
         // watches and subscriptions as for any client; the server goes on.
         let batch = std::panic::AssertUnwindSafe(|| {
-            while out.len() - start < max_output && !client.close_after_reply && client.blocked.is_none() {
+            while out.len() - start < max_output
+                && !client.close_after_reply
+                && client.blocked.is_none()
+                && client.handoff.is_none()
+            {
                 let Some(args) = requests.pop_front() else {
                     break;
                 };
@@ -528,6 +581,7 @@ impl Engine {
         self.state.effects.flush();
         let blocked = client.blocked.is_some();
         let reply_fault = std::mem::take(&mut client.reply_fault);
+        let handoff = client.handoff.take();
         let view = Some(ClientView {
             local: client.addr.ip().is_loopback(),
             resp3: client.resp3,
@@ -549,6 +603,7 @@ impl Engine {
             blocked,
             reply_fault,
             view,
+            handoff,
         }
     }
 
@@ -921,6 +976,10 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
         }
         scripting.flush();
         state.run_id = new_run_id();
+        // A new process: new replication IDs, no backlog (its replicas'
+        // links were closed above and resync in full).
+        state.effects.set_repl(None);
+        state.repl = Default::default();
         state.started_ms = state.clock.now_ms();
         state.stats = Stats::default();
     }
@@ -1008,7 +1067,9 @@ fn close_idle_clients(state: &mut ServerState) {
     }
     let now = state.clock.now_ms();
     for client in state.clients.values() {
-        if client.blocked.is_none() && !client.is_subscribed() && now.saturating_sub(client.last_cmd_ms) > timeout_ms {
+        // Replicas are ruled by `repl-timeout` instead (Redis skips them too).
+        let exempt = client.blocked.is_some() || client.is_subscribed() || client.replica;
+        if !exempt && now.saturating_sub(client.last_cmd_ms) > timeout_ms {
             tracing::debug!("closing idle client {} after {}s", client.id, timeout_ms / 1000);
             client.signal.close();
         }

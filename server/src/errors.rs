@@ -105,6 +105,8 @@ pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapsh
 /// write) while used memory is over `maxmemory` and nothing may be evicted
 /// (Redis's `shared.oomerr`).
 pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+/// Writes while `min-replicas-to-write` is not met.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// Commands without the `loading` flag while the dataset loads.
 pub(crate) const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 /// A write on a replica with `replica-read-only yes` (also from a script).
@@ -930,4 +932,9 @@ pub(crate) mod acl {
     pub(crate) fn directive_rule(word: &str, why: &str) -> String {
         format!("Error in user declaration '{word}': {why}")
     }
+}
+
+/// `ERR Unrecognized REPLCONF option: x`.
+pub(crate) fn unrecognized_replconf(option: &[u8]) -> Reply {
+    owned(sanitize(format!("ERR Unrecognized REPLCONF option: {}", lossy(option))))
 }

@@ -64,6 +64,7 @@
 //!   full and partial resync, the stream applied as the primary's client,
 //!   ACKs) and what it knows (the primary's replication ID, the offset).
 //! - `alloc`: the counting global allocator `used_memory` and `maxmemory` read.
+//! - `repl`: replication as a primary: IDs, offset, backlog, PSYNC, replica links, WAIT.
 //! - `errors`: every error text, as Redis words it.
 //! - `acl`: ACL users and rules, the permission check admission makes, the
 //!   ACL log; `cmd/users.rs`: the ACL command family.
@@ -88,6 +89,7 @@ mod notify;
 mod persist;
 mod process;
 mod protocol;
+mod repl;
 mod replica;
 pub mod sentinel;
 mod state;
@@ -125,7 +127,7 @@ use net::clients::CloseSignal;
 pub const REDIS_VERSION: &str = "7.0.15";
 pub use certs::TestCertificates;
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, Config, MemoryConfig, ReplicaConfig, TlsConfig};
+pub use config::{AofConfig, Config, MemoryConfig, ReplConfig, ReplicaConfig, TlsConfig};
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use evict::Policy as EvictionPolicy;
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};

@@ -221,11 +221,11 @@ pub struct ServerState {
     /// locks).
     pub memory_startup: u64,
     pub memory_peak: u64,
-    /// INFO replication's `master_replid`: random, as Redis's.
-    pub repl_id: String,
     /// The replica side: the link to a primary, the history's IDs and
     /// offset ([`crate::replica`]).
     pub(crate) replica: crate::replica::ReplicaState,
+    /// Replication: IDs, offset, backlog, replicas ([`crate::repl`]).
+    pub(crate) repl: crate::repl::Replication,
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<u64>,
     /// Blocked clients' timeouts and count (their queues are per database).

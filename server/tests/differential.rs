@@ -882,6 +882,14 @@ const NOT_FUZZED: &[(&str, &str)] = &[
     ("quit", "closes the connection"),
     ("reset", "resets the connection"),
     ("monitor", "turns the connection into a feed"),
+    (
+        "sync",
+        "turns the connection into a replica (tests/replication_primary.rs)",
+    ),
+    (
+        "psync",
+        "turns the connection into a replica (tests/replication_primary.rs)",
+    ),
     ("subscribe", "subscribes the connection"),
     ("psubscribe", "subscribes the connection"),
     ("unsubscribe", "pub/sub context"),

@@ -72,7 +72,13 @@ fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// keys expire here again; the history continues under a new replication
 /// ID (see [`crate::replica::ReplicaState::promote`]).
 fn promote(ctx: &mut Ctx) {
-    ctx.server.replica.promote(crate::engine::new_run_id());
+    // The primary side serves from here on: it takes the history the link
+    // kept and shifts it, as the link's state does (PSYNC2 continuity).
+    let (replid, offset) = (ctx.server.replica.replid.clone(), ctx.server.replica.offset);
+    ctx.server.repl.set_from_primary(&replid, offset.max(0) as u64);
+    ctx.server.repl.shift_ids_on_promotion();
+    let new_replid = ctx.server.repl.ids().0.to_string();
+    ctx.server.replica.promote(new_replid);
     ctx.server.config.replica.replicaof.clear();
     let paused = !crate::blocked::expiry_allowed(ctx.server);
     for db in ctx.dbs.iter_mut() {

@@ -44,6 +44,9 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "bgsave", -1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously save the dataset to disk", bgsave),
     command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Synchronously save the dataset to disk", save),
     command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
+    command!("server", "psync", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command used in replication", psync),
+    command!("server", "sync", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command used in replication", sync),
+    command!("server", "replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command for configuring the replication stream", replconf),
     command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
     command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
         .while_busy(shutdown_while_busy),
@@ -308,7 +311,9 @@ impl ClientType {
     }
 
     fn of(c: &crate::net::clients::ClientState) -> ClientType {
-        if c.is_subscribed() {
+        if c.replica {
+            ClientType::Replica
+        } else if c.is_subscribed() {
             ClientType::PubSub
         } else {
             ClientType::Normal
@@ -498,16 +503,22 @@ fn client_no_evict(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
-/// WAIT numreplicas timeout: coordis has no replicas, so the answer is
-/// always 0: at once for `WAIT 0 t` (and inside MULTI), after the timeout
-/// (or never, for 0) when replicas are asked for, as Redis without them.
+/// WAIT numreplicas timeout (Redis's `waitCommand`): the replicas that
+/// acknowledged this client's last write, at once when they are enough
+/// (or inside MULTI); else the client blocks until ACKs make them enough
+/// (`REPLCONF GETACK *` asks for them) or the timeout passes on the server
+/// clock (0: never), and gets the count then.
 fn wait(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let wanted = tri!(super::args::int(&args[1]));
     let deadline = tri!(blocked::deadline_ms(&args[2], ctx.now));
-    if wanted <= 0 {
-        return Reply::Int(0);
+    let offset = ctx.client.repl_offset;
+    let acked = ctx.server.repl.acked(offset);
+    if acked as i64 >= wanted || ctx.deny_blocking() {
+        return Reply::Int(acked as i64);
     }
-    blocked::block(ctx, args, &[], deadline, None, Reply::Int(0), Reply::Int(0))
+    let s = &mut *ctx.server;
+    s.repl.add_waiter(&mut s.effects, ctx.client.id, offset, wanted as u64);
+    blocked::block_for_replicas(ctx, args, deadline, Reply::Int(acked as i64))
 }
 
 fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -985,12 +996,14 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
     match effect {
         // Applied by `set_runtime` itself (the backlog's minimum), or by
         // CONFIG SET before this (the listeners, TLS).
-        Effect::None | Effect::Tls | Effect::ReplBacklog | Effect::Listeners => {}
+        Effect::None | Effect::Tls | Effect::Listeners => {}
         Effect::TlsAuth => ctx
             .server
             .shared
             .tls
             .set_auth(crate::net::tls::AuthClients::parse(&config.tls.auth_clients)),
+        // The minimum was applied by `set_runtime`; the backlog takes the size.
+        Effect::ReplBacklog | Effect::OutputLimits => ctx.server.repl.configure(config),
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::DefaultPassword => {
             let password = config.requirepass.as_ref().map(|p| p.expose().to_string());
@@ -1165,16 +1178,98 @@ fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// ROLE: a replica's link ([`crate::replica::ReplicaState::role`]), or a
-/// master with its offset and no replicas.
+/// master, its replication offset and its online replicas (address,
+/// listening port, acknowledged offset).
 fn role(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     if let Some(reply) = ctx.server.replica.role() {
         return reply;
     }
+    let repl = &ctx.server.repl;
+    let replicas = repl
+        .role_replicas()
+        .into_iter()
+        .map(|(ip, port, offset)| {
+            Reply::Array(vec![
+                Reply::bulk(ip),
+                Reply::bulk(port.to_string()),
+                Reply::bulk(offset.to_string()),
+            ])
+        })
+        .collect();
     Reply::Array(vec![
         Reply::bulk("master"),
-        Reply::Int(ctx.server.replica.offset),
-        Reply::Array(vec![]),
+        Reply::Int(repl.offset() as i64),
+        Reply::Array(replicas),
     ])
+}
+
+/// PSYNC replid offset: the connection becomes a replica's link, with a
+/// partial or a full resync ([`crate::repl::sync`]).
+fn psync(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.client.replica {
+        return Reply::NOTHING;
+    }
+    let offset = tri!(super::args::int(&args[2]));
+    start_sync(ctx, Some((&args[1], offset)))
+}
+
+/// SYNC: the old protocol's full sync (no +FULLRESYNC line).
+fn sync(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    if ctx.client.replica {
+        return Reply::NOTHING;
+    }
+    start_sync(ctx, None)
+}
+
+fn start_sync(ctx: &mut Ctx, psync: Option<(&[u8], i64)>) -> Reply {
+    let libraries = crate::persist::saves::libraries(ctx.scripting.as_deref());
+    let handoff = crate::repl::sync(ctx.dbs, ctx.server, libraries, ctx.client, psync);
+    ctx.client.replica = true;
+    ctx.client.handoff = Some(Box::new(handoff));
+    Reply::NOTHING
+}
+
+/// REPLCONF option value ...: what a replica tells before PSYNC
+/// (listening-port, ip-address, capa); ACK and GETACK get no reply.
+fn replconf(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len().is_multiple_of(2) {
+        return err(errors::SYNTAX);
+    }
+    let mut conf = ctx.client.replconf.take().unwrap_or_default();
+    let mut reply = Reply::Ok;
+    for pair in args[1..].chunks(2) {
+        let (option, value) = (&pair[0], &pair[1]);
+        if is(option, "listening-port") {
+            match super::args::int(value) {
+                Ok(port) => conf.listening_port = port as u64,
+                Err(e) => {
+                    reply = e;
+                    break;
+                }
+            }
+        } else if is(option, "ip-address") {
+            conf.ip = Some(String::from_utf8_lossy(value).into_owned());
+        } else if is(option, "capa") {
+            // Capabilities this primary does not know are ignored.
+            if is(value, "eof") {
+                conf.capa_eof = true;
+            } else if is(value, "psync2") {
+                conf.capa_psync2 = true;
+            }
+        } else if is(option, "ack") || is(option, "getack") {
+            // A replica's ACKs are read by its link; anyone else's are
+            // ignored, without a reply, as in Redis.
+            reply = Reply::NOTHING;
+            break;
+        } else if is(option, "rdb-only") || is(option, "rdb-filter-only") {
+            // Accepted; every sync here sends the whole dataset and stream.
+        } else {
+            reply = errors::unrecognized_replconf(option);
+            break;
+        }
+    }
+    ctx.client.replconf = Some(conf);
+    reply
 }
 
 /// BGREWRITEAOF: the rewrite runs at once, under the engine lock (no fork
@@ -1378,7 +1473,7 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         let rates = s.rates.per_second();
         let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         parts.push(format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{evicted}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{evicted}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
             st.total_connections_received,
             st.total_commands_processed,
             rates[0].round() as u64,
@@ -1387,6 +1482,9 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
             rates[1] / 1024.0,
             rates[2] / 1024.0,
             st.rejected_connections + load(&s.shared.rejected),
+            s.repl.sync_full,
+            s.repl.sync_partial_ok,
+            s.repl.sync_partial_err,
             expired,
             st.keyspace_hits,
             st.keyspace_misses,
@@ -1402,21 +1500,22 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         ));
     }
     if want("replication") {
-        // A master without replicas or backlog; the backlog size is Redis's
-        // default `repl-backlog-size`.
-        // A replica's lines (the link) come first; the history's IDs and
-        // offset are the replica side's (the primary side's backlog lands
-        // with it).
+        // A replica's lines (the link) and its history's IDs and offset
+        // are the replica side's; a primary's, with its replicas and
+        // backlog, the primary side's.
         let r = &s.replica;
-        let role = if r.is_replica() {
-            r.info_lines(&s.config, now)
+        if r.is_replica() {
+            parts.push(format!(
+                "# Replication\r\n{}connected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+                r.info_lines(&s.config, now),
+                r.replid,
+                r.replid2,
+                r.offset,
+                r.second_offset
+            ));
         } else {
-            "role:master\r\n".to_string()
-        };
-        parts.push(format!(
-            "# Replication\r\n{role}connected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
-            r.replid, r.replid2, r.offset, r.second_offset
-        ));
+            parts.push(s.repl.info(&s.config));
+        }
     }
     if want("cpu") {
         let (sys, user) = crate::process::cpu_seconds();

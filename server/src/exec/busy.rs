@@ -111,6 +111,7 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         // Redis does not evict inside a yielding busy script.
         out_of_memory: false,
         denyoom_by_content: false,
+        too_few_replicas: false,
     };
     if ctx.view.restricted {
         return Answer::Wait;

@@ -73,6 +73,10 @@ pub(crate) struct Effects {
     /// The append-only file's writer: a reader of its own, because the
     /// engine puts markers (a new file, a crash) in order with the batches.
     aof: Option<crate::persist::aof::Sink>,
+    /// The replication stream's encoder, while a backlog exists: encodes
+    /// each unit as it closes, under the engine lock, so the replication
+    /// offset is exact at every command's end ([`crate::repl`]).
+    repl: Option<crate::repl::Encoder>,
     /// The effects of the execution unit now running.
     unit: Vec<Op>,
     /// The unit now running is replayed without MULTI/EXEC.
@@ -86,7 +90,35 @@ impl Effects {
     /// Whether anyone reads the feed (nothing is recorded otherwise).
     #[inline]
     pub(crate) fn active(&self) -> bool {
-        !self.readers.is_empty() || self.aof.is_some()
+        !self.readers.is_empty() || self.aof.is_some() || self.repl.is_some()
+    }
+
+    /// Attaches (`Some`) or detaches the replication stream's encoder.
+    pub(crate) fn set_repl(&mut self, encoder: Option<crate::repl::Encoder>) {
+        self.repl = encoder;
+    }
+
+    /// The next effect in the replication stream selects its database
+    /// (a full sync starts: Redis's `slaveseldb = -1`).
+    pub(crate) fn reset_repl_select(&mut self) {
+        if let Some(e) = &mut self.repl {
+            e.reset_select();
+        }
+    }
+
+    /// `REPLCONF GETACK *` goes into the replication stream at the end of
+    /// this batch (a WAIT blocked).
+    pub(crate) fn request_ack(&mut self) {
+        if let Some(e) = &mut self.repl {
+            e.request_ack();
+        }
+    }
+
+    /// A command of the replication stream outside any database (PING).
+    pub(crate) fn repl_command(&mut self, args: &[&[u8]]) {
+        if let Some(e) = &mut self.repl {
+            e.command(args);
+        }
     }
 
     /// Attaches (`Some`) or detaches the append-only file's writer.
@@ -107,6 +139,7 @@ impl Effects {
         Suspended {
             readers: std::mem::take(&mut self.readers),
             aof: self.aof.take(),
+            repl: self.repl.take(),
         }
     }
 
@@ -117,6 +150,7 @@ impl Effects {
         self.closed.clear();
         self.readers = suspended.readers;
         self.aof = suspended.aof;
+        self.repl = suspended.repl;
     }
 
     /// A new reader: it receives every batch closed from now on.
@@ -192,29 +226,40 @@ impl Effects {
         }
     }
 
-    /// Closes the execution unit now running.
+    /// Closes the execution unit now running; with a replication stream,
+    /// the offset after it when it had effects.
     #[inline]
-    pub(crate) fn end_unit(&mut self) {
+    pub(crate) fn end_unit(&mut self) -> Option<u64> {
+        let mut offset = None;
         if !self.unit.is_empty() {
-            self.closed.push(Unit {
+            let unit = Unit {
                 ops: std::mem::take(&mut self.unit),
                 unwrapped: self.unwrapped,
-            });
+            };
+            if let Some(e) = &mut self.repl {
+                offset = Some(e.unit(&unit));
+            }
+            self.closed.push(unit);
         }
         self.unwrapped = false;
+        offset
     }
 
     /// An effect outside any command (active expiry): a unit of its own.
     pub(crate) fn record_alone(&mut self, db: usize, args: Vec<Bytes>) {
         if self.active() {
-            self.closed.push(Unit {
+            let unit = Unit {
                 ops: vec![Op {
                     db,
                     args,
                     replicas_only: false,
                 }],
                 unwrapped: true,
-            });
+            };
+            if let Some(e) = &mut self.repl {
+                let _ = e.unit(&unit);
+            }
+            self.closed.push(unit);
         }
     }
 
@@ -228,6 +273,9 @@ impl Effects {
     /// Sends the units closed so far to every reader (dropping readers that
     /// are gone). Called at the end of every engine batch.
     pub(crate) fn flush(&mut self) {
+        if let Some(e) = &mut self.repl {
+            e.flush();
+        }
         if self.closed.is_empty() {
             return;
         }
@@ -244,6 +292,7 @@ impl Effects {
 pub(crate) struct Suspended {
     readers: Vec<mpsc::Sender<Arc<[Unit]>>>,
     aof: Option<crate::persist::aof::Sink>,
+    repl: Option<crate::repl::Encoder>,
 }
 
 /// One reader of the feed: receives the engine's batches in order and

@@ -172,6 +172,9 @@ pub(crate) struct Facts<'a> {
     /// (an EXEC whose queue holds one; an EVAL or FCALL whose script or
     /// function is: [`CommandSpec::deny_oom`]).
     pub denyoom_by_content: bool,
+    /// `min-replicas-to-write` is not met: writes are refused
+    /// ([`crate::repl::Replication::too_few_replicas`]).
+    pub too_few_replicas: bool,
 }
 
 impl Facts<'static> {
@@ -199,6 +202,7 @@ impl Facts<'static> {
         acl: None,
         out_of_memory: false,
         denyoom_by_content: false,
+        too_few_replicas: false,
     };
 }
 
@@ -362,6 +366,10 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if facts.replica_read_only && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
         }
+        // Not enough good replicas (`scriptVerifyWriteCommandAllow`).
+        if facts.too_few_replicas && spec.has(flags::WRITE) {
+            return refuse(Some(spec), errors::err(errors::NOREPLICAS));
+        }
         // OOM (Redis's `scriptVerifyOOM`): a `denyoom` command as the
         // script's first write, over the limit found when it started.
         if facts.out_of_memory && spec.has(flags::DENYOOM) {
@@ -408,7 +416,11 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         {
             return refuse(Some(spec), errors::err(errors::MISCONF));
         }
-        // (min-replicas goes here as it lands.)
+        // 5b. Not enough good replicas (`min-replicas-to-write`): writes,
+        // and an EXEC that would run one.
+        if facts.too_few_replicas && (spec.has(flags::WRITE) || (spec.has(flags::EXEC) && facts.queued_write)) {
+            return refuse(Some(spec), errors::err(errors::NOREPLICAS));
+        }
         // 6. A read-only replica refuses writes (an EXEC that would run one).
         let writes = facts.declared.map_or(spec.has(flags::WRITE), |d| d.writes);
         if facts.replica_read_only && (writes || (spec.has(flags::EXEC) && facts.queued_write)) {
@@ -519,6 +531,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             .flatten()
             .any(|args| cmd::resolve(args).is_ok_and(test))
     };
+    let too_few_replicas = ctx.server.repl.too_few_replicas(&ctx.server.config);
     let facts = Facts {
         authenticated: client.authenticated,
         in_multi: client.multi.is_some(),
@@ -527,7 +540,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         guards: &guards,
         busy: None,
         disk_error,
-        queued_write: (disk_error || replica.read_only) && queued(|s| s.has(flags::WRITE)),
+        queued_write: (disk_error || replica.read_only || too_few_replicas) && queued(|s| s.has(flags::WRITE)),
         loading: ctx.server.shared.loading.is_active(),
         replica_read_only: replica.read_only,
         stale_refused: replica.stale_refused,
@@ -541,6 +554,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         acl: user.as_deref(),
         out_of_memory,
         denyoom_by_content,
+        too_few_replicas,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -699,6 +713,7 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool, m
         stale_refused: replica.stale_refused,
         acl: user.as_deref(),
         out_of_memory: may_oom && ctx.server.oom_at_start,
+        too_few_replicas: ctx.server.repl.too_few_replicas(&ctx.server.config),
         ..Facts::INTERNAL
     };
     match admit(caller, args, &facts, &mut NoHolds) {
@@ -847,7 +862,9 @@ pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, ar
 /// order, and the unit's effects are closed (wrapped in MULTI/EXEC when
 /// there are several).
 pub(crate) fn end_unit(ctx: &mut Ctx) {
-    ctx.server.effects.end_unit();
+    if let Some(offset) = ctx.server.effects.end_unit() {
+        ctx.client.repl_offset = offset;
+    }
     if ctx.server.blocking.blocked() != 0 {
         crate::blocked::serve_ready(ctx.dbs, ctx.server, ctx.client, ctx.now);
     }
@@ -865,7 +882,9 @@ pub(crate) fn serve_waiter(ctx: &mut Ctx, serve: crate::blocked::Serve, args: &[
     ctx.server.effects.prevent();
     ctx.flush_expired();
     ctx.server.effects.leave_waiter(frame);
-    ctx.server.effects.end_unit();
+    if let Some(offset) = ctx.server.effects.end_unit() {
+        ctx.client.repl_offset = offset;
+    }
     ctx.caller = outer_caller;
     reply
 }

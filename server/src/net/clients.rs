@@ -360,6 +360,16 @@ pub struct ClientState {
     pub monitor: bool,
     /// What fault rules do to this batch's replies (none: the default).
     pub reply_fault: crate::faults::ReplyFault,
+    /// What REPLCONF said before PSYNC (listening port, address, capa).
+    pub(crate) replconf: Option<Box<crate::repl::ReplConf>>,
+    /// A replica (PSYNC or SYNC made it one): CLIENT LIST flag `S`, CLIENT KILL TYPE replica.
+    pub(crate) replica: bool,
+    /// The replication offset after this client's last write (Redis's
+    /// `woff`): what WAIT waits for.
+    pub(crate) repl_offset: u64,
+    /// Set by PSYNC/SYNC: the connection becomes the replica's link once
+    /// the batch ends.
+    pub(crate) handoff: Option<Box<crate::repl::Handoff>>,
     /// Where PUBLISH puts this client's messages.
     pub outbox: Arc<Outbox>,
     pub signal: Arc<ConnSignal>,
@@ -402,6 +412,10 @@ impl ClientState {
             no_evict: false,
             monitor: false,
             reply_fault: Default::default(),
+            replconf: None,
+            replica: false,
+            repl_offset: 0,
+            handoff: None,
             outbox,
             signal,
         }
@@ -424,6 +438,7 @@ impl ClientState {
         // Redis's flag letters, in its order, for the states coordis has.
         let mut flags = String::new();
         for (on, letter) in [
+            (self.replica, 'S'),
             (self.monitor, 'O'),
             (self.is_subscribed(), 'P'),
             (self.multi.is_some(), 'x'),

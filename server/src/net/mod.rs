@@ -280,6 +280,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
             e.close_idle_clients();
             e.sample_rates();
             e.persistence_cron();
+            e.replication_cron();
         }
     }
 }
@@ -478,7 +479,9 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: Con
         tracing::debug!("client {id} ({peer}): {e}");
     }
     if pending.is_none() {
-        lock_engine(&ctx.engine, &ctx.shared.script).await.disconnect(id);
+        let mut engine = lock_engine(&ctx.engine, &ctx.shared.script).await;
+        engine.replica_gone(id);
+        engine.disconnect(id);
     }
 }
 
@@ -620,7 +623,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
         }
         while !requests.is_empty() || protocol_error.is_some() {
             let pipelined = requests.len() > 1;
-            let end = execute(
+            let mut end = execute(
                 ctx,
                 id,
                 pending,
@@ -670,6 +673,15 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             }
             shared.net_output_bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
             shared.writes_processed.fetch_add(1, Ordering::Relaxed);
+            if let Some(handoff) = end.handoff.take() {
+                let link = crate::repl::link::LinkCtx {
+                    engine: &ctx.engine,
+                    script: &ctx.shared.script,
+                    signal,
+                    stop: ctx.stop.clone(),
+                };
+                return crate::repl::link::run(socket, std::mem::take(&mut buf), *handoff, link).await;
+            }
             if end.close {
                 let _ = socket.shutdown().await;
                 return Ok(());
@@ -822,6 +834,7 @@ fn busy_batch(
             blocked: false,
             reply_fault: Default::default(),
             view: None,
+            handoff: None,
         },
         waiting && !close,
     )

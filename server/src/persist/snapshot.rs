@@ -108,6 +108,18 @@ struct Job {
     cancel: Arc<AtomicBool>,
     /// The save's number (its temp file's name).
     serial: u64,
+    /// Where the image goes.
+    target: Target,
+}
+
+/// Where a snapshot's image goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// `dir/dbfilename` (BGSAVE, save points).
+    File,
+    /// The replicas of a full sync, in memory; `eof`: they get the
+    /// diskless framing ([`crate::repl::snapshot_done`]).
+    Replicas { eof: bool },
 }
 
 /// Starts a background save of the dataset to `dir/dbfilename` (Redis's
@@ -119,6 +131,24 @@ pub(crate) fn start_background_save(
     state: &mut ServerState,
     libraries: Vec<Bytes>,
 ) -> Result<(), NotStarted> {
+    start(dbs, state, libraries, Target::File)
+}
+
+/// Starts the snapshot of a full sync (Redis's `startBgsaveForReplication`):
+/// the image is the dataset as it is now, under the same lock hold that
+/// took the replication offset, and goes to [`crate::repl::snapshot_done`]
+/// when written. Counted as a save in progress (INFO, BGSAVE refuses), not
+/// in the save statistics.
+pub(crate) fn start_replication_snapshot(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    libraries: Vec<Bytes>,
+    eof: bool,
+) -> Result<(), NotStarted> {
+    start(dbs, state, libraries, Target::Replicas { eof })
+}
+
+fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target: Target) -> Result<(), NotStarted> {
     if state.bgsave.in_progress {
         return Err(NotStarted::InProgress);
     }
@@ -149,6 +179,7 @@ pub(crate) fn start_background_save(
         processed: b.keys_processed.clone(),
         cancel: b.cancel.clone(),
         serial: b.serial,
+        target,
     };
     tracing::info!("Background saving started by pid {}", std::process::id());
     let spawned = std::thread::Builder::new()
@@ -156,7 +187,11 @@ pub(crate) fn start_background_save(
         .spawn(move || run(job));
     if spawned.is_err() {
         tracing::warn!("Can't save in background: the thread could not start");
-        finished(dbs, state, false, 0);
+        if target == Target::File {
+            finished(dbs, state, false, 0);
+        } else {
+            replication_finished(dbs, state, None, false);
+        }
     }
     Ok(())
 }
@@ -166,10 +201,26 @@ pub(crate) fn start_background_save(
 /// handed back, unless the save was killed meanwhile (then its temp file
 /// is only removed: the kill did the bookkeeping).
 fn run(job: Job) {
+    if let Target::Replicas { eof } = job.target {
+        let mut image = Vec::new();
+        let written = write(&job, &mut image);
+        let Some(engine) = job.engine.upgrade() else {
+            return;
+        };
+        let mut engine = engine.lock();
+        if job.cancel.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = &written {
+            tracing::warn!("Background transfer error: {e}");
+        }
+        engine.replication_snapshot_done(written.ok().map(|()| image), eof);
+        return;
+    }
     let target = disk::path(&job.config);
     let dir = target.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     let temp = dir.join(format!("temp-bg-{}-{}.rdb", std::process::id(), job.serial));
-    let written = write(&job, &temp);
+    let written = write_file(&job, &temp);
     let Some(engine) = job.engine.upgrade() else {
         let _ = std::fs::remove_file(&temp);
         return;
@@ -189,8 +240,16 @@ fn run(job: Job) {
     engine.background_save_done(result.is_ok(), job.dirty);
 }
 
-fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
+fn write_file(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
     let mut file = BufWriter::new(std::fs::File::create(temp)?);
+    write(job, &mut file)?;
+    let file = file.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// The walk: the image, a slice at a time, into `file`.
+fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
     let used = crate::process::allocator().allocated;
     let mut w = disk::start_file(Vec::new(), &job.config, job.start_ms, used, Purpose::Save)?;
     for code in &job.libraries {
@@ -245,8 +304,6 @@ fn write(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
     }
     let rest = w.finish()?;
     file.write_all(&rest)?;
-    let file = file.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
-    file.sync_all()?;
     Ok(())
 }
 
@@ -268,6 +325,21 @@ pub(crate) fn kill(dbs: &mut [Db], state: &mut ServerState) {
     b.last_secs = b.started.take().map_or(-1, |s| s.elapsed().as_secs() as i64);
     b.keys_total = 0;
     tracing::warn!("Background saving terminated by signal {KILL_SIGNAL}");
+    // A full sync's replicas lose their snapshot: they are dropped.
+    crate::repl::snapshot_done(state, None, false);
+}
+
+/// A replication snapshot's end under the engine lock: the holds released
+/// (no save statistics move), the image handed to its replicas.
+pub(crate) fn replication_finished(dbs: &mut [Db], state: &mut ServerState, image: Option<Vec<u8>>, eof: bool) {
+    for db in dbs.iter_mut() {
+        db.snap = None;
+    }
+    let b = &mut state.bgsave;
+    b.in_progress = false;
+    b.started = None;
+    b.keys_total = 0;
+    crate::repl::snapshot_done(state, image, eof);
 }
 
 /// A save's end under the engine lock: every database's hold released,
