@@ -204,7 +204,7 @@ pub struct Config {
     /// The replica side's directives (`replicaof`, `masterauth`, ...; see
     /// `crate::replica`).
     pub replica: ReplicaConfig,
-    /// `maxmemory` and eviction ([`crate::evict`]).
+    /// `maxmemory` and eviction (see `crate::evict`).
     pub memory: MemoryConfig,
     /// Directives accepted without effect in coordis, by name: their value
     /// as CONFIG GET shows it.
@@ -239,7 +239,7 @@ pub struct ReplicaConfig {
 }
 
 /// `maxmemory` and the eviction directives, with Redis 7.0.15's defaults
-/// (see [`crate::evict`] for what each does).
+/// (see `crate::evict` for what each does).
 #[derive(Clone, Debug, Default)]
 pub struct MemoryConfig {
     /// `maxmemory` in bytes; 0 (the default) for no limit.

@@ -123,7 +123,7 @@ impl ScriptState {
 /// run it (`redis.acl_check_cmd`): a boolean, or an error.
 pub(crate) type Dispatch<'a> = dyn FnMut(&[Bytes], Mode) -> Reply + 'a;
 
-/// What a [`Dispatch`] is asked to do with a command.
+/// What a `Dispatch` is asked to do with a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// `redis.call` / `redis.pcall`: run the command.
