@@ -122,6 +122,7 @@ impl Engine {
                 aof: Default::default(),
                 bgsave: Default::default(),
                 guards,
+                cluster: None,
                 shared,
             },
             server_shutdown,
@@ -137,11 +138,64 @@ impl Engine {
     /// be an RDB file), the RDB file otherwise; then starts the append-only
     /// file's writer.
     pub(crate) fn load_at_start(&mut self) -> std::io::Result<()> {
+        self.start_cluster()?;
         if !self.state.config.aof.enabled {
             self.load_rdb_at_start()?;
         }
         self.start_persistence()
             .map_err(|()| std::io::Error::other("the append-only file could not be loaded (see the log)"))
+    }
+
+    /// In cluster mode, this node's view of the cluster from its nodes
+    /// file, or a fresh one written there (Redis's `clusterInit`): the file
+    /// is locked for the life of the server.
+    fn start_cluster(&mut self) -> std::io::Result<()> {
+        let config = &self.state.config;
+        if !config.cluster.enabled {
+            return Ok(());
+        }
+        let file = std::path::Path::new(&config.cluster.config_file);
+        let path = if file.is_absolute() || config.dir.is_empty() {
+            file.to_path_buf()
+        } else {
+            std::path::Path::new(&config.dir).join(file)
+        };
+        let fail = |why: String| {
+            tracing::warn!("{why}");
+            std::io::Error::other(why)
+        };
+        let mut cluster = match crate::cluster::Cluster::load(path.clone()).map_err(fail)? {
+            Some(cluster) => cluster,
+            None => {
+                let cluster = crate::cluster::Cluster::fresh(path.clone());
+                tracing::info!("No cluster configuration found, I'm {}", cluster.me().name);
+                // As Redis, written before the ports are known.
+                cluster
+                    .save()
+                    .map_err(|e| fail(format!("Fatal: can't update cluster config file: {e}")))?;
+                cluster
+            }
+        };
+        cluster.lock_file().map_err(|e| {
+            fail(format!(
+                "Sorry, the cluster configuration file {} is already used by a different Redis Cluster node. \
+                 Please make sure that different nodes use different cluster configuration files. ({e})",
+                path.display()
+            ))
+        })?;
+        cluster.set_my_ports(&self.state.config.cluster, self.state.port);
+        self.state.cluster = Some(Box::new(cluster));
+        Ok(())
+    }
+
+    /// The cluster's periodic work (part of Redis's `clusterCron`): the
+    /// state check.
+    pub(crate) fn cluster_cron(&mut self) {
+        let now = self.state.clock.now_ms();
+        let config = &self.state.config.cluster;
+        if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.update_state(config, now);
+        }
     }
 
     fn load_rdb_at_start(&mut self) -> std::io::Result<()> {
@@ -466,6 +520,11 @@ impl Engine {
             crate::exec::end_unit(&mut ctx);
             reply
         };
+        // ASKING holds for the next command only, or the transaction it
+        // opens (Redis's `resetClient`).
+        if !std::mem::take(&mut client.asking_kept) && client.multi.is_none() {
+            client.asking = false;
+        }
         if self.state.shutdown_requested {
             // Redis closes the connection without replying to a successful SHUTDOWN.
             return;

@@ -62,6 +62,7 @@
 #![warn(unreachable_pub, missing_docs)]
 
 mod blocked;
+mod cluster;
 mod cmd;
 mod config;
 mod control;
@@ -109,7 +110,7 @@ use net::clients::CloseSignal;
 /// the Redis version whose behaviour it follows, byte for byte.
 pub const REDIS_VERSION: &str = "7.0.15";
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, Config};
+pub use config::{AofConfig, ClusterConfig, Config};
 pub use control::{KeyValue, Keyspace, ServerClock, ServerControl};
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};

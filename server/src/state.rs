@@ -254,6 +254,8 @@ pub struct ServerState {
     /// Who may run the protected commands (fixed at start: the settings
     /// are immutable, as Redis's).
     pub guards: crate::exec::Guards,
+    /// This node's view of the cluster, in cluster mode (`cluster-enabled`).
+    pub(crate) cluster: Option<Box<crate::cluster::Cluster>>,
     pub shared: Arc<Shared>,
 }
 

@@ -235,6 +235,11 @@ pub(crate) enum Verdict {
     Postponed,
     /// A fault rule matched: what it does instead of (or to) the command.
     Fault(&'static CommandSpec, FaultAction),
+    /// Cluster mode: another node serves the keys, or the cluster cannot
+    /// (Redis's `clusterRedirectClient`): inside MULTI the transaction is
+    /// doomed; a redirected EXEC discards it, and its reply is the
+    /// redirection itself, not an EXECABORT.
+    Redirected { spec: &'static CommandSpec, reply: Reply },
 }
 
 /// The state-dependent checks only the engine can make ([`Checks::holds`]).
@@ -243,6 +248,9 @@ pub(crate) trait Holds {
     fn paused(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> bool;
     /// The fault rule that fires for this command, if any.
     fn fault(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> Option<FaultAction>;
+    /// Cluster mode: the redirection or error when this node does not
+    /// serve the command's keys ([`crate::cluster::route`]).
+    fn redirect(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply>;
 }
 
 /// No holds: a connection answering while a script is busy (the pause and
@@ -254,6 +262,9 @@ impl Holds for NoHolds {
         false
     }
     fn fault(&mut self, _: &'static CommandSpec, _: &[Bytes]) -> Option<FaultAction> {
+        None
+    }
+    fn redirect(&mut self, _: &'static CommandSpec, _: &[Bytes]) -> Option<Reply> {
         None
     }
 }
@@ -311,9 +322,13 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         if facts.in_multi && spec.has(flags::NO_MULTI) {
             return refuse(Some(spec), errors::err(errors::NOT_IN_MULTI));
         }
-        // (ACL permissions, cluster redirection and OOM under maxmemory go
-        // here, in this order, as those land.)
-        // 5. MISCONF: a failed background save refuses writes (an EXEC
+        // (ACL permissions go here as they land.)
+        // 5. Cluster mode: the keys' slot is served here.
+        if let Some(reply) = holds.redirect(spec, args) {
+            return Verdict::Redirected { spec, reply };
+        }
+        // (OOM under maxmemory goes here as it lands.)
+        // 6. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
             && (spec.has(flags::WRITE | flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
@@ -321,16 +336,16 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
             return refuse(Some(spec), errors::err(errors::MISCONF));
         }
         // (min-replicas and a read-only replica go here as those land.)
-        // 6. RESP2 subscriber context.
+        // 7. RESP2 subscriber context.
         if facts.subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
             return refuse(Some(spec), errors::not_while_subscribed(spec.name));
         }
-        // 7. Loading the dataset: only commands flagged `loading` (an EXEC
+        // 8. Loading the dataset: only commands flagged `loading` (an EXEC
         // only when everything queued is).
         if facts.loading && !spec.has(flags::LOADING) {
             return refuse(Some(spec), errors::err(errors::LOADING));
         }
-        // 8. A busy script or function: only ALLOW_BUSY commands.
+        // 9. A busy script or function: only ALLOW_BUSY commands.
         if let Some(script) = facts.busy {
             if !spec.has(flags::ALLOW_BUSY) {
                 return refuse(Some(spec), busy::busy(script));
@@ -338,7 +353,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     }
     if checks.holds {
-        // 9. CLIENT PAUSE, then the test-control plane's fault rules.
+        // 10. CLIENT PAUSE, then the test-control plane's fault rules.
         if holds.paused(spec, args) {
             return Verdict::Postponed;
         }
@@ -346,7 +361,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
             return Verdict::Fault(spec, action);
         }
     }
-    // 10. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    // 11. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     if checks.queue && facts.in_multi && !spec.has(flags::TX_CONTROL) {
         return Verdict::Queue(spec);
     }
@@ -399,6 +414,45 @@ impl Holds for EngineHolds<'_, '_> {
         }
         ctx.server.faults.check(spec, args, ctx.client)
     }
+
+    fn redirect(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
+        let ctx = &mut *self.ctx;
+        let cluster = ctx.server.cluster.as_deref()?;
+        let config = &ctx.server.config.cluster;
+        let client = &mut *ctx.client;
+        let commands: Vec<(&'static CommandSpec, &[Bytes])> = if spec.has(flags::EXEC) {
+            // EXEC outside MULTI only answers its own error.
+            let queue = client.multi.as_ref()?;
+            queue
+                .iter()
+                .filter_map(|a| cmd::resolve(a).ok().map(|s| (s, a.as_slice())))
+                .collect()
+        } else {
+            vec![(spec, args)]
+        };
+        let queued_write = commands.iter().any(|(s, _)| s.has(flags::WRITE));
+        let query = crate::cluster::route::Query {
+            spec,
+            commands,
+            queued_write,
+        };
+        let who = crate::cluster::route::ClientFlags {
+            asking: client.asking,
+            readonly: client.cluster_readonly,
+        };
+        let (db, now) = (&ctx.dbs[0], ctx.now);
+        let mut exists = |key: &[u8]| {
+            db.peek(key)
+                .is_some_and(|item| !crate::store::expired(item.expire_at(), now))
+        };
+        match crate::cluster::route::check(cluster, config, &query, who, &mut exists) {
+            Ok(slot) => {
+                client.cluster_slot = slot;
+                None
+            }
+            Err(redirect) => Some(crate::cluster::route::reply(cluster, config, redirect)),
+        }
+    }
 }
 
 /// A client's request on the engine: admission, then the command, queued
@@ -436,6 +490,15 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Reply::status("QUEUED")
         }
         Verdict::Refused { spec, reply } => reject(ctx, spec, reply),
+        Verdict::Redirected { spec, reply } => {
+            observe::rejected(ctx, Some(spec), &reply);
+            if spec.has(flags::EXEC) {
+                cmd::tx::end(ctx);
+            } else if ctx.client.multi.is_some() {
+                ctx.client.multi_failed = true;
+            }
+            reply
+        }
         Verdict::Postponed => crate::blocked::postpone(ctx),
         Verdict::Fault(spec, action) => match action {
             FaultAction::Error(text) => Reply::Error(text.into()),
@@ -492,6 +555,10 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
     let caller = Caller::Script { read_only };
     match admit(caller, args, &Facts::INTERNAL, &mut NoHolds) {
         Verdict::Run(spec) => {
+            if let Some(reply) = script_cluster_check(ctx, spec, args) {
+                observe::rejected(ctx, Some(spec), &reply);
+                return (reply, false);
+            }
             let reply = call(ctx, caller, spec, args);
             let wrote = spec.has(flags::WRITE) && !reply.is_error();
             (reply, wrote)
@@ -500,8 +567,11 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -
             observe::rejected(ctx, spec, &reply);
             (reply, false)
         }
-        // Scripts are never queued, held or faulted (their checks say so).
-        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => (errors::err(errors::INTERNAL), false),
+        // Scripts are never queued, held, faulted or redirected (their
+        // checks say so; their slot check is `script_cluster_check`).
+        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) | Verdict::Redirected { .. } => {
+            (errors::err(errors::INTERNAL), false)
+        }
     }
 }
 
@@ -511,7 +581,49 @@ pub(crate) fn call_control(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match admit(Caller::Control, args, &Facts::INTERNAL, &mut NoHolds) {
         Verdict::Run(spec) => call(ctx, Caller::Control, spec, args),
         Verdict::Refused { reply, .. } => reply,
-        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => errors::err(errors::INTERNAL),
+        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) | Verdict::Redirected { .. } => {
+            errors::err(errors::INTERNAL)
+        }
+    }
+}
+
+/// Cluster mode: a script's command may touch only keys this node serves,
+/// all in one slot — the slot of the keys the script declared, or of the
+/// first it touched (Redis 7.0.15's `scriptVerifyClusterState`). Scripts
+/// flagged `allow-cross-slot-keys` are not told apart yet: they get the
+/// one-slot rule too.
+fn script_cluster_check(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
+    use crate::cluster::route::{self, ClientFlags, Query, Redirect};
+    let cluster = ctx.server.cluster.as_deref()?;
+    let config = &ctx.server.config.cluster;
+    let client = &mut *ctx.client;
+    let query = Query {
+        spec,
+        commands: vec![(spec, args)],
+        queued_write: false,
+    };
+    let who = ClientFlags {
+        asking: client.asking,
+        readonly: client.cluster_readonly,
+    };
+    let (db, now) = (&ctx.dbs[0], ctx.now);
+    let mut exists = |key: &[u8]| {
+        db.peek(key)
+            .is_some_and(|item| !crate::store::expired(item.expire_at(), now))
+    };
+    match route::check(cluster, config, &query, who, &mut exists) {
+        Err(Redirect::DownReadOnly) => Some(errors::err(errors::SCRIPT_CLUSTER_DOWN_READ_ONLY)),
+        Err(Redirect::DownState) => Some(errors::err(errors::SCRIPT_CLUSTER_DOWN)),
+        Err(_) => Some(errors::err(errors::SCRIPT_NON_LOCAL_KEY)),
+        Ok(None) => None,
+        Ok(Some(slot)) => match client.cluster_slot {
+            None => {
+                client.cluster_slot = Some(slot);
+                None
+            }
+            Some(declared) if declared != slot => Some(errors::err(errors::SCRIPT_CROSS_SLOT)),
+            Some(_) => None,
+        },
     }
 }
 

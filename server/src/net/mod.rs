@@ -187,6 +187,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
             e.close_idle_clients();
             e.sample_rates();
             e.persistence_cron();
+            e.cluster_cron();
         }
     }
 }
