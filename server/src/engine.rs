@@ -198,6 +198,83 @@ impl Engine {
         }
     }
 
+    /// The bus's cron (`clusterCron`); returns the links to open, each
+    /// already registered with its sender.
+    pub(crate) fn bus_cron(&mut self) -> Vec<crate::net::bus::Opening> {
+        let now = self.state.clock.now_ms();
+        let config = &self.state.config.cluster;
+        let Some(cluster) = self.state.cluster.as_deref_mut() else {
+            return vec![];
+        };
+        cluster.cron(config, now);
+        let mut out = vec![];
+        for (node, addr) in std::mem::take(&mut cluster.to_connect) {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let id = cluster.add_link(Some(node), false, tx, now);
+            out.push(crate::net::bus::Opening { id, addr, rx });
+        }
+        self.after_bus();
+        out
+    }
+
+    /// A link the bus accepted.
+    pub(crate) fn bus_accepted(&mut self, tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>) -> Option<u64> {
+        let now = self.state.clock.now_ms();
+        let cluster = self.state.cluster.as_deref_mut()?;
+        Some(cluster.add_link(None, true, tx, now))
+    }
+
+    /// A link this node opened connected.
+    pub(crate) fn bus_connected(&mut self, id: u64) {
+        let now = self.state.clock.now_ms();
+        let config = &self.state.config.cluster;
+        if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.link_connected(config, id, now);
+        }
+    }
+
+    /// A link closed (or could not open).
+    pub(crate) fn bus_closed(&mut self, id: u64) {
+        if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.free_link(id);
+        }
+    }
+
+    /// Whether link `id` is still one of the cluster's (a freed link's task ends).
+    pub(crate) fn bus_link_alive(&self, id: u64) -> bool {
+        self.state.cluster.as_deref().is_some_and(|c| c.links.contains_key(&id))
+    }
+
+    /// One message from link `id`.
+    pub(crate) fn bus_message(&mut self, id: u64, msg: &[u8], local: std::net::SocketAddr, peer: std::net::SocketAddr) {
+        let now = self.state.clock.now_ms();
+        let config = &self.state.config.cluster;
+        if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.process(config, id, msg, local, peer, now);
+        }
+        self.after_bus();
+    }
+
+    /// After the bus changed something: messages published elsewhere reach
+    /// this node's subscribers, the nodes file is written when it changed.
+    fn after_bus(&mut self) {
+        let now = self.state.clock.now_ms();
+        let Some(cluster) = self.state.cluster.as_deref_mut() else {
+            return;
+        };
+        let published = std::mem::take(&mut cluster.published);
+        let save = std::mem::take(&mut cluster.dirty_config);
+        if save {
+            cluster.update_state(&self.state.config.cluster, now);
+            if let Err(e) = cluster.save() {
+                tracing::warn!("Fatal: can't update cluster config file: {e}");
+            }
+        }
+        for (channel, message) in published {
+            crate::cmd::pubsub::publish_to(&self.state, None, &channel, &message, now);
+        }
+    }
+
     fn load_rdb_at_start(&mut self) -> std::io::Result<()> {
         if self.state.config.dir.is_empty() {
             return Ok(());

@@ -581,9 +581,7 @@ pub(crate) const CLUSTER_EPOCH_OTHERS_KNOWN: &str =
     "ERR The user can assign a config epoch only when the node does not know any other node.";
 pub(crate) const CLUSTER_EPOCH_NONZERO: &str = "ERR Node config epoch is already non-zero";
 pub(crate) const CLUSTER_RESET_WITH_KEYS: &str = "ERR CLUSTER RESET can't be called with master nodes containing keys";
-/// coordis's own: what waits for the cluster bus and for replication
-/// (README, Cluster).
-pub(crate) const CLUSTER_NO_BUS: &str = "ERR coordis does not speak the cluster bus yet: CLUSTER MEET is not available";
+/// coordis's own: what waits for replication (README, Cluster).
 pub(crate) const CLUSTER_NO_REPLICATION: &str =
     "ERR coordis cluster nodes have no replicas yet: CLUSTER REPLICATE and FAILOVER are not available";
 /// Logged when the nodes file cannot be read (the server does not start).

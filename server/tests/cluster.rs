@@ -226,7 +226,9 @@ fn single_node_commands_match_redis() {
                 "MSET a 1 b 2",
                 "MSET {a}1 x {a}2 y",
                 "CLUSTER COUNTKEYSINSLOT 15495",
-                "CLUSTER GETKEYSINSLOT 15495 1",
+                // One key: Redis lists a slot's keys newest first, coordis in its
+                // table's order.
+                "CLUSTER GETKEYSINSLOT 12182 5",
                 "CLUSTER FLUSHSLOTS",
                 "CLUSTER RESET",
                 "MULTI",
@@ -402,4 +404,225 @@ fn standalone_still_refuses_cluster_commands() {
         );
     }
     assert_eq!(c.command(&["SELECT", "1"]).unwrap(), b"+OK\r\n");
+}
+
+/// A node of a bus test, coordis-server or redis-server, owned by the
+/// test (killed on drop, its directory removed), with its client port
+/// below 55000 and its bus port (+10000) free.
+struct Node {
+    child: std::process::Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+impl Node {
+    fn addr(&self) -> SocketAddr {
+        ([127, 0, 0, 1], self.port).into()
+    }
+
+    fn spec(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn command(&self, args: &[&str]) -> String {
+        String::from_utf8_lossy(&client(self.addr(), false).command(args).unwrap()).into_owned()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Node timeout of the bus tests: short, so failure detection is quick,
+/// and long enough for a handshake on a loaded machine (it times out after
+/// one node timeout).
+const BUS_NODE_TIMEOUT: &str = "3000";
+
+/// Starts a cluster node: `program` is coordis-server or redis-server.
+fn node(program: &str, tag: &str) -> Node {
+    for _ in 0..5 {
+        let dir = TempDir::new(tag);
+        let port = cluster_port();
+        let child = Command::new(program)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", BUS_NODE_TIMEOUT])
+            .arg("--dir")
+            .arg(&dir.0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let node = Node { child, port, _dir: dir };
+        if wait_ping(port) {
+            return node;
+        }
+    }
+    panic!("{program} did not start as a cluster node");
+}
+
+fn wait_ping(port: u16) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Ok(mut c) = RawClient::connect(([127, 0, 0, 1], port).into()) {
+            if c.command(&["PING"]).is_ok_and(|r| r == b"+PONG\r\n") {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// `redis-cli` with `args`; its output. `None` (the test skips loudly)
+/// without redis-cli.
+fn redis_cli(args: &[&str]) -> Option<String> {
+    let out = match Command::new("redis-cli").args(args).output() {
+        Ok(out) => out,
+        Err(_) if !coordis::testing::require_redis() => {
+            eprintln!("\n*** SKIPPED: redis-cli is not on PATH ***\n");
+            return None;
+        }
+        Err(e) => panic!("redis-cli: {e}"),
+    };
+    Some(format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}
+
+fn create(nodes: &[&Node]) -> Option<String> {
+    let specs: Vec<String> = nodes.iter().map(|n| n.spec()).collect();
+    let mut args = vec!["--cluster", "create"];
+    args.extend(specs.iter().map(String::as_str));
+    args.push("--cluster-yes");
+    redis_cli(&args)
+}
+
+/// The three nodes report `cluster_state:ok` and list each other with the
+/// same slots; `redis-cli --cluster check` passes against every one.
+fn assert_formed(nodes: &[&Node]) {
+    for n in nodes {
+        wait_ok(n.addr());
+    }
+    let owners = |n: &Node| {
+        let mut lines: Vec<String> = n
+            .command(&["CLUSTER", "NODES"])
+            .lines()
+            .filter(|l| l.contains(':'))
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                format!("{} {}", f[0], f[8..].join(" "))
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let first = owners(nodes[0]);
+    assert_eq!(first.len(), nodes.len(), "{first:?}");
+    for n in &nodes[1..] {
+        assert_eq!(owners(n), first, "node {} disagrees", n.port);
+    }
+    for n in nodes {
+        let check = redis_cli(&["--cluster", "check", &n.spec()]).unwrap();
+        assert!(
+            check.contains("[OK] All nodes agree about slots configuration."),
+            "{check}"
+        );
+        assert!(check.contains("[OK] All 16384 slots covered."), "{check}");
+    }
+}
+
+#[test]
+fn three_coordis_nodes_form_a_cluster_with_redis_cli() {
+    let nodes: Vec<Node> = (0..3).map(|i| node(BIN, &format!("bus-ours-{i}"))).collect();
+    let refs: Vec<&Node> = nodes.iter().collect();
+    let Some(out) = create(&refs) else {
+        return;
+    };
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
+    assert_formed(&refs);
+    // redis-cli gives the last third of the slots (foo's 12182) to the
+    // third node: the others send clients there.
+    for n in &nodes[..2] {
+        assert_eq!(
+            n.command(&["GET", "foo"]),
+            format!("-MOVED 12182 127.0.0.1:{}\r\n", nodes[2].port)
+        );
+    }
+    assert_eq!(nodes[2].command(&["GET", "foo"]), "$-1\r\n");
+    // PUBLISH reaches a subscriber of another node.
+    let mut sub = client(nodes[2].addr(), false);
+    sub.command(&["SUBSCRIBE", "news"]).unwrap();
+    let published = nodes[0].command(&["PUBLISH", "news", "hello"]);
+    let got = match sub.read_reply() {
+        Ok(got) => String::from_utf8_lossy(&got).into_owned(),
+        Err(e) => panic!(
+            "{e}: PUBLISH answered {published}; {}",
+            nodes[0].command(&["CLUSTER", "NODES"])
+        ),
+    };
+    assert_eq!(got, "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
+    // A stopped primary is PFAIL then FAIL for the others, and the
+    // cluster (a third of the slots lost) goes down.
+    let mut nodes = nodes;
+    let gone = nodes.pop().unwrap();
+    let gone_id = gone.command(&["CLUSTER", "MYID"]);
+    let gone_id = gone_id.lines().nth(1).unwrap().to_string();
+    drop(gone);
+    let start = Instant::now();
+    loop {
+        let view = nodes[0].command(&["CLUSTER", "NODES"]);
+        let line = view.lines().find(|l| l.starts_with(&gone_id)).unwrap().to_string();
+        if line.contains("master,fail ") {
+            break;
+        }
+        assert!(start.elapsed() < STATE_WAIT, "never marked failing: {line}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        nodes[1].command(&["CLUSTER", "INFO"]).contains("cluster_state:fail") || {
+            std::thread::sleep(Duration::from_millis(500));
+            nodes[1].command(&["CLUSTER", "INFO"]).contains("cluster_state:fail")
+        }
+    );
+}
+
+#[test]
+fn a_mixed_cluster_of_coordis_and_redis_agrees_on_slots() {
+    if Command::new("redis-server").arg("--version").output().is_err() {
+        assert!(!coordis::testing::require_redis(), "redis-server is not on PATH");
+        eprintln!("\n*** SKIPPED: redis-server is not on PATH ***\n");
+        return;
+    }
+    let a = node(BIN, "bus-mixed-a");
+    let b = node("redis-server", "bus-mixed-b");
+    let c = node(BIN, "bus-mixed-c");
+    let d = node("redis-server", "bus-mixed-d");
+    let refs = [&a, &b, &c, &d];
+    let Some(out) = create(&refs) else {
+        return;
+    };
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
+    assert_formed(&refs);
+    // Redirections name the owner whichever kind of node answers.
+    for n in refs {
+        let reply = n.command(&["SET", "foo", "bar"]);
+        assert!(
+            reply == "+OK\r\n" || reply.starts_with("-MOVED 12182 127.0.0.1:"),
+            "{reply}"
+        );
+    }
 }

@@ -45,7 +45,7 @@ impl Cluster {
             node.ping_sent,
             node.pong_received,
             self.shown_epoch(node),
-            if node.linked || myself {
+            if node.link.is_some() || myself {
                 "connected"
             } else {
                 "disconnected"

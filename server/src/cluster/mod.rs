@@ -9,6 +9,7 @@
 //! `clusterUpdateState`, on the server clock: from the server's cron and
 //! after every command that changes the slots or the nodes.
 
+pub(crate) mod bus;
 pub(crate) mod conf;
 pub(crate) mod route;
 pub(crate) mod slot;
@@ -27,6 +28,8 @@ pub(crate) mod flag {
     pub(crate) const MYSELF: u16 = 16;
     pub(crate) const HANDSHAKE: u16 = 32;
     pub(crate) const NOADDR: u16 = 64;
+    /// A MEET (not a PING) goes first on the next link to it.
+    pub(crate) const MEET: u16 = 128;
     pub(crate) const NOFAILOVER: u16 = 512;
 
     /// The flags CLUSTER NODES names, in its order.
@@ -100,8 +103,18 @@ pub(crate) struct Node {
     /// last PONG received, as CLUSTER NODES shows them.
     pub ping_sent: u64,
     pub pong_received: u64,
-    /// A bus link to the node is up (CLUSTER NODES `connected`).
-    pub linked: bool,
+    /// The bus link this node opened to it ([`bus`]; CLUSTER NODES
+    /// `connected`) and the one it opened to this node.
+    pub link: Option<bus::LinkId>,
+    pub inbound_link: Option<bus::LinkId>,
+    /// Unix ms: when the node became known (a handshake times out from
+    /// it), when anything last arrived from it, when it was marked FAIL.
+    pub ctime: u64,
+    pub data_received: u64,
+    pub fail_time: u64,
+    /// Primaries that reported it unreachable, and when (Redis's
+    /// `fail_reports`): enough of them turn PFAIL into FAIL.
+    pub fail_reports: Vec<(NodeRef, u64)>,
 }
 
 impl Node {
@@ -119,7 +132,12 @@ impl Node {
             slaveof: None,
             ping_sent: 0,
             pong_received: 0,
-            linked: false,
+            link: None,
+            inbound_link: None,
+            ctime: 0,
+            data_received: 0,
+            fail_time: 0,
+            fail_reports: Vec::new(),
         }
     }
 
@@ -184,6 +202,20 @@ pub(crate) struct Cluster {
     /// Holds the nodes file's lock while the server runs: two nodes must
     /// never share one file (Redis's `clusterLockConfig`).
     lock: Option<std::fs::File>,
+    /// The bus's links and what they wait to send ([`bus`]).
+    pub(crate) links: std::collections::HashMap<bus::LinkId, bus::Link>,
+    next_link: bus::LinkId,
+    /// Links the bus task must open (the I/O side takes them).
+    pub(crate) to_connect: Vec<(NodeRef, std::net::SocketAddr)>,
+    /// Forgotten nodes and until when they stay forgotten (Redis's
+    /// `nodes_black_list`): gossip does not bring them back meanwhile.
+    pub(crate) blacklist: Vec<(String, u64)>,
+    /// Cron ticks so far (every tenth pings a random node).
+    pub(crate) iteration: u64,
+    /// Something changed that the nodes file must get.
+    pub(crate) dirty_config: bool,
+    /// Messages from the bus for this node's subscribers (PUBLISH).
+    pub(crate) published: Vec<(bytes::Bytes, bytes::Bytes)>,
 }
 
 impl Cluster {
@@ -214,6 +246,13 @@ impl Cluster {
             received: [0; MESSAGE_TYPES.len()],
             path,
             lock: None,
+            links: Default::default(),
+            next_link: 1,
+            to_connect: Vec::new(),
+            blacklist: Vec::new(),
+            iteration: 0,
+            dirty_config: false,
+            published: Vec::new(),
         }
     }
 
@@ -273,6 +312,18 @@ impl Cluster {
     /// Forgets `node`: its slots become unassigned, open slots pointing at
     /// it close, its replicas lose their primary (Redis's `clusterDelNode`).
     pub(crate) fn remove_node(&mut self, node: NodeRef) {
+        let links: Vec<bus::LinkId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.node == Some(node))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in links {
+            self.free_link(id);
+        }
+        for n in &mut self.nodes {
+            n.fail_reports.retain(|(r, _)| *r != node);
+        }
         for table in [&mut self.slots, &mut self.migrating_to, &mut self.importing_from] {
             for s in table.iter_mut() {
                 if *s == Some(node) {

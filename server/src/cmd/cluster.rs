@@ -529,18 +529,22 @@ fn forget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if cluster.me().is_slave() && cluster.me().slaveof == Some(n) {
         return err(errors::CLUSTER_FORGET_MASTER);
     }
+    let name = cluster.node(n).name.clone();
+    cluster.blacklist_add(&name, ctx.now);
     cluster.remove_node(n);
     changed(ctx);
     Reply::Ok
 }
 
 fn count_failure_reports(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let cluster = cluster!(ctx);
-    if cluster.lookup(&args[2]).is_none() {
+    let config = &ctx.server.config.cluster;
+    let Some(cluster) = ctx.server.cluster.as_deref_mut() else {
+        return cluster_disabled(ctx, &[]);
+    };
+    let Some(n) = cluster.lookup(&args[2]) else {
         return unknown_node("Unknown node", &args[2]);
-    }
-    // Failure reports arrive over the bus.
-    Reply::Int(0)
+    };
+    Reply::Int(cluster.count_failure_reports(config, n, ctx.now) as i64)
 }
 
 fn replicas(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -620,9 +624,29 @@ fn reset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn links(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    cluster!(ctx);
-    // Links are the bus's: none without it.
-    Reply::Array(vec![])
+    let cluster = cluster!(ctx);
+    let mut out = vec![];
+    for n in &cluster.nodes {
+        for id in [n.link, n.inbound_link].into_iter().flatten() {
+            let Some(link) = cluster.links.get(&id) else {
+                continue;
+            };
+            // Messages are handed to the link's writer at once: nothing
+            // waits in a send buffer of the engine's.
+            out.push(Reply::Map(vec![
+                (
+                    Reply::bulk("direction"),
+                    Reply::bulk(if link.inbound { "from" } else { "to" }),
+                ),
+                (Reply::bulk("node"), Reply::Bulk(Bytes::from(n.name.clone()))),
+                (Reply::bulk("create-time"), Reply::Int(link.ctime as i64)),
+                (Reply::bulk("events"), Reply::bulk("r")),
+                (Reply::bulk("send-buffer-allocated"), Reply::Int(0)),
+                (Reply::bulk("send-buffer-used"), Reply::Int(0)),
+            ]));
+        }
+    }
+    Reply::Array(out)
 }
 
 fn meet(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -662,7 +686,13 @@ fn meet(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             .into(),
         );
     }
-    err(errors::CLUSTER_NO_BUS)
+    let ip: std::net::IpAddr = String::from_utf8_lossy(&args[2]).parse().expect("checked above");
+    let now = ctx.now;
+    let cluster = cluster!(ctx);
+    // A handshake already under way with that address is not an error.
+    cluster.start_handshake(&ip.to_string(), port as u16, cport as u16, now);
+    changed(ctx);
+    Reply::Ok
 }
 
 fn help(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

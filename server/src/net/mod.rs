@@ -6,6 +6,7 @@
 //! running out of file descriptors) are logged and retried after a short
 //! back-off; they never stop the server.
 
+pub(crate) mod bus;
 pub(crate) mod clients;
 pub(crate) mod listeners;
 
@@ -71,6 +72,8 @@ pub(crate) struct Bound {
     pub engine: Arc<Mutex<Engine>>,
     /// Holds the listening sockets too (CONFIG SET rebinds them).
     shared: Arc<Shared>,
+    /// Cluster mode: the bus's listener ([`bus`]).
+    bus: Option<tokio::net::TcpListener>,
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
@@ -78,6 +81,24 @@ pub(crate) struct Bound {
 pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<CloseSignal>) -> io::Result<Bound> {
     let shared = Arc::new(Shared::default());
     let addr = shared.listeners.bind_at_start(&config.bind, config.port).await?;
+    let bus = if config.cluster.enabled {
+        let port = if config.cluster.port != 0 {
+            config.cluster.port
+        } else {
+            addr.port().checked_add(crate::cluster::PORT_INCR).ok_or_else(|| {
+                io::Error::other(
+                    "Redis port number too high. Cluster communication port is 10,000 port numbers higher \
+                     than your Redis port. Your Redis port number must be 55535 or less.",
+                )
+            })?
+        };
+        let listener = tokio::net::TcpListener::bind((addr.ip(), port))
+            .await
+            .inspect_err(|_| tracing::warn!("Failed listening on port {port} (cluster), aborting."))?;
+        Some(listener)
+    } else {
+        None
+    };
     let mut engine = Engine::new(config, clock.clone(), addr.port(), shared.clone(), shutdown);
     engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
@@ -87,6 +108,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         clock,
         engine,
         shared,
+        bus,
     })
 }
 
@@ -97,6 +119,9 @@ impl Bound {
         let (shared, engine) = (self.shared.clone(), self.engine.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
         let expiry = tokio::spawn(active_expiry(engine.clone(), stop_rx.clone()));
+        let bus = self
+            .bus
+            .map(|l| tokio::spawn(bus::serve(engine.clone(), l, stop_rx.clone())));
         let timer = tokio::spawn(blocked_timeouts(
             engine.clone(),
             shared.clone(),
@@ -157,6 +182,9 @@ impl Bound {
             while accepts.join_next().await.is_some() {}
             let _ = expiry.await;
             let _ = timer.await;
+            if let Some(bus) = bus {
+                let _ = bus.await;
+            }
         })
         .await;
         if drained.is_err() {
