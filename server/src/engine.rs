@@ -211,6 +211,9 @@ impl Engine {
         for (node, addr) in std::mem::take(&mut cluster.to_connect) {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             let id = cluster.add_link(Some(node), false, tx, now);
+            // Queued before the connection opens, as Redis queues it: a
+            // node that cannot be reached has a PING pending, and fails.
+            cluster.link_created(config, id, now);
             out.push(crate::net::bus::Opening { id, addr, rx });
         }
         self.after_bus();
@@ -222,15 +225,6 @@ impl Engine {
         let now = self.state.clock.now_ms();
         let cluster = self.state.cluster.as_deref_mut()?;
         Some(cluster.add_link(None, true, tx, now))
-    }
-
-    /// A link this node opened connected.
-    pub(crate) fn bus_connected(&mut self, id: u64) {
-        let now = self.state.clock.now_ms();
-        let config = &self.state.config.cluster;
-        if let Some(cluster) = self.state.cluster.as_deref_mut() {
-            cluster.link_connected(config, id, now);
-        }
     }
 
     /// A link closed (or could not open).

@@ -305,7 +305,18 @@ const TWO_PRIMARIES: &[&str] = &[
 
 #[test]
 fn slot_rules_with_a_second_primary_match_redis() {
-    let other = cluster_port();
+    // The other primary's ports stay bound (and silent) for the whole
+    // test: no other test's node may take them and answer for it.
+    let (other, _held) = loop {
+        let port = cluster_port();
+        let held = (
+            std::net::TcpListener::bind(("127.0.0.1", port)),
+            std::net::TcpListener::bind(("127.0.0.1", port + 1)),
+        );
+        if let (Ok(a), Ok(b)) = held {
+            break (port, (a, b));
+        }
+    };
     let redis_dir = TempDir::new("cluster-redis-two");
     two_primaries(&redis_dir, other);
     let bus = cluster_port().to_string();

@@ -385,9 +385,10 @@ impl Cluster {
         }
     }
 
-    /// An outbound link connected: the first MEET or PING goes out
-    /// (the end of `clusterLinkConnectHandler`).
-    pub(crate) fn link_connected(&mut self, config: &ClusterConfig, id: LinkId, now: u64) {
+    /// A link this node opens: its first MEET or PING is queued at once
+    /// (`clusterNodeCronHandleReconnect`), so a node that cannot be reached
+    /// has a PING pending and turns PFAIL after the node timeout.
+    pub(crate) fn link_created(&mut self, config: &ClusterConfig, id: LinkId, now: u64) {
         let Some(n) = self.links.get(&id).and_then(|l| l.node) else {
             return;
         };

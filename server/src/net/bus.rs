@@ -65,7 +65,6 @@ async fn open_link(engine: Arc<Mutex<Engine>>, o: Opening, stop: watch::Receiver
     match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(o.addr)).await {
         Ok(Ok(stream)) => {
             let _ = stream.set_nodelay(true);
-            engine.lock().bus_connected(o.id);
             run_link(engine, o.id, stream, o.rx, stop).await;
         }
         _ => engine.lock().bus_closed(o.id),
