@@ -170,6 +170,8 @@ pub struct Config {
     pub aof: AofConfig,
     /// The replication directives of a primary ([`ReplConfig`]).
     pub repl: ReplConfig,
+    /// The `cluster-*` directives (see `crate::cluster`).
+    pub cluster: ClusterConfig,
     /// `dir`: where SAVE writes and startup reads `dbfilename`.
     pub dir: String,
     /// `dbfilename`: the RDB file's name inside `dir` (default `dump.rdb`).
@@ -285,6 +287,40 @@ pub struct ReplConfig {
     pub min_replicas_max_lag: u64,
 }
 
+/// The cluster directives coordis acts on, with Redis 7.0.15's defaults
+/// (see `crate::cluster` for what each does).
+#[derive(Clone, Debug, Default)]
+pub struct ClusterConfig {
+    /// `cluster-enabled`: the node is a cluster node (slot checks, the
+    /// CLUSTER commands, the nodes file). Default no.
+    pub enabled: bool,
+    /// `cluster-config-file`: the nodes file, relative to `dir`. Default `nodes.conf`.
+    pub config_file: String,
+    /// `cluster-port`: the bus port; 0 (the default) is the client port + 10000.
+    pub port: u16,
+    /// `cluster-node-timeout`, ms: a peer silent this long is suspected. Default 15000.
+    pub node_timeout: u64,
+    /// `cluster-announce-ip`: the address peers and redirections name (empty: learned from peers).
+    pub announce_ip: String,
+    /// `cluster-announce-hostname`: shown with the address when set.
+    pub announce_hostname: String,
+    /// `cluster-announce-port` / `-bus-port`: 0 means the ports listened on.
+    pub announce_port: u16,
+    /// `cluster-announce-bus-port`: 0 means the bus port listened on.
+    pub announce_bus_port: u16,
+    /// `cluster-preferred-endpoint-type`: `ip`, `hostname` or `unknown-endpoint`.
+    pub preferred_endpoint_type: String,
+    /// `cluster-require-full-coverage`: an unserved slot takes the cluster down. Default yes.
+    pub require_full_coverage: bool,
+    /// `cluster-allow-reads-when-down`: reads are served while the cluster is down. Default no.
+    pub allow_reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`: sharded pub/sub goes on while down. Default yes.
+    pub allow_pubsubshard_when_down: bool,
+    /// `cluster-allow-replica-migration`: a primary left without slots
+    /// becomes a replica of the node that took its last one. Default yes.
+    pub allow_replica_migration: bool,
+}
+
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
 /// `persist::aof` for what each does).
 #[derive(Clone, Debug, Default)]
@@ -367,6 +403,7 @@ impl Default for Config {
             aof: AofConfig::default(),
             tls: TlsConfig::default(),
             repl: ReplConfig::default(),
+            cluster: ClusterConfig::default(),
             dir: String::new(),
             dbfilename: String::new(),
             save_points: Vec::new(),
@@ -1144,6 +1181,22 @@ macro_rules! tls {
     };
 }
 
+/// A [`Store::Field`] for a field of [`ClusterConfig`].
+macro_rules! cluster {
+    ($f:ident) => {
+        Store::Field {
+            set: |c, v| c.cluster.$f = v.parse().expect("checked by the directive's kind"),
+            get: |c| c.cluster.$f.to_string(),
+        }
+    };
+    (bool $f:ident) => {
+        Store::Field {
+            set: |c, v| c.cluster.$f = v == "yes",
+            get: |c| yes_no(c.cluster.$f),
+        }
+    };
+}
+
 const I32: i64 = i32::MAX as i64;
 /// The smallest replication backlog Redis resizes to (16 KB).
 const REPL_BACKLOG_MIN: u64 = 16 * 1024;
@@ -1255,11 +1308,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("unixsocket", "", Text, Store::Ignored).immutable(),
     row("unixsocketperm", "0", Kind::Custom(check_octal_perm), Store::Ignored).immutable(),
     row("replica-read-only", "yes", Bool, replica!(bool read_only)).alias(&["slave-read-only"]),
-    row("repl-diskless-sync", "yes", Bool, Store::Ignored),
-    row("unixsocketperm", "0", Int { min: 0, max: 0o777 }, Store::Ignored).immutable(),
-    row("replica-read-only", "yes", Bool, Store::Ignored).alias(&["slave-read-only"]),
     row("repl-diskless-sync", "yes", Bool, repl!(bool diskless_sync)),
-    row("cluster-enabled", "no", Bool, Store::Ignored).immutable(),
+    row("cluster-enabled", "no", Bool, cluster!(bool enabled)).immutable(),
     row("activerehashing", "yes", Bool, Store::Ignored),
     row("dynamic-hz", "yes", Bool, Store::Ignored),
     row("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
@@ -1340,22 +1390,22 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("min-replicas-to-write", "0", Int { min: 0, max: I32 }, repl!(min_replicas_to_write)).alias(&["min-slaves-to-write"]),
     row("min-replicas-max-lag", "10", Int { min: 0, max: I32 }, repl!(min_replicas_max_lag)).alias(&["min-slaves-max-lag"]),
     // Cluster.
-    row("cluster-config-file", "nodes.conf", Text, Store::Ignored).immutable(),
-    row("cluster-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).immutable(),
-    row("cluster-node-timeout", "15000", Int { min: 0, max: LONG }, Store::Ignored),
-    row("cluster-announce-ip", "", Text, Store::Ignored),
-    row("cluster-announce-hostname", "", Kind::Custom(check_hostname), Store::Ignored),
-    row("cluster-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
-    row("cluster-announce-bus-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
+    row("cluster-config-file", "nodes.conf", Text, cluster!(config_file)).immutable(),
+    row("cluster-port", "0", Int { min: 0, max: 65535 }, cluster!(port)).immutable(),
+    row("cluster-node-timeout", "15000", Int { min: 0, max: LONG }, cluster!(node_timeout)),
+    row("cluster-announce-ip", "", Text, cluster!(announce_ip)),
+    row("cluster-announce-hostname", "", Kind::Custom(check_hostname), cluster!(announce_hostname)),
+    row("cluster-announce-port", "0", Int { min: 0, max: 65535 }, cluster!(announce_port)),
+    row("cluster-announce-bus-port", "0", Int { min: 0, max: 65535 }, cluster!(announce_bus_port)),
     row("cluster-announce-tls-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
-    row("cluster-preferred-endpoint-type", "ip", Enum(&["ip", "hostname", "unknown-endpoint"]), Store::Ignored),
-    row("cluster-require-full-coverage", "yes", Bool, Store::Ignored),
+    row("cluster-preferred-endpoint-type", "ip", Enum(&["ip", "hostname", "unknown-endpoint"]), cluster!(preferred_endpoint_type)),
+    row("cluster-require-full-coverage", "yes", Bool, cluster!(bool require_full_coverage)),
     row("cluster-replica-no-failover", "no", Bool, Store::Ignored).alias(&["cluster-slave-no-failover"]),
     row("cluster-replica-validity-factor", "10", Int { min: 0, max: I32 }, Store::Ignored).alias(&["cluster-slave-validity-factor"]),
     row("cluster-migration-barrier", "1", Int { min: 0, max: I32 }, Store::Ignored),
-    row("cluster-allow-replica-migration", "yes", Bool, Store::Ignored),
-    row("cluster-allow-reads-when-down", "no", Bool, Store::Ignored),
-    row("cluster-allow-pubsubshard-when-down", "yes", Bool, Store::Ignored),
+    row("cluster-allow-replica-migration", "yes", Bool, cluster!(bool allow_replica_migration)),
+    row("cluster-allow-reads-when-down", "no", Bool, cluster!(bool allow_reads_when_down)),
+    row("cluster-allow-pubsubshard-when-down", "yes", Bool, cluster!(bool allow_pubsubshard_when_down)),
     row("cluster-link-sendbuf-limit", "0", Memory { min: 0, max: u64::MAX as i128 }, Store::Ignored),
     // TLS (coordis serves none: see `Effect::Tls`).
     row("tls-port", "0", Int { min: 0, max: 65535 }, tls!(port)).effect(Effect::Tls),
@@ -1884,7 +1934,7 @@ mod tests {
         std::fs::create_dir_all(root.join("conf.d")).unwrap();
         std::fs::create_dir_all(root.join("empty.d")).unwrap();
         std::fs::write(root.join("conf.d/a.conf"), "maxclients 11\nhz 12\n").unwrap();
-        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nreplica-priority 14\n").unwrap();
+        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nsocket-mark-id 14\n").unwrap();
         std::fs::write(root.join("conf.d/skip.txt"), "hz 99\n").unwrap();
         std::fs::write(root.join("one.conf"), "databases 5\n").unwrap();
         let main = root.join("main.conf");
@@ -1892,7 +1942,7 @@ mod tests {
             &main,
             format!(
                 "dir {}\ninclude one.conf\ninclude conf.d/*.conf\ninclude empty.d/*.conf\n\
-                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nreplica-priority 15\nreplica-priority 16\n",
+                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nsocket-mark-id 15\nsocket-mark-id 16\n",
                 root.display()
             ),
         )
@@ -1900,9 +1950,9 @@ mod tests {
         let mut warnings = vec![];
         let c = Config::from_args(&args(&[main.to_str().unwrap()]), &mut |w| warnings.push(w)).unwrap();
         assert_eq!((c.databases, c.maxclients, c.hz), (5, 13, 12));
-        assert_eq!(c.ignored["replica-priority"], "16");
+        assert_eq!(c.ignored["socket-mark-id"], "16");
         assert_eq!(c.config_file, main.display().to_string());
-        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'replica-priority'")).collect();
+        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'socket-mark-id'")).collect();
         assert_eq!(repl.len(), 1, "{warnings:?}");
         let missing = root.join("missing.conf");
         std::fs::write(&missing, "include nowhere.conf\n").unwrap();

@@ -145,6 +145,7 @@ impl Engine {
                 bgsave: Default::default(),
                 guards,
                 acl,
+                cluster: None,
                 shared,
             },
             server_shutdown,
@@ -160,6 +161,7 @@ impl Engine {
     /// server in the loading state until [`Engine::finish_load`]. A missing
     /// file is an empty start; an unreadable one is an error (Redis exits).
     pub(crate) fn load_at_start(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        self.start_cluster()?;
         self.load_acl_at_start().map_err(std::io::Error::other)?;
         if !self.state.config.aof.enabled && !self.state.config.dir.is_empty() {
             if let Some(bytes) = crate::persist::rdb::disk::read_file(&self.state.config)? {
@@ -233,6 +235,129 @@ impl Engine {
         }
         state.sync_auth();
         Ok(())
+    }
+
+    /// In cluster mode, this node's view of the cluster from its nodes
+    /// file, or a fresh one written there (Redis's `clusterInit`): the file
+    /// is locked for the life of the server.
+    fn start_cluster(&mut self) -> std::io::Result<()> {
+        let config = &self.state.config;
+        if !config.cluster.enabled {
+            return Ok(());
+        }
+        let file = std::path::Path::new(&config.cluster.config_file);
+        let path = if file.is_absolute() || config.dir.is_empty() {
+            file.to_path_buf()
+        } else {
+            std::path::Path::new(&config.dir).join(file)
+        };
+        let fail = |why: String| {
+            tracing::warn!("{why}");
+            std::io::Error::other(why)
+        };
+        let mut cluster = match crate::cluster::Cluster::load(path.clone()).map_err(fail)? {
+            Some(cluster) => cluster,
+            None => {
+                let cluster = crate::cluster::Cluster::fresh(path.clone());
+                tracing::info!("No cluster configuration found, I'm {}", cluster.me().name);
+                // As Redis, written before the ports are known.
+                cluster
+                    .save()
+                    .map_err(|e| fail(format!("Fatal: can't update cluster config file: {e}")))?;
+                cluster
+            }
+        };
+        cluster.lock_file().map_err(|e| {
+            fail(format!(
+                "Sorry, the cluster configuration file {} is already used by a different Redis Cluster node. \
+                 Please make sure that different nodes use different cluster configuration files. ({e})",
+                path.display()
+            ))
+        })?;
+        cluster.set_my_ports(&self.state.config.cluster, self.state.port);
+        self.state.cluster = Some(Box::new(cluster));
+        Ok(())
+    }
+
+    /// The cluster's periodic work (part of Redis's `clusterCron`): the
+    /// state check.
+    pub(crate) fn cluster_cron(&mut self) {
+        let now = self.state.clock.now_ms();
+        let config = &self.state.config.cluster;
+        if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.update_state(config, now);
+        }
+    }
+
+    /// The bus's cron (`clusterCron`); returns the links to open, each
+    /// already registered with its sender.
+    pub(crate) fn bus_cron(&mut self) -> Vec<crate::net::bus::Opening> {
+        let now = self.state.clock.now_ms();
+        let config = &self.state.config.cluster;
+        let Some(cluster) = self.state.cluster.as_deref_mut() else {
+            return vec![];
+        };
+        cluster.cron(config, now);
+        let mut out = vec![];
+        for (node, addr) in std::mem::take(&mut cluster.to_connect) {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let id = cluster.add_link(Some(node), false, tx, now);
+            // Queued before the connection opens, as Redis queues it: a
+            // node that cannot be reached has a PING pending, and fails.
+            cluster.link_created(config, id, now);
+            out.push(crate::net::bus::Opening { id, addr, rx });
+        }
+        self.after_bus();
+        out
+    }
+
+    /// A link the bus accepted.
+    pub(crate) fn bus_accepted(&mut self, tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>) -> Option<u64> {
+        let now = self.state.clock.now_ms();
+        let cluster = self.state.cluster.as_deref_mut()?;
+        Some(cluster.add_link(None, true, tx, now))
+    }
+
+    /// A link closed (or could not open).
+    pub(crate) fn bus_closed(&mut self, id: u64) {
+        if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.free_link(id);
+        }
+    }
+
+    /// Whether link `id` is still one of the cluster's (a freed link's task ends).
+    pub(crate) fn bus_link_alive(&self, id: u64) -> bool {
+        self.state.cluster.as_deref().is_some_and(|c| c.links.contains_key(&id))
+    }
+
+    /// One message from link `id`.
+    pub(crate) fn bus_message(&mut self, id: u64, msg: &[u8], local: std::net::SocketAddr, peer: std::net::SocketAddr) {
+        let now = self.state.clock.now_ms();
+        let config = &self.state.config.cluster;
+        if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.process(config, id, msg, local, peer, now);
+        }
+        self.after_bus();
+    }
+
+    /// After the bus changed something: messages published elsewhere reach
+    /// this node's subscribers, the nodes file is written when it changed.
+    fn after_bus(&mut self) {
+        let now = self.state.clock.now_ms();
+        let Some(cluster) = self.state.cluster.as_deref_mut() else {
+            return;
+        };
+        let published = std::mem::take(&mut cluster.published);
+        let save = std::mem::take(&mut cluster.dirty_config);
+        if save {
+            cluster.update_state(&self.state.config.cluster, now);
+            if let Err(e) = cluster.save() {
+                tracing::warn!("Fatal: can't update cluster config file: {e}");
+            }
+        }
+        for (channel, message) in published {
+            crate::cmd::pubsub::publish_to(&self.state, None, &channel, &message, now);
+        }
     }
 
     /// Loads `dir/dbfilename` under the lock (a staged crash's restart).
@@ -623,6 +748,11 @@ impl Engine {
             crate::exec::end_unit(&mut ctx);
             reply
         };
+        // ASKING holds for the next command only, or the transaction it
+        // opens (Redis's `resetClient`).
+        if !std::mem::take(&mut client.asking_kept) && client.multi.is_none() {
+            client.asking = false;
+        }
         if self.state.shutdown_requested {
             // Redis closes the connection without replying to a successful SHUTDOWN.
             return;

@@ -616,6 +616,46 @@ pub(crate) const MALLOC_STATS_UNSUPPORTED: &str = "Stats not supported for the c
 
 // A standalone server without modules (cmd/cluster.rs).
 pub(crate) const CLUSTER_DISABLED: &str = "ERR This instance has cluster support disabled";
+
+// Cluster mode (Redis 7.0.15's cluster.c, db.c and script.c texts).
+pub(crate) const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+pub(crate) const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
+pub(crate) const CLUSTERDOWN: &str = "CLUSTERDOWN The cluster is down";
+pub(crate) const CLUSTERDOWN_READ_ONLY: &str = "CLUSTERDOWN The cluster is down and only accepts read commands";
+pub(crate) const CLUSTERDOWN_UNBOUND: &str = "CLUSTERDOWN Hash slot not served";
+pub(crate) const SCRIPT_CLUSTER_DOWN_READ_ONLY: &str =
+    "ERR Script attempted to execute a write command while the cluster is down and readonly";
+pub(crate) const SCRIPT_CLUSTER_DOWN: &str = "ERR Script attempted to execute a command while the cluster is down";
+pub(crate) const SCRIPT_NON_LOCAL_KEY: &str = "ERR Script attempted to access a non local key in a cluster node";
+pub(crate) const SCRIPT_CROSS_SLOT: &str = "ERR Script attempted to access keys that do not hash to the same slot";
+pub(crate) const SELECT_IN_CLUSTER: &str = "ERR SELECT is not allowed in cluster mode";
+pub(crate) const MOVE_IN_CLUSTER: &str = "ERR MOVE is not allowed in cluster mode";
+pub(crate) const SWAPDB_IN_CLUSTER: &str = "ERR SWAPDB is not allowed in cluster mode";
+pub(crate) const CLUSTER_BAD_SLOT: &str = "ERR Invalid or out of range slot";
+pub(crate) const CLUSTER_INVALID_SLOT: &str = "ERR Invalid slot";
+pub(crate) const CLUSTER_INVALID_SLOT_OR_COUNT: &str = "ERR Invalid slot or number of keys";
+pub(crate) const CLUSTER_FLUSHSLOTS_NOT_EMPTY: &str = "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.";
+pub(crate) const CLUSTER_SETSLOT_ON_REPLICA: &str = "ERR Please use SETSLOT only with masters.";
+pub(crate) const CLUSTER_TARGET_NOT_MASTER: &str = "ERR Target node is not a master";
+pub(crate) const CLUSTER_SETSLOT_SYNTAX: &str =
+    "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
+pub(crate) const CLUSTER_FORGET_MYSELF: &str = "ERR I tried hard but I can't forget myself...";
+pub(crate) const CLUSTER_FORGET_MASTER: &str = "ERR Can't forget my master!";
+pub(crate) const CLUSTER_REPLICATE_MYSELF: &str = "ERR Can't replicate myself";
+pub(crate) const CLUSTER_REPLICATE_REPLICA: &str = "ERR I can only replicate a master, not a replica.";
+pub(crate) const CLUSTER_REPLICATE_NOT_EMPTY: &str =
+    "ERR To set a master the node must be empty and without assigned slots.";
+pub(crate) const CLUSTER_NOT_A_MASTER: &str = "ERR The specified node is not a master";
+pub(crate) const CLUSTER_FAILOVER_ON_MASTER: &str = "ERR You should send CLUSTER FAILOVER to a replica";
+pub(crate) const CLUSTER_EPOCH_OTHERS_KNOWN: &str =
+    "ERR The user can assign a config epoch only when the node does not know any other node.";
+pub(crate) const CLUSTER_EPOCH_NONZERO: &str = "ERR Node config epoch is already non-zero";
+pub(crate) const CLUSTER_RESET_WITH_KEYS: &str = "ERR CLUSTER RESET can't be called with master nodes containing keys";
+/// coordis's own: what waits for replication (README, Cluster).
+pub(crate) const CLUSTER_NO_REPLICATION: &str =
+    "ERR coordis cluster nodes have no replicas yet: CLUSTER REPLICATE and FAILOVER are not available";
+/// Logged when the nodes file cannot be read (the server does not start).
+pub(crate) const CLUSTER_CONFIG_CORRUPTED: &str = "Unrecoverable error: corrupted cluster config file.";
 pub(crate) const MODULE_DISABLED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 pub(crate) const MODULE_LOAD_FAILED: &str = "ERR Error loading the extension. Please check the server logs.";
 pub(crate) const MODULE_UNLOAD_FAILED: &str = "ERR Error unloading module: no such module with that name";

@@ -272,6 +272,8 @@ pub struct ServerState {
     pub guards: crate::exec::Guards,
     /// ACL users and the ACL log.
     pub(crate) acl: crate::acl::Acl,
+    /// This node's view of the cluster, in cluster mode (`cluster-enabled`).
+    pub(crate) cluster: Option<Box<crate::cluster::Cluster>>,
     pub shared: Arc<Shared>,
 }
 

@@ -103,6 +103,11 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async move {
         let bind = config.bind.join(" ");
         let port = config.port;
+        let mode = if config.cluster.enabled {
+            "cluster"
+        } else {
+            "standalone"
+        };
         let port_file = (!config.port_file.is_empty()).then(|| std::path::PathBuf::from(&config.port_file));
         let served = coordis::Builder::from_config(config)
             .serve(
@@ -110,7 +115,7 @@ fn main() -> ExitCode {
                     let _ = signalled.await;
                 },
                 |addr, tls_addr| {
-                    tracing::info!("Running mode=standalone, port={}.", addr.port());
+                    tracing::info!("Running mode={mode}, port={}.", addr.port());
                     tracing::warn!("Server initialized");
                     tracing::info!("Ready to accept connections");
                     announce(addr, tls_addr, port_file.as_deref());

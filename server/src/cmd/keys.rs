@@ -376,6 +376,9 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// MOVE key db: the key with its TTL, unless the target has it already.
 fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.server.cluster.is_some() {
+        return errors::err(errors::MOVE_IN_CLUSTER);
+    }
     let target_db = tri!(db_index(&args[2], ctx.dbs.len()));
     if target_db == ctx.client.db {
         return err(errors::SAME_OBJECT);

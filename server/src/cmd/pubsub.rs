@@ -346,6 +346,11 @@ pub(crate) fn publish_expired(
 /// Redis forces it outside a cluster, so their subscribers hear it too.
 fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let receivers = publish_to(ctx.server, Some(ctx.client), &args[1], &args[2], ctx.now);
+    // Cluster mode: every node delivers it to its own subscribers.
+    let config = &ctx.server.config.cluster;
+    if let Some(cluster) = ctx.server.cluster.as_deref_mut() {
+        cluster.broadcast_publish(config, &args[1], &args[2]);
+    }
     ctx.force_propagation_to_replicas();
     Reply::Int(receivers as i64)
 }

@@ -222,6 +222,9 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// SELECT changes no data and is never an effect itself: the feed writes a
 /// SELECT before any effect whose database differs from the last one.
 fn select(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.server.cluster.is_some() && super::args::int(&args[1]).is_ok_and(|db| db != 0) {
+        return errors::err(errors::SELECT_IN_CLUSTER);
+    }
     ctx.client.db = tri!(db_index(&args[1], ctx.dbs.len()));
     Reply::Ok
 }
@@ -246,6 +249,8 @@ fn reset(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     crate::tracking::disable(ctx.server, ctx.client);
     ctx.server.monitors.retain(|&id| id != ctx.client.id);
     ctx.client.monitor = false;
+    ctx.client.asking = false;
+    ctx.client.cluster_readonly = false;
     ctx.client.db = 0;
     ctx.client.resp3 = false;
     ctx.client.name = None;
@@ -1151,6 +1156,9 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.server.cluster.is_some() {
+        return errors::err(errors::SWAPDB_IN_CLUSTER);
+    }
     // Each index must be a C int (Redis's getIntFromObject).
     let int = |a: &[u8]| num::parse_i64(a).filter(|n| i32::try_from(*n).is_ok());
     let Some(a) = int(&args[1]) else {
@@ -1412,8 +1420,9 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     let mut parts: Vec<String> = vec![];
     if want("server") {
         parts.push(format!(
-            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
+            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
             REDIS_VERSION,
+            if s.cluster.is_some() { "cluster" } else { "standalone" },
             crate::process::os_name(),
             std::process::id(),
             s.run_id,
@@ -1541,7 +1550,8 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         parts.push(ctx.server.observe.latencystats());
     }
     if want("cluster") {
-        parts.push("# Cluster\r\ncluster_enabled:0\r\n".to_string());
+        let enabled = u8::from(ctx.server.cluster.is_some());
+        parts.push(format!("# Cluster\r\ncluster_enabled:{enabled}\r\n"));
     }
     if want("keyspace") {
         let mut text = String::from("# Keyspace\r\n");

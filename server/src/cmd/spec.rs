@@ -56,6 +56,13 @@ pub mod flags {
     /// Refused while a replica loads its data asynchronously; coordis has
     /// no replication, so only COMMAND INFO shows it.
     pub const NO_ASYNC_LOADING: u32 = 1 << 17;
+    /// Redis's `asking`: served in an importing slot without ASKING first
+    /// (RESTORE-ASKING).
+    pub const ASKING: u32 = 1 << 18;
+    /// coordis's own (Redis compares `migrateCommand`): moves keys between
+    /// nodes, so it is served here whatever a migrating or importing slot's
+    /// keys are (MIGRATE).
+    pub const MIGRATES_KEYS: u32 = 1 << 19;
     /// coordis's own: runs at once inside MULTI instead of being queued
     /// (Redis: EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     pub const TX_CONTROL: u32 = 1 << 24;
@@ -112,6 +119,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),

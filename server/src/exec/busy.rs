@@ -140,7 +140,7 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         },
         // The connection side holds nothing (the pause and the rules are the
         // engine's): after the script, the engine decides.
-        Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } => Answer::Wait,
+        Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } | Verdict::Redirected { .. } => Answer::Wait,
     }
 }
 

@@ -291,6 +291,11 @@ pub(crate) enum Verdict {
     Postponed,
     /// A fault rule matched: what it does instead of (or to) the command.
     Fault(&'static CommandSpec, FaultAction),
+    /// Cluster mode: another node serves the keys, or the cluster cannot
+    /// (Redis's `clusterRedirectClient`): inside MULTI the transaction is
+    /// doomed; a redirected EXEC discards it, and its reply is the
+    /// redirection itself, not an EXECABORT.
+    Redirected { spec: &'static CommandSpec, reply: Reply },
 }
 
 /// The state-dependent checks only the engine can make ([`Checks::holds`]).
@@ -299,6 +304,9 @@ pub(crate) trait Holds {
     fn paused(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> bool;
     /// The fault rule that fires for this command, if any.
     fn fault(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> Option<FaultAction>;
+    /// Cluster mode: the redirection or error when this node does not
+    /// serve the command's keys ([`crate::cluster::route`]).
+    fn redirect(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply>;
 }
 
 /// No holds: a connection answering while a script is busy (the pause and
@@ -310,6 +318,9 @@ impl Holds for NoHolds {
         false
     }
     fn fault(&mut self, _: &'static CommandSpec, _: &[Bytes]) -> Option<FaultAction> {
+        None
+    }
+    fn redirect(&mut self, _: &'static CommandSpec, _: &[Bytes]) -> Option<Reply> {
         None
     }
 }
@@ -398,8 +409,11 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
                 return Verdict::Denied { spec, denied };
             }
         }
-        // (Cluster redirection goes here as it lands.)
-        // OOM: over `maxmemory` after eviction, a `denyoom` command (or an
+        // 6. Cluster mode: the keys' slot is served here.
+        if let Some(reply) = holds.redirect(spec, args) {
+            return Verdict::Redirected { spec, reply };
+        }
+        // 7. OOM: over `maxmemory` after eviction, a `denyoom` command (or an
         // EXEC or script that is one), and in MULTI anything it would
         // queue (queuing grows memory too), are refused.
         if facts.out_of_memory
@@ -409,39 +423,39 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         {
             return refuse(Some(spec), errors::err(errors::OOM));
         }
-        // 6. MISCONF: a failed background save refuses writes (an EXEC
+        // 8. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
             && (spec.has(flags::WRITE | flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
         {
             return refuse(Some(spec), errors::err(errors::MISCONF));
         }
-        // 5b. Not enough good replicas (`min-replicas-to-write`): writes,
+        // 9. Not enough good replicas (`min-replicas-to-write`): writes,
         // and an EXEC that would run one.
         if facts.too_few_replicas && (spec.has(flags::WRITE) || (spec.has(flags::EXEC) && facts.queued_write)) {
             return refuse(Some(spec), errors::err(errors::NOREPLICAS));
         }
-        // 6. A read-only replica refuses writes (an EXEC that would run one).
+        // 10. A read-only replica refuses writes (an EXEC that would run one).
         let writes = facts.declared.map_or(spec.has(flags::WRITE), |d| d.writes);
         if facts.replica_read_only && (writes || (spec.has(flags::EXEC) && facts.queued_write)) {
             return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
         }
-        // 7. RESP2 subscriber context.
+        // 11. RESP2 subscriber context.
         if facts.subscribed_resp2 && !spec.has(flags::SUBSCRIBED_OK) {
             return refuse(Some(spec), errors::not_while_subscribed(spec.name));
         }
-        // 8. A replica whose link is down serves only `stale` commands
+        // 12. A replica whose link is down serves only `stale` commands
         // with `replica-serve-stale-data no`.
         let stale_ok = facts.declared.map_or(spec.has(flags::STALE), |d| d.stale_ok);
         if facts.stale_refused && (!stale_ok || (spec.has(flags::EXEC) && facts.queued_not_stale)) {
             return refuse(Some(spec), errors::err(errors::MASTERDOWN));
         }
-        // 9. Loading the dataset: only commands flagged `loading` (an EXEC
+        // 13. Loading the dataset: only commands flagged `loading` (an EXEC
         // only when everything queued is).
         if facts.loading && !spec.has(flags::LOADING) {
             return refuse(Some(spec), errors::err(errors::LOADING));
         }
-        // 10. A busy script or function: only ALLOW_BUSY commands.
+        // 14. A busy script or function: only ALLOW_BUSY commands.
         if let Some(script) = facts.busy {
             if !spec.has(flags::ALLOW_BUSY) {
                 return refuse(Some(spec), busy::busy(script));
@@ -449,7 +463,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     }
     if checks.holds {
-        // 11. CLIENT PAUSE, then the test-control plane's fault rules.
+        // 15. CLIENT PAUSE, then the test-control plane's fault rules.
         if holds.paused(spec, args) {
             return Verdict::Postponed;
         }
@@ -457,7 +471,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
             return Verdict::Fault(spec, action);
         }
     }
-    // 12. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    // 16. Queued inside MULTI (all but EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     if checks.queue && facts.in_multi && !spec.has(flags::TX_CONTROL) {
         return Verdict::Queue(spec);
     }
@@ -509,6 +523,45 @@ impl Holds for EngineHolds<'_, '_> {
             return None;
         }
         ctx.server.faults.check(spec, args, ctx.client)
+    }
+
+    fn redirect(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
+        let ctx = &mut *self.ctx;
+        let cluster = ctx.server.cluster.as_deref()?;
+        let config = &ctx.server.config.cluster;
+        let client = &mut *ctx.client;
+        let commands: Vec<(&'static CommandSpec, &[Bytes])> = if spec.has(flags::EXEC) {
+            // EXEC outside MULTI only answers its own error.
+            let queue = client.multi.as_ref()?;
+            queue
+                .iter()
+                .filter_map(|a| cmd::resolve(a).ok().map(|s| (s, a.as_slice())))
+                .collect()
+        } else {
+            vec![(spec, args)]
+        };
+        let queued_write = commands.iter().any(|(s, _)| s.has(flags::WRITE));
+        let query = crate::cluster::route::Query {
+            spec,
+            commands,
+            queued_write,
+        };
+        let who = crate::cluster::route::ClientFlags {
+            asking: client.asking,
+            readonly: client.cluster_readonly,
+        };
+        let (db, now) = (&ctx.dbs[0], ctx.now);
+        let mut exists = |key: &[u8]| {
+            db.peek(key)
+                .is_some_and(|item| !crate::store::expired(item.expire_at(), now))
+        };
+        match crate::cluster::route::check(cluster, config, &query, who, &mut exists) {
+            Ok(slot) => {
+                client.cluster_slot = slot;
+                None
+            }
+            Err(redirect) => Some(crate::cluster::route::reply(cluster, config, redirect)),
+        }
     }
 }
 
@@ -582,6 +635,15 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 crate::acl::Denied::Channel(_) => errors::err(errors::acl::NOPERM_CHANNEL),
             };
             reject(ctx, Some(spec), reply)
+        }
+        Verdict::Redirected { spec, reply } => {
+            observe::rejected(ctx, Some(spec), &reply);
+            if spec.has(flags::EXEC) {
+                cmd::tx::end(ctx);
+            } else if ctx.client.multi.is_some() {
+                ctx.client.multi_failed = true;
+            }
+            reply
         }
         Verdict::Postponed => crate::blocked::postpone(ctx),
         Verdict::Fault(spec, action) => match action {
@@ -718,6 +780,10 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool, m
     };
     match admit(caller, args, &facts, &mut NoHolds) {
         Verdict::Run(spec) => {
+            if let Some(reply) = script_cluster_check(ctx, spec, args) {
+                observe::rejected(ctx, Some(spec), &reply);
+                return (reply, false);
+            }
             let reply = call(ctx, caller, spec, args);
             let wrote = spec.has(flags::WRITE) && !reply.is_error();
             (reply, wrote)
@@ -736,8 +802,11 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool, m
             observe::rejected(ctx, Some(spec), &reply);
             (reply, false)
         }
-        // Scripts are never queued, held or faulted (their checks say so).
-        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) => (errors::err(errors::INTERNAL), false),
+        // Scripts are never queued, held, faulted or redirected (their
+        // checks say so; their slot check is `script_cluster_check`).
+        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) | Verdict::Redirected { .. } => {
+            (errors::err(errors::INTERNAL), false)
+        }
     }
 }
 
@@ -789,7 +858,9 @@ pub(crate) fn process_primary(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         Verdict::Refused { spec, reply } => reject(ctx, spec, reply),
         // The primary's stream is never held or faulted (its checks say so).
-        Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } => errors::err(errors::INTERNAL),
+        Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } | Verdict::Redirected { .. } => {
+            errors::err(errors::INTERNAL)
+        }
     }
 }
 
@@ -817,9 +888,51 @@ pub(crate) fn call_control(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match admit(Caller::Control, args, &Facts::INTERNAL, &mut NoHolds) {
         Verdict::Run(spec) => call(ctx, Caller::Control, spec, args),
         Verdict::Refused { reply, .. } => reply,
-        Verdict::Queue(_) | Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } => {
-            errors::err(errors::INTERNAL)
-        }
+        Verdict::Queue(_)
+        | Verdict::Postponed
+        | Verdict::Fault(..)
+        | Verdict::Denied { .. }
+        | Verdict::Redirected { .. } => errors::err(errors::INTERNAL),
+    }
+}
+
+/// Cluster mode: a script's command may touch only keys this node serves,
+/// all in one slot — the slot of the keys the script declared, or of the
+/// first it touched (Redis 7.0.15's `scriptVerifyClusterState`). Scripts
+/// flagged `allow-cross-slot-keys` are not told apart yet: they get the
+/// one-slot rule too.
+fn script_cluster_check(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
+    use crate::cluster::route::{self, ClientFlags, Query, Redirect};
+    let cluster = ctx.server.cluster.as_deref()?;
+    let config = &ctx.server.config.cluster;
+    let client = &mut *ctx.client;
+    let query = Query {
+        spec,
+        commands: vec![(spec, args)],
+        queued_write: false,
+    };
+    let who = ClientFlags {
+        asking: client.asking,
+        readonly: client.cluster_readonly,
+    };
+    let (db, now) = (&ctx.dbs[0], ctx.now);
+    let mut exists = |key: &[u8]| {
+        db.peek(key)
+            .is_some_and(|item| !crate::store::expired(item.expire_at(), now))
+    };
+    match route::check(cluster, config, &query, who, &mut exists) {
+        Err(Redirect::DownReadOnly) => Some(errors::err(errors::SCRIPT_CLUSTER_DOWN_READ_ONLY)),
+        Err(Redirect::DownState) => Some(errors::err(errors::SCRIPT_CLUSTER_DOWN)),
+        Err(_) => Some(errors::err(errors::SCRIPT_NON_LOCAL_KEY)),
+        Ok(None) => None,
+        Ok(Some(slot)) => match client.cluster_slot {
+            None => {
+                client.cluster_slot = Some(slot);
+                None
+            }
+            Some(declared) if declared != slot => Some(errors::err(errors::SCRIPT_CROSS_SLOT)),
+            Some(_) => None,
+        },
     }
 }
 

@@ -358,6 +358,16 @@ pub struct ClientState {
     pub no_evict: bool,
     /// In MONITOR mode (CLIENT LIST flag `O`).
     pub monitor: bool,
+    /// Cluster mode: ASKING was sent, for the next command (or the
+    /// transaction it is in).
+    pub asking: bool,
+    /// ASKING itself ran: the flag survives the end of its own command.
+    pub asking_kept: bool,
+    /// Cluster mode: READONLY (a replica serves its primary's reads).
+    pub cluster_readonly: bool,
+    /// Cluster mode: the slot of the keys the running command (or script)
+    /// declared, for the script's own key checks (Redis's `c->slot`).
+    pub cluster_slot: Option<u16>,
     /// What fault rules do to this batch's replies (none: the default).
     pub reply_fault: crate::faults::ReplyFault,
     /// What REPLCONF said before PSYNC (listening port, address, capa).
@@ -411,6 +421,10 @@ impl ClientState {
             reply_skip_next: false,
             no_evict: false,
             monitor: false,
+            asking: false,
+            asking_kept: false,
+            cluster_readonly: false,
+            cluster_slot: None,
             reply_fault: Default::default(),
             replconf: None,
             replica: false,

@@ -10,6 +10,7 @@
 //! in its own task first ([`tls`] builds the configuration); then the same
 //! serving loop runs on the TLS stream: the loop is generic over the stream.
 
+pub(crate) mod bus;
 pub(crate) mod clients;
 pub(crate) mod listeners;
 pub(crate) mod tls;
@@ -86,6 +87,8 @@ pub(crate) struct Bound {
     /// The RDB file's bytes, parsed once serving starts (clients that
     /// connect meanwhile get `-LOADING`).
     pending_load: Option<Vec<u8>>,
+    /// Cluster mode: the bus's listener ([`bus`]).
+    bus: Option<tokio::net::TcpListener>,
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
@@ -122,6 +125,24 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         .or(tls_addr)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bind address"))?;
     let port = plain.map_or(0, |a| a.port());
+    let bus = if config.cluster.enabled {
+        let port = if config.cluster.port != 0 {
+            config.cluster.port
+        } else {
+            port.checked_add(crate::cluster::PORT_INCR).ok_or_else(|| {
+                io::Error::other(
+                    "Redis port number too high. Cluster communication port is 10,000 port numbers higher \
+                     than your Redis port. Your Redis port number must be 55535 or less.",
+                )
+            })?
+        };
+        let listener = tokio::net::TcpListener::bind((addr.ip(), port))
+            .await
+            .inspect_err(|_| tracing::warn!("Failed listening on port {port} (cluster), aborting."))?;
+        Some(listener)
+    } else {
+        None
+    };
     let mut engine = Engine::new(config, clock.clone(), port, shared.clone(), shutdown);
     let pending_load = engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
@@ -133,6 +154,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         engine,
         shared,
         pending_load,
+        bus,
     })
 }
 
@@ -158,6 +180,9 @@ impl Bound {
         let (shared, engine) = (self.shared.clone(), self.engine.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
         let expiry = tokio::spawn(active_expiry(engine.clone(), stop_rx.clone()));
+        let bus = self
+            .bus
+            .map(|l| tokio::spawn(bus::serve(engine.clone(), l, stop_rx.clone())));
         let timer = tokio::spawn(blocked_timeouts(
             engine.clone(),
             shared.clone(),
@@ -250,6 +275,9 @@ impl Bound {
             let _ = expiry.await;
             let _ = timer.await;
             let _ = replica.await;
+            if let Some(bus) = bus {
+                let _ = bus.await;
+            }
         })
         .await;
         if drained.is_err() {
@@ -281,6 +309,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
             e.sample_rates();
             e.persistence_cron();
             e.replication_cron();
+            e.cluster_cron();
         }
     }
 }

@@ -219,7 +219,7 @@ pub(crate) fn owned(b: &Bytes) -> Bytes {
 
 /// Redis's rule: a key lives through its deadline millisecond and is expired
 /// once the clock is past it (`now > when`).
-fn is_expired(expire_at: u64, now: u64) -> bool {
+pub(crate) fn is_expired(expire_at: u64, now: u64) -> bool {
     expire_at != 0 && expire_at < now
 }
 

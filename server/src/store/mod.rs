@@ -59,6 +59,6 @@ pub(crate) mod stream;
 pub mod zset;
 
 pub use clock::{Clock, ManualClock, SystemClock, VirtualClock};
-pub(crate) use db::EntryRef;
+pub(crate) use db::{is_expired as expired, EntryRef};
 pub use db::{Db, Value};
 pub(crate) use item::{HashMut, ValueMut, ValueRef};

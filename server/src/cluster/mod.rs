@@ -1,0 +1,466 @@
+//! Cluster mode (`cluster-enabled yes`): this node's view of the cluster —
+//! the nodes it knows, who serves each of the 16384 hash slots, the slots
+//! being migrated or imported, the epochs and the cluster's state — as
+//! Redis 7.0.15's `clusterState` keeps it. The nodes file is [`conf`]'s,
+//! the slot check admission makes is [`route`]'s, the hash slots are
+//! [`slot`]'s; the CLUSTER commands are `cmd/cluster.rs`.
+//!
+//! The cluster's state (`ok` / `fail`) is computed as Redis's
+//! `clusterUpdateState`, on the server clock: from the server's cron and
+//! after every command that changes the slots or the nodes.
+
+pub(crate) mod bus;
+pub(crate) mod conf;
+pub(crate) mod route;
+pub(crate) mod slot;
+
+use std::path::PathBuf;
+
+pub(crate) use slot::{key_slot, SLOTS};
+
+/// Node flags, with Redis's values (`CLUSTER_NODE_*`): the nodes file and
+/// the bus carry them as these bits.
+pub(crate) mod flag {
+    pub(crate) const MASTER: u16 = 1;
+    pub(crate) const SLAVE: u16 = 2;
+    pub(crate) const PFAIL: u16 = 4;
+    pub(crate) const FAIL: u16 = 8;
+    pub(crate) const MYSELF: u16 = 16;
+    pub(crate) const HANDSHAKE: u16 = 32;
+    pub(crate) const NOADDR: u16 = 64;
+    /// A MEET (not a PING) goes first on the next link to it.
+    pub(crate) const MEET: u16 = 128;
+    pub(crate) const NOFAILOVER: u16 = 512;
+
+    /// The flags CLUSTER NODES names, in its order.
+    pub(crate) const NAMES: &[(u16, &str)] = &[
+        (MYSELF, "myself"),
+        (MASTER, "master"),
+        (SLAVE, "slave"),
+        (PFAIL, "fail?"),
+        (FAIL, "fail"),
+        (HANDSHAKE, "handshake"),
+        (NOADDR, "noaddr"),
+        (NOFAILOVER, "nofailover"),
+    ];
+}
+
+/// Length of a node's name: 40 hex digits (`CLUSTER_NAMELEN`).
+pub(crate) const NAME_LEN: usize = 40;
+
+/// The bus port is the client port plus this, unless `cluster-port` says
+/// otherwise (`CLUSTER_PORT_INCR`).
+pub(crate) const PORT_INCR: u16 = 10000;
+
+/// A primary that finds itself in the `fail` state waits this long after
+/// its first state check before turning `ok` (`CLUSTER_WRITABLE_DELAY`):
+/// the cluster gets a chance to reconfigure it after a restart.
+const WRITABLE_DELAY_MS: u64 = 2000;
+
+/// The bounds of the wait before a primary that was in a minority turns
+/// `ok` again (`CLUSTER_MIN_REJOIN_DELAY`, `CLUSTER_MAX_REJOIN_DELAY`):
+/// `cluster-node-timeout` within them.
+const MIN_REJOIN_DELAY_MS: u64 = 500;
+const MAX_REJOIN_DELAY_MS: u64 = 5000;
+
+/// Bus message types CLUSTER INFO counts, in Redis's order
+/// (`CLUSTERMSG_TYPE_*`).
+pub(crate) const MESSAGE_TYPES: &[&str] = &[
+    "ping",
+    "pong",
+    "meet",
+    "fail",
+    "publish",
+    "auth-req",
+    "auth-ack",
+    "update",
+    "mfstart",
+    "module",
+    "publishshard",
+];
+
+/// A stable handle on a node of [`Cluster::nodes`]: the slot tables hold
+/// handles, so forgetting a node never shifts what the others point to.
+pub(crate) type NodeRef = u32;
+
+/// One node as this node knows it (Redis's `clusterNode`).
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    pub handle: NodeRef,
+    /// 40 lowercase hex digits.
+    pub name: String,
+    pub flags: u16,
+    /// Empty until learned: a node learns its own address from its peers.
+    pub ip: String,
+    pub hostname: String,
+    pub port: u16,
+    /// The plaintext port of a TLS cluster's node (0 otherwise).
+    pub pport: u16,
+    pub cport: u16,
+    pub config_epoch: u64,
+    pub slaveof: Option<NodeRef>,
+    /// Unix ms of the last PING sent (0: none awaiting its PONG) and of the
+    /// last PONG received, as CLUSTER NODES shows them.
+    pub ping_sent: u64,
+    pub pong_received: u64,
+    /// The bus link this node opened to it ([`bus`]; CLUSTER NODES
+    /// `connected`) and the one it opened to this node.
+    pub link: Option<bus::LinkId>,
+    pub inbound_link: Option<bus::LinkId>,
+    /// Unix ms: when the node became known (a handshake times out from
+    /// it), when anything last arrived from it, when it was marked FAIL.
+    pub ctime: u64,
+    pub data_received: u64,
+    pub fail_time: u64,
+    /// Primaries that reported it unreachable, and when (Redis's
+    /// `fail_reports`): enough of them turn PFAIL into FAIL.
+    pub fail_reports: Vec<(NodeRef, u64)>,
+}
+
+impl Node {
+    fn new(handle: NodeRef, name: String, flags: u16) -> Node {
+        Node {
+            handle,
+            name,
+            flags,
+            ip: String::new(),
+            hostname: String::new(),
+            port: 0,
+            pport: 0,
+            cport: 0,
+            config_epoch: 0,
+            slaveof: None,
+            ping_sent: 0,
+            pong_received: 0,
+            link: None,
+            inbound_link: None,
+            ctime: 0,
+            data_received: 0,
+            fail_time: 0,
+            fail_reports: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_master(&self) -> bool {
+        self.flags & flag::MASTER != 0
+    }
+
+    pub(crate) fn is_slave(&self) -> bool {
+        self.flags & flag::SLAVE != 0
+    }
+
+    pub(crate) fn failed(&self) -> bool {
+        self.flags & flag::FAIL != 0
+    }
+
+    pub(crate) fn timed_out(&self) -> bool {
+        self.flags & flag::PFAIL != 0
+    }
+}
+
+/// A random node name: 40 hex digits.
+pub(crate) fn random_name() -> String {
+    (0..NAME_LEN)
+        .map(|_| std::char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+/// Whether `name` is a node name Redis accepts (`verifyClusterNodeId`).
+pub(crate) fn valid_name(name: &[u8]) -> bool {
+    name.len() == NAME_LEN && name.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+/// This node's view of the cluster (Redis's `clusterState`).
+#[derive(Debug)]
+pub(crate) struct Cluster {
+    /// Every known node, myself included, in the order they became known.
+    pub nodes: Vec<Node>,
+    next_handle: NodeRef,
+    pub myself: NodeRef,
+    /// Who serves each slot.
+    pub slots: Box<[Option<NodeRef>]>,
+    /// Slots this node is migrating, to whom (SETSLOT MIGRATING).
+    pub migrating_to: Box<[Option<NodeRef>]>,
+    /// Slots this node is importing, from whom (SETSLOT IMPORTING).
+    pub importing_from: Box<[Option<NodeRef>]>,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    /// `cluster_state:ok`; a node starts in `fail`.
+    pub ok: bool,
+    /// Primaries serving at least one slot (`cluster_size`), as of the
+    /// last state check (1 until the first one that gets that far, as Redis).
+    pub size: usize,
+    /// Clock of the first state check (the writable delay counts from it).
+    first_check_ms: Option<u64>,
+    /// Clock of the last state check that found this node in a minority.
+    among_minority_ms: u64,
+    /// Bus messages sent and received, per [`MESSAGE_TYPES`] entry.
+    pub sent: [u64; MESSAGE_TYPES.len()],
+    pub received: [u64; MESSAGE_TYPES.len()],
+    /// Where the nodes file is (`dir` joined with `cluster-config-file`).
+    pub path: PathBuf,
+    /// Holds the nodes file's lock while the server runs: two nodes must
+    /// never share one file (Redis's `clusterLockConfig`).
+    lock: Option<std::fs::File>,
+    /// The bus's links and what they wait to send ([`bus`]).
+    pub(crate) links: std::collections::HashMap<bus::LinkId, bus::Link>,
+    next_link: bus::LinkId,
+    /// Links the bus task must open (the I/O side takes them).
+    pub(crate) to_connect: Vec<(NodeRef, std::net::SocketAddr)>,
+    /// Forgotten nodes and until when they stay forgotten (Redis's
+    /// `nodes_black_list`): gossip does not bring them back meanwhile.
+    pub(crate) blacklist: Vec<(String, u64)>,
+    /// Cron ticks so far (every tenth pings a random node).
+    pub(crate) iteration: u64,
+    /// Something changed that the nodes file must get.
+    pub(crate) dirty_config: bool,
+    /// Messages from the bus for this node's subscribers (PUBLISH).
+    pub(crate) published: Vec<(bytes::Bytes, bytes::Bytes)>,
+}
+
+impl Cluster {
+    /// A fresh cluster of one: myself, a primary with a random name.
+    pub(crate) fn fresh(path: PathBuf) -> Cluster {
+        let mut cluster = Cluster::empty(path);
+        let me = cluster.add_node(random_name(), flag::MYSELF | flag::MASTER);
+        cluster.myself = me;
+        cluster
+    }
+
+    /// No nodes at all (the nodes file's reader adds them).
+    pub(crate) fn empty(path: PathBuf) -> Cluster {
+        Cluster {
+            nodes: Vec::new(),
+            next_handle: 1,
+            myself: 0,
+            slots: vec![None; SLOTS].into_boxed_slice(),
+            migrating_to: vec![None; SLOTS].into_boxed_slice(),
+            importing_from: vec![None; SLOTS].into_boxed_slice(),
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            ok: false,
+            size: 1,
+            first_check_ms: None,
+            among_minority_ms: 0,
+            sent: [0; MESSAGE_TYPES.len()],
+            received: [0; MESSAGE_TYPES.len()],
+            path,
+            lock: None,
+            links: Default::default(),
+            next_link: 1,
+            to_connect: Vec::new(),
+            blacklist: Vec::new(),
+            iteration: 0,
+            dirty_config: false,
+            published: Vec::new(),
+        }
+    }
+
+    /// Adds a node; returns its handle.
+    pub(crate) fn add_node(&mut self, name: String, flags: u16) -> NodeRef {
+        let handle = self.next_handle;
+        self.next_handle += 1;
+        self.nodes.push(Node::new(handle, name, flags));
+        handle
+    }
+
+    pub(crate) fn node(&self, handle: NodeRef) -> &Node {
+        self.nodes
+            .iter()
+            .find(|n| n.handle == handle)
+            .expect("a slot table points only at known nodes")
+    }
+
+    pub(crate) fn node_mut(&mut self, handle: NodeRef) -> &mut Node {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.handle == handle)
+            .expect("a slot table points only at known nodes")
+    }
+
+    pub(crate) fn me(&self) -> &Node {
+        self.node(self.myself)
+    }
+
+    pub(crate) fn me_mut(&mut self) -> &mut Node {
+        let me = self.myself;
+        self.node_mut(me)
+    }
+
+    /// The node named `name` (Redis's `clusterLookupNode`).
+    pub(crate) fn lookup(&self, name: &[u8]) -> Option<NodeRef> {
+        if !valid_name(name) {
+            return None;
+        }
+        self.nodes.iter().find(|n| n.name.as_bytes() == name).map(|n| n.handle)
+    }
+
+    /// Slots `node` serves.
+    pub(crate) fn num_slots(&self, node: NodeRef) -> usize {
+        self.slots.iter().filter(|s| **s == Some(node)).count()
+    }
+
+    /// The replicas of `node`, in the order they became known.
+    pub(crate) fn replicas(&self, node: NodeRef) -> Vec<NodeRef> {
+        self.nodes
+            .iter()
+            .filter(|n| n.slaveof == Some(node))
+            .map(|n| n.handle)
+            .collect()
+    }
+
+    /// Forgets `node`: its slots become unassigned, open slots pointing at
+    /// it close, its replicas lose their primary (Redis's `clusterDelNode`).
+    pub(crate) fn remove_node(&mut self, node: NodeRef) {
+        let links: Vec<bus::LinkId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.node == Some(node))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in links {
+            self.free_link(id);
+        }
+        for n in &mut self.nodes {
+            n.fail_reports.retain(|(r, _)| *r != node);
+        }
+        for table in [&mut self.slots, &mut self.migrating_to, &mut self.importing_from] {
+            for s in table.iter_mut() {
+                if *s == Some(node) {
+                    *s = None;
+                }
+            }
+        }
+        for n in &mut self.nodes {
+            if n.slaveof == Some(node) {
+                n.slaveof = None;
+            }
+        }
+        self.nodes.retain(|n| n.handle != node);
+    }
+
+    /// Sets this node's ports (Redis's `deriveAnnouncedPorts`): the
+    /// announced ones when set, otherwise the ones listened on.
+    pub(crate) fn set_my_ports(&mut self, config: &crate::config::ClusterConfig, port: u16) {
+        let cport = if config.port != 0 {
+            config.port
+        } else {
+            port.saturating_add(PORT_INCR)
+        };
+        let me = self.me_mut();
+        me.port = if config.announce_port != 0 {
+            config.announce_port
+        } else {
+            port
+        };
+        me.pport = 0;
+        me.cport = if config.announce_bus_port != 0 {
+            config.announce_bus_port
+        } else {
+            cport
+        };
+        // An address learned or loaded stays unless one is announced
+        // (Redis's `clusterUpdateMyselfIp`).
+        if !config.announce_ip.is_empty() {
+            me.ip = config.announce_ip.clone();
+        }
+        me.hostname = config.announce_hostname.clone();
+    }
+
+    /// Closes every migrating and importing slot.
+    pub(crate) fn close_all_slots(&mut self) {
+        self.migrating_to.fill(None);
+        self.importing_from.fill(None);
+    }
+
+    /// The highest config epoch of any node (`clusterGetMaxEpoch`).
+    pub(crate) fn max_epoch(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| n.config_epoch)
+            .max()
+            .unwrap_or(0)
+            .max(self.current_epoch)
+    }
+
+    /// Gives this node a new config epoch without agreement from the others
+    /// when it does not have the greatest one, or shares it (Redis's
+    /// `clusterBumpConfigEpochWithoutConsensus`): `true` if it was bumped.
+    pub(crate) fn bump_epoch_without_consensus(&mut self) -> bool {
+        let max = self.max_epoch();
+        let mine = self.me().config_epoch;
+        if mine == 0 || mine != max {
+            self.current_epoch += 1;
+            let epoch = self.current_epoch;
+            self.me_mut().config_epoch = epoch;
+            tracing::warn!("New configEpoch set to {epoch}");
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The epoch CLUSTER INFO and NODES show for `node`: a replica shows
+    /// its primary's.
+    pub(crate) fn shown_epoch(&self, node: &Node) -> u64 {
+        match node.slaveof {
+            Some(master) if node.is_slave() => self.node(master).config_epoch,
+            _ => node.config_epoch,
+        }
+    }
+
+    /// Recomputes `ok` and `size` (Redis's `clusterUpdateState`) at `now`.
+    pub(crate) fn update_state(&mut self, config: &crate::config::ClusterConfig, now: u64) {
+        let first = *self.first_check_ms.get_or_insert(now);
+        if self.me().is_master() && !self.ok && now.saturating_sub(first) < WRITABLE_DELAY_MS {
+            return;
+        }
+        let mut ok = true;
+        if config.require_full_coverage {
+            ok = self.slots.iter().all(|s| s.is_some_and(|n| !self.node(n).failed()));
+        }
+        let mut counts = std::collections::HashMap::new();
+        for n in self.slots.iter().flatten() {
+            *counts.entry(*n).or_insert(0usize) += 1;
+        }
+        let serving: Vec<&Node> = self
+            .nodes
+            .iter()
+            .filter(|n| n.is_master() && counts.contains_key(&n.handle))
+            .collect();
+        self.size = serving.len();
+        let reachable = serving
+            .iter()
+            .filter(|n| n.flags & (flag::FAIL | flag::PFAIL) == 0)
+            .count();
+        if reachable < self.size / 2 + 1 {
+            ok = false;
+            self.among_minority_ms = now;
+        }
+        if ok != self.ok {
+            let rejoin = config.node_timeout.clamp(MIN_REJOIN_DELAY_MS, MAX_REJOIN_DELAY_MS);
+            if ok && self.me().is_master() && now.saturating_sub(self.among_minority_ms) < rejoin {
+                return;
+            }
+            tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
+            self.ok = ok;
+        }
+    }
+
+    /// Takes the nodes file's lock (`flock`, as Redis): `Err` with the
+    /// reason when another process holds it.
+    pub(crate) fn lock_file(&mut self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.path)?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.lock = Some(file);
+        Ok(())
+    }
+}
