@@ -890,6 +890,19 @@ const NOT_FUZZED: &[(&str, &str)] = &[
         "psync",
         "turns the connection into a replica (tests/replication_primary.rs)",
     ),
+    (
+        "replicaof",
+        "turns the server into a replica (tests/replication_replica.rs)",
+    ),
+    (
+        "slaveof",
+        "turns the server into a replica (tests/replication_replica.rs)",
+    ),
+    (
+        "replconf",
+        "a replica's handshake (tests/replication_primary.rs)",
+    ),
+    ("failover", "changes the server's role"),
     ("subscribe", "subscribes the connection"),
     ("psubscribe", "subscribes the connection"),
     ("unsubscribe", "pub/sub context"),
