@@ -385,10 +385,7 @@ impl Engine {
         let now = self.state.clock.now_ms();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         for (db, key, value, expire_at, hints) in loaded.keys {
-            self.dbs[db].insert(&key, value, expire_at);
-            if let Some(word) = hints.word(lfu, now) {
-                self.dbs[db].set_access(&key, word);
-            }
+            self.dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, now);
         }
         Ok(())
     }
@@ -975,10 +972,7 @@ impl Engine {
         let lfu = self.state.config.memory.policy.lfu();
         for (db, key, value, expire_at, hints) in loaded.keys {
             if let Some(db) = self.dbs.get_mut(db) {
-                db.insert(&key, value, expire_at);
-                if let Some(word) = hints.word(lfu, now) {
-                    db.set_access(&key, word);
-                }
+                db.insert_loaded(&key, value, expire_at, &hints, lfu, now);
             }
         }
         tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: 0.");

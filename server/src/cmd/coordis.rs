@@ -227,10 +227,7 @@ fn debug_reload(ctx: &mut Ctx, options: &[Bytes]) -> Reply {
             tracing::warn!("RDB has duplicated key '{}' in DB {db}", String::from_utf8_lossy(&key));
             return reload_failed();
         }
-        ctx.dbs[db].insert(&key, value, expire_at);
-        if let Some(word) = hints.word(lfu, ctx.now) {
-            ctx.dbs[db].set_access(&key, word);
-        }
+        ctx.dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, ctx.now);
     }
     tracing::warn!("DB reloaded by DEBUG RELOAD");
     Reply::Ok

@@ -663,6 +663,23 @@ impl Db {
 
     /// Sets the access word of `key` (RESTORE IDLETIME/FREQ, an RDB's LRU
     /// and LFU opcodes). False if absent.
+    /// Stores a key read from an RDB file: [`Db::insert`], then the
+    /// file's LRU/LFU hint as its access word when the policy reads one.
+    pub(crate) fn insert_loaded(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        expire_at: u64,
+        hints: &crate::persist::rdb::file::AccessHints,
+        lfu: bool,
+        now: u64,
+    ) {
+        self.insert(key, value, expire_at);
+        if let Some(word) = hints.word(lfu, now) {
+            self.set_access(key, word);
+        }
+    }
+
     pub(crate) fn set_access(&mut self, key: &[u8], word: u32) -> bool {
         let hash = self.hash(key);
         match self.map.find_mut(hash, |item| item.key() == key) {

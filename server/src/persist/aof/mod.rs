@@ -320,10 +320,7 @@ fn load_rdb_base(
     let lfu = state.config.memory.policy.lfu();
     crate::store::access::stamp(dbs, &state.config, now);
     for (db, key, value, expire_at, hints) in loaded.keys {
-        dbs[db].insert(&key, value, expire_at);
-        if let Some(word) = hints.word(lfu, now) {
-            dbs[db].set_access(&key, word);
-        }
+        dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, now);
     }
     Ok(())
 }
