@@ -51,12 +51,12 @@ impl ServerControl {
     /// ones are closed at once, as clients see a server that is gone; `false`
     /// brings it back, data as it was. The port stays bound meanwhile.
     pub fn set_down(&self, down: bool) {
-        self.engine.lock().set_down(down);
+        self.dropping(|engine| engine.set_down(down));
     }
 
     /// See [`crate::Server::restart`].
     pub fn restart(&self, lose_data: bool) {
-        self.engine.lock().restart(lose_data);
+        self.dropping(|engine| engine.restart(lose_data));
     }
 
     /// A staged power loss: every connection is dropped, the append-only
@@ -66,7 +66,20 @@ impl ServerControl {
     /// the incremental file's length kept, `None` without the file on.
     pub fn crash(&self, lose: Option<Duration>) -> Option<u64> {
         let lose_ms = lose.map(|d| d.as_millis().min(u64::MAX as u128) as u64);
-        self.engine.lock().crash(lose_ms)
+        self.dropping(|engine| engine.crash(lose_ms))
+    }
+
+    /// Runs `f`, which drops connections, on the engine; then, the lock
+    /// released, waits until their sockets are closed, so that when the
+    /// call returns every client sees the drop (as when a process dies).
+    fn dropping<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        let (result, killed) = {
+            let mut engine = self.engine.lock();
+            let result = f(&mut engine);
+            (result, engine.take_killed())
+        };
+        crate::net::clients::wait_gone_blocking(&killed);
+        result
     }
 
     /// Adds a fault rule ([`crate::FaultRule`]); returns its id.

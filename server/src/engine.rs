@@ -50,6 +50,9 @@ pub(crate) struct BatchEnd {
     /// PSYNC or SYNC made the client a replica: its connection becomes the
     /// replica's link ([`crate::repl::link`]).
     pub handoff: Option<Box<crate::repl::Handoff>>,
+    /// Connections the batch's commands closed (CLIENT KILL, a staged
+    /// restart): its replies wait until their sockets are closed.
+    pub killed: Vec<Arc<crate::net::clients::ConnSignal>>,
 }
 
 /// The keyspace and server state. Shared as `Mutex<Engine>`; every method
@@ -632,6 +635,7 @@ impl Engine {
             reply_fault: Default::default(),
             view: None,
             handoff: None,
+            killed: Vec::new(),
         };
         let Some(mut client) = self.state.clients.take(id) else {
             return closed;
@@ -726,6 +730,7 @@ impl Engine {
             reply_fault,
             view,
             handoff,
+            killed: self.state.clients.take_killed(),
         }
     }
 
@@ -866,6 +871,12 @@ impl Engine {
         }
         self.state.effects.flush();
         kept
+    }
+
+    /// The connections closed since the last take that may still have
+    /// their sockets open ([`crate::net::clients::Clients::kill_where`]).
+    pub(crate) fn take_killed(&mut self) -> Vec<Arc<crate::net::clients::ConnSignal>> {
+        self.state.clients.take_killed()
     }
 
     /// A new reader of the effects feed ([`crate::exec::feed`]): from now
@@ -1090,9 +1101,7 @@ pub(crate) fn remove_faults(dbs: &mut [Db], state: &mut ServerState, id: Option<
 /// [`Engine::restart`], also from inside a command (the calling client,
 /// out of the registry, is closed by its command).
 pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting, lose_data: bool) {
-    for client in state.clients.values() {
-        client.signal.close();
-    }
+    state.clients.kill_where(|_| true);
     if lose_data {
         crate::persist::snapshot::kill(dbs, state);
         for db in dbs.iter_mut() {
@@ -1205,9 +1214,7 @@ fn close_idle_clients(state: &mut ServerState) {
 pub(crate) fn set_down(state: &mut ServerState, down: bool) {
     state.shared.down.store(down, Ordering::Release);
     if down {
-        for client in state.clients.values() {
-            client.signal.close();
-        }
+        state.clients.kill_where(|_| true);
     }
 }
 

@@ -210,6 +210,70 @@ fn a_restart_drops_every_connection_and_may_lose_the_data() {
     );
 }
 
+/// A registered plain connection, for [`closed_already`].
+fn connected(addr: std::net::SocketAddr) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"PING\r\n").unwrap();
+    let mut pong = [0u8; 7];
+    s.read_exact(&mut pong).unwrap();
+    assert_eq!(&pong, b"+PONG\r\n");
+    s
+}
+
+/// Whether the server has already closed `s`, looking without waiting: a
+/// close that is still on its way reads as not closed.
+fn closed_already(s: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    s.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(0) => true,
+        Ok(n) => panic!("unexpected bytes {:?}", &buf[..n]),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+        Err(_) => true,
+    }
+}
+
+/// A dropped connection is closed by the time the drop is reported: when
+/// `Server::restart` returns, when the caller of `COORDIS.SERVER RESTART`
+/// sees its own connection end, when CLIENT KILL answers (Redis frees a
+/// killed client before it replies). A client library that checks its
+/// pooled connection before reusing it then reconnects rather than send a
+/// request into a socket about to be reset.
+#[test]
+fn a_dropped_connection_is_closed_before_the_drop_is_reported() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    for round in 0..20 {
+        let mut other = connected(server.addr());
+        server.restart(round % 2 == 0);
+        assert!(closed_already(&mut other), "round {round}: Server::restart");
+
+        let mut other = connected(server.addr());
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        c.send(&RawClient::encode(&[b"COORDIS.SERVER", b"RESTART", b"FLUSH"]))
+            .unwrap();
+        assert_eq!(c.read_to_close().unwrap(), b"");
+        assert!(closed_already(&mut other), "round {round}: COORDIS.SERVER RESTART");
+    }
+    let redis = coordis::testing::RedisServer::start(&[]).unwrap();
+    let mut addrs = vec![("coordis", server.addr())];
+    addrs.extend(redis.as_ref().map(|r| ("redis", r.addr())));
+    for (name, addr) in addrs {
+        for round in 0..20 {
+            let mut other = connected(addr);
+            let mut c = RawClient::connect(addr).unwrap();
+            let id = String::from_utf8(c.command(&["CLIENT", "ID"]).unwrap()).unwrap();
+            let id: u64 = id.trim_start_matches(':').trim().parse().unwrap();
+            let killed = c
+                .command(&["CLIENT", "KILL", "ID", &(id - 1).to_string(), "SKIPME", "yes"])
+                .unwrap();
+            assert_eq!(killed, b":1\r\n", "{name}");
+            assert!(closed_already(&mut other), "{name} round {round}: CLIENT KILL");
+        }
+    }
+}
+
 #[test]
 fn server_faults_over_the_wire() {
     let server = coordis::Server::builder().start_blocking().unwrap();

@@ -366,12 +366,9 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             ctx.client.close_after_reply = true;
             return Reply::Ok;
         }
-        return match ctx.server.clients.values().find(|c| c.addr.to_string() == addr) {
-            Some(c) => {
-                c.signal.close();
-                Reply::Ok
-            }
-            None => err(errors::NO_SUCH_CLIENT),
+        return match ctx.server.clients.kill_where(|c| c.addr.to_string() == addr) {
+            0 => err(errors::NO_SUCH_CLIENT),
+            _ => Reply::Ok,
         };
     }
     let (mut id, mut addr, mut laddr, mut kind, mut user, mut skipme) = (None, None, None, None, None, true);
@@ -417,18 +414,12 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             && kind.is_none_or(|k| ClientType::of(c) == k)
             && user.as_ref().is_none_or(|u| c.user == *u)
     };
-    let mut killed = 0;
-    for c in ctx.server.clients.values() {
-        if selected(c) {
-            c.signal.close();
-            killed += 1;
-        }
-    }
+    let mut killed = ctx.server.clients.kill_where(&selected);
     if !skipme && selected(ctx.client) {
         ctx.client.close_after_reply = true;
         killed += 1;
     }
-    Reply::Int(killed)
+    Reply::Int(killed as i64)
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a client blocked in a command gets

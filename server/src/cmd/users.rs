@@ -71,11 +71,7 @@ fn kill_revoked_subscribers(ctx: &mut Ctx, name: &[u8], upcoming: &[Vec<u8>]) {
             && c.is_subscribed()
             && !acl::Acl::subscriber_allowed(upcoming, &c.channels, &c.patterns, &c.shard_channels)
     };
-    for c in ctx.server.clients.values() {
-        if revoked(c) {
-            c.signal.close();
-        }
-    }
+    ctx.server.clients.kill_where(&revoked);
     if revoked(ctx.client) {
         ctx.client.close_after_reply = true;
     }
@@ -85,11 +81,7 @@ fn kill_revoked_subscribers(ctx: &mut Ctx, name: &[u8], upcoming: &[Vec<u8>]) {
 /// `ACLFreeUserAndKillClients`): they are back to the default user,
 /// unauthenticated, and closed (the current client after its reply).
 fn kill_clients_of(ctx: &mut Ctx, name: &[u8]) {
-    for c in ctx.server.clients.values() {
-        if c.user == name {
-            c.signal.close();
-        }
-    }
+    ctx.server.clients.kill_where(|c| c.user == name);
     if ctx.client.user == name {
         ctx.client.user = Bytes::from_static(b"default");
         ctx.client.authenticated = false;

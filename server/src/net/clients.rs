@@ -66,6 +66,8 @@ pub struct ConnSignal {
     /// connection runs nothing more until the engine clears this (after
     /// queueing the reply in the outbox).
     blocked: AtomicBool,
+    /// The connection task has closed its socket (set once, at its end).
+    gone: AtomicBool,
     waker: AtomicWaker,
 }
 
@@ -95,6 +97,15 @@ impl ConnSignal {
         if !blocked {
             self.wake();
         }
+    }
+
+    /// The connection task closed its socket: its peer has seen the end.
+    pub fn set_gone(&self) {
+        self.gone.store(true, Ordering::Release);
+    }
+
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Acquire)
     }
 
     pub fn is_blocked(&self) -> bool {
@@ -235,6 +246,38 @@ impl Outbox {
     }
 }
 
+/// How long a reply waits for the sockets its command closed
+/// ([`wait_gone`]). A connection task sees its close at once unless it is in
+/// a write a fault rule slows or in the append-only file's wait; past this
+/// the reply goes anyway rather than hang.
+const GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How often [`wait_gone`] looks. The wait is rare (a kill, a staged
+/// restart) and short (one task wake-up each), so polling beats a
+/// per-connection notification every connection would carry.
+const GONE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Resolves once every connection in `killed` has closed its socket (or
+/// after [`GONE_WAIT`]), so the reply of the command that closed them
+/// reaches its client after their peers have seen the end: a client that
+/// reads "OK" from CLIENT KILL, or sees its own connection dropped by
+/// `COORDIS.SERVER RESTART`, finds the others closed, as with Redis.
+pub(crate) async fn wait_gone(killed: &[Arc<ConnSignal>]) {
+    let deadline = tokio::time::Instant::now() + GONE_WAIT;
+    while !killed.iter().all(|s| s.is_gone()) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(GONE_POLL).await;
+    }
+}
+
+/// [`wait_gone`] for a caller outside the runtime (the test-control plane's
+/// blocking methods); it must not hold the engine lock.
+pub(crate) fn wait_gone_blocking(killed: &[Arc<ConnSignal>]) {
+    let deadline = std::time::Instant::now() + GONE_WAIT;
+    while !killed.iter().all(|s| s.is_gone()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(GONE_POLL);
+    }
+}
+
 /// Every connected client. While a batch runs, its client is taken out of
 /// the registry (so a handler holding it can still reach the others through
 /// the server state) and put back after: the client keeps its slot, so both
@@ -248,6 +291,12 @@ pub struct Clients {
     index: HashMap<u64, usize, foldhash::fast::RandomState>,
     /// Slots freed by disconnects, reused first.
     free: Vec<usize>,
+    /// Connections a command closed ([`Clients::kill_where`]) whose sockets
+    /// may still be open: that command's reply waits until they are
+    /// ([`wait_gone`]), as Redis frees a killed client before it replies.
+    /// Entries already gone are dropped at each kill, so the list stays
+    /// bounded even where no reply takes it.
+    killed: Vec<Arc<ConnSignal>>,
 }
 
 impl Clients {
@@ -289,6 +338,28 @@ impl Clients {
 
     pub fn get_mut(&mut self, id: u64) -> Option<&mut ClientState> {
         self.slots[*self.index.get(&id)?].as_deref_mut()
+    }
+
+    /// Closes every client in the registry `selected` picks (not those
+    /// taken out: the caller closes its own) and returns how many. Their
+    /// sockets close as their tasks see it; [`Clients::take_killed`] hands
+    /// them to whoever must not go on before that.
+    pub fn kill_where(&mut self, mut selected: impl FnMut(&ClientState) -> bool) -> usize {
+        self.killed.retain(|s| !s.is_gone());
+        let mut killed = 0;
+        for client in self.slots.iter().flatten() {
+            if selected(client) {
+                client.signal.close();
+                self.killed.push(client.signal.clone());
+                killed += 1;
+            }
+        }
+        killed
+    }
+
+    /// The connections [`Clients::kill_where`] closed since the last call.
+    pub fn take_killed(&mut self) -> Vec<Arc<ConnSignal>> {
+        std::mem::take(&mut self.killed)
     }
 
     /// The clients in the registry (not those taken out).

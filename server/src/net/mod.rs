@@ -478,8 +478,15 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: Con
             engine.connect(pending.take().expect("a new client"));
         }
     }
+    // Each arm ends with its socket closed, before the engine lock is
+    // taken below: a command waiting for this connection's end
+    // (`clients::wait_gone`) does not wait behind the engine.
     let served = match acceptor {
-        None => serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await,
+        None => {
+            let served = serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await;
+            drop(socket);
+            served
+        }
         Some(acceptor) => {
             let handshake = tokio::select! {
                 r = acceptor.accept(socket) => Some(r),
@@ -504,6 +511,7 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: Con
             }
         }
     };
+    signal.set_gone();
     if let Err(e) = served {
         tracing::debug!("client {id} ({peer}): {e}");
     }
@@ -683,6 +691,9 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             // written, and under `appendfsync always` fsynced.
             if shared.aof.waits() {
                 shared.aof.wait().await;
+            }
+            if !end.killed.is_empty() {
+                clients::wait_gone(&end.killed).await;
             }
             // Only a kill ends the write; at shutdown, replies to requests
             // already read are still written, within the drain deadline.
@@ -864,6 +875,7 @@ fn busy_batch(
             reply_fault: Default::default(),
             view: None,
             handoff: None,
+            killed: Vec::new(),
         },
         waiting && !close,
     )
