@@ -627,6 +627,7 @@ pub(crate) const SCRIPT_CLUSTER_DOWN_READ_ONLY: &str =
     "ERR Script attempted to execute a write command while the cluster is down and readonly";
 pub(crate) const SCRIPT_CLUSTER_DOWN: &str = "ERR Script attempted to execute a command while the cluster is down";
 pub(crate) const SCRIPT_NON_LOCAL_KEY: &str = "ERR Script attempted to access a non local key in a cluster node";
+pub(crate) const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";
 pub(crate) const SCRIPT_CROSS_SLOT: &str = "ERR Script attempted to access keys that do not hash to the same slot";
 pub(crate) const SELECT_IN_CLUSTER: &str = "ERR SELECT is not allowed in cluster mode";
 pub(crate) const MOVE_IN_CLUSTER: &str = "ERR MOVE is not allowed in cluster mode";

@@ -57,11 +57,22 @@ fn vm<'a>(ctx: &'a mut Ctx) -> Result<&'a mut crate::lua::Scripting, Reply> {
 fn fcall_generic(ctx: &mut Ctx, args: &[Bytes], ro_command: bool) -> Reply {
     super::scripting::feed_monitors_first(ctx, args);
     let name = String::from_utf8_lossy(&args[1]).into_owned();
-    let (no_writes, allow_oom) = match tri!(vm(ctx)).libraries().function(&name) {
-        Some(f) => (f.no_writes(), f.allow_oom()),
+    let (no_writes, run_as, no_cluster) = match tri!(vm(ctx)).libraries().function(&name) {
+        Some(f) => (
+            f.no_writes(),
+            super::scripting::RunAs {
+                read_only: ro_command || f.no_writes(),
+                allow_oom: f.allow_oom(),
+                cross_slot: f.allow_cross_slot(),
+            },
+            f.no_cluster(),
+        ),
         None => return err(errors::FUNCTION_NOT_FOUND),
     };
     let (keys, argv) = tri!(super::scripting::keys_and_args(args, errors::BAD_NUMBER_OF_KEYS));
+    if let Some(refused) = super::scripting::refused_on_cluster(ctx, no_cluster) {
+        return refused;
+    }
     if ro_command && !no_writes {
         return err(errors::WRITE_FLAG_WITH_RO);
     }
@@ -77,7 +88,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &[Bytes], ro_command: bool) -> Reply {
         libraries,
         functions,
     });
-    let reply = super::scripting::run_in_vm(ctx, ro_command || no_writes, allow_oom, |vm, dispatch, now| {
+    let reply = super::scripting::run_in_vm(ctx, run_as, |vm, dispatch, now| {
         vm.call_function(&name, keys, argv, now, dispatch)
     })
     .unwrap_or_else(|| err(errors::FUNCTION_NOT_FOUND));

@@ -66,16 +66,40 @@ pub(super) fn keys_and_args<'a>(
     Ok((&args[3..split], &args[split..]))
 }
 
+/// How a script or function runs, from its flags and the command that
+/// runs it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RunAs {
+    /// Write commands are refused: EVAL_RO, FCALL_RO, a `no-writes` script
+    /// or function.
+    pub read_only: bool,
+    /// `allow-oom`: its commands run over `maxmemory`.
+    pub allow_oom: bool,
+    /// On a cluster node its commands may touch several slots
+    /// ([`crate::exec::Caller::Script`]).
+    pub cross_slot: bool,
+}
+
+/// A script or function flagged `no-cluster` is refused on a cluster node
+/// (Redis's `scriptPrepareForRun`, before the `_RO` check).
+pub(super) fn refused_on_cluster(ctx: &Ctx, no_cluster: bool) -> Option<Reply> {
+    (no_cluster && ctx.server.cluster.is_some()).then(|| err(errors::SCRIPT_NO_CLUSTER))
+}
+
 /// Runs something on the VM (a script or a function, through `call`) with
 /// the caller's database; SELECT inside it does not change the caller's
-/// database, as in Redis 7. `read_only` refuses write commands (EVAL_RO, a
-/// `no-writes` script or function). `None` from `call`: nothing to run.
+/// database, as in Redis 7. `None` from `call`: nothing to run.
 pub(super) fn run_in_vm(
     ctx: &mut Ctx,
-    read_only: bool,
-    allow_oom: bool,
+    run_as: RunAs,
     call: impl FnOnce(&mut crate::lua::Scripting, &mut crate::lua::Dispatch, u64) -> Option<Reply>,
 ) -> Option<Reply> {
+    let RunAs {
+        read_only,
+        allow_oom,
+        cross_slot,
+    } = run_as;
+    let caller = crate::exec::Caller::Script { read_only, cross_slot };
     let now = ctx.now;
     let Some(scripting) = ctx.scripting.take() else {
         return Some(err(errors::NOT_FROM_SCRIPT));
@@ -100,13 +124,13 @@ pub(super) fn run_in_vm(
                 server,
                 now,
                 scripting: None,
-                caller: crate::exec::Caller::Script { read_only },
+                caller,
             };
             // Over the limit found at the start, a command that grows
             // memory is refused until the script has written (it cannot
             // stop halfway), unless it is flagged `allow-oom`.
             let may_oom = !allow_oom && !state.wrote.load(Ordering::Relaxed);
-            let (reply, wrote) = crate::exec::call_from_script(&mut inner, cmd, read_only, may_oom);
+            let (reply, wrote) = crate::exec::call_from_script(&mut inner, cmd, caller, may_oom);
             if wrote {
                 state.wrote.store(true, Ordering::Relaxed);
             }
@@ -187,15 +211,20 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], ro_command: boo
     let Some(flags) = flags else {
         return err(errors::NOSCRIPT);
     };
+    if let Some(refused) = refused_on_cluster(ctx, flags.no_cluster) {
+        return refused;
+    }
     if ro_command && flags.shebang && !flags.no_writes {
         return err(errors::WRITE_FLAG_WITH_RO);
     }
-    run_in_vm(
-        ctx,
-        ro_command || flags.no_writes,
-        flags.allow_oom,
-        |scripting, dispatch, now| scripting.run(sha, keys, argv, now, dispatch),
-    )
+    let run_as = RunAs {
+        read_only: ro_command || flags.no_writes,
+        allow_oom: flags.allow_oom,
+        cross_slot: flags.cross_slot(),
+    };
+    run_in_vm(ctx, run_as, |scripting, dispatch, now| {
+        scripting.run(sha, keys, argv, now, dispatch)
+    })
     .unwrap_or_else(|| err(errors::NOSCRIPT))
 }
 

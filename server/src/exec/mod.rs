@@ -45,8 +45,10 @@ pub enum Caller {
     /// was queued (Redis's `execCommand` calls `call()` directly).
     Exec,
     /// A script's or function's `redis.call`; `read_only` for EVAL_RO,
-    /// FCALL_RO and `no-writes` scripts.
-    Script { read_only: bool },
+    /// FCALL_RO and `no-writes` scripts; `cross_slot` when, on a cluster
+    /// node, its commands may touch keys of several slots
+    /// (`allow-cross-slot-keys`, or a script without a shebang).
+    Script { read_only: bool, cross_slot: bool },
     /// The test-control plane's keyspace access ([`crate::Server`]'s
     /// typed API): an internal client no CLIENT LIST shows. Loading the
     /// append-only file runs its commands as this caller too: Redis's fake
@@ -368,7 +370,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
                 return Verdict::Denied { spec, denied };
             }
         }
-        if matches!(caller, Caller::Script { read_only: true }) && spec.has(flags::WRITE) {
+        if matches!(caller, Caller::Script { read_only: true, .. }) && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
         }
         // A read-only replica refuses a script's writes (Redis's
@@ -766,8 +768,7 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// A script's `redis.call`: admitted with the script checks, then called.
 /// The flag says whether a write command ran (a script that wrote cannot
 /// be killed).
-pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool, may_oom: bool) -> (Reply, bool) {
-    let caller = Caller::Script { read_only };
+pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], caller: Caller, may_oom: bool) -> (Reply, bool) {
     let replica = ReplicaFacts::of(ctx.server);
     let user = ctx.server.acl.restricted(&ctx.client.user);
     let facts = Facts {
@@ -780,7 +781,7 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], read_only: bool, m
     };
     match admit(caller, args, &facts, &mut NoHolds) {
         Verdict::Run(spec) => {
-            if let Some(reply) = script_cluster_check(ctx, spec, args) {
+            if let Some(reply) = script_cluster_check(ctx, caller, spec, args) {
                 observe::rejected(ctx, Some(spec), &reply);
                 return (reply, false);
             }
@@ -898,10 +899,9 @@ pub(crate) fn call_control(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// Cluster mode: a script's command may touch only keys this node serves,
 /// all in one slot — the slot of the keys the script declared, or of the
-/// first it touched (Redis 7.0.15's `scriptVerifyClusterState`). Scripts
-/// flagged `allow-cross-slot-keys` are not told apart yet: they get the
-/// one-slot rule too.
-fn script_cluster_check(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
+/// first it touched (Redis 7.0.15's `scriptVerifyClusterState`); with
+/// `cross_slot` (see [`Caller::Script`]) any slot this node serves.
+fn script_cluster_check(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply> {
     use crate::cluster::route::{self, ClientFlags, Query, Redirect};
     let cluster = ctx.server.cluster.as_deref()?;
     let config = &ctx.server.config.cluster;
@@ -925,6 +925,7 @@ fn script_cluster_check(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes
         Err(Redirect::DownState) => Some(errors::err(errors::SCRIPT_CLUSTER_DOWN)),
         Err(_) => Some(errors::err(errors::SCRIPT_NON_LOCAL_KEY)),
         Ok(None) => None,
+        Ok(Some(_)) if matches!(caller, Caller::Script { cross_slot: true, .. }) => None,
         Ok(Some(slot)) => match client.cluster_slot {
             None => {
                 client.cluster_slot = Some(slot);

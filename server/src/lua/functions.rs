@@ -50,6 +50,14 @@ impl FunctionInfo {
     pub fn allow_oom(&self) -> bool {
         self.flags.contains(&"allow-oom")
     }
+
+    pub fn no_cluster(&self) -> bool {
+        self.flags.contains(&"no-cluster")
+    }
+
+    pub fn allow_cross_slot(&self) -> bool {
+        self.flags.contains(&"allow-cross-slot-keys")
+    }
 }
 
 /// A loaded library: its code as given (shebang included) and functions.

@@ -180,13 +180,26 @@ pub struct ScriptFlags {
     pub allow_stale: bool,
     /// `allow-oom`: it runs, and its commands run, over `maxmemory`.
     pub allow_oom: bool,
+    /// `no-cluster`: refused on a cluster node.
+    pub no_cluster: bool,
+    /// `allow-cross-slot-keys`: on a cluster node its commands may touch
+    /// keys of several slots (all served here).
+    pub allow_cross_slot: bool,
+}
+
+impl ScriptFlags {
+    /// Whether its commands may touch keys of several slots: with the flag,
+    /// or without a shebang (Redis's compatibility mode allows it too).
+    pub fn cross_slot(&self) -> bool {
+        !self.shebang || self.allow_cross_slot
+    }
 }
 
 /// A script's shebang flags and where its code starts (at the shebang's
 /// newline), or `None` without a shebang; Redis's
 /// `evalExtractShebangFlags` errors. `allow-stale` matters on a replica
-/// (admission), `allow-oom` under `maxmemory`; the other flags (no-cluster,
-/// allow-cross-slot-keys) are accepted.
+/// (admission), `allow-oom` under `maxmemory`, `no-cluster` and
+/// `allow-cross-slot-keys` on a cluster node.
 fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
     use crate::errors;
     if !body.starts_with(b"#!") {
@@ -207,6 +220,8 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
         no_writes: false,
         allow_stale: false,
         allow_oom: false,
+        no_cluster: false,
+        allow_cross_slot: false,
     };
     for part in &parts[1..] {
         let Some(list) = part.strip_prefix(b"flags=") else {
@@ -222,6 +237,8 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(ScriptFlags, usize)>, Reply> {
             flags.no_writes |= flag == b"no-writes";
             flags.allow_stale |= flag == b"allow-stale";
             flags.allow_oom |= flag == b"allow-oom";
+            flags.no_cluster |= flag == b"no-cluster";
+            flags.allow_cross_slot |= flag == b"allow-cross-slot-keys";
         }
     }
     Ok(Some((flags, end)))
