@@ -132,18 +132,50 @@ fn client_list_reports_buffers_and_memory_in_redis_units() {
 
 #[test]
 fn client_info_counts_the_running_command() {
-    let check = |addr| {
+    // Redis's `mem_clients_normal` waits for its client cron: coordis's
+    // is checked alone.
+    let check = |addr, ours: bool| {
         let mut c = RawClient::connect(addr).unwrap();
         let reply = text(&c.command(&["CLIENT", "INFO"]).unwrap());
         // CLIENT and INFO: 10 bytes.
         assert!(reply.contains(" argv-mem=10 "), "{reply}");
         assert!(reply.contains(" omem=0 "), "{reply}");
+        if !ours {
+            return;
+        }
+        // INFO counts the clients' memory too.
+        let info = text(&c.command(&["INFO", "memory"]).unwrap());
+        let normal: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("mem_clients_normal:"))
+            .expect("INFO memory has mem_clients_normal")
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(normal > 0, "{info}");
     };
     let server = coordis::Server::builder().start_blocking().unwrap();
-    check(server.addr());
+    check(server.addr(), true);
     if let Some(redis) = redis() {
-        check(redis.addr());
+        check(redis.addr(), false);
     }
+}
+
+/// Most MB a subscriber with a small receive buffer holds before a 4 MB
+/// hard limit closes it: the limit, the kernel's largest send buffer
+/// (4 MB here) and a margin.
+const SMALL_RECEIVER_MOST_MB: usize = 12;
+
+/// A connection whose receive buffer is set small before it connects (the
+/// kernel then does not grow it), so that unread output stays in the server.
+fn small_receiver(addr: SocketAddr) -> TcpStream {
+    const RECEIVE_BUFFER: usize = 64 * 1024;
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(RECEIVE_BUFFER).unwrap();
+    socket.connect(&addr.into()).unwrap();
+    let stream: TcpStream = socket.into();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
 }
 
 /// Publishes 1 MB messages until none reaches the subscriber; returns how
@@ -168,10 +200,20 @@ fn pubsub_hard_limit(addr: SocketAddr) {
             .unwrap(),
         b"+OK\r\n"
     );
-    let mut idle = RawClient::connect(addr).unwrap();
-    idle.command(&["SUBSCRIBE", "firehose"]).unwrap();
+    let mut idle = small_receiver(addr);
+    idle.write_all(&RawClient::encode(&[b"SUBSCRIBE", b"firehose"]))
+        .unwrap();
+    let expected = b"*3\r\n$9\r\nsubscribe\r\n$8\r\nfirehose\r\n:1\r\n";
+    let mut confirmation = [0u8; 37];
+    idle.read_exact(&mut confirmation).unwrap();
+    assert_eq!(&confirmation, expected);
     let published = publish_until_dropped(&mut publisher, 64);
-    assert!(published > 4, "disconnected too early: after {published} MB");
+    // The kernel holds a few MB (the send buffer's most, a small receive
+    // buffer); the server the rest: well under the default 32 MB.
+    assert!(
+        (5..=SMALL_RECEIVER_MOST_MB).contains(&published),
+        "disconnected after {published} MB at a 4 MB hard limit"
+    );
     assert_eq!(
         publisher.command(&["PUBSUB", "NUMSUB", "firehose"]).unwrap(),
         b"*2\r\n$8\r\nfirehose\r\n:0\r\n"

@@ -225,6 +225,19 @@ pub(crate) fn measure(client: &ClientState) -> ClientMemory {
     }
 }
 
+/// What the normal and pub/sub clients use together, `current` (the
+/// client whose batch runs) included: INFO's `mem_clients_normal` and
+/// MEMORY STATS' `clients.normal`.
+pub(crate) fn normal_clients_total(state: &ServerState, current: &ClientState) -> u64 {
+    state
+        .clients
+        .values()
+        .chain(std::iter::once(current))
+        .filter(|c| !c.replica)
+        .map(|c| measure(c).tot_mem as u64)
+        .sum()
+}
+
 /// Redis's bucket of a client using `mem` bytes (`getMemUsageBucket`).
 fn bucket(mem: usize) -> u32 {
     let bits = usize::BITS - mem.leading_zeros();
