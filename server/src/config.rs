@@ -562,7 +562,9 @@ pub(crate) enum Effect {
     /// again from the files (Redis's `applyTlsCfg`), and a changed
     /// `tls-port` rebinds the TLS listeners (`applyTLSPort`); a failure
     /// restores the old settings.
-    /// `client-output-buffer-limit`: the replicas' limit is read by the backlog.
+    /// `client-output-buffer-limit`: the replicas' limit is read by the
+    /// backlog, the others by the engine's client limits, as is
+    /// `maxmemory-clients` (clients over it are evicted at once).
     OutputLimits,
     /// A TLS setting: coordis serves no TLS, so a change that would turn
     /// it on (a `tls-port`, `tls-replication` or `tls-cluster`) fails as
@@ -1353,7 +1355,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     // Eviction and defragmentation.
     row("maxmemory-samples", "5", Int { min: 1, max: I32 }, memory!(samples)),
     row("maxmemory-eviction-tenacity", "10", Int { min: 0, max: 100 }, memory!(tenacity)),
-    row("maxmemory-clients", "0", Kind::Custom(check_memory_or_percent), Store::Ignored),
+    row("maxmemory-clients", "0", Kind::Custom(check_memory_or_percent), Store::Ignored).effect(Effect::OutputLimits),
     row("lfu-log-factor", "10", Int { min: 0, max: I32 }, memory!(lfu_log_factor)),
     row("lfu-decay-time", "1", Int { min: 0, max: I32 }, memory!(lfu_decay_time)),
     row("activedefrag", "no", Kind::Custom(check_activedefrag), Store::Ignored),

@@ -102,6 +102,10 @@ impl Engine {
         let repl_id = new_run_id();
         let replica = crate::replica::ReplicaState::new(&config, repl_id.clone());
         let is_replica = replica.is_replica();
+        let client_limits = crate::net::client_mem::ClientLimits::from_config(&config);
+        shared
+            .client_eviction
+            .store(client_limits.eviction != 0, std::sync::atomic::Ordering::Relaxed);
         Engine {
             dbs: (0..config.databases)
                 .map(|_| {
@@ -138,6 +142,9 @@ impl Engine {
                 random: None,
                 oom_at_start: false,
                 evictor: Default::default(),
+                client_limits,
+                evicted_clients: 0,
+                clients_mem: 0,
                 shutdown_requested: false,
                 dirty: 0,
                 last_save_secs: started_ms / 1000,
@@ -587,6 +594,20 @@ impl Engine {
         close_idle_clients(&mut self.state);
     }
 
+    /// The clients' output limits on the server clock and client eviction
+    /// ([`crate::net::client_mem::cron`]).
+    pub(crate) fn clients_cron(&mut self) {
+        let now = self.state.clock.now_ms();
+        crate::net::client_mem::cron(&mut self.state, now);
+    }
+
+    /// A connection's query buffer grew without a complete request: client
+    /// eviction looks at every client (Redis's check after a read).
+    pub(crate) fn evict_clients(&mut self) {
+        let now = self.state.clock.now_ms();
+        crate::net::client_mem::evict_clients(&mut self.state, None, now);
+    }
+
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
     pub(crate) fn active_expire_step(&mut self) -> bool {
         let more = active_expire_step(&mut self.dbs, &mut self.state, None, EXPIRE_STEP_KEYS);
@@ -603,6 +624,7 @@ impl Engine {
 
     pub(crate) fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(id) {
+            crate::net::client_mem::forget(&mut self.state, &client);
             crate::blocked::release(&mut self.dbs, &mut self.state.blocking, &mut client);
             cmd::tx::unwatch_all(&mut self.dbs, &mut client);
             self.state.pubsub.forget(&mut client);
@@ -705,6 +727,12 @@ impl Engine {
         }
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
         self.state.effects.flush();
+        crate::net::client_mem::after_batch(&mut self.state, &mut client, out.len() - start, now);
+        if client.signal.is_closed() {
+            // Over its output limit, or evicted: closed without these replies.
+            out.truncate(start);
+            close = true;
+        }
         let blocked = client.blocked.is_some();
         let reply_fault = std::mem::take(&mut client.reply_fault);
         let handoff = client.handoff.take();
@@ -746,8 +774,10 @@ impl Engine {
                 scripting: Some(&mut self.scripting),
                 caller: Caller::Client,
             };
+            ctx.client.argv_mem = args.iter().map(Bytes::len).sum();
             let reply = crate::exec::process(&mut ctx, args);
             crate::exec::end_unit(&mut ctx);
+            ctx.client.argv_mem = 0;
             reply
         };
         // ASKING holds for the next command only, or the transaction it
@@ -1156,6 +1186,7 @@ fn settle_state(
     let mut current = current;
     while active_expire_step(dbs, state, current.as_deref_mut(), EXPIRE_STEP_KEYS) {}
     close_idle_clients(state);
+    crate::net::client_mem::cron(state, now);
     crate::persist::saves::cron(dbs, state, scripting, now);
 }
 

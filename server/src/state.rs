@@ -84,6 +84,9 @@ pub struct Shared {
     pub proto_max_bulk_len: AtomicUsize,
     pub proto_max_multibulk_len: AtomicUsize,
     pub client_query_buffer_limit: AtomicUsize,
+    /// `maxmemory-clients` is set: a connection whose query buffer grew
+    /// without a complete request has the engine check client eviction.
+    pub(crate) client_eviction: AtomicBool,
     pub protected_mode: AtomicBool,
     /// The default user needs a password (or is off): new clients start
     /// unauthenticated ([`ServerState::sync_auth`]).
@@ -247,6 +250,16 @@ pub struct ServerState {
     pub(crate) oom_at_start: bool,
     /// The eviction pool and counters ([`crate::evict`]).
     pub(crate) evictor: crate::evict::Evictor,
+    /// The normal and pub/sub output limits and `maxmemory-clients`, read
+    /// from `config` at start and at each change of them.
+    pub(crate) client_limits: crate::net::client_mem::ClientLimits,
+    /// Clients closed by `maxmemory-clients` (INFO `evicted_clients`).
+    pub(crate) evicted_clients: u64,
+    /// The normal and pub/sub clients' memory as last measured: the sum
+    /// of their `last_mem`, kept up to date for the running client at each
+    /// batch's end and recounted by each eviction check, so a batch need
+    /// not measure every client to know whether eviction must look.
+    pub(crate) clients_mem: u64,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
     /// Changes to the dataset since the last save (Redis's `server.dirty`:

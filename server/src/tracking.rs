@@ -177,9 +177,8 @@ fn deliver(
         server.clients.get(id)
     };
     if let Some(client) = client {
-        if !client.outbox.push(bytes, now) {
-            tracing::warn!("client {} closed: output buffer over its limit", client.id);
-            client.signal.close();
+        if !client.outbox.push(bytes, now, server.client_limits.of(client)) {
+            crate::net::client_mem::closed_for_output(client, now);
         }
     }
 }

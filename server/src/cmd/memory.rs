@@ -197,7 +197,10 @@ fn memory_stats(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         (key("startup.allocated"), int(m.startup)),
         (key("replication.backlog"), int(0)),
         (key("clients.slaves"), int(0)),
-        (key("clients.normal"), int(0)),
+        (
+            key("clients.normal"),
+            int(crate::net::client_mem::normal_clients_total(ctx.server, ctx.client)),
+        ),
         (key("cluster.links"), int(0)),
         (key("aof.buffer"), int(0)),
         (key("lua.caches"), int(m.lua_caches)),

@@ -226,9 +226,8 @@ fn deliver(server: &ServerState, current: Option<&ClientState>, deliveries: &[(u
         if let Some(client) = client {
             let mut out = bytes::BytesMut::new();
             reply.encode(&mut out, client.resp3);
-            if !client.outbox.push(out.freeze(), now) {
-                tracing::warn!("client {} closed: pub/sub output buffer over its limit", client.id);
-                client.signal.close();
+            if !client.outbox.push(out.freeze(), now, server.client_limits.of(client)) {
+                crate::net::client_mem::closed_for_output(client, now);
             }
         }
     }

@@ -986,6 +986,15 @@ fn restore_effect(ctx: &mut Ctx, effect: Effect, failed: &crate::Config) {
     apply_config_effect(ctx, effect);
 }
 
+/// Reads the client output limits and `maxmemory-clients` again, and
+/// evicts clients over the new limit at once, as Redis's next
+/// `beforeSleep` does.
+fn refresh_client_limits(ctx: &mut Ctx) {
+    crate::net::client_mem::configure(ctx.server);
+    // An evicted caller is closed without its reply (the batch's end sees it).
+    crate::net::client_mem::evict_clients(ctx.server, Some(&mut *ctx.client), ctx.now);
+}
+
 /// Makes a changed setting reach what reads it outside [`Config`](crate::Config).
 pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
     let config = &ctx.server.config;
@@ -999,7 +1008,11 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
             .tls
             .set_auth(crate::net::tls::AuthClients::parse(&config.tls.auth_clients)),
         // The minimum was applied by `set_runtime`; the backlog takes the size.
-        Effect::ReplBacklog | Effect::OutputLimits => ctx.server.repl.configure(config),
+        Effect::ReplBacklog => ctx.server.repl.configure(config),
+        Effect::OutputLimits => {
+            ctx.server.repl.configure(config);
+            refresh_client_limits(ctx);
+        }
         Effect::Connections => ctx.server.shared.publish(config),
         Effect::DefaultPassword => {
             let password = config.requirepass.as_ref().map(|p| p.expose().to_string());
@@ -1030,6 +1043,8 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
                 tracing::warn!("{}", errors::maxmemory_below_used(max, used));
             }
             while crate::evict::perform(ctx) == crate::evict::Outcome::Running {}
+            // A `maxmemory-clients` percentage is of `maxmemory`.
+            refresh_client_limits(ctx);
         }
         // Turned on or off by CONFIG SET itself (it may fail); then, as
         // for the writer's settings, the writer and the connections learn
@@ -1048,6 +1063,7 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
 fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.server.stats = Default::default();
     ctx.server.evictor.evicted_keys = 0;
+    ctx.server.evicted_clients = 0;
     ctx.server.observe.reset_stats();
     Reply::Ok
 }
@@ -1469,11 +1485,12 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     if want("stats") {
         let expired: u64 = ctx.dbs.iter().map(|d| d.expired_count).sum();
         let evicted = s.evictor.evicted_keys;
+        let evicted_clients = s.evicted_clients;
         let st = &s.stats;
         let rates = s.rates.per_second();
         let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         parts.push(format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{evicted}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{evicted}\r\nevicted_clients:{evicted_clients}\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
             st.total_connections_received,
             st.total_commands_processed,
             rates[0].round() as u64,
@@ -1581,8 +1598,8 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
 /// ([`super::memory::overhead`]). Scripts and
 /// functions share one Lua VM here (Redis has one each): its memory is
 /// reported as EVAL's. coordis neither replicates nor appends to a file, and
-/// frees synchronously, so those fields are zero; it does not account for
-/// client buffers (`mem_clients_normal` is 0).
+/// frees synchronously, so those fields are zero; `mem_clients_normal` sums
+/// the clients' CLIENT LIST `tot-mem`.
 fn memory_section(ctx: &mut Ctx) -> String {
     // Inside a script the VM is in use: its size as of the script's call.
     let lua = match ctx.scripting.as_ref() {
@@ -1610,8 +1627,9 @@ fn memory_section(ctx: &mut Ctx) -> String {
     let (maxmemory, policy) = (config.maxmemory(), config.maxmemory_policy());
     let scripts_total = scripts_bytes + functions_bytes;
     let not_counted = crate::evict::not_counted(ctx);
+    let clients_normal = crate::net::client_mem::normal_clients_total(ctx.server, ctx.client);
     format!(
-        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{not_counted}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{not_counted}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:{clients_normal}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
         human_bytes(used),
         human_bytes(rss),
         human_bytes(peak),
@@ -1687,9 +1705,11 @@ pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
             continue;
         }
         if let Some(client) = ctx.server.clients.get(id) {
-            if !client.outbox.push(line.clone(), now) {
-                tracing::warn!("client {id} closed: MONITOR output over its limit");
-                client.signal.close();
+            if !client
+                .outbox
+                .push(line.clone(), now, ctx.server.client_limits.of(client))
+            {
+                crate::net::client_mem::closed_for_output(client, now);
             }
         }
     }

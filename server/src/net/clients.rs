@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -12,6 +12,9 @@ use atomic_waker::AtomicWaker;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+
+use crate::net::client_mem::{ConnMem, SoftLimitState};
+use crate::repl::OutputLimit;
 
 /// Asks a server to shut down (SHUTDOWN, or the owner of an embedded
 /// server); any number of tasks may wait for it.
@@ -153,14 +156,6 @@ impl ConnSignal {
     }
 }
 
-/// Redis's `client-output-buffer-limit pubsub 32mb 8mb 60`: a subscriber
-/// with more than `PUBSUB_HARD_LIMIT` bytes of undelivered messages, or more
-/// than `PUBSUB_SOFT_LIMIT` for `PUBSUB_SOFT_SECONDS`, is disconnected, so a
-/// subscriber that does not read cannot grow the server's memory.
-pub(crate) const PUBSUB_HARD_LIMIT: usize = 32 * 1024 * 1024;
-pub(crate) const PUBSUB_SOFT_LIMIT: usize = 8 * 1024 * 1024;
-pub(crate) const PUBSUB_SOFT_SECONDS: u64 = 60;
-
 /// Messages published to a client, waiting for its connection task to write
 /// them.
 #[derive(Debug)]
@@ -169,10 +164,15 @@ pub struct Outbox {
     /// Whether `queue` has messages: set after a push, cleared by a take,
     /// both under the lock, so the connection task can look without it.
     queued: AtomicBool,
-    /// Bytes queued and not yet written.
+    /// Bytes queued and not yet written (CLIENT LIST `omem`).
     pending: AtomicUsize,
-    /// Unix ms since which `pending` has been above the soft limit (0: it is not).
-    over_soft_since: AtomicU64,
+    /// Messages queued and not yet written (CLIENT LIST `oll`, Redis's
+    /// reply list length).
+    pending_messages: AtomicUsize,
+    /// When the client's output first passed its soft limit.
+    pub(crate) soft: SoftLimitState,
+    /// The connection task's buffers, for CLIENT LIST and the limits.
+    pub(crate) mem: ConnMem,
     /// Wakes the connection task when a message arrives.
     signal: Arc<ConnSignal>,
 }
@@ -183,28 +183,23 @@ impl Outbox {
             queue: Mutex::new(Vec::new()),
             queued: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
-            over_soft_since: AtomicU64::new(0),
+            pending_messages: AtomicUsize::new(0),
+            soft: SoftLimitState::default(),
+            mem: ConnMem::default(),
             signal,
         })
     }
 
     /// Queues a message and wakes the connection task. Returns false when
-    /// the client is over its output limit and must be disconnected.
-    pub fn push(&self, data: Bytes, now_ms: u64) -> bool {
-        let pending = self.pending.fetch_add(data.len(), Ordering::Relaxed) + data.len();
-        if pending > PUBSUB_HARD_LIMIT {
+    /// the client is over `limit` (its class's `client-output-buffer-limit`)
+    /// and must be disconnected; the message is then dropped.
+    pub(crate) fn push(&self, data: Bytes, now_ms: u64, limit: &OutputLimit) -> bool {
+        let used = self.used() + data.len();
+        if self.soft.breaks(used, now_ms, limit) {
             return false;
         }
-        if pending > PUBSUB_SOFT_LIMIT {
-            let since = self.over_soft_since.load(Ordering::Relaxed);
-            if since == 0 {
-                self.over_soft_since.store(now_ms.max(1), Ordering::Relaxed);
-            } else if now_ms.saturating_sub(since) >= PUBSUB_SOFT_SECONDS * 1000 {
-                return false;
-            }
-        } else {
-            self.over_soft_since.store(0, Ordering::Relaxed);
-        }
+        self.pending.fetch_add(data.len(), Ordering::Relaxed);
+        self.pending_messages.fetch_add(1, Ordering::Relaxed);
         {
             let mut queue = self.queue.lock();
             queue.push(data);
@@ -215,10 +210,11 @@ impl Outbox {
     }
 
     /// Queues the reply of a command the client was blocked in. Replies are
-    /// not held to the pub/sub output limits (the client asked for them);
-    /// the bytes count as pending until written.
+    /// not held to the output limits here (the client asked for them; the
+    /// next check counts them); the bytes count as pending until written.
     pub fn push_reply(&self, data: Bytes) {
         self.pending.fetch_add(data.len(), Ordering::Relaxed);
+        self.pending_messages.fetch_add(1, Ordering::Relaxed);
         {
             let mut queue = self.queue.lock();
             queue.push(data);
@@ -240,9 +236,25 @@ impl Outbox {
         std::mem::take(&mut *queue)
     }
 
-    /// Records that `n` queued bytes were written to the socket.
-    pub fn written(&self, n: usize) {
+    /// Records that `messages` taken messages, `n` bytes, were written to
+    /// the socket.
+    pub fn written(&self, messages: usize, n: usize) {
         self.pending.fetch_sub(n, Ordering::Relaxed);
+        self.pending_messages.fetch_sub(messages, Ordering::Relaxed);
+    }
+
+    /// Messages and bytes not yet written (`oll`, `omem`).
+    pub(crate) fn backlog(&self) -> (usize, usize) {
+        (
+            self.pending_messages.load(Ordering::Relaxed),
+            self.pending.load(Ordering::Relaxed),
+        )
+    }
+
+    /// All output not yet written: messages and the batch being written
+    /// (what the output limits count).
+    pub(crate) fn used(&self) -> usize {
+        self.pending.load(Ordering::Relaxed) + self.mem.obl()
     }
 }
 
@@ -362,6 +374,11 @@ impl Clients {
         std::mem::take(&mut self.killed)
     }
 
+    /// The clients in the registry (not those taken out), to change.
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut ClientState> {
+        self.slots.iter_mut().flatten().map(|c| &mut **c)
+    }
+
     /// The clients in the registry (not those taken out).
     pub fn values(&self) -> impl Iterator<Item = &ClientState> {
         self.slots.iter().flatten().map(|c| &**c)
@@ -425,8 +442,14 @@ pub struct ClientState {
     /// CLIENT REPLY SKIP: no reply to the command running now / to the next one.
     pub reply_skip: bool,
     pub reply_skip_next: bool,
-    /// CLIENT NO-EVICT ON (shown in CLIENT LIST; coordis evicts no client).
+    /// CLIENT NO-EVICT ON: `maxmemory-clients` never evicts it.
     pub no_evict: bool,
+    /// Bytes of the arguments of the command running now (CLIENT LIST's
+    /// `argv-mem` for the client asking); 0 between commands.
+    pub(crate) argv_mem: usize,
+    /// Its `tot-mem` when last measured, as counted in the server's
+    /// `clients_mem` (0: not counted).
+    pub(crate) last_mem: usize,
     /// In MONITOR mode (CLIENT LIST flag `O`).
     pub monitor: bool,
     /// Cluster mode: ASKING was sent, for the next command (or the
@@ -491,6 +514,8 @@ impl ClientState {
             reply_skip: false,
             reply_skip_next: false,
             no_evict: false,
+            argv_mem: 0,
+            last_mem: 0,
             monitor: false,
             asking: false,
             asking_kept: false,
@@ -512,8 +537,8 @@ impl ClientState {
     }
 
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline).
-    /// Memory and buffer fields are reported as coordis sees them (it has no
-    /// per-client query buffer accounting), so they differ from Redis's.
+    /// The memory and buffer fields are coordis's own bytes
+    /// ([`crate::net::client_mem::measure`]), in Redis's units.
     pub fn info_line(&self, now_ms: u64) -> String {
         let name = self
             .name
@@ -540,8 +565,9 @@ impl ClientState {
         if flags.is_empty() {
             flags.push('N');
         }
+        let mem = crate::net::client_mem::measure(self);
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={} resp={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -554,6 +580,16 @@ impl ClientState {
             self.patterns.len(),
             self.shard_channels.len(),
             self.multi.as_ref().map_or(-1, |q| q.len() as i64),
+            mem.qbuf,
+            mem.qbuf_free,
+            mem.argv_mem,
+            mem.multi_mem,
+            mem.rbs,
+            mem.rbp,
+            mem.obl,
+            mem.oll,
+            mem.omem,
+            mem.tot_mem,
             self.last_cmd,
             String::from_utf8_lossy(&self.user),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),

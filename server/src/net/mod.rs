@@ -11,6 +11,7 @@
 //! serving loop runs on the TLS stream: the loop is generic over the stream.
 
 pub(crate) mod bus;
+pub(crate) mod client_mem;
 pub(crate) mod clients;
 pub(crate) mod listeners;
 pub(crate) mod tls;
@@ -306,6 +307,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
         }
         if let Some(mut e) = engine.try_lock() {
             e.close_idle_clients();
+            e.clients_cron();
             e.sample_rates();
             e.persistence_cron();
             e.replication_cron();
@@ -615,6 +617,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 }
             }
         }
+        outbox.mem.set_query(buf.len(), buf.capacity(), parser.partial_len());
         if requests.is_empty() && protocol_error.is_none() {
             let limit = shared.client_query_buffer_limit.load(Ordering::Relaxed);
             if buf.len() > limit {
@@ -656,6 +659,12 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             }
             shared.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
             shared.reads_processed.fetch_add(1, Ordering::Relaxed);
+            if shared.client_eviction.load(Ordering::Relaxed) && pending.is_none() {
+                // Redis counts a client's query buffer after each read: one
+                // that grows without a request to run can be evicted now.
+                outbox.mem.set_query(buf.len(), buf.capacity(), parser.partial_len());
+                lock_engine(&ctx.engine, &shared.script).await.evict_clients();
+            }
             continue;
         }
         while !requests.is_empty() || protocol_error.is_some() {
@@ -695,6 +704,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             if !end.killed.is_empty() {
                 clients::wait_gone(&end.killed).await;
             }
+            outbox.mem.set_writing(out.len(), out.capacity());
             // Only a kill ends the write; at shutdown, replies to requests
             // already read are still written, within the drain deadline.
             let written = match end.reply_fault.slice {
@@ -711,6 +721,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 Some(r) => r?,
                 None => return Ok(()),
             }
+            outbox.mem.set_writing(0, out.capacity());
             shared.net_output_bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
             shared.writes_processed.fetch_add(1, Ordering::Relaxed);
             if let Some(handoff) = end.handoff.take() {
@@ -728,6 +739,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             }
             if out.capacity() > OUTPUT_BUFFER_KEEP {
                 out = BytesMut::new();
+                outbox.mem.reset_reply_buffer();
             }
             out.clear();
             if end.blocked && !wait_unblocked(socket, &mut buf, signal, outbox, shared).await? {
@@ -939,6 +951,7 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
                 if read? == 0 {
                     return Ok(false);
                 }
+                outbox.mem.set_query(buf.len(), buf.capacity(), 0);
                 if buf.len() > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
                     tracing::warn!("closing a blocked client that reached max query buffer length");
                     return Ok(false);
@@ -981,7 +994,7 @@ async fn write_messages<S: AsyncWrite + Unpin>(
         r = socket.write_all(&batch) => r?,
         _ = signal.ended() => return Err(io::Error::other("closed while writing messages")),
     }
-    outbox.written(batch.len());
+    outbox.written(messages.len(), batch.len());
     shared.net_output_bytes.fetch_add(batch.len() as u64, Ordering::Relaxed);
     shared.writes_processed.fetch_add(1, Ordering::Relaxed);
     Ok(())

@@ -62,6 +62,12 @@ impl RequestParser {
         Self::default()
     }
 
+    /// Bytes of the arguments already read of the request in progress
+    /// (CLIENT LIST's `argv-mem` while the rest is still arriving).
+    pub fn partial_len(&self) -> usize {
+        self.args.iter().map(Bytes::len).sum()
+    }
+
     /// Parses the next complete request from `buf`, consuming its bytes.
     ///
     /// `Ok(None)` means more bytes are needed. Empty requests (`*0`, `*-1`, a

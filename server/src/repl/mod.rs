@@ -120,6 +120,11 @@ pub(crate) struct OutputLimit {
 impl OutputLimit {
     /// The `slave` group of the directive's text (`normal 0 0 0 slave h s t ...`).
     pub(crate) fn from_config(config: &crate::config::Config) -> OutputLimit {
+        OutputLimit::for_class(config, "slave")
+    }
+
+    /// The group of `class` (`normal`, `slave`, `pubsub`) of the directive's text.
+    pub(crate) fn for_class(config: &crate::config::Config, class: &str) -> OutputLimit {
         let text = config
             .ignored
             .get("client-output-buffer-limit")
@@ -127,7 +132,7 @@ impl OutputLimit {
             .unwrap_or_default();
         let words: Vec<&str> = text.split_whitespace().collect();
         for group in words.chunks(4) {
-            if group.len() == 4 && group[0] == "slave" {
+            if group.len() == 4 && group[0] == class {
                 let n = |w: &str| w.parse().unwrap_or(0);
                 return OutputLimit {
                     hard: n(group[1]),
