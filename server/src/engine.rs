@@ -102,6 +102,7 @@ impl Engine {
         let repl_id = new_run_id();
         let replica = crate::replica::ReplicaState::new(&config, repl_id.clone());
         let is_replica = replica.is_replica();
+        let lazyfree = crate::lazyfree::LazyFree::default();
         Engine {
             dbs: (0..config.databases)
                 .map(|_| {
@@ -110,6 +111,7 @@ impl Engine {
                     db.log_new = log_new;
                     // A replica's keys expire by the primary's DELs only.
                     db.keep_expired = is_replica;
+                    db.freer = lazyfree.clone();
                     db
                 })
                 .collect(),
@@ -128,6 +130,7 @@ impl Engine {
                 observe: Default::default(),
                 rates: Rates::default(),
                 memory_startup,
+                lazyfree,
                 memory_peak: memory_startup,
                 replica,
                 repl: Default::default(),
@@ -453,7 +456,7 @@ impl Engine {
         &mut self,
         origin: usize,
         budget: usize,
-        mut emit: impl FnMut(usize, usize, &[u8], crate::store::EntryRef<'_>),
+        mut emit: impl FnMut(usize, usize, &[u8], crate::store::EntryRef<'_>, u32),
     ) -> bool {
         let Some(db) = self
             .dbs
@@ -463,7 +466,7 @@ impl Engine {
             return true;
         };
         let (len, expires) = db.snap.as_ref().map_or((0, 0), |s| (s.start_len, s.start_expires));
-        db.snapshot_step(budget, |key, entry| emit(len, expires, key, entry))
+        db.snapshot_step(budget, |key, entry, access| emit(len, expires, key, entry, access))
     }
 
     /// A background save ended (its thread reports): see

@@ -272,7 +272,7 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
             let finished = engine.snapshot_slice(
                 origin,
                 job.config.bgsave_slice_keys,
-                |start_len, start_expires, key, entry| {
+                |start_len, start_expires, key, entry, access| {
                     if failed.is_some() {
                         return;
                     }
@@ -283,7 +283,7 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                             return;
                         }
                     }
-                    if let Err(e) = w.key(origin, key, entry.value, entry.expire_at) {
+                    if let Err(e) = w.key(origin, key, entry.value, entry.expire_at, access) {
                         failed = Some(e);
                     }
                     job.processed.fetch_add(1, Ordering::Relaxed);

@@ -43,6 +43,25 @@ pub(crate) struct WriteOptions {
     /// `rdbchecksum`.
     pub(crate) checksum: bool,
     pub(crate) encodings: Encodings,
+    /// The keys' LRU/LFU hints to write (from `maxmemory-policy`).
+    pub(crate) hints: HintPolicy,
+}
+
+/// Which access hint each key gets (Redis's `rdbSaveKeyValuePair`): the
+/// IDLE opcode with the seconds idle under an LRU policy, the FREQ opcode
+/// with the decayed counter under an LFU one, none under the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HintPolicy {
+    None,
+    /// Idle times measured at `now_ms` (the save's start).
+    Lru {
+        now_ms: u64,
+    },
+    /// Counters decayed as `mode` says at `now_ms`.
+    Lfu {
+        mode: crate::store::access::Mode,
+        now_ms: u64,
+    },
 }
 
 /// Writes an RDB file key by key (see the module docs).
@@ -114,13 +133,15 @@ impl<W: Write> Writer<W> {
     }
 
     /// One key of database `db` (SELECTDB first when it is another one
-    /// than the last key's); `expire_at` in unix ms, 0 for none.
+    /// than the last key's); `expire_at` in unix ms, 0 for none; `access`
+    /// its access word (written as [`HintPolicy`] says).
     pub(crate) fn key(
         &mut self,
         db: usize,
         key: &[u8],
         value: ValueRef<'_>,
         expire_at: u64,
+        access: u32,
     ) -> std::result::Result<(), SaveError> {
         let mut out = self.out();
         if self.db != Some(db) {
@@ -131,6 +152,17 @@ impl<W: Write> Writer<W> {
         if expire_at != 0 {
             out.put_u8(opcodes::EXPIRETIME_MS);
             out.put_ms(expire_at as i64);
+        }
+        match self.options.hints {
+            HintPolicy::None => {}
+            HintPolicy::Lru { now_ms } => {
+                out.put_u8(opcodes::IDLE);
+                out.put_len(crate::store::access::idle_ms(access, now_ms) / 1000);
+            }
+            HintPolicy::Lfu { mode, now_ms } => {
+                out.put_u8(opcodes::FREQ);
+                out.put_u8(crate::store::access::lfu_decayed(access, mode, now_ms));
+            }
         }
         // The value writer puts the type byte first, and Redis writes the
         // key between the type and the value: write the value apart.
