@@ -1066,6 +1066,55 @@ mod tests {
         assert!(db.snap.is_none(), "the hold is released at the end");
     }
 
+    /// Waits until the database's lazy-free thread has freed `n` objects.
+    fn freed(db: &Db, n: u64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while db.freer.freed() < n {
+            assert!(std::time::Instant::now() < deadline, "never freed");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(db.freer.pending(), 0);
+    }
+
+    fn big_set() -> Value {
+        let mut set = crate::store::set::Set::Ints(Vec::new());
+        for i in 0..100 {
+            set.add(format!("m{i}").as_bytes(), 0);
+        }
+        Value::Set(Box::new(set))
+    }
+
+    /// Each deletion path frees lazily only as its directive says:
+    /// overwrites (server-del), expiry (lazy and active), deletes, flushes.
+    #[test]
+    fn deletions_free_lazily_as_the_directives_say() {
+        let mut db = Db::default();
+        db.insert(&k("s"), big_set(), 0);
+        db.insert(&k("s"), Value::Str(k("v")), 0);
+        db.insert(&k("e"), big_set(), 5);
+        assert!(db.lookup(b"e", 10).is_none());
+        assert!(db.delete(b"s", false));
+        assert_eq!((db.freer.pending(), db.freer.freed()), (0, 0));
+        db.lazy.server_del = true;
+        db.lazy.expire = true;
+        db.insert(&k("s"), big_set(), 0);
+        db.insert(&k("s"), Value::Str(k("v")), 0);
+        freed(&db, 1);
+        db.insert(&k("e"), big_set(), 5);
+        assert!(db.lookup(b"e", 10).is_none());
+        freed(&db, 2);
+        db.insert(&k("e"), big_set(), 5);
+        db.expire_step(10, 10);
+        assert!(db.peek(b"e").is_none(), "active expiry removed it");
+        freed(&db, 3);
+        db.insert(&k("d"), big_set(), 0);
+        assert!(db.delete(b"d", true));
+        freed(&db, 4);
+        db.clear_with(true);
+        freed(&db, 5);
+        assert!(db.is_empty());
+    }
+
     #[test]
     fn lazy_and_active_expiry() {
         let mut db = Db::default();
