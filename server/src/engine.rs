@@ -449,6 +449,11 @@ impl Engine {
         crate::persist::saves::background_save(&mut self.dbs, &mut self.state, libraries, now)
     }
 
+    /// The server clock now (unix ms).
+    pub(crate) fn clock_ms(&self) -> u64 {
+        self.state.clock.now_ms()
+    }
+
     /// One slice of a background save's walk of database `origin` (the
     /// database it was at the start): `emit` gets the start's resize hints
     /// and each key. True once that database is written.

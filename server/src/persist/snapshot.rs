@@ -269,6 +269,7 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                 return Err(SaveError::Io(std::io::Error::other("the save was killed")));
             }
             let mut failed = None;
+            w.set_hint_clock(engine.clock_ms());
             let finished = engine.snapshot_slice(
                 origin,
                 job.config.bgsave_slice_keys,

@@ -174,6 +174,17 @@ impl<W: Write> Writer<W> {
         self.emit(out)
     }
 
+    /// Measures the access hints at `now_ms` from here on: a walk that
+    /// runs while keys are touched sets the clock of each slice, so that
+    /// no key's last access is after the time it is measured at (it would
+    /// read as a wrapped clock: 194 days idle, a fully decayed counter).
+    pub(crate) fn set_hint_clock(&mut self, now: u64) {
+        match &mut self.options.hints {
+            HintPolicy::None => {}
+            HintPolicy::Lru { now_ms } | HintPolicy::Lfu { now_ms, .. } => *now_ms = now,
+        }
+    }
+
     /// The sink, for a caller that drains what was written so far (a
     /// background save empties its buffer into the file between slices).
     pub(crate) fn sink_mut(&mut self) -> &mut W {
