@@ -257,6 +257,8 @@ pub struct MemoryConfig {
     pub lfu_log_factor: u32,
     /// `lfu-decay-time`: minutes per LFU counter decrement. Default 1.
     pub lfu_decay_time: u32,
+    /// The `lazyfree-lazy-*` directives (see `crate::lazyfree`). All no by default.
+    pub(crate) lazy: crate::lazyfree::Lazy,
 }
 
 /// A primary's replication directives, with Redis 7.0.15's defaults
@@ -1117,6 +1119,12 @@ macro_rules! memory {
             get: |c| c.memory.$f.to_string(),
         }
     };
+    (lazy $f:ident) => {
+        Store::Field {
+            set: |c, v| c.memory.lazy.$f = v == "yes",
+            get: |c| yes_no(c.memory.lazy.$f),
+        }
+    };
 }
 
 /// A [`Store::Field`] for a field of [`AofConfig`].
@@ -1300,10 +1308,10 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("maxmemory", "0", Memory { min: 0, max: u64::MAX as i128 }, memory!(maxmemory)).effect(Effect::Maxmemory),
     row("maxmemory-policy", "noeviction", Enum(&["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"]),
         Store::Field { set: |c, v| c.memory.policy = crate::evict::Policy::parse(v).expect("checked by the directive's kind"), get: |c| c.memory.policy.name().to_string() }),
-    row("lazyfree-lazy-eviction", "no", Bool, Store::Ignored),
-    row("lazyfree-lazy-expire", "no", Bool, Store::Ignored),
-    row("lazyfree-lazy-server-del", "no", Bool, Store::Ignored),
-    row("lazyfree-lazy-user-del", "no", Bool, Store::Ignored),
+    row("lazyfree-lazy-eviction", "no", Bool, memory!(lazy eviction)),
+    row("lazyfree-lazy-expire", "no", Bool, memory!(lazy expire)),
+    row("lazyfree-lazy-server-del", "no", Bool, memory!(lazy server_del)),
+    row("lazyfree-lazy-user-del", "no", Bool, memory!(lazy user_del)),
     row("slowlog-log-slower-than", "10000", Int { min: -1, max: LONG }, field!(slowlog_log_slower_than)),
     row("slowlog-max-len", "128", Int { min: 0, max: LONG }, field!(slowlog_max_len)),
     row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, field!(latency_monitor_threshold)),
@@ -1343,7 +1351,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("active-expire-effort", "1", Int { min: 1, max: 10 }, Store::Ignored),
     row("latency-tracking", "yes", Bool, Store::Ignored),
     row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Ignored).multi_arg(),
-    row("lazyfree-lazy-user-flush", "no", Bool, Store::Ignored),
+    row("lazyfree-lazy-user-flush", "no", Bool, memory!(lazy user_flush)),
     row("propagation-error-behavior", "ignore", Enum(&["ignore", "panic", "panic-on-replicas"]), Store::Ignored),
     // ACL.
     row("aclfile", "", Text, field!(aclfile)).immutable(),

@@ -106,6 +106,7 @@ impl Engine {
         shared
             .client_eviction
             .store(client_limits.eviction != 0, std::sync::atomic::Ordering::Relaxed);
+        let lazyfree = crate::lazyfree::LazyFree::default();
         Engine {
             dbs: (0..config.databases)
                 .map(|_| {
@@ -114,6 +115,7 @@ impl Engine {
                     db.log_new = log_new;
                     // A replica's keys expire by the primary's DELs only.
                     db.keep_expired = is_replica;
+                    db.freer = lazyfree.clone();
                     db
                 })
                 .collect(),
@@ -132,6 +134,7 @@ impl Engine {
                 observe: Default::default(),
                 rates: Rates::default(),
                 memory_startup,
+                lazyfree,
                 memory_peak: memory_startup,
                 replica,
                 repl: Default::default(),
@@ -453,6 +456,11 @@ impl Engine {
         crate::persist::saves::background_save(&mut self.dbs, &mut self.state, libraries, now)
     }
 
+    /// The server clock now (unix ms).
+    pub(crate) fn clock_ms(&self) -> u64 {
+        self.state.clock.now_ms()
+    }
+
     /// One slice of a background save's walk of database `origin` (the
     /// database it was at the start): `emit` gets the start's resize hints
     /// and each key. True once that database is written.
@@ -460,7 +468,7 @@ impl Engine {
         &mut self,
         origin: usize,
         budget: usize,
-        mut emit: impl FnMut(usize, usize, &[u8], crate::store::EntryRef<'_>),
+        mut emit: impl FnMut(usize, usize, &[u8], crate::store::EntryRef<'_>, u32),
     ) -> bool {
         let Some(db) = self
             .dbs
@@ -470,7 +478,7 @@ impl Engine {
             return true;
         };
         let (len, expires) = db.snap.as_ref().map_or((0, 0), |s| (s.start_len, s.start_expires));
-        db.snapshot_step(budget, |key, entry| emit(len, expires, key, entry))
+        db.snapshot_step(budget, |key, entry, access| emit(len, expires, key, entry, access))
     }
 
     /// A background save ended (its thread reports): see

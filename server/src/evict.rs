@@ -183,32 +183,55 @@ pub(crate) fn perform(ctx: &mut Ctx) -> Outcome {
         return Outcome::Fail;
     }
     let limit_us = time_limit_us(memory.tenacity);
+    let lazy = memory.lazy.eviction;
     let started = std::time::Instant::now();
     let mut freed: i64 = 0;
     let mut evicted = 0u64;
     while freed < to_free as i64 {
         let Some((db, key)) = next_victim(ctx) else {
-            return Outcome::Fail;
+            return wait_for_lazy_free(ctx, started, limit_us);
         };
         let before = crate::process::used_memory() as i64;
-        evict(ctx, db, &key);
+        evict(ctx, db, &key, lazy);
         freed += before - crate::process::used_memory() as i64;
         evicted += 1;
-        if evicted.is_multiple_of(CHECK_EVERY) && started.elapsed().as_micros() as u64 > limit_us {
-            return Outcome::Running;
+        if evicted.is_multiple_of(CHECK_EVERY) {
+            // Lazily evicted values free on the thread, after `freed` was
+            // measured: the memory may be under the limit already.
+            if lazy && over_limit(ctx).is_none() {
+                break;
+            }
+            if started.elapsed().as_micros() as u64 > limit_us {
+                return Outcome::Running;
+            }
         }
     }
     Outcome::Ok
 }
 
-/// Deletes one key as eviction does: as DEL would, with its event and its
-/// propagated DEL.
-fn evict(ctx: &mut Ctx, db: usize, key: &Bytes) {
-    if ctx.dbs[db].remove(key).is_none() {
+/// Nothing left to evict: values the lazy-free thread is still freeing
+/// may bring the memory under the limit, so wait for them a little (up
+/// to the eviction's time bound, as Redis's `cant_free`).
+fn wait_for_lazy_free(ctx: &Ctx, started: std::time::Instant, limit_us: u64) -> Outcome {
+    const POLL_US: u64 = 1000;
+    while ctx.server.lazyfree.pending() > 0 && (started.elapsed().as_micros() as u64) < limit_us {
+        if over_limit(ctx).is_none() {
+            return Outcome::Ok;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(limit_us.min(POLL_US)));
+    }
+    Outcome::Fail
+}
+
+/// Deletes one key as eviction does: as DEL would (UNLINK with
+/// `lazyfree-lazy-eviction`), with its event and its propagated deletion.
+fn evict(ctx: &mut Ctx, db: usize, key: &Bytes, lazy: bool) {
+    if !ctx.dbs[db].delete(key, lazy) {
         return;
     }
     ctx.server.evictor.evicted_keys += 1;
-    let del = vec![Bytes::from_static(b"DEL"), key.clone()];
+    let command: &'static [u8] = if lazy { b"UNLINK" } else { b"DEL" };
+    let del = vec![Bytes::from_static(command), key.clone()];
     ctx.server.effects.record_alone(db, del);
     ctx.notify_in(db, crate::notify::EVICTED, "evicted", key);
 }

@@ -64,6 +64,8 @@
 //!   full and partial resync, the stream applied as the primary's client,
 //!   ACKs) and what it knows (the primary's replication ID, the offset).
 //! - `alloc`: the counting global allocator `used_memory` and `maxmemory` read.
+//! - `lazyfree`: the background freeing thread UNLINK, FLUSH ASYNC and the
+//!   `lazyfree-lazy-*` directives hand large values and key tables to.
 //! - `repl`: replication as a primary: IDs, offset, backlog, PSYNC, replica links, WAIT.
 //! - `errors`: every error text, as Redis words it.
 //! - `acl`: ACL users and rules, the permission check admission makes, the
@@ -84,6 +86,7 @@ mod errors;
 mod evict;
 mod exec;
 mod faults;
+mod lazyfree;
 mod lua;
 mod net;
 mod notify;

@@ -224,6 +224,9 @@ pub struct ServerState {
     /// locks).
     pub memory_startup: u64,
     pub memory_peak: u64,
+    /// This server's handle on the lazy-free thread (its INFO counters);
+    /// every database holds a clone.
+    pub(crate) lazyfree: crate::lazyfree::LazyFree,
     /// The replica side: the link to a primary, the history's IDs and
     /// offset ([`crate::replica`]).
     pub(crate) replica: crate::replica::ReplicaState,

@@ -258,7 +258,7 @@ fn bitop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         .collect();
     let dst = &args[2];
     if result.is_empty() {
-        if ctx.db().remove(dst).is_some() {
+        if ctx.db().server_del(dst) {
             ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", dst);
         }

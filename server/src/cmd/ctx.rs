@@ -222,7 +222,7 @@ impl Ctx<'_> {
             .lookup(key, now)
             .is_some_and(|e| e.value.is_empty_collection())
         {
-            self.db().remove(key);
+            self.db().server_del(key);
             self.notify(crate::notify::GENERIC, "del", key);
         }
     }

@@ -422,7 +422,7 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
     let Some(z) = z else {
         return match o.store {
             Some(dst) => {
-                if ctx.db().remove(&args[dst]).is_some() {
+                if ctx.db().server_del(&args[dst]) {
                     ctx.notify(notify::GENERIC, "del", &args[dst]);
                     ctx.dirty(1);
                 }
@@ -478,7 +478,7 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
         };
         ctx.notify(notify::ZSET, event, dst);
         ctx.dirty(returned as u64);
-    } else if ctx.db().remove(dst).is_some() {
+    } else if ctx.db().server_del(dst) {
         ctx.notify(notify::GENERIC, "del", dst);
         ctx.dirty(1);
     }

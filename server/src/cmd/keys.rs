@@ -26,7 +26,7 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("del", -2, WRITE, acl::KEYSPACE, (1, -1, 1), "Delete a key", del),
-    spec!("unlink", -2, WRITE | FAST, acl::KEYSPACE, (1, -1, 1), "Delete a key asynchronously in another thread", del),
+    spec!("unlink", -2, WRITE | FAST, acl::KEYSPACE, (1, -1, 1), "Delete a key asynchronously in another thread", unlink),
     spec!("exists", -2, READONLY | FAST, acl::KEYSPACE, (1, -1, 1), "Determine if a key exists", exists),
     spec!("touch", -2, READONLY | FAST, acl::KEYSPACE, (1, -1, 1), "Alters the last access time of a key(s)", exists),
     spec!("expire", -3, WRITE | FAST, acl::KEYSPACE, (1, 1, 1), "Set a key's time to live in seconds", expire),
@@ -60,12 +60,23 @@ static OBJECT: &[CommandSpec] = &[
     subcommand!("generic", "object|help", 2, LOADING | STALE, acl::KEYSPACE, object_help),
 ];
 
+/// DEL: lazy as `lazyfree-lazy-user-del` says (Redis's `delCommand`).
 fn del(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let lazy = ctx.server.config.memory.lazy.user_del;
+    delete_keys(ctx, args, lazy)
+}
+
+/// UNLINK: DEL with large values freed on the lazy-free thread.
+fn unlink(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    delete_keys(ctx, args, true)
+}
+
+fn delete_keys(ctx: &mut Ctx, args: &[Bytes], lazy: bool) -> Reply {
     let now = ctx.now;
     let mut n = 0;
     for key in &args[1..] {
         if ctx.db().contains(key, now) {
-            ctx.db().remove(key);
+            ctx.db().delete(key, lazy);
             ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", key);
             n += 1;
@@ -148,10 +159,12 @@ fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, n
         return Reply::Int(0);
     }
     if when <= now as i64 {
-        db.remove(&args[1]);
+        // A deadline already past deletes as expiry does (`lazyfree-lazy-expire`).
+        let lazy = ctx.server.config.memory.lazy.expire;
+        ctx.db().delete(&args[1], lazy);
         ctx.dirty(1);
         if ctx.propagating() {
-            let delete: &'static [u8] = if lazy_expire(ctx) { b"UNLINK" } else { b"DEL" };
+            let delete: &'static [u8] = if lazy { b"UNLINK" } else { b"DEL" };
             ctx.propagate_as(|| vec![Bytes::from_static(delete), args[1].clone()]);
         }
         ctx.notify(notify::GENERIC, "del", &args[1]);
@@ -171,16 +184,6 @@ fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, n
         ctx.notify(notify::GENERIC, "expire", &args[1]);
     }
     Reply::Int(1)
-}
-
-/// `lazyfree-lazy-expire` (accepted without effect on freeing): whether a
-/// key deleted for a past deadline is replicated as UNLINK rather than DEL.
-fn lazy_expire(ctx: &Ctx) -> bool {
-    ctx.server
-        .config
-        .ignored
-        .get("lazyfree-lazy-expire")
-        .is_some_and(|v| v == "yes")
 }
 
 fn expire(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -318,8 +321,12 @@ fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> Reply {
     if nx && db.contains(&args[2], now) {
         return Reply::Int(0);
     }
+    // The value keeps its access word under the new name (Redis moves the
+    // object itself), whatever the destination had.
+    let word = db.access_of(&args[1]).expect("checked above");
     let entry = db.remove(&args[1]).expect("checked above");
     db.insert(&args[2], entry.value, entry.expire_at);
+    db.set_access(&args[2], word);
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, "rename_from", &args[1]);
     ctx.notify(notify::GENERIC, "rename_to", &args[2]);
@@ -366,8 +373,10 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         if !replace {
             return Reply::Int(0);
         }
-        target.remove(&args[2]);
+        target.server_del(&args[2]);
     }
+    // A copy is a new object: a fresh access word (Redis's `dbAdd` of a
+    // duplicate), not the source's.
     target.insert(&args[2], entry.value, entry.expire_at);
     ctx.dirty(1);
     ctx.notify_in(target_db, notify::GENERIC, "copy_to", &args[2]);
@@ -387,8 +396,11 @@ fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !ctx.db().contains(&args[1], now) || ctx.dbs[target_db].contains(&args[1], now) {
         return Reply::Int(0);
     }
+    // The value keeps its access word in the other database, as in RENAME.
+    let word = ctx.db().access_of(&args[1]).expect("present");
     let entry = ctx.db().remove(&args[1]).expect("present");
     ctx.dbs[target_db].insert(&args[1], entry.value, entry.expire_at);
+    ctx.dbs[target_db].set_access(&args[1], word);
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, "move_from", &args[1]);
     ctx.notify_in(target_db, notify::GENERIC, "move_to", &args[1]);
@@ -466,7 +478,7 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Ok(v) => v,
         Err(_) => return err(errors::BAD_DATA_FORMAT),
     };
-    let deleted = replace && ctx.db().remove(&args[1]).is_some();
+    let deleted = replace && ctx.db().server_del(&args[1]);
     if ttl != 0 && !absttl {
         ttl = ttl.saturating_add(now as i64);
     }

@@ -1065,6 +1065,7 @@ fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.server.evictor.evicted_keys = 0;
     ctx.server.evicted_clients = 0;
     ctx.server.observe.reset_stats();
+    ctx.server.lazyfree.reset_stats();
     Reply::Ok
 }
 
@@ -1113,12 +1114,15 @@ fn dbsize(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Int(ctx.db().len() as i64)
 }
 
-/// FLUSHDB/FLUSHALL accept one optional ASYNC or SYNC; both flush at once.
-fn flush_mode_ok(args: &[Bytes]) -> bool {
+/// FLUSHDB/FLUSHALL's one optional ASYNC or SYNC: whether the old keys are
+/// freed on the lazy-free thread (`lazyfree-lazy-user-flush` without
+/// either, as Redis's `getFlushCommandFlags`); `None` for a syntax error.
+fn flush_lazily(ctx: &Ctx, args: &[Bytes]) -> Option<bool> {
     match args.len() {
-        1 => true,
-        2 => is(&args[1], "async") || is(&args[1], "sync"),
-        _ => false,
+        1 => Some(ctx.server.config.memory.lazy.user_flush),
+        2 if is(&args[1], "async") => Some(true),
+        2 if is(&args[1], "sync") => Some(false),
+        _ => None,
     }
 }
 
@@ -1126,11 +1130,11 @@ fn flush_mode_ok(args: &[Bytes]) -> bool {
 /// yet deleted included, as Redis's `emptyData` counts them), and its
 /// effect even when the database was already empty, as Redis forces it.
 fn flushdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if !flush_mode_ok(args) {
+    let Some(lazy) = flush_lazily(ctx, args) else {
         return err(errors::SYNTAX);
-    }
+    };
     let removed = ctx.db().len() as u64;
-    ctx.db().clear();
+    ctx.db().clear_with(lazy);
     crate::tracking::flushed(ctx);
     ctx.dirty(removed);
     ctx.force_propagation();
@@ -1139,13 +1143,13 @@ fn flushdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// FLUSHALL: as [`flushdb`], over every database.
 fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if !flush_mode_ok(args) {
+    let Some(lazy) = flush_lazily(ctx, args) else {
         return err(errors::SYNTAX);
-    }
+    };
     let mut removed = 0;
     for db in ctx.dbs.iter_mut() {
         removed += db.len() as u64;
-        db.clear();
+        db.clear_with(lazy);
     }
     crate::tracking::flushed(ctx);
     ctx.dirty(removed);
@@ -1627,9 +1631,10 @@ fn memory_section(ctx: &mut Ctx) -> String {
     let (maxmemory, policy) = (config.maxmemory(), config.maxmemory_policy());
     let scripts_total = scripts_bytes + functions_bytes;
     let not_counted = crate::evict::not_counted(ctx);
+    let (lazy_pending, lazy_freed) = (ctx.server.lazyfree.pending(), ctx.server.lazyfree.freed());
     let clients_normal = crate::net::client_mem::normal_clients_total(ctx.server, ctx.client);
     format!(
-        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{not_counted}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:{clients_normal}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{not_counted}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:{clients_normal}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazy_freed}\r\n",
         human_bytes(used),
         human_bytes(rss),
         human_bytes(peak),

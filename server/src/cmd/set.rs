@@ -329,7 +329,7 @@ fn combine_store(ctx: &mut Ctx, args: &[Bytes], op: Op, event: &str) -> Reply {
     let max = ctx.server.config.set_max_intset_entries;
     let members = combine(&sets, op, max, 0);
     if members.is_empty() {
-        if ctx.db().remove(dst).is_some() {
+        if ctx.db().server_del(dst) {
             ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", dst);
         }

@@ -193,7 +193,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
     };
     let stored = out.len() as i64;
     if out.is_empty() {
-        if ctx.db().remove(dst).is_some() {
+        if ctx.db().server_del(dst) {
             ctx.dirty(1);
             ctx.notify(notify::GENERIC, "del", dst);
         }

@@ -198,22 +198,9 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// The directive that makes GETDEL's deletion lazy (replayed as UNLINK).
-const LAZY_USER_DEL: &str = "lazyfree-lazy-user-del";
-/// The directive that makes the deletion of a key whose new deadline has
-/// passed lazy (GETEX EXAT/PXAT in the past, replayed as UNLINK).
-const LAZY_EXPIRE: &str = "lazyfree-lazy-expire";
-
-/// What a deleted key is replayed as: UNLINK when the lazy-free `directive`
-/// that governs the deletion is on, DEL otherwise (as Redis's `shared.unlink`
-/// / `shared.del` choice).
-fn deletion(ctx: &Ctx, directive: &str) -> Bytes {
-    let lazy = ctx
-        .server
-        .config
-        .ignored
-        .get(directive)
-        .is_some_and(|v| v.eq_ignore_ascii_case("yes"));
+/// What a deleted key is replayed as: UNLINK when the deletion was lazy,
+/// DEL otherwise (as Redis's `shared.unlink` / `shared.del` choice).
+fn deletion(lazy: bool) -> Bytes {
     Bytes::from_static(if lazy { b"UNLINK" } else { b"DEL" })
 }
 
@@ -276,9 +263,11 @@ fn getset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match tri!(ctx.get_str(&args[1])) {
         Some(v) => {
-            ctx.db().remove(&args[1]);
+            // `lazyfree-lazy-user-del` makes the deletion lazy.
+            let lazy = ctx.server.config.memory.lazy.user_del;
+            ctx.db().delete(&args[1], lazy);
             ctx.dirty(1);
-            let del = deletion(ctx, LAZY_USER_DEL);
+            let del = deletion(lazy);
             ctx.propagate_as(|| vec![del, args[1].clone()]);
             ctx.notify(notify::GENERIC, "del", &args[1]);
             Reply::Bulk(v)
@@ -307,8 +296,11 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     // The event, the effect's command, and its deadline argument.
     let (event, effect, at) = match expire_at {
         Some(at) if at <= now => {
-            ctx.db().remove(key);
-            ("del", deletion(ctx, LAZY_EXPIRE), None)
+            // A deadline already past deletes as expiry does
+            // (`lazyfree-lazy-expire`).
+            let lazy = ctx.server.config.memory.lazy.expire;
+            ctx.db().delete(key, lazy);
+            ("del", deletion(lazy), None)
         }
         Some(at) => {
             ctx.db().set_expire(key, at);

@@ -119,7 +119,7 @@ fn drop_if_empty(ctx: &mut Ctx, key: &[u8]) {
     }) = ctx.db().lookup(key, now)
     {
         if z.is_empty() {
-            ctx.db().remove(key);
+            ctx.db().server_del(key);
             ctx.notify(notify::GENERIC, "del", key);
         }
     }
@@ -129,7 +129,7 @@ fn drop_if_empty(ctx: &mut Ctx, key: &[u8]) {
 fn store(ctx: &mut Ctx, dst: &Bytes, z: ZSet, event: &str) -> Reply {
     let len = z.len() as i64;
     if z.is_empty() {
-        if ctx.db().remove(dst).is_some() {
+        if ctx.db().server_del(dst) {
             ctx.notify(notify::GENERIC, "del", dst);
             ctx.dirty(1);
         }

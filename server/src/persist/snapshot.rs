@@ -269,10 +269,11 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                 return Err(SaveError::Io(std::io::Error::other("the save was killed")));
             }
             let mut failed = None;
+            w.set_hint_clock(engine.clock_ms());
             let finished = engine.snapshot_slice(
                 origin,
                 job.config.bgsave_slice_keys,
-                |start_len, start_expires, key, entry| {
+                |start_len, start_expires, key, entry, access| {
                     if failed.is_some() {
                         return;
                     }
@@ -283,7 +284,7 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                             return;
                         }
                     }
-                    if let Err(e) = w.key(origin, key, entry.value, entry.expire_at) {
+                    if let Err(e) = w.key(origin, key, entry.value, entry.expire_at, access) {
                         failed = Some(e);
                     }
                     job.processed.fetch_add(1, Ordering::Relaxed);

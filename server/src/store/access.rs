@@ -32,12 +32,15 @@ pub(crate) struct Mode {
     pub decay_time: u32,
 }
 
-/// Gives every database the clock and the access mode for the batch
+/// Gives every database the clock, the access mode and the lazy-free
+/// directives for the batch
 /// about to run (one store each: the batch runs in an instant).
 pub(crate) fn stamp(dbs: &mut [super::Db], config: &crate::config::Config, now_ms: u64) {
     let mode = crate::evict::access_mode(config);
+    let lazy = crate::lazyfree::Lazy::of(config);
     for db in dbs {
         db.access = mode;
+        db.lazy = lazy;
         db.clock_ms = now_ms;
     }
 }

@@ -170,6 +170,12 @@ pub struct Db {
     /// Set while a command that must not touch access data reads (Redis's
     /// `LOOKUP_NOTOUCH`: TYPE, EXISTS, TTL and friends, OBJECT).
     pub(crate) notouch: bool,
+    /// Which deletions free lazily (the `lazyfree-lazy-*` directives),
+    /// set with [`Db::clock_ms`] at the start of each batch: expiry and
+    /// overwrites happen in here, out of the commands' sight.
+    pub(crate) lazy: crate::lazyfree::Lazy,
+    /// The server's lazy-free handle (its counters), shared by its databases.
+    pub(crate) freer: crate::lazyfree::LazyFree,
 }
 
 /// A point-in-time snapshot of one database while its walk runs: the keys
@@ -189,8 +195,9 @@ pub(crate) struct DbSnap {
     /// Keys the walk must skip: copied before a write, or created after
     /// the start.
     done: HashSet<Bytes, RandomState>,
-    /// Old values copied before a write, for the walker to write out.
-    copied: Vec<(Bytes, Entry)>,
+    /// Old values copied before a write (with their access words), for
+    /// the walker to write out.
+    copied: Vec<(Bytes, Entry, u32)>,
     /// The table as FLUSHDB/FLUSHALL left it during the snapshot: walked
     /// instead of the live one, which is then not in the image at all.
     frozen: Option<HashTable<Item>>,
@@ -425,7 +432,8 @@ impl Db {
                     value: item.value(),
                     expire_at: item.expire_at(),
                 };
-                snap.copied.push((Bytes::copy_from_slice(key), entry.to_owned()));
+                snap.copied
+                    .push((Bytes::copy_from_slice(key), entry.to_owned(), item.access()));
             }
         }
         snap.done.insert(Bytes::copy_from_slice(key));
@@ -433,19 +441,20 @@ impl Db {
 
     /// One slice of the snapshot's walk: the copied old values, then up to
     /// `budget` of the start's keys not written yet, each given to `emit`
-    /// (key, value, deadline). True when the walk is complete (the hold is
-    /// then released: later writes copy nothing).
-    pub(crate) fn snapshot_step(&mut self, budget: usize, mut emit: impl FnMut(&[u8], EntryRef<'_>)) -> bool {
+    /// (key, value and deadline, access word). True when the walk is
+    /// complete (the hold is then released: later writes copy nothing).
+    pub(crate) fn snapshot_step(&mut self, budget: usize, mut emit: impl FnMut(&[u8], EntryRef<'_>, u32)) -> bool {
         let Some(snap) = self.snap.as_deref_mut() else {
             return true;
         };
-        for (key, entry) in snap.copied.drain(..) {
+        for (key, entry, access) in snap.copied.drain(..) {
             emit(
                 &key,
                 EntryRef {
                     value: entry.value.as_value_ref(),
                     expire_at: entry.expire_at,
                 },
+                access,
             );
         }
         let table = snap.frozen.as_ref().unwrap_or(&self.map);
@@ -467,6 +476,7 @@ impl Db {
                         value: item.value(),
                         expire_at: item.expire_at(),
                     },
+                    item.access(),
                 );
             }
         }
@@ -501,6 +511,7 @@ impl Db {
         if let Ok(found) = self.map.find_entry(hash, |item| item.key() == key) {
             let item = found.remove().0;
             self.record_expired(&item);
+            self.freer.free(item, self.lazy.expire);
         }
         None
     }
@@ -605,25 +616,28 @@ impl Db {
         item.set_access(super::access::initial(self.access, self.clock_ms));
         let hasher = &self.hasher;
         let lfu = self.access.lfu;
-        let old = match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
+        let (old, replaced) = match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
             hashbrown::hash_table::Entry::Occupied(mut e) => {
                 let old = e.get().expire_at();
                 // An overwrite keeps the LFU counter (Redis's `dbOverwrite`).
                 if lfu {
                     item.set_access(e.get().access());
                 }
-                *e.get_mut() = item;
-                old
+                (old, Some(std::mem::replace(e.get_mut(), item)))
             }
             hashbrown::hash_table::Entry::Vacant(e) => {
                 e.insert(item);
                 if self.log_new {
                     self.new_log.push(Bytes::copy_from_slice(key));
                 }
-                0
+                (0, None)
             }
         };
         self.deadline_changed(hash, old, expire_at);
+        // The value overwritten goes as a server-side deletion does.
+        if let Some(replaced) = replaced {
+            self.freer.free(replaced, self.lazy.server_del);
+        }
     }
 
     /// Overwrites the string under `key` in place, keeping its deadline,
@@ -661,8 +675,6 @@ impl Db {
         self.insert(key, value, expire_at);
     }
 
-    /// Sets the access word of `key` (RESTORE IDLETIME/FREQ, an RDB's LRU
-    /// and LFU opcodes). False if absent.
     /// Stores a key read from an RDB file: [`Db::insert`], then the
     /// file's LRU/LFU hint as its access word when the policy reads one.
     pub(crate) fn insert_loaded(
@@ -680,6 +692,8 @@ impl Db {
         }
     }
 
+    /// Sets the access word of `key` (RESTORE IDLETIME/FREQ, an RDB's LRU
+    /// and LFU opcodes, RENAME and MOVE). False if absent.
     pub(crate) fn set_access(&mut self, key: &[u8], word: u32) -> bool {
         let hash = self.hash(key);
         match self.map.find_mut(hash, |item| item.key() == key) {
@@ -742,6 +756,28 @@ impl Db {
 
     /// Removes `key` (whether or not it is expired) and returns its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.take(key).map(Item::into_entry)
+    }
+
+    /// Removes `key` (whether or not it is expired) and frees its value:
+    /// on the lazy-free thread when `lazy` and the value is large (Redis's
+    /// `dbAsyncDelete`), here otherwise (`dbSyncDelete`). False if absent.
+    pub(crate) fn delete(&mut self, key: &[u8], lazy: bool) -> bool {
+        let Some(item) = self.take(key) else {
+            return false;
+        };
+        self.freer.free(item, lazy);
+        true
+    }
+
+    /// A deletion a command makes on the side (a STORE's destination, an
+    /// emptied collection, RESTORE REPLACE): lazy as
+    /// `lazyfree-lazy-server-del` says (Redis's `dbDelete`).
+    pub(crate) fn server_del(&mut self, key: &[u8]) -> bool {
+        self.delete(key, self.lazy.server_del)
+    }
+
+    fn take(&mut self, key: &[u8]) -> Option<Item> {
         let hash = self.hash(key);
         self.before_write(hash, key);
         let item = self.map.find_entry(hash, |item| item.key() == key).ok()?.remove().0;
@@ -751,21 +787,41 @@ impl Db {
         if item.expire_at() != 0 {
             self.with_deadline -= 1;
         }
-        Some(item.into_entry())
+        Some(item)
+    }
+
+    /// The access word of `key` (RENAME and MOVE carry it to the new
+    /// name, as Redis moves the object itself), even past its deadline.
+    pub(crate) fn access_of(&self, key: &[u8]) -> Option<u32> {
+        self.get(key).map(Item::access)
     }
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        self.clear_with(false);
+    }
+
+    /// Removes every key; with `lazy` the old table is freed on the
+    /// lazy-free thread, whatever its size (Redis's `emptyDbAsync`).
+    pub(crate) fn clear_with(&mut self, lazy: bool) {
         self.signal_all_waited();
         bump_watched_present(&mut self.watched, &[(&self.map, &self.hasher)]);
         let old = std::mem::take(&mut self.map);
+        let expires = std::mem::take(&mut self.expires);
         // A snapshot walking this table keeps it (the image is the start's).
-        if let Some(snap) = self.snap.as_deref_mut() {
-            if snap.frozen.is_none() {
+        let old = match self.snap.as_deref_mut() {
+            Some(snap) if snap.frozen.is_none() => {
                 snap.frozen = Some(old);
+                None
+            }
+            _ => Some(old),
+        };
+        if let Some(old) = old {
+            if lazy {
+                let keys = old.len() as u64;
+                self.freer.free_table(Box::new((old, expires)), keys);
             }
         }
-        self.expires = BTreeMap::new();
         self.index_len = 0;
         self.with_deadline = 0;
     }
@@ -803,6 +859,7 @@ impl Db {
             };
             let item = found.remove().0;
             self.record_expired(&item);
+            self.freer.free(item, self.lazy.expire);
         }
         spent
     }
@@ -824,6 +881,23 @@ impl Db {
                         value: item.value(),
                         expire_at: item.expire_at(),
                     },
+                )
+            })
+    }
+
+    /// [`Db::live_keys`] with each key's access word (an RDB file's hints).
+    pub(crate) fn live_items(&self, now: u64) -> impl Iterator<Item = (&[u8], EntryRef<'_>, u32)> {
+        self.map
+            .iter()
+            .filter(move |item| !is_expired(item.expire_at(), now))
+            .map(|item| {
+                (
+                    item.key(),
+                    EntryRef {
+                        value: item.value(),
+                        expire_at: item.expire_at(),
+                    },
+                    item.access(),
                 )
             })
     }
@@ -940,7 +1014,7 @@ mod tests {
     /// What a snapshot's walk emits, as (key, string value) pairs, sorted.
     fn walk(db: &mut Db) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = vec![];
-        while !db.snapshot_step(2, |k, e| {
+        while !db.snapshot_step(2, |k, e, _| {
             let ValueRef::Str(v) = e.value else {
                 panic!("strings only")
             };
@@ -962,7 +1036,7 @@ mod tests {
         db.begin_snapshot(0, 10);
         // A first slice, then writes to keys walked and not walked.
         let mut early = vec![];
-        db.snapshot_step(3, |key, _| early.push(key.to_vec()));
+        db.snapshot_step(3, |key, _, _| early.push(key.to_vec()));
         for i in 0..20 {
             match i % 4 {
                 0 => db.insert(&k(&format!("k{i}")), Value::Str(k("new")), 0),
@@ -990,6 +1064,55 @@ mod tests {
         expect.retain(|(key, _)| !early.contains(key));
         assert_eq!(all, expect);
         assert!(db.snap.is_none(), "the hold is released at the end");
+    }
+
+    /// Waits until the database's lazy-free thread has freed `n` objects.
+    fn freed(db: &Db, n: u64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while db.freer.freed() < n {
+            assert!(std::time::Instant::now() < deadline, "never freed");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(db.freer.pending(), 0);
+    }
+
+    fn big_set() -> Value {
+        let mut set = crate::store::set::Set::Ints(Vec::new());
+        for i in 0..100 {
+            set.add(format!("m{i}").as_bytes(), 0);
+        }
+        Value::Set(Box::new(set))
+    }
+
+    /// Each deletion path frees lazily only as its directive says:
+    /// overwrites (server-del), expiry (lazy and active), deletes, flushes.
+    #[test]
+    fn deletions_free_lazily_as_the_directives_say() {
+        let mut db = Db::default();
+        db.insert(&k("s"), big_set(), 0);
+        db.insert(&k("s"), Value::Str(k("v")), 0);
+        db.insert(&k("e"), big_set(), 5);
+        assert!(db.lookup(b"e", 10).is_none());
+        assert!(db.delete(b"s", false));
+        assert_eq!((db.freer.pending(), db.freer.freed()), (0, 0));
+        db.lazy.server_del = true;
+        db.lazy.expire = true;
+        db.insert(&k("s"), big_set(), 0);
+        db.insert(&k("s"), Value::Str(k("v")), 0);
+        freed(&db, 1);
+        db.insert(&k("e"), big_set(), 5);
+        assert!(db.lookup(b"e", 10).is_none());
+        freed(&db, 2);
+        db.insert(&k("e"), big_set(), 5);
+        db.expire_step(10, 10);
+        assert!(db.peek(b"e").is_none(), "active expiry removed it");
+        freed(&db, 3);
+        db.insert(&k("d"), big_set(), 0);
+        assert!(db.delete(b"d", true));
+        freed(&db, 4);
+        db.clear_with(true);
+        freed(&db, 5);
+        assert!(db.is_empty());
     }
 
     #[test]

@@ -67,6 +67,11 @@ impl List {
         self.len == 0
     }
 
+    /// Nodes (quicklist nodes in Redis: a lazy free's effort).
+    pub(crate) fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     pub fn push(&mut self, end: End, value: &[u8], fill: Fill) {
         let node = match end {
             End::Head => self.nodes.front_mut(),

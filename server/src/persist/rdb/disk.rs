@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::file::{AccessHints, AuxValue, Item, Reader, WriteOptions, Writer};
+use super::file::{AccessHints, AuxValue, HintPolicy, Item, Reader, WriteOptions, Writer};
 use super::value::Encodings;
 use super::{Corrupt, SaveError};
 use crate::config::Config;
@@ -25,11 +25,23 @@ pub(crate) fn path(config: &Config) -> PathBuf {
     PathBuf::from(dir).join(&config.dbfilename)
 }
 
-pub(crate) fn write_options(config: &Config) -> WriteOptions {
+pub(crate) fn write_options(config: &Config, now_ms: u64) -> WriteOptions {
+    let policy = config.memory.policy;
+    let hints = if policy.lru() {
+        HintPolicy::Lru { now_ms }
+    } else if policy.lfu() {
+        HintPolicy::Lfu {
+            mode: crate::evict::access_mode(config),
+            now_ms,
+        }
+    } else {
+        HintPolicy::None
+    };
     WriteOptions {
         compress: config.rdb_compression,
         checksum: config.rdb_checksum,
         encodings: Encodings::of(config),
+        hints,
     }
 }
 
@@ -57,7 +69,7 @@ pub(crate) fn start_file<W: Write>(
         ("used-mem", AuxValue::Int(used_mem as i64)),
         ("aof-base", AuxValue::Int(i64::from(purpose == Purpose::AofBase))),
     ];
-    Writer::start(sink, write_options(config), &aux)
+    Writer::start(sink, write_options(config, now_ms), &aux)
 }
 
 /// Writes the whole dataset as an RDB file into `sink`: the aux fields,
@@ -81,8 +93,8 @@ pub(crate) fn write_dataset<W: Write>(
             continue;
         }
         w.begin_db(i, db.len() as u64, db.expires_len() as u64)?;
-        for (key, entry) in db.live_keys(now_ms) {
-            w.key(i, key, entry.value, entry.expire_at)?;
+        for (key, entry, access) in db.live_items(now_ms) {
+            w.key(i, key, entry.value, entry.expire_at, access)?;
         }
     }
     w.finish()

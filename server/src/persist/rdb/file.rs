@@ -43,6 +43,25 @@ pub(crate) struct WriteOptions {
     /// `rdbchecksum`.
     pub(crate) checksum: bool,
     pub(crate) encodings: Encodings,
+    /// The keys' LRU/LFU hints to write (from `maxmemory-policy`).
+    pub(crate) hints: HintPolicy,
+}
+
+/// Which access hint each key gets (Redis's `rdbSaveKeyValuePair`): the
+/// IDLE opcode with the seconds idle under an LRU policy, the FREQ opcode
+/// with the decayed counter under an LFU one, none under the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HintPolicy {
+    None,
+    /// Idle times measured at `now_ms` (the save's start).
+    Lru {
+        now_ms: u64,
+    },
+    /// Counters decayed as `mode` says at `now_ms`.
+    Lfu {
+        mode: crate::store::access::Mode,
+        now_ms: u64,
+    },
 }
 
 /// Writes an RDB file key by key (see the module docs).
@@ -114,13 +133,15 @@ impl<W: Write> Writer<W> {
     }
 
     /// One key of database `db` (SELECTDB first when it is another one
-    /// than the last key's); `expire_at` in unix ms, 0 for none.
+    /// than the last key's); `expire_at` in unix ms, 0 for none; `access`
+    /// its access word (written as [`HintPolicy`] says).
     pub(crate) fn key(
         &mut self,
         db: usize,
         key: &[u8],
         value: ValueRef<'_>,
         expire_at: u64,
+        access: u32,
     ) -> std::result::Result<(), SaveError> {
         let mut out = self.out();
         if self.db != Some(db) {
@@ -132,6 +153,17 @@ impl<W: Write> Writer<W> {
             out.put_u8(opcodes::EXPIRETIME_MS);
             out.put_ms(expire_at as i64);
         }
+        match self.options.hints {
+            HintPolicy::None => {}
+            HintPolicy::Lru { now_ms } => {
+                out.put_u8(opcodes::IDLE);
+                out.put_len(crate::store::access::idle_ms(access, now_ms) / 1000);
+            }
+            HintPolicy::Lfu { mode, now_ms } => {
+                out.put_u8(opcodes::FREQ);
+                out.put_u8(crate::store::access::lfu_decayed(access, mode, now_ms));
+            }
+        }
         // The value writer puts the type byte first, and Redis writes the
         // key between the type and the value: write the value apart.
         let mut body = self.out();
@@ -140,6 +172,17 @@ impl<W: Write> Writer<W> {
         out.put_string(key);
         out.put_bytes(&body.buf[1..]);
         self.emit(out)
+    }
+
+    /// Measures the access hints at `now_ms` from here on: a walk that
+    /// runs while keys are touched sets the clock of each slice, so that
+    /// no key's last access is after the time it is measured at (it would
+    /// read as a wrapped clock: 194 days idle, a fully decayed counter).
+    pub(crate) fn set_hint_clock(&mut self, now: u64) {
+        match &mut self.options.hints {
+            HintPolicy::None => {}
+            HintPolicy::Lru { now_ms } | HintPolicy::Lfu { now_ms, .. } => *now_ms = now,
+        }
     }
 
     /// The sink, for a caller that drains what was written so far (a
