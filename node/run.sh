@@ -4,8 +4,9 @@
 # optionalDependency the helper resolves at run time) — as `npm pack`
 # tarballs in target/packages/npm, installs them with test/package-lock.json's
 # pinned clients into a fresh target/packages/node-test, and runs
-# test/coordis.test.mjs there with node:test: once on coordis, once on a
-# redis-server started for the run (COORDIS_REDIS_URL). The binary is
+# test/coordis.test.mjs and test/tls.test.mjs there with node:test: once on
+# coordis, once on a redis-server started for the run (COORDIS_REDIS_URL;
+# the TLS tests start TLS redis-servers of their own). The binary is
 # $COORDIS_PACKAGE_BINARY if set (python/run.sh's wheel build made it),
 # else a release build. Exit code 3: the packages could not be installed
 # (the caller decides whether that is a skip or a failure).
@@ -47,7 +48,7 @@ ls -l "$STAGE/tarballs"
 echo "== installing the tarballs into a fresh directory"
 rm -rf "$TESTDIR"
 mkdir -p "$TESTDIR"
-cp "$HERE/test/package.json" "$HERE/test/package-lock.json" "$HERE/test/coordis.test.mjs" "$TESTDIR/"
+cp "$HERE/test/package.json" "$HERE/test/package-lock.json" "$HERE/test/coordis.test.mjs" "$HERE/test/tls.test.mjs" "$TESTDIR/"
 (cd "$TESTDIR" && npm ci --silent --no-audit --no-fund) || exit 3
 # Both tarballs in one install: the platform package satisfies the helper's
 # optionalDependency, so nothing is looked up in a registry.
@@ -55,7 +56,7 @@ cp "$HERE/test/package.json" "$HERE/test/package-lock.json" "$HERE/test/coordis.
 
 run_tests() {
     (cd "$TESTDIR" && env -u COORDIS_SERVER_BIN COORDIS_PACKAGE_TEST=1 \
-        node --test --test-timeout=60000 --test-concurrency=1 coordis.test.mjs)
+        node --test --test-timeout=60000 --test-concurrency=1 coordis.test.mjs tls.test.mjs)
 }
 
 echo "== node tests on coordis"

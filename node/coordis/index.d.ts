@@ -113,6 +113,11 @@ export interface Coordis {
   readonly url: string;
   readonly host: string;
   readonly port: number;
+  /**
+   * The TLS port, when `directives` open one (`"tls-port": 0` lets the server choose, with
+   * `tls-cert-file`, `tls-key-file`, `tls-ca-cert-file`): for ioredis `new Redis({ port: tlsPort, tls: {...} })`.
+   */
+  readonly tlsPort: number | undefined;
   readonly pid: number;
   readonly clock: Clock;
   readonly faults: Faults;

@@ -240,6 +240,8 @@ async function startCoordis(options = {}) {
     url: `redis://${auth}${host}:${port}/0`,
     host,
     port,
+    // Named by the ready line when `directives` open a TLS port (`"tls-port": 0`).
+    tlsPort: ready.tls_port,
     pid: child.pid,
     command,
     clock: {

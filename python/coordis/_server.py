@@ -309,6 +309,9 @@ class Server:
         self._proc: Optional[subprocess.Popen] = None
         self._log: Optional[IO[bytes]] = None
         self._port: Optional[int] = None
+        # Set when `directives` open a TLS port (`{"tls-port": 0, ...}`):
+        # the ready line names the port chosen.
+        self._tls_port: Optional[int] = None
         self.clock = Clock(self)
         self.faults = Faults(self)
 
@@ -323,6 +326,7 @@ class Server:
         try:
             ready = json.loads(self._ready_line())
             self._port = int(ready["port"])
+            self._tls_port = int(ready["tls_port"]) if "tls_port" in ready else None
         except BaseException:
             log = self.log_tail()
             self.stop()
@@ -386,6 +390,26 @@ class Server:
         if self._port is None or self._proc is None:
             raise CoordisError("not started")
         return self._port
+
+    @property
+    def tls_port(self) -> Optional[int]:
+        """The TLS port, when `directives` open one (`tls-port`, with
+        `tls-cert-file`, `tls-key-file` and `tls-ca-cert-file`; `0` lets
+        the server choose), else None."""
+        if self._proc is None:
+            raise CoordisError("not started")
+        return self._tls_port
+
+    @property
+    def tls_url(self) -> Optional[str]:
+        """`rediss://[:password@]host:tls_port/0` when there is a TLS port
+        (redis-py: `Redis.from_url(url, ssl_ca_certs=..., ssl_certfile=...,
+        ssl_keyfile=...)`), else None."""
+        port = self.tls_port
+        if port is None:
+            return None
+        auth = "" if self.password is None else ":" + urllib.parse.quote(self.password, safe="") + "@"
+        return f"rediss://{auth}{self.host}:{port}/0"
 
     @property
     def pid(self) -> int:

@@ -1692,10 +1692,8 @@ impl Config {
                 if DEPRECATED.iter().any(|d| *d == name) && args.len() == 1 {
                     continue;
                 }
-                // What CONFIG REWRITE (Redis's too) writes for the users:
-                // coordis's only user is `default`, all allowed, and a file
-                // may say so; any other user needs ACLs coordis lacks.
-                // `user <name> <rules...>`: checked now, applied when the
+                // `user <name> <rules...>` (CONFIG REWRITE writes the users
+                // back as these lines): checked now, applied when the
                 // server starts (Redis's `ACLAppendUserForLoading`).
                 if name == "user" && !args.is_empty() {
                     self.add_user_directive(args).map_err(at)?;

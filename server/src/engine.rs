@@ -675,15 +675,15 @@ impl Engine {
             self.state.clients.put_back(client);
             return closed;
         }
+        // One clock read per batch: a batch runs in an instant, as Redis's
+        // per-command time snapshot would see it.
+        let now = self.state.clock.now_ms();
         if !busy_changes.is_empty() {
-            cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, &mut self.state.observe, busy_changes);
+            cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, &mut self.state, now, busy_changes);
         }
         if let Some(state) = self.state.random {
             fastrand::seed(state);
         }
-        // One clock read per batch: a batch runs in an instant, as Redis's
-        // per-command time snapshot would see it.
-        let now = self.state.clock.now_ms();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let start = out.len();
         // A panic inside a command is contained (one boundary per batch, so
@@ -750,7 +750,7 @@ impl Engine {
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),
             subscribed_resp2: !client.resp3 && client.is_subscribed(),
-            restricted: self.state.acl.restricted(&client.user).is_some(),
+            restricted: self.state.acl.snapshot(&client.user),
         });
         self.state.clients.put_back(client);
         if self.state.shutdown_requested {

@@ -2,8 +2,9 @@
 //! 7.0.15: the ACL log's entries (their ages and client lines differ by
 //! nature: compared by their fields), `acllog-max-len`, the ACL file that
 //! ACL SAVE writes and ACL LOAD reads (with its errors), `user` directives,
-//! the refusal of `user` directives together with an `aclfile`, and
-//! `requirepass` as the default user's password.
+//! the refusal of `user` directives together with an `aclfile`,
+//! `requirepass` as the default user's password, and a restricted user's
+//! requests while a script is busy.
 
 use std::process::Command;
 
@@ -340,4 +341,109 @@ fn requirepass_is_the_default_users_password() {
     let expected = answers(redis.addr());
     assert!(expected[0].starts_with("-NOAUTH"), "{expected:?}");
     assert_eq!(answers(coordis.addr()), expected);
+}
+
+/// How long a busy-script test waits for any one reply before it fails.
+const BUSY_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A restricted user's requests while a script is busy (past a 50 ms
+/// `busy-reply-threshold`), on one server: answered at once, the ACL
+/// checked before the busy check as in Redis's `processCommand` (NOPERM
+/// for what the user may not run, BUSY for what it may, MULTI served and
+/// its transaction doomed), and the denials in the ACL log. A user changed
+/// since its client's last request is answered by its new rules (on
+/// coordis once the script has ended).
+fn busy_workload(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut admin = connect(addr);
+    let mut out = vec![];
+    for args in [
+        &["CONFIG", "SET", "busy-reply-threshold", "50"][..],
+        &["ACL", "LOG", "RESET"],
+        &[
+            "ACL", "SETUSER", "worker", "reset", "on", ">wpass", "~lock:*", "&jobs", "+ping", "+get", "+set", "+multi",
+            "+exec", "+discard", "+publish",
+        ],
+        &["ACL", "SETUSER", "late", "reset", "on", ">lpass", "~*", "+get"],
+    ] {
+        out.push(run(&mut admin, args));
+    }
+    let mut late = RawClient::connect(addr).unwrap();
+    late.set_read_timeout(Some(BUSY_REPLY_TIMEOUT)).unwrap();
+    out.push(text_of(&late.command(&["AUTH", "late", "lpass"]).unwrap()));
+    // After `late`'s last request: its rules change.
+    out.push(run(&mut admin, &["ACL", "SETUSER", "late", "-get"]));
+    let mut worker = RawClient::connect(addr).unwrap();
+    worker.set_read_timeout(Some(BUSY_REPLY_TIMEOUT)).unwrap();
+    out.push(text_of(&worker.command(&["AUTH", "worker", "wpass"]).unwrap()));
+    let mut runner = RawClient::connect(addr).unwrap();
+    runner.set_read_timeout(Some(BUSY_REPLY_TIMEOUT)).unwrap();
+    let body = "local t = redis.call('time')[1] + 0; while redis.call('time')[1] + 0 < t + 5 do end return 1";
+    runner
+        .send(&RawClient::encode(&[b"EVAL", body.as_bytes(), b"0"]))
+        .unwrap();
+    let mut probe = RawClient::connect(addr).unwrap();
+    probe.set_read_timeout(Some(BUSY_REPLY_TIMEOUT)).unwrap();
+    let deadline = std::time::Instant::now() + BUSY_REPLY_TIMEOUT;
+    while !probe.command(&["PING"]).unwrap().starts_with(b"-BUSY ") {
+        assert!(std::time::Instant::now() < deadline, "the script never got busy");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for args in [
+        &["PING"][..],
+        &["GET", "lock:a"],
+        &["GET", "other:1"],
+        &["FLUSHALL"],
+        &["PUBLISH", "other", "m"],
+        &["PUBLISH", "jobs", "m"],
+        &["MULTI"],
+        &["GET", "other:2"],
+        &["SET", "lock:a", "1"],
+        &["EXEC"],
+        &["SCRIPT", "KILL"],
+        &["FLUSHALL"],
+    ] {
+        let started = std::time::Instant::now();
+        let reply = text_of(&worker.command(args).unwrap());
+        // At once: well before the script's 5 s.
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{args:?} waited");
+        out.push(format!("{args:?} -> {reply}"));
+    }
+    late.send(&RawClient::encode(&[b"GET", b"k"])).unwrap();
+    out.push(text_of(&probe.command(&["SCRIPT", "KILL"]).unwrap()));
+    out.push(format!("late: {}", text_of(&late.read_reply().unwrap())));
+    out.push(format!("runner: {}", text_of(&runner.read_reply().unwrap())));
+    // In any order: coordis adds the entries of busy answers once the
+    // script has ended, where `late`'s request may come first (README).
+    let mut entries: Vec<String> = acl_log(&mut admin, None).iter().map(|e| e.join(" ")).collect();
+    entries.sort();
+    out.extend(entries);
+    run(&mut admin, &["ACL", "DELUSER", "worker", "late"]);
+    out
+}
+
+fn text_of(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply).trim_end().to_string()
+}
+
+#[test]
+fn a_restricted_users_requests_while_a_script_is_busy_are_answered_as_in_redis() {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    let expected = busy_workload(redis.addr());
+    let got = busy_workload(coordis.addr());
+    let all = expected.join("\n");
+    for needle in [
+        "-BUSY",
+        "-NOPERM",
+        "-EXECABORT",
+        "reason=key",
+        "reason=command",
+        "reason=channel",
+        "context=multi",
+    ] {
+        assert!(all.contains(needle), "{needle} missing from Redis's answers:\n{all}");
+    }
+    assert_eq!(got, expected, "coordis (left), Redis (right)");
 }

@@ -286,11 +286,120 @@ fn rewrite_fixture(dir: &std::path::Path, extra: &std::path::Path) -> std::path:
     conf
 }
 
-/// Lines that name where each server runs (its port, its dir) or what
-/// coordis has not got yet (ACL users: Redis always writes its default
-/// user, coordis has no users to write).
+/// Lines that name where each server runs (its port, its dir).
 fn comparable(line: &str) -> bool {
-    !(line.starts_with("port ") || line.starts_with("dir ") || line.starts_with("user "))
+    !(line.starts_with("port ") || line.starts_with("dir "))
+}
+
+/// The whole file with the lines that name where each server runs (its
+/// port, its dir) written the same for both.
+fn placeless(text: &str) -> String {
+    text.split('\n')
+        .map(|l| {
+            if l.starts_with("port ") {
+                "port <port>"
+            } else if l.starts_with("dir ") {
+                "dir <dir>"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// CONFIG REWRITE of a file that declares ACL users with `user` lines, after
+/// ACL SETUSER and DELUSER: both servers write the users in name order
+/// over the old `user` lines, in place, byte for byte the same file; with
+/// an `aclfile` (the users live there) neither writes a `user` line.
+#[test]
+fn config_rewrite_writes_the_users_as_redis_does() {
+    let ours_dir = TempDir::new("users-ours");
+    let theirs_dir = TempDir::new("users-theirs");
+    let fixture = "# users\nport 6379\nbind 127.0.0.1\nsave \"\"\ndir /tmp\nappendonly no\ndaemonize no\n\
+                   user worker on >workerpass ~lock:* +@all -flushall\n\
+                   user default on nopass ~* &* +@all\n# readers\nuser reader on nopass %R~* +@read -keys\n\
+                   user gone off\n# the end\n";
+    let (ours_conf, theirs_conf) = (ours_dir.0.join("redis.conf"), theirs_dir.0.join("redis.conf"));
+    std::fs::write(&ours_conf, fixture).unwrap();
+    std::fs::write(&theirs_conf, fixture).unwrap();
+    let Some(redis) = RedisServer::start_with_config(&theirs_conf, &[]).unwrap() else {
+        return;
+    };
+    let args: Vec<String> = [ours_conf.display().to_string(), "--port".into(), "0".into()].into();
+    let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
+    let server = coordis::Builder::from_config(config).start_blocking().unwrap();
+    let mut ours = RawClient::connect(server.addr()).unwrap();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    let steps: &[&[&str]] = &[
+        &[
+            "ACL",
+            "SETUSER",
+            "added",
+            "on",
+            ">x",
+            "~queue:*",
+            "+lpush",
+            "(~r* +get)",
+        ],
+        &["ACL", "DELUSER", "reader", "gone"],
+        &["ACL", "SETUSER", "worker", "&jobs"],
+        &["CONFIG", "REWRITE"],
+    ];
+    for step in steps {
+        let (a, b) = (ours.command(step).unwrap(), theirs.command(step).unwrap());
+        assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{step:?}");
+    }
+    let ours_text = std::fs::read_to_string(&ours_conf).unwrap();
+    let theirs_text = std::fs::read_to_string(&theirs_conf).unwrap();
+    assert_eq!(
+        placeless(&ours_text),
+        placeless(&theirs_text),
+        "coordis (left), Redis (right)"
+    );
+    let users: Vec<&str> = ours_text.lines().filter(|l| l.starts_with("user ")).collect();
+    assert_eq!(users.len(), 3, "{ours_text}");
+    assert!(users[0].starts_with("user added on #"), "{ours_text}");
+    // The rewritten file starts a server with the same users.
+    let args = [ours_conf.display().to_string(), "--port".into(), "0".into()];
+    let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
+    let again = coordis::Builder::from_config(config).start_blocking().unwrap();
+    let list = |c: &mut RawClient| String::from_utf8_lossy(&c.command(&["ACL", "LIST"]).unwrap()).into_owned();
+    assert_eq!(list(&mut RawClient::connect(again.addr()).unwrap()), list(&mut ours));
+
+    // With an aclfile.
+    let (ours_acl, theirs_acl) = (ours_dir.0.join("users.acl"), theirs_dir.0.join("users.acl"));
+    for (conf, acl) in [(&ours_conf, &ours_acl), (&theirs_conf, &theirs_acl)] {
+        std::fs::write(acl, "user worker on nopass ~lock:* +@all\n").unwrap();
+        std::fs::write(
+            conf,
+            format!(
+                "# users in a file\naclfile {}\nport 6379\nbind 127.0.0.1\nsave \"\"\ndir /tmp\n",
+                acl.display()
+            ),
+        )
+        .unwrap();
+    }
+    let Some(redis) = RedisServer::start_with_config(&theirs_conf, &[]).unwrap() else {
+        return;
+    };
+    let config = coordis::Config::from_args(&args, &mut |_| {}).unwrap();
+    let server = coordis::Builder::from_config(config).start_blocking().unwrap();
+    for c in [server.addr(), redis.addr()] {
+        assert_eq!(
+            RawClient::connect(c).unwrap().command(&["CONFIG", "REWRITE"]).unwrap(),
+            b"+OK\r\n"
+        );
+    }
+    let ours_text = std::fs::read_to_string(&ours_conf).unwrap();
+    let theirs_text = std::fs::read_to_string(&theirs_conf).unwrap();
+    let without_acl_path = |t: &str| {
+        placeless(t)
+            .replace(&ours_acl.display().to_string(), "<acl>")
+            .replace(&theirs_acl.display().to_string(), "<acl>")
+    };
+    assert_eq!(without_acl_path(&ours_text), without_acl_path(&theirs_text));
+    assert!(!ours_text.contains("\nuser "), "{ours_text}");
 }
 
 /// The file as kept lines (in order, up to the signature) and appended

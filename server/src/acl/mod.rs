@@ -18,6 +18,7 @@
 //! random per process.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -959,7 +960,37 @@ pub(crate) struct Acl {
     /// The default user may run everything: the check every command of
     /// its clients would make is skipped without a lookup ([`Acl::restricted`]).
     default_unrestricted: bool,
+    /// Counts changes to the users: a [`Snapshot`] taken before a change
+    /// knows it is out of date without the engine.
+    changes: Arc<AtomicU64>,
 }
+
+/// A restricted user's rules as they stood after a client's last batch,
+/// for answering that client outside the engine while a script holds it
+/// (`exec::busy`): valid until any user changes.
+#[derive(Clone, Debug)]
+pub(crate) struct Snapshot {
+    user: Arc<User>,
+    /// [`Acl::changes`] when it was taken.
+    taken_at: u64,
+    changes: Arc<AtomicU64>,
+}
+
+impl Snapshot {
+    /// The user's rules, unless a user changed since the snapshot (then
+    /// only the engine knows them).
+    pub(crate) fn current(&self) -> Option<&User> {
+        (self.changes.load(Ordering::Acquire) == self.taken_at).then_some(&*self.user)
+    }
+}
+
+impl PartialEq for Snapshot {
+    fn eq(&self, other: &Snapshot) -> bool {
+        Arc::ptr_eq(&self.user, &other.user) && self.taken_at == other.taken_at
+    }
+}
+
+impl Eq for Snapshot {}
 
 impl Default for Acl {
     fn default() -> Self {
@@ -975,6 +1006,7 @@ impl Acl {
             users,
             log: VecDeque::new(),
             default_unrestricted: true,
+            changes: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -995,9 +1027,20 @@ impl Acl {
         self.users.get(name).filter(|u| !u.unrestricted()).cloned()
     }
 
-    /// Notes whether the default user may run everything, after a change.
+    /// [`Acl::restricted`] as a [`Snapshot`] the client's connection keeps.
+    pub(crate) fn snapshot(&self, name: &[u8]) -> Option<Snapshot> {
+        self.restricted(name).map(|user| Snapshot {
+            user,
+            taken_at: self.changes.load(Ordering::Acquire),
+            changes: Arc::clone(&self.changes),
+        })
+    }
+
+    /// Notes whether the default user may run everything, after a change,
+    /// and that snapshots are out of date.
     fn refresh(&mut self) {
         self.default_unrestricted = self.users.get(&b"default"[..]).is_some_and(|u| u.unrestricted());
+        self.changes.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Creates or replaces a user.
@@ -1007,7 +1050,9 @@ impl Acl {
     }
 
     pub(crate) fn remove(&mut self, name: &[u8]) -> bool {
-        self.users.remove(name).is_some()
+        let removed = self.users.remove(name).is_some();
+        self.refresh();
+        removed
     }
 
     /// `requirepass`: the default user's password (or `nopass` for none),

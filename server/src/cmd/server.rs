@@ -1074,7 +1074,7 @@ fn config_rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     if config.config_file.is_empty() {
         return err(errors::NO_CONFIG_FILE);
     }
-    match crate::config::rewrite::rewrite_file(std::path::Path::new(&config.config_file), config) {
+    match crate::config::rewrite::rewrite_file(std::path::Path::new(&config.config_file), config, &ctx.server.acl) {
         Ok(()) => {
             tracing::warn!("CONFIG REWRITE executed with success.");
             Reply::Ok

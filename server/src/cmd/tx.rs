@@ -138,7 +138,8 @@ fn watch_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
 pub(crate) fn apply_busy_changes(
     dbs: &mut [Db],
     client: &mut ClientState,
-    observe: &mut super::observe::Observe,
+    server: &mut crate::state::ServerState,
+    now: u64,
     changes: Vec<TxChange>,
 ) {
     for change in changes {
@@ -153,7 +154,13 @@ pub(crate) fn apply_busy_changes(
                 }
             }
             TxChange::Fail => client.multi_failed = true,
-            TxChange::Rejected(spec, reply) => observe.reject(spec, &reply),
+            TxChange::Rejected(spec, reply) => server.observe.reject(spec, &reply),
+            TxChange::Denied {
+                spec,
+                args,
+                denied,
+                context,
+            } => crate::exec::log_denial_of(server, client, now, spec, &args, denied, context),
             TxChange::End => {
                 client.multi = None;
                 client.multi_failed = false;

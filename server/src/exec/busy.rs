@@ -11,7 +11,11 @@
 //! README's known differences). A refused EXEC ends the transaction. What
 //! these answers change in the client's transaction state is recorded as
 //! [`TxChange`]s and applied to the client before its next batch on the
-//! engine.
+//! engine. A restricted user's requests are checked against the ACL here
+//! too, before the busy check as in Redis's `processCommand` (`-NOPERM`,
+//! logged in the ACL log once the engine is free), from the user's rules
+//! as they stood after the client's last batch; if any user changed since
+//! (ACL SETUSER before the script), the request waits for the engine.
 
 use std::sync::atomic::Ordering;
 
@@ -25,7 +29,7 @@ use crate::protocol::Reply;
 
 /// What a connection knows of its client between batches (the engine
 /// reports it after each one), enough for admission's checks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClientView {
     pub authenticated: bool,
     pub in_multi: bool,
@@ -35,14 +39,14 @@ pub struct ClientView {
     pub local: bool,
     /// RESP3 (HELLO 3): busy answers are encoded as the client speaks.
     pub resp3: bool,
-    /// The client's ACL user is restricted: its requests wait for the
-    /// engine, where the ACL is (only the engine checks permissions).
-    pub restricted: bool,
+    /// The client's ACL user, when it is restricted: the rules its
+    /// requests are checked against while a script is busy.
+    pub(crate) restricted: Option<crate::acl::Snapshot>,
 }
 
 /// A change to the client's transaction made while the engine was busy.
 #[derive(Clone, Debug)]
-pub enum TxChange {
+pub(crate) enum TxChange {
     /// MULTI was accepted.
     Begin,
     /// A command was queued.
@@ -55,12 +59,20 @@ pub enum TxChange {
     /// (rejected calls, errorstats) once the engine is free, as Redis
     /// counts it at once.
     Rejected(Option<&'static crate::cmd::CommandSpec>, Reply),
+    /// A command the client's user may not run: an ACL log entry, added
+    /// once the engine is free (Redis adds it at once).
+    Denied {
+        spec: &'static crate::cmd::CommandSpec,
+        args: Vec<Bytes>,
+        denied: crate::acl::Denied,
+        context: crate::acl::Context,
+    },
 }
 
 /// What a busy handler may touch.
 pub struct BusyCtx<'a> {
     pub view: &'a mut ClientView,
-    pub changes: &'a mut Vec<TxChange>,
+    pub(crate) changes: &'a mut Vec<TxChange>,
     pub script: &'a ScriptState,
     /// The server's shutdown signal (SHUTDOWN NOSAVE).
     pub shutdown: &'a CloseSignal,
@@ -89,6 +101,15 @@ pub enum Answer {
 /// engine (the busy script is one of the facts), then queued inside MULTI,
 /// answered by its row's busy handler, or made to wait.
 pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
+    let acl = match &ctx.view.restricted {
+        None => None,
+        Some(snapshot) => match snapshot.current() {
+            Some(user) => Some(user),
+            // A user changed since the client's last batch: the engine
+            // has the rules.
+            None => return Answer::Wait,
+        },
+    };
     let facts = Facts {
         authenticated: ctx.view.authenticated,
         in_multi: ctx.view.in_multi,
@@ -107,28 +128,27 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         stale_refused: false,
         queued_not_stale: false,
         declared: None,
-        acl: None,
+        acl,
         // Redis does not evict inside a yielding busy script.
         out_of_memory: false,
         denyoom_by_content: false,
         too_few_replicas: false,
     };
-    if ctx.view.restricted {
-        return Answer::Wait;
-    }
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
-        Verdict::Refused { spec, reply } => {
-            ctx.changes.push(TxChange::Rejected(spec, reply.clone()));
-            let (reply, effect) = exec::refusal(spec, reply, ctx.view.in_multi);
-            match effect {
-                TxEffect::None => {}
-                TxEffect::Doom => ctx.changes.push(TxChange::Fail),
-                TxEffect::Abort => {
-                    ctx.view.in_multi = false;
-                    ctx.changes.push(TxChange::End);
-                }
-            }
-            Answer::Reply(reply)
+        Verdict::Refused { spec, reply } => refuse(ctx, spec, reply),
+        Verdict::Denied { spec, denied } => {
+            let context = if ctx.view.in_multi {
+                crate::acl::Context::Multi
+            } else {
+                crate::acl::Context::Toplevel
+            };
+            ctx.changes.push(TxChange::Denied {
+                spec,
+                args: args.to_vec(),
+                denied,
+                context,
+            });
+            refuse(ctx, Some(spec), exec::denial(spec, denied))
         }
         Verdict::Queue(_) => {
             ctx.changes.push(TxChange::Queue(args.to_vec()));
@@ -140,8 +160,24 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         },
         // The connection side holds nothing (the pause and the rules are the
         // engine's): after the script, the engine decides.
-        Verdict::Postponed | Verdict::Fault(..) | Verdict::Denied { .. } | Verdict::Redirected { .. } => Answer::Wait,
+        Verdict::Postponed | Verdict::Fault(..) | Verdict::Redirected { .. } => Answer::Wait,
     }
+}
+
+/// A refused request: counted once the engine is free, and the
+/// transaction doomed or ended as [`exec::refusal`] says.
+fn refuse(ctx: &mut BusyCtx, spec: Option<&'static crate::cmd::CommandSpec>, reply: Reply) -> Answer {
+    ctx.changes.push(TxChange::Rejected(spec, reply.clone()));
+    let (reply, effect) = exec::refusal(spec, reply, ctx.view.in_multi);
+    match effect {
+        TxEffect::None => {}
+        TxEffect::Doom => ctx.changes.push(TxChange::Fail),
+        TxEffect::Abort => {
+            ctx.view.in_multi = false;
+            ctx.changes.push(TxChange::End);
+        }
+    }
+    Answer::Reply(reply)
 }
 
 /// SCRIPT KILL while a script is busy.

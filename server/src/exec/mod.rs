@@ -32,7 +32,9 @@ use crate::cmd::{self, flags, observe, CommandSpec, Ctx, Unresolved};
 use crate::errors;
 use crate::evict::Outcome;
 use crate::faults::FaultAction;
+use crate::net::clients::ClientState;
 use crate::protocol::Reply;
+use crate::state::ServerState;
 
 /// Who runs a command. Each caller skips some admission checks
 /// ([`Caller::checks`]) and some bookkeeping ([`call`]).
@@ -631,12 +633,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 crate::acl::Context::Toplevel
             };
             log_denial(ctx, spec, args, denied, context);
-            let reply = match denied {
-                crate::acl::Denied::Command => errors::acl::noperm_command(spec.name),
-                crate::acl::Denied::Key(_) => errors::err(errors::acl::NOPERM_KEY),
-                crate::acl::Denied::Channel(_) => errors::err(errors::acl::NOPERM_CHANNEL),
-            };
-            reject(ctx, Some(spec), reply)
+            reject(ctx, Some(spec), denial(spec, denied))
         }
         Verdict::Redirected { spec, reply } => {
             observe::rejected(ctx, Some(spec), &reply);
@@ -710,10 +707,33 @@ fn reject(ctx: &mut Ctx, spec: Option<&'static CommandSpec>, reply: Reply) -> Re
     reply
 }
 
+/// The `-NOPERM` reply to a client's command its user may not run.
+pub(crate) fn denial(spec: &CommandSpec, denied: crate::acl::Denied) -> Reply {
+    match denied {
+        crate::acl::Denied::Command => errors::acl::noperm_command(spec.name),
+        crate::acl::Denied::Key(_) => errors::err(errors::acl::NOPERM_KEY),
+        crate::acl::Denied::Channel(_) => errors::err(errors::acl::NOPERM_CHANNEL),
+    }
+}
+
 /// Adds a denial to the ACL log (Redis's `addACLLogEntry`): the command,
 /// or the key or channel refused, with the client's user and info.
 pub(crate) fn log_denial(
     ctx: &mut Ctx,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    denied: crate::acl::Denied,
+    context: crate::acl::Context,
+) {
+    log_denial_of(ctx.server, ctx.client, ctx.now, spec, args, denied, context);
+}
+
+/// [`log_denial`] for `client` at `now`, outside a command (a denial
+/// answered while a script was busy).
+pub(crate) fn log_denial_of(
+    server: &mut ServerState,
+    client: &mut ClientState,
+    now: u64,
     spec: &CommandSpec,
     args: &[Bytes],
     denied: crate::acl::Denied,
@@ -728,15 +748,13 @@ pub(crate) fn log_denial(
     // Redis's client notes a command as its last one when it looks it up,
     // refused or not (a script's commands are its caller's EVAL).
     if context != crate::acl::Context::Lua {
-        ctx.client.last_cmd = spec.name.into();
-        ctx.client.last_cmd_ms = ctx.now;
+        client.last_cmd = spec.name.into();
+        client.last_cmd_ms = now;
     }
-    let info = ctx.client.info_line(ctx.now);
-    let max = ctx.server.config.acllog_max_len;
-    let user = ctx.client.user.clone();
-    ctx.server
-        .acl
-        .add_log(reason, context, object, user, ctx.now, info, max);
+    let info = client.info_line(now);
+    let max = server.config.acllog_max_len;
+    let user = client.user.clone();
+    server.acl.add_log(reason, context, object, user, now, info, max);
 }
 
 /// A command EXEC runs: it was admitted when queued; resolved again (the

@@ -653,6 +653,16 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 },
                 // An idle client is closed by the engine, on the server clock.
                 r = socket.read_buf(&mut buf) => r?,
+                // What busy answers left for the engine (ACL log entries,
+                // refusal counts) is applied once the script ends, as Redis
+                // records it at once, not at this client's next request.
+                () = script_ended(&shared.script), if !conn.changes.is_empty() => {
+                    let end = execute(ctx, id, pending, &mut conn, &mut VecDeque::new(), &mut None, &mut out).await;
+                    if end.close {
+                        return Ok(());
+                    }
+                    continue;
+                }
             };
             if read == 0 {
                 return Ok(());
@@ -810,8 +820,8 @@ async fn execute(
                 }
                 conn.waiting = false;
                 let changes = std::mem::take(&mut conn.changes);
-                let end = engine.run_batch(id, changes, requests, protocol_error, MAX_BATCH_OUTPUT, out);
-                if let Some(view) = end.view {
+                let mut end = engine.run_batch(id, changes, requests, protocol_error, MAX_BATCH_OUTPUT, out);
+                if let Some(view) = end.view.take() {
                     conn.view = view;
                 }
                 return end;
@@ -820,6 +830,13 @@ async fn execute(
         if script.is_running() {
             tokio::time::sleep(BUSY_POLL).await;
         }
+    }
+}
+
+/// Resolves once no script runs.
+async fn script_ended(script: &crate::lua::ScriptState) {
+    while script.is_running() {
+        tokio::time::sleep(BUSY_POLL).await;
     }
 }
 
