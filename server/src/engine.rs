@@ -159,6 +159,7 @@ impl Engine {
                 guards,
                 acl,
                 cluster: None,
+                migrate_sockets: Default::default(),
                 shared,
             },
             server_shutdown,

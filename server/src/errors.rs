@@ -670,6 +670,16 @@ pub(crate) const AOF_REWRITE_FAILED: &str =
 pub(crate) const AOF_TURN_ON_FAILED: &str = "Unable to turn on AOF. Check server logs.";
 // DUMP, RESTORE and SAVE (Redis 7.0.15's cluster.c and rdb.c texts).
 pub(crate) const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
+// MIGRATE (Redis 7.0.15's cluster.c).
+pub(crate) const MIGRATE_KEYS_WITH_KEY: &str =
+    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string";
+/// MIGRATE's status reply when none of its keys is here.
+pub(crate) const MIGRATE_NOKEY: &str = "NOKEY";
+pub(crate) const MIGRATE_CONNECT: &str = "IOERR error or timeout connecting to the client";
+pub(crate) const MIGRATE_WRITE_FAILED: &str = "IOERR error or timeout writing to target instance";
+pub(crate) const MIGRATE_READ_FAILED: &str = "IOERR error or timeout reading to target instance";
+/// Followed by the target's error line without its `-`.
+pub(crate) const MIGRATE_TARGET_ERROR: &str = "ERR Target instance replied with error: ";
 pub(crate) const BAD_DATA_FORMAT: &str = "ERR Bad data format";
 pub(crate) const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
 pub(crate) const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";

@@ -290,6 +290,8 @@ pub struct ServerState {
     pub(crate) acl: crate::acl::Acl,
     /// This node's view of the cluster, in cluster mode (`cluster-enabled`).
     pub(crate) cluster: Option<Box<crate::cluster::Cluster>>,
+    /// MIGRATE's connections to its targets, kept for the next MIGRATE.
+    pub(crate) migrate_sockets: crate::cmd::migrate::Sockets,
     pub shared: Arc<Shared>,
 }
 

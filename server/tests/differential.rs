@@ -895,6 +895,10 @@ const NOT_FUZZED: &[(&str, &str)] = &[
         "turns the server into a replica (tests/replication_replica.rs)",
     ),
     (
+        "migrate",
+        "connects to the server its arguments name (tests/migrate.rs)",
+    ),
+    (
         "slaveof",
         "turns the server into a replica (tests/replication_replica.rs)",
     ),

@@ -426,7 +426,7 @@ fn dump(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// Redis's checks in its order. IDLETIME sets the key's access time under
 /// an LRU policy (or none), FREQ its counter under an LFU one; each is
 /// ignored under the other (Redis's `objectSetLRUOrLFU`).
-fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+pub(super) fn restore(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let (mut replace, mut absttl) = (false, false);
     let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
     let mut j = 4;

@@ -139,6 +139,7 @@ static KEY_SPECS: &[(&str, &[KeySpec])] = &[
     ("ltrim", &[KeySpec { notes: None, flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("memory|usage", &[KeySpec { notes: None, flags: &["RO"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("mget", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: -1, step: 1, limit: 0 } }]),
+    ("migrate", &[KeySpec { notes: None, flags: &["RW", "access", "delete"], begin: Begin::Index(3), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["RW", "access", "delete", "incomplete"], begin: Begin::Keyword("KEYS", -2), find: Find::Range { lastkey: -1, step: 1, limit: 0 } }]),
     ("move", &[KeySpec { notes: None, flags: &["RW", "access", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("mset", &[KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: -1, step: 2, limit: 0 } }]),
     ("msetnx", &[KeySpec { notes: None, flags: &["OW", "insert"], begin: Begin::Index(1), find: Find::Range { lastkey: -1, step: 2, limit: 0 } }]),
@@ -159,6 +160,7 @@ static KEY_SPECS: &[(&str, &[KeySpec])] = &[
     ("rename", &[KeySpec { notes: None, flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("renamenx", &[KeySpec { notes: None, flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["OW", "insert"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("restore", &[KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
+    ("restore-asking", &[KeySpec { notes: None, flags: &["OW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("rpop", &[KeySpec { notes: None, flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("rpoplpush", &[KeySpec { notes: None, flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }, KeySpec { notes: None, flags: &["RW", "insert"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("rpush", &[KeySpec { notes: None, flags: &["RW", "insert"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
@@ -301,6 +303,7 @@ static TIPS: &[(&str, &[&str])] = &[
     ("memory|purge", &["request_policy:all_shards", "response_policy:all_succeeded"]),
     ("memory|stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
     ("mget", &["request_policy:multi_shard"]),
+    ("migrate", &["nondeterministic_output"]),
     ("module|list", &["nondeterministic_output_order"]),
     ("mset", &["request_policy:multi_shard", "response_policy:all_succeeded"]),
     ("msetnx", &["request_policy:multi_shard", "response_policy:agg_min"]),
@@ -430,6 +433,11 @@ fn walk(specs: &'static [KeySpec], args: &[Bytes], variable_arity: bool) -> Opti
             }
             keys.push((i as usize, spec.flags));
             i += step.max(1);
+        }
+        // An incomplete spec (MIGRATE's KEYS) leaves the keys to the
+        // command's own finder, as Redis's `invalid_spec`.
+        if spec.flags.contains(&"incomplete") {
+            return None;
         }
     }
     Some(keys)
@@ -584,6 +592,27 @@ pub(crate) fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usi
                 }
                 keys.extend(stored);
                 Some(keys)
+            }
+            // Redis's migrateGetKeys: the key, or the keys after KEYS
+            // (none when the key is not "" too: MIGRATE refuses that).
+            "migrate" => {
+                args.get(3)?;
+                let mut i = 6;
+                while i < n {
+                    if args[i].eq_ignore_ascii_case(b"keys") {
+                        return Some(if args[3].is_empty() {
+                            (i + 1..n).collect()
+                        } else {
+                            vec![]
+                        });
+                    }
+                    i += match &args[i] {
+                        a if a.eq_ignore_ascii_case(b"auth") => 2,
+                        a if a.eq_ignore_ascii_case(b"auth2") => 3,
+                        _ => 1,
+                    };
+                }
+                Some(vec![3])
             }
             "sort" | "sort_ro" => {
                 args.get(1)?;

@@ -11,6 +11,7 @@
 //! client, EXEC, a script, the test-control plane). A handler receives the whole argument vector (`args[0]` is the command
 //! name), parses and validates its options (producing Redis's exact errors),
 //! applies them to the keyspace and returns a [`Reply`]. Handlers do no I/O
+//! (MIGRATE alone talks to its target, bounded by its timeout: [`migrate`])
 //! and never await: the same handler serves a socket, a script and a
 //! transaction. What it may touch is a [`Ctx`] ([`ctx`]); argument helpers
 //! are in [`args`].
@@ -106,6 +107,7 @@ pub(crate) mod keys;
 pub(crate) mod keyspecs;
 pub(crate) mod list;
 pub(crate) mod memory;
+pub(crate) mod migrate;
 pub(crate) mod observe;
 pub(crate) mod pubsub;
 pub(crate) mod replicaof;

@@ -355,8 +355,8 @@ fn log_slow(ctx: &mut Ctx, spec: &CommandSpec, args: &[Bytes], usec: u64) {
     observe.slowlog.truncate(max);
 }
 
-/// Passwords never reach the slow log: AUTH's arguments, and HELLO's after
-/// AUTH (Redis's `redactClientCommandArgument`).
+/// Passwords never reach the slow log: AUTH's arguments, HELLO's after
+/// AUTH, MIGRATE's after AUTH or AUTH2 (Redis's `redactClientCommandArgument`).
 fn redacted(spec: &CommandSpec, args: &[Bytes], i: usize) -> bool {
     match spec.name {
         "auth" => i >= 1,
@@ -364,6 +364,27 @@ fn redacted(spec: &CommandSpec, args: &[Bytes], i: usize) -> bool {
             .iter()
             .position(|a| a.eq_ignore_ascii_case(b"auth"))
             .is_some_and(|at| i == at + 1 || i == at + 2),
+        "migrate" => {
+            let mut j = 6;
+            while j < args.len() {
+                let a = &args[j];
+                if a.eq_ignore_ascii_case(b"keys") {
+                    return false;
+                }
+                let skip = if a.eq_ignore_ascii_case(b"auth") {
+                    1
+                } else if a.eq_ignore_ascii_case(b"auth2") {
+                    2
+                } else {
+                    0
+                };
+                if (j + 1..=j + skip).contains(&i) && i < args.len() {
+                    return true;
+                }
+                j += skip + 1;
+            }
+            false
+        }
         _ => false,
     }
 }

@@ -338,6 +338,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     strings::COMMANDS
         .iter()
         .chain(keys::COMMANDS.iter())
+        .chain(migrate::COMMANDS.iter())
         .chain(zset::COMMANDS.iter())
         .chain(geo::COMMANDS.iter())
         .chain(hash::COMMANDS.iter())
