@@ -475,6 +475,15 @@ impl Engine {
         }
     }
 
+    /// An append-only file rewrite's walk ended (its thread reports): see
+    /// [`crate::persist::aof::rewrite_done`]; a scheduled save starts.
+    pub(crate) fn aof_rewrite_done(&mut self, ok: bool) {
+        crate::persist::aof::rewrite_done(&mut self.dbs, &mut self.state, ok);
+        if std::mem::take(&mut self.state.bgsave.scheduled) && !self.state.shutdown_requested {
+            let _ = self.start_background_save();
+        }
+    }
+
     /// A full sync's snapshot ended: see [`crate::persist::snapshot::replication_finished`].
     pub(crate) fn replication_snapshot_done(&mut self, image: Option<Vec<u8>>, eof: bool) {
         crate::persist::snapshot::replication_finished(&mut self.dbs, &mut self.state, image, eof);
@@ -720,8 +729,11 @@ impl Engine {
         if self.state.shutdown_requested {
             if self.state.bgsave.in_progress {
                 tracing::warn!("There is a child saving an .rdb. Killing it!");
-                crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
             }
+            if self.state.bgsave.rewriting {
+                tracing::warn!("There is a child rewriting the AOF. Killing it!");
+            }
+            crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
             self.server_shutdown.close();
         }
         BatchEnd {
@@ -861,7 +873,7 @@ impl Engine {
         self.state.dirty_at_save = self.state.dirty;
         self.state.last_save_secs = self.state.clock.now_ms() / 1000;
         self.state.saves = Default::default();
-        if !self.state.aof.on {
+        if !self.state.aof.on || self.state.aof.waiting {
             if let Err(e) = self.load_rdb_at_start() {
                 tracing::warn!("staged crash: the RDB file did not load ({e}); the server goes on empty");
                 for db in &mut self.dbs {
