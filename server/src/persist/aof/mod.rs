@@ -140,39 +140,231 @@ fn prefix(state: &ServerState) -> &str {
     &state.config.aof.filename
 }
 
-/// What loading found.
-enum Loaded {
-    /// Nothing to load (no files, or empty ones).
-    Nothing,
-    /// Loaded: the base's size and every file's.
-    Files { base: u64, total: u64 },
-}
-
 /// At start, before any client: reads the manifest and, with `appendonly
 /// yes`, loads the files and opens the incremental one for writing (Redis's
 /// `aofLoadManifestFromDisk`, `loadDataFromDisk` and
-/// `aofOpenIfNeededOnServerStart`). `Err`: the server must not start
-/// (Redis exits with status 1; the reason is logged).
+/// `aofOpenIfNeededOnServerStart`), all at once (a server with clients
+/// loads through [`prepare_load`] and [`load_step`] instead). `Err`: the
+/// server must not start (Redis exits with status 1; the reason is logged).
 pub(crate) fn start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
-    state.aof.manifest = read_manifest(state)?;
+    if let Some(mut load) = prepare_load(state)? {
+        while !load_step(dbs, state, scripting, &mut load, usize::MAX)? {}
+        loaded(state, &load);
+    }
+    open_at_start(dbs, state, scripting)
+}
+
+/// After the files loaded (or with none to load): the incremental file
+/// opened for writing, or created with a base when there are no files.
+pub(crate) fn open_at_start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
     if !state.config.aof.enabled {
         return Ok(());
     }
+    open_on_start(dbs, state, scripting)
+}
+
+/// The first half of the start: the manifest read and, with `appendonly
+/// yes` and files to load, the load to run ([`load_step`] until done,
+/// then [`loaded`]). `None`: nothing to load.
+pub(crate) fn prepare_load(state: &mut ServerState) -> Result<Option<AofLoad>, ()> {
+    state.aof.manifest = read_manifest(state)?;
+    if !state.config.aof.enabled {
+        return Ok(None);
+    }
     upgrade_old_file(state)?;
-    let started = Instant::now();
-    match load_files(dbs, state, scripting)? {
-        Loaded::Nothing => {}
-        Loaded::Files { base, total } => {
-            tracing::info!(
-                "DB loaded from append only file: {:.3} seconds",
-                started.elapsed().as_secs_f64()
-            );
-            state.aof.base_size = base;
-            state.aof.rewrite_base_size = base;
-            let _ = total;
+    new_load(state)
+}
+
+/// Commands replayed per hold of the engine lock while the files load at
+/// start: between two, clients are answered `-LOADING`.
+pub(crate) const LOAD_SLICE_COMMANDS: usize = 256;
+
+/// An append-only file load in progress: the manifest's files, replayed a
+/// slice of commands at a time so a server loading at start answers
+/// `-LOADING` between slices (Redis processes events every
+/// `loading-process-events-interval-bytes` while it loads).
+pub(crate) struct AofLoad {
+    dir: PathBuf,
+    /// (name, is the base, size), base first.
+    files: Vec<(String, bool, u64)>,
+    /// The next file to open.
+    next: usize,
+    /// The file being replayed.
+    current: Option<FileReplay>,
+    /// Bytes of the files done (INFO `loading_loaded_bytes`).
+    done_bytes: u64,
+    /// Every file's size (INFO `loading_total_bytes`).
+    pub(crate) total_bytes: u64,
+    started: Instant,
+}
+
+/// One incremental file's commands, replayed as one client of its own
+/// (SELECT carries over between slices), as Redis's fake AOF client.
+struct FileReplay {
+    name: String,
+    path: PathBuf,
+    is_base: bool,
+    last: bool,
+    size: u64,
+    commands: Vec<Vec<Bytes>>,
+    at: usize,
+    end: load::End,
+    client: crate::net::clients::ClientState,
+    started: Instant,
+}
+
+impl AofLoad {
+    /// The bytes replayed so far (the current file's share by commands).
+    pub(crate) fn loaded_bytes(&self) -> u64 {
+        let current = self.current.as_ref().map_or(0, |f| {
+            if f.commands.is_empty() {
+                0
+            } else {
+                f.size * f.at as u64 / f.commands.len() as u64
+            }
+        });
+        self.done_bytes + current
+    }
+}
+
+/// The manifest's files as a load; `None` without files or with empty ones.
+fn new_load(state: &ServerState) -> Result<Option<AofLoad>, ()> {
+    let dir = directory(state);
+    let m = &state.aof.manifest;
+    let mut files = Vec::new();
+    for (name, is_base) in m
+        .base
+        .iter()
+        .map(|f| (&f.name, true))
+        .chain(m.incr.iter().map(|f| (&f.name, false)))
+    {
+        match std::fs::metadata(dir.join(name)) {
+            Ok(meta) => files.push((name.clone(), is_base, meta.len())),
+            Err(e) => {
+                tracing::warn!("The append log file {name} doesn't exist: {e}");
+                return Err(());
+            }
         }
     }
-    open_on_start(dbs, state, scripting)
+    let total_bytes: u64 = files.iter().map(|f| f.2).sum();
+    if total_bytes == 0 {
+        return Ok(None);
+    }
+    Ok(Some(AofLoad {
+        dir,
+        files,
+        next: 0,
+        current: None,
+        done_bytes: 0,
+        total_bytes,
+        started: Instant::now(),
+    }))
+}
+
+/// Loads the base and incremental files of the manifest at once (Redis's
+/// `loadAppendOnlyFiles`; a staged crash's restart).
+fn load_files(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
+    if let Some(mut load) = new_load(state)? {
+        while !load_step(dbs, state, scripting, &mut load, usize::MAX)? {}
+    }
+    Ok(())
+}
+
+/// One slice of a load: up to `budget` commands replayed (an RDB base is
+/// one slice), with the feed suspended. `Ok(true)`: every file is loaded.
+pub(crate) fn load_step(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    load: &mut AofLoad,
+    budget: usize,
+) -> Result<bool, ()> {
+    let suspended = state.effects.suspend();
+    let result = step(dbs, state, scripting, load, budget);
+    state.effects.resume(suspended);
+    result
+}
+
+fn step(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    load: &mut AofLoad,
+    budget: usize,
+) -> Result<bool, ()> {
+    if load.current.is_none() {
+        let Some((name, is_base, size)) = load.files.get(load.next).cloned() else {
+            return Ok(true);
+        };
+        load.next += 1;
+        let last = load.next == load.files.len();
+        let path = load.dir.join(&name);
+        let started = Instant::now();
+        let data = std::fs::read(&path).map_err(|e| {
+            tracing::warn!("Fatal error: can't open the append log file {name} for reading: {e}");
+        })?;
+        if data.starts_with(b"REDIS") {
+            tracing::info!("Reading RDB base file on AOF loading...");
+            load_rdb_base(dbs, state, scripting, &data, &name)?;
+            file_loaded(load, &name, is_base, size, started);
+            return Ok(load.next == load.files.len());
+        }
+        let parsed = load::parse(&data);
+        use std::net::{Ipv4Addr, SocketAddr};
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let signal = std::sync::Arc::new(crate::net::clients::ConnSignal::default());
+        let outbox = crate::net::clients::Outbox::new(signal.clone());
+        let mut client = crate::net::clients::ClientState::new(0, addr, addr, state.clock.now_ms(), signal, outbox);
+        client.authenticated = true;
+        load.current = Some(FileReplay {
+            name,
+            path,
+            is_base,
+            last,
+            size,
+            commands: parsed.commands,
+            at: 0,
+            end: parsed.end,
+            client,
+            started,
+        });
+    }
+    let f = load.current.as_mut().expect("a file is open");
+    let until = f.at.saturating_add(budget).min(f.commands.len());
+    replay(dbs, state, scripting, &mut f.client, &f.commands[f.at..until], &f.name)?;
+    f.at = until;
+    if f.at < f.commands.len() {
+        return Ok(false);
+    }
+    let f = load.current.take().expect("a file is open");
+    let truncated = file_end(state, &f.path, &f.name, f.end)?;
+    if truncated && !f.last {
+        tracing::warn!("Fatal error: the truncated file is not the last file");
+        return Err(());
+    }
+    file_loaded(load, &f.name, f.is_base, f.size, f.started);
+    Ok(load.next == load.files.len())
+}
+
+fn file_loaded(load: &mut AofLoad, name: &str, is_base: bool, size: u64, started: Instant) {
+    load.done_bytes += size;
+    tracing::info!(
+        "DB loaded from {} file {name}: {:.3} seconds",
+        if is_base { "base" } else { "incr" },
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The load is done: the sizes INFO reports from (Redis's
+/// `aof_current_size` and `aof_rewrite_base_size` after loading).
+pub(crate) fn loaded(state: &mut ServerState, load: &AofLoad) {
+    tracing::info!(
+        "DB loaded from append only file: {:.3} seconds",
+        load.started.elapsed().as_secs_f64()
+    );
+    let base = load.files.first().filter(|f| f.1).map_or(0, |f| f.2);
+    state.aof.base_size = base;
+    state.aof.rewrite_base_size = base;
 }
 
 /// A single-file append-only file of Redis before 7.0 (`dir/appendonly.aof`)
@@ -232,80 +424,10 @@ fn read_manifest(state: &ServerState) -> Result<Manifest, ()> {
     })
 }
 
-/// Loads the base and incremental files of the manifest (Redis's
-/// `loadAppendOnlyFiles`); the data is replayed with the feed suspended.
-fn load_files(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<Loaded, ()> {
-    let dir = directory(state);
-    let m = state.aof.manifest.clone();
-    let files: Vec<(&str, bool)> = m
-        .base
-        .iter()
-        .map(|f| (f.name.as_str(), true))
-        .chain(m.incr.iter().map(|f| (f.name.as_str(), false)))
-        .collect();
-    if files.is_empty() {
-        return Ok(Loaded::Nothing);
-    }
-    let mut sizes = Vec::with_capacity(files.len());
-    for (name, _) in &files {
-        match std::fs::metadata(dir.join(name)) {
-            Ok(meta) => sizes.push(meta.len()),
-            Err(e) => {
-                tracing::warn!("The append log file {name} doesn't exist: {e}");
-                return Err(());
-            }
-        }
-    }
-    let total: u64 = sizes.iter().sum();
-    if total == 0 {
-        return Ok(Loaded::Nothing);
-    }
-    let suspended = state.effects.suspend();
-    let result = (|| {
-        for (i, &(name, is_base)) in files.iter().enumerate() {
-            let last = i + 1 == files.len();
-            let started = Instant::now();
-            let truncated = load_file(dbs, state, scripting, &dir.join(name), name)?;
-            if truncated && !last {
-                tracing::warn!("Fatal error: the truncated file is not the last file");
-                return Err(());
-            }
-            tracing::info!(
-                "DB loaded from {} file {name}: {:.3} seconds",
-                if is_base { "base" } else { "incr" },
-                started.elapsed().as_secs_f64()
-            );
-        }
-        Ok(())
-    })();
-    state.effects.resume(suspended);
-    result?;
-    let base = if m.base.is_some() { sizes[0] } else { 0 };
-    Ok(Loaded::Files { base, total })
-}
-
-/// Loads one file; `Ok(true)`: it was cut short and truncated to its last
-/// whole command (`aof-load-truncated`).
-fn load_file(
-    dbs: &mut [Db],
-    state: &mut ServerState,
-    scripting: &mut Scripting,
-    path: &Path,
-    name: &str,
-) -> Result<bool, ()> {
-    let data = std::fs::read(path).map_err(|e| {
-        tracing::warn!("Fatal error: can't open the append log file {name} for reading: {e}");
-    })?;
-    if data.is_empty() {
-        return Ok(false);
-    }
-    if data.starts_with(b"REDIS") {
-        tracing::info!("Reading RDB base file on AOF loading...");
-        return load_rdb_base(dbs, state, scripting, &data, name).map(|()| false);
-    }
-    let parsed = load::parse(&data);
-    replay(dbs, state, scripting, &parsed.commands, name)?;
-    match parsed.end {
+/// How an incremental file ended; `Ok(true)`: it was cut short and
+/// truncated to its last whole command (`aof-load-truncated`).
+fn file_end(state: &ServerState, path: &Path, name: &str, end: load::End) -> Result<bool, ()> {
+    match end {
         load::End::Clean => Ok(false),
         load::End::Format => {
             tracing::warn!(
@@ -372,23 +494,18 @@ fn load_rdb_base(
     Ok(())
 }
 
-/// Replays `commands` through the execution core as one client of its
-/// own (SELECT carries over), as Redis's fake AOF client runs them.
+/// Replays `commands` through the execution core as `client` (the
+/// file's own: SELECT carries over), as Redis's fake AOF client runs them.
 fn replay(
     dbs: &mut [Db],
     state: &mut ServerState,
     scripting: &mut Scripting,
+    client: &mut crate::net::clients::ClientState,
     commands: &[Vec<Bytes>],
     name: &str,
 ) -> Result<(), ()> {
-    use std::net::{Ipv4Addr, SocketAddr};
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let signal = std::sync::Arc::new(crate::net::clients::ConnSignal::default());
-    let outbox = crate::net::clients::Outbox::new(signal.clone());
-    let now = state.clock.now_ms();
-    let mut client = crate::net::clients::ClientState::new(0, addr, addr, now, signal, outbox);
-    client.authenticated = true;
-    for args in commands {
+    for (i, args) in commands.iter().enumerate() {
+        crate::persist::rdb::disk::key_load_delay(state.config.key_load_delay, i);
         if let Err(crate::cmd::Unresolved::Unknown(_)) = crate::cmd::resolve(args) {
             tracing::warn!(
                 "Unknown command '{}' reading the append only file {name}",
@@ -399,7 +516,7 @@ fn replay(
         let now = state.clock.now_ms();
         let mut ctx = crate::cmd::Ctx {
             dbs,
-            client: &mut client,
+            client,
             server: state,
             now,
             scripting: Some(scripting),
