@@ -421,7 +421,10 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                     job.processed.fetch_add(1, Ordering::Relaxed);
                 },
             );
-            drop(engine);
+            // Handed to a waiting connection, if any: taken back at once
+            // (the lock is not fair), the walk would keep the commands
+            // waiting slice after slice.
+            parking_lot::MutexGuard::unlock_fair(engine);
             if let Some(e) = failed {
                 return Err(e);
             }

@@ -825,13 +825,16 @@ fn install(state: &mut ServerState, run: &Running) -> Result<(), ()> {
 }
 
 /// A running rewrite was killed ([`crate::persist::snapshot::kill_rewrite`]:
-/// the file turned off, shutdown, a staged crash): its walk removes its
-/// temporary base; the last rewrite's status is unchanged (Redis's child
+/// the file turned off, shutdown, a staged crash): its temporary base is
+/// removed; the last rewrite's status is unchanged (Redis's child
 /// killed by SIGUSR1). One the file waited for starts again later.
 pub(crate) fn rewrite_killed(state: &mut ServerState) {
-    if state.aof.running.take().is_none() {
+    let Some(run) = state.aof.running.take() else {
         return;
-    }
+    };
+    // As Redis's `aofRemoveTempFile`: gone now, even if the process stops
+    // before the walk sees the kill.
+    let _ = std::fs::remove_file(&run.temp);
     if state.aof.waiting {
         let name = temp_incr_name(state);
         tracing::info!("Removing the temp incr aof file {name} in the background");
