@@ -174,19 +174,50 @@ impl Engine {
     /// for [`crate::persist::rdb::disk::parse`] off the lock, with the
     /// server in the loading state until [`Engine::finish_load`]. A missing
     /// file is an empty start; an unreadable one is an error (Redis exits).
-    pub(crate) fn load_at_start(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+    pub(crate) fn load_at_start(&mut self) -> std::io::Result<Option<PendingLoad>> {
         self.start_cluster()?;
         self.load_acl_at_start().map_err(std::io::Error::other)?;
-        if !self.state.config.aof.enabled && !self.state.config.dir.is_empty() {
+        let now_secs = self.state.clock.now_ms() / 1000;
+        if self.state.config.aof.enabled {
+            let load = crate::persist::aof::prepare_load(&mut self.state).map_err(|()| aof_failed())?;
+            if let Some(load) = load {
+                self.state.shared.loading.begin(load.total_bytes, now_secs);
+                return Ok(Some(PendingLoad::Aof(Box::new(load))));
+            }
+            self.open_persistence().map_err(|()| aof_failed())?;
+            return Ok(None);
+        }
+        if !self.state.config.dir.is_empty() {
             if let Some(bytes) = crate::persist::rdb::disk::read_file(&self.state.config)? {
-                let now_secs = self.state.clock.now_ms() / 1000;
                 self.state.shared.loading.begin(bytes.len() as u64, now_secs);
-                return Ok(Some(bytes));
+                return Ok(Some(PendingLoad::Rdb(bytes)));
             }
         }
-        self.start_persistence()
-            .map_err(|()| std::io::Error::other("the append-only file could not be loaded (see the log)"))?;
+        self.start_persistence().map_err(|()| aof_failed())?;
         Ok(None)
+    }
+
+    /// One slice of the append-only file's load at start (the caller
+    /// releases the lock between slices: clients get `-LOADING`
+    /// meanwhile); true once every file is loaded.
+    pub(crate) fn aof_load_step(&mut self, load: &mut crate::persist::aof::AofLoad) -> std::io::Result<bool> {
+        let done = crate::persist::aof::load_step(
+            &mut self.dbs,
+            &mut self.state,
+            &mut self.scripting,
+            load,
+            crate::persist::aof::LOAD_SLICE_COMMANDS,
+        )
+        .map_err(|()| aof_failed())?;
+        self.state.shared.loading.progress(load.loaded_bytes());
+        Ok(done)
+    }
+
+    /// The append-only file loaded at start: its writer opened (the caller
+    /// ends the loading state).
+    pub(crate) fn finish_aof_load(&mut self, load: &crate::persist::aof::AofLoad) -> std::io::Result<()> {
+        crate::persist::aof::loaded(&mut self.state, load);
+        self.open_persistence().map_err(|()| aof_failed())
     }
 
     /// What parsing the file at start needs: the settings and the time
@@ -491,6 +522,15 @@ impl Engine {
         }
     }
 
+    /// An append-only file rewrite's walk ended (its thread reports): see
+    /// [`crate::persist::aof::rewrite_done`]; a scheduled save starts.
+    pub(crate) fn aof_rewrite_done(&mut self, ok: bool) {
+        crate::persist::aof::rewrite_done(&mut self.dbs, &mut self.state, ok);
+        if std::mem::take(&mut self.state.bgsave.scheduled) && !self.state.shutdown_requested {
+            let _ = self.start_background_save();
+        }
+    }
+
     /// A full sync's snapshot ended: see [`crate::persist::snapshot::replication_finished`].
     pub(crate) fn replication_snapshot_done(&mut self, image: Option<Vec<u8>>, eof: bool) {
         crate::persist::snapshot::replication_finished(&mut self.dbs, &mut self.state, image, eof);
@@ -757,8 +797,11 @@ impl Engine {
         if self.state.shutdown_requested {
             if self.state.bgsave.in_progress {
                 tracing::warn!("There is a child saving an .rdb. Killing it!");
-                crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
             }
+            if self.state.bgsave.rewriting {
+                tracing::warn!("There is a child rewriting the AOF. Killing it!");
+            }
+            crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
             self.server_shutdown.close();
         }
         BatchEnd {
@@ -852,12 +895,24 @@ impl Engine {
     /// `Err`: the server must not start (the reason is logged).
     pub(crate) fn start_persistence(&mut self) -> Result<(), ()> {
         crate::persist::aof::start(&mut self.dbs, &mut self.state, &mut self.scripting)?;
+        self.persistence_started();
+        Ok(())
+    }
+
+    /// The append-only file's incremental file opened after its files
+    /// loaded ([`Engine::start_persistence`]'s second half).
+    fn open_persistence(&mut self) -> Result<(), ()> {
+        crate::persist::aof::open_at_start(&mut self.dbs, &mut self.state, &mut self.scripting)?;
+        self.persistence_started();
+        Ok(())
+    }
+
+    fn persistence_started(&mut self) {
         if self.state.aof.on {
             for db in &mut self.dbs {
                 db.log_expired = true;
             }
         }
-        Ok(())
     }
 
     /// At shutdown: what the append-only file's writer holds is written
@@ -900,7 +955,7 @@ impl Engine {
         self.state.dirty_at_save = self.state.dirty;
         self.state.last_save_secs = self.state.clock.now_ms() / 1000;
         self.state.saves = Default::default();
-        if !self.state.aof.on {
+        if !self.state.aof.on || self.state.aof.waiting {
             if let Err(e) = self.load_rdb_at_start() {
                 tracing::warn!("staged crash: the RDB file did not load ({e}); the server goes on empty");
                 for db in &mut self.dbs {
@@ -1256,6 +1311,18 @@ pub(crate) fn set_down(state: &mut ServerState, down: bool) {
     if down {
         state.clients.kill_where(|_| true);
     }
+}
+
+/// What the start left to load while clients are served (`-LOADING`).
+pub(crate) enum PendingLoad {
+    /// `dir/dbfilename`'s bytes, parsed off the lock.
+    Rdb(Vec<u8>),
+    /// The append-only files, replayed a slice at a time.
+    Aof(Box<crate::persist::aof::AofLoad>),
+}
+
+fn aof_failed() -> std::io::Error {
+    std::io::Error::other("the append-only file could not be loaded (see the log)")
 }
 
 #[cfg(test)]

@@ -663,6 +663,10 @@ pub(crate) const MODULE_UNLOAD_FAILED: &str = "ERR Error unloading module: no su
 
 /// BGREWRITEAOF's answer.
 pub(crate) const AOF_REWRITE_STARTED: &str = "Background append only file rewriting started";
+/// BGREWRITEAOF while a save runs, or inside a transaction.
+pub(crate) const AOF_REWRITE_SCHEDULED: &str = "Background append only file rewriting scheduled";
+/// BGREWRITEAOF while one runs.
+pub(crate) const AOF_REWRITE_IN_PROGRESS: &str = "ERR Background append only file rewriting already in progress";
 /// BGREWRITEAOF when the rewrite failed.
 pub(crate) const AOF_REWRITE_FAILED: &str =
     "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.";
@@ -693,6 +697,8 @@ pub(crate) const DEBUG_RELOAD_FAILED: &str = "ERR Error trying to load the RDB d
 pub(crate) const BGSAVE_STARTED: &str = "Background saving started";
 pub(crate) const BGSAVE_SCHEDULED: &str = "Background saving scheduled";
 pub(crate) const BGSAVE_IN_PROGRESS: &str = "ERR Background save already in progress";
+/// BGSAVE without SCHEDULE while a rewrite runs.
+pub(crate) const BGSAVE_CHILD_ACTIVE: &str = "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
 
 // Sharded pub/sub (`cmd/pubsub.rs`).
 pub(crate) const SSUBSCRIBE_DENY_BLOCKING: &str = "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";

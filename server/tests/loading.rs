@@ -1,7 +1,8 @@
 //! The dataset loading at start while clients connect, compared with Redis
 //! 7.0.15: `-LOADING` for commands not flagged `loading`, INFO's
 //! `loading:1` and its progress fields, then the whole dataset. Both
-//! servers load the same RDB file, slowed down by `key-load-delay`.
+//! servers load the same RDB file, or the same append-only files (replayed
+//! a slice at a time), slowed down by `key-load-delay`.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -31,6 +32,30 @@ fn write_dump(dir: &TempDir) {
     assert_eq!(c.command(&["SAVE"]).unwrap(), b"+OK\r\n");
 }
 
+/// Writes `dir/appendonlydir` with [`KEYS`] SETs in its incremental file,
+/// from an embedded server.
+fn write_aof(dir: &TempDir) {
+    let mut builder = coordis::Server::builder();
+    let config = builder.config_mut();
+    config.apply("dir", &[dir.text().to_string()]).unwrap();
+    config.apply("appendonly", &["yes".to_string()]).unwrap();
+    let server = builder.start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let mut pipeline = Vec::new();
+    for i in 0..KEYS {
+        let (key, value) = (format!("key:{i}"), format!("value:{i}"));
+        pipeline.extend(RawClient::encode(&[b"SET", key.as_bytes(), value.as_bytes()]));
+    }
+    c.send(&pipeline).unwrap();
+    for _ in 0..KEYS {
+        assert_eq!(c.read_reply().unwrap(), b"+OK\r\n");
+    }
+    drop(c);
+    drop(server);
+    let incr = std::fs::metadata(dir.aof_dir().join("appendonly.aof.1.incr.aof")).unwrap();
+    assert!(incr.len() > (KEYS * 20) as u64, "the writes are in the incr file");
+}
+
 /// Kills the server however the test ends.
 struct Stop(Child);
 
@@ -51,7 +76,7 @@ struct Seen {
     dbsize: Vec<u8>,
 }
 
-fn watch_load(program: &str, dir: &Path) -> Seen {
+fn watch_load(program: &str, dir: &Path, extra: &[&str]) -> Seen {
     let port = free_port().unwrap();
     let child = Command::new(program)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
@@ -63,6 +88,7 @@ fn watch_load(program: &str, dir: &Path) -> Seen {
             "--loading-process-events-interval-bytes",
             "1024",
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -104,7 +130,7 @@ fn watch_load(program: &str, dir: &Path) -> Seen {
 fn clients_get_loading_while_the_file_loads_then_the_dataset_as_redis() {
     let dir = TempDir::new("loading");
     write_dump(&dir);
-    let coordis = watch_load(env!("CARGO_BIN_EXE_coordis-server"), &dir.0);
+    let coordis = watch_load(env!("CARGO_BIN_EXE_coordis-server"), &dir.0, &[]);
     assert_eq!(
         coordis.ping_while_loading,
         b"-LOADING Redis is loading the dataset in memory\r\n"
@@ -114,7 +140,25 @@ fn clients_get_loading_while_the_file_loads_then_the_dataset_as_redis() {
     if RedisServer::start(&[]).unwrap().is_none() {
         return;
     }
-    let redis = watch_load("redis-server", &dir.0);
+    let redis = watch_load("redis-server", &dir.0, &[]);
+    assert_eq!(coordis, redis);
+}
+
+#[test]
+fn clients_get_loading_while_the_append_only_file_is_replayed_as_redis() {
+    let dir = TempDir::new("loading-aof");
+    write_aof(&dir);
+    let aof = ["--appendonly", "yes"];
+    let coordis = watch_load(env!("CARGO_BIN_EXE_coordis-server"), &dir.0, &aof);
+    assert_eq!(
+        coordis.ping_while_loading,
+        b"-LOADING Redis is loading the dataset in memory\r\n"
+    );
+    assert_eq!(coordis.dbsize, format!(":{KEYS}\r\n").into_bytes());
+    if RedisServer::start(&[]).unwrap().is_none() {
+        return;
+    }
+    let redis = watch_load("redis-server", &dir.0, &aof);
     assert_eq!(coordis, redis);
 }
 

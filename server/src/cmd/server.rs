@@ -1157,7 +1157,7 @@ fn flushall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     // just flushed), and with save points the empty dataset is saved at
     // once, synchronously (Redis's `flushAllDataAndResetRDB`): the changes
     // since the last save are 0.
-    crate::persist::snapshot::kill(ctx.dbs, ctx.server);
+    crate::persist::snapshot::kill_save(ctx.dbs, ctx.server);
     if saves::automatic_saves_on(ctx.server) {
         let libraries = saves::libraries(ctx.scripting.as_deref());
         let _ = saves::save_now(ctx.dbs, ctx.server, &libraries, ctx.now);
@@ -1291,15 +1291,20 @@ fn replconf(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     reply
 }
 
-/// BGREWRITEAOF: the rewrite runs at once, under the engine lock (no fork
-/// here), so it has finished when the reply goes out.
+/// BGREWRITEAOF: the rewrite runs in the background from the forkless
+/// snapshot ([`crate::persist::aof::bgrewriteaof`]); scheduled while a
+/// save runs or inside a transaction, as Redis.
 fn bgrewriteaof(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let Some(scripting) = ctx.scripting.as_deref() else {
         return err(errors::NOT_FROM_SCRIPT);
     };
-    match crate::persist::aof::rewrite(ctx.dbs, ctx.server, scripting) {
-        Ok(()) => Reply::status(errors::AOF_REWRITE_STARTED),
-        Err(_) => err(errors::AOF_REWRITE_FAILED),
+    let in_exec = ctx.caller == crate::exec::Caller::Exec;
+    use crate::persist::aof::Requested;
+    match crate::persist::aof::bgrewriteaof(ctx.dbs, ctx.server, scripting, in_exec) {
+        Ok(Requested::Started) => Reply::status(errors::AOF_REWRITE_STARTED),
+        Ok(Requested::Scheduled) => Reply::status(errors::AOF_REWRITE_SCHEDULED),
+        Ok(Requested::InProgress) => err(errors::AOF_REWRITE_IN_PROGRESS),
+        Err(()) => err(errors::AOF_REWRITE_FAILED),
     }
 }
 
@@ -1318,6 +1323,14 @@ fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             return Reply::status(errors::BGSAVE_SCHEDULED);
         }
         return err(errors::BGSAVE_IN_PROGRESS);
+    }
+    // A rewrite's walk runs (Redis: another child is active).
+    if ctx.server.bgsave.rewriting {
+        if schedule || ctx.caller == crate::exec::Caller::Exec {
+            ctx.server.bgsave.scheduled = true;
+            return Reply::status(errors::BGSAVE_SCHEDULED);
+        }
+        return err(errors::BGSAVE_CHILD_ACTIVE);
     }
     let libraries = saves::libraries(ctx.scripting.as_deref());
     match saves::background_save(ctx.dbs, ctx.server, libraries, ctx.now) {

@@ -87,7 +87,7 @@ pub(crate) struct Bound {
     shared: Arc<Shared>,
     /// The RDB file's bytes, parsed once serving starts (clients that
     /// connect meanwhile get `-LOADING`).
-    pending_load: Option<Vec<u8>>,
+    pending_load: Option<crate::engine::PendingLoad>,
     /// Cluster mode: the bus's listener ([`bus`]).
     bus: Option<tokio::net::TcpListener>,
 }
@@ -159,9 +159,28 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
     })
 }
 
-/// Parses the file at start off the engine lock (the server answers
-/// `-LOADING` meanwhile), then installs it under the lock.
-async fn finish_load(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, bytes: Vec<u8>) -> io::Result<()> {
+/// Loads the file at start while the server answers `-LOADING`: an RDB
+/// file is parsed off the engine lock, then installed under it; the
+/// append-only files are replayed a slice at a time, the lock handed to
+/// the waiting connections between slices.
+async fn finish_load(
+    engine: Arc<Mutex<Engine>>,
+    shared: Arc<Shared>,
+    pending: crate::engine::PendingLoad,
+) -> io::Result<()> {
+    let bytes = match pending {
+        crate::engine::PendingLoad::Rdb(bytes) => bytes,
+        crate::engine::PendingLoad::Aof(mut load) => {
+            let replaying = tokio::task::spawn_blocking(move || loop {
+                let mut e = engine.lock();
+                if e.aof_load_step(&mut load)? {
+                    return e.finish_aof_load(&load);
+                }
+                parking_lot::MutexGuard::unlock_fair(e);
+            });
+            return replaying.await.unwrap_or_else(|e| Err(io::Error::other(e)));
+        }
+    };
     let (config, now) = engine.lock().load_inputs();
     let parsing = tokio::task::spawn_blocking(move || {
         crate::persist::rdb::disk::parse(&bytes, &config, now, Some(&shared.loading))
@@ -180,7 +199,7 @@ impl Bound {
     pub(crate) async fn serve(mut self, shutdown: Arc<CloseSignal>, loaded: impl FnOnce(io::Result<()>)) {
         let (shared, engine) = (self.shared.clone(), self.engine.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
-        let expiry = tokio::spawn(active_expiry(engine.clone(), stop_rx.clone()));
+        let expiry = tokio::spawn(active_expiry(engine.clone(), shared.clone(), stop_rx.clone()));
         let bus = self
             .bus
             .map(|l| tokio::spawn(bus::serve(engine.clone(), l, stop_rx.clone())));
@@ -217,9 +236,9 @@ impl Bound {
         for slot in slots {
             accepts.spawn(accept_loop(slot, ctx.clone()));
         }
-        if let Some(bytes) = pending_load {
+        if let Some(pending) = pending_load {
             let load = tokio::select! {
-                r = finish_load(engine.clone(), shared.clone(), bytes) => Some(r),
+                r = finish_load(engine.clone(), shared.clone(), pending) => Some(r),
                 // Stopped while loading: a clean stop, never announced ready.
                 () = shutdown.closed() => None,
             };
@@ -292,7 +311,7 @@ impl Bound {
 /// Active expiry: every 1000/hz ms, removes due keys in bounded steps,
 /// releasing the lock between steps so commands interleave; then closes
 /// the clients idle past `timeout`.
-async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<bool>) {
+async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     loop {
         let interval = engine
             .try_lock()
@@ -300,6 +319,12 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, mut stop: watch::Receiver<boo
         tokio::select! {
             _ = stopped(&mut stop) => return,
             _ = tokio::time::sleep(interval) => {}
+        }
+        // Nothing expires or saves while the files at start load (as
+        // Redis's serverCron does not run then): a replayed command may
+        // still act on a key past its deadline.
+        if shared.loading.is_active() {
+            continue;
         }
         // try_lock: a running script holds the engine; expiry waits for the next tick.
         while engine.try_lock().is_some_and(|mut e| e.active_expire_step()) {

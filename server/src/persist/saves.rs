@@ -102,7 +102,7 @@ pub(crate) fn background_save(
     libraries: Vec<Bytes>,
     now_ms: u64,
 ) -> Result<(), NotStarted> {
-    if state.bgsave.in_progress {
+    if state.bgsave.walking() {
         return Err(NotStarted::InProgress);
     }
     state.saves.rdb_saves += 1;
@@ -144,7 +144,7 @@ pub(crate) fn cron(dbs: &mut [Db], state: &mut ServerState, scripting: Option<&S
     let now = now_ms / 1000;
     // As serverCron: nothing starts while a save runs; a BGSAVE SCHEDULE
     // left pending (its save was killed) starts once none does.
-    if state.bgsave.in_progress || !may_retry(state, now) {
+    if state.bgsave.walking() || !may_retry(state, now) {
         return;
     }
     if state.bgsave.scheduled && !state.config.dir.is_empty() {

@@ -12,8 +12,11 @@
 //! accepted, as Redis's forked child sees it: keys created after the start
 //! are not in it, deleted or changed ones are, with their old value.
 //!
-//! [`start_background_save`] is the one entry point (BGSAVE, and whatever
-//! else saves in the background).
+//! [`start_background_save`] is the one entry point of a save (BGSAVE, the
+//! save points); a full sync's image ([`start_replication_snapshot`]) and an
+//! append-only file rewrite's new base ([`start_aof_rewrite`]) are the same
+//! walk with another destination. One walk runs at a time, as Redis runs
+//! one child.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -38,8 +41,12 @@ pub(crate) const SLICE_KEYS: usize = 256;
 /// BGSAVE's state and statistics (INFO persistence).
 #[derive(Debug)]
 pub(crate) struct BgSave {
-    /// A save's walk is running.
+    /// A save's walk is running (an RDB file or a full sync's image:
+    /// Redis's `CHILD_TYPE_RDB`).
     pub(crate) in_progress: bool,
+    /// A rewrite's walk is running (Redis's `CHILD_TYPE_AOF`); its own
+    /// state is [`crate::persist::aof::Aof`]'s.
+    pub(crate) rewriting: bool,
     /// When it started (INFO `rdb_current_bgsave_time_sec`).
     started: Option<Instant>,
     /// BGSAVE SCHEDULE arrived during a save: another starts when it ends.
@@ -63,6 +70,7 @@ impl Default for BgSave {
     fn default() -> Self {
         BgSave {
             in_progress: false,
+            rewriting: false,
             started: None,
             scheduled: false,
             last_secs: -1,
@@ -75,8 +83,17 @@ impl Default for BgSave {
 }
 
 impl BgSave {
+    /// A walk of either kind runs: no other can start (the databases hold
+    /// one snapshot at a time).
+    pub(crate) fn walking(&self) -> bool {
+        self.in_progress || self.rewriting
+    }
+
     /// INFO `rdb_current_bgsave_time_sec` (-1 when none runs).
     pub(crate) fn current_secs(&self) -> i64 {
+        if !self.in_progress {
+            return -1;
+        }
         self.started.map_or(-1, |s| s.elapsed().as_secs() as i64)
     }
 }
@@ -89,7 +106,7 @@ const KILL_SIGNAL: i32 = 10;
 /// Why a background save did not start.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum NotStarted {
-    /// One is running already.
+    /// A walk is running already (a save's or a rewrite's).
     InProgress,
     /// The server is not running (an engine without its lock).
     NoServer,
@@ -113,13 +130,17 @@ struct Job {
 }
 
 /// Where a snapshot's image goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Target {
     /// `dir/dbfilename` (BGSAVE, save points).
     File,
     /// The replicas of a full sync, in memory; `eof`: they get the
     /// diskless framing ([`crate::repl::snapshot_done`]).
     Replicas { eof: bool },
+    /// An append-only file rewrite's new base, written to the temporary
+    /// file `temp` (an RDB file with `aof-base 1`, or commands: `rdb`) and
+    /// handed to [`crate::persist::aof::rewrite_done`].
+    AofBase { temp: PathBuf, rdb: bool },
 }
 
 /// Starts a background save of the dataset to `dir/dbfilename` (Redis's
@@ -148,8 +169,23 @@ pub(crate) fn start_replication_snapshot(
     start(dbs, state, libraries, Target::Replicas { eof })
 }
 
+/// Starts the walk of an append-only file rewrite (Redis's
+/// `rewriteAppendOnlyFileBackground` forking its child): the new base is
+/// the dataset as it is now, written to `temp`; the caller switched the
+/// incremental file under the same lock hold. Not a save: only
+/// `current_save_keys_*` show it.
+pub(crate) fn start_aof_rewrite(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    libraries: Vec<Bytes>,
+    temp: PathBuf,
+) -> Result<(), NotStarted> {
+    let rdb = state.config.aof.use_rdb_preamble;
+    start(dbs, state, libraries, Target::AofBase { temp, rdb })
+}
+
 fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target: Target) -> Result<(), NotStarted> {
-    if state.bgsave.in_progress {
+    if state.bgsave.walking() {
         return Err(NotStarted::InProgress);
     }
     let Some(engine) = state.shared.engine.get().cloned() else {
@@ -161,14 +197,19 @@ fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target:
         db.begin_snapshot(i, now);
         total += db.len() as u64;
     }
+    let rewrite = matches!(target, Target::AofBase { .. });
     let b = &mut state.bgsave;
-    b.in_progress = true;
+    b.in_progress = !rewrite;
+    b.rewriting = rewrite;
     b.started = Some(Instant::now());
     b.keys_total = total;
     b.keys_processed = Arc::default();
     b.cancel = Arc::default();
-    b.scheduled = false;
+    if !rewrite {
+        b.scheduled = false;
+    }
     b.serial += 1;
+    let fallback = target.clone();
     let job = Job {
         engine,
         config: state.config.clone(),
@@ -181,16 +222,26 @@ fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target:
         serial: b.serial,
         target,
     };
-    tracing::info!("Background saving started by pid {}", std::process::id());
+    if rewrite {
+        tracing::info!(
+            "Background append only file rewriting started by pid {}",
+            std::process::id()
+        );
+    } else {
+        tracing::info!("Background saving started by pid {}", std::process::id());
+    }
     let spawned = std::thread::Builder::new()
         .name("coordis-bgsave".into())
         .spawn(move || run(job));
     if spawned.is_err() {
         tracing::warn!("Can't save in background: the thread could not start");
-        if target == Target::File {
-            finished(dbs, state, false, 0);
-        } else {
-            replication_finished(dbs, state, None, false);
+        match fallback {
+            Target::File => finished(dbs, state, false, 0),
+            Target::Replicas { .. } => replication_finished(dbs, state, None, false),
+            Target::AofBase { .. } => {
+                release(dbs, state);
+                return Err(NotStarted::NoServer);
+            }
         }
     }
     Ok(())
@@ -201,6 +252,25 @@ fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target:
 /// handed back, unless the save was killed meanwhile (then its temp file
 /// is only removed: the kill did the bookkeeping).
 fn run(job: Job) {
+    if let Target::AofBase { temp, .. } = &job.target {
+        let written = write_file(&job, temp);
+        if let Err(e) = &written {
+            tracing::warn!("Error writing the AOF base in background: {e}");
+        } else {
+            tracing::info!("Successfully created the temporary AOF base file {}", file_name(temp));
+        }
+        let Some(engine) = job.engine.upgrade() else {
+            let _ = std::fs::remove_file(temp);
+            return;
+        };
+        let mut engine = engine.lock();
+        if job.cancel.load(Ordering::Relaxed) {
+            let _ = std::fs::remove_file(temp);
+            return;
+        }
+        engine.aof_rewrite_done(written.is_ok());
+        return;
+    }
     if let Target::Replicas { eof } = job.target {
         let mut image = Vec::new();
         let written = write(&job, &mut image);
@@ -240,6 +310,11 @@ fn run(job: Job) {
     engine.background_save_done(result.is_ok(), job.dirty);
 }
 
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+}
+
 fn write_file(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
     let mut file = BufWriter::new(std::fs::File::create(temp)?);
     write(job, &mut file)?;
@@ -248,13 +323,78 @@ fn write_file(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
     Ok(())
 }
 
+/// What the walk writes: an RDB file, or a base file in commands.
+enum Image {
+    Rdb(crate::persist::rdb::file::Writer<Vec<u8>>),
+    Commands(crate::persist::aof::rewrite::Commands),
+}
+
+impl Image {
+    fn start(job: &Job) -> Result<Image, SaveError> {
+        let used = crate::process::allocator().allocated;
+        let purpose = match job.target {
+            Target::AofBase { rdb: false, .. } => {
+                let c = crate::persist::aof::rewrite::Commands::start(
+                    job.start_ms,
+                    job.config.aof.timestamps,
+                    job.libraries.iter().map(|l| &l[..]),
+                );
+                return Ok(Image::Commands(c));
+            }
+            Target::AofBase { rdb: true, .. } => Purpose::AofBase,
+            Target::File | Target::Replicas { .. } => Purpose::Save,
+        };
+        let mut w = disk::start_file(Vec::new(), &job.config, job.start_ms, used, purpose)?;
+        for code in &job.libraries {
+            w.function(code)?;
+        }
+        Ok(Image::Rdb(w))
+    }
+
+    fn begin_db(&mut self, db: usize, len: u64, expires: u64) -> Result<(), SaveError> {
+        match self {
+            Image::Rdb(w) => w.begin_db(db, len, expires),
+            Image::Commands(_) => Ok(()),
+        }
+    }
+
+    fn key(&mut self, db: usize, key: &[u8], entry: crate::store::EntryRef<'_>, access: u32) -> Result<(), SaveError> {
+        match self {
+            Image::Rdb(w) => w.key(db, key, entry.value, entry.expire_at, access),
+            Image::Commands(c) => {
+                c.key(db, key, entry.value, entry.expire_at);
+                Ok(())
+            }
+        }
+    }
+
+    /// The server clock the next keys' LRU/LFU hints are measured at (an
+    /// AOF base in commands carries none).
+    fn set_hint_clock(&mut self, now_ms: u64) {
+        if let Image::Rdb(w) = self {
+            w.set_hint_clock(now_ms);
+        }
+    }
+
+    /// The bytes written since the last take.
+    fn take(&mut self) -> Vec<u8> {
+        match self {
+            Image::Rdb(w) => std::mem::take(w.sink_mut()),
+            Image::Commands(c) => c.take().to_vec(),
+        }
+    }
+
+    fn finish(self) -> Result<Vec<u8>, SaveError> {
+        match self {
+            Image::Rdb(w) => w.finish(),
+            Image::Commands(mut c) => Ok(c.take().to_vec()),
+        }
+    }
+}
+
 /// The walk: the image, a slice at a time, into `file`.
 fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
-    let used = crate::process::allocator().allocated;
-    let mut w = disk::start_file(Vec::new(), &job.config, job.start_ms, used, Purpose::Save)?;
-    for code in &job.libraries {
-        w.function(code)?;
-    }
+    let mut w = Image::start(job)?;
     for origin in 0..job.databases {
         let mut began = false;
         loop {
@@ -284,17 +424,20 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                             return;
                         }
                     }
-                    if let Err(e) = w.key(origin, key, entry.value, entry.expire_at, access) {
+                    if let Err(e) = w.key(origin, key, entry, access) {
                         failed = Some(e);
                     }
                     job.processed.fetch_add(1, Ordering::Relaxed);
                 },
             );
-            drop(engine);
+            // Handed to a waiting connection, if any: taken back at once
+            // (the lock is not fair), the walk would keep the commands
+            // waiting slice after slice.
+            parking_lot::MutexGuard::unlock_fair(engine);
             if let Some(e) = failed {
                 return Err(e);
             }
-            file.write_all(&std::mem::take(w.sink_mut()))?;
+            file.write_all(&w.take())?;
             if finished {
                 break;
             }
@@ -314,6 +457,14 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
 /// save's status is unchanged, a scheduled save stays scheduled. FLUSHALL,
 /// shutdown and a staged crash call it before anything else.
 pub(crate) fn kill(dbs: &mut [Db], state: &mut ServerState) {
+    kill_rewrite(dbs, state);
+    kill_save(dbs, state);
+}
+
+/// Kills a running save's walk, not a rewrite's (FLUSHALL: Redis's
+/// `killRDBChild` alone; a rewrite's base is the dataset at its start and
+/// the flush is in the new incremental file).
+pub(crate) fn kill_save(dbs: &mut [Db], state: &mut ServerState) {
     if !state.bgsave.in_progress {
         return;
     }
@@ -328,6 +479,30 @@ pub(crate) fn kill(dbs: &mut [Db], state: &mut ServerState) {
     tracing::warn!("Background saving terminated by signal {KILL_SIGNAL}");
     // A full sync's replicas lose their snapshot: they are dropped.
     crate::repl::snapshot_done(state, None, false);
+}
+
+/// Kills a running rewrite's walk (Redis's `killAppendOnlyChild`): the
+/// holds released, the walk stops at its next slice and removes its temp
+/// file; [`crate::persist::aof::rewrite_killed`] does the file's bookkeeping.
+pub(crate) fn kill_rewrite(dbs: &mut [Db], state: &mut ServerState) {
+    if !state.bgsave.rewriting {
+        return;
+    }
+    tracing::info!("Killing running AOF rewrite child: {}", std::process::id());
+    release(dbs, state);
+    state.bgsave.cancel.store(true, Ordering::Relaxed);
+    crate::persist::aof::rewrite_killed(state);
+}
+
+/// A rewrite's walk is over (done, failed or killed): every hold released.
+pub(crate) fn release(dbs: &mut [Db], state: &mut ServerState) {
+    for db in dbs.iter_mut() {
+        db.snap = None;
+    }
+    let b = &mut state.bgsave;
+    b.rewriting = false;
+    b.started = None;
+    b.keys_total = 0;
 }
 
 /// A replication snapshot's end under the engine lock: the holds released

@@ -803,7 +803,7 @@ pub(crate) fn sync(
 /// `+FULLRESYNC <replid> <offset>` now, the stream is kept from that
 /// offset, and the next effect selects its database.
 fn start_full_sync(dbs: &mut [crate::store::Db], state: &mut crate::state::ServerState, libraries: Vec<Bytes>) {
-    if state.bgsave.in_progress || state.repl.waiting.is_empty() {
+    if state.bgsave.walking() || state.repl.waiting.is_empty() {
         return;
     }
     let offset = state.repl.offset();
@@ -861,7 +861,7 @@ pub(crate) fn cron(
     libraries: impl FnOnce() -> Vec<Bytes>,
 ) {
     let now = now_ms();
-    if !state.repl.waiting.is_empty() && !state.bgsave.in_progress {
+    if !state.repl.waiting.is_empty() && !state.bgsave.walking() {
         let c = &state.config.repl;
         let waited = state
             .repl

@@ -205,9 +205,10 @@ impl Manifest {
     }
 
     /// Every incremental file but the last becomes history (they are in
-    /// the new base: Redis's `markRewrittenIncrAofAsHistory`).
-    pub(crate) fn rewritten(&mut self) {
-        let keep = self.incr.pop();
+    /// the new base: Redis's `markRewrittenIncrAofAsHistory`); with the
+    /// file off (`writing` false: none is written to) the last one too.
+    pub(crate) fn rewritten(&mut self, writing: bool) {
+        let keep = if writing { self.incr.pop() } else { None };
         for mut f in self.incr.drain(..) {
             f.kind = Kind::History;
             self.history.push(f);
@@ -270,7 +271,7 @@ mod tests {
         m.new_incr("appendonly.aof");
         m.new_base("appendonly.aof", false);
         m.new_incr("appendonly.aof");
-        m.rewritten();
+        m.rewritten(true);
         assert_eq!(
             m.format(),
             "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.1.base.aof seq 1 type h\nfile appendonly.aof.1.incr.aof seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"

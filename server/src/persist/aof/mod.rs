@@ -23,10 +23,19 @@
 //! under `aof-use-rdb-preamble yes`, the default, else commands
 //! (`.base.aof`, [`rewrite`]); either loads, whatever the directive says.
 //!
-//! Differences from Redis, on purpose or for now: a rewrite runs under the
-//! engine lock (no fork; the forkless snapshot will make it background),
-//! so it is done when BGREWRITEAOF answers; an old single-file
-//! `appendonly.aof` is not upgraded.
+//! A rewrite runs in the background as Redis's forked child does, from the
+//! forkless snapshot ([`crate::persist::snapshot::start_aof_rewrite`]):
+//! under one lock hold the feed switches to a new incremental file (named
+//! in the manifest at once) and the snapshot's start is marked; the walk
+//! writes the new base to a temporary file while commands keep running;
+//! at its end, under the lock, the base is renamed into place, the
+//! manifest names it and makes the older files history, and they are
+//! removed ([`rewrite_done`], Redis's `backgroundRewriteDoneHandler`).
+//! Turning the file on with CONFIG SET writes to a temporary incremental
+//! file until its first rewrite is done (Redis's `AOF_WAIT_REWRITE`).
+//!
+//! Differences from Redis: the rewrite's temporary base is named after the
+//! process and the rewrite's number (there is no child pid).
 //!
 //! What must never happen here: a loaded command recorded as an effect, or
 //! the engine lock held while waiting for anything but the writer.
@@ -66,7 +75,39 @@ pub(crate) struct Aof {
     last_rewrite_secs: i64,
     last_rewrite_ok: bool,
     consecutive_failures: u64,
+    /// The file was turned on and its first rewrite is not done yet
+    /// (Redis's `AOF_WAIT_REWRITE`): the feed goes to the temporary
+    /// incremental file, which the rewrite's end names in the manifest.
+    pub(crate) waiting: bool,
+    /// A rewrite is to start once no walk runs (INFO `aof_rewrite_scheduled`).
+    pub(crate) scheduled: bool,
+    /// The running rewrite: when it started, its temporary base and
+    /// whether that is an RDB file (the directive may change meanwhile).
+    running: Option<Running>,
+    /// Rewrites started so far: names each one's temporary base, so a
+    /// killed rewrite's walk never touches its successor's file.
+    serial: u64,
+    /// Redis's `aofRewriteLimited`: after repeated failures the automatic
+    /// and scheduled rewrites wait this many minutes, doubling.
+    limit_minutes: u64,
+    /// When the limit ends (unix seconds; 0: not limited now).
+    limit_until: u64,
 }
+
+/// A rewrite in progress.
+#[derive(Debug)]
+struct Running {
+    started: Instant,
+    temp: PathBuf,
+    rdb: bool,
+}
+
+/// Consecutive failures after which rewrites are limited (Redis's
+/// `AOF_REWRITE_LIMITE_THRESHOLD`), and the longest wait then
+/// (`AOF_REWRITE_LIMITE_MAX_MINUTES`).
+const LIMIT_THRESHOLD: u64 = 3;
+const LIMIT_MAX_MINUTES: u64 = 60;
+const SECS_PER_MINUTE: u64 = 60;
 
 impl Default for Aof {
     fn default() -> Aof {
@@ -79,6 +120,12 @@ impl Default for Aof {
             last_rewrite_secs: -1,
             last_rewrite_ok: true,
             consecutive_failures: 0,
+            waiting: false,
+            scheduled: false,
+            running: None,
+            serial: 0,
+            limit_minutes: 0,
+            limit_until: 0,
         }
     }
 }
@@ -93,39 +140,231 @@ fn prefix(state: &ServerState) -> &str {
     &state.config.aof.filename
 }
 
-/// What loading found.
-enum Loaded {
-    /// Nothing to load (no files, or empty ones).
-    Nothing,
-    /// Loaded: the base's size and every file's.
-    Files { base: u64, total: u64 },
-}
-
 /// At start, before any client: reads the manifest and, with `appendonly
 /// yes`, loads the files and opens the incremental one for writing (Redis's
 /// `aofLoadManifestFromDisk`, `loadDataFromDisk` and
-/// `aofOpenIfNeededOnServerStart`). `Err`: the server must not start
-/// (Redis exits with status 1; the reason is logged).
+/// `aofOpenIfNeededOnServerStart`), all at once (a server with clients
+/// loads through [`prepare_load`] and [`load_step`] instead). `Err`: the
+/// server must not start (Redis exits with status 1; the reason is logged).
 pub(crate) fn start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
-    state.aof.manifest = read_manifest(state)?;
+    if let Some(mut load) = prepare_load(state)? {
+        while !load_step(dbs, state, scripting, &mut load, usize::MAX)? {}
+        loaded(state, &load);
+    }
+    open_at_start(dbs, state, scripting)
+}
+
+/// After the files loaded (or with none to load): the incremental file
+/// opened for writing, or created with a base when there are no files.
+pub(crate) fn open_at_start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
     if !state.config.aof.enabled {
         return Ok(());
     }
+    open_on_start(dbs, state, scripting)
+}
+
+/// The first half of the start: the manifest read and, with `appendonly
+/// yes` and files to load, the load to run ([`load_step`] until done,
+/// then [`loaded`]). `None`: nothing to load.
+pub(crate) fn prepare_load(state: &mut ServerState) -> Result<Option<AofLoad>, ()> {
+    state.aof.manifest = read_manifest(state)?;
+    if !state.config.aof.enabled {
+        return Ok(None);
+    }
     upgrade_old_file(state)?;
-    let started = Instant::now();
-    match load_files(dbs, state, scripting)? {
-        Loaded::Nothing => {}
-        Loaded::Files { base, total } => {
-            tracing::info!(
-                "DB loaded from append only file: {:.3} seconds",
-                started.elapsed().as_secs_f64()
-            );
-            state.aof.base_size = base;
-            state.aof.rewrite_base_size = base;
-            let _ = total;
+    new_load(state)
+}
+
+/// Commands replayed per hold of the engine lock while the files load at
+/// start: between two, clients are answered `-LOADING`.
+pub(crate) const LOAD_SLICE_COMMANDS: usize = 256;
+
+/// An append-only file load in progress: the manifest's files, replayed a
+/// slice of commands at a time so a server loading at start answers
+/// `-LOADING` between slices (Redis processes events every
+/// `loading-process-events-interval-bytes` while it loads).
+pub(crate) struct AofLoad {
+    dir: PathBuf,
+    /// (name, is the base, size), base first.
+    files: Vec<(String, bool, u64)>,
+    /// The next file to open.
+    next: usize,
+    /// The file being replayed.
+    current: Option<FileReplay>,
+    /// Bytes of the files done (INFO `loading_loaded_bytes`).
+    done_bytes: u64,
+    /// Every file's size (INFO `loading_total_bytes`).
+    pub(crate) total_bytes: u64,
+    started: Instant,
+}
+
+/// One incremental file's commands, replayed as one client of its own
+/// (SELECT carries over between slices), as Redis's fake AOF client.
+struct FileReplay {
+    name: String,
+    path: PathBuf,
+    is_base: bool,
+    last: bool,
+    size: u64,
+    commands: Vec<Vec<Bytes>>,
+    at: usize,
+    end: load::End,
+    client: crate::net::clients::ClientState,
+    started: Instant,
+}
+
+impl AofLoad {
+    /// The bytes replayed so far (the current file's share by commands).
+    pub(crate) fn loaded_bytes(&self) -> u64 {
+        let current = self.current.as_ref().map_or(0, |f| {
+            if f.commands.is_empty() {
+                0
+            } else {
+                f.size * f.at as u64 / f.commands.len() as u64
+            }
+        });
+        self.done_bytes + current
+    }
+}
+
+/// The manifest's files as a load; `None` without files or with empty ones.
+fn new_load(state: &ServerState) -> Result<Option<AofLoad>, ()> {
+    let dir = directory(state);
+    let m = &state.aof.manifest;
+    let mut files = Vec::new();
+    for (name, is_base) in m
+        .base
+        .iter()
+        .map(|f| (&f.name, true))
+        .chain(m.incr.iter().map(|f| (&f.name, false)))
+    {
+        match std::fs::metadata(dir.join(name)) {
+            Ok(meta) => files.push((name.clone(), is_base, meta.len())),
+            Err(e) => {
+                tracing::warn!("The append log file {name} doesn't exist: {e}");
+                return Err(());
+            }
         }
     }
-    open_on_start(dbs, state, scripting)
+    let total_bytes: u64 = files.iter().map(|f| f.2).sum();
+    if total_bytes == 0 {
+        return Ok(None);
+    }
+    Ok(Some(AofLoad {
+        dir,
+        files,
+        next: 0,
+        current: None,
+        done_bytes: 0,
+        total_bytes,
+        started: Instant::now(),
+    }))
+}
+
+/// Loads the base and incremental files of the manifest at once (Redis's
+/// `loadAppendOnlyFiles`; a staged crash's restart).
+fn load_files(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
+    if let Some(mut load) = new_load(state)? {
+        while !load_step(dbs, state, scripting, &mut load, usize::MAX)? {}
+    }
+    Ok(())
+}
+
+/// One slice of a load: up to `budget` commands replayed (an RDB base is
+/// one slice), with the feed suspended. `Ok(true)`: every file is loaded.
+pub(crate) fn load_step(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    load: &mut AofLoad,
+    budget: usize,
+) -> Result<bool, ()> {
+    let suspended = state.effects.suspend();
+    let result = step(dbs, state, scripting, load, budget);
+    state.effects.resume(suspended);
+    result
+}
+
+fn step(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &mut Scripting,
+    load: &mut AofLoad,
+    budget: usize,
+) -> Result<bool, ()> {
+    if load.current.is_none() {
+        let Some((name, is_base, size)) = load.files.get(load.next).cloned() else {
+            return Ok(true);
+        };
+        load.next += 1;
+        let last = load.next == load.files.len();
+        let path = load.dir.join(&name);
+        let started = Instant::now();
+        let data = std::fs::read(&path).map_err(|e| {
+            tracing::warn!("Fatal error: can't open the append log file {name} for reading: {e}");
+        })?;
+        if data.starts_with(b"REDIS") {
+            tracing::info!("Reading RDB base file on AOF loading...");
+            load_rdb_base(dbs, state, scripting, &data, &name)?;
+            file_loaded(load, &name, is_base, size, started);
+            return Ok(load.next == load.files.len());
+        }
+        let parsed = load::parse(&data);
+        use std::net::{Ipv4Addr, SocketAddr};
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let signal = std::sync::Arc::new(crate::net::clients::ConnSignal::default());
+        let outbox = crate::net::clients::Outbox::new(signal.clone());
+        let mut client = crate::net::clients::ClientState::new(0, addr, addr, state.clock.now_ms(), signal, outbox);
+        client.authenticated = true;
+        load.current = Some(FileReplay {
+            name,
+            path,
+            is_base,
+            last,
+            size,
+            commands: parsed.commands,
+            at: 0,
+            end: parsed.end,
+            client,
+            started,
+        });
+    }
+    let f = load.current.as_mut().expect("a file is open");
+    let until = f.at.saturating_add(budget).min(f.commands.len());
+    replay(dbs, state, scripting, &mut f.client, &f.commands[f.at..until], &f.name)?;
+    f.at = until;
+    if f.at < f.commands.len() {
+        return Ok(false);
+    }
+    let f = load.current.take().expect("a file is open");
+    let truncated = file_end(state, &f.path, &f.name, f.end)?;
+    if truncated && !f.last {
+        tracing::warn!("Fatal error: the truncated file is not the last file");
+        return Err(());
+    }
+    file_loaded(load, &f.name, f.is_base, f.size, f.started);
+    Ok(load.next == load.files.len())
+}
+
+fn file_loaded(load: &mut AofLoad, name: &str, is_base: bool, size: u64, started: Instant) {
+    load.done_bytes += size;
+    tracing::info!(
+        "DB loaded from {} file {name}: {:.3} seconds",
+        if is_base { "base" } else { "incr" },
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The load is done: the sizes INFO reports from (Redis's
+/// `aof_current_size` and `aof_rewrite_base_size` after loading).
+pub(crate) fn loaded(state: &mut ServerState, load: &AofLoad) {
+    tracing::info!(
+        "DB loaded from append only file: {:.3} seconds",
+        load.started.elapsed().as_secs_f64()
+    );
+    let base = load.files.first().filter(|f| f.1).map_or(0, |f| f.2);
+    state.aof.base_size = base;
+    state.aof.rewrite_base_size = base;
 }
 
 /// A single-file append-only file of Redis before 7.0 (`dir/appendonly.aof`)
@@ -185,80 +424,10 @@ fn read_manifest(state: &ServerState) -> Result<Manifest, ()> {
     })
 }
 
-/// Loads the base and incremental files of the manifest (Redis's
-/// `loadAppendOnlyFiles`); the data is replayed with the feed suspended.
-fn load_files(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<Loaded, ()> {
-    let dir = directory(state);
-    let m = state.aof.manifest.clone();
-    let files: Vec<(&str, bool)> = m
-        .base
-        .iter()
-        .map(|f| (f.name.as_str(), true))
-        .chain(m.incr.iter().map(|f| (f.name.as_str(), false)))
-        .collect();
-    if files.is_empty() {
-        return Ok(Loaded::Nothing);
-    }
-    let mut sizes = Vec::with_capacity(files.len());
-    for (name, _) in &files {
-        match std::fs::metadata(dir.join(name)) {
-            Ok(meta) => sizes.push(meta.len()),
-            Err(e) => {
-                tracing::warn!("The append log file {name} doesn't exist: {e}");
-                return Err(());
-            }
-        }
-    }
-    let total: u64 = sizes.iter().sum();
-    if total == 0 {
-        return Ok(Loaded::Nothing);
-    }
-    let suspended = state.effects.suspend();
-    let result = (|| {
-        for (i, &(name, is_base)) in files.iter().enumerate() {
-            let last = i + 1 == files.len();
-            let started = Instant::now();
-            let truncated = load_file(dbs, state, scripting, &dir.join(name), name)?;
-            if truncated && !last {
-                tracing::warn!("Fatal error: the truncated file is not the last file");
-                return Err(());
-            }
-            tracing::info!(
-                "DB loaded from {} file {name}: {:.3} seconds",
-                if is_base { "base" } else { "incr" },
-                started.elapsed().as_secs_f64()
-            );
-        }
-        Ok(())
-    })();
-    state.effects.resume(suspended);
-    result?;
-    let base = if m.base.is_some() { sizes[0] } else { 0 };
-    Ok(Loaded::Files { base, total })
-}
-
-/// Loads one file; `Ok(true)`: it was cut short and truncated to its last
-/// whole command (`aof-load-truncated`).
-fn load_file(
-    dbs: &mut [Db],
-    state: &mut ServerState,
-    scripting: &mut Scripting,
-    path: &Path,
-    name: &str,
-) -> Result<bool, ()> {
-    let data = std::fs::read(path).map_err(|e| {
-        tracing::warn!("Fatal error: can't open the append log file {name} for reading: {e}");
-    })?;
-    if data.is_empty() {
-        return Ok(false);
-    }
-    if data.starts_with(b"REDIS") {
-        tracing::info!("Reading RDB base file on AOF loading...");
-        return load_rdb_base(dbs, state, scripting, &data, name).map(|()| false);
-    }
-    let parsed = load::parse(&data);
-    replay(dbs, state, scripting, &parsed.commands, name)?;
-    match parsed.end {
+/// How an incremental file ended; `Ok(true)`: it was cut short and
+/// truncated to its last whole command (`aof-load-truncated`).
+fn file_end(state: &ServerState, path: &Path, name: &str, end: load::End) -> Result<bool, ()> {
+    match end {
         load::End::Clean => Ok(false),
         load::End::Format => {
             tracing::warn!(
@@ -325,23 +494,18 @@ fn load_rdb_base(
     Ok(())
 }
 
-/// Replays `commands` through the execution core as one client of its
-/// own (SELECT carries over), as Redis's fake AOF client runs them.
+/// Replays `commands` through the execution core as `client` (the
+/// file's own: SELECT carries over), as Redis's fake AOF client runs them.
 fn replay(
     dbs: &mut [Db],
     state: &mut ServerState,
     scripting: &mut Scripting,
+    client: &mut crate::net::clients::ClientState,
     commands: &[Vec<Bytes>],
     name: &str,
 ) -> Result<(), ()> {
-    use std::net::{Ipv4Addr, SocketAddr};
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let signal = std::sync::Arc::new(crate::net::clients::ConnSignal::default());
-    let outbox = crate::net::clients::Outbox::new(signal.clone());
-    let now = state.clock.now_ms();
-    let mut client = crate::net::clients::ClientState::new(0, addr, addr, now, signal, outbox);
-    client.authenticated = true;
-    for args in commands {
+    for (i, args) in commands.iter().enumerate() {
+        crate::persist::rdb::disk::key_load_delay(state.config.key_load_delay, i);
         if let Err(crate::cmd::Unresolved::Unknown(_)) = crate::cmd::resolve(args) {
             tracing::warn!(
                 "Unknown command '{}' reading the append only file {name}",
@@ -352,7 +516,7 @@ fn replay(
         let now = state.clock.now_ms();
         let mut ctx = crate::cmd::Ctx {
             dbs,
-            client: &mut client,
+            client,
             server: state,
             now,
             scripting: Some(scripting),
@@ -433,12 +597,26 @@ pub(crate) fn configure(state: &ServerState) {
 
 /// Writes the dataset as a base file `name` in `dir` (through a temporary
 /// file, fsynced, renamed); its size. An RDB under `aof-use-rdb-preamble`
-/// (the caller named it `.base.rdb`), else commands.
+/// (the caller named it `.base.rdb`), else commands. Under the engine
+/// lock: at start, before any client, or where no thread can walk.
 fn write_base(dbs: &[Db], state: &ServerState, scripting: &Scripting, dir: &Path, name: &str) -> std::io::Result<u64> {
-    let temp_name = temp_base_name();
+    let temp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
+    let size = write_base_file(dbs, state, scripting, &temp, state.config.aof.use_rdb_preamble)?;
+    std::fs::rename(&temp, dir.join(name))?;
+    Ok(size)
+}
+
+/// The dataset at once into `path`, fsynced; its size.
+fn write_base_file(
+    dbs: &[Db],
+    state: &ServerState,
+    scripting: &Scripting,
+    path: &Path,
+    rdb: bool,
+) -> std::io::Result<u64> {
     use std::io::Write;
     let now = state.clock.now_ms();
-    let bytes = if state.config.aof.use_rdb_preamble {
+    let bytes = if rdb {
         let libraries: Vec<Bytes> = scripting.libraries().iter().map(|l| l.code.clone()).collect();
         let used = crate::process::allocator().allocated;
         use crate::persist::rdb::disk::{write_dataset, Purpose};
@@ -447,92 +625,305 @@ fn write_base(dbs: &[Db], state: &ServerState, scripting: &Scripting, dir: &Path
     } else {
         rewrite::dataset(dbs, scripting.libraries(), now, state.config.aof.timestamps).to_vec()
     };
-    let temp = dir.join(&temp_name);
-    let mut file = File::create(&temp)?;
+    let mut file = File::create(path)?;
     file.write_all(&bytes)?;
     file.sync_all()?;
-    std::fs::rename(&temp, dir.join(name))?;
     Ok(bytes.len() as u64)
 }
 
-/// The temporary base a rewrite writes before the rename (Redis names it
-/// after the rewriting child's pid; here the process's).
-fn temp_base_name() -> String {
-    format!("temp-rewriteaof-bg-{}.aof", std::process::id())
+/// The temporary incremental file written while the first rewrite after
+/// turning the file on runs (Redis's `getTempIncrAofName`).
+fn temp_incr_name(state: &ServerState) -> String {
+    format!("temp-{}.incr", prefix(state))
 }
 
-/// BGREWRITEAOF (and the automatic rewrite, and turning the file on): a
-/// new incremental file from this point of the feed, a new base from the
-/// dataset, the manifest updated atomically and the old files removed, as
-/// Redis's `rewriteAppendOnlyFileBackground` and
-/// `backgroundRewriteDoneHandler` do. Runs under the engine lock.
-pub(crate) fn rewrite(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) -> Result<(), String> {
-    let started = Instant::now();
-    let result = rewrite_files(dbs, state, scripting);
-    let aof = &mut state.aof;
-    aof.last_rewrite_secs = started.elapsed().as_secs() as i64;
-    aof.last_rewrite_ok = result.is_ok();
-    if result.is_ok() {
-        aof.rewrites += 1;
-        aof.consecutive_failures = 0;
-        tracing::info!("Background AOF rewrite finished successfully");
-    } else {
-        aof.consecutive_failures += 1;
+/// A rewrite is running (INFO `aof_rewrite_in_progress`).
+pub(crate) fn rewriting(state: &ServerState) -> bool {
+    state.aof.running.is_some()
+}
+
+/// Starts a rewrite in the background (BGREWRITEAOF, the automatic and
+/// the scheduled one, turning the file on; Redis's
+/// `rewriteAppendOnlyFileBackground`): what ran before this point goes to
+/// the current incremental file, what runs after to a new one (named in
+/// the manifest now, or the temporary one while the file waits for its
+/// first rewrite), and the new base is the dataset at this point, written
+/// by the snapshot's walk. `Err`: it did not start (logged; the last
+/// rewrite's status is an error).
+pub(crate) fn start_rewrite(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) -> Result<(), String> {
+    let result = begin_rewrite(dbs, state, scripting);
+    if let Err(e) = &result {
+        tracing::warn!("{e}");
+        state.aof.last_rewrite_ok = false;
     }
     result
 }
 
-fn rewrite_files(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) -> Result<(), String> {
+fn begin_rewrite(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) -> Result<(), String> {
+    if state.bgsave.walking() {
+        return Err("Can't rewrite append only file in background: a background save is running".into());
+    }
     let dir = directory(state);
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("Can't open or create append-only dir {}: {e}", dir.display()))?;
+    if state.aof.on {
+        switch_incr(state, &dir)?;
+    }
+    state.aof.serial += 1;
+    let temp = Path::new(&state.config.dir).join(format!(
+        "temp-rewriteaof-bg-{}-{}.aof",
+        std::process::id(),
+        state.aof.serial
+    ));
+    let rdb = state.config.aof.use_rdb_preamble;
+    let libraries: Vec<Bytes> = scripting.libraries().iter().map(|l| l.code.clone()).collect();
+    state.aof.rewrites += 1;
+    state.aof.scheduled = false;
+    state.aof.running = Some(Running {
+        started: Instant::now(),
+        temp: temp.clone(),
+        rdb,
+    });
+    match crate::persist::snapshot::start_aof_rewrite(dbs, state, libraries, temp.clone()) {
+        Ok(()) => Ok(()),
+        Err(crate::persist::snapshot::NotStarted::NoServer) => {
+            // No thread can take the engine lock: the base is written now.
+            let written = write_base_file(dbs, state, scripting, &temp, rdb);
+            if let Err(e) = &written {
+                tracing::warn!("Write error writing append only file on disk: {e}");
+            }
+            rewrite_done(dbs, state, written.is_ok());
+            Ok(())
+        }
+        Err(crate::persist::snapshot::NotStarted::InProgress) => {
+            state.aof.running = None;
+            Err("Can't rewrite append only file in background: a background save is running".into())
+        }
+    }
+}
+
+/// The feed's next effects go to a new incremental file (Redis's
+/// `openNewIncrAofForAppend`): the writer finishes the old one first (it
+/// takes its messages in order, so nothing here waits for it).
+fn switch_incr(state: &mut ServerState, dir: &Path) -> Result<(), String> {
     let prefix = prefix(state).to_string();
     let mut m = state.aof.manifest.clone();
-    // What ran before this point goes to the old incremental file.
+    let name = if state.aof.waiting {
+        temp_incr_name(state)
+    } else {
+        m.new_incr(&prefix)
+    };
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(dir.join(&name))
+        .map_err(|e| format!("Can't open the append-only file {name}: {e}"))?;
+    if !state.aof.waiting {
+        m.persist(dir, &prefix)
+            .map_err(|e| format!("Can't persist the AOF manifest file: {e}"))?;
+    }
+    tracing::info!("Creating AOF incr file {name} on background rewrite");
     state.effects.flush();
-    let incr = m.new_incr(&prefix);
-    let file = open_append(&dir.join(&incr)).map_err(|e| format!("Can't open the append-only file {incr}: {e}"))?;
-    m.persist(&dir, &prefix)
-        .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
-    tracing::info!("Creating AOF incr file {incr} on background rewrite");
     match state.effects.aof() {
-        Some(sink) => {
-            sink.ask(|done| writer::Msg::Switch { file, done });
-        }
+        Some(sink) => sink.post(|done| writer::Msg::Switch { file, done }),
         None => attach(state, file).map_err(|()| "Can't start the AOF writer".to_string())?,
     }
-    state.aof.manifest = m.clone();
-    let base = m.new_base(&prefix, state.config.aof.use_rdb_preamble);
-    let size = write_base(dbs, state, scripting, &dir, &base).map_err(|e| {
-        let text = format!("Write error writing append only file on disk: {e}");
-        tracing::warn!("{text}");
-        text
-    })?;
-    tracing::info!(
-        "Successfully renamed the temporary AOF base file {} into {base}",
-        temp_base_name()
-    );
-    m.rewritten();
-    let history = std::mem::take(&mut m.history);
-    m.persist(&dir, &prefix)
-        .map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
-    for f in history {
-        tracing::info!("Removing the history file {} in the background", f.name);
-        let _ = std::fs::remove_file(dir.join(&f.name));
-    }
     state.aof.manifest = m;
-    state.aof.base_size = size;
-    state.aof.rewrite_base_size = size + state.shared.aof.incr_size.load(Ordering::Relaxed);
     Ok(())
 }
 
+/// A rewrite's walk ended, under the engine lock (`ok`: its temporary base
+/// is written and fsynced): the base renamed into place, the temporary
+/// incremental file too while the file waited for this rewrite, the
+/// manifest persisted with the older files as history, and those removed
+/// (Redis's `backgroundRewriteDoneHandler`). A failed rewrite leaves the
+/// files as they were; one the file waited for is scheduled again.
+pub(crate) fn rewrite_done(dbs: &mut [Db], state: &mut ServerState, ok: bool) {
+    crate::persist::snapshot::release(dbs, state);
+    let Some(run) = state.aof.running.take() else {
+        return;
+    };
+    let installed = if ok {
+        tracing::info!("Background AOF rewrite terminated with success");
+        install(state, &run)
+    } else {
+        tracing::warn!("Background AOF rewrite terminated with error");
+        Err(())
+    };
+    let _ = std::fs::remove_file(&run.temp);
+    let a = &mut state.aof;
+    a.last_rewrite_secs = run.started.elapsed().as_secs() as i64;
+    a.last_rewrite_ok = installed.is_ok();
+    if installed.is_ok() {
+        a.consecutive_failures = 0;
+        a.waiting = false;
+        tracing::info!("Background AOF rewrite finished successfully");
+    } else {
+        a.consecutive_failures += 1;
+        if a.waiting {
+            let _ = std::fs::remove_file(directory(state).join(temp_incr_name(state)));
+            state.aof.scheduled = true;
+        }
+    }
+}
+
+fn install(state: &mut ServerState, run: &Running) -> Result<(), ()> {
+    let dir = directory(state);
+    let prefix = prefix(state).to_string();
+    let mut m = state.aof.manifest.clone();
+    let temp_name = run
+        .temp
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let base = m.new_base(&prefix, run.rdb);
+    let base_path = dir.join(&base);
+    std::fs::rename(&run.temp, &base_path).map_err(|e| {
+        tracing::warn!(
+            "Error trying to rename the temporary AOF base file {temp_name} into {}: {e}",
+            base_path.display()
+        );
+    })?;
+    tracing::info!("Successfully renamed the temporary AOF base file {temp_name} into {base}");
+    let mut new_incr = None;
+    if state.aof.waiting {
+        let temp_incr = temp_incr_name(state);
+        let incr = m.new_incr(&prefix);
+        if let Err(e) = std::fs::rename(dir.join(&temp_incr), dir.join(&incr)) {
+            tracing::warn!("Error trying to rename the temporary AOF incr file {temp_incr} into {incr}: {e}");
+            let _ = std::fs::remove_file(&base_path);
+            return Err(());
+        }
+        tracing::info!("Successfully renamed the temporary AOF incr file {temp_incr} into {incr}");
+        new_incr = Some(dir.join(incr));
+    }
+    m.rewritten(state.effects.aof().is_some());
+    if let Err(e) = m.persist(&dir, &prefix) {
+        tracing::warn!("Can't persist the AOF manifest file: {e}");
+        let _ = std::fs::remove_file(&base_path);
+        if let Some(incr) = new_incr {
+            let _ = std::fs::remove_file(incr);
+        }
+        return Err(());
+    }
+    let size = std::fs::metadata(&base_path).map_or(0, |meta| meta.len());
+    if state.aof.on {
+        state.aof.base_size = size;
+        state.aof.rewrite_base_size = size + state.shared.aof.incr_size.load(Ordering::Relaxed);
+    }
+    // The history goes (Redis's `aofDelHistoryFiles`): out of the manifest
+    // first, then off the disk; a failure here harms nothing.
+    let history = std::mem::take(&mut m.history);
+    if !history.is_empty() && m.persist(&dir, &prefix).is_ok() {
+        for f in history {
+            tracing::info!("Removing the history file {} in the background", f.name);
+            let _ = std::fs::remove_file(dir.join(&f.name));
+        }
+    }
+    state.aof.manifest = m;
+    Ok(())
+}
+
+/// A running rewrite was killed ([`crate::persist::snapshot::kill_rewrite`]:
+/// the file turned off, shutdown, a staged crash): its temporary base is
+/// removed; the last rewrite's status is unchanged (Redis's child
+/// killed by SIGUSR1). One the file waited for starts again later.
+pub(crate) fn rewrite_killed(state: &mut ServerState) {
+    let Some(run) = state.aof.running.take() else {
+        return;
+    };
+    // As Redis's `aofRemoveTempFile`: gone now, even if the process stops
+    // before the walk sees the kill.
+    let _ = std::fs::remove_file(&run.temp);
+    if state.aof.waiting {
+        let name = temp_incr_name(state);
+        tracing::info!("Removing the temp incr aof file {name} in the background");
+        let _ = std::fs::remove_file(directory(state).join(name));
+        state.aof.scheduled = true;
+    }
+}
+
+/// Rewrites wait after repeated failures (Redis's `aofRewriteLimited`):
+/// 1 minute, then 2, 4, ... up to an hour; BGREWRITEAOF is never limited.
+fn limited(state: &mut ServerState) -> bool {
+    let a = &mut state.aof;
+    if a.consecutive_failures < LIMIT_THRESHOLD {
+        (a.limit_minutes, a.limit_until) = (0, 0);
+        return false;
+    }
+    let now = state.clock.now_ms() / 1000;
+    if a.limit_until != 0 {
+        if now < a.limit_until {
+            return true;
+        }
+        a.limit_until = 0;
+        return false;
+    }
+    a.limit_minutes = if a.limit_minutes == 0 { 1 } else { a.limit_minutes * 2 }.min(LIMIT_MAX_MINUTES);
+    a.limit_until = now + a.limit_minutes * SECS_PER_MINUTE;
+    tracing::warn!(
+        "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes",
+        a.limit_minutes
+    );
+    true
+}
+
+/// BGREWRITEAOF, as Redis's `bgrewriteaofCommand`: refused while one runs,
+/// scheduled while a save runs or inside a transaction, else started.
+pub(crate) fn bgrewriteaof(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    scripting: &Scripting,
+    in_exec: bool,
+) -> Result<Requested, ()> {
+    if rewriting(state) {
+        return Ok(Requested::InProgress);
+    }
+    if state.bgsave.walking() || in_exec {
+        state.aof.scheduled = true;
+        state.aof.consecutive_failures = 0;
+        return Ok(Requested::Scheduled);
+    }
+    start_rewrite(dbs, state, scripting)
+        .map(|()| Requested::Started)
+        .map_err(|_| ())
+}
+
+/// What BGREWRITEAOF did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Requested {
+    Started,
+    Scheduled,
+    InProgress,
+}
+
 /// CONFIG SET appendonly: on rewrites first (the new base and incremental
-/// file), as Redis's `startAppendOnly`; off stops the writer after a last
-/// fsync (`stopAppendOnly`). The files stay.
+/// file), as Redis's `startAppendOnly`, scheduled while a save runs (a
+/// rewrite running already is replaced: it was not keeping the feed); off
+/// kills a running rewrite and stops the writer after a last fsync
+/// (`stopAppendOnly`). The files stay.
 pub(crate) fn set_enabled(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) -> Result<(), String> {
     match (state.config.aof.enabled, state.aof.on) {
-        (true, false) => rewrite(dbs, state, scripting),
+        (true, false) => {
+            state.aof.on = true;
+            state.aof.waiting = true;
+            configure(state);
+            if state.bgsave.in_progress {
+                state.aof.scheduled = true;
+                tracing::warn!("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+                return Ok(());
+            }
+            if rewriting(state) {
+                tracing::warn!("AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF and starting a rewrite now.");
+                crate::persist::snapshot::kill_rewrite(dbs, state);
+            }
+            start_rewrite(dbs, state, scripting).inspect_err(|_| {
+                tracing::warn!("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
+                stop(state);
+            })
+        }
         (false, true) => {
+            crate::persist::snapshot::kill_rewrite(dbs, state);
             stop(state);
             Ok(())
         }
@@ -547,23 +938,35 @@ pub(crate) fn stop(state: &mut ServerState) {
         sink.ask(|done| writer::Msg::Stop { done });
     }
     state.aof.on = false;
+    state.aof.waiting = false;
+    state.aof.scheduled = false;
     configure(state);
 }
 
-/// The automatic rewrite (Redis's `serverCron` check): the files grew by
+/// The rewrite timer (Redis's `serverCron`): a scheduled rewrite starts
+/// once no walk runs; else the automatic one when the files grew by
 /// `auto-aof-rewrite-percentage` since the last rewrite and are at least
 /// `auto-aof-rewrite-min-size`.
 pub(crate) fn cron(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) {
+    if state.bgsave.walking() {
+        return;
+    }
+    if state.aof.scheduled {
+        if !limited(state) {
+            let _ = start_rewrite(dbs, state, scripting);
+        }
+        return;
+    }
     let c = &state.config.aof;
-    if !state.aof.on || c.auto_rewrite_percentage == 0 {
+    if !state.aof.on || state.aof.waiting || c.auto_rewrite_percentage == 0 {
         return;
     }
     let size = current_size(state);
     let base = state.aof.rewrite_base_size.max(1);
     let growth = (size.saturating_sub(base)) * 100 / base;
-    if size >= c.auto_rewrite_min_size && growth >= c.auto_rewrite_percentage {
+    if size >= c.auto_rewrite_min_size && growth >= c.auto_rewrite_percentage && !limited(state) {
         tracing::info!("Starting automatic rewriting of AOF on {growth}% growth");
-        let _ = rewrite(dbs, state, scripting);
+        let _ = start_rewrite(dbs, state, scripting);
     }
 }
 
@@ -597,7 +1000,9 @@ pub(crate) fn crash(
         None => None,
     };
     crate::engine::restart(dbs, state, scripting, true);
-    if state.aof.on && load_files(dbs, state, scripting).is_err() {
+    // A file still waiting for its first rewrite holds nothing to load
+    // yet (the caller loads the RDB file); its rewrite starts again.
+    if state.aof.on && !state.aof.waiting && load_files(dbs, state, scripting).is_err() {
         tracing::warn!("staged crash: the AOF did not load; the server goes on empty");
     }
     kept
@@ -608,19 +1013,25 @@ pub(crate) fn info(state: &ServerState) -> String {
     let a = &state.aof;
     let d = &state.shared.aof;
     let mut out = format!(
-        "aof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:{}\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+        "aof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:{}\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
         u8::from(a.on),
+        u8::from(rewriting(state)),
+        u8::from(a.scheduled),
         a.last_rewrite_secs,
+        a.running.as_ref().map_or(-1, |r| r.started.elapsed().as_secs() as i64),
         if a.last_rewrite_ok { "ok" } else { "err" },
         a.rewrites,
         a.consecutive_failures,
         if d.write_failed.load(Ordering::Relaxed) { "err" } else { "ok" },
     );
-    if a.on {
+    // Redis shows the sizes when the directive says yes; the base size is
+    // the files' size after the last rewrite (`aof_rewrite_base_size`).
+    if state.config.aof.enabled {
         out.push_str(&format!(
-            "aof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\naof_buffer_length:0\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\n",
+            "aof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:{}\r\naof_buffer_length:0\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\n",
             current_size(state),
-            a.base_size,
+            a.rewrite_base_size,
+            u8::from(a.scheduled),
             u8::from(d.unsynced.load(Ordering::Relaxed) > 0),
         ));
     }

@@ -3,8 +3,9 @@
 //! writes them (functions first, then each database's keys: SET, RPUSH,
 //! SADD, ZADD, HMSET in commands of at most 64 items, streams as XADD,
 //! XSETID, XGROUP CREATE, XCLAIM and XGROUP CREATECONSUMER; a deadline as
-//! PEXPIREAT). It reads the keyspace only; the caller holds the engine
-//! lock, so the image is the dataset at one instant.
+//! PEXPIREAT). It reads only what it is given: the whole keyspace under
+//! the engine lock ([`dataset`]), or a snapshot's walk a key at a time
+//! ([`Commands`], from [`crate::persist::snapshot`]).
 
 use bytes::{BufMut, BytesMut};
 
@@ -76,39 +77,63 @@ fn id_text(id: StreamId) -> Vec<u8> {
     id.to_string().into_bytes()
 }
 
+/// A base file in commands, written a key at a time (the snapshot's walk
+/// feeds it a slice at a time; [`dataset`] the whole keyspace at once).
+#[derive(Default)]
+pub(crate) struct Commands {
+    buf: BytesMut,
+    /// The database the last SELECT chose: the next key of another one selects it.
+    selected: Option<usize>,
+}
+
+impl Commands {
+    /// A new file: the `#TS:` annotation first under `aof-timestamp-enabled`,
+    /// then every function library.
+    pub(crate) fn start<'c>(now: u64, timestamp: bool, libraries: impl Iterator<Item = &'c [u8]>) -> Commands {
+        let mut c = Commands::default();
+        if timestamp {
+            c.buf.put_slice(format!("#TS:{}\r\n", now / 1000).as_bytes());
+        }
+        for code in libraries {
+            Out(&mut c.buf).command(&[b"FUNCTION", b"LOAD", code]);
+        }
+        c
+    }
+
+    /// One key of database `db`, with its deadline (0: none).
+    pub(crate) fn key(&mut self, db: usize, key: &[u8], entry: ValueRef, expire_at: u64) {
+        let mut out = Out(&mut self.buf);
+        if self.selected != Some(db) {
+            out.count(2);
+            out.bulk(b"SELECT");
+            out.int(db as i64);
+            self.selected = Some(db);
+        }
+        value(&mut out, key, entry);
+        if expire_at != 0 {
+            out.count(3);
+            out.bulk(b"PEXPIREAT");
+            out.bulk(key);
+            out.int(expire_at as i64);
+        }
+    }
+
+    /// The bytes written since the last take.
+    pub(crate) fn take(&mut self) -> BytesMut {
+        self.buf.split()
+    }
+}
+
 /// The whole dataset at `now` as a base file's bytes; `timestamp`: the
 /// `#TS:` annotation first (`aof-timestamp-enabled`).
 pub(crate) fn dataset(dbs: &[Db], libraries: &Libraries, now: u64, timestamp: bool) -> BytesMut {
-    let mut buf = BytesMut::new();
-    let mut out = Out(&mut buf);
-    if timestamp {
-        out.0.put_slice(format!("#TS:{}\r\n", now / 1000).as_bytes());
-    }
-    for library in libraries.iter() {
-        out.command(&[b"FUNCTION", b"LOAD", &library.code]);
-    }
+    let mut c = Commands::start(now, timestamp, libraries.iter().map(|l| &l.code[..]));
     for (index, db) in dbs.iter().enumerate() {
-        if db.is_empty() {
-            continue;
-        }
-        let mut wrote_select = false;
         for (key, entry) in db.live_keys(now) {
-            if !wrote_select {
-                out.count(2);
-                out.bulk(b"SELECT");
-                out.int(index as i64);
-                wrote_select = true;
-            }
-            value(&mut out, key, entry.value);
-            if entry.expire_at != 0 {
-                out.count(3);
-                out.bulk(b"PEXPIREAT");
-                out.bulk(key);
-                out.int(entry.expire_at as i64);
-            }
+            c.key(index, key, entry.value, entry.expire_at);
         }
     }
-    buf
+    c.take()
 }
 
 fn value(out: &mut Out, key: &[u8], value: ValueRef) {

@@ -168,6 +168,13 @@ impl Sink {
         let _ = self.tx.send(Msg::Batch { units, seq, at_ms });
     }
 
+    /// Sends a marker without waiting for its answer (the writer takes its
+    /// messages in order: what is sent after it comes after it).
+    pub(crate) fn post<T>(&self, make: impl FnOnce(mpsc::SyncSender<T>) -> Msg) {
+        let (done, _answer) = mpsc::sync_channel(1);
+        let _ = self.tx.send(make(done));
+    }
+
     /// Sends a marker and waits for its answer (the writer never waits for
     /// the engine, so holding the lock meanwhile is safe).
     pub(crate) fn ask<T>(&self, make: impl FnOnce(mpsc::SyncSender<T>) -> Msg) -> Option<T> {

@@ -157,7 +157,7 @@ const EMPTY_KEYS_LOGGED: u64 = 10;
 
 /// `key-load-delay`: `delay` microseconds per key, or (negative `-n`) one
 /// every `n` keys (Redis sleeps one microsecond with probability 1/n).
-fn key_load_delay(delay: i64, item: usize) {
+pub(crate) fn key_load_delay(delay: i64, item: usize) {
     let micros = match delay {
         0 => return,
         d if d > 0 => d as u64,
