@@ -336,8 +336,9 @@ pub struct AofConfig {
     pub filename: String,
     /// `appenddirname`: the directory under `dir` holding the files. Default `appendonlydir`.
     pub dirname: String,
-    /// `no-appendfsync-on-rewrite`: accepted; a rewrite here does not
-    /// compete with the fsyncs (it runs under the engine lock), so it has no effect.
+    /// `no-appendfsync-on-rewrite`: accepted and validated, not yet applied:
+    /// the background rewrite's thread writes while the AOF writer fsyncs
+    /// (Redis skips those fsyncs while its rewrite child runs).
     pub no_fsync_on_rewrite: bool,
     /// `auto-aof-rewrite-percentage`: rewrite once the files grew by this
     /// much since the last rewrite (0: never). Default 100.
