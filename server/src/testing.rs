@@ -523,6 +523,19 @@ impl RawClient {
         self.stream.set_read_timeout(timeout)
     }
 
+    /// The value of `field` in `INFO section`, trimmed. A test helper: it
+    /// panics on an I/O error, an error reply or a missing field.
+    pub fn info_field(&mut self, section: &str, field: &str) -> String {
+        let reply = self.command(&["INFO", section]).expect("INFO answers");
+        let info = String::from_utf8_lossy(&reply);
+        assert!(!info.starts_with('-'), "INFO {section}: {info}");
+        info.lines()
+            .find_map(|l| l.strip_prefix(field).and_then(|rest| rest.strip_prefix(':')))
+            .unwrap_or_else(|| panic!("no {field} in INFO {section}: {info}"))
+            .trim()
+            .to_string()
+    }
+
     /// Reads until the peer closes and returns whatever arrived (for
     /// protocol-error tests, where the server replies and then closes).
     pub fn read_to_close(&mut self) -> io::Result<Vec<u8>> {

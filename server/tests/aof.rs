@@ -83,12 +83,7 @@ fn workload(c: &mut RawClient, part: &str) {
 }
 
 fn info_field(c: &mut RawClient, field: &str) -> String {
-    let info = String::from_utf8_lossy(&ok(c, &["INFO", "persistence"])).into_owned();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-        .trim()
-        .to_string()
+    c.info_field("persistence", field)
 }
 
 fn check_aof(dir: &Path) {

@@ -36,13 +36,7 @@ fn int(reply: &[u8]) -> i64 {
 }
 
 fn info_field(c: &mut RawClient, section: &str, field: &str) -> u64 {
-    let info = text(&c.command(&["INFO", section]).unwrap());
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("INFO {section} has {field}"))
-        .trim()
-        .parse()
-        .unwrap()
+    c.info_field(section, field).parse().unwrap()
 }
 
 /// Waits until the freeing thread has nothing pending; returns

@@ -202,13 +202,7 @@ fn restore_feeds_access_data_and_notouch_commands_leave_it() {
 }
 
 fn info_field(c: &mut RawClient, section: &str, field: &str) -> u64 {
-    let info = text(&c.command(&["INFO", section]).unwrap());
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("INFO {section} has {field}"))
-        .trim()
-        .parse()
-        .unwrap()
+    c.info_field(section, field).parse().unwrap()
 }
 
 /// The limit the property tests set: well above either server's base.

@@ -33,12 +33,7 @@ fn ok(c: &mut RawClient, args: &[&str]) -> Vec<u8> {
 }
 
 fn info_field(c: &mut RawClient, field: &str) -> String {
-    let info = String::from_utf8_lossy(&ok(c, &["INFO", "persistence"])).into_owned();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-        .trim()
-        .to_string()
+    c.info_field("persistence", field)
 }
 
 /// The dataset before the save, on either server (pipelined).
