@@ -369,6 +369,41 @@ pub(crate) mod tls {
     }
 }
 
+/// An OS error as C's strerror words it (Rust adds ` (os error N)`).
+pub(crate) fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// Redis's log lines for the Unix-domain listener (`unixsocket`): server.c's
+/// start-up and `closeListeningSockets`, anet.c's reasons.
+pub(crate) mod unix {
+    /// Logged when the listener is bound and serving.
+    pub(crate) fn ready(path: &str) -> String {
+        format!("The server is now ready to accept connections at {path}")
+    }
+    /// At start-up, before the process exits 1.
+    pub(crate) fn open_failed(why: &str) -> String {
+        format!("Failed opening Unix socket: {why}")
+    }
+    /// The reason for a path that does not fit `sockaddr_un`.
+    pub(crate) fn too_long(len: usize, max: usize) -> String {
+        format!("unix socket path too long ({len}), must be under {max}")
+    }
+    /// The reason for a failed system call (`bind: ...`, `listen: ...`).
+    pub(crate) fn call_failed(call: &str, e: &std::io::Error) -> String {
+        format!("{call}: {}", super::strerror(e))
+    }
+    /// At shutdown, before the file is removed.
+    pub(crate) const REMOVING: &str = "Removing the unix socket file.";
+    pub(crate) fn remove_failed(e: &std::io::Error) -> String {
+        format!("Error removing the unix socket file: {}", super::strerror(e))
+    }
+}
+
 /// Reasons a directive's value is refused (the text after CONFIG SET's
 /// `- `, and after a config file's line at startup), as Redis's config.c
 /// words them.
@@ -777,14 +812,7 @@ pub(crate) mod sentinel {
         format!("Sentinel config file {path} is not writable: {why}. Exiting...")
     }
 
-    /// An OS error as C's strerror words it (Rust adds ` (os error N)`).
-    pub(crate) fn strerror(e: &std::io::Error) -> String {
-        let text = e.to_string();
-        match text.find(" (os error") {
-            Some(at) => text[..at].to_string(),
-            None => text,
-        }
-    }
+    pub(crate) use super::strerror;
 
     /// `-NOQUORUM <n> usable Sentinels. ...` (SENTINEL CKQUORUM).
     pub(crate) fn noquorum(usable: usize, no_quorum: bool, no_auth: bool) -> Reply {
