@@ -37,6 +37,12 @@ pub struct Config {
     pub bind: Vec<String>,
     /// TCP port. Default 6379; 0 picks a free port (embedded use).
     pub port: u16,
+    /// `unixsocket`: the path of a Unix-domain listener beside the TCP
+    /// ones (empty: none), as Redis serves it.
+    pub unixsocket: String,
+    /// `unixsocketperm`: the mode the socket file gets once bound (0:
+    /// left as the umask made it, as Redis leaves it).
+    pub unixsocketperm: u32,
     /// Password of the `default` user; `None` means no authentication.
     pub requirepass: Option<Secret>,
     /// Number of databases (SELECT 0..n-1). Default 16.
@@ -383,6 +389,8 @@ impl Default for Config {
             hz: 0,
             io_threads: 0,
             port_file: String::new(),
+            unixsocket: String::new(),
+            unixsocketperm: 0,
             enable_test_commands: String::new(),
             enable_debug_command: String::new(),
             enable_module_command: String::new(),
@@ -1316,8 +1324,11 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("slowlog-log-slower-than", "10000", Int { min: -1, max: LONG }, field!(slowlog_log_slower_than)),
     row("slowlog-max-len", "128", Int { min: 0, max: LONG }, field!(slowlog_max_len)),
     row("latency-monitor-threshold", "0", Int { min: 0, max: LONG }, field!(latency_monitor_threshold)),
-    row("unixsocket", "", Text, Store::Ignored).immutable(),
-    row("unixsocketperm", "0", Kind::Custom(check_octal_perm), Store::Ignored).immutable(),
+    row("unixsocket", "", Text, field!(unixsocket)).immutable(),
+    row("unixsocketperm", "0", Kind::Custom(check_octal_perm), Store::Field {
+        set: |c, v| c.unixsocketperm = u32::from_str_radix(v, 8).expect("checked as octal"),
+        get: |c| format!("{:o}", c.unixsocketperm),
+    }).immutable(),
     row("replica-read-only", "yes", Bool, replica!(bool read_only)).alias(&["slave-read-only"]),
     row("repl-diskless-sync", "yes", Bool, repl!(bool diskless_sync)),
     row("cluster-enabled", "no", Bool, cluster!(bool enabled)).immutable(),

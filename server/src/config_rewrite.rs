@@ -227,11 +227,9 @@ fn rewrite_directive(state: &mut State, d: &'static Directive, config: &Config) 
             let absolute = std::fs::canonicalize(&cwd).unwrap_or(cwd);
             state.line(name, format!("{name} {}", repr(&absolute.display().to_string())), true);
         }
-        "unixsocketperm" => {
-            let n: u32 = value.parse().unwrap_or(0);
-            state.line(name, format!("{name} {n:o}"), differs);
-        }
-        "maxmemory-clients"
+        // CONFIG GET's octal text (`unixsocketperm`) is the file's too.
+        "unixsocketperm"
+        | "maxmemory-clients"
         | "oom-score-adj-values"
         | "shutdown-on-sigint"
         | "shutdown-on-sigterm"

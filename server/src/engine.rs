@@ -786,7 +786,7 @@ impl Engine {
         let reply_fault = std::mem::take(&mut client.reply_fault);
         let handoff = client.handoff.take();
         let view = Some(ClientView {
-            local: client.addr.ip().is_loopback(),
+            local: client.addr.is_local(),
             resp3: client.resp3,
             authenticated: client.authenticated,
             in_multi: client.multi.is_some(),

@@ -369,6 +369,41 @@ pub(crate) mod tls {
     }
 }
 
+/// An OS error as C's strerror words it (Rust adds ` (os error N)`).
+pub(crate) fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// Redis's log lines for the Unix-domain listener (`unixsocket`): server.c's
+/// start-up and `closeListeningSockets`, anet.c's reasons.
+pub(crate) mod unix {
+    /// Logged when the listener is bound and serving.
+    pub(crate) fn ready(path: &str) -> String {
+        format!("The server is now ready to accept connections at {path}")
+    }
+    /// At start-up, before the process exits 1.
+    pub(crate) fn open_failed(why: &str) -> String {
+        format!("Failed opening Unix socket: {why}")
+    }
+    /// The reason for a path that does not fit `sockaddr_un`.
+    pub(crate) fn too_long(len: usize, max: usize) -> String {
+        format!("unix socket path too long ({len}), must be under {max}")
+    }
+    /// The reason for a failed system call (`bind: ...`, `listen: ...`).
+    pub(crate) fn call_failed(call: &str, e: &std::io::Error) -> String {
+        format!("{call}: {}", super::strerror(e))
+    }
+    /// At shutdown, before the file is removed.
+    pub(crate) const REMOVING: &str = "Removing the unix socket file.";
+    pub(crate) fn remove_failed(e: &std::io::Error) -> String {
+        format!("Error removing the unix socket file: {}", super::strerror(e))
+    }
+}
+
 /// Reasons a directive's value is refused (the text after CONFIG SET's
 /// `- `, and after a config file's line at startup), as Redis's config.c
 /// words them.
@@ -794,14 +829,7 @@ pub(crate) mod sentinel {
         format!("Sentinel config file {path} is not writable: {why}. Exiting...")
     }
 
-    /// An OS error as C's strerror words it (Rust adds ` (os error N)`).
-    pub(crate) fn strerror(e: &std::io::Error) -> String {
-        let text = e.to_string();
-        match text.find(" (os error") {
-            Some(at) => text[..at].to_string(),
-            None => text,
-        }
-    }
+    pub(crate) use super::strerror;
 
     /// `-NOQUORUM <n> usable Sentinels. ...` (SENTINEL CKQUORUM).
     pub(crate) fn noquorum(usable: usize, no_quorum: bool, no_auth: bool) -> Reply {
@@ -994,4 +1022,45 @@ pub(crate) mod acl {
 /// `ERR Unrecognized REPLCONF option: x`.
 pub(crate) fn unrecognized_replconf(option: &[u8]) -> Reply {
     owned(sanitize(format!("ERR Unrecognized REPLCONF option: {}", lossy(option))))
+}
+
+/// LATENCY DOCTOR's report and LATENCY GRAPH's error, in Redis's words
+/// (latency.c's `createLatencyReport`).
+pub(crate) mod latency {
+    use super::{owned, Reply};
+
+    /// `ERR No samples available for event '<event>'` (LATENCY GRAPH).
+    pub(crate) fn no_samples(event: &str) -> Reply {
+        owned(format!("ERR No samples available for event '{event}'"))
+    }
+
+    pub(crate) const DISABLED: &str = "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n";
+    pub(crate) const SPIKES: &str =
+        "Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\n";
+    /// One event's line (without its newline).
+    pub(crate) fn event(n: usize, name: &str, samples: usize, avg: u64, mad: u64, period: f64, max: u64) -> String {
+        format!("{n}. {name}: {samples} latency spikes (average {avg}ms, mean deviation {mad}ms, period {period:.2} sec). Worst all time event {max}ms.")
+    }
+    pub(crate) const NO_SPIKES: &str = "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think things over.\n";
+    pub(crate) const NO_FIX: &str = "\nWhile there are latency events logged, I'm not able to suggest any easy fix. Please use the Redis community to get some help, providing this report in your help request.\n";
+    pub(crate) const ADVICES: &str = "\nI have a few advices for you:\n\n";
+    pub(crate) fn slowlog_enable(threshold_us: u64) -> String {
+        format!("- There are latency issues with potentially slow commands you are using. Try to enable the Slow Log Redis feature using the command 'CONFIG SET slowlog-log-slower-than {threshold_us}'. If the Slow log is disabled Redis is not able to log slow commands execution for you.\n")
+    }
+    pub(crate) fn slowlog_tuning(threshold_us: u64) -> String {
+        format!("- Your current Slow Log configuration only logs events that are slower than your configured latency monitor threshold. Please use 'CONFIG SET slowlog-log-slower-than {threshold_us}'.\n")
+    }
+    pub(crate) const SLOWLOG_INSPECT: &str = "- Check your Slow Log to understand what are the commands you are running which are too slow to execute. Please check https://redis.io/commands/slowlog for more information.\n";
+    pub(crate) const SCHEDULER: &str = "- The system is slow to execute Redis code paths not containing system calls. This usually means the system does not provide Redis CPU time to run for long periods. You should try to:\n  1) Lower the system load.\n  2) Use a computer / VM just for Redis if you are running other software in the same system.\n  3) Check if you have a \"noisy neighbour\" problem.\n  4) Check with 'redis-cli --intrinsic-latency 100' what is the intrinsic latency in your system.\n  5) Check if the problem is allocator-related by recompiling Redis with MALLOC=libc, if you are using Jemalloc. However this may create fragmentation problems.\n";
+    pub(crate) const LOCAL_DISK: &str = "- It is strongly advised to use local disks for persistence, especially if you are using AOF. Remote disks provided by platform-as-a-service providers are known to be slow.\n";
+    pub(crate) const SSD: &str = "- SSD disks are able to reduce fsync latency, and total time needed for snapshotting and AOF log rewriting (resulting in smaller memory usage). With extremely high write load SSD disks can be a good option. However Redis should perform reasonably with high load using normal disks. Use this advice as a last resort.\n";
+    pub(crate) const DATA_WRITEBACK: &str = "- Mounting ext3/4 filesystems with data=writeback can provide a performance boost compared to data=ordered, however this mode of operation provides less guarantees, and sometimes it can happen that after a hard crash the AOF file will have a half-written command at the end and will require to be repaired before Redis restarts.\n";
+    pub(crate) const DISK_CONTENTION: &str = "- Try to lower the disk contention. This is often caused by other disk intensive processes running in the same computer (including other Redis instances).\n";
+    pub(crate) const NO_APPENDFSYNC: &str = "- Assuming from the point of view of data safety this is viable in your environment, you could try to enable the 'no-appendfsync-on-rewrite' option, so that fsync will not be performed while there is a child rewriting the AOF file or producing an RDB file (the moment where there is high disk contention).\n";
+    pub(crate) const RELAX_FSYNC: &str = "- Your fsync policy is set to 'always'. It is very hard to get good performances with such a setup, if possible try to relax the fsync policy to 'onesec'.\n";
+    pub(crate) const WRITE_LOAD: &str = "- Latency during the AOF atomic rename operation or when the final difference is flushed to the AOF file at the end of the rewrite, sometimes is caused by very high write load, causing the AOF buffer to get very large. If possible try to send less commands to accomplish the same work, or use Lua scripts to group multiple operations into a single EVALSHA call.\n";
+    pub(crate) const HZ: &str = "- In order to make the Redis keys expiring process more incremental, try to set the 'hz' configuration parameter to 100 using 'CONFIG SET hz 100'.\n";
+    pub(crate) const LARGE_OBJECTS: &str = "- Deleting, expiring or evicting (because of maxmemory policy) large objects is a blocking operation. If you have very large objects that are often deleted, expired, or evicted, try to fragment those objects into multiple smaller objects.\n";
+    pub(crate) const MASS_EVICTION: &str = "- Sudden changes to the 'maxmemory' setting via 'CONFIG SET', or allocation of large objects via sets or sorted sets intersections, STORE option of SORT, Redis Cluster large keys migrations (RESTORE command), may create sudden memory pressure forcing the server to block trying to evict keys. \n";
+    pub(crate) const DISABLE_THP: &str = "- I detected a non zero amount of anonymous huge pages used by your process. This creates very serious latency events in different conditions, especially when Redis is persisting on disk. To disable THP support use the command 'echo never > /sys/kernel/mm/transparent_hugepage/enabled', make sure to also add it into /etc/rc.local so that the command will be executed again after a reboot. Note that even if you have already disabled THP, you still need to restart the Redis process to get rid of the huge pages already created.\n";
 }

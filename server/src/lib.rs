@@ -282,6 +282,14 @@ impl Builder {
         self
     }
 
+    /// Serves a Unix-domain socket at `path` too (`unixsocket`), beside the
+    /// TCP port: a file already there is replaced, and the socket file is
+    /// removed at shutdown. [`Server::unix_socket`] names it.
+    pub fn unix_socket(mut self, path: impl Into<String>) -> Self {
+        self.config.unixsocket = path.into();
+        self
+    }
+
     /// `tls-auth-clients`: `yes` (Redis's default), `optional` or `no`.
     pub fn tls_auth_clients(mut self, mode: &str) -> Self {
         self.config.tls.auth_clients = mode.to_ascii_lowercase();
@@ -303,6 +311,11 @@ impl Builder {
         Ok(Some(Arc::new(certs)))
     }
 
+    /// The Unix socket's path (`unixsocket`), if set.
+    fn unix_path(&self) -> Option<PathBuf> {
+        (!self.config.unixsocket.is_empty()).then(|| PathBuf::from(&self.config.unixsocket))
+    }
+
     /// Mutable access to every setting.
     pub fn config_mut(&mut self) -> &mut Config {
         &mut self.config
@@ -314,6 +327,7 @@ impl Builder {
     /// single-threaded) and whatever else it runs cannot stall the server.
     pub async fn start(self) -> io::Result<Server> {
         let clock = self.virtual_clock.clone();
+        let unix = self.unix_path();
         let (ready_rx, shutdown, thread, dir, certs) = self.spawn()?;
         let (addr, tls_addr, engine) = ready_rx
             .await
@@ -321,6 +335,7 @@ impl Builder {
         Ok(Server {
             addr,
             tls_addr,
+            unix,
             certs,
             dir,
             shutdown,
@@ -332,6 +347,7 @@ impl Builder {
     /// [`Builder::start`] for code without an async runtime.
     pub fn start_blocking(self) -> io::Result<BlockingServer> {
         let clock = self.virtual_clock.clone();
+        let unix = self.unix_path();
         let (ready_rx, shutdown, thread, dir, certs) = self.spawn()?;
         let (addr, tls_addr, engine) = ready_rx
             .blocking_recv()
@@ -340,6 +356,7 @@ impl Builder {
             server: Some(Server {
                 addr,
                 tls_addr,
+                unix,
                 certs,
                 dir,
                 shutdown,
@@ -412,12 +429,19 @@ impl Builder {
         let shutdown = Arc::new(CloseSignal::default());
         let bound = net::bind(self.config, self.clock, shutdown.clone()).await?;
         let (addr, tls_addr) = (bound.addr, bound.tls_addr);
+        let unix = bound.unix_path();
         // Ready once the dataset is loaded, as Redis logs it; a file that
         // fails to load ends serving with its error.
         let mut failed = None;
         {
             let serving = bound.serve(shutdown.clone(), |loaded| match loaded {
-                Ok(()) => on_ready(addr, tls_addr),
+                Ok(()) => {
+                    on_ready(addr, tls_addr);
+                    // After `on_ready`'s "Ready to accept connections", as Redis logs it.
+                    if let Some(path) = unix {
+                        tracing::info!("{}", crate::errors::unix::ready(&path));
+                    }
+                }
                 Err(e) => failed = Some(e),
             });
             tokio::pin!(serving);
@@ -505,6 +529,8 @@ pub struct Server {
     addr: SocketAddr,
     /// The TLS listener's address, with a TLS port.
     tls_addr: Option<SocketAddr>,
+    /// The Unix-domain socket's path ([`Builder::unix_socket`]).
+    unix: Option<PathBuf>,
     /// [`Builder::tls`]'s certificates (their files live as long as the server).
     certs: Option<Arc<TestCertificates>>,
     /// `dir` as it started: the builder's, or the temp dir of its own.
@@ -543,6 +569,16 @@ impl Server {
     /// `rediss://HOST:PORT` for client libraries, with a TLS port.
     pub fn tls_url(&self) -> Option<String> {
         self.tls_addr.map(|a| format!("rediss://{a}"))
+    }
+
+    /// The Unix-domain socket's path ([`Builder::unix_socket`]).
+    pub fn unix_socket(&self) -> Option<&Path> {
+        self.unix.as_deref()
+    }
+
+    /// `redis+unix:///PATH` for client libraries, with a Unix socket.
+    pub fn unix_url(&self) -> Option<String> {
+        self.unix.as_ref().map(|p| format!("redis+unix://{}", p.display()))
     }
 
     /// The certificates [`Builder::tls`] made: the CA to trust and a client
@@ -747,6 +783,16 @@ impl BlockingServer {
     /// See [`Server::tls_port`].
     pub fn tls_port(&self) -> Option<u16> {
         self.server.as_ref().expect("running").tls_port()
+    }
+
+    /// See [`Server::unix_socket`].
+    pub fn unix_socket(&self) -> Option<&Path> {
+        self.server.as_ref().expect("running").unix_socket()
+    }
+
+    /// See [`Server::unix_url`].
+    pub fn unix_url(&self) -> Option<String> {
+        self.server.as_ref().expect("running").unix_url()
     }
 
     /// See [`Server::tls_certificates`].

@@ -236,10 +236,6 @@ fn command_info_in_resp3_matches_redis_bytes() {
     ] {
         let args = ["COMMAND", "INFO", name];
         let (a, b) = (ours.command(&args), theirs.command(&args));
-        // MIGRATE only where coordis has it.
-        if name == "migrate" && a == b"*1\r\n_\r\n" {
-            continue;
-        }
         assert_eq!(
             String::from_utf8_lossy(&a),
             String::from_utf8_lossy(&b),
@@ -449,6 +445,31 @@ fn memory_usage_follows_the_value() {
     assert_eq!(run(&["MEMORY", "PURGE"]), Value::Status("OK".into()));
 }
 
+/// The commands and subcommands of Redis 7.0.15's COMMAND LIST that coordis
+/// does not serve yet, as README's "Supported commands" names them.
+const NOT_YET: [&str; 1] = ["failover"];
+
+/// README's line that names [`NOT_YET`].
+const README_NOT_YET: &str = "Not in `COMMAND LIST` yet:";
+
+/// README's exception line names exactly [`NOT_YET`] (upper case, in
+/// backticks), so the list the test allows is the one users read.
+#[test]
+fn readme_names_the_command_list_exceptions() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with(README_NOT_YET))
+        .unwrap_or_else(|| panic!("README has no line starting {README_NOT_YET:?}"));
+    let named: Vec<String> = line
+        .split('`')
+        .skip(3)
+        .step_by(2)
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    assert_eq!(named, NOT_YET, "{line}");
+}
+
 /// COMMAND LIST, with and without FILTERBY, lists what Redis lists (commands
 /// and subcommands), among the commands coordis has; COMMAND DOCS of a
 /// container lists its subcommands.
@@ -496,6 +517,19 @@ fn command_list_filters_and_docs_match_redis() {
             .filter(|n| !n.starts_with("coordis."))
             .collect();
         assert_eq!(ours, theirs, "COMMAND LIST {filter:?}");
+    }
+    // Unfiltered, the lists differ only in coordis's own family and in
+    // the commands README names as not there yet.
+    let theirs_all = list(redis.addr(), &[]);
+    let ours_redis: Vec<&String> = ours_all.iter().filter(|n| !n.starts_with("coordis.")).collect();
+    let theirs_known: Vec<&String> = theirs_all.iter().filter(|n| !NOT_YET.contains(&n.as_str())).collect();
+    assert_eq!(ours_redis, theirs_known, "COMMAND LIST beyond README's exceptions");
+    for name in NOT_YET {
+        assert!(theirs_all.iter().any(|n| n == name), "{name} is a Redis command");
+        assert!(
+            !ours_all.iter().any(|n| n == name),
+            "{name} is served now: take it out of NOT_YET and README's list"
+        );
     }
     let mut c = RawClient::connect(coordis.addr()).unwrap();
     let docs = String::from_utf8(c.command(&["COMMAND", "DOCS", "xinfo"]).unwrap()).unwrap();

@@ -109,6 +109,7 @@ fn main() -> ExitCode {
             "standalone"
         };
         let port_file = (!config.port_file.is_empty()).then(|| std::path::PathBuf::from(&config.port_file));
+        let unixsocket = (!config.unixsocket.is_empty()).then(|| config.unixsocket.clone());
         let served = coordis::Builder::from_config(config)
             .serve(
                 async {
@@ -118,7 +119,7 @@ fn main() -> ExitCode {
                     tracing::info!("Running mode={mode}, port={}.", addr.port());
                     tracing::warn!("Server initialized");
                     tracing::info!("Ready to accept connections");
-                    announce(addr, tls_addr, port_file.as_deref());
+                    announce(addr, tls_addr, unixsocket.as_deref(), port_file.as_deref());
                 },
             )
             .await;
@@ -175,7 +176,7 @@ fn sentinel_main(args: &[String]) -> ExitCode {
         };
         tracing::info!("Running mode=sentinel, port={}.", sentinel.addr().port());
         tracing::info!("Ready to accept connections");
-        announce(sentinel.addr(), None, None);
+        announce(sentinel.addr(), None, None, None);
         let stop = sentinel.stopper();
         tokio::select! {
             _ = signalled => stop(),
@@ -188,9 +189,15 @@ fn sentinel_main(args: &[String]) -> ExitCode {
 }
 
 /// Tells whoever started the server where it listens: the ready line on
-/// stdout, and the port file (written whole under another name, then
-/// renamed, so a reader never sees half a number).
-fn announce(addr: std::net::SocketAddr, tls_addr: Option<std::net::SocketAddr>, port_file: Option<&std::path::Path>) {
+/// stdout (with the Unix socket's path when there is one), and the port
+/// file (written whole under another name, then renamed, so a reader never
+/// sees half a number).
+fn announce(
+    addr: std::net::SocketAddr,
+    tls_addr: Option<std::net::SocketAddr>,
+    unixsocket: Option<&str>,
+    port_file: Option<&std::path::Path>,
+) {
     use std::io::Write;
     if let Some(path) = port_file {
         let partial = path.with_extension("partial");
@@ -201,8 +208,9 @@ fn announce(addr: std::net::SocketAddr, tls_addr: Option<std::net::SocketAddr>, 
         }
     }
     let tls = tls_addr.map_or(String::new(), |a| format!(",\"tls_port\":{}", a.port()));
+    let unix = unixsocket.map_or(String::new(), |p| format!(",\"unixsocket\":{}", json_string(p)));
     let line = format!(
-        "{{\"ready\":true,\"port\":{},\"addr\":\"{}\"{tls},\"pid\":{}}}",
+        "{{\"ready\":true,\"port\":{},\"addr\":\"{}\"{tls}{unix},\"pid\":{}}}",
         addr.port(),
         addr,
         std::process::id()
@@ -210,6 +218,21 @@ fn announce(addr: std::net::SocketAddr, tls_addr: Option<std::net::SocketAddr>, 
     // Nobody reading stdout is no reason to stop.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+/// `text` as a JSON string, quoted and escaped.
+fn json_string(text: &str) -> String {
+    let mut out = String::from('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Whether the command line (not a config file) sets `--tls-port 0`.

@@ -294,6 +294,8 @@ static TIPS: &[(&str, &[&str])] = &[
     ("info", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
     ("keys", &["request_policy:all_shards", "nondeterministic_output_order"]),
     ("lastsave", &["nondeterministic_output"]),
+    ("latency|doctor", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|graph", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
     ("latency|histogram", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
     ("latency|history", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
     ("latency|latest", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),

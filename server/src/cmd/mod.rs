@@ -106,6 +106,7 @@ pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod keyspecs;
 pub(crate) mod list;
+pub(crate) mod lolwut;
 pub(crate) mod memory;
 pub(crate) mod migrate;
 pub(crate) mod observe;

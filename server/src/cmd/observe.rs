@@ -1,7 +1,7 @@
 //! What tools look at a server with: SLOWLOG (GET, LEN, RESET, HELP, with
 //! `slowlog-log-slower-than` and `slowlog-max-len`), LATENCY (LATEST,
-//! HISTORY, RESET, HELP, with `latency-monitor-threshold`: the `command`
-//! and `fast-command` events), and the per-command and per-error counters
+//! HISTORY, RESET, DOCTOR, GRAPH, HELP, with `latency-monitor-threshold`:
+//! the `command` and `fast-command` events), and the per-command and per-error counters
 //! of INFO's `commandstats`, `errorstats` and `latencystats`.
 //!
 //! [`record`] is called by [`crate::exec::call`] for every command that
@@ -33,6 +33,8 @@ static LATENCY: &[CommandSpec] = &[
     command!("server", "latency|history", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return timestamp-latency samples for the event.", latency_history),
     command!("server", "latency|reset", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Reset latency data for one or more events.", latency_reset),
     command!("server", "latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the cumulative distribution of latencies of a subset of commands or all.", latency_histogram),
+    command!("server", "latency|doctor", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return a human readable latency analysis report.", latency_doctor),
+    command!("server", "latency|graph", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return a latency graph for the event.", latency_graph),
     command!("server", "latency|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands.", latency_help),
 ];
 
@@ -542,6 +544,251 @@ fn latency_histogram(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             })
             .collect(),
     )
+}
+
+/// What LATENCY DOCTOR may advise, in the order its report lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Advice {
+    SlowlogEnable,
+    SlowlogTuning,
+    SlowlogInspect,
+    Scheduler,
+    LocalDisk,
+    Ssd,
+    DataWriteback,
+    DiskContention,
+    NoAppendfsync,
+    RelaxFsync,
+    WriteLoad,
+    Hz,
+    LargeObjects,
+    MassEviction,
+    DisableThp,
+}
+
+/// The advice each event brings (Redis's `createLatencyReport`), the
+/// slow-log ones apart (they read the configuration).
+const EVENT_ADVICE: &[(&str, &[Advice])] = {
+    use Advice::*;
+    &[
+        ("command", &[SlowlogInspect, LargeObjects]),
+        ("fast-command", &[Scheduler]),
+        (
+            "aof-write-pending-fsync",
+            &[LocalDisk, DiskContention, Ssd, DataWriteback],
+        ),
+        ("aof-write-active-child", &[NoAppendfsync, DataWriteback, Ssd]),
+        ("aof-write-alone", &[LocalDisk, DataWriteback, Ssd]),
+        ("aof-fsync-always", &[RelaxFsync]),
+        ("aof-fstat", &[DiskContention, LocalDisk]),
+        ("rdb-unlink-temp-file", &[DiskContention, LocalDisk]),
+        ("aof-rewrite-diff-write", &[WriteLoad, DataWriteback, Ssd, LocalDisk]),
+        ("aof-rename", &[WriteLoad, DataWriteback, Ssd, LocalDisk]),
+        ("expire-cycle", &[Hz, LargeObjects]),
+        ("eviction-del", &[LargeObjects]),
+        ("eviction-cycle", &[MassEviction]),
+    ]
+};
+
+/// The `hz` below which DOCTOR suggests raising it.
+const DOCTOR_HZ: u32 = 100;
+
+/// An event's figures for DOCTOR (Redis's `analyzeLatencyForEvent`):
+/// samples, average and mean absolute deviation (integer ms), and the
+/// seconds since the oldest sample (at least 1).
+fn analyze(e: &LatencyEvent, now_s: u64) -> (usize, u64, u64, u64) {
+    let n = e.samples.len();
+    if n == 0 {
+        return (0, 0, 0, 0);
+    }
+    let avg = e.samples.iter().map(|&(_, ms)| ms).sum::<u64>() / n as u64;
+    let mad = e.samples.iter().map(|&(_, ms)| ms.abs_diff(avg)).sum::<u64>() / n as u64;
+    let oldest = e.samples.iter().map(|&(t, _)| t).min().unwrap_or(now_s);
+    (n, avg, mad, now_s.saturating_sub(oldest).max(1))
+}
+
+/// Bytes of transparent huge pages the process uses (`AnonHugePages` of
+/// /proc/self/smaps, as Redis reads it); 0 where there is no such file.
+fn anon_huge_pages() -> u64 {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return 0;
+    };
+    smaps
+        .lines()
+        .filter_map(|l| l.strip_prefix("AnonHugePages:"))
+        .filter_map(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .sum::<u64>()
+        * 1024
+}
+
+/// LATENCY DOCTOR: Redis's report on the events and what to do.
+fn latency_doctor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    use errors::latency as text;
+    let config = &ctx.server.config;
+    let events = &ctx.server.observe.latency;
+    if events.is_empty() && config.latency_monitor_threshold == 0 {
+        return Reply::Verbatim("txt", Bytes::from_static(text::DISABLED.as_bytes()));
+    }
+    let now_s = ctx.now / 1000;
+    let mut report = String::new();
+    let mut advices: Vec<Advice> = vec![];
+    for (i, (name, e)) in events.iter().enumerate() {
+        if i == 0 {
+            report.push_str(text::SPIKES);
+        }
+        let (samples, avg, mad, period) = analyze(e, now_s);
+        let per_sample = period as f64 / samples as f64;
+        report.push_str(&text::event(i + 1, name, samples, avg, mad, per_sample, e.max));
+        if *name == "command" {
+            if config.slowlog_log_slower_than < 0 {
+                advices.push(Advice::SlowlogEnable);
+            } else if config.slowlog_log_slower_than / 1000 > config.latency_monitor_threshold as i64 {
+                advices.push(Advice::SlowlogTuning);
+            }
+        }
+        if let Some((_, more)) = EVENT_ADVICE.iter().find(|(event, _)| event.eq_ignore_ascii_case(name)) {
+            advices.extend_from_slice(more);
+        }
+        report.push('\n');
+    }
+    if anon_huge_pages() > 0 {
+        advices.push(Advice::DisableThp);
+    }
+    if events.is_empty() && advices.is_empty() {
+        report.push_str(text::NO_SPIKES);
+    } else if advices.is_empty() {
+        report.push_str(text::NO_FIX);
+    } else {
+        report.push_str(text::ADVICES);
+        advices.sort();
+        advices.dedup();
+        let threshold_us = config.latency_monitor_threshold * 1000;
+        for advice in advices {
+            let line = match advice {
+                Advice::SlowlogEnable => text::slowlog_enable(threshold_us),
+                Advice::SlowlogTuning => text::slowlog_tuning(threshold_us),
+                Advice::SlowlogInspect => text::SLOWLOG_INSPECT.into(),
+                Advice::Scheduler => text::SCHEDULER.into(),
+                Advice::LocalDisk => text::LOCAL_DISK.into(),
+                Advice::Ssd => text::SSD.into(),
+                Advice::DataWriteback => text::DATA_WRITEBACK.into(),
+                Advice::DiskContention => text::DISK_CONTENTION.into(),
+                Advice::NoAppendfsync => text::NO_APPENDFSYNC.into(),
+                Advice::RelaxFsync if config.aof.fsync == "always" => text::RELAX_FSYNC.into(),
+                Advice::WriteLoad => text::WRITE_LOAD.into(),
+                Advice::Hz if config.hz < DOCTOR_HZ => text::HZ.into(),
+                Advice::LargeObjects => text::LARGE_OBJECTS.into(),
+                Advice::MassEviction => text::MASS_EVICTION.into(),
+                Advice::DisableThp => text::DISABLE_THP.into(),
+                Advice::RelaxFsync | Advice::Hz => String::new(),
+            };
+            report.push_str(&line);
+        }
+    }
+    Reply::Verbatim("txt", Bytes::from(report))
+}
+
+/// LATENCY GRAPH's width in columns (Redis's `LATENCY_GRAPH_COLS`) and
+/// height in rows.
+const GRAPH_COLS: usize = 80;
+const GRAPH_ROWS: usize = 4;
+
+/// LATENCY GRAPH event: the event's samples as Redis's ASCII sparkline,
+/// each labelled with how long ago it was.
+fn latency_graph(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let Some((name, e)) = ctx
+        .server
+        .observe
+        .latency
+        .iter()
+        .find(|(name, _)| name.as_bytes() == args[2].as_ref())
+    else {
+        return errors::latency::no_samples(&String::from_utf8_lossy(&args[2]));
+    };
+    let now_s = (ctx.now / 1000) as i64;
+    let samples: Vec<(f64, String)> = e
+        .samples
+        .iter()
+        .map(|&(at, ms)| (ms as f64, ago(now_s - at as i64)))
+        .collect();
+    let high = e.samples.iter().map(|&(_, ms)| ms).max().unwrap_or(0);
+    let low = e.samples.iter().map(|&(_, ms)| ms).min().unwrap_or(0);
+    let mut graph = format!(
+        "{name} - high {high} ms, low {low} ms (all time high {} ms)
+",
+        e.max
+    );
+    graph.push_str(&"-".repeat(GRAPH_COLS));
+    graph.push('\n');
+    sparkline(&mut graph, &samples, GRAPH_COLS, GRAPH_ROWS);
+    Reply::Verbatim("txt", Bytes::from(graph))
+}
+
+/// A sample's label: seconds, minutes, hours or days ago (`12s`, `3m`).
+fn ago(secs: i64) -> String {
+    const MINUTE: i64 = 60;
+    const HOUR: i64 = 3600;
+    const DAY: i64 = 24 * HOUR;
+    match secs {
+        s if s < MINUTE => format!("{s}s"),
+        s if s < HOUR => format!("{}m", s / MINUTE),
+        s if s < DAY => format!("{}h", s / HOUR),
+        s => format!("{}d", s / DAY),
+    }
+}
+
+/// Redis's filled sparkline (sparkline.c): `rows` rows of `_o#` with `|`
+/// below a column's top, then a blank row and each sample's label
+/// written downwards, `columns` samples per block, blocks separated by a
+/// blank line.
+fn sparkline(out: &mut String, samples: &[(f64, String)], columns: usize, rows: usize) {
+    const FILL: [char; 3] = ['_', 'o', '#'];
+    /// Blank rows between the graph and the labels.
+    const LABEL_MARGIN: usize = 1;
+    let min = samples.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+    let max = samples.iter().map(|s| s.0).fold(f64::NEG_INFINITY, f64::max);
+    let range = if max - min == 0.0 { 1.0 } else { max - min };
+    let steps = (FILL.len() * rows) as i64;
+    for (block, chunk) in samples.chunks(columns).enumerate() {
+        if block > 0 {
+            out.push('\n');
+        }
+        let step_of = |value: f64| -> i64 {
+            // As C computes it: the product truncated, then divided.
+            let step = (((value - min) * steps as f64) as i64 as f64 / range) as i64;
+            step.clamp(0, steps - 1)
+        };
+        for row in 0.. {
+            let mut line = vec![' '; chunk.len()];
+            let mut more = false;
+            if row < rows {
+                more = true;
+                for (j, (value, _)) in chunk.iter().enumerate() {
+                    let idx = step_of(*value) - ((rows - row - 1) * FILL.len()) as i64;
+                    if (0..FILL.len() as i64).contains(&idx) {
+                        line[j] = FILL[idx as usize];
+                    } else if idx >= FILL.len() as i64 {
+                        line[j] = '|';
+                    }
+                }
+            } else if row - rows < LABEL_MARGIN {
+                more = true;
+            } else {
+                let at = row - rows - LABEL_MARGIN;
+                for (j, (_, label)) in chunk.iter().enumerate() {
+                    if let Some(c) = label.chars().nth(at) {
+                        more = true;
+                        line[j] = c;
+                    }
+                }
+            }
+            if !more {
+                break;
+            }
+            out.extend(line);
+            out.push('\n');
+        }
+    }
 }
 
 fn latency_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {

@@ -12,6 +12,7 @@ use crate::blocked;
 use crate::config::{Effect, SetError};
 use crate::errors::{self, err};
 use crate::exec::busy::{Answer, BusyCtx};
+use crate::net::clients::ClientAddr;
 use crate::persist::saves;
 use crate::protocol::Reply;
 use crate::store::{glob, num};
@@ -825,7 +826,7 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         .collect();
     let pairs: Vec<(&str, &str)> = texts.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     let before = ctx.server.config.clone();
-    let local = ctx.client.addr.ip().is_loopback();
+    let local = ctx.client.addr.is_local();
     let effects = match ctx.server.config.set_runtime_by(&pairs, local) {
         Ok(effects) => effects,
         Err(SetError::Unknown(name)) => return errors::config_set_unknown(&name),
@@ -1705,10 +1706,14 @@ fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
     let now = ctx.now;
     let mut line = format!("+{}.{:06} [{} ", now / 1000, (now % 1000) * 1000, ctx.client.db);
-    if ctx.in_script() {
-        line.push_str("lua");
-    } else {
-        line.push_str(&ctx.client.addr.to_string());
+    match &ctx.client.addr {
+        _ if ctx.in_script() => line.push_str("lua"),
+        // Redis names a Unix-domain client by its listener, not `path:0`.
+        ClientAddr::Unix(path) => {
+            line.push_str("unix:");
+            line.push_str(path);
+        }
+        ClientAddr::Tcp(addr) => line.push_str(&addr.to_string()),
     }
     line.push_str("] ");
     for (i, arg) in args.iter().enumerate() {

@@ -357,6 +357,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(users::COMMANDS.iter())
         .chain(observe::COMMANDS.iter())
         .chain(memory::COMMANDS.iter())
+        .chain(lolwut::COMMANDS.iter())
         .chain(cluster::COMMANDS.iter())
         .chain(coordis::COMMANDS.iter())
         .chain(TEST_COMMANDS.iter())

@@ -593,7 +593,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         authenticated: client.authenticated,
         in_multi: client.multi.is_some(),
         subscribed_resp2: !client.resp3 && client.is_subscribed(),
-        local: client.addr.ip().is_loopback(),
+        local: client.addr.is_local(),
         guards: &guards,
         busy: None,
         disk_error,

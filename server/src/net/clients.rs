@@ -1,6 +1,7 @@
 //! Per-connection state kept by the engine, the signal that reaches a
 //! connection task (to close or stop it, or to hand it published messages),
-//! and the server-wide shutdown signal.
+//! and the server-wide shutdown signal; [`ClientAddr`], where a client
+//! connected from (TCP, or the `unixsocket` listener).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -15,6 +16,60 @@ use tokio::sync::Notify;
 
 use crate::net::client_mem::{ConnMem, SoftLimitState};
 use crate::repl::OutputLimit;
+
+/// Where a client is connected: a TCP peer (or local) address, or the
+/// Unix-domain listener (`unixsocket`). Shown as Redis shows it: `ip:port`,
+/// or the listener's path with port 0 (`/tmp/redis.sock:0`) on both ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAddr {
+    Tcp(SocketAddr),
+    /// The listener's path, shared by all its clients.
+    Unix(Arc<str>),
+}
+
+/// The IP Redis reports for a Unix-domain peer (`anetFdToString`): a
+/// replica connected that way is listed under it.
+const UNIX_PEER_IP: &str = "/unixsocket";
+
+impl ClientAddr {
+    /// Connected through the Unix-domain listener (CLIENT LIST flag `U`).
+    pub fn is_unix(&self) -> bool {
+        matches!(self, ClientAddr::Unix(_))
+    }
+
+    /// Whether the client counts as local for `enable-*-command local`
+    /// and `enable-protected-configs local`: a loopback address, or the
+    /// Unix socket (Redis's `islocalClient`).
+    pub fn is_local(&self) -> bool {
+        match self {
+            ClientAddr::Tcp(a) => a.ip().is_loopback(),
+            ClientAddr::Unix(_) => true,
+        }
+    }
+
+    /// The peer's IP as text (a Unix-domain peer's is Redis's placeholder).
+    pub fn ip_text(&self) -> String {
+        match self {
+            ClientAddr::Tcp(a) => a.ip().to_string(),
+            ClientAddr::Unix(_) => UNIX_PEER_IP.to_string(),
+        }
+    }
+}
+
+impl From<SocketAddr> for ClientAddr {
+    fn from(addr: SocketAddr) -> Self {
+        ClientAddr::Tcp(addr)
+    }
+}
+
+impl std::fmt::Display for ClientAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientAddr::Tcp(a) => a.fmt(f),
+            ClientAddr::Unix(path) => write!(f, "{path}:0"),
+        }
+    }
+}
 
 /// Asks a server to shut down (SHUTDOWN, or the owner of an embedded
 /// server); any number of tasks may wait for it.
@@ -400,8 +455,8 @@ pub struct ClientState {
     pub id: u64,
     /// Its slot in [`Clients`].
     pub slot: usize,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
+    pub addr: ClientAddr,
+    pub laddr: ClientAddr,
     /// CLIENT SETNAME / HELLO SETNAME; `None` when unset or set to "".
     pub name: Option<Bytes>,
     /// Selected database index.
@@ -482,8 +537,8 @@ pub struct ClientState {
 impl ClientState {
     pub fn new(
         id: u64,
-        addr: SocketAddr,
-        laddr: SocketAddr,
+        addr: impl Into<ClientAddr>,
+        laddr: impl Into<ClientAddr>,
         now_ms: u64,
         signal: Arc<ConnSignal>,
         outbox: Arc<Outbox>,
@@ -491,8 +546,8 @@ impl ClientState {
         ClientState {
             id,
             slot: 0,
-            addr,
-            laddr,
+            addr: addr.into(),
+            laddr: laddr.into(),
             name: None,
             db: 0,
             resp3: false,
@@ -556,6 +611,8 @@ impl ClientState {
             (self.tracking.is_some(), 't'),
             (self.tracking.as_ref().is_some_and(|t| t.broken_redirect), 'R'),
             (self.tracking.as_ref().is_some_and(|t| t.bcast), 'B'),
+            (self.addr.is_unix(), 'U'),
+            (self.cluster_readonly, 'r'),
             (self.no_evict, 'e'),
         ] {
             if on {

@@ -9,12 +9,15 @@
 //! A connection accepted on a TLS listener (`tls-port`) does its handshake
 //! in its own task first ([`tls`] builds the configuration); then the same
 //! serving loop runs on the TLS stream: the loop is generic over the stream.
+//! So is the Unix-domain listener's ([`unix`], `unixsocket`): its clients
+//! are shown by the socket's path and count as local.
 
 pub(crate) mod bus;
 pub(crate) mod client_mem;
 pub(crate) mod clients;
 pub(crate) mod listeners;
 pub(crate) mod tls;
+pub(crate) mod unix;
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -37,7 +40,7 @@ use crate::engine::{BatchEnd, Engine};
 use crate::errors;
 use crate::exec::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::lua::ScriptState;
-use crate::net::clients::{ClientState, CloseSignal, ConnSignal, Outbox};
+use crate::net::clients::{ClientAddr, ClientState, CloseSignal, ConnSignal, Outbox};
 use crate::protocol::{ProtocolLimits, RequestParser};
 use crate::state::Shared;
 use crate::store::Clock;
@@ -90,6 +93,8 @@ pub(crate) struct Bound {
     pending_load: Option<crate::engine::PendingLoad>,
     /// Cluster mode: the bus's listener ([`bus`]).
     bus: Option<tokio::net::TcpListener>,
+    /// `unixsocket`: the Unix-domain listener.
+    unix: Option<unix::UnixListen>,
 }
 
 /// Binds every address of `config.bind` on `config.port` (the port of the
@@ -144,6 +149,11 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
     } else {
         None
     };
+    // After the TCP and TLS listeners, as Redis opens them.
+    let unix = match config.unixsocket.as_str() {
+        "" => None,
+        path => Some(unix::UnixListen::bind(path, config.unixsocketperm)?),
+    };
     let mut engine = Engine::new(config, clock.clone(), port, shared.clone(), shutdown);
     let pending_load = engine.load_at_start()?;
     let engine = Arc::new(Mutex::new(engine));
@@ -156,7 +166,15 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
         shared,
         pending_load,
         bus,
+        unix,
     })
+}
+
+impl Bound {
+    /// The Unix socket's path as configured (`unixsocket`), if bound.
+    pub(crate) fn unix_path(&self) -> Option<Arc<str>> {
+        self.unix.as_ref().map(|u| u.path.clone())
+    }
 }
 
 /// Loads the file at start while the server answers `-LOADING`: an RDB
@@ -236,6 +254,10 @@ impl Bound {
         for slot in slots {
             accepts.spawn(accept_loop(slot, ctx.clone()));
         }
+        let unix_path = self.unix.as_ref().map(|u| u.path.clone());
+        if let Some(listener) = self.unix.take() {
+            accepts.spawn(accept_loop(Arc::new(listener), ctx.clone()));
+        }
         if let Some(pending) = pending_load {
             let load = tokio::select! {
                 r = finish_load(engine.clone(), shared.clone(), pending) => Some(r),
@@ -304,6 +326,9 @@ impl Bound {
             tracing::warn!("the drain did not finish in time; shutting down without it");
         }
         engine.lock().stop_persistence();
+        if let Some(path) = unix_path {
+            unix::UnixListen::remove_file(&path);
+        }
         tracing::warn!("coordis is now ready to exit, bye bye...");
     }
 }
@@ -398,9 +423,67 @@ struct ConnCtx {
     shutdown: Arc<CloseSignal>,
 }
 
+/// Where an accepted client is, as the engine shows it.
+struct Endpoint {
+    peer: ClientAddr,
+    local: ClientAddr,
+    /// Accepted on a TLS listener: the handshake comes first.
+    tls: bool,
+}
+
+/// A listening socket an accept loop serves: a TCP one (plain or TLS) or
+/// the Unix-domain one.
+trait Listen: Send + Sync + 'static {
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+
+    /// The next connection; `None` once the socket is closed.
+    fn accept(&self) -> impl std::future::Future<Output = Option<io::Result<(Self::Stream, Endpoint)>>> + Send;
+
+    /// Sets the socket options of an accepted connection.
+    fn prepare(_stream: &Self::Stream, _ctx: &ConnCtx) {}
+}
+
+impl Listen for listeners::Slot {
+    type Stream = TcpStream;
+
+    async fn accept(&self) -> Option<io::Result<(TcpStream, Endpoint)>> {
+        let accepted = listeners::Slot::accept(self).await?;
+        Some(accepted.map(|(socket, peer)| {
+            let local = socket.local_addr().unwrap_or(peer);
+            let end = Endpoint {
+                peer: peer.into(),
+                local: local.into(),
+                tls: self.tls,
+            };
+            (socket, end)
+        }))
+    }
+
+    fn prepare(socket: &TcpStream, ctx: &ConnCtx) {
+        let _ = socket.set_nodelay(true);
+        set_keepalive(socket, ctx.shared.tcp_keepalive.load(Ordering::Relaxed));
+    }
+}
+
+impl Listen for unix::UnixListen {
+    type Stream = tokio::net::UnixStream;
+
+    async fn accept(&self) -> Option<io::Result<(tokio::net::UnixStream, Endpoint)>> {
+        let accepted = unix::UnixListen::accept(self).await;
+        Some(accepted.map(|stream| {
+            let end = Endpoint {
+                peer: ClientAddr::Unix(self.path.clone()),
+                local: ClientAddr::Unix(self.path.clone()),
+                tls: false,
+            };
+            (stream, end)
+        }))
+    }
+}
+
 /// Accepts on `slot` until it is closed (CONFIG SET rebinding) and serves
 /// its connections until shutdown: they outlive their listening socket.
-async fn accept_loop(slot: Arc<listeners::Slot>, ctx: ConnCtx) {
+async fn accept_loop<L: Listen>(slot: Arc<L>, ctx: ConnCtx) {
     let mut conns = JoinSet::new();
     // Every connection's signal, to stop them all at shutdown.
     let mut signals: HashMap<tokio::task::Id, Arc<ConnSignal>> = HashMap::new();
@@ -415,10 +498,11 @@ async fn accept_loop(slot: Arc<listeners::Slot>, ctx: ConnCtx) {
             }
             accepted = slot.accept(), if accepting => match accepted {
                 None => accepting = false,
-                Some(Ok((socket, peer))) => {
+                Some(Ok((socket, end))) => {
                     backoff = Duration::from_millis(5);
+                    L::prepare(&socket, &ctx);
                     let signal = Arc::new(ConnSignal::default());
-                    let task = conns.spawn(connection(socket, peer, slot.tls, ctx.clone(), signal.clone()));
+                    let task = conns.spawn(connection(socket, end, ctx.clone(), signal.clone()));
                     signals.insert(task.id(), signal);
                 }
                 Some(Err(e)) => {
@@ -454,7 +538,13 @@ impl Drop for ConnectedGuard {
 /// from the accept on, so a handshake that stalls is closed as an idle
 /// client would be, and one that fails is logged and dropped; neither
 /// holds up other clients (each connection is a task of its own).
-async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: ConnCtx, signal: Arc<ConnSignal>) {
+async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send>(
+    mut socket: S,
+    end: Endpoint,
+    ctx: ConnCtx,
+    signal: Arc<ConnSignal>,
+) {
+    let Endpoint { peer, local, tls } = end;
     if ctx.shared.is_down() {
         // "The server is down" (test-control plane): the connection closes
         // at once, before a word is exchanged.
@@ -488,13 +578,10 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: Con
             return;
         }
     };
-    let _ = socket.set_nodelay(true);
-    set_keepalive(&socket, ctx.shared.tcp_keepalive.load(Ordering::Relaxed));
     let id = ctx.ids.fetch_add(1, Ordering::Relaxed) + 1;
-    let laddr = socket.local_addr().unwrap_or(peer);
     let now = ctx.clock.now_ms();
     let outbox = Outbox::new(signal.clone());
-    let client = ClientState::new(id, peer, laddr, now, signal.clone(), outbox.clone());
+    let client = ClientState::new(id, peer.clone(), local, now, signal.clone(), outbox.clone());
     // Registered with the engine now if it is free, so that CLIENT LIST,
     // INFO and CLIENT KILL see a client before its first request, as in
     // Redis. While a script runs, on its first batch instead (see
@@ -510,7 +597,7 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: Con
     // (`clients::wait_gone`) does not wait behind the engine.
     let served = match acceptor {
         None => {
-            let served = serve_connection(&mut socket, id, peer, &ctx, &signal, &mut pending, &outbox).await;
+            let served = serve_connection(&mut socket, id, &peer, &ctx, &signal, &mut pending, &outbox).await;
             drop(socket);
             served
         }
@@ -532,7 +619,7 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: Con
                         let _ = stream.shutdown().await;
                         Ok(())
                     } else {
-                        serve_connection(&mut stream, id, peer, &ctx, &signal, &mut pending, &outbox).await
+                        serve_connection(&mut stream, id, &peer, &ctx, &signal, &mut pending, &outbox).await
                     }
                 }
             }
@@ -549,11 +636,15 @@ async fn connection(mut socket: TcpStream, peer: SocketAddr, tls: bool, ctx: Con
     }
 }
 
-/// Whether protected mode refuses `peer` (logged).
-fn refused_by_protected_mode(ctx: &ConnCtx, peer: &SocketAddr) -> bool {
+/// Whether protected mode refuses `peer` (logged); never a Unix-domain
+/// client, as in Redis.
+fn refused_by_protected_mode(ctx: &ConnCtx, peer: &ClientAddr) -> bool {
     let refused = ctx.shared.protected_mode.load(Ordering::Relaxed)
         && !ctx.shared.auth_required.load(Ordering::Relaxed)
-        && !is_loopback_client(peer);
+        && match peer {
+            ClientAddr::Tcp(addr) => !is_loopback_client(addr),
+            ClientAddr::Unix(_) => false,
+        };
     if refused {
         tracing::warn!("refused client {peer}: protected mode (no password set)");
     }
@@ -601,7 +692,7 @@ fn is_loopback_client(peer: &SocketAddr) -> bool {
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     id: u64,
-    peer: SocketAddr,
+    peer: &ClientAddr,
     ctx: &ConnCtx,
     signal: &ConnSignal,
     pending: &mut Option<ClientState>,
@@ -614,7 +705,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     let mut conn = ConnState {
         view: ClientView {
             authenticated: !ctx.shared.auth_required.load(Ordering::Relaxed),
-            local: peer.ip().is_loopback(),
+            local: peer.is_local(),
             ..ClientView::default()
         },
         ..ConnState::default()

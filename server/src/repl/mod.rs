@@ -740,7 +740,7 @@ pub(crate) fn sync(
     let conf = client.replconf.clone().unwrap_or_default();
     let replica = Arc::new(Replica {
         id: client.id,
-        ip: conf.ip.clone().unwrap_or_else(|| client.addr.ip().to_string()),
+        ip: conf.ip.clone().unwrap_or_else(|| client.addr.ip_text()),
         port: conf.listening_port,
         capa_eof: conf.capa_eof,
         capa_psync2: conf.capa_psync2,
