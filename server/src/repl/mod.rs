@@ -35,6 +35,7 @@
 //! What must never happen here: the engine lock taken by a link while it
 //! holds the hub's lock, or a link task awaited under the engine lock.
 
+pub(crate) mod failover;
 pub(crate) mod link;
 
 use std::collections::VecDeque;
@@ -202,6 +203,12 @@ impl Replica {
 
     pub(crate) fn is_killed(&self) -> bool {
         self.killed.load(Ordering::Acquire)
+    }
+
+    /// Whether it is the replica at `host` `port` (Redis's `findReplica`:
+    /// the address it announced, or its peer's, and its listening port).
+    pub(crate) fn matches(&self, host: &str, port: u64) -> bool {
+        self.ip.eq_ignore_ascii_case(host) && self.port == port
     }
 }
 
@@ -486,6 +493,8 @@ pub(crate) struct Replication {
     cron_last: u64,
     cron_loops: u64,
     waiters: Vec<Waiter>,
+    /// The FAILOVER in force, if any.
+    pub(crate) failover: failover::Failover,
     pub(crate) sync_full: u64,
     pub(crate) sync_partial_ok: u64,
     pub(crate) sync_partial_err: u64,
@@ -505,6 +514,7 @@ impl Default for Replication {
             cron_last: 0,
             cron_loops: 0,
             waiters: Vec::new(),
+            failover: failover::Failover::default(),
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
@@ -551,7 +561,7 @@ impl Replication {
         self.offset = offset;
     }
 
-    fn replicas(&self) -> Vec<Arc<Replica>> {
+    pub(crate) fn replicas(&self) -> Vec<Arc<Replica>> {
         self.hub.as_ref().map(|h| h.replicas()).unwrap_or_default()
     }
 
@@ -663,7 +673,8 @@ impl Replication {
         let (first, histlen) = self.hub.as_ref().map_or((0, 0), |h| h.extent());
         let _ = write!(
             s,
-            "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+            "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+            self.failover.phase.word(),
             self.replid,
             self.replid2,
             self.offset(),
@@ -674,6 +685,27 @@ impl Replication {
             histlen
         );
         s
+    }
+
+    /// This server continues the history `replid` up to `offset` as a
+    /// primary (a replica promoted): the backlog starts again at that
+    /// offset, so the old primary's replicas (and the old primary) continue
+    /// partially from it; a backlog of another history is dropped with its
+    /// replicas, which resync.
+    pub(crate) fn adopt(&mut self, replid: &str, offset: u64, effects: &mut feed::Effects, config: &crate::config::Config) {
+        self.set_from_primary(replid, offset);
+        if self.hub.as_ref().is_some_and(|h| h.offset() == offset) {
+            return;
+        }
+        if let Some(old) = self.hub.take() {
+            for r in old.replicas() {
+                r.kill();
+            }
+        }
+        let hub = Arc::new(Hub::new(offset, config.repl.backlog_size, OutputLimit::from_config(config)));
+        effects.set_repl(Some(Encoder::new(hub.clone())));
+        self.hub = Some(hub);
+        self.no_replicas_since = now_ms();
     }
 
     /// ROLE's replicas: (ip, listening port, acknowledged offset) of the online ones.
@@ -856,6 +888,7 @@ pub(crate) fn cron(
     libraries: impl FnOnce() -> Vec<Bytes>,
 ) {
     let now = now_ms();
+    failover::update(dbs, state);
     if !state.repl.waiting.is_empty() && !state.bgsave.in_progress {
         let c = &state.config.repl;
         let waited = state
@@ -881,7 +914,7 @@ pub(crate) fn cron(
     state.repl.cron_loops += 1;
     let replicas = state.repl.replicas();
     let c = state.config.repl.clone();
-    if !replicas.is_empty() && loops.is_multiple_of(c.ping_period.max(1)) {
+    if !replicas.is_empty() && loops.is_multiple_of(c.ping_period.max(1)) && !state.repl.failover.holds_pings() {
         state.effects.repl_command(&[b"PING"]);
     }
     for r in &replicas {
