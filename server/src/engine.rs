@@ -516,6 +516,11 @@ impl Engine {
         }
     }
 
+    /// Replica `k`'s address ([`crate::repl::Replication::replica_address`]).
+    pub(crate) fn replica_address(&self, k: usize) -> Option<(String, u64)> {
+        self.state.repl.replica_address(k)
+    }
+
     /// A replica's link ended.
     pub(crate) fn replica_gone(&mut self, id: u64) {
         self.state.repl.replica_gone(id);
@@ -1164,6 +1169,7 @@ fn settle_state(
     let now = state.clock.now_ms();
     crate::blocked::expire(dbs, state, now);
     crate::repl::failover::update(dbs, state);
+    state.repl.nudge_links();
     let mut current = current;
     while active_expire_step(dbs, state, current.as_deref_mut(), EXPIRE_STEP_KEYS) {}
     close_idle_clients(state);

@@ -11,7 +11,12 @@
 //! - the wait (`waiting-for-sync`) holds writes; its timeout, on the test
 //!   clock, aborts it (the held write then runs), and with FORCE hands over
 //!   to a replica that is behind (the held write is then refused as a
-//!   replica's); FAILOVER ABORT ends the wait.
+//!   replica's); FAILOVER ABORT ends the wait;
+//! - the test-control plane's replica link faults, in Rust and over the wire
+//!   (`COORDIS.REPLICATION`): a paused link holds writes (WAIT answers 0), a
+//!   delayed one releases them when the test clock passes the delay, dropped
+//!   writes never arrive, a cut link resyncs partially, the primary dies with
+//!   or without its last writes and a replica is promoted.
 //!
 //! Skipped loudly without redis-server (a failure with `COORDIS_REQUIRE_REDIS=1`).
 
@@ -73,7 +78,10 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 fn replicaof(replica: SocketAddr, primary: SocketAddr) {
-    assert_eq!(cmd(replica, &["REPLICAOF", "127.0.0.1", &primary.port().to_string()]), "+OK\r\n");
+    assert_eq!(
+        cmd(replica, &["REPLICAOF", "127.0.0.1", &primary.port().to_string()]),
+        "+OK\r\n"
+    );
 }
 
 /// Waits until `replica` streams from `primary` and has acknowledged all of it.
@@ -129,7 +137,10 @@ fn with_a_replica(port: u16) -> Vec<Vec<String>> {
         vec!["FAILOVER", "TO", "10.1.2.3", &port],
         vec!["FAILOVER", "ABORT"],
     ];
-    lines.into_iter().map(|l| l.into_iter().map(str::to_string).collect()).collect()
+    lines
+        .into_iter()
+        .map(|l| l.into_iter().map(str::to_string).collect())
+        .collect()
 }
 
 fn replies(addr: SocketAddr, lines: &[Vec<String>]) -> Vec<String> {
@@ -151,7 +162,10 @@ fn the_refusals_are_worded_as_redis_words_them() {
         .map(|l| l.iter().map(|w| w.to_string()).collect())
         .collect();
     assert_eq!(replies(ours.addr(), &lines), replies(real.addr(), &lines));
-    assert_eq!(cmd(ours.addr(), &["FAILOVER"]), "-ERR FAILOVER requires connected replicas.\r\n");
+    assert_eq!(
+        cmd(ours.addr(), &["FAILOVER"]),
+        "-ERR FAILOVER requires connected replicas.\r\n"
+    );
 
     // Each primary with a replica of the other kind.
     let Some(real_replica) = redis(&[]) else {
@@ -169,15 +183,25 @@ fn the_refusals_are_worded_as_redis_words_them() {
     // A replica refuses FAILOVER, and a PSYNC FAILOVER of another history.
     let on_replica: Vec<Vec<String>> = vec![
         vec!["FAILOVER".into()],
-        vec!["PSYNC".into(), "0123456789012345678901234567890123456789".into(), "1".into(), "FAILOVER".into()],
+        vec![
+            "PSYNC".into(),
+            "0123456789012345678901234567890123456789".into(),
+            "1".into(),
+            "FAILOVER".into(),
+        ],
     ];
-    assert_eq!(replies(our_replica.addr(), &on_replica), replies(real_replica.addr(), &on_replica));
+    assert_eq!(
+        replies(our_replica.addr(), &on_replica),
+        replies(real_replica.addr(), &on_replica)
+    );
 }
 
 /// After a hand-over from `old` to `new`: writes go to `new` and reach `old`.
 fn assert_writes_flow(old: SocketAddr, new: SocketAddr) {
     assert_eq!(cmd(new, &["SET", "after", "1"]), "+OK\r\n");
-    wait_for("the write to reach the old primary", || cmd(old, &["GET", "after"]) == "$1\r\n1\r\n");
+    wait_for("the write to reach the old primary", || {
+        cmd(old, &["GET", "after"]) == "$1\r\n1\r\n"
+    });
     assert!(cmd(old, &["SET", "x", "1"]).starts_with("-READONLY"));
 }
 
@@ -218,7 +242,10 @@ fn a_redis_primary_hands_over_to_a_coordis_replica() {
     assert_eq!(cmd(p, &["INCR", "fence"]), ":1\r\n");
     wait_caught_up(r, p);
     let replid = info(p, "master_replid");
-    assert_eq!(cmd(p, &["FAILOVER", "TO", "127.0.0.1", &r.port().to_string()]), "+OK\r\n");
+    assert_eq!(
+        cmd(p, &["FAILOVER", "TO", "127.0.0.1", &r.port().to_string()]),
+        "+OK\r\n"
+    );
     wait_handed_over(p, r);
     assert_eq!(cmd(r, &["GET", "lock"]), "$7\r\nowner-1\r\n");
     assert_eq!(info(r, "master_replid2"), replid);
@@ -237,11 +264,240 @@ fn a_coordis_primary_hands_over_to_a_coordis_replica() {
     assert_eq!(cmd(p, &["SET", "lock", "owner-1"]), "+OK\r\n");
     wait_caught_up(r, p);
     assert_eq!(
-        cmd(p, &["FAILOVER", "TO", "127.0.0.1", &r.port().to_string(), "TIMEOUT", "10000"]),
+        cmd(
+            p,
+            &["FAILOVER", "TO", "127.0.0.1", &r.port().to_string(), "TIMEOUT", "10000"]
+        ),
         "+OK\r\n"
     );
     wait_handed_over(p, r);
     assert_eq!(cmd(r, &["GET", "lock"]), "$7\r\nowner-1\r\n");
     assert_eq!(stat(r, "sync_partial_ok"), "1");
     assert_writes_flow(p, r);
+}
+
+/// A coordis primary with `replica` caught up on it; with `frozen`, the
+/// primary's clock stands still until the test moves it.
+fn linked(replica: SocketAddr, frozen: bool) -> BlockingServer {
+    let primary = coordis();
+    if frozen {
+        primary.clock().unwrap().freeze();
+    }
+    replicaof(replica, primary.addr());
+    wait_caught_up(replica, primary.addr());
+    primary
+}
+
+/// A client whose reply has not come within `within` (a held command).
+fn no_reply_within(c: &mut RawClient, within: Duration) -> bool {
+    c.set_read_timeout(Some(within)).unwrap();
+    let held = c.read_reply().is_err();
+    c.set_read_timeout(None).unwrap();
+    held
+}
+
+fn send(c: &mut RawClient, args: &[&str]) {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    c.send(&RawClient::encode(&args)).unwrap();
+}
+
+fn reply(c: &mut RawClient) -> String {
+    String::from_utf8_lossy(&c.read_reply().unwrap()).into_owned()
+}
+
+#[test]
+fn the_wait_holds_writes_and_its_timeout_on_the_test_clock_aborts_it() {
+    let _serial = serial();
+    let replica = coordis();
+    let primary = linked(replica.addr(), true);
+    let (p, control, clock) = (primary.addr(), primary.control(), primary.clock().unwrap());
+    control.pause_link(0).unwrap();
+    assert_eq!(cmd(p, &["SET", "x", "1"]), "+OK\r\n");
+    assert_eq!(cmd(p, &["FAILOVER", "TIMEOUT", "1000"]), "+OK\r\n");
+    assert_eq!(info(p, "master_failover_state"), "waiting-for-sync");
+    assert_eq!(cmd(p, &["FAILOVER"]), "-ERR FAILOVER already in progress.\r\n");
+    assert_eq!(
+        cmd(p, &["REPLICAOF", "NO", "ONE"]),
+        "-ERR REPLICAOF not allowed while failing over.\r\n"
+    );
+    assert_eq!(
+        cmd(p, &["PSYNC", "?", "-1"]),
+        "-NOMASTERLINK Can't SYNC while failing over\r\n"
+    );
+    // Reads go on; a write is held.
+    assert_eq!(cmd(p, &["GET", "x"]), "$1\r\n1\r\n");
+    let mut writer = RawClient::connect(p).unwrap();
+    send(&mut writer, &["SET", "held", "1"]);
+    assert!(
+        no_reply_within(&mut writer, Duration::from_millis(300)),
+        "a write ran during the wait"
+    );
+    clock.advance(Duration::from_millis(999));
+    assert_eq!(info(p, "master_failover_state"), "waiting-for-sync");
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(info(p, "master_failover_state"), "no-failover");
+    assert_eq!(
+        reply(&mut writer),
+        "+OK\r\n",
+        "the held write runs once the wait is aborted"
+    );
+    assert_eq!(info(p, "role"), "master");
+    // FAILOVER ABORT ends a wait too.
+    assert_eq!(cmd(p, &["FAILOVER"]), "+OK\r\n");
+    assert_eq!(cmd(p, &["FAILOVER", "ABORT"]), "+OK\r\n");
+    assert_eq!(info(p, "master_failover_state"), "no-failover");
+    assert_eq!(cmd(p, &["SET", "y", "1"]), "+OK\r\n");
+}
+
+#[test]
+fn force_hands_over_to_a_replica_that_is_behind() {
+    let _serial = serial();
+    let replica = coordis();
+    let primary = linked(replica.addr(), true);
+    let (p, r) = (primary.addr(), replica.addr());
+    primary.control().pause_link(0).unwrap();
+    assert_eq!(cmd(p, &["SET", "unreplicated", "1"]), "+OK\r\n");
+    let to = [
+        "FAILOVER",
+        "TO",
+        "127.0.0.1",
+        &r.port().to_string(),
+        "FORCE",
+        "TIMEOUT",
+        "500",
+    ];
+    assert_eq!(cmd(p, &to), "+OK\r\n");
+    let mut writer = RawClient::connect(p).unwrap();
+    send(&mut writer, &["SET", "held", "1"]);
+    assert!(no_reply_within(&mut writer, Duration::from_millis(200)));
+    primary.clock().unwrap().advance(Duration::from_millis(500));
+    assert_eq!(info(p, "master_failover_state"), "failover-in-progress");
+    assert!(
+        reply(&mut writer).starts_with("-READONLY"),
+        "the held write is a replica's now"
+    );
+    wait_handed_over(p, r);
+    // The write the replica never got is gone: the old primary resynced in full.
+    assert_eq!(cmd(r, &["GET", "unreplicated"]), "$-1\r\n");
+    wait_for("the old primary to take the new one's dataset", || {
+        cmd(p, &["GET", "unreplicated"]) == "$-1\r\n"
+    });
+}
+
+#[test]
+fn a_paused_link_holds_writes_and_wait_answers_0_until_it_resumes() {
+    let _serial = serial();
+    let Some(replica) = redis(&[]) else {
+        return;
+    };
+    let primary = linked(replica.addr(), false);
+    let (p, r, control) = (primary.addr(), replica.addr(), primary.control());
+    control.pause_link(0).unwrap();
+    let links = control.replica_links();
+    assert_eq!((links.len(), links[0].paused, links[0].port), (1, true, r.port()));
+    let mut c = RawClient::connect(p).unwrap();
+    assert_eq!(reply_to(&mut c, &["SET", "lock", "a", "NX", "PX", "30000"]), "+OK\r\n");
+    assert_eq!(reply_to(&mut c, &["WAIT", "1", "100"]), ":0\r\n");
+    assert_eq!(cmd(r, &["GET", "lock"]), "$-1\r\n");
+    control.resume_link(0).unwrap();
+    assert_eq!(reply_to(&mut c, &["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(cmd(r, &["GET", "lock"]), "$1\r\na\r\n");
+    assert_eq!(
+        control.pause_link(1),
+        Err("ERR no replica link with that index (COORDIS.REPLICATION LINKS lists them)".into())
+    );
+}
+
+fn reply_to(c: &mut RawClient, args: &[&str]) -> String {
+    String::from_utf8_lossy(&c.command(args).unwrap()).into_owned()
+}
+
+#[test]
+fn a_delayed_link_writes_when_the_test_clock_passes_the_delay() {
+    let _serial = serial();
+    let replica = coordis();
+    let primary = linked(replica.addr(), true);
+    let (p, r) = (primary.addr(), replica.addr());
+    // Over the wire this time.
+    assert_eq!(cmd(p, &["COORDIS.REPLICATION", "DELAY", "0", "500"]), "+OK\r\n");
+    assert_eq!(cmd(p, &["SET", "k", "v"]), "+OK\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    let clock = primary.clock().unwrap();
+    clock.advance(Duration::from_millis(499));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(cmd(r, &["GET", "k"]), "$-1\r\n", "the write left before its delay");
+    clock.advance(Duration::from_millis(1));
+    wait_for("the delayed write", || cmd(r, &["GET", "k"]) == "$1\r\nv\r\n");
+    assert!(cmd(p, &["COORDIS.REPLICATION", "LINKS"]).contains(":500\r\n"));
+    assert_eq!(cmd(p, &["COORDIS.REPLICATION", "RESUME", "0"]), "+OK\r\n");
+    assert_eq!(cmd(p, &["SET", "k2", "v"]), "+OK\r\n");
+    wait_for("the undelayed write", || cmd(r, &["GET", "k2"]) == "$1\r\nv\r\n");
+}
+
+#[test]
+fn dropped_writes_never_arrive_and_a_cut_link_resyncs_partially() {
+    let _serial = serial();
+    let replica = coordis();
+    let primary = linked(replica.addr(), false);
+    let (p, r, control) = (primary.addr(), replica.addr(), primary.control());
+    control.drop_writes(0, 1).unwrap();
+    let mut c = RawClient::connect(p).unwrap();
+    assert_eq!(reply_to(&mut c, &["SET", "lost", "1"]), "+OK\r\n");
+    assert_eq!(reply_to(&mut c, &["SET", "kept", "1"]), "+OK\r\n");
+    wait_for("the write after the dropped one", || {
+        cmd(r, &["GET", "kept"]) == "$1\r\n1\r\n"
+    });
+    assert_eq!(cmd(r, &["GET", "lost"]), "$-1\r\n");
+    assert_eq!(
+        reply_to(&mut c, &["WAIT", "1", "1500"]),
+        ":0\r\n",
+        "the replica is behind for good"
+    );
+    let full = stat(p, "sync_full");
+    control.cut_link(0).unwrap();
+    assert_eq!(cmd(p, &["SET", "after-cut", "1"]), "+OK\r\n");
+    wait_for("the write after the cut", || {
+        cmd(r, &["GET", "after-cut"]) == "$1\r\n1\r\n"
+    });
+    assert_eq!(stat(p, "sync_partial_ok"), "1");
+    assert_eq!(stat(p, "sync_full"), full);
+}
+
+#[test]
+fn the_primary_dies_with_or_without_its_last_writes_and_a_replica_is_promoted() {
+    let _serial = serial();
+    for sent_last in [false, true] {
+        let replica = coordis();
+        let primary = linked(replica.addr(), false);
+        let (p, r, control) = (primary.addr(), replica.addr(), primary.control());
+        control.pause_link(0).unwrap();
+        assert_eq!(cmd(p, &["SET", "lock", "owner-1", "NX", "PX", "30000"]), "+OK\r\n");
+        control.primary_dies(sent_last);
+        assert!(
+            RawClient::connect(p).unwrap().command(&["PING"]).is_err(),
+            "the primary still answers"
+        );
+        if sent_last {
+            wait_for("the last write", || cmd(r, &["GET", "lock"]) == "$7\r\nowner-1\r\n");
+        }
+        assert_eq!(control.promote_replica(0), Ok(r));
+        assert_eq!(info(r, "role"), "master");
+        let second = cmd(r, &["SET", "lock", "owner-2", "NX", "PX", "30000"]);
+        assert_eq!(
+            second,
+            if sent_last { "$-1\r\n" } else { "+OK\r\n" },
+            "sent_last {sent_last}"
+        );
+    }
+    // Over the wire: the dying primary gives no reply.
+    let replica = coordis();
+    let primary = linked(replica.addr(), false);
+    let mut c = RawClient::connect(primary.addr()).unwrap();
+    assert_eq!(reply_to(&mut c, &["COORDIS.REPLICATION", "PAUSE", "0"]), "+OK\r\n");
+    assert_eq!(reply_to(&mut c, &["SET", "w", "1"]), "+OK\r\n");
+    send(&mut c, &["COORDIS.REPLICATION", "DIE", "SENT"]);
+    assert_eq!(c.read_to_close().unwrap(), b"");
+    wait_for("the dead primary's last write", || {
+        cmd(replica.addr(), &["GET", "w"]) == "$1\r\n1\r\n"
+    });
 }
