@@ -96,6 +96,10 @@ pub struct Blocking {
     count: usize,
     /// The CLIENT PAUSE in force, if any.
     pause: Option<Pause>,
+    /// A FAILOVER holds writes until it ends (Redis's
+    /// `PAUSE_DURING_FAILOVER`): a purpose of its own, so CLIENT UNPAUSE
+    /// does not end it and its end does not end a CLIENT PAUSE.
+    failover_pause: bool,
     /// Clients whose command waits for the pause to end, in arrival order.
     postponed: Vec<u64>,
     /// Clients whose command a hang fault rule holds ([`crate::faults`]).
@@ -118,7 +122,11 @@ impl Blocking {
     /// False once the pause's time is over, even before the timer task has
     /// ended it. `writes` runs only while a WRITE pause is in force.
     pub fn holds(&self, now: u64, writes: impl FnOnce() -> bool) -> bool {
-        self.pause.is_some_and(|p| now <= p.until && (p.all || writes()))
+        let pause = self.pause.filter(|p| now <= p.until);
+        if pause.is_some_and(|p| p.all) {
+            return true;
+        }
+        (pause.is_some() || self.failover_pause) && writes()
     }
 }
 
@@ -270,17 +278,41 @@ pub(crate) fn pause(ctx: &mut Ctx, until: u64, all: bool) {
 /// clients go on, in the order they were held.
 pub(crate) fn unpause(dbs: &mut [Db], server: &mut ServerState) {
     server.blocking.pause = None;
-    // A replica keeps expired keys for the primary's DELs.
-    let keep = server.replica.is_replica();
+    // A replica keeps expired keys for the primary's DELs; a FAILOVER's
+    // pause keeps them too.
+    let keep = server.replica.is_replica() || server.blocking.failover_pause;
     for db in dbs.iter_mut() {
         db.keep_expired = keep;
     }
     let_go(dbs, server, |b| &mut b.postponed);
 }
 
-/// Whether expiry may delete keys (not while a CLIENT PAUSE is in force).
+/// Whether expiry may delete keys (not while a CLIENT PAUSE or a
+/// FAILOVER's pause is in force).
 pub(crate) fn expiry_allowed(server: &ServerState) -> bool {
-    server.blocking.pause.is_none()
+    server.blocking.pause.is_none() && !server.blocking.failover_pause
+}
+
+/// A FAILOVER holds every write from now until [`failover_unpause`]
+/// (Redis's `pauseClients(PAUSE_DURING_FAILOVER, LLONG_MAX, WRITE)`):
+/// nothing expires meanwhile, so the dataset stands still.
+pub(crate) fn failover_pause(dbs: &mut [Db], server: &mut ServerState) {
+    server.blocking.failover_pause = true;
+    for db in dbs.iter_mut() {
+        db.keep_expired = true;
+    }
+}
+
+/// The FAILOVER ended: the writes it held go on (as a replica's, they are
+/// refused now if it handed the primary role over), unless a CLIENT PAUSE
+/// still holds them.
+pub(crate) fn failover_unpause(dbs: &mut [Db], server: &mut ServerState) {
+    if !std::mem::take(&mut server.blocking.failover_pause) {
+        return;
+    }
+    if server.blocking.pause.is_none() {
+        unpause(dbs, server);
+    }
 }
 
 /// The shape of every blocking pop (BLPOP, BLMOVE, BZPOPMIN, ...), as

@@ -5,6 +5,12 @@
 //! order, with its `expired` event, and every blocked client whose timeout
 //! passed has its reply. A test never sleeps after it. (The same controls
 //! over the wire are `COORDIS.CLOCK`, `cmd/coordis.rs`.)
+//!
+//! A primary's replica links ([`ServerControl::pause_link`] and the rest,
+//! over the wire `COORDIS.REPLICATION`): pause, delay (on the server clock),
+//! cut, drop writes; the primary dies now, with or without having sent its
+//! last writes; promote replica k. A test holds the exact window in which a
+//! write is on the primary and not yet on a replica.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -181,6 +187,159 @@ impl ServerControl {
             clock: self.clock.clone()?,
             engine: self.engine.clone(),
         })
+    }
+}
+
+/// One replica link of a primary, as [`ServerControl::replica_links`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaLink {
+    /// The replica's address: the one it announced (or its peer's) and its
+    /// listening port, as INFO's `slave<k>` line.
+    pub ip: String,
+    /// Its listening port (REPLCONF listening-port).
+    pub port: u16,
+    /// `wait_bgsave`, `send_bulk` or `online`.
+    pub state: String,
+    /// The offset it acknowledged last.
+    pub acked: u64,
+    /// The offset of the last stream byte written to it.
+    pub sent: u64,
+    /// [`ServerControl::pause_link`] holds it.
+    pub paused: bool,
+    /// [`ServerControl::delay_link`]'s delay (0: none).
+    pub delay_ms: u64,
+    /// Writes it will still leave out.
+    pub writes_to_drop: u64,
+}
+
+/// How long [`ServerControl::primary_dies`] waits for its links to write
+/// their last bytes and close.
+const DIE_DRAIN_WAIT: Duration = Duration::from_secs(5);
+
+/// How long [`ServerControl::promote_replica`] gives the replica to answer.
+const PROMOTE_WAIT: Duration = Duration::from_secs(5);
+
+impl ServerControl {
+    fn replication(&self, args: &[&[u8]]) -> Result<Reply, String> {
+        let mut all: Vec<bytes::Bytes> = vec![bytes::Bytes::from_static(b"COORDIS.REPLICATION")];
+        all.extend(args.iter().map(|a| bytes::Bytes::copy_from_slice(a)));
+        match self.engine.lock().run_internal(0, &all) {
+            Reply::Error(e) => Err(e.into_owned()),
+            reply => Ok(reply),
+        }
+    }
+
+    fn link_fault(&self, what: &str, k: usize, arg: Option<u64>) -> Result<(), String> {
+        let k = k.to_string();
+        let arg = arg.map(|a| a.to_string());
+        let mut args: Vec<&[u8]> = vec![what.as_bytes(), k.as_bytes()];
+        if let Some(a) = &arg {
+            args.push(a.as_bytes());
+        }
+        self.replication(&args).map(|_| ())
+    }
+
+    /// This primary's replica links, in the order they connected (link
+    /// `k` below is the `k`-th of them, INFO's `slave<k>`).
+    pub fn replica_links(&self) -> Vec<ReplicaLink> {
+        let Ok(Reply::Array(rows)) = self.replication(&[b"LINKS"]) else {
+            return Vec::new();
+        };
+        let text = |r: &Reply| match r {
+            Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+            Reply::Status(s) => s.to_string(),
+            _ => String::new(),
+        };
+        let int = |r: &Reply| match r {
+            Reply::Int(n) => *n as u64,
+            _ => 0,
+        };
+        rows.iter()
+            .filter_map(|row| match row {
+                Reply::Array(f) if f.len() == 8 => Some(ReplicaLink {
+                    ip: text(&f[0]),
+                    port: int(&f[1]) as u16,
+                    state: text(&f[2]),
+                    acked: int(&f[3]),
+                    sent: int(&f[4]),
+                    paused: int(&f[5]) != 0,
+                    delay_ms: int(&f[6]),
+                    writes_to_drop: int(&f[7]),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Link `k` writes nothing of the stream from now on (the writes wait
+    /// in the backlog; WAIT counts the replica only for what it had) until
+    /// [`ServerControl::resume_link`] (`COORDIS.REPLICATION PAUSE k`).
+    pub fn pause_link(&self, k: usize) -> Result<(), String> {
+        self.link_fault("PAUSE", k, None)
+    }
+
+    /// Lifts link `k`'s pause and delay: what waited goes out at once.
+    pub fn resume_link(&self, k: usize) -> Result<(), String> {
+        self.link_fault("RESUME", k, None)
+    }
+
+    /// From now on link `k` writes each byte `by` of server clock after it
+    /// was published (zero: no delay); moving the test clock releases them.
+    pub fn delay_link(&self, k: usize, by: Duration) -> Result<(), String> {
+        self.link_fault("DELAY", k, Some(by.as_millis().min(u64::MAX as u128) as u64))
+    }
+
+    /// Closes link `k`: the replica reconnects and resyncs partially.
+    pub fn cut_link(&self, k: usize) -> Result<(), String> {
+        self.link_fault("CUT", k, None)
+    }
+
+    /// Link `k` leaves out the next `n` writes: the replica never gets
+    /// them (and never acknowledges this primary's offset again).
+    pub fn drop_writes(&self, k: usize, n: u64) -> Result<(), String> {
+        self.link_fault("DROP", k, Some(n))
+    }
+
+    /// The primary dies now: every connection is dropped and new ones are
+    /// closed (as [`ServerControl::set_down`]; `set_down(false)` brings it
+    /// back, data as it was). With `sent_last` each link first writes
+    /// everything the primary had published (a paused or delayed one too);
+    /// without, what a link had not written yet is lost with it. Returns
+    /// once the links are closed.
+    pub fn primary_dies(&self, sent_last: bool) {
+        let how: &[u8] = if sent_last { b"SENT" } else { b"UNSENT" };
+        let mut all: Vec<bytes::Bytes> = vec![bytes::Bytes::from_static(b"COORDIS.REPLICATION"), "DIE".into()];
+        all.push(bytes::Bytes::copy_from_slice(how));
+        self.dropping(|engine| engine.run_internal(0, &all));
+        let started = std::time::Instant::now();
+        while !self.replica_links().is_empty() && started.elapsed() < DIE_DRAIN_WAIT {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Promotes replica `k` (sends it `REPLICAOF NO ONE`, blocking until it
+    /// answered; call it from a test's thread, not from the server's
+    /// runtime). Works after [`ServerControl::primary_dies`] too; returns
+    /// the replica's address.
+    pub fn promote_replica(&self, k: usize) -> Result<std::net::SocketAddr, String> {
+        let found = self.engine.lock().replica_address(k);
+        let (ip, port) = found.ok_or_else(|| crate::errors::NO_SUCH_LINK.to_string())?;
+        self.promote_at(&ip, port as u16)
+    }
+
+    fn promote_at(&self, ip: &str, port: u16) -> Result<std::net::SocketAddr, String> {
+        use std::io::{Read, Write};
+        let addr: std::net::SocketAddr = format!("{ip}:{port}").parse().map_err(|e| format!("{e}"))?;
+        let mut s = std::net::TcpStream::connect_timeout(&addr, PROMOTE_WAIT).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(PROMOTE_WAIT)).map_err(|e| e.to_string())?;
+        s.write_all(&crate::replica::link::encode(&[b"REPLICAOF", b"NO", b"ONE"]))
+            .map_err(|e| e.to_string())?;
+        let mut reply = [0u8; 256];
+        let n = s.read(&mut reply).map_err(|e| e.to_string())?;
+        match &reply[..n] {
+            b"+OK\r\n" => Ok(addr),
+            other => Err(String::from_utf8_lossy(other).into_owned()),
+        }
     }
 }
 

@@ -550,6 +550,7 @@ impl Engine {
     /// A replica acknowledged: the WAITs it satisfied are answered, the
     /// others' timeout replies count it.
     pub(crate) fn replication_acked(&mut self) {
+        crate::repl::failover::update(&mut self.dbs, &mut self.state);
         for (id, count, done) in self.state.repl.waiter_counts() {
             let Some(mut client) = self.state.clients.take(id) else {
                 self.state.repl.drop_waiter(id);
@@ -569,6 +570,11 @@ impl Engine {
             }
             self.state.clients.put_back(client);
         }
+    }
+
+    /// Replica `k`'s address ([`crate::repl::Replication::replica_address`]).
+    pub(crate) fn replica_address(&self, k: usize) -> Option<(String, u64)> {
+        self.state.repl.replica_address(k)
     }
 
     /// A replica's link ended.
@@ -1000,7 +1006,16 @@ impl Engine {
             masteruser: self.state.config.replica.masteruser.clone(),
             port: self.state.port,
             psync: replica.psync_request(),
+            failover: self.state.repl.failover.phase == crate::repl::failover::Phase::InProgress,
         })
+    }
+
+    /// The target of this server's FAILOVER answered its PSYNC FAILOVER
+    /// (`accepted`: +CONTINUE or +FULLRESYNC); see [`crate::repl::failover::handed_over`].
+    pub(crate) fn replica_failover_answered(&mut self, generation: u64, accepted: bool) {
+        if self.replica_current(generation) {
+            crate::repl::failover::handed_over(&mut self.dbs, &mut self.state, accepted);
+        }
     }
 
     fn replica_current(&self, generation: u64) -> bool {
@@ -1247,6 +1262,8 @@ fn settle_state(
     }
     let now = state.clock.now_ms();
     crate::blocked::expire(dbs, state, now);
+    crate::repl::failover::update(dbs, state);
+    state.repl.nudge_links();
     let mut current = current;
     while active_expire_step(dbs, state, current.as_deref_mut(), EXPIRE_STEP_KEYS) {}
     close_idle_clients(state);

@@ -121,6 +121,31 @@ pub(crate) const STALE_IN_SCRIPT: &str = "ERR Can not execute the command on a s
 pub(crate) const INVALID_MASTER_PORT: &str = "ERR Invalid master port";
 /// REPLICAOF's answer when the link already points at that primary.
 pub(crate) const ALREADY_CONNECTED: &str = "OK Already connected to specified master";
+/// FAILOVER and the PSYNC FAILOVER handoff (Redis's `failoverCommand`,
+/// `syncCommand`, `replicaofCommand`).
+pub(crate) mod failover {
+    pub(crate) const NOT_IN_PROGRESS: &str = "ERR No failover in progress.";
+    pub(crate) const TIMEOUT_NOT_POSITIVE: &str = "ERR FAILOVER timeout must be greater than 0";
+    pub(crate) const IN_PROGRESS: &str = "ERR FAILOVER already in progress.";
+    pub(crate) const ON_REPLICA: &str = "ERR FAILOVER is not valid when server is a replica.";
+    pub(crate) const NO_REPLICAS: &str = "ERR FAILOVER requires connected replicas.";
+    pub(crate) const FORCE_NEEDS: &str =
+        "ERR FAILOVER with force option requires both a timeout and target HOST and IP.";
+    pub(crate) const NOT_A_REPLICA: &str = "ERR FAILOVER target HOST and PORT is not a replica.";
+    pub(crate) const NOT_ONLINE: &str = "ERR FAILOVER target replica is not online.";
+    pub(crate) const IN_CLUSTER: &str =
+        "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.";
+    /// REPLICAOF while a FAILOVER runs.
+    pub(crate) const NO_REPLICAOF: &str = "ERR REPLICAOF not allowed while failing over.";
+    /// PSYNC ... FAILOVER sent to a primary.
+    pub(crate) const PSYNC_TO_PRIMARY: &str = "ERR PSYNC FAILOVER can't be sent to a master.";
+    /// PSYNC ... FAILOVER naming another history than the replica's.
+    pub(crate) const PSYNC_REPLID: &str = "ERR PSYNC FAILOVER replid must match my replid.";
+    /// A replica asking to sync while this server fails over.
+    pub(crate) const NO_SYNC_FAILING_OVER: &str = "NOMASTERLINK Can't SYNC while failing over";
+    /// A replica asking to sync from a replica whose own link is down.
+    pub(crate) const NO_SYNC_LINK_DOWN: &str = "NOMASTERLINK Can't SYNC while not connected with my master";
+}
 pub(crate) const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub(crate) const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
 pub(crate) const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
@@ -164,6 +189,10 @@ pub(crate) const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test
 pub(crate) const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 /// `COORDIS.SERVER PAUSE` on an engine driven without a runtime (tests).
 pub(crate) const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
+/// COORDIS.REPLICATION naming a replica link that is not there.
+pub(crate) const NO_SUCH_LINK: &str = "ERR no replica link with that index (COORDIS.REPLICATION LINKS lists them)";
+/// COORDIS.REPLICATION PROMOTE outside a runtime (nothing to talk to the replica).
+pub(crate) const PROMOTE_NO_RUNTIME: &str = "ERR no runtime to reach the replica";
 /// `COORDIS.FAULT ADD ... PROBABILITY p` outside 0..1.
 pub(crate) const PROBABILITY: &str = "ERR probability must be a number from 0 to 1";
 

@@ -1,5 +1,7 @@
 //! The test-control plane over the wire: `COORDIS.CLOCK`,
-//! `COORDIS.SERVER`, `COORDIS.FAULT` and `COORDIS.MEMORY`, in coordis's own namespace, for test suites in any
+//! `COORDIS.SERVER`, `COORDIS.FAULT`, `COORDIS.MEMORY` and
+//! `COORDIS.REPLICATION` (a primary's replica links: delay, pause, cut,
+//! drop writes; the primary dies; promote a replica), in coordis's own namespace, for test suites in any
 //! language (the Rust side is [`crate::ServerClock`] and
 //! `Server::pause`/`restart`). Refused unless `enable-test-commands` allows it
 //! (`no`, `yes`, or `local`: loopback clients only), as Redis gates DEBUG
@@ -30,6 +32,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
     spec!("coordis.fault", -2, 0, 0, (0, 0, 0), "A container for fault rules (coordis's own)", super::container, FAULT),
     spec!("coordis.memory", -2, 0, 0, (0, 0, 0), "A container for memory limits and eviction (coordis's own)", super::container, MEMORY),
+    spec!("coordis.replication", -2, 0, 0, (0, 0, 0), "A container for replica link faults (coordis's own)", super::container, REPLICATION),
     command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | GUARD_DEBUG, 0, (0, 0, 0), "A container for debugging commands", debug),
 ];
 
@@ -50,6 +53,19 @@ static MEMORY: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.memory|fill", -3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, memory_fill),
     subcommand!("coordis", "coordis.memory|candidates", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, memory_candidates),
     subcommand!("coordis", "coordis.memory|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, memory_help),
+];
+
+#[rustfmt::skip]
+static REPLICATION: &[CommandSpec] = &[
+    subcommand!("coordis", "coordis.replication|links", 2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_links),
+    subcommand!("coordis", "coordis.replication|pause", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_pause),
+    subcommand!("coordis", "coordis.replication|resume", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_resume),
+    subcommand!("coordis", "coordis.replication|delay", 4, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_delay),
+    subcommand!("coordis", "coordis.replication|cut", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_cut),
+    subcommand!("coordis", "coordis.replication|drop", 4, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_drop),
+    subcommand!("coordis", "coordis.replication|die", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_die),
+    subcommand!("coordis", "coordis.replication|promote", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, repl_promote),
+    subcommand!("coordis", "coordis.replication|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, repl_help),
 ];
 
 #[rustfmt::skip]
@@ -579,6 +595,165 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
         "SEED <n>",
         "    Seed every random choice (SPOP, SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY).",
+    ])
+}
+
+/// Replica link `k` (0-based, in the order they connected, as INFO's
+/// `slave<k>` lines).
+fn link(ctx: &Ctx, k: &[u8]) -> Result<std::sync::Arc<crate::repl::Replica>, Reply> {
+    let k = non_negative(k)?;
+    let replicas = ctx.server.repl.replicas();
+    usize::try_from(k)
+        .ok()
+        .and_then(|k| replicas.get(k).cloned())
+        .ok_or_else(|| err(errors::NO_SUCH_LINK))
+}
+
+/// LINKS: each replica link, in INFO's order: `[ip, port, state, acked
+/// offset, sent offset, paused (0|1), delay ms, writes still to drop]`.
+fn repl_links(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    use std::sync::atomic::Ordering::Acquire;
+    let rows = ctx
+        .server
+        .repl
+        .replicas()
+        .iter()
+        .map(|r| {
+            let next = r.next.load(Acquire);
+            let sent = if next == u64::MAX { 0 } else { next - 1 };
+            Reply::Array(vec![
+                Reply::bulk(r.ip.clone()),
+                Reply::Int(r.port as i64),
+                Reply::bulk(r.state().name()),
+                Reply::Int(r.ack_offset() as i64),
+                Reply::Int(sent as i64),
+                Reply::Int(i64::from(r.faults.paused.load(Acquire))),
+                Reply::Int(r.faults.delay_ms.load(Acquire) as i64),
+                Reply::Int(r.faults.drop_units.load(Acquire) as i64),
+            ])
+        })
+        .collect();
+    Reply::Array(rows)
+}
+
+/// PAUSE k: link `k` writes nothing of the stream until RESUME (the bytes
+/// wait in the backlog; the replica still acknowledges what it has).
+fn repl_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(link(ctx, &args[2])).faults.set_paused(true);
+    Reply::Ok
+}
+
+/// RESUME k: lifts PAUSE and DELAY; what waited goes out at once.
+fn repl_resume(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let r = tri!(link(ctx, &args[2]));
+    r.faults.set_delay(0);
+    r.faults.set_paused(false);
+    Reply::Ok
+}
+
+/// DELAY k ms: from now on link `k` writes each byte `ms` of server clock
+/// after it was published (0: no delay); a moved test clock releases them.
+fn repl_delay(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let r = tri!(link(ctx, &args[2]));
+    r.faults.set_delay(tri!(non_negative(&args[3])));
+    Reply::Ok
+}
+
+/// CUT k: link `k` is closed; the replica reconnects and continues from
+/// the backlog (a partial resync).
+fn repl_cut(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    tri!(link(ctx, &args[2])).kill();
+    Reply::Ok
+}
+
+/// DROP k n: link `k` leaves out the next `n` writes (the replica never
+/// gets them, and never acknowledges the primary's offset again).
+fn repl_drop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let r = tri!(link(ctx, &args[2]));
+    let n = tri!(non_negative(&args[3]));
+    match ctx.server.repl.hub() {
+        Some(hub) => hub.arm_drops(&r, n),
+        None => r.faults.drop_next(n),
+    }
+    Reply::Ok
+}
+
+/// DIE [UNSENT|SENT]: the primary dies now (as COORDIS.SERVER DOWN, for
+/// good: every connection dropped, this one without a reply, new ones
+/// closed). UNSENT (the default): what the links had not written yet is
+/// lost with it. SENT: each link first writes everything published, then
+/// closes.
+fn repl_die(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let sent = match &args[2..] {
+        [] => false,
+        [a] if a.eq_ignore_ascii_case(b"unsent") => false,
+        [a] if a.eq_ignore_ascii_case(b"sent") => true,
+        _ => return err(errors::SYNTAX),
+    };
+    die(ctx.server, sent);
+    ctx.client.close_after_reply = true;
+    Reply::NOTHING
+}
+
+/// The primary dies (see [`repl_die`]): its links end (at once, or once
+/// they wrote the stream's end), every other connection is dropped and new
+/// ones are refused.
+pub(crate) fn die(server: &mut crate::state::ServerState, sent: bool) {
+    let end = server.repl.offset() + 1;
+    server.repl.died_with = server.repl.replicas().iter().map(|r| (r.ip.clone(), r.port)).collect();
+    for r in server.repl.replicas() {
+        if sent && r.state() == crate::repl::State::Online {
+            r.faults.drain(end);
+        } else {
+            r.kill();
+        }
+    }
+    tracing::warn!(
+        "the primary dies (test-control plane), its last writes {}",
+        if sent { "sent" } else { "unsent" }
+    );
+    server.shared.down.store(true, std::sync::atomic::Ordering::Release);
+    server.clients.kill_where(|c| !(sent && c.replica));
+}
+
+/// PROMOTE k: replica `k` is sent `REPLICAOF NO ONE` (it is a primary
+/// once its ROLE says so: the reply comes first); answers its address.
+fn repl_promote(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let k = tri!(non_negative(&args[2]));
+    let found = usize::try_from(k).ok().and_then(|k| ctx.server.repl.replica_address(k));
+    let Some((ip, port)) = found else {
+        return err(errors::NO_SUCH_LINK);
+    };
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return err(errors::PROMOTE_NO_RUNTIME);
+    };
+    let addr = format!("{ip}:{port}");
+    let target = addr.clone();
+    runtime.spawn(async move {
+        if let Err(e) = crate::repl::promote_at(&target).await {
+            tracing::warn!("PROMOTE {target}: {e}");
+        }
+    });
+    Reply::bulk(addr)
+}
+
+fn repl_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
+    super::server::help_reply(&[
+        "COORDIS.REPLICATION <subcommand> [<arg> ...]. Subcommands are:",
+        "LINKS",
+        "    Each replica link: ip, port, state, acked offset, sent offset, paused, delay ms, writes to drop.",
+        "PAUSE <k> | RESUME <k>",
+        "    Link k writes nothing of the stream / goes on (RESUME also lifts DELAY).",
+        "DELAY <k> <milliseconds>",
+        "    Link k writes each byte that long (server clock) after it was published.",
+        "CUT <k>",
+        "    Close link k; the replica reconnects and resyncs partially.",
+        "DROP <k> <n>",
+        "    Link k leaves out the next n writes.",
+        "DIE [UNSENT|SENT]",
+        "    The primary dies now, with what its links had not written lost (UNSENT) or sent first (SENT).",
+        "PROMOTE <k>",
+        "    Send REPLICAOF NO ONE to replica k; answers its address.",
     ])
 }
 

@@ -1,5 +1,6 @@
 //! REPLICAOF and SLAVEOF: make this server a replica of a primary, or
-//! promote it (`NO ONE`). The state they change is
+//! promote it (`NO ONE`); FAILOVER, the coordinated hand-over
+//! ([`crate::repl::failover`] runs it). The state they change is
 //! [`crate::replica::ReplicaState`]; the link task follows it.
 
 use bytes::Bytes;
@@ -15,6 +16,7 @@ use crate::store::num;
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     command!("server", "replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Make the server a replica of another instance, or promote it as master.", replicaof),
+    command!("server", "failover", -1, ADMIN | NOSCRIPT | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Start a coordinated failover between this server and one of its replicas.", failover),
     command!("server", "slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Make the server a replica of another instance, or promote it as master.", replicaof),
 ];
 
@@ -23,9 +25,12 @@ const MAX_PORT: i64 = 65535;
 
 /// REPLICAOF host port | NO ONE (Redis's `replicaofCommand`).
 fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.server.repl.failover.active() {
+        return err(errors::failover::NO_REPLICAOF);
+    }
     if is(&args[1], "no") && is(&args[2], "one") {
         if ctx.server.replica.is_replica() {
-            promote(ctx);
+            promote_server(ctx.dbs, ctx.server);
             tracing::info!(
                 "MASTER MODE enabled (user request from '{}')",
                 ctx.client.info_line(ctx.now)
@@ -53,14 +58,7 @@ fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::status(errors::ALREADY_CONNECTED);
     }
     let (host, port) = (primary.host.clone(), primary.port);
-    ctx.server.replica.follow(primary, ctx.now);
-    // CONFIG GET replicaof (and CONFIG REWRITE) show the primary in force.
-    ctx.server.config.replica.replicaof = format!("{host} {port}");
-    // A replica keeps expired keys until the primary's DELs come.
-    for db in ctx.dbs.iter_mut() {
-        db.keep_expired = true;
-    }
-    ctx.server.shared.replica_changed.notify_one();
+    follow_server(ctx.dbs, ctx.server, primary);
     tracing::info!(
         "REPLICAOF {host}:{port} enabled (user request from '{}')",
         ctx.client.info_line(ctx.now)
@@ -68,21 +66,123 @@ fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
-/// REPLICAOF NO ONE on a replica: the link stops, writes are accepted and
-/// keys expire here again; the history continues under a new replication
-/// ID (see [`crate::replica::ReplicaState::promote`]).
-fn promote(ctx: &mut Ctx) {
+/// REPLICAOF host port (and FAILOVER's hand-over): this server follows
+/// `primary`. A primary becoming a replica asks the new primary to continue
+/// its own history: the position cached is the primary side's IDs and
+/// offset (Redis's `replicationCacheMasterUsingMyself`).
+pub(crate) fn follow_server(dbs: &mut [crate::store::Db], server: &mut crate::state::ServerState, primary: Primary) {
+    if !server.replica.is_replica() {
+        server.replica.replid = server.repl.ids().0.to_string();
+        server.replica.offset = server.repl.offset() as i64;
+    }
+    let (host, port) = (primary.host.clone(), primary.port);
+    let now = server.clock.now_ms();
+    server.replica.follow(primary, now);
+    // CONFIG GET replicaof (and CONFIG REWRITE) show the primary in force.
+    server.config.replica.replicaof = format!("{host} {port}");
+    // A replica keeps expired keys until the primary's DELs come.
+    for db in dbs.iter_mut() {
+        db.keep_expired = true;
+    }
+    server.shared.replica_changed.notify_one();
+}
+
+/// REPLICAOF NO ONE on a replica (and PSYNC FAILOVER, an aborted
+/// FAILOVER): the link stops, writes are accepted and keys expire here
+/// again; the history continues under a new replication ID (see
+/// [`crate::replica::ReplicaState::promote`]).
+pub(crate) fn promote_server(dbs: &mut [crate::store::Db], server: &mut crate::state::ServerState) {
     // The primary side serves from here on: it takes the history the link
-    // kept and shifts it, as the link's state does (PSYNC2 continuity).
-    let (replid, offset) = (ctx.server.replica.replid.clone(), ctx.server.replica.offset);
-    ctx.server.repl.set_from_primary(&replid, offset.max(0) as u64);
-    ctx.server.repl.shift_ids_on_promotion();
-    let new_replid = ctx.server.repl.ids().0.to_string();
-    ctx.server.replica.promote(new_replid);
-    ctx.server.config.replica.replicaof.clear();
-    let paused = !crate::blocked::expiry_allowed(ctx.server);
-    for db in ctx.dbs.iter_mut() {
+    // kept, with a backlog from its offset, and shifts it, as the link's
+    // state does (PSYNC2 continuity).
+    let (replid, offset) = (server.replica.replid.clone(), server.replica.offset);
+    server
+        .repl
+        .adopt(&replid, offset.max(0) as u64, &mut server.effects, &server.config);
+    server.repl.shift_ids_on_promotion();
+    let new_replid = server.repl.ids().0.to_string();
+    server.replica.promote(new_replid);
+    server.config.replica.replicaof.clear();
+    let paused = !crate::blocked::expiry_allowed(server);
+    for db in dbs.iter_mut() {
         db.keep_expired = paused;
     }
-    ctx.server.shared.replica_changed.notify_one();
+    server.shared.replica_changed.notify_one();
+}
+
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms] (Redis's
+/// `failoverCommand`: its checks, in its order).
+fn failover(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    use errors::failover as e;
+    if ctx.server.cluster.is_some() {
+        return err(e::IN_CLUSTER);
+    }
+    if args.len() == 2 && is(&args[1], "abort") {
+        if !ctx.server.repl.failover.active() {
+            return err(e::NOT_IN_PROGRESS);
+        }
+        crate::repl::failover::abort(ctx.dbs, ctx.server, "Failover manually aborted");
+        return Reply::Ok;
+    }
+    let (mut timeout, mut force, mut target) = (0i64, false, None);
+    let mut j = 1;
+    while j < args.len() {
+        if is(&args[j], "timeout") && j + 1 < args.len() && timeout == 0 {
+            timeout = crate::tri!(super::args::int(&args[j + 1]));
+            if timeout <= 0 {
+                return err(e::TIMEOUT_NOT_POSITIVE);
+            }
+            j += 2;
+        } else if is(&args[j], "to") && j + 2 < args.len() && target.is_none() {
+            let port = crate::tri!(super::args::int(&args[j + 2]));
+            target = Some((String::from_utf8_lossy(&args[j + 1]).into_owned(), port));
+            j += 3;
+        } else if is(&args[j], "force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return err(errors::SYNTAX);
+        }
+    }
+    if ctx.server.repl.failover.active() {
+        return err(e::IN_PROGRESS);
+    }
+    if ctx.server.replica.is_replica() {
+        return err(e::ON_REPLICA);
+    }
+    let replicas = ctx.server.repl.replicas();
+    if replicas.is_empty() {
+        return err(e::NO_REPLICAS);
+    }
+    if force && (timeout == 0 || target.is_none()) {
+        return err(e::FORCE_NEEDS);
+    }
+    let target = match target {
+        Some((host, port)) => {
+            // A port that is no u64 matches no replica's listening port.
+            let found = u64::try_from(port)
+                .ok()
+                .and_then(|p| replicas.iter().find(|r| r.matches(&host, p)));
+            let Some(replica) = found else {
+                return err(e::NOT_A_REPLICA);
+            };
+            if replica.state() != crate::repl::State::Online {
+                return err(e::NOT_ONLINE);
+            }
+            tracing::info!("FAILOVER requested to {host}:{port}.");
+            Some((host, replica.port))
+        }
+        None => {
+            tracing::info!("FAILOVER requested to any replica.");
+            None
+        }
+    };
+    let end_ms = if timeout > 0 {
+        ctx.now.saturating_add(timeout as u64)
+    } else {
+        0
+    };
+    ctx.server.repl.failover.start(target, end_ms, force);
+    crate::blocked::failover_pause(ctx.dbs, ctx.server);
+    Reply::Ok
 }

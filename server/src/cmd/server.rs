@@ -1229,14 +1229,52 @@ fn psync(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if ctx.client.replica {
         return Reply::NOTHING;
     }
+    // PSYNC replid offset FAILOVER: the primary hands its role over to this
+    // replica, which continues its history (Redis's `syncCommand`).
+    if args.len() > 3 && is(&args[3], "failover") {
+        tracing::warn!(
+            "Failover request received for replid {}.",
+            String::from_utf8_lossy(&args[1])
+        );
+        if !ctx.server.replica.is_replica() {
+            return err(errors::failover::PSYNC_TO_PRIMARY);
+        }
+        if !args[1].eq_ignore_ascii_case(ctx.server.replica.replid.as_bytes()) {
+            return err(errors::failover::PSYNC_REPLID);
+        }
+        super::replicaof::promote_server(ctx.dbs, ctx.server);
+        tracing::info!(
+            "MASTER MODE enabled (failover request from '{}')",
+            ctx.client.info_line(ctx.now)
+        );
+    }
+    if let Some(refused) = sync_refused(ctx) {
+        return refused;
+    }
     let offset = tri!(super::args::int(&args[2]));
     start_sync(ctx, Some((&args[1], offset)))
+}
+
+/// Why this server serves no replica now: it fails over, or it is a
+/// replica whose own link is down (Redis's `syncCommand`).
+fn sync_refused(ctx: &Ctx) -> Option<Reply> {
+    if ctx.server.repl.failover.active() {
+        return Some(err(errors::failover::NO_SYNC_FAILING_OVER));
+    }
+    let replica = &ctx.server.replica;
+    if replica.is_replica() && !replica.link_up() {
+        return Some(err(errors::failover::NO_SYNC_LINK_DOWN));
+    }
+    None
 }
 
 /// SYNC: the old protocol's full sync (no +FULLRESYNC line).
 fn sync(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     if ctx.client.replica {
         return Reply::NOTHING;
+    }
+    if let Some(refused) = sync_refused(ctx) {
+        return refused;
     }
     start_sync(ctx, None)
 }
@@ -1542,8 +1580,9 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         let r = &s.replica;
         if r.is_replica() {
             parts.push(format!(
-                "# Replication\r\n{}connected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+                "# Replication\r\n{}connected_slaves:0\r\nmaster_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
                 r.info_lines(&s.config, now),
+                s.repl.failover.phase.word(),
                 r.replid,
                 r.replid2,
                 r.offset,

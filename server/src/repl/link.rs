@@ -5,12 +5,20 @@
 //! replica's offset as the engine publishes it, and reads the replica's
 //! `REPLCONF ACK`s.
 //!
+//! The test-control plane's faults ([`super::LinkFaults`]) act here: a
+//! paused link writes nothing of the stream, a delayed one writes bytes
+//! once the server clock is that far past when it saw them published, the
+//! units a link was told to drop are skipped, and a draining one (a dying
+//! primary's last words) ends once it wrote up to its mark.
+//!
 //! It owns the socket and nothing of the engine: it takes the engine lock
 //! only to report ACKs (WAIT), and never while it holds the hub's lock.
 //! What must never happen here: a write to the socket under either lock.
 
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
@@ -55,7 +63,14 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     handoff: Handoff,
     ctx: LinkCtx<'_>,
 ) -> io::Result<()> {
-    let Handoff { replica, hub, mut msgs } = handoff;
+    let Handoff {
+        replica,
+        hub,
+        mut msgs,
+        clock,
+    } = handoff;
+    let mut moved = clock.moved();
+    let mut delay = Delay::default();
     let LinkCtx {
         engine,
         script,
@@ -76,10 +91,36 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         if replica.is_killed() || *stop.borrow() {
             return Ok(());
         }
+        let mut wait = None;
         if streaming {
             loop {
-                let next = replica.next.load(Ordering::Acquire);
-                let Some(chunk) = hub.read_from(next) else {
+                let mut next = replica.next.load(Ordering::Acquire);
+                let mut upto = u64::MAX;
+                let faults = &replica.faults;
+                if faults.any() {
+                    let drain_to = faults.drain_to.load(Ordering::Acquire);
+                    if next >= drain_to {
+                        return Ok(());
+                    }
+                    if faults.paused.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let (from, limit) = faults.skip_from(next);
+                    if from != next {
+                        next = from;
+                        replica.next.store(next, Ordering::Release);
+                    }
+                    let (free_to, wake) = delay.free_to(
+                        faults.delay_ms.load(Ordering::Acquire),
+                        hub.offset() + 1,
+                        clock.now_ms(),
+                    );
+                    wait = wake;
+                    upto = limit.min(drain_to).min(free_to);
+                } else {
+                    delay.reset(hub.offset() + 1);
+                }
+                let Some(chunk) = hub.read_from(next, upto) else {
                     tracing::warn!("Replica {}:{} fell out of the backlog", replica.ip, replica.port);
                     return Ok(());
                 };
@@ -134,6 +175,9 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                     return Ok(());
                 }
             }
+            () = replica.faults.changed.notified() => {}
+            _ = async { moved.as_mut().expect("guarded").changed().await }, if moved.is_some() && wait.is_some() => {}
+            () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {}
             read = rd.read_buf(&mut buf) => {
                 if read? == 0 {
                     return Ok(());
@@ -161,6 +205,51 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         if acked {
             crate::net::lock_engine(engine, script).await.replication_acked();
         }
+    }
+}
+
+/// A delayed link's record of when it saw the stream published: bytes up
+/// to `free_to` may go; each later stretch goes once the clock is the
+/// delay past its stamp.
+#[derive(Debug, Default)]
+struct Delay {
+    /// (end offset, server clock ms it was seen at), oldest first.
+    stamps: VecDeque<(u64, u64)>,
+    /// The offset (exclusive) up to which the stream was seen.
+    seen: u64,
+    /// The offset (exclusive) up to which bytes may be written.
+    free: u64,
+}
+
+impl Delay {
+    /// No delay: everything seen is free.
+    fn reset(&mut self, end: u64) {
+        self.stamps.clear();
+        self.seen = end;
+        self.free = end;
+    }
+
+    /// With `delay_ms` (0: none) and the stream's end now: the offset up
+    /// to which bytes may go, and how long until more may (real time, the
+    /// clock's pace; a moved test clock wakes the link sooner).
+    fn free_to(&mut self, delay_ms: u64, end: u64, now: u64) -> (u64, Option<Duration>) {
+        if delay_ms == 0 {
+            self.reset(end);
+            return (u64::MAX, None);
+        }
+        if end > self.seen {
+            self.stamps.push_back((end, now));
+            self.seen = end;
+        }
+        while let Some(&(stamp_end, at)) = self.stamps.front() {
+            if at.saturating_add(delay_ms) > now {
+                let left = at.saturating_add(delay_ms) - now;
+                return (self.free, Some(Duration::from_millis(left)));
+            }
+            self.free = stamp_end;
+            self.stamps.pop_front();
+        }
+        (self.free, None)
     }
 }
 

@@ -35,6 +35,7 @@
 //! What must never happen here: the engine lock taken by a link while it
 //! holds the hub's lock, or a link task awaited under the engine lock.
 
+pub(crate) mod failover;
 pub(crate) mod link;
 
 use std::collections::VecDeque;
@@ -97,7 +98,7 @@ impl State {
     }
 
     /// INFO's `state=` (Redis's `replstateToString`).
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             State::WaitStart | State::WaitEnd => "wait_bgsave",
             State::SendBulk => "send_bulk",
@@ -166,13 +167,98 @@ pub(crate) struct Replica {
     ack_ms: AtomicU64,
     /// Offset of the next stream byte to write to it; `u64::MAX` before its
     /// snapshot starts (it holds nothing in the backlog until then).
-    next: AtomicU64,
+    pub(crate) next: AtomicU64,
     /// [`now_ms`] since it has been over the soft output limit (0: not).
     soft_since: AtomicU64,
     /// Set when it must be disconnected (output limit, timeout, kill).
     killed: AtomicBool,
     /// Wakes its link: a kill, or an ACK that starts a diskless stream.
     wake: Notify,
+    /// What the test-control plane does to its link ([`LinkFaults`]).
+    pub(crate) faults: LinkFaults,
+}
+
+/// The test-control plane's faults on one replica's link
+/// ([`crate::ServerControl::pause_link`] and the rest, `COORDIS.REPLICATION`):
+/// the link reads them before each write, so a fault set under the engine
+/// lock holds from the next byte on. None set costs the link two loads.
+#[derive(Debug)]
+pub(crate) struct LinkFaults {
+    /// Nothing of the stream is written while set (it waits in the backlog).
+    pub(crate) paused: AtomicBool,
+    /// Stream bytes go out this many ms of server clock after the link saw
+    /// them published (0: at once).
+    pub(crate) delay_ms: AtomicU64,
+    /// Writes (units of the stream) still to leave out of this link.
+    pub(crate) drop_units: AtomicU64,
+    /// The `[start, end)` offsets of the units left out, oldest first.
+    skips: Mutex<VecDeque<(u64, u64)>>,
+    /// A dying primary's last words: the link writes the stream up to this
+    /// offset (exclusive) and ends; `u64::MAX`: no end.
+    pub(crate) drain_to: AtomicU64,
+    /// Wakes the link when a fault changes.
+    pub(crate) changed: Notify,
+}
+
+impl Default for LinkFaults {
+    fn default() -> Self {
+        LinkFaults {
+            paused: AtomicBool::new(false),
+            delay_ms: AtomicU64::new(0),
+            drop_units: AtomicU64::new(0),
+            skips: Mutex::new(VecDeque::new()),
+            drain_to: AtomicU64::new(u64::MAX),
+            changed: Notify::new(),
+        }
+    }
+}
+
+impl LinkFaults {
+    /// Sets or lifts the pause.
+    pub(crate) fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    pub(crate) fn set_delay(&self, ms: u64) {
+        self.delay_ms.store(ms, Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    /// The next `n` writes are left out of this link.
+    pub(crate) fn drop_next(&self, n: u64) {
+        self.drop_units.store(n, Ordering::Release);
+    }
+
+    /// The link writes up to `end` (exclusive), at once, and ends.
+    pub(crate) fn drain(&self, end: u64) {
+        self.paused.store(false, Ordering::Release);
+        self.delay_ms.store(0, Ordering::Release);
+        self.drain_to.store(end, Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    /// Whether any fault is set (the link's fast path skips the rest).
+    fn any(&self) -> bool {
+        self.paused.load(Ordering::Acquire)
+            || self.delay_ms.load(Ordering::Acquire) != 0
+            || self.drain_to.load(Ordering::Acquire) != u64::MAX
+            || !self.skips.lock().is_empty()
+    }
+
+    /// From `next`, past the units left out: where the link writes from,
+    /// and the first offset it may not write yet (a left-out unit's start).
+    fn skip_from(&self, mut next: u64) -> (u64, u64) {
+        let mut skips = self.skips.lock();
+        while let Some(&(start, end)) = skips.front() {
+            if next < start {
+                return (next, start);
+            }
+            next = next.max(end);
+            skips.pop_front();
+        }
+        (next, u64::MAX)
+    }
 }
 
 impl Replica {
@@ -208,6 +294,12 @@ impl Replica {
     pub(crate) fn is_killed(&self) -> bool {
         self.killed.load(Ordering::Acquire)
     }
+
+    /// Whether it is the replica at `host` `port` (Redis's `findReplica`:
+    /// the address it announced, or its peer's, and its listening port).
+    pub(crate) fn matches(&self, host: &str, port: u64) -> bool {
+        self.ip.eq_ignore_ascii_case(host) && self.port == port
+    }
 }
 
 /// What a replica's link is told by the engine.
@@ -227,6 +319,8 @@ pub(crate) struct Handoff {
     pub(crate) replica: Arc<Replica>,
     pub(crate) hub: Arc<Hub>,
     pub(crate) msgs: mpsc::UnboundedReceiver<LinkMsg>,
+    /// The server clock: a delayed link's times are on it.
+    pub(crate) clock: Arc<dyn crate::store::Clock>,
 }
 
 /// The backlog and the replicas' positions, behind the hub's lock.
@@ -264,6 +358,9 @@ pub(crate) struct Hub {
     inner: Mutex<Backlog>,
     /// The offset, published at the end of each engine batch.
     published: watch::Sender<u64>,
+    /// A link was told to drop writes ([`Hub::arm_drops`]): only then does
+    /// a write look at the links.
+    dropping: AtomicBool,
 }
 
 impl Hub {
@@ -278,12 +375,57 @@ impl Hub {
                 replicas: Vec::new(),
             }),
             published: watch::channel(offset).0,
+            dropping: AtomicBool::new(false),
+        }
+    }
+
+    /// Replica `r` drops the next `n` writes.
+    pub(crate) fn arm_drops(&self, r: &Replica, n: u64) {
+        r.faults.drop_next(n);
+        if n > 0 {
+            self.dropping.store(true, Ordering::Release);
         }
     }
 
     /// `master_repl_offset`.
     pub(crate) fn offset(&self) -> u64 {
         self.inner.lock().offset
+    }
+
+    /// Appends a write's stream bytes ([`Hub::append`]); a link told to
+    /// drop writes leaves this one out. True if one did (the next write
+    /// selects its database again, for the link that dropped the SELECT).
+    pub(crate) fn append_unit(&self, bytes: &[u8]) -> bool {
+        if !self.dropping.load(Ordering::Acquire) {
+            self.append(bytes);
+            return false;
+        }
+        let start = self.offset() + 1;
+        let end = self.append(bytes) + 1;
+        let mut dropped = false;
+        if end == start {
+            return false;
+        }
+        let replicas = self.replicas();
+        let still = replicas.iter().any(|r| r.faults.drop_units.load(Ordering::Acquire) > 1);
+        self.dropping.store(still, Ordering::Release);
+        for r in replicas {
+            let left = r
+                .faults
+                .drop_units
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+            if left.is_ok() {
+                r.faults.skips.lock().push_back((start, end));
+                dropped = true;
+            }
+        }
+        dropped
+    }
+
+    /// Wakes every link to look again (the test clock moved: a delayed
+    /// link may write now).
+    pub(crate) fn nudge(&self) {
+        self.published.send_modify(|_| {});
     }
 
     /// Appends stream bytes: the offset moves, the backlog keeps its size
@@ -343,13 +485,15 @@ impl Hub {
 
     /// Up to [`LINK_CHUNK`] stream bytes from `from`; `None` when they are
     /// no longer in the backlog.
-    fn read_from(&self, from: u64) -> Option<Vec<u8>> {
+    fn read_from(&self, from: u64, upto: u64) -> Option<Vec<u8>> {
         let b = self.inner.lock();
         if from < b.first || from > b.offset + 1 {
             return None;
         }
         let skip = (from - b.first) as usize;
-        let take = (b.data.len() - skip).min(LINK_CHUNK);
+        let take = (b.data.len() - skip)
+            .min(LINK_CHUNK)
+            .min(upto.saturating_sub(from).try_into().unwrap_or(usize::MAX));
         Some(b.data.range(skip..skip + take).copied().collect())
     }
 
@@ -432,7 +576,10 @@ impl Encoder {
         feed::stream(&mut self.selected, unit.ops.iter(), unit.unwrapped, |args| {
             feed::encode_command(args, buf)
         });
-        self.hub.append(&self.buf)
+        if self.hub.append_unit(&self.buf) {
+            self.selected = None;
+        }
+        self.hub.offset()
     }
 
     /// The end of an engine batch: GETACK if a WAIT asked, links woken.
@@ -491,6 +638,11 @@ pub(crate) struct Replication {
     cron_last: u64,
     cron_loops: u64,
     waiters: Vec<Waiter>,
+    /// The FAILOVER in force, if any.
+    pub(crate) failover: failover::Failover,
+    /// The replicas' addresses when the test-control plane killed this
+    /// primary: "promote replica k" still finds them once the links are gone.
+    pub(crate) died_with: Vec<(String, u64)>,
     pub(crate) sync_full: u64,
     pub(crate) sync_partial_ok: u64,
     pub(crate) sync_partial_err: u64,
@@ -510,6 +662,8 @@ impl Default for Replication {
             cron_last: 0,
             cron_loops: 0,
             waiters: Vec::new(),
+            failover: failover::Failover::default(),
+            died_with: Vec::new(),
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
@@ -556,7 +710,7 @@ impl Replication {
         self.offset = offset;
     }
 
-    fn replicas(&self) -> Vec<Arc<Replica>> {
+    pub(crate) fn replicas(&self) -> Vec<Arc<Replica>> {
         self.hub.as_ref().map(|h| h.replicas()).unwrap_or_default()
     }
 
@@ -668,7 +822,8 @@ impl Replication {
         let (first, histlen) = self.hub.as_ref().map_or((0, 0), |h| h.extent());
         let _ = write!(
             s,
-            "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+            "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+            self.failover.phase.word(),
             self.replid,
             self.replid2,
             self.offset(),
@@ -679,6 +834,37 @@ impl Replication {
             histlen
         );
         s
+    }
+
+    /// This server continues the history `replid` up to `offset` as a
+    /// primary (a replica promoted): the backlog starts again at that
+    /// offset, so the old primary's replicas (and the old primary) continue
+    /// partially from it; a backlog of another history is dropped with its
+    /// replicas, which resync.
+    pub(crate) fn adopt(
+        &mut self,
+        replid: &str,
+        offset: u64,
+        effects: &mut feed::Effects,
+        config: &crate::config::Config,
+    ) {
+        self.set_from_primary(replid, offset);
+        if self.hub.as_ref().is_some_and(|h| h.offset() == offset) {
+            return;
+        }
+        if let Some(old) = self.hub.take() {
+            for r in old.replicas() {
+                r.kill();
+            }
+        }
+        let hub = Arc::new(Hub::new(
+            offset,
+            config.repl.backlog_size,
+            OutputLimit::from_config(config),
+        ));
+        effects.set_repl(Some(Encoder::new(hub.clone())));
+        self.hub = Some(hub);
+        self.no_replicas_since = now_ms();
     }
 
     /// ROLE's replicas: (ip, listening port, acknowledged offset) of the online ones.
@@ -712,10 +898,43 @@ impl Replication {
         counts
     }
 
+    /// Replica `k`'s address: a live link's, else the one it had when this
+    /// primary died.
+    pub(crate) fn replica_address(&self, k: usize) -> Option<(String, u64)> {
+        match self.replicas().get(k) {
+            Some(r) => Some((r.ip.clone(), r.port)),
+            None => self.died_with.get(k).cloned(),
+        }
+    }
+
+    /// The backlog's end, while there is one.
+    pub(crate) fn hub(&self) -> Option<&Arc<Hub>> {
+        self.hub.as_ref()
+    }
+
+    /// The test clock moved: delayed links look again.
+    pub(crate) fn nudge_links(&self) {
+        if let Some(hub) = &self.hub {
+            hub.nudge();
+        }
+    }
+
     /// Forgets client `id`'s WAIT (it ended otherwise).
     pub(crate) fn drop_waiter(&mut self, id: u64) {
         self.waiters.retain(|w| w.client != id);
     }
+}
+
+/// Sends `REPLICAOF NO ONE` to the server at `addr` ("ip:port") and reads
+/// its reply (the test-control plane's "promote replica k").
+pub(crate) async fn promote_at(addr: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(&crate::replica::link::encode(&[b"REPLICAOF", b"NO", b"ONE"]))
+        .await?;
+    let mut reply = vec![0u8; 256];
+    let n = s.read(&mut reply).await?;
+    Ok(String::from_utf8_lossy(&reply[..n]).trim_end().to_string())
 }
 
 /// The client's REPLCONF settings, kept until PSYNC makes it a replica.
@@ -752,6 +971,7 @@ pub(crate) fn sync(
         soft_since: AtomicU64::new(0),
         killed: AtomicBool::new(false),
         wake: Notify::new(),
+        faults: LinkFaults::default(),
     });
     let (tx, msgs) = mpsc::unbounded_channel();
     tracing::info!("Replica {}:{} asks for synchronization", replica.ip, replica.port);
@@ -778,7 +998,13 @@ pub(crate) fn sync(
                 replica.port,
                 hub.offset() + 1 - offset
             );
-            return Handoff { replica, hub, msgs };
+            let clock = state.clock.clone();
+            return Handoff {
+                replica,
+                hub,
+                msgs,
+                clock,
+            };
         }
         if !id.starts_with('?') {
             repl.sync_partial_err += 1;
@@ -795,7 +1021,12 @@ pub(crate) fn sync(
     } else {
         tracing::info!("Delay next BGSAVE for diskless SYNC");
     }
-    Handoff { replica, hub, msgs }
+    Handoff {
+        replica,
+        hub,
+        msgs,
+        clock: state.clock.clone(),
+    }
 }
 
 /// Starts the snapshot of the replicas waiting for one (Redis's
@@ -861,6 +1092,7 @@ pub(crate) fn cron(
     libraries: impl FnOnce() -> Vec<Bytes>,
 ) {
     let now = now_ms();
+    failover::update(dbs, state);
     if !state.repl.waiting.is_empty() && !state.bgsave.walking() {
         let c = &state.config.repl;
         let waited = state
@@ -886,7 +1118,7 @@ pub(crate) fn cron(
     state.repl.cron_loops += 1;
     let replicas = state.repl.replicas();
     let c = state.config.repl.clone();
-    if !replicas.is_empty() && loops.is_multiple_of(c.ping_period.max(1)) {
+    if !replicas.is_empty() && loops.is_multiple_of(c.ping_period.max(1)) && !state.repl.failover.holds_pings() {
         state.effects.repl_command(&[b"PING"]);
     }
     for r in &replicas {
@@ -927,6 +1159,7 @@ mod tests {
             soft_since: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             wake: Notify::new(),
+            faults: LinkFaults::default(),
         })
     }
 
@@ -937,14 +1170,14 @@ mod tests {
         // Only the last 10 bytes: offsets 7..=16.
         assert_eq!(hub.extent(), (7, 10));
         assert!(hub.covers(7) && hub.covers(17) && !hub.covers(6) && !hub.covers(18));
-        assert_eq!(hub.read_from(15).unwrap(), b"ef");
-        assert_eq!(hub.read_from(17).unwrap(), b"");
-        assert!(hub.read_from(3).is_none());
+        assert_eq!(hub.read_from(15, u64::MAX).unwrap(), b"ef");
+        assert_eq!(hub.read_from(17, u64::MAX).unwrap(), b"");
+        assert!(hub.read_from(3, u64::MAX).is_none());
         // A replica at offset 9 holds its bytes past the size.
         hub.add(replica(1, 9));
         hub.append(b"ghijklmnop");
         assert_eq!(hub.extent(), (9, 18));
-        assert_eq!(hub.read_from(9).unwrap(), b"89abcdefghijklmnop");
+        assert_eq!(hub.read_from(9, u64::MAX).unwrap(), b"89abcdefghijklmnop");
         // Once it is gone the backlog shrinks back at once.
         assert!(hub.remove(1));
         assert_eq!(hub.extent(), (17, 10));

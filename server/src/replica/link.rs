@@ -60,6 +60,9 @@ pub(crate) struct Target {
     pub port: u16,
     /// What PSYNC asks: a replication ID and the offset to continue from.
     pub psync: (String, i64),
+    /// This server hands its primary role over (FAILOVER): PSYNC carries
+    /// `FAILOVER`, and the answer ends or aborts the hand-over.
+    pub failover: bool,
 }
 
 /// Why a link ended.
@@ -259,10 +262,27 @@ async fn follow(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, target: Targe
         tracing::info!("Trying a partial resynchronization (request {replid}:{offset}).");
     }
     let offset_text = offset.to_string();
-    if let Err(end) = conn.send(&[b"PSYNC", replid.as_bytes(), offset_text.as_bytes()]).await {
-        return end;
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), offset_text.as_bytes()];
+    if target.failover {
+        psync.push(b"FAILOVER");
     }
-    let reply = match conn.line().await {
+    let sent = conn.send(&psync).await;
+    let reply = match sent {
+        Ok(()) => conn.line().await,
+        Err(end) => Err(end),
+    };
+    if target.failover {
+        // Redis's `syncWithMaster`: a write error or any other answer than
+        // a resync aborts the FAILOVER (this server is a primary again).
+        let accepted = reply
+            .as_ref()
+            .is_ok_and(|r| r.starts_with("+CONTINUE") || r.starts_with("+FULLRESYNC"));
+        lock().await.replica_failover_answered(generation, accepted);
+        if !accepted {
+            return End::Replaced;
+        }
+    }
+    let reply = match reply {
         Ok(r) => r,
         Err(end) => return end,
     };
