@@ -1356,16 +1356,15 @@ fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         2 if is(&args[1], "schedule") => true,
         _ => return err(errors::SYNTAX),
     };
+    // A save runs: refused, SCHEDULE or not (Redis's `CHILD_TYPE_RDB`).
     if ctx.server.bgsave.in_progress {
-        if schedule {
-            ctx.server.bgsave.scheduled = true;
-            return Reply::status(errors::BGSAVE_SCHEDULED);
-        }
         return err(errors::BGSAVE_IN_PROGRESS);
     }
-    // A rewrite's walk runs (Redis: another child is active).
-    if ctx.server.bgsave.rewriting {
-        if schedule || ctx.caller == crate::exec::Caller::Exec {
+    // A rewrite's walk runs (Redis: another child is active), or inside
+    // EXEC, where Redis never starts a save: scheduled, for the cron.
+    let in_exec = ctx.caller == crate::exec::Caller::Exec;
+    if ctx.server.bgsave.rewriting || in_exec {
+        if schedule || in_exec {
             ctx.server.bgsave.scheduled = true;
             return Reply::status(errors::BGSAVE_SCHEDULED);
         }
