@@ -342,9 +342,9 @@ pub struct AofConfig {
     pub filename: String,
     /// `appenddirname`: the directory under `dir` holding the files. Default `appendonlydir`.
     pub dirname: String,
-    /// `no-appendfsync-on-rewrite`: accepted and validated, not yet applied:
-    /// the background rewrite's thread writes while the AOF writer fsyncs
-    /// (Redis skips those fsyncs while its rewrite child runs).
+    /// `no-appendfsync-on-rewrite`: while a save or rewrite walks, the AOF
+    /// writer writes without fsyncing, as Redis skips the fsync while a
+    /// child runs (see [`crate::persist::aof::configure`]).
     pub no_fsync_on_rewrite: bool,
     /// `auto-aof-rewrite-percentage`: rewrite once the files grew by this
     /// much since the last rewrite (0: never). Default 100.
@@ -1291,7 +1291,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("appendfsync", "everysec", Enum(&["everysec", "always", "no"]), aof!(fsync)).effect(Effect::AofWriter),
     row("appendfilename", "appendonly.aof", Text, aof!(filename)).immutable(),
     row("appenddirname", "appendonlydir", Text, aof!(dirname)).immutable(),
-    row("no-appendfsync-on-rewrite", "no", Bool, aof!(bool no_fsync_on_rewrite)),
+    row("no-appendfsync-on-rewrite", "no", Bool, aof!(bool no_fsync_on_rewrite)).effect(Effect::AofWriter),
     row("auto-aof-rewrite-percentage", "100", Int { min: 0, max: I32 }, aof!(auto_rewrite_percentage)),
     row("auto-aof-rewrite-min-size", "64mb", Memory { min: 0, max: LONG_MEM }, aof!(auto_rewrite_min_size)),
     row("aof-load-truncated", "yes", Bool, aof!(bool load_truncated)),
