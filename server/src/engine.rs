@@ -146,6 +146,7 @@ impl Engine {
                 oom_at_start: false,
                 evictor: Default::default(),
                 client_limits,
+                client_peaks: Default::default(),
                 evicted_clients: 0,
                 clients_mem: 0,
                 shutdown_requested: false,

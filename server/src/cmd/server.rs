@@ -1504,9 +1504,13 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     if want("clients") {
         parts.push(format!(
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{}\r\nclient_recent_max_output_buffer:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
             s.clients.len(),
+            // Redis's count: two links (in and out) per other known node.
+            s.cluster.as_ref().map_or(0, |c| c.nodes.len().saturating_sub(1) * 2),
             s.config.maxclients,
+            s.client_peaks.max().0,
+            s.client_peaks.max().1,
             s.blocking.blocked(),
             s.tracking.client_count(),
             s.blocking.with_timeout()
