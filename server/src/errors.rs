@@ -590,6 +590,8 @@ pub(crate) const LIBRARY_NAME_TWICE: &str = "ERR Invalid metadata value, name ar
 pub(crate) const LIBRARY_NAME_MISSING: &str = "ERR Library name was not given";
 pub(crate) const LIBRARY_NAME_INVALID: &str =
     "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+/// A library's body ran past the load timeout (as the error table's text).
+pub(crate) const FUNCTION_LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
 pub(crate) const NO_FUNCTIONS_REGISTERED: &str = "ERR No functions registered";
 pub(crate) const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
 pub(crate) const LIBRARY_NOT_FOUND: &str = "ERR Library not found";
