@@ -209,7 +209,7 @@ pub(crate) fn measure(client: &ClientState) -> ClientMemory {
     let handle = std::mem::size_of::<Bytes>();
     let subscriptions =
         (client.channels.capacity() + client.patterns.capacity() + client.shard_channels.capacity()) * handle;
-    let watched = client.watched.capacity() * std::mem::size_of::<(usize, Bytes, u64)>();
+    let watched = client.watched.capacity() * std::mem::size_of::<crate::net::clients::WatchedKey>();
     let tot_mem = CLIENT_FIXED + qbuf_cap + argv_mem + multi_mem + watched + rbs.max(obl) + omem + subscriptions;
     ClientMemory {
         qbuf,
