@@ -54,7 +54,7 @@ fn stale_watch_session(addr: SocketAddr) -> Vec<Vec<u8>> {
     let mut b = RawClient::connect(addr).unwrap();
     let mut out = vec![a.command(&["FLUSHALL"]).unwrap()];
     out.push(a.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap());
-    let mut transaction = |a: &mut RawClient, out: &mut Vec<Vec<u8>>| {
+    let transaction = |a: &mut RawClient, out: &mut Vec<Vec<u8>>| {
         out.push(a.command(&["MULTI"]).unwrap());
         out.push(a.command(&["PING"]).unwrap());
         out.push(a.command(&["EXEC"]).unwrap());
