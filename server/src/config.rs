@@ -327,6 +327,13 @@ pub struct ClusterConfig {
     /// `cluster-allow-replica-migration`: a primary left without slots
     /// becomes a replica of the node that took its last one. Default yes.
     pub allow_replica_migration: bool,
+    /// `cluster-replica-no-failover`: this replica never starts an election
+    /// for a failed primary (a manual failover still runs). Default no.
+    pub replica_no_failover: bool,
+    /// `cluster-replica-validity-factor`: a replica cut off from its primary
+    /// longer than this many node timeouts (plus the ping period) does not
+    /// stand for election; 0 always stands. Default 10.
+    pub replica_validity_factor: u64,
 }
 
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
@@ -1422,8 +1429,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("cluster-announce-tls-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
     row("cluster-preferred-endpoint-type", "ip", Enum(&["ip", "hostname", "unknown-endpoint"]), cluster!(preferred_endpoint_type)),
     row("cluster-require-full-coverage", "yes", Bool, cluster!(bool require_full_coverage)),
-    row("cluster-replica-no-failover", "no", Bool, Store::Ignored).alias(&["cluster-slave-no-failover"]),
-    row("cluster-replica-validity-factor", "10", Int { min: 0, max: I32 }, Store::Ignored).alias(&["cluster-slave-validity-factor"]),
+    row("cluster-replica-no-failover", "no", Bool, cluster!(bool replica_no_failover)).alias(&["cluster-slave-no-failover"]),
+    row("cluster-replica-validity-factor", "10", Int { min: 0, max: I32 }, cluster!(replica_validity_factor)).alias(&["cluster-slave-validity-factor"]),
     row("cluster-migration-barrier", "1", Int { min: 0, max: I32 }, Store::Ignored),
     row("cluster-allow-replica-migration", "yes", Bool, cluster!(bool allow_replica_migration)),
     row("cluster-allow-reads-when-down", "no", Bool, cluster!(bool allow_reads_when_down)),
