@@ -174,13 +174,13 @@ impl ClusterBuilder {
                 &["CLUSTER", "ADDSLOTSRANGE", &first.to_string(), &last.to_string()],
             ))?;
         }
-        let seed = &servers[0];
-        for s in &servers[1..] {
-            let port = s.addr().port();
-            check(run(
-                seed,
-                &["CLUSTER", "MEET", &s.addr().ip().to_string(), &port.to_string()],
-            ))?;
+        // Every pair meets at once: no waiting for the gossip (a random
+        // node a second) to introduce them.
+        for (i, a) in servers.iter().enumerate() {
+            for b in &servers[i + 1..] {
+                let (ip, port) = (b.addr().ip().to_string(), b.addr().port().to_string());
+                check(run(a, &["CLUSTER", "MEET", &ip, &port]))?;
+            }
         }
         let deadline = Instant::now() + READY_WAIT;
         wait(deadline, || servers.iter().all(|s| knows_all(s, servers.len()))).await?;
