@@ -210,9 +210,10 @@ pub(crate) enum Item {
     Aux(Vec<u8>, Vec<u8>),
     /// A function library's code.
     Function(Vec<u8>),
-    /// A database's resize hints (read and checked; coordis's tables
-    /// grow on their own, so the counts are not kept).
-    ResizeDb { db: usize },
+    /// A database's resize hints: `keys` is the count of its keys the
+    /// writer announced (a hint to pre-size tables with, not trusted as a
+    /// fact); the count of keys with a deadline is read and dropped.
+    ResizeDb { db: usize, keys: u64 },
     /// A key, with the file's LRU/LFU hints when it has them.
     Key {
         db: usize,
@@ -338,9 +339,9 @@ impl<'a> Reader<'a> {
                 }
                 opcodes::RESIZEDB => {
                     // The key and expire counts.
+                    let keys = self.input.len()?;
                     self.input.len()?;
-                    self.input.len()?;
-                    return Ok(Some(Item::ResizeDb { db: self.db }));
+                    return Ok(Some(Item::ResizeDb { db: self.db, keys }));
                 }
                 opcodes::AUX => {
                     let k = self.input.string()?.into_owned();
