@@ -436,6 +436,13 @@ impl Engine {
         let lfu = self.state.config.memory.policy.lfu();
         let now = self.state.clock.now_ms();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
+        let mut counts = vec![0usize; self.dbs.len()];
+        for key in &loaded.keys {
+            counts[key.0] += 1;
+        }
+        for (db, count) in self.dbs.iter_mut().zip(counts) {
+            db.reserve(count);
+        }
         for (db, key, value, expire_at, hints) in loaded.keys {
             self.dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, now);
         }
