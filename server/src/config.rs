@@ -351,7 +351,7 @@ pub struct AofConfig {
     pub dirname: String,
     /// `no-appendfsync-on-rewrite`: while a save or rewrite walks, the AOF
     /// writer writes without fsyncing, as Redis skips the fsync while a
-    /// child runs (see [`crate::persist::aof::configure`]).
+    /// child runs.
     pub no_fsync_on_rewrite: bool,
     /// `auto-aof-rewrite-percentage`: rewrite once the files grew by this
     /// much since the last rewrite (0: never). Default 100.
