@@ -86,16 +86,32 @@ async function redisCluster() {
   }
   return {
     nodes: ports.map((port) => ({ host: "127.0.0.1", port })),
-    stop: () => {
-      children.forEach((c) => c.kill());
+    // The directory goes once every server has exited: a server stopping
+    // still writes its nodes.conf into it.
+    stop: async () => {
+      await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((ok) => {
+        c.once("exit", ok);
+        c.kill();
+      }) : null)));
       rmSync(work, { recursive: true, force: true });
     },
   };
 }
 
 const cluster = real ? await redisCluster() : await coordisCluster();
-after(() => cluster.stop());
-const connect = () => new Redis.Cluster(cluster.nodes, { redisOptions: { maxRetriesPerRequest: null } });
+// Every client the cases open: bullmq does not close a connection it was
+// handed, and a Cluster client left open once the nodes stop keeps
+// refreshing its slots cache, holding the test process open.
+const clients = [];
+after(async () => {
+  clients.forEach((c) => c.disconnect());
+  await cluster.stop();
+});
+const connect = () => {
+  const c = new Redis.Cluster(cluster.nodes, { redisOptions: { maxRetriesPerRequest: null } });
+  clients.push(c);
+  return c;
+};
 
 test(`[${backend}] ioredis Cluster: a lock on keys of every shard, released by its token`, async () => {
   const r = connect();
