@@ -137,7 +137,7 @@ impl Engine {
                 lazyfree,
                 memory_peak: memory_startup,
                 replica,
-                repl: Default::default(),
+                repl: crate::repl::Replication::new(is_replica),
                 monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,
@@ -1103,6 +1103,10 @@ impl Engine {
             .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Flush)
             .map_err(|e| format!("{e:?}"))?;
         let keys = loaded.keys.len();
+        // The stream goes on in the database the image names (a replica's
+        // image: its primary's stream selects none first).
+        client.db = loaded.repl_stream_db.filter(|&db| db < self.dbs.len()).unwrap_or(0);
+        self.state.replica.stream_db = client.db;
         let lfu = self.state.config.memory.policy.lfu();
         for (db, key, value, expire_at, hints) in loaded.keys {
             if let Some(db) = self.dbs.get_mut(db) {
@@ -1110,6 +1114,9 @@ impl Engine {
             }
         }
         tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: 0.");
+        self.state
+            .repl
+            .proxy_resynced(&replid, offset.max(0) as u64, &self.state.config);
         self.state.replica.synced(replid, offset, now);
         self.primary_client = Some(client);
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
@@ -1126,6 +1133,12 @@ impl Engine {
         }
         let now = self.state.clock.now_ms();
         self.state.replica.continued(new_replid, now);
+        let r = &self.state.replica;
+        self.state.repl.proxy_continued(
+            (&r.replid, &r.replid2, r.second_offset),
+            r.offset.max(0) as u64,
+            &self.state.config,
+        );
         if self.primary_client.is_none() {
             self.primary_client = Some(self.new_primary_client());
         }
@@ -1147,14 +1160,17 @@ impl Engine {
     }
 
     /// Applies the complete commands of the primary's stream (each with its
-    /// length in bytes) read with `read` more bytes, through admission and
-    /// call as [`Caller::Primary`] (replies dropped). `REPLCONF GETACK`
-    /// is answered by the link: the offsets to acknowledge are returned
-    /// (each before the GETACK's own bytes, as Redis's). `None`: replaced.
+    /// bytes as they came, `raw` in order) read with `read` more bytes,
+    /// through admission and call as [`Caller::Primary`] (replies
+    /// dropped); what the offset moves past is passed on to this server's
+    /// replicas verbatim. `REPLCONF GETACK` is answered by the link: the
+    /// offsets to acknowledge are returned (each before the GETACK's own
+    /// bytes, as Redis's). `None`: replaced.
     pub(crate) fn replica_apply(
         &mut self,
         generation: u64,
         batch: Vec<(Vec<Bytes>, usize)>,
+        raw: &[u8],
         read: usize,
     ) -> Option<Vec<i64>> {
         if !self.replica_current(generation) {
@@ -1174,7 +1190,10 @@ impl Engine {
         for db in &mut self.dbs {
             db.obey_primary = true;
         }
+        let mut at = 0;
         for (args, len) in batch {
+            let bytes = &raw[at..at + len];
+            at += len;
             // REPLCONF is the primary side's command (it lands with it);
             // from the primary only GETACK comes, answered here.
             if args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"replconf")) {
@@ -1194,13 +1213,16 @@ impl Engine {
                 crate::exec::end_unit(&mut ctx);
             }
             let in_multi = client.multi.is_some();
-            self.state.replica.applied(len, in_multi);
+            let repl = &mut self.state.repl;
+            self.state.replica.applied(bytes, in_multi, |done| repl.feed(done));
         }
         for db in &mut self.dbs {
             db.obey_primary = false;
         }
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
         self.state.effects.flush();
+        self.state.repl.publish();
+        self.state.replica.stream_db = client.db;
         self.primary_client = Some(client);
         Some(acks)
     }
@@ -1235,7 +1257,7 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
         // A new process: new replication IDs, no backlog (its replicas'
         // links were closed above and resync in full).
         state.effects.set_repl(None);
-        state.repl = Default::default();
+        state.repl = crate::repl::Replication::new(state.replica.is_replica());
         state.started_ms = state.clock.now_ms();
         state.stats = Stats::default();
     }

@@ -78,6 +78,7 @@ pub(crate) fn follow_server(dbs: &mut [crate::store::Db], server: &mut crate::st
         server.replica.replid = server.repl.ids().0.to_string();
         server.replica.offset = server.repl.offset() as i64;
     }
+    server.repl.start_proxy(&mut server.effects);
     let (host, port) = (primary.host.clone(), primary.port);
     let now = server.clock.now_ms();
     server.replica.follow(primary, now);
@@ -103,6 +104,9 @@ pub(crate) fn promote_server(dbs: &mut [crate::store::Db], server: &mut crate::s
         .repl
         .adopt(&replid, offset.max(0) as u64, &mut server.effects, &server.config);
     server.repl.shift_ids_on_promotion();
+    // The replicas learn the new ID by reconnecting; they continue
+    // partially (Redis's `replicationUnsetMaster`).
+    server.repl.disconnect_replicas();
     let new_replid = server.repl.ids().0.to_string();
     server.replica.promote(new_replid);
     server.config.replica.replicaof.clear();

@@ -1577,23 +1577,15 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
         ));
     }
     if want("replication") {
-        // A replica's lines (the link) and its history's IDs and offset
-        // are the replica side's; a primary's, with its replicas and
-        // backlog, the primary side's.
-        let r = &s.replica;
-        if r.is_replica() {
-            parts.push(format!(
-                "# Replication\r\n{}connected_slaves:0\r\nmaster_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
-                r.info_lines(&s.config, now),
-                s.repl.failover.phase.word(),
-                r.replid,
-                r.replid2,
-                r.offset,
-                r.second_offset
-            ));
+        // A replica's lines are its link's; the replicas, the history's IDs
+        // and offset and the backlog are the primary side's, which a
+        // replica keeps on its primary's history.
+        let role_lines = if s.replica.is_replica() {
+            s.replica.info_lines(&s.config, now)
         } else {
-            parts.push(s.repl.info(&s.config));
-        }
+            "role:master\r\n".to_string()
+        };
+        parts.push(s.repl.info(&s.config, &role_lines));
     }
     if want("cpu") {
         let (sys, user) = crate::process::cpu_seconds();

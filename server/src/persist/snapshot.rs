@@ -135,8 +135,11 @@ enum Target {
     /// `dir/dbfilename` (BGSAVE, save points).
     File,
     /// The replicas of a full sync, in memory; `eof`: they get the
-    /// diskless framing ([`crate::repl::snapshot_done`]).
-    Replicas { eof: bool },
+    /// diskless framing ([`crate::repl::snapshot_done`]); `stream_db`: a
+    /// replica's snapshot names the database its primary's stream has
+    /// selected (aux `repl-stream-db`), as the stream it passes on after
+    /// the image selects none until the primary changes database.
+    Replicas { eof: bool, stream_db: Option<usize> },
     /// An append-only file rewrite's new base, written to the temporary
     /// file `temp` (an RDB file with `aof-base 1`, or commands: `rdb`) and
     /// handed to [`crate::persist::aof::rewrite_done`].
@@ -166,7 +169,8 @@ pub(crate) fn start_replication_snapshot(
     libraries: Vec<Bytes>,
     eof: bool,
 ) -> Result<(), NotStarted> {
-    start(dbs, state, libraries, Target::Replicas { eof })
+    let stream_db = state.replica.is_replica().then_some(state.replica.stream_db);
+    start(dbs, state, libraries, Target::Replicas { eof, stream_db })
 }
 
 /// Starts the walk of an append-only file rewrite (Redis's
@@ -273,7 +277,7 @@ fn run(job: Job) {
         engine.aof_rewrite_done(written.is_ok());
         return;
     }
-    if let Target::Replicas { eof } = job.target {
+    if let Target::Replicas { eof, .. } = job.target {
         let mut image = Vec::new();
         let written = write(&job, &mut image);
         let Some(engine) = job.engine.upgrade() else {
@@ -346,7 +350,11 @@ impl Image {
             Target::AofBase { rdb: true, .. } => Purpose::AofBase,
             Target::File | Target::Replicas { .. } => Purpose::Save,
         };
-        let mut w = disk::start_file(Vec::new(), &job.config, job.start_ms, used, purpose)?;
+        let stream_db = match job.target {
+            Target::Replicas { stream_db, .. } => stream_db,
+            _ => None,
+        };
+        let mut w = disk::start_file(Vec::new(), &job.config, job.start_ms, used, purpose, stream_db)?;
         for code in &job.libraries {
             w.function(code)?;
         }

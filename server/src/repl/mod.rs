@@ -20,10 +20,14 @@
 //! replica never holds the engine; one too slow for
 //! `client-output-buffer-limit replica` is disconnected as Redis does.
 //!
-//! The API the replica side uses: [`Replication::feed`] (a primary's
-//! stream applied here goes to our own backlog, for chained replicas),
-//! [`Replication::ids`], [`Replication::offset`],
-//! [`Replication::shift_ids_on_promotion`], [`Replication::set_from_primary`].
+//! The API the replica side uses: [`Replication::start_proxy`] (from
+//! REPLICAOF on, the stream is the primary's), [`Replication::feed`] (a
+//! primary's stream applied here goes verbatim to our own backlog, for
+//! chained replicas, as Redis's `replicationFeedStreamFromMasterStream`),
+//! [`Replication::proxy_resynced`] and [`Replication::proxy_continued`]
+//! (the history after a full or partial resync; replicas are disconnected
+//! when it changes), [`Replication::ids`], [`Replication::offset`],
+//! [`Replication::shift_ids_on_promotion`], [`Replication::adopt`].
 //!
 //! Differences from Redis, for now: the full sync's RDB is built in memory
 //! by the forkless snapshot (disk-backed syncs do not write `dump.rdb`; the
@@ -646,6 +650,13 @@ pub(crate) struct Replication {
     pub(crate) sync_full: u64,
     pub(crate) sync_partial_ok: u64,
     pub(crate) sync_partial_err: u64,
+    /// This server is a replica: its IDs and offset are its primary's
+    /// history, its stream is the primary's passed on verbatim (Redis's
+    /// `replicationFeedStreamFromMasterStream`), so a sub-replica shares
+    /// the primary's offsets; nothing this server runs itself is encoded
+    /// (Redis feeds a replica's replicas nothing else), and its backlog is
+    /// never freed (it serves PSYNCs once promoted).
+    proxy: bool,
 }
 
 impl Default for Replication {
@@ -667,11 +678,21 @@ impl Default for Replication {
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
+            proxy: false,
         }
     }
 }
 
 impl Replication {
+    /// The state at start of a replica (`replicaof` in the config) or a
+    /// primary.
+    pub(crate) fn new(replica: bool) -> Replication {
+        Replication {
+            proxy: replica,
+            ..Default::default()
+        }
+    }
+
     /// (main ID, secondary ID, `second_repl_offset`).
     pub(crate) fn ids(&self) -> (&str, &str, i64) {
         (&self.replid, &self.replid2, self.second_offset)
@@ -684,13 +705,79 @@ impl Replication {
 
     /// Appends bytes to the stream as they are (a replica passing its
     /// primary's stream on); nothing without a backlog but the offset.
-    #[allow(dead_code, reason = "the replica side's API (REPLICAOF), merged separately")]
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
         match &self.hub {
             Some(hub) => {
                 let _ = hub.append(bytes);
             }
             None => self.offset += bytes.len() as u64,
+        }
+    }
+
+    /// Wakes the links: what [`Replication::feed`] appended may go out.
+    pub(crate) fn publish(&self) {
+        if let Some(hub) = &self.hub {
+            hub.publish();
+        }
+    }
+
+    /// This server follows a primary (REPLICAOF host port, the
+    /// `replicaof` directive, a FAILOVER's hand-over): from now on its
+    /// stream is the primary's. Its replicas stay, to continue partially
+    /// if the new primary continues this history (Redis's
+    /// `replicationSetMaster`).
+    pub(crate) fn start_proxy(&mut self, effects: &mut feed::Effects) {
+        self.proxy = true;
+        effects.set_repl(None);
+    }
+
+    /// The primary sent a full resynchronization: a new history from
+    /// `offset`. The replicas resync with this server too, and the
+    /// backlog starts again there (Redis's `replicationAttachToNewMaster`,
+    /// then `createReplicationBacklog`: a replica keeps one to serve
+    /// PSYNCs once promoted).
+    pub(crate) fn proxy_resynced(&mut self, replid: &str, offset: u64, config: &crate::config::Config) {
+        self.disconnect_replicas();
+        self.set_from_primary(replid, offset);
+        self.hub = Some(Arc::new(Hub::new(
+            offset,
+            config.repl.backlog_size,
+            OutputLimit::from_config(config),
+        )));
+        self.no_replicas_since = now_ms();
+    }
+
+    /// The primary accepted a partial resynchronization: the history
+    /// goes on at `offset` under `ids` (main, secondary, second offset).
+    /// If the main ID changed (the primary was promoted), the replicas are
+    /// disconnected to learn it; they continue partially (Redis's
+    /// `slaveTryPartialResynchronization`).
+    pub(crate) fn proxy_continued(&mut self, ids: (&str, &str, i64), offset: u64, config: &crate::config::Config) {
+        if self.replid != ids.0 {
+            self.disconnect_replicas();
+        }
+        self.replid = ids.0.to_string();
+        self.replid2 = ids.1.to_string();
+        self.second_offset = ids.2;
+        if self.hub.as_ref().is_none_or(|h| h.offset() != offset) {
+            self.disconnect_replicas();
+            self.offset = offset;
+            self.hub = Some(Arc::new(Hub::new(
+                offset,
+                config.repl.backlog_size,
+                OutputLimit::from_config(config),
+            )));
+        }
+    }
+
+    /// Drops every replica: they reconnect and ask a resync (Redis's
+    /// `disconnectSlaves`).
+    pub(crate) fn disconnect_replicas(&mut self) {
+        for r in self.replicas() {
+            r.kill();
+        }
+        for (r, _) in self.waiting.drain(..).chain(self.syncing.drain(..)) {
+            r.kill();
         }
     }
 
@@ -741,8 +828,17 @@ impl Replication {
 
     /// Creates the backlog (the first replica's full sync, Redis's
     /// `createReplicationBacklog`): new IDs, as there is no valid history.
+    /// A replica keeps its primary's IDs (its history is the primary's).
     fn create_backlog(&mut self, effects: &mut feed::Effects, config: &crate::config::Config) {
         if self.hub.is_some() {
+            return;
+        }
+        if self.proxy {
+            self.hub = Some(Arc::new(Hub::new(
+                self.offset,
+                config.repl.backlog_size,
+                OutputLimit::from_config(config),
+            )));
             return;
         }
         self.replid = random_id();
@@ -764,6 +860,9 @@ impl Replication {
 
     /// Frees the backlog (its time limit passed without replicas).
     fn free_backlog(&mut self, effects: &mut feed::Effects) {
+        if self.proxy {
+            return;
+        }
         if let Some(hub) = self.hub.take() {
             self.offset = hub.offset();
             effects.set_repl(None);
@@ -792,14 +891,12 @@ impl Replication {
         self.syncing.retain(|(r, _)| r.id != id);
     }
 
-    /// INFO replication, as a primary's.
-    pub(crate) fn info(&self, config: &crate::config::Config) -> String {
+    /// INFO replication: `role_lines` (a primary's `role:master`, or a
+    /// replica's link), then the replicas, IDs, offset and backlog.
+    pub(crate) fn info(&self, config: &crate::config::Config, role_lines: &str) -> String {
         use std::fmt::Write;
         let replicas = self.replicas();
-        let mut s = format!(
-            "# Replication\r\nrole:master\r\nconnected_slaves:{}\r\n",
-            replicas.len()
-        );
+        let mut s = format!("# Replication\r\n{role_lines}connected_slaves:{}\r\n", replicas.len());
         let c = &config.repl;
         if c.min_replicas_to_write > 0 && c.min_replicas_max_lag > 0 {
             let _ = write!(
@@ -848,8 +945,13 @@ impl Replication {
         effects: &mut feed::Effects,
         config: &crate::config::Config,
     ) {
+        self.proxy = false;
         self.set_from_primary(replid, offset);
-        if self.hub.as_ref().is_some_and(|h| h.offset() == offset) {
+        if let Some(hub) = self.hub.as_ref().filter(|h| h.offset() == offset) {
+            // The stream this server passed on goes on as its own; the
+            // next write selects its database (Redis's `slaveseldb = -1`).
+            effects.set_repl(Some(Encoder::new(hub.clone())));
+            self.no_replicas_since = now_ms();
             return;
         }
         if let Some(old) = self.hub.take() {

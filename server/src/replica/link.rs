@@ -385,28 +385,39 @@ async fn stream(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, mut conn: Con
     let mut acks = tokio::time::interval(ACK_PERIOD);
     acks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut read = 0usize;
-    // Bytes the parser took of the command it has not completed yet (it
-    // keeps a partial header's progress itself): they count for that
-    // command once it completes.
-    let mut taken = 0usize;
+    // The bytes the parser took, as they came: the complete commands' are
+    // passed on to this server's replicas verbatim; those of the command
+    // not completed yet (the parser keeps a partial header's progress
+    // itself) count for it once it completes.
+    let mut taken = BytesMut::new();
     loop {
         // What is already buffered (bytes after the RDB) is applied first.
         let mut batch: Vec<(Vec<Bytes>, usize)> = Vec::new();
+        // The parser consumes from the front: what it took is a prefix of
+        // what was buffered.
+        let buffered = Bytes::copy_from_slice(&conn.buf);
+        let (mut complete, mut consumed) = (0, 0);
         loop {
             let before = conn.buf.len();
             let parsed = parser.next(&mut conn.buf, &limits);
-            taken += before - conn.buf.len();
+            consumed += before - conn.buf.len();
             match parsed {
-                Ok(Some(args)) => batch.push((args, std::mem::take(&mut taken))),
+                Ok(Some(args)) => {
+                    let end = taken.len() + consumed;
+                    batch.push((args, end - complete));
+                    complete = end;
+                }
                 Ok(None) => break,
                 Err(e) => return End::Failed(format!("protocol error from MASTER: {e}")),
             }
         }
+        taken.extend_from_slice(&buffered[..consumed]);
+        let raw = taken.split_to(complete);
         // Bytes of a command not yet complete count as read, not applied.
         if !batch.is_empty() || read > 0 {
             let applied = crate::net::lock_engine(engine, &shared.script)
                 .await
-                .replica_apply(generation, batch, read);
+                .replica_apply(generation, batch, &raw, read);
             let Some(getacks) = applied else {
                 return End::Replaced;
             };

@@ -10,11 +10,13 @@
 //! applies the stream through the engine's one admission/call path as
 //! [`crate::exec::Caller::Primary`].
 //!
-//! At the merge with the primary side (`crate::repl`) these become one: a
-//! replica's [`ReplicaState::offset`] is its own `master_repl_offset`, the
-//! primary's replid is its own replid (chained replicas re-serve the
-//! stream), and [`ReplicaState::promote`]'s shift (new replid, the old one
-//! as replid2 up to offset+1) is the primary side's `shiftReplicationId`.
+//! The primary side (`crate::repl`) keeps the same history while this
+//! server is a replica: the full and partial resyncs set its IDs and
+//! offset, and every byte [`ReplicaState::applied`] moves the offset past
+//! goes verbatim into its backlog, so chained replicas share the
+//! primary's replid and offsets; [`ReplicaState::promote`]'s shift (new
+//! replid, the old one as replid2 up to offset+1) is the primary side's
+//! `shiftReplicationId`.
 //!
 //! What must never happen here: I/O or awaits (the task in [`link`] does
 //! those and takes the engine lock only to apply what it read).
@@ -113,10 +115,14 @@ pub(crate) struct ReplicaState {
     /// replica saw them (for tests and the log).
     pub full_syncs: u64,
     pub partial_syncs: u64,
-    /// Bytes of the stream applied inside a MULTI not yet ended: the
+    /// The stream's bytes applied inside a MULTI not yet ended: the
     /// offset moves past a transaction only at its EXEC, so an ACK or a
-    /// cached position never falls inside one (Redis's `reploff`).
-    pub multi_bytes: i64,
+    /// cached position never falls inside one (Redis's `reploff`), and
+    /// they are passed on to this server's replicas then, with the EXEC.
+    pub unapplied: Vec<u8>,
+    /// The database the primary's stream has selected (its link client's):
+    /// a full sync this server serves names it (aux `repl-stream-db`).
+    pub stream_db: usize,
 }
 
 impl ReplicaState {
@@ -138,7 +144,8 @@ impl ReplicaState {
             down_since_ms: 0,
             full_syncs: 0,
             partial_syncs: 0,
-            multi_bytes: 0,
+            unapplied: Vec::new(),
+            stream_db: 0,
         };
         if let Some(primary) = parse_replicaof(&config.replica.replicaof) {
             state.primary = Some(primary);
@@ -174,7 +181,7 @@ impl ReplicaState {
             });
             self.down_since_ms = now_ms;
         }
-        self.multi_bytes = 0;
+        self.unapplied.clear();
         tracing::info!("Connecting to MASTER {}:{}", primary.host, primary.port);
         self.primary = Some(primary);
         self.generation += 1;
@@ -191,7 +198,7 @@ impl ReplicaState {
         self.state = LinkState::None;
         self.cached = None;
         self.down_since_ms = 0;
-        self.multi_bytes = 0;
+        self.unapplied.clear();
         self.replid2 = std::mem::replace(&mut self.replid, new_replid);
         self.second_offset = self.offset + 1;
         tracing::info!(
@@ -226,15 +233,26 @@ impl ReplicaState {
         if self.primary.is_some() {
             self.state = LinkState::Connect;
         }
-        self.multi_bytes = 0;
+        self.unapplied.clear();
     }
 
-    /// A command of `len` bytes was applied; `in_multi` when the link's
-    /// client is inside a MULTI after it.
-    pub(crate) fn applied(&mut self, len: usize, in_multi: bool) {
-        self.multi_bytes += len as i64;
-        if !in_multi {
-            self.offset += std::mem::take(&mut self.multi_bytes);
+    /// A command (its bytes `raw`) was applied; `in_multi` when the
+    /// link's client is inside a MULTI after it. `pass_on` gets the bytes
+    /// the offset moved past (none inside a MULTI), for this server's
+    /// replicas.
+    pub(crate) fn applied(&mut self, raw: &[u8], in_multi: bool, pass_on: impl FnOnce(&[u8])) {
+        if in_multi {
+            self.unapplied.extend_from_slice(raw);
+            return;
+        }
+        if self.unapplied.is_empty() {
+            pass_on(raw);
+            self.offset += raw.len() as i64;
+        } else {
+            self.unapplied.extend_from_slice(raw);
+            pass_on(&self.unapplied);
+            self.offset += self.unapplied.len() as i64;
+            self.unapplied.clear();
         }
     }
 

@@ -55,22 +55,28 @@ pub(crate) enum Purpose {
     AofBase,
 }
 
-/// Starts a file: the header and the aux fields Redis 7.0.15 writes for a
-/// save without replication (`rdbSaveInfoAuxFields`).
+/// Starts a file: the header and the aux fields Redis 7.0.15 writes
+/// (`rdbSaveInfoAuxFields`); `stream_db`, a replica's full sync for its
+/// own replicas: `repl-stream-db`, the database its primary's stream has
+/// selected.
 pub(crate) fn start_file<W: Write>(
     sink: W,
     config: &Config,
     now_ms: u64,
     used_mem: u64,
     purpose: Purpose,
+    stream_db: Option<usize>,
 ) -> Result<Writer<W>, SaveError> {
-    let aux = [
+    let mut aux = vec![
         ("redis-ver", AuxValue::Str(crate::REDIS_VERSION)),
         ("redis-bits", AuxValue::Int(REDIS_BITS)),
         ("ctime", AuxValue::Int((now_ms / 1000) as i64)),
         ("used-mem", AuxValue::Int(used_mem as i64)),
-        ("aof-base", AuxValue::Int(i64::from(purpose == Purpose::AofBase))),
     ];
+    if let Some(db) = stream_db {
+        aux.push(("repl-stream-db", AuxValue::Int(db as i64)));
+    }
+    aux.push(("aof-base", AuxValue::Int(i64::from(purpose == Purpose::AofBase))));
     Writer::start(sink, write_options(config, now_ms), &aux)
 }
 
@@ -86,7 +92,7 @@ pub(crate) fn write_dataset<W: Write>(
     used_mem: u64,
     purpose: Purpose,
 ) -> Result<W, SaveError> {
-    let mut w = start_file(sink, config, now_ms, used_mem, purpose)?;
+    let mut w = start_file(sink, config, now_ms, used_mem, purpose, None)?;
     for code in libraries {
         w.function(code)?;
     }
@@ -155,6 +161,9 @@ pub(crate) struct Loaded {
     /// Keys left out because their value was empty (files from before
     /// Redis fixed #8453 can hold them).
     pub(crate) empty_skipped: u64,
+    /// Aux `repl-stream-db`: the database a full sync's stream goes on in
+    /// (a replica passing its primary's stream on selects none first).
+    pub(crate) repl_stream_db: Option<usize>,
 }
 
 /// Empty keys logged by name, at most (Redis's limit).
@@ -274,6 +283,9 @@ pub(crate) fn read_dataset(
                     if let Some(progress) = progress {
                         progress.rdb_used_mem(used as u64);
                     }
+                }
+                b"repl-stream-db" => {
+                    loaded.repl_stream_db = std::str::from_utf8(&v).ok().and_then(|t| t.parse().ok());
                 }
                 _ => {}
             },
