@@ -408,6 +408,26 @@ pub(crate) fn unblock(dbs: &mut [Db], blocking: &mut Blocking, client: &mut Clie
     true
 }
 
+/// Unblocks every client blocked in a command (not one a CLIENT PAUSE or a
+/// fault rule holds: its command has not run) with the error `text`, and
+/// closes each once the error is written (Redis's
+/// `disconnectAllBlockedClients`, when a primary becomes a replica).
+pub(crate) fn unblock_all_with_error(dbs: &mut [Db], server: &mut ServerState, text: &'static str) {
+    let mut waits = Vec::new();
+    for client in server.clients.values_mut() {
+        if client.blocked.as_ref().is_some_and(|b| !b.postponed) {
+            if waits_for_replicas(client) {
+                waits.push(client.id);
+            }
+            answer(dbs, &mut server.blocking, client, errors::err(text));
+            client.signal.stop();
+        }
+    }
+    for id in waits {
+        server.repl.drop_waiter(id);
+    }
+}
+
 /// The earliest deadline of a blocked client or of the pause.
 pub(crate) fn next_deadline(blocking: &Blocking) -> Option<u64> {
     let first = blocking.timeouts.first().map(|&(deadline, _)| deadline);

@@ -182,6 +182,10 @@ pub(crate) const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or o
 pub(crate) const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
 /// The error a client blocked in a command gets from `CLIENT UNBLOCK id ERROR`.
 pub(crate) const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+/// What a client blocked in a command gets when its primary becomes a
+/// replica (Redis's `disconnectAllBlockedClients`; it is closed after it).
+pub(crate) const UNBLOCKED_DEMOTED: &str =
+    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
 pub(crate) const UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
 pub(crate) const PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
 /// `COORDIS.CLOCK` on a server built with a clock of its own.

@@ -12,6 +12,11 @@
 //!   clock, aborts it (the held write then runs), and with FORCE hands over
 //!   to a replica that is behind (the held write is then refused as a
 //!   replica's); FAILOVER ABORT ends the wait;
+//! - a primary becoming a replica (REPLICAOF host port, or the end of a
+//!   FAILOVER) unblocks its blocked clients (BLPOP, XREAD BLOCK in RESP3,
+//!   WAIT) with Redis's `-UNBLOCKED ... (master -> replica?)` and closes
+//!   them, as redis-server does, while a client a CLIENT PAUSE holds runs
+//!   its command once the pause ends;
 //! - the test-control plane's replica link faults, in Rust and over the wire
 //!   (`COORDIS.REPLICATION`): a paused link holds writes (WAIT answers 0), a
 //!   delayed one releases them when the test clock passes the delay, dropped
@@ -500,4 +505,113 @@ fn the_primary_dies_with_or_without_its_last_writes_and_a_replica_is_promoted() 
     wait_for("the dead primary's last write", || {
         cmd(replica.addr(), &["GET", "w"]) == "$1\r\n1\r\n"
     });
+}
+
+/// What each client blocked in a command gets when its server becomes a
+/// replica; then the connection closes.
+const DEMOTED: &str =
+    "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n";
+
+fn blocked_clients(addr: SocketAddr) -> String {
+    let body = cmd(addr, &["INFO", "clients"]);
+    body.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:").map(|v| v.trim().to_string()))
+        .unwrap_or_default()
+}
+
+/// Clients blocked on `addr` in `commands` (a RESP3 client for the ones
+/// after `HELLO 3`); returns once INFO counts them all.
+fn block_clients(addr: SocketAddr, commands: &[&[&str]]) -> Vec<RawClient> {
+    let mut clients = Vec::new();
+    for args in commands {
+        let mut c = RawClient::connect(addr).unwrap();
+        if args[0] == "HELLO" {
+            assert!(reply_to(&mut c, &["HELLO", "3"]).starts_with('%'));
+            send(&mut c, &args[2..]);
+        } else {
+            send(&mut c, args);
+        }
+        clients.push(c);
+    }
+    let n = commands.len().to_string();
+    wait_for("the clients to block", || blocked_clients(addr) == n);
+    clients
+}
+
+/// Each client's whole remaining output, up to the server closing it.
+fn read_all_to_close(clients: Vec<RawClient>) -> Vec<String> {
+    clients
+        .into_iter()
+        .map(|mut c| {
+            c.set_read_timeout(Some(PATIENCE)).unwrap();
+            String::from_utf8_lossy(&c.read_to_close().unwrap()).into_owned()
+        })
+        .collect()
+}
+
+/// REPLICAOF on a primary with clients blocked in BLPOP (RESP2), XREAD
+/// BLOCK (RESP3) and WAIT: what every client reads, and what a client
+/// held by CLIENT PAUSE then gets.
+fn demoted_by_replicaof(addr: SocketAddr) -> (Vec<String>, String) {
+    let blocked = block_clients(
+        addr,
+        &[
+            &["BLPOP", "queue", "0"],
+            &["HELLO", "3", "XREAD", "BLOCK", "0", "STREAMS", "events", "$"],
+            &["WAIT", "1", "0"],
+        ],
+    );
+    // A write held by a pause has not run: it is not unblocked, and runs
+    // (as a replica's client: refused) once the pause ends.
+    assert_eq!(cmd(addr, &["CLIENT", "PAUSE", "100000", "WRITE"]), "+OK\r\n");
+    let mut held = RawClient::connect(addr).unwrap();
+    send(&mut held, &["SET", "k", "v"]);
+    wait_for("the write to be held", || blocked_clients(addr) == "4");
+    let nowhere = coordis::testing::free_port().unwrap().to_string();
+    assert_eq!(cmd(addr, &["REPLICAOF", "127.0.0.1", &nowhere]), "+OK\r\n");
+    let got = read_all_to_close(blocked);
+    assert_eq!(blocked_clients(addr), "1", "the held write is still held");
+    assert_eq!(cmd(addr, &["CLIENT", "UNPAUSE"]), "+OK\r\n");
+    (got, reply(&mut held))
+}
+
+#[test]
+fn blocked_clients_are_unblocked_and_closed_when_their_primary_becomes_a_replica() {
+    let _serial = serial();
+    let Some(redis) = redis(&[]) else {
+        return;
+    };
+    let expected = demoted_by_replicaof(redis.addr());
+    assert_eq!(expected.0, vec![DEMOTED; 3], "redis-server's replies");
+    let server = coordis();
+    assert_eq!(demoted_by_replicaof(server.addr()), expected);
+}
+
+/// A FAILOVER from `p` to its replica `r` with clients blocked on `p`:
+/// what they read.
+fn demoted_by_failover(p: SocketAddr, r: SocketAddr) -> Vec<String> {
+    replicaof(r, p);
+    wait_caught_up(r, p);
+    let blocked = block_clients(
+        p,
+        &[
+            &["BLPOP", "queue", "0"],
+            &["HELLO", "3", "XREAD", "BLOCK", "0", "STREAMS", "events", "$"],
+        ],
+    );
+    assert_eq!(cmd(p, &["FAILOVER"]), "+OK\r\n");
+    wait_handed_over(p, r);
+    read_all_to_close(blocked)
+}
+
+#[test]
+fn a_failover_unblocks_the_old_primarys_blocked_clients() {
+    let _serial = serial();
+    let (Some(rp), Some(rr)) = (redis(&[]), redis(&[])) else {
+        return;
+    };
+    let expected = demoted_by_failover(rp.addr(), rr.addr());
+    assert_eq!(expected, vec![DEMOTED; 2], "redis-server's replies");
+    let (p, r) = (coordis(), coordis());
+    assert_eq!(demoted_by_failover(p.addr(), r.addr()), expected);
 }

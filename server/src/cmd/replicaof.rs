@@ -78,6 +78,8 @@ pub(crate) fn follow_server(dbs: &mut [crate::store::Db], server: &mut crate::st
         server.replica.replid = server.repl.ids().0.to_string();
         server.replica.offset = server.repl.offset() as i64;
     }
+    // Clients blocked here wait for what this server no longer decides.
+    crate::blocked::unblock_all_with_error(dbs, server, errors::UNBLOCKED_DEMOTED);
     server.repl.start_proxy(&mut server.effects);
     let (host, port) = (primary.host.clone(), primary.port);
     let now = server.clock.now_ms();

@@ -1093,7 +1093,14 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         match wake {
-            Woken::Ended => return Ok(false),
+            Woken::Ended => {
+                // A stopped connection (shutdown, or a client unblocked to
+                // be closed after its reply) writes what it was answered.
+                if !signal.is_closed() && outbox.has_messages() {
+                    write_messages(socket, outbox, signal, shared).await?;
+                }
+                return Ok(false);
+            }
             Woken::Messages => write_messages(socket, outbox, signal, shared).await?,
             Woken::Unblocked => {
                 if outbox.has_messages() {
@@ -1123,7 +1130,10 @@ async fn write_messages<S: AsyncWrite + Unpin>(
     for message in &messages {
         batch.extend_from_slice(message);
     }
+    // The write first: a connection stopped after its last answer (a
+    // demoted primary's blocked client) still writes it if it can.
     tokio::select! {
+        biased;
         r = socket.write_all(&batch) => r?,
         _ = signal.ended() => return Err(io::Error::other("closed while writing messages")),
     }
