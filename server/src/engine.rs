@@ -1021,6 +1021,7 @@ impl Engine {
             port: self.state.port,
             psync: replica.psync_request(),
             failover: self.state.repl.failover.phase == crate::repl::failover::Phase::InProgress,
+            transfer: replica.transfer.clone(),
         })
     }
 

@@ -4,7 +4,10 @@
 //! continues partially (Redis's `sync_partial_ok`), a primary with a new
 //! replication ID that gives a full one, READONLY and MASTERDOWN worded as
 //! a real Redis replica words them, expiry through the primary's DELs, and
-//! REPLICAOF NO ONE. Every test skips loudly without redis-server.
+//! REPLICAOF NO ONE; INFO's `master_sync_*` lines while a full sync is held
+//! mid-transfer and `master_link_down_since_seconds` after it, beside a
+//! redis-server replica of the same scripted primary. Every test skips
+//! loudly without redis-server.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -531,4 +534,173 @@ fn the_replicaof_directive_with_masteruser_and_masterauth_syncs_at_start() {
     assert_eq!(cmd(refused.addr(), &["GET", "k"]), "$-1\r\n");
     let slaves = authed(p, &admin, &["INFO", "replication"]);
     assert!(slaves.contains("connected_slaves:2"), "{slaves}");
+}
+
+/// A scripted primary for one replica: it answers the handshake and
+/// `+FULLRESYNC`, then writes each chunk the test sends it and holds the
+/// rest of the transfer; the test dropping its sender closes the link.
+fn scripted_primary() -> (
+    SocketAddr,
+    std::sync::mpsc::Sender<Vec<u8>>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let thread = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        drop(listener);
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Commands arrive as RESP arrays; each gets its reply in order.
+        let mut answered = 0;
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "the replica left during the handshake");
+            seen.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&seen).to_uppercase();
+            let names: Vec<&str> = text
+                .split("\r\n")
+                .filter(|w| ["PING", "REPLCONF", "PSYNC"].contains(w))
+                .collect();
+            for name in &names[answered..] {
+                let reply: &[u8] = match *name {
+                    "PING" => b"+PONG\r\n",
+                    "REPLCONF" => b"+OK\r\n",
+                    _ => b"+FULLRESYNC 0123456789abcdef0123456789abcdef01234567 0\r\n",
+                };
+                s.write_all(reply).unwrap();
+            }
+            answered = names.len();
+            if names.contains(&"PSYNC") {
+                break;
+            }
+        }
+        while let Ok(chunk) = rx.recv() {
+            s.write_all(&chunk).unwrap();
+        }
+    });
+    (addr, tx, thread)
+}
+
+/// A replica's link lines of INFO replication (`role` to
+/// `replica_announced`), the primary's port left out, and each seconds
+/// count checked to be at most 1 and shown as `<s>` (two servers' clocks
+/// tick at different instants).
+fn link_lines(replica: SocketAddr) -> Vec<String> {
+    let body = cmd(replica, &["INFO", "replication"]);
+    body.lines()
+        .skip_while(|l| !l.starts_with("role:"))
+        .take_while(|l| !l.starts_with("connected_slaves:"))
+        .filter(|l| !l.starts_with("master_port:"))
+        .map(|l| match l.split_once(':') {
+            Some((k, v)) if k.ends_with("_seconds_ago") || k.ends_with("_since_seconds") => {
+                let secs: i64 = v.parse().unwrap();
+                assert!(secs <= 1, "{l}");
+                if secs >= 0 {
+                    format!("{k}:<s>")
+                } else {
+                    l.to_string()
+                }
+            }
+            _ => l.to_string(),
+        })
+        .collect()
+}
+
+/// A full sync held at each step of its transfer, as `replica` shows it:
+/// before the RDB's framing line, after `chunk` (the framing line and part
+/// of the RDB), and once the primary closed the link.
+fn held_sync(replica: SocketAddr, chunk: &[u8], read: &str) -> Vec<Vec<String>> {
+    let (primary, tx, thread) = scripted_primary();
+    assert_eq!(replicaof(replica, primary), "+OK\r\n");
+    wait_for("the transfer to start", || {
+        info(replica, "replication", "master_sync_in_progress").as_deref() == Some("1")
+    });
+    let mut steps = vec![link_lines(replica)];
+    tx.send(chunk.to_vec()).unwrap();
+    wait_for("the transfer's bytes", || {
+        info(replica, "replication", "master_sync_read_bytes").as_deref() == Some(read)
+    });
+    steps.push(link_lines(replica));
+    drop(tx);
+    thread.join().unwrap();
+    wait_for("the link to drop", || {
+        info(replica, "replication", "master_sync_in_progress").as_deref() == Some("0")
+    });
+    steps.push(link_lines(replica));
+    assert_eq!(cmd(replica, &["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    steps
+}
+
+#[test]
+fn a_held_full_sync_shows_its_progress_as_a_redis_replica_does() {
+    let _serial = serial();
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let replica = coordis();
+    let mut sized = b"$1000\r\nREDIS0010".to_vec();
+    sized.resize(7 + 300, b'x');
+    let mut streamed = b"$EOF:ffffffffffffffffffffffffffffffffffffffff\r\nREDIS0010".to_vec();
+    streamed.resize(47 + 300, b'x');
+    for (chunk, total, left, perc) in [(&sized, "1000", "700", "30.00"), (&streamed, "0", "-300", "0.00")] {
+        let expected = held_sync(redis.addr(), chunk, "300");
+        // What redis-server shows: before the framing line the size is -1
+        // (its percentage -0.00), then the announced one.
+        assert!(
+            expected[0].contains(&"master_sync_total_bytes:-1".to_string()),
+            "{expected:?}"
+        );
+        assert!(
+            expected[0].contains(&"master_sync_perc:-0.00".to_string()),
+            "{expected:?}"
+        );
+        for line in [
+            format!("master_sync_total_bytes:{total}"),
+            "master_sync_read_bytes:300".into(),
+            format!("master_sync_left_bytes:{left}"),
+            format!("master_sync_perc:{perc}"),
+        ] {
+            assert!(expected[1].contains(&line), "{line} in {expected:?}");
+        }
+        assert!(!expected[2].iter().any(|l| l.starts_with("master_sync_total")));
+        // A primary made a replica had no link to lose.
+        assert!(
+            expected[2].contains(&"master_link_down_since_seconds:-1".to_string()),
+            "{expected:?}"
+        );
+        assert_eq!(held_sync(replica.addr(), chunk, "300"), expected);
+    }
+}
+
+#[test]
+fn a_lost_link_shows_since_when_as_a_redis_replica_does() {
+    let _serial = serial();
+    let (Some(primary), Some(redis)) = (redis_primary(&[]), RedisServer::start(&[]).unwrap()) else {
+        return;
+    };
+    let replica = coordis();
+    let p = primary.addr();
+    cmd(p, &["SET", "k", "v"]);
+    for r in [redis.addr(), replica.addr()] {
+        assert_eq!(replicaof(r, p), "+OK\r\n");
+        wait_caught_up(r, p);
+    }
+    assert!(!link_lines(replica.addr())
+        .iter()
+        .any(|l| l.starts_with("master_link_down")));
+    drop(primary);
+    for r in [redis.addr(), replica.addr()] {
+        wait_for("the link to drop", || {
+            info(r, "replication", "master_link_status").as_deref() == Some("down")
+        });
+    }
+    let expected = link_lines(redis.addr());
+    assert!(
+        expected.contains(&"master_link_down_since_seconds:<s>".to_string()),
+        "{expected:?}"
+    );
+    assert_eq!(link_lines(replica.addr()), expected);
 }

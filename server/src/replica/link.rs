@@ -63,6 +63,8 @@ pub(crate) struct Target {
     /// This server hands its primary role over (FAILOVER): PSYNC carries
     /// `FAILOVER`, and the answer ends or aborts the hand-over.
     pub failover: bool,
+    /// Where a full resync's transfer is counted (INFO `master_sync_*`).
+    pub transfer: Arc<super::Transfer>,
 }
 
 /// Why a link ended.
@@ -126,6 +128,8 @@ pub(crate) async fn run(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut sto
 struct Conn {
     socket: TcpStream,
     buf: BytesMut,
+    /// Set while a full resync's RDB is read: every read counts in it.
+    transfer: Option<Arc<super::Transfer>>,
 }
 
 impl Conn {
@@ -136,7 +140,12 @@ impl Conn {
                 "Master did not respond to command during SYNC handshake".into(),
             )),
             Ok(Ok(0)) => Err(End::Failed("the primary closed the connection".into())),
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(_)) => {
+                if let Some(t) = &self.transfer {
+                    t.touch();
+                }
+                Ok(())
+            }
             Ok(Err(e)) => Err(End::Failed(format!("I/O error reading from MASTER: {e}"))),
         }
     }
@@ -154,6 +163,18 @@ impl Conn {
                 return Ok(line);
             }
             self.fill().await?;
+        }
+    }
+
+    fn announce(&self, size: i64) {
+        if let Some(t) = &self.transfer {
+            t.announce(size);
+        }
+    }
+
+    fn progress(&self, read: usize) {
+        if let Some(t) = &self.transfer {
+            t.progress(read as i64);
         }
     }
 
@@ -180,9 +201,11 @@ impl Conn {
             tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
             let mark = mark.as_bytes().to_vec();
             let mut rdb = Vec::new();
+            self.announce(0);
             loop {
                 rdb.extend_from_slice(&self.buf);
                 self.buf.clear();
+                self.progress(rdb.len());
                 if rdb.ends_with(&mark) {
                     rdb.truncate(rdb.len() - mark.len());
                     return Ok((rdb, true));
@@ -194,7 +217,12 @@ impl Conn {
             .parse()
             .map_err(|_| End::Failed(format!("bad RDB length from MASTER: '{size}'")))?;
         tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk");
-        while self.buf.len() < len {
+        self.announce(len as i64);
+        loop {
+            self.progress(self.buf.len().min(len));
+            if self.buf.len() >= len {
+                break;
+            }
             self.fill().await?;
         }
         Ok((self.buf.split_to(len).to_vec(), false))
@@ -251,6 +279,7 @@ async fn follow(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, target: Targe
     let mut conn = Conn {
         socket,
         buf: BytesMut::new(),
+        transfer: None,
     };
     if let Err(end) = handshake(&mut conn, &target).await {
         return end;
@@ -292,10 +321,14 @@ async fn follow(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, target: Targe
             return End::Failed(format!("bad FULLRESYNC reply: '{reply}'"));
         };
         tracing::info!("Full resync from master: {id}:{off}");
+        target.transfer.start();
         if !set_state(LinkState::Sync).await {
             return End::Replaced;
         }
-        let (rdb, diskless) = match conn.payload().await {
+        conn.transfer = Some(target.transfer.clone());
+        let payload = conn.payload().await;
+        conn.transfer = None;
+        let (rdb, diskless) = match payload {
             Ok(p) => p,
             Err(end) => return end,
         };

@@ -23,7 +23,67 @@
 
 pub(crate) mod link;
 
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
 use crate::config::Config;
+
+/// A full resynchronization's transfer as the link reads it (INFO's
+/// `master_sync_*` lines, Redis's `repl_transfer_*`): shared with the link
+/// task, which counts what it reads without taking the engine lock.
+#[derive(Debug, Default)]
+pub(crate) struct Transfer {
+    /// The RDB's announced size: -1 until the `$` line came, 0 for the
+    /// diskless `$EOF:` framing (the size is not known).
+    size: AtomicI64,
+    /// Bytes of the RDB read so far (the `$` line not counted).
+    read: AtomicI64,
+    /// [`crate::repl::now_ms`] of the transfer's last read.
+    last_io_ms: AtomicU64,
+}
+
+impl Transfer {
+    /// A transfer starts (`+FULLRESYNC` came): nothing announced yet.
+    pub(crate) fn start(&self) {
+        self.size.store(-1, Ordering::Release);
+        self.read.store(0, Ordering::Release);
+        self.touch();
+    }
+
+    /// The `$` line announced `size` bytes (0: until the EOF mark).
+    pub(crate) fn announce(&self, size: i64) {
+        self.size.store(size, Ordering::Release);
+        self.touch();
+    }
+
+    /// `read` bytes of the RDB are in.
+    pub(crate) fn progress(&self, read: i64) {
+        self.read.store(read, Ordering::Release);
+        self.touch();
+    }
+
+    /// Bytes came from the primary (a keepalive newline counts).
+    pub(crate) fn touch(&self) {
+        self.last_io_ms.store(crate::repl::now_ms(), Ordering::Release);
+    }
+
+    /// INFO's lines for it, as Redis prints them (the percentage of a size
+    /// not yet known divides by -1: Redis shows `-0.00`).
+    fn info_lines(&self) -> String {
+        let size = self.size.load(Ordering::Acquire);
+        let read = self.read.load(Ordering::Acquire);
+        let perc = if size != 0 {
+            read as f64 / size as f64 * 100.0
+        } else {
+            0.0
+        };
+        let idle = crate::repl::now_ms().saturating_sub(self.last_io_ms.load(Ordering::Acquire)) / 1000;
+        format!(
+            "master_sync_total_bytes:{size}\r\nmaster_sync_read_bytes:{read}\r\nmaster_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\nmaster_sync_last_io_seconds_ago:{idle}\r\n",
+            size - read
+        )
+    }
+}
 
 /// A replication ID's length (40 hex digits, Redis's `CONFIG_RUN_ID_SIZE`).
 pub(crate) const REPLID_LEN: usize = 40;
@@ -123,6 +183,9 @@ pub(crate) struct ReplicaState {
     /// The database the primary's stream has selected (its link client's):
     /// a full sync this server serves names it (aux `repl-stream-db`).
     pub stream_db: usize,
+    /// The full resynchronization's transfer, while `state` is
+    /// [`LinkState::Sync`].
+    pub transfer: Arc<Transfer>,
 }
 
 impl ReplicaState {
@@ -146,6 +209,7 @@ impl ReplicaState {
             partial_syncs: 0,
             unapplied: Vec::new(),
             stream_db: 0,
+            transfer: Arc::default(),
         };
         if let Some(primary) = parse_replicaof(&config.replica.replicaof) {
             state.primary = Some(primary);
@@ -179,7 +243,13 @@ impl ReplicaState {
                 replid: self.replid.clone(),
                 offset: self.offset,
             });
+        }
+        // A link that was up went down now; a primary never had one
+        // (INFO's `master_link_down_since_seconds:-1`, as Redis's).
+        if self.link_up() {
             self.down_since_ms = now_ms;
+        } else if self.primary.is_none() {
+            self.down_since_ms = 0;
         }
         self.unapplied.clear();
         tracing::info!("Connecting to MASTER {}:{}", primary.host, primary.port);
@@ -312,6 +382,9 @@ impl ReplicaState {
             self.read_offset,
             self.offset,
         );
+        if self.state == LinkState::Sync {
+            out.push_str(&self.transfer.info_lines());
+        }
         if !self.link_up() {
             let down = if self.down_since_ms == 0 {
                 -1
