@@ -3,7 +3,8 @@
 //! replication ID and offsets; B's INFO lists C, C's names B; B promoted
 //! (REPLICAOF NO ONE) keeps C, which continues partially under B's new
 //! ID. The same scenario runs on redis-servers only (the reference), on
-//! coordis only, and with each kind in the middle and at the end. Every
+//! coordis only, and with each kind in the middle and at the end; B's
+//! link cut continues partially without C noticing. Every
 //! test with a redis-server in it skips loudly without one.
 
 use std::net::SocketAddr;
@@ -261,6 +262,21 @@ fn chain(kinds: [Kind; 3]) {
         );
     }
     assert_eq!(info_num(b, "stats", "sync_full"), 1, "C's one full sync");
+
+    // B's link to A cut: B continues partially, and C, still attached,
+    // gets what A wrote meanwhile without a resync of its own.
+    let a_partial = info_num(a, "stats", "sync_partial_ok");
+    assert_eq!(cmd(a, &["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
+    run_workload(a, &workload(5, 300));
+    wait_for("B's partial resync with A", || {
+        info_num(a, "stats", "sync_partial_ok") > a_partial
+    });
+    wait_caught_up(b, a);
+    wait_caught_up(c, b);
+    assert_same_digest(a, c);
+    assert_eq!(info_num(a, "stats", "sync_full"), 1, "no full sync for B");
+    assert_eq!(info_num(b, "stats", "sync_full"), 1, "no full sync for C");
+    assert_eq!(info_num(b, "stats", "sync_partial_ok"), 0, "C never left");
 
     // B promoted: C continues partially under B's new ID.
     let partial_before = info_num(b, "stats", "sync_partial_ok");
