@@ -440,8 +440,25 @@ fn client_unblock(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Int(0);
     };
     // A client postponed by CLIENT PAUSE is not blocked in a command.
+    let call = target.blocked.as_deref().and_then(|b| b.call());
     let done = !target.blocked.as_ref().is_some_and(|b| b.is_postponed())
         && blocked::unblock(ctx.dbs, &mut ctx.server.blocking, &mut target, error);
+    if done {
+        if error {
+            super::observe::error_raised(ctx.server, &err(errors::UNBLOCKED));
+        }
+        // Counted as Redis counts it: failed, whichever the reason, and
+        // logged without arguments.
+        if let Some(call) = call {
+            let how = super::observe::Unblock {
+                call,
+                serve_usec: 0,
+                failed: true,
+                args: &[],
+            };
+            super::observe::unblocked(ctx.server, &target, ctx.now, how);
+        }
+    }
     ctx.server.clients.put_back(target);
     Reply::Int(done as i64)
 }
