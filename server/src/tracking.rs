@@ -373,10 +373,7 @@ fn remember(server: &mut ServerState, client: &ClientState, spec: &CommandSpec, 
     if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
         return;
     }
-    let Some(keys) = crate::cmd::keyspecs::command_keys(spec, args) else {
-        return;
-    };
-    for i in keys {
+    for i in crate::cmd::keyspecs::command_keys(spec, args) {
         let Some(key) = args.get(i) else { continue };
         let ids = server.tracking.table.entry(crate::store::db::owned(key)).or_default();
         if ids.insert(client.id) {

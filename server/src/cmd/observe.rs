@@ -27,19 +27,19 @@ use crate::state::ServerState;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("server", "slowlog", -2, 0, 0, (0, 0, 0), "A container for slow log commands", super::container, SLOWLOG),
-    command!("server", "latency", -2, 0, 0, (0, 0, 0), "A container for latency diagnostics commands", super::container, LATENCY),
+    command!("server", "slowlog", -2, 0, 0, "A container for slow log commands", super::container, SLOWLOG),
+    command!("server", "latency", -2, 0, 0, "A container for latency diagnostics commands", super::container, LATENCY),
 ];
 
 #[rustfmt::skip]
 static LATENCY: &[CommandSpec] = &[
-    command!("server", "latency|latest", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the latest latency samples for all events.", latency_latest),
-    command!("server", "latency|history", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return timestamp-latency samples for the event.", latency_history),
-    command!("server", "latency|reset", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Reset latency data for one or more events.", latency_reset),
-    command!("server", "latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the cumulative distribution of latencies of a subset of commands or all.", latency_histogram),
-    command!("server", "latency|doctor", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return a human readable latency analysis report.", latency_doctor),
-    command!("server", "latency|graph", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return a latency graph for the event.", latency_graph),
-    command!("server", "latency|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands.", latency_help),
+    command!("server", "latency|latest", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return the latest latency samples for all events.", latency_latest),
+    command!("server", "latency|history", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return timestamp-latency samples for the event.", latency_history),
+    command!("server", "latency|reset", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Reset latency data for one or more events.", latency_reset),
+    command!("server", "latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return the cumulative distribution of latencies of a subset of commands or all.", latency_histogram),
+    command!("server", "latency|doctor", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return a human readable latency analysis report.", latency_doctor),
+    command!("server", "latency|graph", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return a latency graph for the event.", latency_graph),
+    command!("server", "latency|help", 2, LOADING | STALE, 0, "Show helpful text about the different subcommands.", latency_help),
 ];
 
 /// Samples a latency event keeps (Redis's `LATENCY_TS_LEN`).
@@ -55,10 +55,10 @@ struct LatencyEvent {
 
 #[rustfmt::skip]
 static SLOWLOG: &[CommandSpec] = &[
-    command!("server", "slowlog|get", -2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the slow log's entries", slowlog_get),
-    command!("server", "slowlog|len", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the slow log's length", slowlog_len),
-    command!("server", "slowlog|reset", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Clear all entries from the slow log", slowlog_reset),
-    command!("server", "slowlog|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands", slowlog_help),
+    command!("server", "slowlog|get", -2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Get the slow log's entries", slowlog_get),
+    command!("server", "slowlog|len", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Get the slow log's length", slowlog_len),
+    command!("server", "slowlog|reset", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Clear all entries from the slow log", slowlog_reset),
+    command!("server", "slowlog|help", 2, LOADING | STALE, 0, "Show helpful text about the different subcommands", slowlog_help),
 ];
 
 /// Arguments a slow-log entry keeps (Redis's `SLOWLOG_ENTRY_MAX_ARGC`).
@@ -415,7 +415,8 @@ fn log_slow(server: &mut ServerState, client: &ClientState, now: u64, spec: &Com
             )));
             break;
         }
-        if redacted(spec, args, i) {
+        // Passwords never reach the slow log (the row says which).
+        if spec.redact.is_some_and(|redacted| redacted(args, i)) {
             kept.push(Bytes::from_static(b"(redacted)"));
         } else if arg.len() > ENTRY_MAX_BYTES {
             let mut s = arg[..ENTRY_MAX_BYTES].to_vec();
@@ -437,40 +438,6 @@ fn log_slow(server: &mut ServerState, client: &ClientState, now: u64, spec: &Com
     });
     observe.next_id += 1;
     observe.slowlog.truncate(max);
-}
-
-/// Passwords never reach the slow log: AUTH's arguments, HELLO's after
-/// AUTH, MIGRATE's after AUTH or AUTH2 (Redis's `redactClientCommandArgument`).
-fn redacted(spec: &CommandSpec, args: &[Bytes], i: usize) -> bool {
-    match spec.name {
-        "auth" => i >= 1,
-        "hello" => args
-            .iter()
-            .position(|a| a.eq_ignore_ascii_case(b"auth"))
-            .is_some_and(|at| i == at + 1 || i == at + 2),
-        "migrate" => {
-            let mut j = 6;
-            while j < args.len() {
-                let a = &args[j];
-                if a.eq_ignore_ascii_case(b"keys") {
-                    return false;
-                }
-                let skip = if a.eq_ignore_ascii_case(b"auth") {
-                    1
-                } else if a.eq_ignore_ascii_case(b"auth2") {
-                    2
-                } else {
-                    0
-                };
-                if (j + 1..=j + skip).contains(&i) && i < args.len() {
-                    return true;
-                }
-                j += skip + 1;
-            }
-            false
-        }
-        _ => false,
-    }
 }
 
 /// SLOWLOG GET [count]: the newest `count` entries (10; -1: all).

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::args::{db_index, is};
 use super::flags::*;
-use super::keyspecs::{self, Begin, Find, KeySpec};
+use super::keyspecs::{Begin, Find, KeySpec};
 use super::{acl, CommandSpec, Ctx};
 use crate::blocked;
 use crate::config::{Effect, SetError};
@@ -22,36 +22,48 @@ use crate::REDIS_VERSION;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("connection", "ping", -1, FAST | SUBSCRIBED_OK | DISK_ERROR_REFUSED, acl::CONNECTION, (0, 0, 0), "Ping the server", ping),
-    command!("connection", "echo", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Echo the given string", echo),
-    command!("connection", "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Handshake with Redis", hello),
-    command!("connection", "auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Authenticate to the server", auth),
-    command!("connection", "select", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Change the selected database for the current connection", select),
-    command!("connection", "quit", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, (0, 0, 0), "Close the connection", quit)
+    command!("connection", "ping", -1, FAST | SUBSCRIBED_OK | DISK_ERROR_REFUSED, acl::CONNECTION, "Ping the server", ping),
+    command!("connection", "echo", 2, LOADING | STALE | FAST, acl::CONNECTION, "Echo the given string", echo),
+    command!("connection", "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, "Handshake with Redis", hello).redacts(hello_redacts),
+    command!("connection", "auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, "Authenticate to the server", auth).redacts(auth_redacts),
+    command!("connection", "select", 2, LOADING | STALE | FAST, acl::CONNECTION, "Change the selected database for the current connection", select),
+    command!("connection", "quit", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, "Close the connection", quit)
         .while_busy(quit_while_busy),
-    command!("connection", "reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, (0, 0, 0), "Reset the connection", reset),
-    command!("connection", "client", -2, 0, 0, (0, 0, 0), "A container for client connection commands", super::container, CLIENT),
-    command!("server", "command", -1, LOADING | STALE, acl::CONNECTION, (0, 0, 0), "Get array of Redis command details", command, COMMAND),
-    command!("server", "info", -1, LOADING | STALE, acl::DANGEROUS, (0, 0, 0), "Get information and statistics about the server", info),
-    command!("server", "config", -2, 0, 0, (0, 0, 0), "A container for server configuration commands", super::container, CONFIG),
-    command!("server", "time", 1, LOADING | STALE | FAST, 0, (0, 0, 0), "Return the current server time", time),
-    command!("server", "dbsize", 1, READONLY | FAST, acl::KEYSPACE, (0, 0, 0), "Return the number of keys in the selected database", dbsize),
-    command!("server", "flushdb", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from the current database", flushdb),
-    command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from all databases", flushall),
-    command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
-    command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
-    command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
-    command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
-    command!("server", "bgsave", -1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously save the dataset to disk", bgsave),
-    command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Synchronously save the dataset to disk", save),
-    command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
-    command!("server", "psync", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command used in replication", psync),
-    command!("server", "sync", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command used in replication", sync),
-    command!("server", "replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command for configuring the replication stream", replconf),
-    command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
-    command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
+    command!("connection", "reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, "Reset the connection", reset),
+    command!("connection", "client", -2, 0, 0, "A container for client connection commands", super::container, CLIENT),
+    command!("server", "command", -1, LOADING | STALE, acl::CONNECTION, "Get array of Redis command details", command, COMMAND),
+    command!("server", "info", -1, LOADING | STALE, acl::DANGEROUS, "Get information and statistics about the server", info),
+    command!("server", "config", -2, 0, 0, "A container for server configuration commands", super::container, CONFIG),
+    command!("server", "time", 1, LOADING | STALE | FAST, 0, "Return the current server time", time),
+    command!("server", "dbsize", 1, READONLY | FAST, acl::KEYSPACE, "Return the number of keys in the selected database", dbsize),
+    command!("server", "flushdb", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, "Remove all keys from the current database", flushdb),
+    command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, "Remove all keys from all databases", flushall),
+    command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, "Swaps two Redis databases", swapdb),
+    command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Listen for all requests received by the server in real time", monitor),
+    command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, "Return the role of the instance in the context of replication", role),
+    command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, "Asynchronously rewrite the append-only file", bgrewriteaof),
+    command!("server", "bgsave", -1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, "Asynchronously save the dataset to disk", bgsave),
+    command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, "Synchronously save the dataset to disk", save),
+    command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, "Get the UNIX time stamp of the last successful save to disk", lastsave),
+    command!("server", "psync", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, "An internal command used in replication", psync),
+    command!("server", "sync", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, "An internal command used in replication", sync),
+    command!("server", "replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, acl::ADMIN | acl::DANGEROUS, "An internal command for configuring the replication stream", replconf),
+    command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
+    command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, "Synchronously save the dataset to disk and then shut down the server", shutdown)
         .while_busy(shutdown_while_busy),
 ];
+
+/// AUTH's slow-log entries hide every argument (Redis's `authCommand`).
+fn auth_redacts(_args: &[Bytes], i: usize) -> bool {
+    i >= 1
+}
+
+/// HELLO's hide AUTH's user name and password (Redis's `helloCommand`).
+fn hello_redacts(args: &[Bytes], i: usize) -> bool {
+    args.iter()
+        .position(|a| a.eq_ignore_ascii_case(b"auth"))
+        .is_some_and(|at| i == at + 1 || i == at + 2)
+}
 
 #[rustfmt::skip]
 static CLIENT: &[CommandSpec] = &[
@@ -610,8 +622,8 @@ fn command_info(c: &CommandSpec) -> Reply {
         Reply::Int(c.keys.1 as i64),
         Reply::Int(c.keys.2 as i64),
         Reply::Set(names(&mut c.categories())),
-        Reply::Set(keyspecs::tips(c.name).iter().map(|t| Reply::bulk(*t)).collect()),
-        Reply::Set(keyspecs::of(c.name).iter().map(key_spec_info).collect()),
+        Reply::Set(c.tips.iter().map(|t| Reply::bulk(*t)).collect()),
+        Reply::Set(c.key_specs.iter().map(key_spec_info).collect()),
         subcommands,
     ])
 }
@@ -769,9 +781,7 @@ fn getkeys(args: &[Bytes], with_flags: bool) -> Reply {
     };
     // Redis's `doesCommandHaveKeys`: a spec not marked `not_key` (shard
     // channels are keys only for routing), or a key finder of its own.
-    let has_keys = super::keyspecs::of(spec.name)
-        .iter()
-        .any(|k| !k.flags.contains(&"not_key"));
+    let has_keys = spec.key_specs.iter().any(|k| !k.flags.contains(&"not_key"));
     if !has_keys && !spec.has(MOVABLEKEYS) {
         return err(errors::GETKEYS_NO_KEYS);
     }
