@@ -356,7 +356,7 @@ pub(crate) fn after_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSp
     }
     if top_level {
         if let Some(t) = ctx.client.tracking.as_mut() {
-            if ctx.client.multi.is_none() && !crate::cmd::server::is_client_subcommand(spec) {
+            if ctx.client.multi.is_none() && !crate::cmd::client::is_client_subcommand(spec) {
                 t.caching = false;
             }
         }

@@ -107,6 +107,7 @@ macro_rules! subcommand {
 
 pub(crate) mod args;
 pub(crate) mod bitmap;
+pub(crate) mod client;
 
 pub(crate) mod cluster;
 pub(crate) mod coordis;
@@ -115,6 +116,7 @@ pub(crate) mod functions;
 pub(crate) mod geo;
 pub(crate) mod hash;
 pub(crate) mod hll;
+pub(crate) mod info;
 pub(crate) mod keys;
 pub(crate) mod keyspecs;
 pub(crate) mod list;
