@@ -75,7 +75,7 @@ for name in sorted(names):
         out.append((flags, b, f, notes))
     rows.append((name, out))
 print("#[rustfmt::skip]")
-print("static KEY_SPECS: &[(&str, &[KeySpec])] = &[")
+print("const KEY_SPECS: &[(&str, &[KeySpec])] = &[")
 for name, specs in rows:
     if not specs: continue
     parts = []
@@ -87,7 +87,7 @@ for name, specs in rows:
 print("];")
 print()
 print("#[rustfmt::skip]")
-print("static TIPS: &[(&str, &[&str])] = &[")
+print("const TIPS: &[(&str, &[&str])] = &[")
 for name, these in tips:
     print('    ("%s", &[%s]),' % (name, ", ".join(rust_str(t) for t in these)))
 print("];")

@@ -34,7 +34,7 @@ use std::collections::BTreeSet;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::cmd::Ctx;
+use crate::cmd::{CommandSpec, Ctx};
 use crate::errors;
 use crate::net::clients::ClientState;
 use crate::protocol::Reply;
@@ -68,12 +68,28 @@ pub struct Blocked {
     postponed: bool,
     /// WAIT: answered when enough replicas acknowledge ([`crate::repl`]).
     for_replicas: bool,
+    /// The row and the µs of the call that blocked (Redis's `c->lastcmd`
+    /// and `c->duration`): its latency and slow-log entry wait for the
+    /// unblock, which adds this time to the serving time
+    /// ([`crate::cmd::observe::unblocked`]). `None` for a client held by a
+    /// pause or a hang rule, whose command has not run.
+    ran: Option<(&'static CommandSpec, u64)>,
 }
 
 impl Blocked {
     /// Held by CLIENT PAUSE (its command runs once the pause ends).
     pub fn is_postponed(&self) -> bool {
         self.postponed
+    }
+
+    /// Notes the call that blocked: its row and how long it took.
+    pub(crate) fn ran(&mut self, spec: &'static CommandSpec, usec: u64) {
+        self.ran = Some((spec, usec));
+    }
+
+    /// The call that blocked, if the command ran ([`Blocked::ran`]).
+    pub(crate) fn call(&self) -> Option<(&'static CommandSpec, u64)> {
+        self.ran
     }
 }
 
@@ -196,6 +212,7 @@ pub(crate) fn block(
         timeout_reply,
         postponed: false,
         for_replicas: false,
+        ran: None,
     }));
     ctx.client.signal.set_blocked(true);
     Reply::NOTHING
@@ -233,6 +250,7 @@ fn hold(ctx: &mut Ctx, list: HeldList) -> Reply {
         timeout_reply: Reply::NOTHING,
         postponed: true,
         for_replicas: false,
+        ran: None,
     }));
     ctx.client.signal.set_blocked(true);
     Reply::NOTHING

@@ -153,7 +153,7 @@ impl FaultRule {
             }
         }
         if let Some(pattern) = &self.key {
-            let keys = crate::cmd::keyspecs::command_keys(spec, args).unwrap_or_default();
+            let keys = crate::cmd::keyspecs::command_keys(spec, args);
             if !keys.iter().any(|&k| glob::matches(pattern, &args[k], false)) {
                 return false;
             }

@@ -356,7 +356,7 @@ pub(crate) fn after_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSp
     }
     if top_level {
         if let Some(t) = ctx.client.tracking.as_mut() {
-            if ctx.client.multi.is_none() && !crate::cmd::server::is_client_subcommand(spec) {
+            if ctx.client.multi.is_none() && !crate::cmd::client::is_client_subcommand(spec) {
                 t.caching = false;
             }
         }
@@ -373,10 +373,7 @@ fn remember(server: &mut ServerState, client: &ClientState, spec: &CommandSpec, 
     if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
         return;
     }
-    let Some(keys) = crate::cmd::keyspecs::command_keys(spec, args) else {
-        return;
-    };
-    for i in keys {
+    for i in crate::cmd::keyspecs::command_keys(spec, args) {
         let Some(key) = args.get(i) else { continue };
         let ids = server.tracking.table.entry(crate::store::db::owned(key)).or_default();
         if ids.insert(client.id) {

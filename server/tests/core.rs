@@ -327,3 +327,131 @@ fn a_protected_command_is_refused_for_its_setting_while_busy_as_in_redis() {
         "coordis (left) and Redis (right)"
     );
 }
+
+/// Waits until `blocked` clients are blocked (a blocking command reaches
+/// the server a moment after it was sent).
+fn wait_blocked(admin: &mut RawClient, blocked: &str) {
+    let start = std::time::Instant::now();
+    while admin.info_field("clients", "blocked_clients") != blocked {
+        assert!(start.elapsed() < Duration::from_secs(5), "no client blocked");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What INFO and the slow log say of blocked commands: the counters of the
+/// commands involved (times masked), which of them have a latency
+/// histogram, the error counts, and the slow log's entries of those
+/// commands, newest first, each with its client's name (the waiter's id
+/// masked).
+fn blocking_stats(admin: &mut RawClient, waiter_id: &str) -> Vec<String> {
+    const COMMANDS: [&str; 5] = ["blpop", "lpush", "client|unblock", "xreadgroup", "del"];
+    let cmdstats: Vec<String> = COMMANDS.iter().map(|c| format!("cmdstat_{c}:")).collect();
+    let cmdstats: Vec<&str> = cmdstats.iter().map(String::as_str).collect();
+    let mut seen = info_lines(admin, "commandstats", &cmdstats);
+    seen.sort();
+    let latency: Vec<String> = COMMANDS
+        .iter()
+        .map(|c| format!("latency_percentiles_usec_{c}:"))
+        .collect();
+    let latency: Vec<&str> = latency.iter().map(String::as_str).collect();
+    let mut histograms: Vec<String> = run(admin, &["INFO", "latencystats"])
+        .lines()
+        .filter(|l| latency.iter().any(|p| l.starts_with(p)))
+        .map(|l| l.split(':').next().unwrap_or_default().to_string())
+        .collect();
+    histograms.sort();
+    seen.extend(histograms);
+    seen.extend(info_lines(admin, "errorstats", &["errorstat_"]));
+    seen.extend(info_lines(admin, "stats", &["total_error_replies"]));
+    let raw = admin.command(&["SLOWLOG", "GET", "-1"]).unwrap();
+    let (log, _) = coordis::testing::parse_resp(&raw).unwrap().unwrap();
+    for entry in log.items() {
+        let fields = entry.items();
+        let args: Vec<String> = fields[3]
+            .items()
+            .iter()
+            .map(|a| String::from_utf8_lossy(&a.bytes().unwrap()).to_lowercase())
+            .map(|a| if a == waiter_id { "<id>".to_string() } else { a })
+            .collect();
+        let name = String::from_utf8_lossy(&fields[5].bytes().unwrap()).into_owned();
+        let listed = match args.first().map(String::as_str) {
+            None => true,
+            Some("client") => args.get(1).is_some_and(|a| a == "unblock"),
+            Some(first) => COMMANDS.contains(&first),
+        };
+        if listed {
+            seen.push(format!("slowlog: [{}] by {name:?}", args.join(" ")));
+        }
+    }
+    seen
+}
+
+/// A blocked command's statistics as Redis 7.0.15 keeps them
+/// (`updateStatsOnUnblock`): its call and time are counted when it blocks;
+/// its latency histogram and its slow-log entry wait until it is served
+/// (logged after the command that served it); a timeout adds nothing;
+/// CLIENT UNBLOCK, TIMEOUT or ERROR, counts it failed and logs it without
+/// arguments, and ERROR counts an `UNBLOCKED` error and CLIENT UNBLOCK
+/// itself as failed; a waiter served an error (its stream deleted) counts
+/// the error and fails.
+#[test]
+fn a_blocked_commands_stats_are_counted_when_it_is_unblocked_as_in_redis() {
+    same_on_both(&[], |addr| {
+        let mut admin = RawClient::connect(addr).unwrap();
+        let mut waiter = RawClient::connect(addr).unwrap();
+        run(&mut waiter, &["CLIENT", "SETNAME", "waiter"]);
+        let id = String::from_utf8(waiter.command(&["CLIENT", "ID"]).unwrap()).unwrap();
+        let id = id.trim_start_matches(':').trim_end().to_string();
+        run(&mut admin, &["CLIENT", "SETNAME", "admin"]);
+        run(&mut admin, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+        run(&mut admin, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        run(&mut admin, &["CONFIG", "RESETSTAT"]);
+        run(&mut admin, &["SLOWLOG", "RESET"]);
+        let mut seen = vec![];
+        let block = |waiter: &mut RawClient, admin: &mut RawClient, args: &[&[u8]]| {
+            waiter.send(&RawClient::encode(args)).unwrap();
+            wait_blocked(admin, "1");
+        };
+
+        block(&mut waiter, &mut admin, &[b"BLPOP", b"l", b"0"]);
+        seen.push("-- blocked".to_string());
+        seen.extend(blocking_stats(&mut admin, &id));
+        run(&mut admin, &["LPUSH", "l", "a"]);
+        seen.push(String::from_utf8(waiter.read_reply().unwrap()).unwrap());
+        seen.push("-- served".to_string());
+        seen.extend(blocking_stats(&mut admin, &id));
+
+        seen.push(run(&mut waiter, &["BLPOP", "l", "0.05"]));
+        seen.push("-- timed out".to_string());
+        seen.extend(blocking_stats(&mut admin, &id));
+
+        for reason in ["ERROR", "TIMEOUT"] {
+            block(&mut waiter, &mut admin, &[b"BLPOP", b"l", b"0"]);
+            seen.push(run(&mut admin, &["CLIENT", "UNBLOCK", &id, reason]));
+            seen.push(String::from_utf8(waiter.read_reply().unwrap()).unwrap());
+            seen.push(format!("-- unblocked, {reason}"));
+            seen.extend(blocking_stats(&mut admin, &id));
+        }
+
+        block(
+            &mut waiter,
+            &mut admin,
+            &[
+                b"XREADGROUP",
+                b"GROUP",
+                b"g",
+                b"c",
+                b"BLOCK",
+                b"0",
+                b"STREAMS",
+                b"s",
+                b">",
+            ],
+        );
+        run(&mut admin, &["DEL", "s"]);
+        seen.push(String::from_utf8(waiter.read_reply().unwrap()).unwrap());
+        seen.push("-- served an error".to_string());
+        seen.extend(blocking_stats(&mut admin, &id));
+        seen
+    });
+}

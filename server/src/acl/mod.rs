@@ -474,7 +474,7 @@ impl Selector {
                 return Check::Denied(Denied::Command);
             }
         }
-        if !self.allkeys && !keyspecs::of(spec.name).is_empty() {
+        if !self.allkeys && !spec.key_specs.is_empty() {
             let keys = keys.get_or_insert_with(|| keyspecs::keys(spec, args));
             // Shard channels are `not_key` specs: not keys to the ACL
             // (Redis's GET_KEYSPEC_DEFAULT leaves them out).

@@ -67,10 +67,7 @@ pub(crate) fn check(
     let (mut migrating, mut importing, mut multiple) = (false, false, false);
     let (mut missing, mut existing) = (0usize, 0usize);
     for (spec, args) in &query.commands {
-        let Some(positions) = keyspecs::command_keys(spec, args) else {
-            continue;
-        };
-        for at in positions {
+        for at in keyspecs::command_keys(spec, args) {
             let Some(key) = args.get(at) else {
                 continue;
             };

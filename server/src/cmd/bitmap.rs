@@ -30,13 +30,13 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("setbit", 4, WRITE | DENYOOM, acl::BITMAP, (1, 1, 1), "Sets or clears the bit at offset in the string value stored at key", setbit),
-    spec!("getbit", 3, READONLY | FAST, acl::BITMAP, (1, 1, 1), "Returns the bit value at offset in the string value stored at key", getbit),
-    spec!("bitcount", -2, READONLY, acl::BITMAP, (1, 1, 1), "Count set bits in a string", bitcount),
-    spec!("bitpos", -3, READONLY, acl::BITMAP, (1, 1, 1), "Find first bit set or clear in a string", bitpos),
-    spec!("bitop", -4, WRITE | DENYOOM, acl::BITMAP, (2, -1, 1), "Perform bitwise operations between strings", bitop),
-    spec!("bitfield", -2, WRITE | DENYOOM, acl::BITMAP, (1, 1, 1), "Perform arbitrary bitfield integer operations on strings", bitfield),
-    spec!("bitfield_ro", -2, READONLY | FAST, acl::BITMAP, (1, 1, 1), "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD", bitfield_ro),
+    spec!("setbit", 4, WRITE | DENYOOM, acl::BITMAP, "Sets or clears the bit at offset in the string value stored at key", setbit),
+    spec!("getbit", 3, READONLY | FAST, acl::BITMAP, "Returns the bit value at offset in the string value stored at key", getbit),
+    spec!("bitcount", -2, READONLY, acl::BITMAP, "Count set bits in a string", bitcount),
+    spec!("bitpos", -3, READONLY, acl::BITMAP, "Find first bit set or clear in a string", bitpos),
+    spec!("bitop", -4, WRITE | DENYOOM, acl::BITMAP, "Perform bitwise operations between strings", bitop),
+    spec!("bitfield", -2, WRITE | DENYOOM, acl::BITMAP, "Perform arbitrary bitfield integer operations on strings", bitfield).keys_by(super::keyspecs::bitfield_keys),
+    spec!("bitfield_ro", -2, READONLY | FAST, acl::BITMAP, "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD", bitfield_ro),
 ];
 
 /// A bit offset as Redis's `getBitOffsetFromArgument` reads it (`#N` in

@@ -28,12 +28,12 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("coordis.clock", -2, 0, 0, (0, 0, 0), "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
-    spec!("coordis.server", -2, 0, 0, (0, 0, 0), "A container for server-wide faults (coordis's own)", super::container, SERVER),
-    spec!("coordis.fault", -2, 0, 0, (0, 0, 0), "A container for fault rules (coordis's own)", super::container, FAULT),
-    spec!("coordis.memory", -2, 0, 0, (0, 0, 0), "A container for memory limits and eviction (coordis's own)", super::container, MEMORY),
-    spec!("coordis.replication", -2, 0, 0, (0, 0, 0), "A container for replica link faults (coordis's own)", super::container, REPLICATION),
-    command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | GUARD_DEBUG, 0, (0, 0, 0), "A container for debugging commands", debug),
+    spec!("coordis.clock", -2, 0, 0, "A container for the test clock's commands (coordis's own)", super::container, CLOCK),
+    spec!("coordis.server", -2, 0, 0, "A container for server-wide faults (coordis's own)", super::container, SERVER),
+    spec!("coordis.fault", -2, 0, 0, "A container for fault rules (coordis's own)", super::container, FAULT),
+    spec!("coordis.memory", -2, 0, 0, "A container for memory limits and eviction (coordis's own)", super::container, MEMORY),
+    spec!("coordis.replication", -2, 0, 0, "A container for replica link faults (coordis's own)", super::container, REPLICATION),
+    command!("server", "debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED | GUARD_DEBUG, 0, "A container for debugging commands", debug),
 ];
 
 #[rustfmt::skip]

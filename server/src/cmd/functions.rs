@@ -23,28 +23,28 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a function", fcall)
+    spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, "Invoke a function", fcall)
         .may_write_if(fcall_may_write)
         .declared_by(fcall_declared)
-        .deny_oom_if(fcall_denies_oom),
-    spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Invoke a read-only function", fcall_ro)
-        .declared_by(fcall_declared),
-    spec!("function", -2, 0, 0, (0, 0, 0), "A container for function commands", super::container, FUNCTION),
+        .deny_oom_if(fcall_denies_oom).keys_by(super::keyspecs::NUMKEYS_SECOND),
+    spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, "Invoke a read-only function", fcall_ro)
+        .declared_by(fcall_declared).keys_by(super::keyspecs::NUMKEYS_SECOND),
+    spec!("function", -2, 0, 0, "A container for function commands", super::container, FUNCTION),
 ];
 
 #[rustfmt::skip]
 static FUNCTION: &[CommandSpec] = &[
-    command!("scripting", "function|load", -3, WRITE | DENYOOM | NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Create a function with the given arguments (name, code, description)", function_load),
-    command!("scripting", "function|list", -2, NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "List information about all the functions", function_list),
-    command!("scripting", "function|delete", 3, WRITE | NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Delete a function by name", function_delete),
-    command!("scripting", "function|flush", -2, WRITE | NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Deleting all functions", function_flush),
-    command!("scripting", "function|dump", 2, NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Dump all functions into a serialized binary payload", function_dump),
-    command!("scripting", "function|restore", -3, WRITE | DENYOOM | NOSCRIPT, acl::SCRIPTING, (0, 0, 0), "Restore all the functions on the given payload", function_restore),
-    command!("scripting", "function|kill", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, (0, 0, 0), "Kill the function currently in execution.", function_kill)
+    command!("scripting", "function|load", -3, WRITE | DENYOOM | NOSCRIPT, acl::SCRIPTING, "Create a function with the given arguments (name, code, description)", function_load),
+    command!("scripting", "function|list", -2, NOSCRIPT, acl::SCRIPTING, "List information about all the functions", function_list),
+    command!("scripting", "function|delete", 3, WRITE | NOSCRIPT, acl::SCRIPTING, "Delete a function by name", function_delete),
+    command!("scripting", "function|flush", -2, WRITE | NOSCRIPT, acl::SCRIPTING, "Deleting all functions", function_flush),
+    command!("scripting", "function|dump", 2, NOSCRIPT, acl::SCRIPTING, "Dump all functions into a serialized binary payload", function_dump),
+    command!("scripting", "function|restore", -3, WRITE | DENYOOM | NOSCRIPT, acl::SCRIPTING, "Restore all the functions on the given payload", function_restore),
+    command!("scripting", "function|kill", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, "Kill the function currently in execution.", function_kill)
         .while_busy(crate::exec::busy::function_kill),
-    command!("scripting", "function|stats", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, (0, 0, 0), "Return information about the function currently running (name, description, duration)", function_stats)
+    command!("scripting", "function|stats", 2, NOSCRIPT | ALLOW_BUSY, acl::SCRIPTING, "Return information about the function currently running (name, description, duration)", function_stats)
         .while_busy(function_stats_while_busy),
-    command!("scripting", "function|help", 2, LOADING | STALE, acl::SCRIPTING, (0, 0, 0), "Show helpful text about the different subcommands", function_help),
+    command!("scripting", "function|help", 2, LOADING | STALE, acl::SCRIPTING, "Show helpful text about the different subcommands", function_help),
 ];
 
 /// The VM, or the error a command that needs it gets from inside a script

@@ -34,16 +34,16 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("geoadd", -5, WRITE | DENYOOM, acl::GEO, (1, 1, 1), "Add one or more geospatial items in the geospatial index represented using a sorted set", geoadd),
-    spec!("geodist", -4, READONLY, acl::GEO, (1, 1, 1), "Returns the distance between two members of a geospatial index", geodist),
-    spec!("geohash", -2, READONLY, acl::GEO, (1, 1, 1), "Returns members of a geospatial index as standard geohash strings", geohash),
-    spec!("geopos", -2, READONLY, acl::GEO, (1, 1, 1), "Returns longitude and latitude of members of a geospatial index", geopos),
-    spec!("georadius", -6, WRITE | DENYOOM | MOVABLEKEYS, acl::GEO, (1, 1, 1), "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point", georadius),
-    spec!("georadius_ro", -6, READONLY, acl::GEO, (1, 1, 1), "A read-only variant for GEORADIUS", georadius_ro),
-    spec!("georadiusbymember", -5, WRITE | DENYOOM | MOVABLEKEYS, acl::GEO, (1, 1, 1), "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member", georadiusbymember),
-    spec!("georadiusbymember_ro", -5, READONLY, acl::GEO, (1, 1, 1), "A read-only variant for GEORADIUSBYMEMBER", georadiusbymember_ro),
-    spec!("geosearch", -7, READONLY, acl::GEO, (1, 1, 1), "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.", geosearch),
-    spec!("geosearchstore", -8, WRITE | DENYOOM, acl::GEO, (1, 2, 1), "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.", geosearchstore),
+    spec!("geoadd", -5, WRITE | DENYOOM, acl::GEO, "Add one or more geospatial items in the geospatial index represented using a sorted set", geoadd),
+    spec!("geodist", -4, READONLY, acl::GEO, "Returns the distance between two members of a geospatial index", geodist),
+    spec!("geohash", -2, READONLY, acl::GEO, "Returns members of a geospatial index as standard geohash strings", geohash),
+    spec!("geopos", -2, READONLY, acl::GEO, "Returns longitude and latitude of members of a geospatial index", geopos),
+    spec!("georadius", -6, WRITE | DENYOOM | MOVABLEKEYS, acl::GEO, "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point", georadius).keys_by(super::keyspecs::georadius_keys),
+    spec!("georadius_ro", -6, READONLY, acl::GEO, "A read-only variant for GEORADIUS", georadius_ro),
+    spec!("georadiusbymember", -5, WRITE | DENYOOM | MOVABLEKEYS, acl::GEO, "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member", georadiusbymember).keys_by(super::keyspecs::georadius_keys),
+    spec!("georadiusbymember_ro", -5, READONLY, acl::GEO, "A read-only variant for GEORADIUSBYMEMBER", georadiusbymember_ro),
+    spec!("geosearch", -7, READONLY, acl::GEO, "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.", geosearch),
+    spec!("geosearchstore", -8, WRITE | DENYOOM, acl::GEO, "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.", geosearchstore),
 ];
 
 /// Digits after the point of a distance reply (Redis's

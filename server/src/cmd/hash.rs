@@ -29,22 +29,22 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("hset", -4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set the string value of a hash field", hset),
-    spec!("hsetnx", 4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set the value of a hash field, only if the field does not exist", hsetnx),
-    spec!("hmset", -4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Set multiple hash fields to multiple values", hset),
-    spec!("hget", 3, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the value of a hash field", hget),
-    spec!("hmget", -3, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the values of all the given hash fields", hmget),
-    spec!("hgetall", 2, READONLY, acl::HASH, (1, 1, 1), "Get all the fields and values in a hash", hgetall),
-    spec!("hdel", -3, WRITE | FAST, acl::HASH, (1, 1, 1), "Delete one or more hash fields", hdel),
-    spec!("hexists", 3, READONLY | FAST, acl::HASH, (1, 1, 1), "Determine if a hash field exists", hexists),
-    spec!("hlen", 2, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the number of fields in a hash", hlen),
-    spec!("hkeys", 2, READONLY, acl::HASH, (1, 1, 1), "Get all the fields in a hash", hkeys),
-    spec!("hvals", 2, READONLY, acl::HASH, (1, 1, 1), "Get all the values in a hash", hvals),
-    spec!("hstrlen", 3, READONLY | FAST, acl::HASH, (1, 1, 1), "Get the length of the value of a hash field", hstrlen),
-    spec!("hincrby", 4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Increment the integer value of a hash field by the given number", hincrby),
-    spec!("hincrbyfloat", 4, WRITE | DENYOOM | FAST, acl::HASH, (1, 1, 1), "Increment the float value of a hash field by the given amount", hincrbyfloat),
-    spec!("hrandfield", -2, READONLY, acl::HASH, (1, 1, 1), "Get one or multiple random fields from a hash", hrandfield),
-    spec!("hscan", -3, READONLY, acl::HASH, (1, 1, 1), "Incrementally iterate hash fields and associated values", hscan),
+    spec!("hset", -4, WRITE | DENYOOM | FAST, acl::HASH, "Set the string value of a hash field", hset),
+    spec!("hsetnx", 4, WRITE | DENYOOM | FAST, acl::HASH, "Set the value of a hash field, only if the field does not exist", hsetnx),
+    spec!("hmset", -4, WRITE | DENYOOM | FAST, acl::HASH, "Set multiple hash fields to multiple values", hset),
+    spec!("hget", 3, READONLY | FAST, acl::HASH, "Get the value of a hash field", hget),
+    spec!("hmget", -3, READONLY | FAST, acl::HASH, "Get the values of all the given hash fields", hmget),
+    spec!("hgetall", 2, READONLY, acl::HASH, "Get all the fields and values in a hash", hgetall),
+    spec!("hdel", -3, WRITE | FAST, acl::HASH, "Delete one or more hash fields", hdel),
+    spec!("hexists", 3, READONLY | FAST, acl::HASH, "Determine if a hash field exists", hexists),
+    spec!("hlen", 2, READONLY | FAST, acl::HASH, "Get the number of fields in a hash", hlen),
+    spec!("hkeys", 2, READONLY, acl::HASH, "Get all the fields in a hash", hkeys),
+    spec!("hvals", 2, READONLY, acl::HASH, "Get all the values in a hash", hvals),
+    spec!("hstrlen", 3, READONLY | FAST, acl::HASH, "Get the length of the value of a hash field", hstrlen),
+    spec!("hincrby", 4, WRITE | DENYOOM | FAST, acl::HASH, "Increment the integer value of a hash field by the given number", hincrby),
+    spec!("hincrbyfloat", 4, WRITE | DENYOOM | FAST, acl::HASH, "Increment the float value of a hash field by the given amount", hincrbyfloat),
+    spec!("hrandfield", -2, READONLY, acl::HASH, "Get one or multiple random fields from a hash", hrandfield),
+    spec!("hscan", -3, READONLY, acl::HASH, "Incrementally iterate hash fields and associated values", hscan),
 ];
 
 /// The hash at `key` to read (a keyspace hit or miss, as `lookupKeyRead`).

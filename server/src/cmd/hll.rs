@@ -31,11 +31,11 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("pfadd", -2, WRITE | DENYOOM | FAST, acl::HYPERLOGLOG, (1, 1, 1), "Adds the specified elements to the specified HyperLogLog.", pfadd),
-    spec!("pfcount", -2, READONLY | MAY_REPLICATE, acl::HYPERLOGLOG, (1, -1, 1), "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", pfcount),
-    spec!("pfmerge", -2, WRITE | DENYOOM, acl::HYPERLOGLOG, (1, -1, 1), "Merge N different HyperLogLogs into a single one.", pfmerge),
-    spec!("pfdebug", 3, WRITE | DENYOOM | ADMIN, acl::HYPERLOGLOG, (2, 2, 1), "Internal commands for debugging HyperLogLog values", pfdebug),
-    spec!("pfselftest", 1, ADMIN, acl::HYPERLOGLOG, (0, 0, 0), "An internal command for testing HyperLogLog values", pfselftest),
+    spec!("pfadd", -2, WRITE | DENYOOM | FAST, acl::HYPERLOGLOG, "Adds the specified elements to the specified HyperLogLog.", pfadd),
+    spec!("pfcount", -2, READONLY | MAY_REPLICATE, acl::HYPERLOGLOG, "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", pfcount),
+    spec!("pfmerge", -2, WRITE | DENYOOM, acl::HYPERLOGLOG, "Merge N different HyperLogLogs into a single one.", pfmerge),
+    spec!("pfdebug", 3, WRITE | DENYOOM | ADMIN, acl::HYPERLOGLOG, "Internal commands for debugging HyperLogLog values", pfdebug),
+    spec!("pfselftest", 1, ADMIN, acl::HYPERLOGLOG, "An internal command for testing HyperLogLog values", pfselftest),
 ];
 
 /// PFSELFTEST's sizes, Redis's: rounds of the register test, and elements

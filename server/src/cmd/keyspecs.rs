@@ -7,9 +7,17 @@
 //! The tables are Redis's data, generated from its COMMAND INFO by
 //! `scripts/keyspecs.py`; `server/tests/commands.rs` checks that every
 //! command coordis has with keys has its row (a new command needs one).
-//! Where Redis falls back to a command's own key finder (a spec it cannot
-//! walk, or flags that depend on the arguments: SET with GET, BITFIELD with
-//! only GETs, SORT's STORE), [`fallback`] does what that finder does.
+//! They are the one source of key positions: each command row takes its
+//! specs, tips and legacy (first, last, step) range from here when the
+//! table is compiled ([`specs_of`], [`tips_of`], [`legacy_range`]).
+//!
+//! A command whose keys its specs cannot always tell (a spec Redis cannot
+//! walk, or flags that depend on the arguments: SET with GET, BITFIELD
+//! with only GETs, SORT's STORE) has its own finder on its row
+//! ([`KeyFinder`], Redis's `getkeys_proc`; the finders are below, as
+//! Redis's are in `db.c`). [`keys`] falls back to it as Redis does, and
+//! [`command_keys`] (routing, tracking, fault rules) asks it first, as
+//! Redis's `getKeysFromCommand`.
 
 use bytes::Bytes;
 
@@ -58,7 +66,7 @@ pub(crate) enum Find {
 }
 
 #[rustfmt::skip]
-static KEY_SPECS: &[(&str, &[KeySpec])] = &[
+const KEY_SPECS: &[(&str, &[KeySpec])] = &[
     ("append", &[KeySpec { notes: None, flags: &["RW", "insert"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("bitcount", &[KeySpec { notes: None, flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
     ("bitfield", &[KeySpec { notes: Some("This command allows both access and modification of the key"), flags: &["RW", "access", "update", "variable_flags"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, step: 1, limit: 0 } }]),
@@ -255,7 +263,7 @@ static KEY_SPECS: &[(&str, &[KeySpec])] = &[
 ];
 
 #[rustfmt::skip]
-static TIPS: &[(&str, &[&str])] = &[
+const TIPS: &[(&str, &[&str])] = &[
     ("client|info", &["nondeterministic_output"]),
     ("client|list", &["nondeterministic_output"]),
     ("cluster|bumpepoch", &["nondeterministic_output"]),
@@ -346,17 +354,105 @@ static TIPS: &[(&str, &[&str])] = &[
     ("zscan", &["nondeterministic_output"]),
 ];
 
-/// The key specs of the command row named `name` (`xgroup|create`).
-pub(crate) fn of(name: &str) -> &'static [KeySpec] {
-    KEY_SPECS
-        .binary_search_by(|(n, _)| n.cmp(&name))
-        .map_or(&[], |i| KEY_SPECS[i].1)
+/// The key specs of the command row named `name` (`xgroup|create`), none
+/// for a row without keys; evaluated when the command table is compiled.
+pub(crate) const fn specs_of(name: &str) -> &'static [KeySpec] {
+    match find(KEY_SPECS, name) {
+        Some(i) => KEY_SPECS[i].1,
+        None => &[],
+    }
 }
 
 /// The command tips of the row named `name`, in Redis's order; empty for
-/// a row without any.
-pub(crate) fn tips(name: &str) -> &'static [&'static str] {
-    TIPS.binary_search_by(|(n, _)| n.cmp(&name)).map_or(&[], |i| TIPS[i].1)
+/// a row without any. Evaluated when the command table is compiled.
+pub(crate) const fn tips_of(name: &str) -> &'static [&'static str] {
+    match find(TIPS, name) {
+        Some(i) => TIPS[i].1,
+        None => &[],
+    }
+}
+
+/// Where `name` is in a table sorted by name (a binary search that can
+/// run at compile time).
+const fn find<T>(table: &[(&str, T)], name: &str) -> Option<usize> {
+    let (mut low, mut high) = (0, table.len());
+    while low < high {
+        let mid = (low + high) / 2;
+        match compare(table[mid].0.as_bytes(), name.as_bytes()) {
+            std::cmp::Ordering::Less => low = mid + 1,
+            std::cmp::Ordering::Greater => high = mid,
+            std::cmp::Ordering::Equal => return Some(mid),
+        }
+    }
+    None
+}
+
+/// `a.cmp(b)` for byte strings, usable at compile time.
+const fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let mut i = 0;
+    while i < a.len() && i < b.len() {
+        if a[i] != b[i] {
+            return if a[i] < b[i] {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            };
+        }
+        i += 1;
+    }
+    if a.len() < b.len() {
+        std::cmp::Ordering::Less
+    } else if a.len() > b.len() {
+        std::cmp::Ordering::Greater
+    } else {
+        std::cmp::Ordering::Equal
+    }
+}
+
+/// The (first, last, step) COMMAND INFO shows and commands without a
+/// finder of their own find keys by (Redis's
+/// `populateCommandLegacyRangeSpec`): one index-and-range spec as it is;
+/// else the consecutive step-1 index-and-range specs merged, the others
+/// left out; (0, 0, 0) when there is none. `last` is absolute, or
+/// negative from the end.
+pub(crate) const fn legacy_range(specs: &[KeySpec]) -> (i32, i32, i32) {
+    if let [KeySpec {
+        begin: Begin::Index(first),
+        find: Find::Range { lastkey, step, .. },
+        ..
+    }] = specs
+    {
+        let last = if *lastkey >= 0 { *first + *lastkey } else { *lastkey };
+        return (*first, last, *step);
+    }
+    let (mut first, mut last, mut prev_last) = (i32::MAX, 0i32, 0i32);
+    let mut i = 0;
+    while i < specs.len() {
+        if let KeySpec {
+            begin: Begin::Index(pos),
+            find: Find::Range { lastkey, step: 1, .. },
+            ..
+        } = &specs[i]
+        {
+            if prev_last == 0 || prev_last == *pos - 1 {
+                if *pos < first {
+                    first = *pos;
+                }
+                let absolute = if *lastkey >= 0 { *lastkey + *pos } else { *lastkey };
+                // Redis compares as unsigned: a negative (from the end) wins.
+                if absolute as u32 > last as u32 {
+                    last = absolute;
+                }
+                prev_last = last;
+            }
+        }
+        i += 1;
+    }
+    if first == i32::MAX {
+        (0, 0, 0)
+    } else {
+        (first, last, 1)
+    }
 }
 
 /// A key: its argument position and its flags.
@@ -366,14 +462,16 @@ pub(crate) type Key = (usize, &'static [&'static str]);
 /// `getKeysFromCommandWithSpecs`; an empty list when the arguments name
 /// none it can find (a bad `numkeys`).
 pub(crate) fn keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Key> {
-    let specs = of(spec.name);
+    let specs = spec.key_specs;
     let variable = specs.iter().any(|s| s.flags.contains(&"variable_flags"));
     if !variable {
         if let Some(keys) = walk(specs, args, spec.arity < 0) {
             return keys;
         }
     }
-    fallback(spec, specs, args)
+    // Redis falls back only to a finder the command has; without one, the
+    // command has no keys here.
+    spec.getkeys.map_or_else(Vec::new, |finder| finder(args))
 }
 
 /// Walks the specs; `None` when one cannot be walked (Redis's
@@ -445,83 +543,166 @@ fn walk(specs: &'static [KeySpec], args: &[Bytes], variable_arity: bool) -> Opti
     Some(keys)
 }
 
-/// What the command's own key finder gives where the specs cannot: its
-/// keys (see [`command_keys`]), flagged as Redis's finder flags them.
-fn fallback(spec: &CommandSpec, specs: &'static [KeySpec], args: &[Bytes]) -> Vec<Key> {
-    // Redis falls back only to a finder the command has (`getkeys_proc`);
-    // without one, the command has no keys here. The counted ones read
-    // their count as C's `atoi` and flag no access (`genericGetKeys`).
-    if let Some((store, count_at, first)) = generic_finder(spec.name) {
-        return generic_keys(args, store, count_at, first);
-    }
-    if !OWN_FINDERS.contains(&spec.name) {
-        return vec![];
-    }
-    const RO: &[&str] = &["RO", "access"];
-    const OW: &[&str] = &["OW", "update"];
-    const RW: &[&str] = &["RW", "access", "update"];
-    let Some(found) = command_keys(spec, args) else {
+/// A command's own key finder, on its row ([`CommandSpec::getkeys`]):
+/// Redis's `getkeys_proc`. The keys `args` names, flagged as Redis's
+/// finder flags them (not at all for a command whose specs tell the flags);
+/// none when the arguments are wrong (the command then answers the error).
+pub(crate) type KeyFinder = fn(&[Bytes]) -> Vec<Key>;
+
+const NO_FLAGS: &[&str] = &[];
+const RO_ACCESS: &[&str] = &["RO", "access"];
+const OW_UPDATE: &[&str] = &["OW", "update"];
+const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
+const RW_ACCESS_DELETE: &[&str] = &["RW", "access", "delete"];
+
+/// Redis's `genericGetKeys`: a count at `COUNT` (read as C's `atoi`), that
+/// many keys from `FIRST` (none when the count is below 1 or more than the
+/// arguments left), then the store key at `STORE` (0: none).
+fn counted<const STORE: usize, const COUNT: usize, const FIRST: usize>(args: &[Bytes]) -> Vec<Key> {
+    let Some(count) = args.get(COUNT).map(|a| atoi(a)) else {
         return vec![];
     };
-    let has = |word: &str| args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(word.as_bytes()));
-    let default = specs.first().map_or(RW, |s| s.flags);
-    found
-        .into_iter()
-        .enumerate()
-        .map(|(n, at)| {
-            let flags = match spec.name {
-                "set" if has("get") => RW,
-                "set" => OW,
-                "bitfield" if !has("set") && !has("incrby") => RO,
-                "bitfield" => RW,
-                "sort" | "sort_ro" if n > 0 => OW,
-                "sort" | "sort_ro" => RO,
-                _ => default,
-            };
-            (at, flags)
-        })
-        .collect()
-}
-
-/// The commands with a key finder of their own in Redis 7.0.15 besides
-/// [`generic_finder`]'s.
-const OWN_FINDERS: &[&str] = &[
-    "set",
-    "bitfield",
-    "sort",
-    "sort_ro",
-    "migrate",
-    "georadius",
-    "georadiusbymember",
-    "xread",
-    "xreadgroup",
-];
-
-/// Redis's `genericGetKeys` commands: where the store key is (0: none),
-/// where the count is, where the keys begin (one key per argument).
-fn generic_finder(name: &str) -> Option<(usize, usize, usize)> {
-    Some(match name {
-        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => (0, 1, 2),
-        "zunionstore" | "zinterstore" | "zdiffstore" => (1, 2, 3),
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop" | "bzmpop" => (0, 2, 3),
-        _ => return None,
-    })
-}
-
-/// `genericGetKeys`: `count` keys from `first` (none when the count is
-/// below 1 or more than the arguments left), then the store key.
-fn generic_keys(args: &[Bytes], store: usize, count_at: usize, first: usize) -> Vec<Key> {
-    let Some(count) = args.get(count_at).map(|a| atoi(a)) else {
-        return vec![];
-    };
-    if count < 1 || count > args.len().saturating_sub(first) as i64 {
+    if count < 1 || count > args.len().saturating_sub(FIRST) as i64 {
         return vec![];
     }
-    let mut keys: Vec<Key> = (0..count as usize).map(|i| (first + i, &[][..])).collect();
-    if store != 0 {
-        keys.push((store, &[]));
+    let mut keys: Vec<Key> = (0..count as usize).map(|i| (FIRST + i, NO_FLAGS)).collect();
+    if STORE != 0 {
+        keys.push((STORE, NO_FLAGS));
     }
     keys
+}
+
+/// `numkeys key ...` right after the name (ZUNION, ZINTER, ZDIFF,
+/// ZINTERCARD, SINTERCARD, LMPOP, ZMPOP).
+pub(crate) const NUMKEYS_FIRST: KeyFinder = counted::<0, 1, 2>;
+/// `numkeys key ...` after one argument (EVAL and EVALSHA, their `_RO`
+/// forms, FCALL, FCALL_RO, BLMPOP, BZMPOP).
+pub(crate) const NUMKEYS_SECOND: KeyFinder = counted::<0, 2, 3>;
+/// `destination numkeys key ...` (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE).
+pub(crate) const STORE_NUMKEYS: KeyFinder = counted::<1, 2, 3>;
+
+/// SET (Redis's `setGetKeys`): the key, read too when a GET follows.
+pub(crate) fn set_keys(args: &[Bytes]) -> Vec<Key> {
+    let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    vec![(1, if get { RW_ACCESS_UPDATE } else { OW_UPDATE })]
+}
+
+/// BITFIELD (Redis's `bitfieldGetKeys`): the key, read-only while only
+/// GETs and OVERFLOWs come before the first SET or INCRBY (a syntax error
+/// counts as a write).
+pub(crate) fn bitfield_keys(args: &[Bytes]) -> Vec<Key> {
+    let mut read_only = true;
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        let arg = &args[i];
+        if arg.eq_ignore_ascii_case(b"get") && left >= 2 {
+            i += 2;
+        } else if (arg.eq_ignore_ascii_case(b"set") || arg.eq_ignore_ascii_case(b"incrby")) && left >= 3 {
+            read_only = false;
+            break;
+        } else if arg.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+            i += 1;
+        } else {
+            read_only = false;
+            break;
+        }
+        i += 1;
+    }
+    vec![(1, if read_only { RO_ACCESS } else { RW_ACCESS_UPDATE })]
+}
+
+/// SORT (Redis's `sortGetKeys`): the key, and the last STORE's destination
+/// (LIMIT's two arguments, GET's and BY's one are skipped).
+pub(crate) fn sort_keys(args: &[Bytes]) -> Vec<Key> {
+    let mut keys = vec![(1, RO_ACCESS)];
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let arg = &args[i];
+        if arg.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if arg.eq_ignore_ascii_case(b"get") || arg.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if arg.eq_ignore_ascii_case(b"store") && i + 1 < args.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store.map(|at| (at, OW_UPDATE)));
+    keys
+}
+
+/// SORT_RO (Redis's `sortROGetKeys`): the key.
+pub(crate) fn sort_ro_keys(_args: &[Bytes]) -> Vec<Key> {
+    vec![(1, RO_ACCESS)]
+}
+
+/// MIGRATE (Redis's `migrateGetKeys`): the key, or the keys after KEYS
+/// (none when the key is not "" too: MIGRATE refuses that); AUTH's one
+/// argument and AUTH2's two are skipped.
+pub(crate) fn migrate_keys(args: &[Bytes]) -> Vec<Key> {
+    let mut i = 6;
+    while i < args.len() {
+        let arg = &args[i];
+        if arg.eq_ignore_ascii_case(b"keys") {
+            if !args[3].is_empty() {
+                return vec![];
+            }
+            return (i + 1..args.len()).map(|at| (at, RW_ACCESS_DELETE)).collect();
+        }
+        if arg.eq_ignore_ascii_case(b"auth") {
+            i += 1;
+        } else if arg.eq_ignore_ascii_case(b"auth2") {
+            i += 2;
+        }
+        i += 1;
+    }
+    vec![(3, RW_ACCESS_DELETE)]
+}
+
+/// GEORADIUS and GEORADIUSBYMEMBER (Redis's `georadiusGetKeys`): the
+/// source, and the last STORE or STOREDIST destination.
+pub(crate) fn georadius_keys(args: &[Bytes]) -> Vec<Key> {
+    let mut keys = vec![(1, NO_FLAGS)];
+    let mut stored = None;
+    let mut i = 5;
+    while i < args.len() {
+        let arg = &args[i];
+        if (arg.eq_ignore_ascii_case(b"store") || arg.eq_ignore_ascii_case(b"storedist")) && i + 1 < args.len() {
+            stored = Some(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    keys.extend(stored.map(|at| (at, NO_FLAGS)));
+    keys
+}
+
+/// XREAD and XREADGROUP (Redis's `xreadGetKeys`): past the options (BLOCK
+/// and COUNT with one argument, GROUP with two, NOACK), the first half of
+/// what follows STREAMS; none when STREAMS is missing or what follows it
+/// is not pairs.
+pub(crate) fn xread_keys(args: &[Bytes]) -> Vec<Key> {
+    let mut i = 1;
+    while i < args.len() {
+        let arg = &args[i];
+        if arg.eq_ignore_ascii_case(b"block") || arg.eq_ignore_ascii_case(b"count") {
+            i += 1;
+        } else if arg.eq_ignore_ascii_case(b"group") {
+            i += 2;
+        } else if arg.eq_ignore_ascii_case(b"streams") {
+            let rest = args.len() - i - 1;
+            if rest == 0 || !rest.is_multiple_of(2) {
+                return vec![];
+            }
+            return (i + 1..i + 1 + rest / 2).map(|at| (at, NO_FLAGS)).collect();
+        } else if !arg.eq_ignore_ascii_case(b"noack") {
+            return vec![];
+        }
+        i += 1;
+    }
+    vec![]
 }
 
 /// C's `atoi`: leading blanks, a sign, the digits up to the first other
@@ -544,128 +725,137 @@ fn atoi(text: &[u8]) -> i64 {
     }
 }
 
-/// Where the keys of a command are, by argument position, as the command's
-/// own key finder sees them (fault rules match these; COMMAND GETKEYS uses
-/// the key specs, [`keyspecs`], and falls back to this as Redis does): the
-/// row's fixed positions (first, last, step), or for a command whose keys
-/// move, where its arguments say. `None` when the arguments cannot name
-/// keys (a bad `numkeys`).
-pub(crate) fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usize>> {
-    let n = args.len();
-    // `numkeys` at `at`, the keys right after it.
-    let counted = |at: usize, min: i64| -> Option<Vec<usize>> {
-        let count = crate::store::num::parse_i64(args.get(at)?)?;
-        if count < min || count > (n - at - 1) as i64 {
-            return None;
-        }
-        Some((at + 1..at + 1 + count as usize).collect())
-    };
-    if spec.has(super::flags::MOVABLEKEYS) {
-        return match spec.name {
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => counted(2, 0),
-            "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => counted(1, 1),
-            "blmpop" | "bzmpop" => counted(2, 1),
-            "zunionstore" | "zinterstore" | "zdiffstore" => {
-                args.get(1)?;
-                let mut keys = vec![1];
-                keys.extend(counted(2, 1)?);
-                Some(keys)
-            }
-            "xread" | "xreadgroup" => {
-                let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"))?;
-                let rest = n - at - 1;
-                rest.is_multiple_of(2).then(|| (at + 1..at + 1 + rest / 2).collect())
-            }
-            // Redis's georadiusGetKeys: the source, and the last STORE or
-            // STOREDIST destination.
-            "georadius" | "georadiusbymember" => {
-                args.get(1)?;
-                let mut keys = vec![1];
-                let mut i = 5;
-                let mut stored = None;
-                while i < n {
-                    if (args[i].eq_ignore_ascii_case(b"store") || args[i].eq_ignore_ascii_case(b"storedist"))
-                        && i + 1 < n
-                    {
-                        stored = Some(i + 1);
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                keys.extend(stored);
-                Some(keys)
-            }
-            // Redis's migrateGetKeys: the key, or the keys after KEYS
-            // (none when the key is not "" too: MIGRATE refuses that).
-            "migrate" => {
-                args.get(3)?;
-                let mut i = 6;
-                while i < n {
-                    if args[i].eq_ignore_ascii_case(b"keys") {
-                        return Some(if args[3].is_empty() {
-                            (i + 1..n).collect()
-                        } else {
-                            vec![]
-                        });
-                    }
-                    i += match &args[i] {
-                        a if a.eq_ignore_ascii_case(b"auth") => 2,
-                        a if a.eq_ignore_ascii_case(b"auth2") => 3,
-                        _ => 1,
-                    };
-                }
-                Some(vec![3])
-            }
-            "sort" | "sort_ro" => {
-                args.get(1)?;
-                let mut keys = vec![1];
-                if let Some(at) = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"store")) {
-                    if at + 3 < n {
-                        keys.push(at + 3);
-                    }
-                }
-                Some(keys)
-            }
-            _ => None,
-        };
+/// Where the keys of a command are, by argument position, as Redis's
+/// `getKeysFromCommand` finds them (fault rules, routing and tracking
+/// match these; COMMAND GETKEYS walks the key specs, [`keys`]): the row's
+/// own finder, or its legacy (first, last, step) range. Empty when the
+/// arguments name no keys (a bad `numkeys`).
+pub(crate) fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<usize> {
+    if let Some(finder) = spec.getkeys {
+        return finder(args).into_iter().map(|(at, _)| at).collect();
     }
+    let n = args.len();
     let (first, last, step) = spec.keys;
     if first <= 0 || step <= 0 {
-        return Some(vec![]);
+        return vec![];
     }
     let last = if last < 0 {
         n as i32 + last
     } else {
         last.min(n as i32 - 1)
     };
-    Some(
-        (first..=last)
-            .step_by(step as usize)
-            .map(|i| i as usize)
-            .filter(|&i| i < n)
-            .collect(),
-    )
+    (first..=last)
+        .step_by(step as usize)
+        .map(|i| i as usize)
+        .filter(|&i| i < n)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every command row with keys has its key specs, and the table is in
-    /// name order (it is searched by halves).
+    /// The tables are in name order (they are searched by halves), every
+    /// row of them names a command row (a misspelt name would leave its
+    /// command without specs), and every command whose keys move has its
+    /// own finder, as in Redis 7.0.15.
     #[test]
     fn every_command_with_keys_has_its_row() {
         assert!(KEY_SPECS.windows(2).all(|w| w[0].0 < w[1].0), "KEY_SPECS out of order");
         assert!(TIPS.windows(2).all(|w| w[0].0 < w[1].0), "TIPS out of order");
-        let rows = crate::cmd::all().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
-        for c in rows {
-            let keyed = c.keys.0 > 0 || c.has(crate::cmd::flags::MOVABLEKEYS);
-            assert_eq!(
-                keyed,
-                !of(c.name).is_empty(),
-                "{}: key specs (regenerate with scripts/keyspecs.py)",
-                c.name
-            );
+        let rows: Vec<&CommandSpec> = crate::cmd::all()
+            .flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
+            .collect();
+        for name in KEY_SPECS.iter().map(|(n, _)| n).chain(TIPS.iter().map(|(n, _)| n)) {
+            assert!(rows.iter().any(|c| c.name == *name), "{name}: no such command row");
         }
+        for c in &rows {
+            assert_eq!(c.key_specs.len(), specs_of(c.name).len(), "{}", c.name);
+            if c.has(crate::cmd::flags::MOVABLEKEYS) {
+                assert!(c.getkeys.is_some(), "{}: keys move but it has no finder", c.name);
+            }
+        }
+        // Redis 7.0.15's commands with a `getkeys_proc`.
+        let mut with_finder: Vec<&str> = rows.iter().filter(|c| c.getkeys.is_some()).map(|c| c.name).collect();
+        with_finder.sort_unstable();
+        let mut redis = vec![
+            "bitfield",
+            "blmpop",
+            "bzmpop",
+            "eval",
+            "eval_ro",
+            "evalsha",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+            "georadius",
+            "georadiusbymember",
+            "lmpop",
+            "migrate",
+            "set",
+            "sintercard",
+            "sort",
+            "sort_ro",
+            "xread",
+            "xreadgroup",
+            "zdiff",
+            "zdiffstore",
+            "zinter",
+            "zintercard",
+            "zinterstore",
+            "zmpop",
+            "zunion",
+            "zunionstore",
+        ];
+        redis.sort_unstable();
+        assert_eq!(with_finder, redis);
+    }
+
+    /// The legacy range is Redis's: one spec as it is, consecutive ranges
+    /// merged, a negative last from the end.
+    #[test]
+    fn the_legacy_range_is_derived_from_the_specs_as_redis_does() {
+        assert_eq!(legacy_range(specs_of("get")), (1, 1, 1));
+        assert_eq!(legacy_range(specs_of("mset")), (1, -1, 2));
+        assert_eq!(legacy_range(specs_of("blpop")), (1, -2, 1));
+        assert_eq!(legacy_range(specs_of("lmove")), (1, 2, 1));
+        assert_eq!(legacy_range(specs_of("sdiffstore")), (1, -1, 1));
+        assert_eq!(legacy_range(specs_of("zunionstore")), (1, 1, 1));
+        assert_eq!(legacy_range(specs_of("georadius")), (1, 1, 1));
+        assert_eq!(legacy_range(specs_of("xread")), (0, 0, 0));
+        assert_eq!(legacy_range(specs_of("ping")), (0, 0, 0));
+    }
+
+    /// The finders find what Redis's do.
+    #[test]
+    fn the_finders_find_what_redis_finds() {
+        let args = |s: &str| {
+            s.split(' ')
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect::<Vec<_>>()
+        };
+        let at = |keys: Vec<Key>| keys.into_iter().map(|(at, _)| at).collect::<Vec<_>>();
+        assert_eq!(at(NUMKEYS_SECOND(&args("eval s 2x a b"))), [3, 4]);
+        assert_eq!(at(NUMKEYS_SECOND(&args("eval s 3 a b"))), [0usize; 0]);
+        assert_eq!(at(STORE_NUMKEYS(&args("zunionstore d 2 a b"))), [3, 4, 1]);
+        assert_eq!(
+            at(sort_keys(&args("sort k by store get store store a store b"))),
+            [1, 9]
+        );
+        assert_eq!(
+            at(xread_keys(&args("xreadgroup group streams c streams a b 1 2"))),
+            [5, 6]
+        );
+        assert_eq!(at(xread_keys(&args("xread streams a b 1"))), [0usize; 0]);
+        assert_eq!(at(migrate_keys(&args("migrate h p  0 1 auth keys keys a b"))), [9, 10]);
+        assert_eq!(
+            bitfield_keys(&args("bitfield k get u8 0 overflow wrap"))[0].1,
+            RO_ACCESS
+        );
+        assert_eq!(
+            bitfield_keys(&args("bitfield k get u8 0 set u8 0 1"))[0].1,
+            RW_ACCESS_UPDATE
+        );
+        assert_eq!(set_keys(&args("set k v get"))[0].1, RW_ACCESS_UPDATE);
     }
 }

@@ -19,7 +19,7 @@ use crate::protocol::Reply;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("server", "lolwut", -1, READONLY | FAST, 0, (0, 0, 0), "Display some computer art and the Redis version", lolwut),
+    command!("server", "lolwut", -1, READONLY | FAST, 0, "Display some computer art and the Redis version", lolwut),
 ];
 
 /// Redis's `RAND_MAX` (glibc): the generator's values are `0..=RAND_MAX`.

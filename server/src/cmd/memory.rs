@@ -21,17 +21,17 @@ use crate::store::ValueRef;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("server", "memory", -2, 0, 0, (0, 0, 0), "A container for memory diagnostics commands", super::container, MEMORY),
+    command!("server", "memory", -2, 0, 0, "A container for memory diagnostics commands", super::container, MEMORY),
 ];
 
 #[rustfmt::skip]
 static MEMORY: &[CommandSpec] = &[
-    command!("server", "memory|usage", -3, READONLY, acl::READ, (2, 2, 1), "Estimate the memory usage of a key", memory_usage),
-    command!("server", "memory|stats", 2, 0, 0, (0, 0, 0), "Show memory usage details", memory_stats),
-    command!("server", "memory|doctor", 2, 0, 0, (0, 0, 0), "Outputs memory problems report", memory_doctor),
-    command!("server", "memory|malloc-stats", 2, 0, 0, (0, 0, 0), "Show allocator internal stats", memory_malloc_stats),
-    command!("server", "memory|purge", 2, 0, 0, (0, 0, 0), "Ask the allocator to release memory", memory_purge),
-    command!("server", "memory|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands", memory_help),
+    command!("server", "memory|usage", -3, READONLY, acl::READ, "Estimate the memory usage of a key", memory_usage),
+    command!("server", "memory|stats", 2, 0, 0, "Show memory usage details", memory_stats),
+    command!("server", "memory|doctor", 2, 0, 0, "Outputs memory problems report", memory_doctor),
+    command!("server", "memory|malloc-stats", 2, 0, 0, "Show allocator internal stats", memory_malloc_stats),
+    command!("server", "memory|purge", 2, 0, 0, "Ask the allocator to release memory", memory_purge),
+    command!("server", "memory|help", 2, LOADING | STALE, 0, "Show helpful text about the different subcommands", memory_help),
 ];
 
 /// Elements USAGE measures by default (Redis's `OBJ_COMPUTE_SIZE_DEF_SAMPLES`).

@@ -27,9 +27,33 @@ use crate::tri;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("generic", "migrate", -6, WRITE | MOVABLEKEYS | MIGRATES_KEYS, acl::KEYSPACE | acl::DANGEROUS, (3, 3, 1), "Atomically transfer a key from a Redis instance to another one.", migrate),
-    command!("server", "restore-asking", -4, WRITE | DENYOOM | ASKING, acl::KEYSPACE | acl::DANGEROUS, (1, 1, 1), "An internal command for migrating keys in a cluster", super::keys::restore),
+    command!("generic", "migrate", -6, WRITE | MOVABLEKEYS | MIGRATES_KEYS, acl::KEYSPACE | acl::DANGEROUS, "Atomically transfer a key from a Redis instance to another one.", migrate).keys_by(super::keyspecs::migrate_keys).redacts(migrate_redacts),
+    command!("server", "restore-asking", -4, WRITE | DENYOOM | ASKING, acl::KEYSPACE | acl::DANGEROUS, "An internal command for migrating keys in a cluster", super::keys::restore),
 ];
+
+/// MIGRATE's slow-log entries hide AUTH's password and AUTH2's user name
+/// and password (Redis's `migrateCommand`), up to KEYS.
+fn migrate_redacts(args: &[Bytes], i: usize) -> bool {
+    let mut j = 6;
+    while j < args.len() {
+        let a = &args[j];
+        if a.eq_ignore_ascii_case(b"keys") {
+            return false;
+        }
+        let skip = if a.eq_ignore_ascii_case(b"auth") {
+            1
+        } else if a.eq_ignore_ascii_case(b"auth2") {
+            2
+        } else {
+            0
+        };
+        if (j + 1..=j + skip).contains(&i) && i < args.len() {
+            return true;
+        }
+        j += skip + 1;
+    }
+    false
+}
 
 /// How many target connections are kept (Redis's
 /// `MIGRATE_SOCKET_CACHE_ITEMS`); past it a random one is closed.

@@ -7,7 +7,9 @@
 //! [`record`] is called by [`crate::exec::call`] for every command that
 //! runs (EXEC's commands one by one, and a script's `redis.call`s, as
 //! Redis counts them) with its time and reply; commands refused before
-//! running count as rejected ([`rejected`]). Every error reply is counted
+//! running count as rejected ([`rejected`]); a command that blocks is
+//! counted again when it is served or unblocked ([`unblocked`]), as Redis's
+//! `updateStatsOnUnblock`. Every error reply is counted
 //! once, here: errorstats and `total_error_replies` are the same count. Durations are real time (the work the server did);
 //! a slow-log entry's timestamp is the server clock's.
 
@@ -19,23 +21,25 @@ use bytes::Bytes;
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
+use crate::net::clients::ClientState;
 use crate::protocol::Reply;
+use crate::state::ServerState;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("server", "slowlog", -2, 0, 0, (0, 0, 0), "A container for slow log commands", super::container, SLOWLOG),
-    command!("server", "latency", -2, 0, 0, (0, 0, 0), "A container for latency diagnostics commands", super::container, LATENCY),
+    command!("server", "slowlog", -2, 0, 0, "A container for slow log commands", super::container, SLOWLOG),
+    command!("server", "latency", -2, 0, 0, "A container for latency diagnostics commands", super::container, LATENCY),
 ];
 
 #[rustfmt::skip]
 static LATENCY: &[CommandSpec] = &[
-    command!("server", "latency|latest", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the latest latency samples for all events.", latency_latest),
-    command!("server", "latency|history", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return timestamp-latency samples for the event.", latency_history),
-    command!("server", "latency|reset", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Reset latency data for one or more events.", latency_reset),
-    command!("server", "latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the cumulative distribution of latencies of a subset of commands or all.", latency_histogram),
-    command!("server", "latency|doctor", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return a human readable latency analysis report.", latency_doctor),
-    command!("server", "latency|graph", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return a latency graph for the event.", latency_graph),
-    command!("server", "latency|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands.", latency_help),
+    command!("server", "latency|latest", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return the latest latency samples for all events.", latency_latest),
+    command!("server", "latency|history", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return timestamp-latency samples for the event.", latency_history),
+    command!("server", "latency|reset", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Reset latency data for one or more events.", latency_reset),
+    command!("server", "latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return the cumulative distribution of latencies of a subset of commands or all.", latency_histogram),
+    command!("server", "latency|doctor", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return a human readable latency analysis report.", latency_doctor),
+    command!("server", "latency|graph", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Return a latency graph for the event.", latency_graph),
+    command!("server", "latency|help", 2, LOADING | STALE, 0, "Show helpful text about the different subcommands.", latency_help),
 ];
 
 /// Samples a latency event keeps (Redis's `LATENCY_TS_LEN`).
@@ -51,10 +55,10 @@ struct LatencyEvent {
 
 #[rustfmt::skip]
 static SLOWLOG: &[CommandSpec] = &[
-    command!("server", "slowlog|get", -2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the slow log's entries", slowlog_get),
-    command!("server", "slowlog|len", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the slow log's length", slowlog_len),
-    command!("server", "slowlog|reset", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Clear all entries from the slow log", slowlog_reset),
-    command!("server", "slowlog|help", 2, LOADING | STALE, 0, (0, 0, 0), "Show helpful text about the different subcommands", slowlog_help),
+    command!("server", "slowlog|get", -2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Get the slow log's entries", slowlog_get),
+    command!("server", "slowlog|len", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Get the slow log's length", slowlog_len),
+    command!("server", "slowlog|reset", 2, ADMIN | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Clear all entries from the slow log", slowlog_reset),
+    command!("server", "slowlog|help", 2, LOADING | STALE, 0, "Show helpful text about the different subcommands", slowlog_help),
 ];
 
 /// Arguments a slow-log entry keeps (Redis's `SLOWLOG_ENTRY_MAX_ARGC`).
@@ -172,6 +176,9 @@ pub struct Observe {
     /// The reply of the command now ending is an error already counted
     /// where it arose (a script passing on its command's error).
     counted: bool,
+    /// The command now running sent an error to another client (CLIENT
+    /// UNBLOCK ERROR), so it counts as failed whatever its own reply.
+    raised: bool,
     slowlog: VecDeque<SlowEntry>,
     next_id: u64,
     /// Latency events by name.
@@ -281,30 +288,105 @@ impl Observe {
 }
 
 /// Records a command that ran (see the module docs): its call, time and
-/// failure, the slow log and the latency monitor.
+/// failure, the slow log and the latency monitor. A call that blocked its
+/// client (a BLPOP that waits) counts its call and time now, and leaves its
+/// latency and slow-log entry to its unblock ([`unblocked`]), as Redis's
+/// `call()` does for a `CLIENT_BLOCKED` client.
 pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], took: Duration, reply: &Reply) {
     let usec = took.as_micros().min(u64::MAX as u128) as u64;
+    let blocked = match ctx.client.blocked.as_deref_mut() {
+        Some(b) => {
+            b.ran(spec, usec);
+            true
+        }
+        None => false,
+    };
     let observe = &mut ctx.server.observe;
+    let raised = std::mem::take(&mut observe.raised);
     let stats = observe.stats(spec);
     stats.calls += 1;
     stats.usec += usec;
-    // Redis times in µs and records ns: µs × 1000.
-    stats.latency.record(usec.saturating_mul(1000));
+    if !blocked {
+        // Redis times in µs and records ns: µs × 1000.
+        stats.latency.record(usec.saturating_mul(1000));
+    }
     if reply.is_error() {
         stats.failed += 1;
         if !std::mem::take(&mut observe.counted) {
             observe.count_error(reply);
         }
+    } else if raised {
+        stats.failed += 1;
     }
     let threshold = ctx.server.config.slowlog_log_slower_than;
-    if threshold >= 0 && usec >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
-        log_slow(ctx, spec, args, usec);
+    if !blocked && threshold >= 0 && usec >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
+        log_slow(ctx.server, ctx.client, ctx.now, spec, args, usec);
     }
     let latency = ctx.server.config.latency_monitor_threshold;
     if latency > 0 && usec / 1000 >= latency {
         let event = if spec.has(FAST) { "fast-command" } else { "command" };
         ctx.server.observe.latency_sample(event, ctx.now / 1000, usec / 1000);
     }
+}
+
+/// How a blocked command ended, for [`unblocked`].
+pub(crate) struct Unblock<'a> {
+    /// The row and µs of the call that blocked ([`crate::blocked::Blocked::call`]).
+    pub(crate) call: (&'static CommandSpec, u64),
+    /// µs the serving took (0 for CLIENT UNBLOCK).
+    pub(crate) serve_usec: u64,
+    /// Counted as a failed call: the served reply is an error, and always
+    /// after CLIENT UNBLOCK (Redis passes `had_errors` 1 there).
+    pub(crate) failed: bool,
+    /// The slow-log entry's arguments: the command's when it is served,
+    /// none after CLIENT UNBLOCK (Redis has reset the client's arguments
+    /// before it logs the entry).
+    pub(crate) args: &'a [Bytes],
+}
+
+/// A blocked command that is served, or unblocked by CLIENT UNBLOCK (Redis's
+/// `updateStatsOnUnblock`; a timeout records nothing): its total time, the
+/// blocking call's plus the serving's, is added to `usec` (so the blocking
+/// call's time counts twice, as in Redis 7.0), to the latency histogram
+/// and, past the threshold, to the slow log as `client`'s entry at `now`.
+pub(crate) fn unblocked(server: &mut ServerState, client: &ClientState, now: u64, how: Unblock<'_>) {
+    let (spec, call_usec) = how.call;
+    let total = call_usec.saturating_add(how.serve_usec);
+    let stats = server.observe.stats(spec);
+    stats.usec = stats.usec.saturating_add(total);
+    if how.failed {
+        stats.failed += 1;
+    }
+    stats.latency.record(total.saturating_mul(1000));
+    let threshold = server.config.slowlog_log_slower_than;
+    if threshold >= 0 && total >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
+        log_slow(server, client, now, spec, how.args, total);
+    }
+    let latency = server.config.latency_monitor_threshold;
+    if latency > 0 && how.serve_usec / 1000 >= latency {
+        server
+            .observe
+            .latency_sample(UNBLOCKING_EVENT, now / 1000, how.serve_usec / 1000);
+    }
+}
+
+/// The latency event of serving a blocked client (Redis's
+/// `command-unblocking`).
+const UNBLOCKING_EVENT: &str = "command-unblocking";
+
+/// An error reply sent to another client than the one whose command runs
+/// (CLIENT UNBLOCK's `-UNBLOCKED`, a served waiter's error): counted in
+/// errorstats now.
+pub(crate) fn error_to_other(server: &mut ServerState, reply: &Reply) {
+    server.observe.count_error(reply);
+}
+
+/// [`error_to_other`] during the command now running, which therefore
+/// counts as failed (Redis's `failed_calls` counts a call during which the
+/// error total rose).
+pub(crate) fn error_raised(server: &mut ServerState, reply: &Reply) {
+    server.observe.count_error(reply);
+    server.observe.raised = true;
 }
 
 /// A command refused before it ran (`spec` when the command is known).
@@ -322,8 +404,8 @@ impl Observe {
     }
 }
 
-/// Appends an entry, dropping the oldest past `slowlog-max-len`.
-fn log_slow(ctx: &mut Ctx, spec: &CommandSpec, args: &[Bytes], usec: u64) {
+/// Appends `client`'s entry at `now`, dropping the oldest past `slowlog-max-len`.
+fn log_slow(server: &mut ServerState, client: &ClientState, now: u64, spec: &CommandSpec, args: &[Bytes], usec: u64) {
     let mut kept: Vec<Bytes> = Vec::with_capacity(args.len().min(ENTRY_MAX_ARGS));
     for (i, arg) in args.iter().enumerate() {
         if args.len() > ENTRY_MAX_ARGS && i == ENTRY_MAX_ARGS - 1 {
@@ -333,7 +415,8 @@ fn log_slow(ctx: &mut Ctx, spec: &CommandSpec, args: &[Bytes], usec: u64) {
             )));
             break;
         }
-        if redacted(spec, args, i) {
+        // Passwords never reach the slow log (the row says which).
+        if spec.redact.is_some_and(|redacted| redacted(args, i)) {
             kept.push(Bytes::from_static(b"(redacted)"));
         } else if arg.len() > ENTRY_MAX_BYTES {
             let mut s = arg[..ENTRY_MAX_BYTES].to_vec();
@@ -343,52 +426,18 @@ fn log_slow(ctx: &mut Ctx, spec: &CommandSpec, args: &[Bytes], usec: u64) {
             kept.push(arg.clone());
         }
     }
-    let max = ctx.server.config.slowlog_max_len;
-    let observe = &mut ctx.server.observe;
+    let max = server.config.slowlog_max_len;
+    let observe = &mut server.observe;
     observe.slowlog.push_front(SlowEntry {
         id: observe.next_id,
-        at: ctx.now / 1000,
+        at: now / 1000,
         usec,
         args: kept,
-        addr: ctx.client.addr.to_string(),
-        name: ctx.client.name.clone().unwrap_or_default(),
+        addr: client.addr.to_string(),
+        name: client.name.clone().unwrap_or_default(),
     });
     observe.next_id += 1;
     observe.slowlog.truncate(max);
-}
-
-/// Passwords never reach the slow log: AUTH's arguments, HELLO's after
-/// AUTH, MIGRATE's after AUTH or AUTH2 (Redis's `redactClientCommandArgument`).
-fn redacted(spec: &CommandSpec, args: &[Bytes], i: usize) -> bool {
-    match spec.name {
-        "auth" => i >= 1,
-        "hello" => args
-            .iter()
-            .position(|a| a.eq_ignore_ascii_case(b"auth"))
-            .is_some_and(|at| i == at + 1 || i == at + 2),
-        "migrate" => {
-            let mut j = 6;
-            while j < args.len() {
-                let a = &args[j];
-                if a.eq_ignore_ascii_case(b"keys") {
-                    return false;
-                }
-                let skip = if a.eq_ignore_ascii_case(b"auth") {
-                    1
-                } else if a.eq_ignore_ascii_case(b"auth2") {
-                    2
-                } else {
-                    0
-                };
-                if (j + 1..=j + skip).contains(&i) && i < args.len() {
-                    return true;
-                }
-                j += skip + 1;
-            }
-            false
-        }
-        _ => false,
-    }
 }
 
 /// SLOWLOG GET [count]: the newest `count` entries (10; -1: all).

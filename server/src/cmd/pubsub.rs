@@ -24,15 +24,15 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Listen for messages published to the given channels", subscribe),
-    spec!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Stop listening for messages posted to the given channels", unsubscribe),
-    spec!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Listen for messages published to channels matching the given patterns", psubscribe),
-    spec!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (0, 0, 0), "Stop listening for messages posted to channels matching the given patterns", punsubscribe),
-    spec!("publish", 3, PUBSUB | LOADING | STALE | FAST, 0, (0, 0, 0), "Post a message to a channel", publish),
-    spec!("spublish", 3, PUBSUB | LOADING | STALE | FAST, 0, (1, 1, 1), "Post a message to a shard channel", spublish),
-    spec!("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (1, -1, 1), "Listen for messages published to the given shard channels", ssubscribe),
-    spec!("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, (1, -1, 1), "Stop listening for messages posted to the given shard channels", sunsubscribe),
-    spec!("pubsub", -2, 0, 0, (0, 0, 0), "A container for Pub/Sub commands", super::container, PUBSUB_SUBCOMMANDS),
+    spec!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to the given channels", subscribe),
+    spec!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Stop listening for messages posted to the given channels", unsubscribe),
+    spec!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to channels matching the given patterns", psubscribe),
+    spec!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Stop listening for messages posted to channels matching the given patterns", punsubscribe),
+    spec!("publish", 3, PUBSUB | LOADING | STALE | FAST, 0, "Post a message to a channel", publish),
+    spec!("spublish", 3, PUBSUB | LOADING | STALE | FAST, 0, "Post a message to a shard channel", spublish),
+    spec!("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to the given shard channels", ssubscribe),
+    spec!("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Stop listening for messages posted to the given shard channels", sunsubscribe),
+    spec!("pubsub", -2, 0, 0, "A container for Pub/Sub commands", super::container, PUBSUB_SUBCOMMANDS),
 ];
 
 #[rustfmt::skip]

@@ -15,9 +15,9 @@ use crate::store::num;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("server", "replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Make the server a replica of another instance, or promote it as master.", replicaof),
-    command!("server", "failover", -1, ADMIN | NOSCRIPT | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Start a coordinated failover between this server and one of its replicas.", failover),
-    command!("server", "slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Make the server a replica of another instance, or promote it as master.", replicaof),
+    command!("server", "replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, "Make the server a replica of another instance, or promote it as master.", replicaof),
+    command!("server", "failover", -1, ADMIN | NOSCRIPT | STALE, acl::ADMIN | acl::DANGEROUS, "Start a coordinated failover between this server and one of its replicas.", failover),
+    command!("server", "slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, "Make the server a replica of another instance, or promote it as master.", replicaof),
 ];
 
 /// The highest TCP port REPLICAOF accepts.

@@ -22,19 +22,19 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", eval)
+    spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, "Execute a Lua script server side", eval)
         .may_write_if(|_, args| crate::lua::body_may_write(&args[1]))
         .declared_by(eval_declared)
-        .deny_oom_if(|_, args| crate::lua::body_denies_oom(&args[1])),
-    spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a Lua script server side", evalsha)
+        .deny_oom_if(|_, args| crate::lua::body_denies_oom(&args[1])).keys_by(super::keyspecs::NUMKEYS_SECOND),
+    spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, "Execute a Lua script server side", evalsha)
         .may_write_if(evalsha_may_write)
         .declared_by(evalsha_declared)
-        .deny_oom_if(evalsha_denies_oom),
-    spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", eval_ro)
-        .declared_by(eval_declared),
-    spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, (0, 0, 0), "Execute a read-only Lua script server side", evalsha_ro)
-        .declared_by(evalsha_declared),
-    spec!("script", -2, 0, 0, (0, 0, 0), "A container for Lua scripts management commands", super::container, SCRIPT),
+        .deny_oom_if(evalsha_denies_oom).keys_by(super::keyspecs::NUMKEYS_SECOND),
+    spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, "Execute a read-only Lua script server side", eval_ro)
+        .declared_by(eval_declared).keys_by(super::keyspecs::NUMKEYS_SECOND),
+    spec!("evalsha_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, "Execute a read-only Lua script server side", evalsha_ro)
+        .declared_by(evalsha_declared).keys_by(super::keyspecs::NUMKEYS_SECOND),
+    spec!("script", -2, 0, 0, "A container for Lua scripts management commands", super::container, SCRIPT),
 ];
 
 #[rustfmt::skip]

@@ -1,12 +1,14 @@
 //! Connection and server commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT,
-//! RESET, CLIENT, COMMAND, INFO, CONFIG, TIME, DBSIZE, FLUSHDB/FLUSHALL,
-//! SWAPDB, LASTSAVE, SHUTDOWN; the text of INFO.
+//! RESET, COMMAND, CONFIG, TIME, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, MONITOR,
+//! ROLE, the saves, the replication handshake, WAIT, SHUTDOWN. CLIENT's
+//! subcommands are in [`super::client`], INFO in [`super::info`]; their
+//! rows are here, in the table's order.
 
 use bytes::Bytes;
 
 use super::args::{db_index, is};
 use super::flags::*;
-use super::keyspecs::{self, Begin, Find, KeySpec};
+use super::keyspecs::{Begin, Find, KeySpec};
 use super::{acl, CommandSpec, Ctx};
 use crate::blocked;
 use crate::config::{Effect, SetError};
@@ -22,61 +24,47 @@ use crate::REDIS_VERSION;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("connection", "ping", -1, FAST | SUBSCRIBED_OK | DISK_ERROR_REFUSED, acl::CONNECTION, (0, 0, 0), "Ping the server", ping),
-    command!("connection", "echo", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Echo the given string", echo),
-    command!("connection", "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Handshake with Redis", hello),
-    command!("connection", "auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, (0, 0, 0), "Authenticate to the server", auth),
-    command!("connection", "select", 2, LOADING | STALE | FAST, acl::CONNECTION, (0, 0, 0), "Change the selected database for the current connection", select),
-    command!("connection", "quit", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, (0, 0, 0), "Close the connection", quit)
+    command!("connection", "ping", -1, FAST | SUBSCRIBED_OK | DISK_ERROR_REFUSED, acl::CONNECTION, "Ping the server", ping),
+    command!("connection", "echo", 2, LOADING | STALE | FAST, acl::CONNECTION, "Echo the given string", echo),
+    command!("connection", "hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, "Handshake with Redis", hello).redacts(hello_redacts),
+    command!("connection", "auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, acl::CONNECTION, "Authenticate to the server", auth).redacts(auth_redacts),
+    command!("connection", "select", 2, LOADING | STALE | FAST, acl::CONNECTION, "Change the selected database for the current connection", select),
+    command!("connection", "quit", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, "Close the connection", quit)
         .while_busy(quit_while_busy),
-    command!("connection", "reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, (0, 0, 0), "Reset the connection", reset),
-    command!("connection", "client", -2, 0, 0, (0, 0, 0), "A container for client connection commands", super::container, CLIENT),
-    command!("server", "command", -1, LOADING | STALE, acl::CONNECTION, (0, 0, 0), "Get array of Redis command details", command, COMMAND),
-    command!("server", "info", -1, LOADING | STALE, acl::DANGEROUS, (0, 0, 0), "Get information and statistics about the server", info),
-    command!("server", "config", -2, 0, 0, (0, 0, 0), "A container for server configuration commands", super::container, CONFIG),
-    command!("server", "time", 1, LOADING | STALE | FAST, 0, (0, 0, 0), "Return the current server time", time),
-    command!("server", "dbsize", 1, READONLY | FAST, acl::KEYSPACE, (0, 0, 0), "Return the number of keys in the selected database", dbsize),
-    command!("server", "flushdb", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from the current database", flushdb),
-    command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Remove all keys from all databases", flushall),
-    command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, (0, 0, 0), "Swaps two Redis databases", swapdb),
-    command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Listen for all requests received by the server in real time", monitor),
-    command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Return the role of the instance in the context of replication", role),
-    command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously rewrite the append-only file", bgrewriteaof),
-    command!("server", "bgsave", -1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Asynchronously save the dataset to disk", bgsave),
-    command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Synchronously save the dataset to disk", save),
-    command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "Get the UNIX time stamp of the last successful save to disk", lastsave),
-    command!("server", "psync", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command used in replication", psync),
-    command!("server", "sync", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command used in replication", sync),
-    command!("server", "replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, acl::ADMIN | acl::DANGEROUS, (0, 0, 0), "An internal command for configuring the replication stream", replconf),
-    command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, (0, 0, 0), "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
-    command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, (0, 0, 0), "Synchronously save the dataset to disk and then shut down the server", shutdown)
+    command!("connection", "reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUBSCRIBED_OK | OOM_OK_IN_MULTI, acl::CONNECTION, "Reset the connection", reset),
+    command!("connection", "client", -2, 0, 0, "A container for client connection commands", super::container, super::client::SUBCOMMANDS),
+    command!("server", "command", -1, LOADING | STALE, acl::CONNECTION, "Get array of Redis command details", command, COMMAND),
+    command!("server", "info", -1, LOADING | STALE, acl::DANGEROUS, "Get information and statistics about the server", super::info::info),
+    command!("server", "config", -2, 0, 0, "A container for server configuration commands", super::container, CONFIG),
+    command!("server", "time", 1, LOADING | STALE | FAST, 0, "Return the current server time", time),
+    command!("server", "dbsize", 1, READONLY | FAST, acl::KEYSPACE, "Return the number of keys in the selected database", dbsize),
+    command!("server", "flushdb", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, "Remove all keys from the current database", flushdb),
+    command!("server", "flushall", -1, WRITE, acl::KEYSPACE | acl::DANGEROUS, "Remove all keys from all databases", flushall),
+    command!("server", "swapdb", 3, WRITE | FAST, acl::KEYSPACE | acl::DANGEROUS, "Swaps two Redis databases", swapdb),
+    command!("server", "monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, acl::ADMIN | acl::DANGEROUS, "Listen for all requests received by the server in real time", monitor),
+    command!("server", "role", 1, NOSCRIPT | LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, "Return the role of the instance in the context of replication", role),
+    command!("server", "bgrewriteaof", 1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, "Asynchronously rewrite the append-only file", bgrewriteaof),
+    command!("server", "bgsave", -1, NOSCRIPT | ADMIN | NO_ASYNC_LOADING, acl::ADMIN | acl::DANGEROUS, "Asynchronously save the dataset to disk", bgsave),
+    command!("server", "save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, acl::ADMIN | acl::DANGEROUS, "Synchronously save the dataset to disk", save),
+    command!("server", "lastsave", 1, LOADING | STALE | FAST, acl::ADMIN | acl::DANGEROUS, "Get the UNIX time stamp of the last successful save to disk", lastsave),
+    command!("server", "psync", -3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, "An internal command used in replication", psync),
+    command!("server", "sync", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI | NO_PROPAGATE, acl::ADMIN | acl::DANGEROUS, "An internal command used in replication", sync),
+    command!("server", "replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, acl::ADMIN | acl::DANGEROUS, "An internal command for configuring the replication stream", replconf),
+    command!("generic", "wait", 3, NOSCRIPT, acl::CONNECTION, "Wait for the synchronous replication of all the write commands sent in the context of the current connection", wait),
+    command!("server", "shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, 0, "Synchronously save the dataset to disk and then shut down the server", shutdown)
         .while_busy(shutdown_while_busy),
 ];
 
-#[rustfmt::skip]
-static CLIENT: &[CommandSpec] = &[
-    subcommand!("connection", "client|id", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_id),
-    subcommand!("connection", "client|getname", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_getname),
-    subcommand!("connection", "client|setname", 3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_setname),
-    subcommand!("connection", "client|info", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_info),
-    subcommand!("connection", "client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_list),
-    subcommand!("connection", "client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_kill),
-    subcommand!("connection", "client|help", 2, LOADING | STALE, acl::CONNECTION, client_help),
-    subcommand!("connection", "client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_unblock),
-    subcommand!("connection", "client|pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_pause),
-    subcommand!("connection", "client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_unpause),
-    subcommand!("connection", "client|reply", 3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_reply),
-    subcommand!("connection", "client|no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, acl::CONNECTION, client_no_evict),
-    subcommand!("connection", "client|tracking", -3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_tracking),
-    subcommand!("connection", "client|caching", 3, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_caching),
-    subcommand!("connection", "client|getredir", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_getredir),
-    subcommand!("connection", "client|trackinginfo", 2, NOSCRIPT | LOADING | STALE, acl::CONNECTION, crate::tracking::client_trackinginfo),
-];
+/// AUTH's slow-log entries hide every argument (Redis's `authCommand`).
+fn auth_redacts(_args: &[Bytes], i: usize) -> bool {
+    i >= 1
+}
 
-/// Whether `spec` is a CLIENT subcommand (CLIENT CACHING's window stays
-/// open across them, as Redis keeps it across any CLIENT call).
-pub(crate) fn is_client_subcommand(spec: &CommandSpec) -> bool {
-    CLIENT.iter().any(|s| std::ptr::eq(s, spec))
+/// HELLO's hide AUTH's user name and password (Redis's `helloCommand`).
+fn hello_redacts(args: &[Bytes], i: usize) -> bool {
+    args.iter()
+        .position(|a| a.eq_ignore_ascii_case(b"auth"))
+        .is_some_and(|at| i == at + 1 || i == at + 2)
 }
 
 #[rustfmt::skip]
@@ -161,11 +149,6 @@ fn auth(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// Client names may not contain spaces or characters outside `!`..`~`.
-fn valid_client_name(name: &[u8]) -> bool {
-    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
-}
-
 fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut version = None;
     let mut i = 1;
@@ -201,7 +184,7 @@ fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::HELLO_NOAUTH);
     }
     if let Some(name) = name {
-        if !valid_client_name(name) {
+        if !super::client::valid_name(name) {
             return err(errors::CLIENT_NAME_SPACES);
         }
         ctx.client.name = (!name.is_empty()).then(|| crate::store::db::owned(name));
@@ -270,236 +253,6 @@ pub(crate) fn help_reply(lines: &[&'static str]) -> Reply {
     Reply::Array(lines.iter().chain(&end).map(|l| Reply::status(l)).collect())
 }
 
-fn client_id(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    Reply::Int(ctx.client.id as i64)
-}
-
-fn client_getname(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    ctx.client.name.clone().map_or(Reply::Nil, Reply::Bulk)
-}
-
-fn client_setname(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if !valid_client_name(&args[2]) {
-        return err(errors::CLIENT_NAME_SPACES);
-    }
-    ctx.client.name = (!args[2].is_empty()).then(|| crate::store::db::owned(&args[2]));
-    Reply::Ok
-}
-
-fn client_info(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    let line = ctx.client.info_line(ctx.now) + "\n";
-    Reply::Verbatim("txt", Bytes::from(line))
-}
-
-/// Redis's client types (`getClientTypeByName`): coordis has no masters or
-/// replicas, so a client is `pubsub` while subscribed and `normal` otherwise.
-#[derive(Clone, Copy, PartialEq)]
-enum ClientType {
-    Normal,
-    Replica,
-    PubSub,
-    Master,
-}
-
-impl ClientType {
-    fn parse(name: &[u8]) -> Result<ClientType, Reply> {
-        Ok(if is(name, "normal") {
-            ClientType::Normal
-        } else if is(name, "slave") || is(name, "replica") {
-            ClientType::Replica
-        } else if is(name, "pubsub") {
-            ClientType::PubSub
-        } else if is(name, "master") {
-            ClientType::Master
-        } else {
-            return Err(errors::unknown_client_type(name));
-        })
-    }
-
-    fn of(c: &crate::net::clients::ClientState) -> ClientType {
-        if c.replica {
-            ClientType::Replica
-        } else if c.is_subscribed() {
-            ClientType::PubSub
-        } else {
-            ClientType::Normal
-        }
-    }
-}
-
-/// CLIENT LIST: every client by id, `TYPE t` those of one type, or `ID id...`
-/// each listed client in the order given (repeats too, as Redis).
-fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let now = ctx.now;
-    let mut all: Vec<&crate::net::clients::ClientState> = ctx.server.clients.values().collect();
-    all.push(ctx.client);
-    all.sort_by_key(|c| c.id);
-    let chosen: Vec<&crate::net::clients::ClientState> = if args.len() == 2 {
-        all
-    } else if args.len() == 4 && is(&args[2], "type") {
-        let kind = tri!(ClientType::parse(&args[3]));
-        all.into_iter().filter(|c| ClientType::of(c) == kind).collect()
-    } else if args.len() >= 4 && is(&args[2], "id") {
-        let mut chosen = vec![];
-        for a in &args[3..] {
-            let Some(id) = num::parse_i64(a) else {
-                return err(errors::INVALID_CLIENT_ID);
-            };
-            chosen.extend(all.iter().find(|c| c.id as i64 == id));
-        }
-        chosen
-    } else {
-        return err(errors::SYNTAX);
-    };
-    let mut text = String::new();
-    for c in chosen {
-        text.push_str(&c.info_line(now));
-        text.push('\n');
-    }
-    Reply::Verbatim("txt", Bytes::from(text))
-}
-
-fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() == 3 {
-        // Old form: CLIENT KILL addr:port.
-        let addr = String::from_utf8_lossy(&args[2]).into_owned();
-        if ctx.client.addr.to_string() == addr {
-            ctx.client.close_after_reply = true;
-            return Reply::Ok;
-        }
-        return match ctx.server.clients.kill_where(|c| c.addr.to_string() == addr) {
-            0 => err(errors::NO_SUCH_CLIENT),
-            _ => Reply::Ok,
-        };
-    }
-    let (mut id, mut addr, mut laddr, mut kind, mut user, mut skipme) = (None, None, None, None, None, true);
-    let mut i = 2;
-    while i < args.len() {
-        if i + 1 >= args.len() {
-            return err(errors::SYNTAX);
-        }
-        let value = &args[i + 1];
-        if is(&args[i], "id") {
-            match num::parse_i64(value) {
-                Some(n) if n > 0 => id = Some(n as u64),
-                _ => return err(errors::CLIENT_ID_NOT_POSITIVE),
-            }
-        } else if is(&args[i], "addr") {
-            addr = Some(String::from_utf8_lossy(value).into_owned());
-        } else if is(&args[i], "laddr") {
-            laddr = Some(String::from_utf8_lossy(value).into_owned());
-        } else if is(&args[i], "type") {
-            kind = Some(tri!(ClientType::parse(value)));
-        } else if is(&args[i], "user") {
-            if ctx.server.acl.user(value).is_none() {
-                return errors::no_such_user(value);
-            }
-            user = Some(value.clone());
-        } else if is(&args[i], "skipme") {
-            if is(value, "yes") {
-                skipme = true;
-            } else if is(value, "no") {
-                skipme = false;
-            } else {
-                return err(errors::SYNTAX);
-            }
-        } else {
-            return err(errors::SYNTAX);
-        }
-        i += 2;
-    }
-    let selected = |c: &crate::net::clients::ClientState| {
-        id.is_none_or(|id| c.id == id)
-            && addr.as_ref().is_none_or(|a| c.addr.to_string() == *a)
-            && laddr.as_ref().is_none_or(|a| c.laddr.to_string() == *a)
-            && kind.is_none_or(|k| ClientType::of(c) == k)
-            && user.as_ref().is_none_or(|u| c.user == *u)
-    };
-    let mut killed = ctx.server.clients.kill_where(&selected);
-    if !skipme && selected(ctx.client) {
-        ctx.client.close_after_reply = true;
-        killed += 1;
-    }
-    Reply::Int(killed as i64)
-}
-
-/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a client blocked in a command gets
-/// its timeout reply, or the `-UNBLOCKED` error; 1 if it was blocked.
-fn client_unblock(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() > 4 {
-        return errors::sub_wrong_args(&args[1], "CLIENT");
-    }
-    let id = tri!(super::args::int(&args[2]));
-    let error = match args.get(3) {
-        None => false,
-        Some(a) if is(a, "timeout") => false,
-        Some(a) if is(a, "error") => true,
-        Some(_) => return err(errors::UNBLOCK_REASON),
-    };
-    let Some(mut target) = ctx.server.clients.take(id as u64) else {
-        return Reply::Int(0);
-    };
-    // A client postponed by CLIENT PAUSE is not blocked in a command.
-    let done = !target.blocked.as_ref().is_some_and(|b| b.is_postponed())
-        && blocked::unblock(ctx.dbs, &mut ctx.server.blocking, &mut target, error);
-    ctx.server.clients.put_back(target);
-    Reply::Int(done as i64)
-}
-
-/// CLIENT PAUSE timeout [WRITE|ALL]: holds other clients' commands (all,
-/// or those that may write) until the pause ends ([`blocked::pause`]).
-fn client_pause(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let until = tri!(blocked::deadline_ms(&args[2], ctx.now));
-    let all = match &args[3..] {
-        [] => true,
-        [mode] if is(mode, "all") => true,
-        [mode] if is(mode, "write") => false,
-        [_] => return err(errors::PAUSE_MODE),
-        _ => return errors::sub_wrong_args(&args[1], "CLIENT"),
-    };
-    // A zero timeout pauses until now: the pause is over at once.
-    blocked::pause(ctx, until.max(ctx.now), all);
-    Reply::Ok
-}
-
-fn client_unpause(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    blocked::unpause(ctx.dbs, ctx.server);
-    Reply::Ok
-}
-
-/// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing themselves; SKIP
-/// drops the next command's reply too (the engine applies both).
-fn client_reply(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let client = &mut *ctx.client;
-    if is(&args[2], "on") {
-        client.reply_off = false;
-        client.reply_skip = false;
-        client.reply_skip_next = false;
-        Reply::Ok
-    } else if is(&args[2], "off") {
-        client.reply_off = true;
-        Reply::NOTHING
-    } else if is(&args[2], "skip") {
-        if !client.reply_off {
-            client.reply_skip_next = true;
-        }
-        Reply::NOTHING
-    } else {
-        err(errors::SYNTAX)
-    }
-}
-
-fn client_no_evict(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if is(&args[2], "on") {
-        ctx.client.no_evict = true;
-    } else if is(&args[2], "off") {
-        ctx.client.no_evict = false;
-    } else {
-        return err(errors::SYNTAX);
-    }
-    Reply::Ok
-}
-
 /// WAIT numreplicas timeout (Redis's `waitCommand`): the replicas that
 /// acknowledged this client's last write, at once when they are enough
 /// (or inside MULTI); else the client blocks until ACKs make them enough
@@ -516,57 +269,6 @@ fn wait(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let s = &mut *ctx.server;
     s.repl.add_waiter(&mut s.effects, ctx.client.id, offset, wanted as u64);
     blocked::block_for_replicas(ctx, args, deadline, Reply::Int(acked as i64))
-}
-
-fn client_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
-    help_reply(&[
-        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "CACHING (YES|NO)",
-        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
-        "GETREDIR",
-        "    Return the client ID we are redirecting to when tracking is enabled.",
-        "GETNAME",
-        "    Return the name of the current connection.",
-        "ID",
-        "    Return the ID of the current connection.",
-        "INFO",
-        "    Return information about the current client connection.",
-        "KILL <ip:port>",
-        "    Kill connection made from <ip:port>.",
-        "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections. Options are:",
-        "    * ADDR (<ip:port>|<unixsocket>:0)",
-        "      Kill connections made from the specified address",
-        "    * LADDR (<ip:port>|<unixsocket>:0)",
-        "      Kill connections made to specified local address",
-        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-        "      Kill connections by type.",
-        "    * USER <username>",
-        "      Kill connections authenticated by <username>.",
-        "    * SKIPME (YES|NO)",
-        "      Skip killing current connection (default: yes).",
-        "LIST [options ...]",
-        "    Return information about client connections. Options:",
-        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-        "      Return clients of specified type.",
-        "UNPAUSE",
-        "    Stop the current client pause, resuming traffic.",
-        "PAUSE <timeout> [WRITE|ALL]",
-        "    Suspend all, or just write, clients for <timeout> milliseconds.",
-        "REPLY (ON|OFF|SKIP)",
-        "    Control the replies sent to the current connection.",
-        "SETNAME <name>",
-        "    Assign the name <name> to the current connection.",
-        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
-        "    Unblock the specified blocked client.",
-        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
-        "         [OPTIN] [OPTOUT] [NOLOOP]",
-        "    Control server assisted client side caching.",
-        "TRACKINGINFO",
-        "    Report tracking status for the current connection.",
-        "NO-EVICT (ON|OFF)",
-        "    Protect current client connection from eviction.",
-    ])
 }
 
 /// COMMAND without a subcommand: every command's entry.
@@ -593,8 +295,8 @@ fn command_info(c: &CommandSpec) -> Reply {
         Reply::Int(c.keys.1 as i64),
         Reply::Int(c.keys.2 as i64),
         Reply::Set(names(&mut c.categories())),
-        Reply::Set(keyspecs::tips(c.name).iter().map(|t| Reply::bulk(*t)).collect()),
-        Reply::Set(keyspecs::of(c.name).iter().map(key_spec_info).collect()),
+        Reply::Set(c.tips.iter().map(|t| Reply::bulk(*t)).collect()),
+        Reply::Set(c.key_specs.iter().map(key_spec_info).collect()),
         subcommands,
     ])
 }
@@ -752,9 +454,7 @@ fn getkeys(args: &[Bytes], with_flags: bool) -> Reply {
     };
     // Redis's `doesCommandHaveKeys`: a spec not marked `not_key` (shard
     // channels are keys only for routing), or a key finder of its own.
-    let has_keys = super::keyspecs::of(spec.name)
-        .iter()
-        .any(|k| !k.flags.contains(&"not_key"));
+    let has_keys = spec.key_specs.iter().any(|k| !k.flags.contains(&"not_key"));
     if !has_keys && !spec.has(MOVABLEKEYS) {
         return err(errors::GETKEYS_NO_KEYS);
     }
@@ -786,15 +486,6 @@ fn command_getkeys(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn command_getkeysandflags(_ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     getkeys(args, true)
-}
-
-fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let sections: Vec<String> = args[1..]
-        .iter()
-        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
-        .collect();
-    let text = info_text(ctx, &sections);
-    Reply::Verbatim("txt", Bytes::from(text))
 }
 
 fn config_get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -1466,258 +1157,6 @@ fn shutdown_while_busy(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     Answer::Reply(Reply::NOTHING)
 }
 
-/// The text of INFO for the requested sections (none, `default`, `all` or
-/// `everything` mean every section coordis has).
-pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
-    let all = sections.is_empty()
-        || sections
-            .iter()
-            .any(|s| s == "all" || s == "everything" || s == "default");
-    let want = |name: &str| all || sections.iter().any(|s| s == name);
-    // Before the shared borrow below: it notes the memory peak.
-    let memory = want("memory").then(|| memory_section(ctx));
-    let now = ctx.now;
-    let migrate_sockets = ctx.server.migrate_sockets.count(now / 1000);
-    let s = &*ctx.server;
-    let uptime = now.saturating_sub(s.started_ms) / 1000;
-    let mut parts: Vec<String> = vec![];
-    if want("server") {
-        parts.push(format!(
-            "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
-            REDIS_VERSION,
-            if s.cluster.is_some() { "cluster" } else { "standalone" },
-            crate::process::os_name(),
-            std::process::id(),
-            s.run_id,
-            s.port,
-            s.clock.now_us(),
-            uptime,
-            uptime / 86400,
-            s.config.hz,
-            s.config.hz,
-            // Redis's LRU clock: seconds, 24 bits wide.
-            (now / 1000) & 0xFF_FFFF,
-            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
-            s.config.config_file,
-            env!("CARGO_PKG_VERSION"),
-        ));
-    }
-    if want("clients") {
-        parts.push(format!(
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{}\r\nclient_recent_max_output_buffer:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
-            s.clients.len(),
-            // Redis's count: two links (in and out) per other known node.
-            s.cluster.as_ref().map_or(0, |c| c.nodes.len().saturating_sub(1) * 2),
-            s.config.maxclients,
-            s.client_peaks.max().0,
-            s.client_peaks.max().1,
-            s.blocking.blocked(),
-            s.tracking.client_count(),
-            s.blocking.with_timeout()
-        ));
-    }
-    parts.extend(memory);
-    if want("persistence") {
-        // A background save runs while its snapshot is walked (see
-        // persist::snapshot); the last save is the last successful one or
-        // the start (as LASTSAVE says), the changes since are the dirty
-        // counter's rise since then. The append-only file's fields are its
-        // own. While the file at start loads, Redis adds its progress.
-        let (loading, loading_lines) = s.shared.loading.info(ctx.now / 1000);
-        parts.push(format!(
-            "# Persistence\r\nloading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n{}{}",
-            loading,
-            if s.bgsave.in_progress { s.bgsave.keys_processed.load(std::sync::atomic::Ordering::Relaxed) } else { 0 },
-            s.bgsave.keys_total,
-            s.dirty - s.dirty_at_save,
-            u8::from(s.bgsave.in_progress),
-            s.last_save_secs,
-            if s.saves.last_bgsave_ok { "ok" } else { "err" },
-            s.bgsave.last_secs,
-            s.bgsave.current_secs(),
-            s.saves.rdb_saves,
-            s.saves.last_load_keys_expired,
-            s.saves.last_load_keys_loaded,
-            crate::persist::aof::info(s),
-            loading_lines
-        ));
-    }
-    if want("stats") {
-        let expired: u64 = ctx.dbs.iter().map(|d| d.expired_count).sum();
-        let evicted = s.evictor.evicted_keys;
-        let evicted_clients = s.evicted_clients;
-        let st = &s.stats;
-        let rates = s.rates.per_second();
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        parts.push(format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{evicted}\r\nevicted_clients:{evicted_clients}\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:{migrate_sockets}\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n",
-            st.total_connections_received,
-            st.total_commands_processed,
-            rates[0].round() as u64,
-            load(&s.shared.net_input_bytes),
-            load(&s.shared.net_output_bytes),
-            rates[1] / 1024.0,
-            rates[2] / 1024.0,
-            st.rejected_connections + load(&s.shared.rejected),
-            s.repl.sync_full,
-            s.repl.sync_partial_ok,
-            s.repl.sync_partial_err,
-            expired,
-            st.keyspace_hits,
-            st.keyspace_misses,
-            s.pubsub.channel_count(),
-            s.pubsub.numpat(),
-            s.pubsub.shard_channel_count(),
-            s.tracking.totals().0,
-            s.tracking.totals().1,
-            s.tracking.totals().2,
-            s.observe.total_errors(),
-            load(&s.shared.reads_processed),
-            load(&s.shared.writes_processed),
-        ));
-    }
-    if want("replication") {
-        // A replica's lines are its link's; the replicas, the history's IDs
-        // and offset and the backlog are the primary side's, which a
-        // replica keeps on its primary's history.
-        let role_lines = if s.replica.is_replica() {
-            s.replica.info_lines(&s.config, now)
-        } else {
-            "role:master\r\n".to_string()
-        };
-        parts.push(s.repl.info(&s.config, &role_lines));
-    }
-    if want("cpu") {
-        let (sys, user) = crate::process::cpu_seconds();
-        // coordis forks no children, and its threads share the work, so the
-        // main-thread fields give the process's figures.
-        parts.push(format!(
-            "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:{sys:.6}\r\nused_cpu_user_main_thread:{user:.6}\r\n"
-        ));
-    }
-    if want("modules") {
-        parts.push("# Modules\r\n".to_string());
-    }
-    // Redis prints errorstats by default, commandstats and latencystats only
-    // when asked for by name or with `all` / `everything`.
-    let named_or_all = |name: &str| sections.iter().any(|s| s == name || s == "all" || s == "everything");
-    if named_or_all("commandstats") {
-        parts.push(ctx.server.observe.commandstats());
-    }
-    if want("errorstats") {
-        parts.push(ctx.server.observe.errorstats());
-    }
-    if named_or_all("latencystats") {
-        parts.push(ctx.server.observe.latencystats());
-    }
-    if want("cluster") {
-        let enabled = u8::from(ctx.server.cluster.is_some());
-        parts.push(format!("# Cluster\r\ncluster_enabled:{enabled}\r\n"));
-    }
-    if want("keyspace") {
-        let mut text = String::from("# Keyspace\r\n");
-        for (i, db) in ctx.dbs.iter().enumerate() {
-            if !db.is_empty() {
-                text.push_str(&format!(
-                    "db{}:keys={},expires={},avg_ttl=0\r\n",
-                    i,
-                    db.len(),
-                    db.expires_len()
-                ));
-            }
-        }
-        parts.push(text);
-    }
-    // coordis's own: the fault rules' counts, when asked for by name, or
-    // with every section while a rule is set.
-    let faults = &ctx.server.faults;
-    if sections.iter().any(|s| s == "faults") || (all && faults.any()) {
-        let rules = faults.list();
-        let mut text = format!(
-            "# Faults\r\nfault_rules:{}\r\nfault_matches:{}\r\nfault_fires:{}\r\n",
-            rules.len(),
-            rules.iter().map(|r| r.matched).sum::<u64>(),
-            rules.iter().map(|r| r.fired).sum::<u64>()
-        );
-        for r in &rules {
-            text.push_str(&format!("rule_{}:matched={},fired={}\r\n", r.id, r.matched, r.fired));
-        }
-        parts.push(text);
-    }
-    parts.join("\r\n")
-}
-
-/// INFO `memory`, with Redis's fields, from the figures MEMORY STATS reads
-/// ([`super::memory::overhead`]). Scripts and
-/// functions share one Lua VM here (Redis has one each): its memory is
-/// reported as EVAL's. coordis neither replicates nor appends to a file, and
-/// frees synchronously, so those fields are zero; `mem_clients_normal` sums
-/// the clients' CLIENT LIST `tot-mem`.
-fn memory_section(ctx: &mut Ctx) -> String {
-    // Inside a script the VM is in use: its size as of the script's call.
-    let lua = match ctx.scripting.as_ref() {
-        Some(vm) => vm.used_memory() as u64,
-        None => ctx
-            .server
-            .shared
-            .script
-            .lua_memory
-            .load(std::sync::atomic::Ordering::Relaxed),
-    };
-    let (functions, libraries) = ctx.scripting.as_ref().map_or((0, 0), |l| {
-        let libraries = l.libraries();
-        (libraries.function_count(), libraries.len())
-    });
-    let m = super::memory::overhead(ctx);
-    let (used, peak, startup, rss) = (m.total, m.peak, m.startup, m.rss);
-    let (overhead, dataset, scripts) = (m.overhead_total, m.dataset, m.scripts);
-    let (scripts_bytes, functions_bytes) = (m.lua_caches, m.functions_caches);
-    let system = crate::process::total_system_memory();
-    let net = used.saturating_sub(startup).max(1);
-    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    let diff = |a: u64, b: u64| a as i64 - b as i64;
-    let config = &ctx.server.config;
-    let (maxmemory, policy) = (config.maxmemory(), config.maxmemory_policy());
-    let scripts_total = scripts_bytes + functions_bytes;
-    let not_counted = crate::evict::not_counted(ctx);
-    let (lazy_pending, lazy_freed) = (ctx.server.lazyfree.pending(), ctx.server.lazyfree.freed());
-    let clients_normal = crate::net::client_mem::normal_clients_total(ctx.server, ctx.client);
-    format!(
-        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{not_counted}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:{clients_normal}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazy_freed}\r\n",
-        human_bytes(used),
-        human_bytes(rss),
-        human_bytes(peak),
-        ratio(used, peak) * 100.0,
-        ratio(dataset, net) * 100.0,
-        m.allocator_active,
-        human_bytes(system),
-        human_bytes(lua),
-        human_bytes(lua),
-        human_bytes(scripts_total),
-        human_bytes(maxmemory),
-        ratio(m.allocator_active, used),
-        diff(m.allocator_active, used),
-        ratio(rss, m.allocator_active),
-        diff(rss, m.allocator_active),
-        // The allocator's resident memory is the process's here.
-        1.0,
-        ratio(rss, used),
-        diff(rss, used),
-    )
-}
-
-fn human_bytes(n: u64) -> String {
-    if n >= 1 << 30 {
-        format!("{:.2}G", n as f64 / (1u64 << 30) as f64)
-    } else if n >= 1 << 20 {
-        format!("{:.2}M", n as f64 / (1u64 << 20) as f64)
-    } else if n >= 1 << 10 {
-        format!("{:.2}K", n as f64 / 1024.0)
-    } else {
-        format!("{n}B")
-    }
-}
-
 /// MONITOR: from now on the connection receives every command the server
 /// runs, one line each, until it disconnects or RESETs (see [`feed_monitors`]).
 fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -1790,16 +1229,4 @@ pub(crate) fn repr(out: &mut String, arg: &[u8]) {
         }
     }
     out.push('"');
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn client_names() {
-        assert!(valid_client_name(b"worker-1"));
-        assert!(!valid_client_name(b"a b"));
-        assert!(!valid_client_name(b"a\nb"));
-    }
 }

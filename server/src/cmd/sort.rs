@@ -31,8 +31,8 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("sort", -2, WRITE | DENYOOM | MOVABLEKEYS, acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS, (1, 1, 1), "Sort the elements in a list, set or sorted set", sort),
-    spec!("sort_ro", -2, READONLY | MOVABLEKEYS, acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS, (1, 1, 1), "Sort the elements in a list, set or sorted set. Read-only variant of SORT", sort_ro),
+    spec!("sort", -2, WRITE | DENYOOM | MOVABLEKEYS, acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS, "Sort the elements in a list, set or sorted set", sort).keys_by(super::keyspecs::sort_keys),
+    spec!("sort_ro", -2, READONLY | MOVABLEKEYS, acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS, "Sort the elements in a list, set or sorted set. Read-only variant of SORT", sort_ro).keys_by(super::keyspecs::sort_ro_keys),
 ];
 
 fn sort(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

@@ -192,8 +192,24 @@ pub struct CommandSpec {
     pub flags: u32,
     /// ACL categories (the `acl` bits) beyond those the flags imply.
     pub acl: u32,
-    /// Key positions for COMMAND INFO: first, last (-1: last argument), step.
+    /// Key positions for COMMAND INFO and for finding the keys of a
+    /// command without a finder of its own: first, last (-1: last
+    /// argument), step. Derived from the key specs, as Redis derives its
+    /// legacy range ([`keyspecs::legacy_range`]).
     pub keys: (i32, i32, i32),
+    /// Redis 7.0.15's key specs of this row ([`keyspecs`], by name when the
+    /// table is compiled): COMMAND INFO, COMMAND GETKEYS and the ACL key
+    /// check read them.
+    pub(crate) key_specs: &'static [keyspecs::KeySpec],
+    /// Redis 7.0.15's command tips of this row (COMMAND INFO).
+    pub(crate) tips: &'static [&'static str],
+    /// The command's own key finder (Redis's `getkeys_proc`), for keys its
+    /// specs cannot always tell; `None`: the specs and the range do.
+    pub(crate) getkeys: Option<keyspecs::KeyFinder>,
+    /// Which arguments the slow log shows as `(redacted)` (passwords: the
+    /// arguments Redis's command redacts with `redactClientCommandArgument`);
+    /// `None`: none.
+    pub(crate) redact: Option<Redact>,
     /// The documentation group (COMMAND DOCS).
     pub group: &'static str,
     /// One-line description (COMMAND DOCS `summary`).
@@ -221,6 +237,10 @@ pub struct CommandSpec {
     /// `scriptFlagsToCmdFlags`); `None` from the hook: nothing declared.
     pub declared: Option<DeclaredFlags>,
 }
+
+/// A row's hook for [`CommandSpec::redact`]: whether argument `i` of
+/// `args` is redacted.
+pub(crate) type Redact = fn(args: &[Bytes], i: usize) -> bool;
 
 /// A row's hook for [`CommandSpec::declared`].
 pub(crate) type DeclaredFlags = fn(&crate::lua::Scripting, &[Bytes]) -> Option<Declared>;
@@ -263,6 +283,22 @@ impl CommandSpec {
     pub const fn deny_oom_if(self, deny_oom: fn(&crate::lua::Scripting, &[Bytes]) -> bool) -> CommandSpec {
         CommandSpec {
             deny_oom: Some(deny_oom),
+            ..self
+        }
+    }
+
+    /// The row of a command with a key finder of its own.
+    pub(crate) const fn keys_by(self, finder: keyspecs::KeyFinder) -> CommandSpec {
+        CommandSpec {
+            getkeys: Some(finder),
+            ..self
+        }
+    }
+
+    /// The row of a command whose slow-log entries redact some arguments.
+    pub(crate) const fn redacts(self, redact: Redact) -> CommandSpec {
+        CommandSpec {
+            redact: Some(redact),
             ..self
         }
     }
@@ -367,7 +403,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
 #[cfg(test)]
 #[rustfmt::skip]
 static TEST_COMMANDS: &[CommandSpec] = &[
-    command!("server", "coordis-test-panic", 1, 0, 0, (0, 0, 0), "Panics (tests that a panic is contained)", |_, _| {
+    command!("server", "coordis-test-panic", 1, 0, 0, "Panics (tests that a panic is contained)", |_, _| {
         panic!("coordis-test-panic")
     }),
 ];

@@ -45,39 +45,39 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("xadd", -5, WRITE | DENYOOM | FAST, acl::STREAM, (1, 1, 1), "Appends a new entry to a stream", xadd),
-    spec!("xlen", 2, READONLY | FAST, acl::STREAM, (1, 1, 1), "Return the number of entries in a stream", xlen),
-    spec!("xrange", -4, READONLY, acl::STREAM, (1, 1, 1), "Return a range of elements in a stream, with IDs matching the specified IDs interval", xrange),
-    spec!("xrevrange", -4, READONLY, acl::STREAM, (1, 1, 1), "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE", xrevrange),
-    spec!("xdel", -3, WRITE | FAST, acl::STREAM, (1, 1, 1), "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.", xdel),
-    spec!("xtrim", -4, WRITE, acl::STREAM, (1, 1, 1), "Trims the stream to (approximately if '~' is passed) a certain size", xtrim),
-    spec!("xread", -4, READONLY | BLOCKING | MOVABLEKEYS, acl::STREAM, (0, 0, 0), "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.", xread),
-    spec!("xreadgroup", -7, WRITE | BLOCKING | MOVABLEKEYS, acl::STREAM, (0, 0, 0), "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.", xreadgroup),
-    spec!("xack", -4, WRITE | FAST, acl::STREAM, (1, 1, 1), "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.", xack),
-    spec!("xpending", -3, READONLY, acl::STREAM, (1, 1, 1), "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.", xpending),
-    spec!("xclaim", -6, WRITE | FAST, acl::STREAM, (1, 1, 1), "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.", xclaim),
-    spec!("xautoclaim", -6, WRITE | FAST, acl::STREAM, (1, 1, 1), "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.", xautoclaim),
-    spec!("xsetid", -3, WRITE | DENYOOM | FAST, acl::STREAM, (1, 1, 1), "An internal command for replicating stream values", xsetid),
-    spec!("xgroup", -2, 0, 0, (0, 0, 0), "A container for consumer groups commands", super::container, XGROUP),
-    spec!("xinfo", -2, 0, 0, (0, 0, 0), "A container for stream introspection commands", super::container, XINFO),
+    spec!("xadd", -5, WRITE | DENYOOM | FAST, acl::STREAM, "Appends a new entry to a stream", xadd),
+    spec!("xlen", 2, READONLY | FAST, acl::STREAM, "Return the number of entries in a stream", xlen),
+    spec!("xrange", -4, READONLY, acl::STREAM, "Return a range of elements in a stream, with IDs matching the specified IDs interval", xrange),
+    spec!("xrevrange", -4, READONLY, acl::STREAM, "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE", xrevrange),
+    spec!("xdel", -3, WRITE | FAST, acl::STREAM, "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.", xdel),
+    spec!("xtrim", -4, WRITE, acl::STREAM, "Trims the stream to (approximately if '~' is passed) a certain size", xtrim),
+    spec!("xread", -4, READONLY | BLOCKING | MOVABLEKEYS, acl::STREAM, "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.", xread).keys_by(super::keyspecs::xread_keys),
+    spec!("xreadgroup", -7, WRITE | BLOCKING | MOVABLEKEYS, acl::STREAM, "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.", xreadgroup).keys_by(super::keyspecs::xread_keys),
+    spec!("xack", -4, WRITE | FAST, acl::STREAM, "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.", xack),
+    spec!("xpending", -3, READONLY, acl::STREAM, "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.", xpending),
+    spec!("xclaim", -6, WRITE | FAST, acl::STREAM, "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.", xclaim),
+    spec!("xautoclaim", -6, WRITE | FAST, acl::STREAM, "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.", xautoclaim),
+    spec!("xsetid", -3, WRITE | DENYOOM | FAST, acl::STREAM, "An internal command for replicating stream values", xsetid),
+    spec!("xgroup", -2, 0, 0, "A container for consumer groups commands", super::container, XGROUP),
+    spec!("xinfo", -2, 0, 0, "A container for stream introspection commands", super::container, XINFO),
 ];
 
 #[rustfmt::skip]
 static XGROUP: &[CommandSpec] = &[
-    command!("stream", "xgroup|create", -5, WRITE | DENYOOM, acl::STREAM, (2, 2, 1), "Create a consumer group.", xgroup),
-    command!("stream", "xgroup|setid", -5, WRITE, acl::STREAM, (2, 2, 1), "Set a consumer group to an arbitrary last delivered ID value.", xgroup),
-    command!("stream", "xgroup|destroy", 4, WRITE, acl::STREAM, (2, 2, 1), "Destroy a consumer group.", xgroup),
-    command!("stream", "xgroup|createconsumer", 5, WRITE | DENYOOM, acl::STREAM, (2, 2, 1), "Create a consumer in a consumer group.", xgroup),
-    command!("stream", "xgroup|delconsumer", 5, WRITE, acl::STREAM, (2, 2, 1), "Delete a consumer from a consumer group.", xgroup),
-    command!("stream", "xgroup|help", 2, LOADING | STALE, acl::STREAM, (0, 0, 0), "Show helpful text about the different subcommands", xgroup_help),
+    command!("stream", "xgroup|create", -5, WRITE | DENYOOM, acl::STREAM, "Create a consumer group.", xgroup),
+    command!("stream", "xgroup|setid", -5, WRITE, acl::STREAM, "Set a consumer group to an arbitrary last delivered ID value.", xgroup),
+    command!("stream", "xgroup|destroy", 4, WRITE, acl::STREAM, "Destroy a consumer group.", xgroup),
+    command!("stream", "xgroup|createconsumer", 5, WRITE | DENYOOM, acl::STREAM, "Create a consumer in a consumer group.", xgroup),
+    command!("stream", "xgroup|delconsumer", 5, WRITE, acl::STREAM, "Delete a consumer from a consumer group.", xgroup),
+    command!("stream", "xgroup|help", 2, LOADING | STALE, acl::STREAM, "Show helpful text about the different subcommands", xgroup_help),
 ];
 
 #[rustfmt::skip]
 static XINFO: &[CommandSpec] = &[
-    command!("stream", "xinfo|stream", -3, READONLY, acl::STREAM, (2, 2, 1), "Get information about a stream", xinfo_stream),
-    command!("stream", "xinfo|groups", 3, READONLY, acl::STREAM, (2, 2, 1), "List the consumer groups of a stream", xinfo_groups),
-    command!("stream", "xinfo|consumers", 4, READONLY, acl::STREAM, (2, 2, 1), "List the consumers in a consumer group", xinfo_consumers),
-    command!("stream", "xinfo|help", 2, LOADING | STALE, acl::STREAM, (0, 0, 0), "Show helpful text about the different subcommands", xinfo_help),
+    command!("stream", "xinfo|stream", -3, READONLY, acl::STREAM, "Get information about a stream", xinfo_stream),
+    command!("stream", "xinfo|groups", 3, READONLY, acl::STREAM, "List the consumer groups of a stream", xinfo_groups),
+    command!("stream", "xinfo|consumers", 4, READONLY, acl::STREAM, "List the consumers in a consumer group", xinfo_consumers),
+    command!("stream", "xinfo|help", 2, LOADING | STALE, acl::STREAM, "Show helpful text about the different subcommands", xinfo_help),
 ];
 
 value_pickers!(Stream, Stream);

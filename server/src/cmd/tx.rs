@@ -23,14 +23,14 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (0, 0, 0), "Mark the start of a transaction block", multi)
+    spec!("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, "Mark the start of a transaction block", multi)
         .while_busy(multi_while_busy),
-    spec!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL | EXEC | NO_PROPAGATE | OOM_OK_IN_MULTI, acl::TRANSACTION, (0, 0, 0), "Execute all commands issued after MULTI", exec),
-    spec!("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL | OOM_OK_IN_MULTI, acl::TRANSACTION, (0, 0, 0), "Discard all commands issued after MULTI", discard)
+    spec!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL | EXEC | NO_PROPAGATE | OOM_OK_IN_MULTI, acl::TRANSACTION, "Execute all commands issued after MULTI", exec),
+    spec!("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL | OOM_OK_IN_MULTI, acl::TRANSACTION, "Discard all commands issued after MULTI", discard)
         .while_busy(discard_while_busy),
-    spec!("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, (1, -1, 1), "Watch the given keys to determine execution of the MULTI/EXEC block", watch)
+    spec!("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL, acl::TRANSACTION, "Watch the given keys to determine execution of the MULTI/EXEC block", watch)
         .while_busy(watch_while_busy),
-    spec!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, acl::TRANSACTION, (0, 0, 0), "Forget about all watched keys", unwatch),
+    spec!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, acl::TRANSACTION, "Forget about all watched keys", unwatch),
 ];
 
 /// Stops watching every key the client watches.

@@ -16,7 +16,7 @@ use crate::tri;
 
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandSpec] = &[
-    command!("server", "acl", -2, 0, 0, (0, 0, 0), "A container for Access List Control commands ", super::container, ACL),
+    command!("server", "acl", -2, 0, 0, "A container for Access List Control commands ", super::container, ACL),
 ];
 
 #[rustfmt::skip]

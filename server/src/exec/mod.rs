@@ -1007,10 +1007,30 @@ pub(crate) fn end_unit(ctx: &mut Ctx) {
 /// `serve` pops or moves what the blocked command waited for and adds its
 /// effect (the plain pop, the move) with [`Ctx::also_propagate`]; the
 /// blocking command itself is never an effect.
+///
+/// A served client's blocking call is counted now ([`observe::unblocked`]):
+/// its time and the serving's, its failure (an error reply, counted in
+/// errorstats too), its latency and slow-log entry.
 pub(crate) fn serve_waiter(ctx: &mut Ctx, serve: crate::blocked::Serve, args: &[Bytes], key: &Bytes) -> Option<Reply> {
     let outer_caller = std::mem::replace(&mut ctx.caller, Caller::Waiter);
     let frame = ctx.server.effects.enter();
+    let started = monotonic::now();
     let reply = serve(ctx, args, key);
+    let serve_usec = monotonic::since(started).as_micros().min(u64::MAX as u128) as u64;
+    if let Some(reply) = &reply {
+        if reply.is_error() {
+            observe::error_to_other(ctx.server, reply);
+        }
+        if let Some(call) = ctx.client.blocked.as_deref().and_then(|b| b.call()) {
+            let how = observe::Unblock {
+                call,
+                serve_usec,
+                failed: reply.is_error(),
+                args,
+            };
+            observe::unblocked(ctx.server, ctx.client, ctx.now, how);
+        }
+    }
     ctx.server.effects.prevent();
     ctx.flush_expired();
     ctx.server.effects.leave_waiter(frame);
