@@ -509,3 +509,47 @@ impl Cluster {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_owners_are_each_serving_node_once() {
+        let mut c = Cluster::fresh(PathBuf::from("nodes.conf"));
+        let me = c.myself;
+        let other = c.add_node(random_name(), flag::MASTER);
+        assert_eq!(c.slot_owners(), (vec![], true));
+        for s in 0..SLOTS {
+            // Interleaved runs: an owner comes back after another's.
+            c.slots[s] = Some(if (s / 100) % 2 == 0 { me } else { other });
+        }
+        assert_eq!(c.slot_owners(), (vec![me, other], false));
+        c.slots[SLOTS - 1] = None;
+        assert_eq!(c.slot_owners(), (vec![me, other], true));
+    }
+
+    #[test]
+    fn the_state_is_ok_only_with_every_slot_on_a_live_node() {
+        let config = crate::Config::default().cluster;
+        let mut c = Cluster::fresh(PathBuf::from("nodes.conf"));
+        let other = c.add_node(random_name(), flag::MASTER);
+        let me = c.myself;
+        for s in 0..SLOTS {
+            c.slots[s] = Some(if s < SLOTS / 2 { me } else { other });
+        }
+        // Past the writable delay from the first check.
+        c.update_state(&config, 1);
+        let later = 1 + WRITABLE_DELAY_MS + config.node_timeout;
+        c.update_state(&config, later);
+        assert!(c.ok);
+        assert_eq!(c.size, 2);
+        c.node_mut(other).flags |= flag::FAIL;
+        c.update_state(&config, later + 1);
+        assert!(!c.ok, "a FAIL primary's slots are uncovered");
+        c.node_mut(other).flags &= !flag::FAIL;
+        c.slots[0] = None;
+        c.update_state(&config, later + 2 * config.node_timeout);
+        assert!(!c.ok, "an unassigned slot");
+    }
+}
