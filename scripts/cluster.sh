@@ -6,6 +6,12 @@
 #                 line comes once every node is ok) vs three redis-server
 #                 processes, `redis-cli --cluster create --cluster-yes`, then
 #                 polling CLUSTER INFO on each;
+#   start to ok   3 primaries x 1 replica the same way: `--cluster-local 3
+#   (3 x 1)       --cluster-replicas 1` (its ready line comes once every
+#                 replica's link is up too) vs six redis-server processes and
+#                 `redis-cli --cluster create --cluster-replicas 1`, then
+#                 polling until every node is ok and every replica reports
+#                 master_link_status:up;
 #   memory        RSS per empty node: coordis (RSS of --cluster-local 3 minus
 #                 that of --cluster-local 1, halved) and one redis-server
 #                 cluster node.
@@ -41,11 +47,12 @@ now_ms() { date +%s%3N; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# Three consecutive client ports whose bus ports (+10000) are free too.
+# N (default 3) consecutive client ports whose bus ports (+10000) are free too.
 free_base() {
+    local n=${1:-3}
     while :; do
         local p=$((20000 + RANDOM % 20000)) ok=1
-        for i in 0 1 2; do
+        for ((i = 0; i < n; i++)); do
             for q in $((p + i)) $((p + i + 10000)); do
                 if (exec 3<>"/dev/tcp/127.0.0.1/$q") 2>/dev/null; then ok=0; fi
             done
@@ -54,12 +61,14 @@ free_base() {
     done
 }
 
-# Starts `coordis-server --cluster-local N --port 0`; waits for its ready line.
+# Starts `coordis-server --cluster-local N --cluster-replicas R --port 0`
+# (R default 0); waits for its ready line.
 coordis_local() {
-    local n=$1
+    local n=$1 replicas=${2:-0}
     local out=$WORK/local-$n-$RANDOM
     mkfifo "$out.fifo"
-    "$COORDIS_BIN" --cluster-local "$n" --port 0 --loglevel warning >"$out.fifo" 2>/dev/null &
+    "$COORDIS_BIN" --cluster-local "$n" --cluster-replicas "$replicas" --port 0 --loglevel warning \
+        >"$out.fifo" 2>/dev/null &
     PIDS+=($!)
     LOCAL_PID=$!
     head -n1 <"$out.fifo" >"$out" &
@@ -67,20 +76,28 @@ coordis_local() {
     grep -q '"cluster_state":"ok"' "$out"
 }
 
+# [replicas per primary] -> ms from start to the ready line.
 coordis_start_ms() {
     local t0 t1
     t0=$(now_ms)
-    coordis_local 3
+    coordis_local 3 "${1:-0}"
     t1=$(now_ms)
     kill "$LOCAL_PID"
     echo $((t1 - t0))
 }
 
+# [keep|replicas] -> ms from the first redis-server start to every node ok
+# (and, with `replicas`, 3 x 1 with every replica's link up); `keep` leaves
+# the 3 primaries running (REDIS_PID is the first).
 redis_start_ms() {
-    local base t0 t1 pids=() hosts=()
-    base=$(free_base)
+    local base t0 t1 pids=() hosts=() n=3 create=()
+    if [[ ${1:-} == replicas ]]; then
+        n=6
+        create=(--cluster-replicas 1)
+    fi
+    base=$(free_base "$n")
     t0=$(now_ms)
-    for i in 0 1 2; do
+    for ((i = 0; i < n; i++)); do
         local port=$((base + i)) dir=$WORK/redis-$base-$i
         mkdir -p "$dir"
         redis-server --port "$port" --cluster-enabled yes --dir "$dir" --save '' \
@@ -89,12 +106,17 @@ redis_start_ms() {
         PIDS+=($!)
         hosts+=("127.0.0.1:$port")
     done
-    for i in 0 1 2; do
+    for ((i = 0; i < n; i++)); do
         until redis-cli -p $((base + i)) ping >/dev/null 2>&1; do sleep 0.01; done
     done
-    redis-cli --cluster create "${hosts[@]}" --cluster-yes >/dev/null
-    for i in 0 1 2; do
+    redis-cli --cluster create "${hosts[@]}" "${create[@]}" --cluster-yes >/dev/null
+    for ((i = 0; i < n; i++)); do
         until redis-cli -p $((base + i)) cluster info | grep -q 'cluster_state:ok'; do sleep 0.01; done
+        if redis-cli -p $((base + i)) info replication | grep -q '^role:slave'; then
+            until redis-cli -p $((base + i)) info replication | grep -q 'master_link_status:up'; do
+                sleep 0.01
+            done
+        fi
     done
     t1=$(now_ms)
     if [[ ${1:-} == keep ]]; then
@@ -113,6 +135,17 @@ for _ in $(seq "$ROUNDS"); do
 done
 printf '  coordis --cluster-local 3: %s ms  (rounds: %s)\n' "$(printf '%s\n' "${c[@]}" | median)" "${c[*]}"
 printf '  redis-server x3 + redis-cli --cluster create: %s ms  (rounds: %s)\n' \
+    "$(printf '%s\n' "${r[@]}" | median)" "${r[*]}"
+
+echo "start to cluster_state:ok, 3 primaries x 1 replica, every link up ($ROUNDS rounds, median ms)"
+c=(); r=()
+for _ in $(seq "$ROUNDS"); do
+    c+=("$(coordis_start_ms 1)")
+    r+=("$(redis_start_ms replicas)")
+done
+printf '  coordis --cluster-local 3 --cluster-replicas 1: %s ms  (rounds: %s)\n' \
+    "$(printf '%s\n' "${c[@]}" | median)" "${c[*]}"
+printf '  redis-server x6 + redis-cli --cluster create --cluster-replicas 1: %s ms  (rounds: %s)\n' \
     "$(printf '%s\n' "${r[@]}" | median)" "${r[*]}"
 
 echo "memory per empty node (RSS)"

@@ -732,9 +732,9 @@ impl ServerSet {
     /// time then stands that far ahead of the wall clock
     /// ([`ClusterBuilder::real_time`] waits instead).
     ///
-    /// Replicas are not in it yet: with `replicas_per_master > 0` this
-    /// returns an [`io::ErrorKind::Unsupported`] error (separate nodes take
-    /// replicas with `CLUSTER REPLICATE`).
+    /// Each primary's replicas follow the primaries (`primaries()` are the
+    /// first indices); they are attached with `CLUSTER REPLICATE` and their
+    /// links are up before this returns.
     pub async fn cluster(masters: usize, replicas_per_master: usize) -> io::Result<ServerSet> {
         ClusterBuilder::new(masters, replicas_per_master).start().await
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use crate::cluster::bus::CRON_MS;
 use crate::cluster::{PORT_INCR, SLOTS};
 use crate::protocol::Reply;
 use crate::{Builder, Config, Server, ServerSet, VirtualClock};
@@ -91,17 +92,16 @@ impl ClusterBuilder {
 
     /// Starts the nodes, assigns the slots evenly over the primaries, MEETs
     /// them, attaches the replicas (`CLUSTER REPLICATE`) and returns once
-    /// every node reports `cluster_state:ok`. Any node's error stops the
-    /// nodes already started and is returned.
+    /// every node reports `cluster_state:ok`, every replica's link is up
+    /// (`master_link_status:up`) and every node's CLUSTER NODES shows each
+    /// replica as `slave <primary-id>`. A primary with replicas starts their
+    /// full sync once all of them are connected
+    /// (`repl-diskless-sync-max-replicas` is the replica count unless the
+    /// configuration sets it). Any node's error stops the nodes already
+    /// started and is returned.
     pub async fn start(self) -> io::Result<ServerSet> {
         if self.masters == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "a cluster needs a primary"));
-        }
-        // Separate nodes take replicas (CLUSTER REPLICATE), but in one
-        // process on a shared test clock the replicas' links never settled
-        // (a node spun); refused until that is fixed, rather than a hang.
-        if self.replicas_per_master > 0 {
-            return Err(io::Error::new(io::ErrorKind::Unsupported, REPLICAS_NOT_YET));
         }
         let total = self.masters * (1 + self.replicas_per_master);
         let clock = self.clock.clone().unwrap_or_else(|| Arc::new(VirtualClock::real()));
@@ -151,9 +151,15 @@ impl ClusterBuilder {
                 None => Builder::default(),
             };
             builder = builder.port(port).dir("").virtual_clock(clock.clone());
-            let cluster = &mut builder.config_mut().cluster;
-            cluster.enabled = true;
-            cluster.port = 0;
+            let config = builder.config_mut();
+            config.cluster.enabled = true;
+            config.cluster.port = 0;
+            // A primary knows how many replicas it gets: their full sync
+            // starts once all are connected, rather than after
+            // `repl-diskless-sync-delay` (5 s of real time) with none to wait for.
+            if i < self.masters && self.replicas_per_master > 0 && config.repl.diskless_sync_max_replicas == 0 {
+                config.repl.diskless_sync_max_replicas = self.replicas_per_master as u64;
+            }
             match builder.start().await {
                 Ok(s) => return Ok(s),
                 Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
@@ -191,8 +197,7 @@ impl ClusterBuilder {
         let deadline = Instant::now() + READY_WAIT;
         wait(deadline, || servers.iter().all(|s| knows_all(s, servers.len()))).await?;
         for (k, s) in servers.iter().enumerate().skip(self.masters) {
-            let primary = (k - self.masters) / self.replicas_per_master;
-            check(run(s, &["CLUSTER", "REPLICATE", &ids[primary]]))?;
+            check(run(s, &["CLUSTER", "REPLICATE", &ids[self.primary_of(k)]]))?;
         }
         if !self.real_time {
             wait(deadline, || {
@@ -208,13 +213,60 @@ impl ClusterBuilder {
             servers.iter().all(|s| info(s).contains("cluster_state:ok"))
         })
         .await?;
+        // Every replica's link is up and every node shows every replica
+        // under its primary: a test may fail a primary at once.
+        if !self.real_time && self.replicas_per_master > 0 {
+            // A node learns a replica's role from its PONG, and a node it
+            // heard from lately gets a PING only every so often (Redis's
+            // gossip, up to `cluster-node-timeout` / 2): past that on the
+            // clock, every node pings every other at once.
+            let timeout = match &self.config {
+                Some(c) => c.cluster.node_timeout,
+                None => Config::default().cluster.node_timeout,
+            };
+            wait(deadline, || {
+                servers[self.masters..]
+                    .iter()
+                    .all(|s| text(&run(s, &["INFO", "replication"])).contains("master_link_status:up"))
+            })
+            .await?;
+            clock.advance_ms(timeout / 2 + CRON_MS);
+        }
+        let replicas: Vec<(&str, &str)> = (self.masters..servers.len())
+            .map(|k| (ids[k].as_str(), ids[self.primary_of(k)].as_str()))
+            .collect();
+        wait(deadline, || {
+            servers[self.masters..]
+                .iter()
+                .all(|s| text(&run(s, &["INFO", "replication"])).contains("master_link_status:up"))
+                && servers.iter().all(|s| {
+                    let nodes = text(&run(s, &["CLUSTER", "NODES"]));
+                    replicas.iter().all(|&(id, primary)| shows_replica(&nodes, id, primary))
+                })
+        })
+        .await?;
         Ok(ids)
+    }
+
+    /// The primary of replica node `k` (each primary's replicas follow
+    /// the primaries, in primary order).
+    fn primary_of(&self, k: usize) -> usize {
+        (k - self.masters) / self.replicas_per_master
     }
 }
 
-/// Why an in-process cluster has no replicas yet.
-pub(crate) const REPLICAS_NOT_YET: &str =
-    "replicas in an in-process cluster are not supported yet (start replica nodes separately and send CLUSTER REPLICATE)";
+/// CLUSTER NODES shows node `id` as a connected replica of `primary`
+/// (flags `slave` or `myself,slave`).
+fn shows_replica(nodes: &str, id: &str, primary: &str) -> bool {
+    nodes.lines().any(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        fields.len() >= 8
+            && fields[0] == id
+            && fields[2].split(',').any(|f| f == "slave")
+            && fields[3] == primary
+            && fields[7] == "connected"
+    })
+}
 
 /// A free client port below 55000 whose bus port is free too.
 pub(crate) fn free_cluster_port() -> io::Result<u16> {

@@ -1,8 +1,10 @@
 //! In-process clusters: `ServerSet::cluster` (every node `cluster_state:ok`
 //! before it returns, slots spread evenly, redirections between the nodes,
-//! a stopped primary failing on the cluster's test clock, the replicas'
-//! error while CLUSTER REPLICATE is not served) and `coordis-server
-//! --cluster-local` (its ready line lists every node, on consecutive ports).
+//! a stopped primary failing on the cluster's test clock; with replicas:
+//! CLUSTER NODES/SHARDS/REPLICAS, READONLY reads on a replica, a stopped
+//! primary's replica promoted on the test clock) and `coordis-server
+//! --cluster-local` (its ready line lists every node and its role, on
+//! consecutive ports).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -101,13 +103,167 @@ async fn consecutive_ports_from_the_builder() {
     set.shutdown().await;
 }
 
-/// Replicas in one process are refused for now (their links did not
-/// settle on the shared clock): an error naming it, not a hang.
+/// Polls `done` in real time until it holds; panics with `what` after [`WAIT`].
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The CLUSTER NODES line of the node with `id`.
+fn line_of<'a>(nodes: &'a str, id: &str) -> &'a str {
+    nodes
+        .lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or_else(|| panic!("{id} in {nodes}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_are_refused_for_now() {
-    let err = ServerSet::cluster(3, 1).await.unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{err}");
-    assert!(err.to_string().contains("replicas in an in-process cluster"), "{err}");
+async fn three_primaries_with_a_replica_each() {
+    let started = Instant::now();
+    let mut set = ServerSet::cluster(3, 1).await.unwrap();
+    eprintln!("3 primaries x 1 replica ready in {:?}", started.elapsed());
+    assert_eq!(set.len(), 6);
+    assert_eq!(set.primaries(), 0..3);
+    let urls = set.urls();
+    let addrs: Vec<SocketAddr> = urls.iter().map(|u| addr_of(u)).collect();
+    let ids: Vec<String> = (0..6).map(|i| set.node_id(i).unwrap().to_owned()).collect();
+
+    // Already on return: every replica's link up, every node's view whole.
+    for (i, &addr) in addrs.iter().enumerate() {
+        let info = command(addr, &["CLUSTER", "INFO"]);
+        assert!(info.contains("cluster_state:ok"), "node {i}: {info}");
+        assert!(info.contains("cluster_known_nodes:6"), "node {i}: {info}");
+        assert!(info.contains("cluster_size:3"), "node {i}: {info}");
+        let nodes = command(addr, &["CLUSTER", "NODES"]);
+        let lines = nodes.lines().filter(|l| l.len() > 40).count();
+        assert_eq!(lines, 6, "node {i}: {nodes}");
+        for p in 0..3 {
+            let l = line_of(&nodes, &ids[p]);
+            let fields: Vec<&str> = l.split(' ').collect();
+            assert_eq!(fields[1], format!("{}@{}", addrs[p], addrs[p].port() + 10_000), "{l}");
+            assert!(fields[2].ends_with("master"), "{l}");
+            assert_eq!(fields[3], "-", "{l}");
+            assert_eq!(fields[7], "connected", "{l}");
+            assert_eq!(fields.len(), 9, "a primary's line ends with its slot range: {l}");
+            // A replica shows its primary's config epoch.
+            let r = line_of(&nodes, &ids[p + 3]);
+            let rf: Vec<&str> = r.split(' ').collect();
+            assert_eq!(
+                rf[1],
+                format!("{}@{}", addrs[p + 3], addrs[p + 3].port() + 10_000),
+                "{r}"
+            );
+            assert!(rf[2].ends_with("slave"), "{r}");
+            assert_eq!(rf[3], ids[p], "{r}");
+            assert_eq!(rf[6], fields[6], "{r} shows {l}'s epoch");
+            assert_eq!(rf[7].trim_end(), "connected", "no slots on a replica: {r}");
+            assert_eq!(rf.len(), 8, "{r}");
+        }
+        let myself = line_of(&nodes, &ids[i]);
+        assert!(myself.split(' ').nth(2).unwrap().starts_with("myself,"), "{myself}");
+    }
+    for r in 3..6 {
+        let info = command(addrs[r], &["INFO", "replication"]);
+        assert!(info.contains("role:slave\r\n"), "{info}");
+        assert!(info.contains("master_link_status:up"), "{info}");
+        assert!(
+            info.contains(&format!("master_port:{}\r\n", addrs[r - 3].port())),
+            "{info}"
+        );
+    }
+    // CLUSTER REPLICAS: the replica's own line, as CLUSTER NODES has it.
+    for p in 0..3 {
+        let replicas = command(addrs[0], &["CLUSTER", "REPLICAS", &ids[p]]);
+        assert!(replicas.starts_with("*1\r\n$"), "{replicas}");
+        assert!(
+            replicas.contains(&format!("{} {}@", ids[p + 3], addrs[p + 3])),
+            "{replicas}"
+        );
+        assert!(replicas.contains(&format!(" slave {} ", ids[p])), "{replicas}");
+    }
+    assert_eq!(
+        command(addrs[0], &["CLUSTER", "REPLICAS", &ids[3]]),
+        "-ERR The specified node is not a master\r\n"
+    );
+    // CLUSTER SHARDS: three shards of two, the primary first.
+    let shards = command(addrs[1], &["CLUSTER", "SHARDS"]);
+    assert!(shards.starts_with("*3\r\n"), "{shards}");
+    assert_eq!(shards.matches("$5\r\nnodes\r\n*2\r\n").count(), 3, "{shards}");
+    assert_eq!(shards.matches("$4\r\nrole\r\n$6\r\nmaster\r\n").count(), 3, "{shards}");
+    assert_eq!(shards.matches("$4\r\nrole\r\n$7\r\nreplica\r\n").count(), 3, "{shards}");
+    // A replica whose offset the node knows as 0 is `loading`, as in Redis
+    // (no write has reached the shard yet); a primary is `online`.
+    let online = shards.matches("$6\r\nhealth\r\n$6\r\nonline\r\n").count();
+    let loading = shards.matches("$6\r\nhealth\r\n$7\r\nloading\r\n").count();
+    assert!(online >= 3 && online + loading == 6, "{shards}");
+    for p in 0..3 {
+        let at = shards.find(&ids[p]).unwrap();
+        let replica_at = shards.find(&ids[p + 3]).unwrap();
+        assert!(at < replica_at, "the primary comes first in its shard: {shards}");
+        assert!(
+            !shards[at..replica_at].contains("$5\r\nslots\r\n"),
+            "one shard: {shards}"
+        );
+    }
+
+    // foo hashes to 12182, the third primary's: written there, readable
+    // on its replica after READONLY, redirected there before it.
+    let (third, its_replica) = (addrs[2], addrs[5]);
+    assert_eq!(command(third, &["SET", "foo", "bar"]), "+OK\r\n");
+    assert_eq!(
+        command(its_replica, &["GET", "foo"]),
+        format!("-MOVED 12182 {third}\r\n")
+    );
+    let mut reader = RawClient::connect(its_replica).unwrap();
+    reader.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(reader.command(&["READONLY"]).unwrap(), b"+OK\r\n");
+    until("the write reached the replica", || {
+        reader.command(&["GET", "foo"]).unwrap() == b"$3\r\nbar\r\n"
+    })
+    .await;
+    assert_eq!(
+        reader.command(&["SET", "foo", "other"]).unwrap(),
+        format!("-MOVED 12182 {third}\r\n").into_bytes(),
+        "READONLY reads only"
+    );
+
+    // The third primary stops: on the cluster's clock it fails, its
+    // replica wins the election and takes its slots; clients are sent there.
+    set.stop(2).await;
+    let clock = set.cluster_clock().unwrap();
+    let first = addrs[0];
+    let promoted = format!("-MOVED 12182 {its_replica}\r\n");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        clock.advance_ms(1_000);
+        if command(first, &["SET", "foo", "baz"]) == promoted {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica was never promoted: {}",
+            command(first, &["CLUSTER", "NODES"])
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(command(its_replica, &["GET", "foo"]), "$3\r\nbar\r\n");
+    assert_eq!(command(its_replica, &["SET", "foo", "baz"]), "+OK\r\n");
+    let nodes = command(first, &["CLUSTER", "NODES"]);
+    let old = line_of(&nodes, &ids[2]);
+    assert!(old.contains(" master,fail - "), "{old}");
+    let new = line_of(&nodes, &ids[5]);
+    assert!(new.contains(" master - "), "{new}");
+    assert!(new.trim_end().ends_with(" connected 10922-16383"), "{new}");
+    until("the cluster is ok again", || {
+        command(first, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    })
+    .await;
+    let info = command(its_replica, &["INFO", "replication"]);
+    assert!(info.contains("role:master\r\n"), "{info}");
+    set.shutdown().await;
 }
 
 struct Child_(Child);
@@ -184,16 +340,35 @@ fn cluster_local_takes_consecutive_ports() {
     assert!(info.contains("cluster_known_nodes:2"), "{info}");
 }
 
-/// With replicas the start is refused for now: a message on stderr and
-/// exit code 1, no ready line.
+/// With replicas: six nodes in the ready line, each with its role, the
+/// replicas' links up when it is printed.
 #[test]
-fn cluster_local_with_replicas_is_refused_for_now() {
-    let out = Command::new(BIN)
-        .args(["--cluster-local", "3", "--cluster-replicas", "1", "--port", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("replicas in an in-process cluster"), "{err}");
+fn cluster_local_with_replicas_lists_every_role() {
+    let (_child, line) = cluster_local(&["3", "--cluster-replicas", "1", "--port", "0"]);
+    assert!(line.starts_with("{\"ready\":true,"), "{line:?}");
+    let nodes = &line[line.find("\"nodes\":[").expect("a nodes list")..];
+    let entries: Vec<&str> = nodes.split("{\"port\":").skip(1).collect();
+    assert_eq!(entries.len(), 6, "{line}");
+    let ids: Vec<&str> = entries.iter().map(|e| field(e, "id")).collect();
+    for (i, e) in entries.iter().enumerate() {
+        let port: u16 = e.split(',').next().unwrap().parse().unwrap();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        assert!(
+            command(addr, &["CLUSTER", "INFO"]).contains("cluster_state:ok"),
+            "node {i}"
+        );
+        let info = command(addr, &["INFO", "replication"]);
+        if i < 3 {
+            assert_eq!(field(e, "role"), "master", "{line}");
+            assert!(info.contains("role:master\r\nconnected_slaves:1\r\n"), "{info}");
+        } else {
+            assert_eq!(field(e, "role"), "slave", "{line}");
+            assert!(info.contains("master_link_status:up"), "{info}");
+            let nodes = command(addr, &["CLUSTER", "NODES"]);
+            assert!(
+                line_of(&nodes, ids[i]).contains(&format!(" myself,slave {} ", ids[i - 3])),
+                "{nodes}"
+            );
+        }
+    }
 }

@@ -319,6 +319,28 @@ impl Cluster {
     }
 
     /// Slots `node` serves.
+    /// The nodes that serve at least one slot (each once), and whether a
+    /// slot is unassigned.
+    pub(crate) fn slot_owners(&self) -> (Vec<NodeRef>, bool) {
+        let mut owners: Vec<NodeRef> = Vec::new();
+        let mut uncovered = false;
+        let mut last = None;
+        for &slot in self.slots.iter() {
+            match slot {
+                None => uncovered = true,
+                // Slots come in runs of one owner: only a change is looked up.
+                Some(n) if last != Some(n) => {
+                    last = Some(n);
+                    if !owners.contains(&n) {
+                        owners.push(n);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        (owners, uncovered)
+    }
+
     pub(crate) fn num_slots(&self, node: NodeRef) -> usize {
         self.slots.iter().filter(|s| **s == Some(node)).count()
     }
@@ -438,18 +460,18 @@ impl Cluster {
         if self.me().is_master() && !self.ok && now.saturating_sub(first) < WRITABLE_DELAY_MS {
             return;
         }
+        // One pass over the slots, without hashing or a node lookup per
+        // slot: this runs on every bus cron (10 times a second per node),
+        // and a per-slot map kept six nodes in one process busy.
+        let (owners, uncovered) = self.slot_owners();
         let mut ok = true;
         if config.require_full_coverage {
-            ok = self.slots.iter().all(|s| s.is_some_and(|n| !self.node(n).failed()));
-        }
-        let mut counts = std::collections::HashMap::new();
-        for n in self.slots.iter().flatten() {
-            *counts.entry(*n).or_insert(0usize) += 1;
+            ok = !uncovered && owners.iter().all(|&n| !self.node(n).failed());
         }
         let serving: Vec<&Node> = self
             .nodes
             .iter()
-            .filter(|n| n.is_master() && counts.contains_key(&n.handle))
+            .filter(|n| n.is_master() && owners.contains(&n.handle))
             .collect();
         self.size = serving.len();
         let reachable = serving
@@ -485,5 +507,49 @@ impl Cluster {
         }
         self.lock = Some(file);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_owners_are_each_serving_node_once() {
+        let mut c = Cluster::fresh(PathBuf::from("nodes.conf"));
+        let me = c.myself;
+        let other = c.add_node(random_name(), flag::MASTER);
+        assert_eq!(c.slot_owners(), (vec![], true));
+        for s in 0..SLOTS {
+            // Interleaved runs: an owner comes back after another's.
+            c.slots[s] = Some(if (s / 100) % 2 == 0 { me } else { other });
+        }
+        assert_eq!(c.slot_owners(), (vec![me, other], false));
+        c.slots[SLOTS - 1] = None;
+        assert_eq!(c.slot_owners(), (vec![me, other], true));
+    }
+
+    #[test]
+    fn the_state_is_ok_only_with_every_slot_on_a_live_node() {
+        let config = crate::Config::default().cluster;
+        let mut c = Cluster::fresh(PathBuf::from("nodes.conf"));
+        let other = c.add_node(random_name(), flag::MASTER);
+        let me = c.myself;
+        for s in 0..SLOTS {
+            c.slots[s] = Some(if s < SLOTS / 2 { me } else { other });
+        }
+        // Past the writable delay from the first check.
+        c.update_state(&config, 1);
+        let later = 1 + WRITABLE_DELAY_MS + config.node_timeout;
+        c.update_state(&config, later);
+        assert!(c.ok);
+        assert_eq!(c.size, 2);
+        c.node_mut(other).flags |= flag::FAIL;
+        c.update_state(&config, later + 1);
+        assert!(!c.ok, "a FAIL primary's slots are uncovered");
+        c.node_mut(other).flags &= !flag::FAIL;
+        c.slots[0] = None;
+        c.update_state(&config, later + 2 * config.node_timeout);
+        assert!(!c.ok, "an unassigned slot");
     }
 }

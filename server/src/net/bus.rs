@@ -37,6 +37,10 @@ pub(crate) struct Opening {
 /// Serves the bus until `stop`.
 pub(crate) async fn serve(engine: Arc<Mutex<Engine>>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
     let mut cron = tokio::time::interval(Duration::from_millis(CRON_MS));
+    // A late tick is not made up with a burst of crons (tokio's default):
+    // on a loaded machine the catch-up kept the node's thread busy, so it
+    // never caught up. Redis's cron, too, just runs late.
+    cron.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = stop.changed() => return,
