@@ -1669,11 +1669,17 @@ fn scan_keys(c: &mut RawClient) -> io::Result<std::collections::BTreeSet<Vec<u8>
     }
 }
 
+/// How long [`debug_digest`] waits for its reply: a SHA-1 per element,
+/// tens of thousands of keys took 5–8 s in a debug build on a loaded
+/// machine, past a client's usual read timeout.
+const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// `DEBUG DIGEST` of the server at `addr`: 40 hex digits, all zeros for an
 /// empty dataset. The server must allow DEBUG (`enable-debug-command yes`;
 /// coordis: `Config::enable_debug_command`).
 pub fn debug_digest(addr: SocketAddr) -> io::Result<String> {
     let mut c = RawClient::connect(addr)?;
+    c.set_read_timeout(Some(DIGEST_TIMEOUT))?;
     match expect_reply("DEBUG DIGEST", c.command(&["DEBUG", "DIGEST"])?)? {
         Resp::Simple(d) => Ok(String::from_utf8_lossy(&d).into_owned()),
         other => Err(invalid(format!("DEBUG DIGEST: unexpected reply {other:?}"))),

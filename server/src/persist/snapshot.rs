@@ -3,10 +3,11 @@
 //! coordis cannot fork, so a background save takes its image from the data
 //! structures ([`crate::store::db::DbSnap`]): under the engine lock the
 //! start is marked on every database (a hash per key), the reply goes out,
-//! and a thread of its own walks the keyspace in slices of
-//! `bgsave-slice-keys` keys ([`SLICE_KEYS`] by default), taking the engine
-//! lock for one slice at a time, writing the slice's bytes to the file
-//! outside it and sleeping `bgsave-slice-pause-us` between slices. A write to a key the
+//! and the keyspace is walked in slices of `bgsave-slice-keys` keys
+//! ([`SLICE_KEYS`] by default), one hold of the engine lock each, by a task
+//! on the server's runtime among the connections' tasks (yielding, or
+//! sleeping `bgsave-slice-pause-us`, between slices); a thread of the
+//! save's own writes the slices' bytes to the file. A write to a key the
 //! walk has not reached copies the old value first (copy-before-write in
 //! `Db::before_write`), so the file is the dataset at the moment BGSAVE was
 //! accepted, as Redis's forked child sees it: keys created after the start
@@ -115,6 +116,13 @@ pub(crate) enum NotStarted {
 /// What the walking thread needs, fixed at the start.
 struct Job {
     engine: Weak<Mutex<Engine>>,
+    /// The runtime the save was started on (a command's, the server
+    /// cron's), which takes the walk's slices; none for a server driven
+    /// by hand.
+    runtime: Option<tokio::runtime::Handle>,
+    /// Whether a script runs: the walking task waits for the engine as the
+    /// connections do ([`crate::net::lock_engine`]).
+    script: Arc<crate::lua::ScriptState>,
     config: Config,
     libraries: Vec<Bytes>,
     start_ms: u64,
@@ -216,8 +224,10 @@ fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target:
     walk_changed(state);
     let b = &mut state.bgsave;
     let fallback = target.clone();
-    let job = Job {
+    let job = Arc::new(Job {
         engine,
+        runtime: tokio::runtime::Handle::try_current().ok(),
+        script: state.shared.script.clone(),
         config: state.config.clone(),
         libraries,
         start_ms: now,
@@ -227,7 +237,7 @@ fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target:
         cancel: b.cancel.clone(),
         serial: b.serial,
         target,
-    };
+    });
     if rewrite {
         tracing::info!(
             "Background append only file rewriting started by pid {}",
@@ -257,7 +267,10 @@ fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target:
 /// outside the lock), then, under the lock, the rename and the outcome
 /// handed back, unless the save was killed meanwhile (then its temp file
 /// is only removed: the kill did the bookkeeping).
-fn run(job: Job) {
+fn run(job: Arc<Job>) {
+    // The save's end may start the next one (a scheduled BGSAVE): it
+    // finds the runtime to walk on as a command would.
+    let _runtime = job.runtime.as_ref().map(tokio::runtime::Handle::enter);
     if let Target::AofBase { temp, .. } = &job.target {
         let written = write_file(&job, temp);
         if let Err(e) = &written {
@@ -321,7 +334,7 @@ fn file_name(path: &std::path::Path) -> String {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
-fn write_file(job: &Job, temp: &std::path::Path) -> Result<(), SaveError> {
+fn write_file(job: &Arc<Job>, temp: &std::path::Path) -> Result<(), SaveError> {
     let mut file = BufWriter::new(std::fs::File::create(temp)?);
     write(job, &mut file)?;
     let file = file.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
@@ -402,24 +415,50 @@ impl Image {
     }
 }
 
-/// The walk: the image, a slice at a time, into `file`.
-fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
-    let mut w = Image::start(job)?;
-    for origin in 0..job.databases {
-        let mut began = false;
-        loop {
-            let engine = job
-                .engine
-                .upgrade()
-                .ok_or_else(|| SaveError::Io(std::io::Error::other("the server stopped")))?;
-            let mut engine = engine.lock();
-            // Checked under the lock: a killed save's holds are gone, so its
-            // walk would read the live tables.
-            if job.cancel.load(Ordering::Relaxed) {
-                return Err(SaveError::Io(std::io::Error::other("the save was killed")));
-            }
+/// The walk's position: the image being written and the database it is in.
+struct Walk {
+    /// `None` once the trailer is written.
+    image: Option<Image>,
+    origin: usize,
+    /// The current database's header is written (it is written with its
+    /// first key: an empty database has none).
+    began: bool,
+}
+
+/// What one slice of the walk gave.
+enum Slice {
+    /// Bytes to write; more slices follow.
+    More(Vec<u8>),
+    /// The image's last bytes.
+    Last(Vec<u8>),
+}
+
+/// A save's end as the walk sees it: the server stopped, or the save was
+/// killed (its holds are gone, so the walk would read the live tables).
+fn stopped(what: &str) -> SaveError {
+    SaveError::Io(std::io::Error::other(what.to_string()))
+}
+
+impl Walk {
+    fn start(job: &Job) -> Result<Walk, SaveError> {
+        Ok(Walk {
+            image: Some(Image::start(job)?),
+            origin: 0,
+            began: false,
+        })
+    }
+
+    /// One slice of `bgsave-slice-keys` keys, under the engine lock.
+    fn step(&mut self, job: &Job, engine: &mut Engine) -> Result<Slice, SaveError> {
+        // Checked under the lock: a killed save's holds are gone.
+        if job.cancel.load(Ordering::Relaxed) {
+            return Err(stopped("the save was killed"));
+        }
+        let w = self.image.as_mut().expect("a walk is stepped until its last slice");
+        if self.origin < job.databases {
             let mut failed = None;
             w.set_hint_clock(engine.clock_ms());
+            let (origin, began) = (self.origin, &mut self.began);
             let finished = engine.snapshot_slice(
                 origin,
                 job.config.bgsave_slice_keys,
@@ -427,8 +466,8 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                     if failed.is_some() {
                         return;
                     }
-                    if !began {
-                        began = true;
+                    if !*began {
+                        *began = true;
                         if let Err(e) = w.begin_db(origin, start_len as u64, start_expires as u64) {
                             failed = Some(e);
                             return;
@@ -440,24 +479,117 @@ fn write(job: &Job, file: &mut impl Write) -> Result<(), SaveError> {
                     job.processed.fetch_add(1, Ordering::Relaxed);
                 },
             );
-            // Handed to a waiting connection, if any: taken back at once
-            // (the lock is not fair), the walk would keep the commands
-            // waiting slice after slice.
-            parking_lot::MutexGuard::unlock_fair(engine);
             if let Some(e) = failed {
                 return Err(e);
             }
-            file.write_all(&w.take())?;
             if finished {
-                break;
+                self.origin += 1;
+                self.began = false;
             }
-            if job.config.bgsave_slice_pause_us > 0 {
-                std::thread::sleep(std::time::Duration::from_micros(job.config.bgsave_slice_pause_us));
+            if self.origin < job.databases {
+                return Ok(Slice::More(w.take()));
+            }
+        }
+        let mut bytes = w.take();
+        bytes.extend(self.image.take().expect("the image").finish()?);
+        Ok(Slice::Last(bytes))
+    }
+}
+
+/// Slices of a walk handed from the walking task to the writing thread:
+/// a few in flight keep both busy without holding the image in memory.
+const SLICES_IN_FLIGHT: usize = 16;
+
+/// Where a walk's slices come from.
+enum Slices {
+    /// A task on the server's runtime takes them ([`walk_task`]), so the
+    /// engine lock passes between tasks on the connections' own threads: a
+    /// command never waits for the writing thread to be scheduled, which on
+    /// a loaded machine cost commands hundreds of milliseconds during a
+    /// save. The writing thread only writes.
+    Task(tokio::sync::mpsc::Receiver<Result<Slice, SaveError>>),
+    /// Without a runtime (a server driven by hand), the writing thread
+    /// takes them itself, one lock hold at a time.
+    Inline(Walk),
+}
+
+/// Starts taking the walk's slices: on the runtime the save was started
+/// on, if any.
+fn slices(job: &Arc<Job>) -> Result<Slices, SaveError> {
+    let walk = Walk::start(job)?;
+    let Some(runtime) = &job.runtime else {
+        return Ok(Slices::Inline(walk));
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(SLICES_IN_FLIGHT);
+    runtime.spawn(walk_task(job.clone(), walk, tx));
+    Ok(Slices::Task(rx))
+}
+
+/// The walking task: a slice per hold of the engine lock, then a yield, so
+/// the connections' requests and the I/O poll come between slices.
+async fn walk_task(job: Arc<Job>, mut walk: Walk, tx: tokio::sync::mpsc::Sender<Result<Slice, SaveError>>) {
+    loop {
+        let Some(engine) = job.engine.upgrade() else {
+            return;
+        };
+        let slice = {
+            let mut engine = crate::net::lock_engine(&engine, &job.script).await;
+            walk.step(&job, &mut engine)
+        };
+        drop(engine);
+        let last = !matches!(slice, Ok(Slice::More(_)));
+        if tx.send(slice).await.is_err() || last {
+            return;
+        }
+        if job.config.bgsave_slice_pause_us > 0 {
+            tokio::time::sleep(std::time::Duration::from_micros(job.config.bgsave_slice_pause_us)).await;
+        } else {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+impl Slices {
+    /// The next slice; `None` after the last.
+    fn next(&mut self, job: &Job) -> Result<Option<Slice>, SaveError> {
+        match self {
+            Slices::Task(rx) => match rx.blocking_recv() {
+                Some(slice) => slice.map(Some),
+                // The runtime dropped the task: the server stopped.
+                None => Err(stopped("the server stopped")),
+            },
+            Slices::Inline(walk) => {
+                if walk.image.is_none() {
+                    return Ok(None);
+                }
+                let engine = job.engine.upgrade().ok_or_else(|| stopped("the server stopped"))?;
+                let mut engine = engine.lock();
+                let slice = walk.step(job, &mut engine);
+                // Handed to a waiting connection, if any: taken back at once
+                // (the lock is not fair), the walk would keep the commands
+                // waiting slice after slice.
+                parking_lot::MutexGuard::unlock_fair(engine);
+                if job.config.bgsave_slice_pause_us > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(job.config.bgsave_slice_pause_us));
+                }
+                slice.map(Some)
             }
         }
     }
-    let rest = w.finish()?;
-    file.write_all(&rest)?;
+}
+
+/// The walk: the image, a slice at a time, into `file`.
+fn write(job: &Arc<Job>, file: &mut impl Write) -> Result<(), SaveError> {
+    let mut slices = slices(job)?;
+    while let Some(slice) = slices.next(job)? {
+        match slice {
+            Slice::More(bytes) => file.write_all(&bytes)?,
+            Slice::Last(bytes) => {
+                file.write_all(&bytes)?;
+                break;
+            }
+        }
+    }
     Ok(())
 }
 
