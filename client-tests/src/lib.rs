@@ -6,6 +6,8 @@
 //!   [`on_every_backend!`] macro that gives each test one body for all of them.
 //! - [`lock`]: a lock with an owner, released and extended by Lua.
 //! - [`fencing`]: fencing tokens and a resource that refuses stale writes.
+//! - [`failover`]: locks and leader leases across a primary's death and a
+//!   replica's promotion (fencing from the resource's store, WAIT, Sentinel).
 //! - [`semaphore`]: K-key and sorted-set semaphores.
 //! - [`limits`]: a fixed-window rate limiter and a barrier.
 //! - [`watchdog`]: renews a held lock and reports its loss.
@@ -26,6 +28,7 @@
 
 pub mod backend;
 pub mod durable;
+pub mod failover;
 pub mod fencing;
 pub mod functions;
 pub mod leader;

@@ -327,6 +327,13 @@ pub struct ClusterConfig {
     /// `cluster-allow-replica-migration`: a primary left without slots
     /// becomes a replica of the node that took its last one. Default yes.
     pub allow_replica_migration: bool,
+    /// `cluster-replica-no-failover`: this replica never starts an election
+    /// for a failed primary (a manual failover still runs). Default no.
+    pub replica_no_failover: bool,
+    /// `cluster-replica-validity-factor`: a replica cut off from its primary
+    /// longer than this many node timeouts (plus the ping period) does not
+    /// stand for election; 0 always stands. Default 10.
+    pub replica_validity_factor: u64,
 }
 
 /// The append-only file's directives, with Redis 7.0.15's defaults (see
@@ -342,9 +349,9 @@ pub struct AofConfig {
     pub filename: String,
     /// `appenddirname`: the directory under `dir` holding the files. Default `appendonlydir`.
     pub dirname: String,
-    /// `no-appendfsync-on-rewrite`: accepted and validated, not yet applied:
-    /// the background rewrite's thread writes while the AOF writer fsyncs
-    /// (Redis skips those fsyncs while its rewrite child runs).
+    /// `no-appendfsync-on-rewrite`: while a save or rewrite walks, the AOF
+    /// writer writes without fsyncing, as Redis skips the fsync while a
+    /// child runs.
     pub no_fsync_on_rewrite: bool,
     /// `auto-aof-rewrite-percentage`: rewrite once the files grew by this
     /// much since the last rewrite (0: never). Default 100.
@@ -1291,7 +1298,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("appendfsync", "everysec", Enum(&["everysec", "always", "no"]), aof!(fsync)).effect(Effect::AofWriter),
     row("appendfilename", "appendonly.aof", Text, aof!(filename)).immutable(),
     row("appenddirname", "appendonlydir", Text, aof!(dirname)).immutable(),
-    row("no-appendfsync-on-rewrite", "no", Bool, aof!(bool no_fsync_on_rewrite)),
+    row("no-appendfsync-on-rewrite", "no", Bool, aof!(bool no_fsync_on_rewrite)).effect(Effect::AofWriter),
     row("auto-aof-rewrite-percentage", "100", Int { min: 0, max: I32 }, aof!(auto_rewrite_percentage)),
     row("auto-aof-rewrite-min-size", "64mb", Memory { min: 0, max: LONG_MEM }, aof!(auto_rewrite_min_size)),
     row("aof-load-truncated", "yes", Bool, aof!(bool load_truncated)),
@@ -1422,8 +1429,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("cluster-announce-tls-port", "0", Int { min: 0, max: 65535 }, Store::Ignored),
     row("cluster-preferred-endpoint-type", "ip", Enum(&["ip", "hostname", "unknown-endpoint"]), cluster!(preferred_endpoint_type)),
     row("cluster-require-full-coverage", "yes", Bool, cluster!(bool require_full_coverage)),
-    row("cluster-replica-no-failover", "no", Bool, Store::Ignored).alias(&["cluster-slave-no-failover"]),
-    row("cluster-replica-validity-factor", "10", Int { min: 0, max: I32 }, Store::Ignored).alias(&["cluster-slave-validity-factor"]),
+    row("cluster-replica-no-failover", "no", Bool, cluster!(bool replica_no_failover)).alias(&["cluster-slave-no-failover"]),
+    row("cluster-replica-validity-factor", "10", Int { min: 0, max: I32 }, cluster!(replica_validity_factor)).alias(&["cluster-slave-validity-factor"]),
     row("cluster-migration-barrier", "1", Int { min: 0, max: I32 }, Store::Ignored),
     row("cluster-allow-replica-migration", "yes", Bool, cluster!(bool allow_replica_migration)),
     row("cluster-allow-reads-when-down", "no", Bool, cluster!(bool allow_reads_when_down)),

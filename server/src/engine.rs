@@ -146,6 +146,7 @@ impl Engine {
                 oom_at_start: false,
                 evictor: Default::default(),
                 client_limits,
+                client_peaks: Default::default(),
                 evicted_clients: 0,
                 clients_mem: 0,
                 shutdown_requested: false,
@@ -338,11 +339,14 @@ impl Engine {
     /// already registered with its sender.
     pub(crate) fn bus_cron(&mut self) -> Vec<crate::net::bus::Opening> {
         let now = self.state.clock.now_ms();
+        let view = crate::cluster::failover::repl_view(&self.state);
         let config = &self.state.config.cluster;
         let Some(cluster) = self.state.cluster.as_deref_mut() else {
             return vec![];
         };
+        cluster.repl = view;
         cluster.cron(config, now);
+        cluster.failover_cron(config, now);
         let mut out = vec![];
         for (node, addr) in std::mem::take(&mut cluster.to_connect) {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -378,8 +382,10 @@ impl Engine {
     /// One message from link `id`.
     pub(crate) fn bus_message(&mut self, id: u64, msg: &[u8], local: std::net::SocketAddr, peer: std::net::SocketAddr) {
         let now = self.state.clock.now_ms();
+        let view = crate::cluster::failover::repl_view(&self.state);
         let config = &self.state.config.cluster;
         if let Some(cluster) = self.state.cluster.as_deref_mut() {
+            cluster.repl = view;
             cluster.process(config, id, msg, local, peer, now);
         }
         self.after_bus();
@@ -403,6 +409,7 @@ impl Engine {
         for (channel, message) in published {
             crate::cmd::pubsub::publish_to(&self.state, None, &channel, &message, now);
         }
+        crate::cluster::failover::reconcile(&mut self.dbs, &mut self.state);
     }
 
     /// Loads `dir/dbfilename` under the lock (a staged crash's restart).
@@ -429,6 +436,13 @@ impl Engine {
         let lfu = self.state.config.memory.policy.lfu();
         let now = self.state.clock.now_ms();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
+        let mut counts = vec![0usize; self.dbs.len()];
+        for key in &loaded.keys {
+            counts[key.0] += 1;
+        }
+        for (db, count) in self.dbs.iter_mut().zip(counts) {
+            db.reserve(count);
+        }
         for (db, key, value, expire_at, hints) in loaded.keys {
             self.dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, now);
         }

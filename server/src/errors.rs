@@ -590,6 +590,8 @@ pub(crate) const LIBRARY_NAME_TWICE: &str = "ERR Invalid metadata value, name ar
 pub(crate) const LIBRARY_NAME_MISSING: &str = "ERR Library name was not given";
 pub(crate) const LIBRARY_NAME_INVALID: &str =
     "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+/// A library's body ran past the load timeout (as the error table's text).
+pub(crate) const FUNCTION_LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
 pub(crate) const NO_FUNCTIONS_REGISTERED: &str = "ERR No functions registered";
 pub(crate) const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
 pub(crate) const LIBRARY_NOT_FOUND: &str = "ERR Library not found";
@@ -716,9 +718,9 @@ pub(crate) const CLUSTER_EPOCH_OTHERS_KNOWN: &str =
     "ERR The user can assign a config epoch only when the node does not know any other node.";
 pub(crate) const CLUSTER_EPOCH_NONZERO: &str = "ERR Node config epoch is already non-zero";
 pub(crate) const CLUSTER_RESET_WITH_KEYS: &str = "ERR CLUSTER RESET can't be called with master nodes containing keys";
-/// coordis's own: what waits for replication (README, Cluster).
-pub(crate) const CLUSTER_NO_REPLICATION: &str =
-    "ERR coordis cluster nodes have no replicas yet: CLUSTER REPLICATE and FAILOVER are not available";
+pub(crate) const CLUSTER_FAILOVER_MASTER_UNKNOWN: &str = "ERR I'm a replica but my master is unknown to me";
+pub(crate) const CLUSTER_FAILOVER_MASTER_DOWN: &str = "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE";
+pub(crate) const REPLICAOF_IN_CLUSTER: &str = "ERR REPLICAOF not allowed in cluster mode.";
 /// Logged when the nodes file cannot be read (the server does not start).
 pub(crate) const CLUSTER_CONFIG_CORRUPTED: &str = "Unrecoverable error: corrupted cluster config file.";
 pub(crate) const MODULE_DISABLED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";

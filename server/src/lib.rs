@@ -87,6 +87,7 @@ mod evict;
 mod exec;
 mod faults;
 mod lazyfree;
+mod local_cluster;
 mod lua;
 mod net;
 mod notify;
@@ -136,6 +137,7 @@ pub use control::{KeyValue, Keyspace, ReplicaLink, ServerClock, ServerControl};
 pub use evict::Policy as EvictionPolicy;
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
+pub use local_cluster::ClusterBuilder;
 pub use net::{DRAIN_DEADLINE, SCRIPT_STOP_GRACE};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 
@@ -670,9 +672,44 @@ impl Drop for Server {
 /// set.shutdown().await;
 /// # Ok(()) }
 /// ```
+///
+/// # A cluster in one process
+///
+/// [`ServerSet::cluster`] starts the nodes of a Redis Cluster instead
+/// (`cluster-enabled yes`, the bus on port + 10000, slots spread evenly
+/// over the primaries) and returns once every node reports
+/// `cluster_state:ok`; hand [`ServerSet::urls`] to a cluster client as its
+/// seed nodes.
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// let cluster = coordis::ServerSet::cluster(3, 0).await?;
+/// let seeds = cluster.urls(); // "redis://127.0.0.1:PORT", one per node
+/// # let _ = seeds;
+/// let id = cluster.node_id(0).expect("a cluster node");
+/// # let _ = id;
+/// let mut cluster = cluster;
+/// cluster.stop(2).await; // a primary goes away, bus and all
+/// cluster.shutdown().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ServerSet {
+    /// A stopped one ([`ServerSet::stop`]) keeps its index.
     servers: Vec<Server>,
+    /// What [`ServerSet::cluster`] set up; `None` for independent servers.
+    cluster: Option<ClusterInfo>,
+}
+
+/// A cluster set's shape.
+#[derive(Debug)]
+struct ClusterInfo {
+    /// Each node's ID (CLUSTER MYID), in index order.
+    ids: Vec<String>,
+    /// Nodes `0..masters` are the primaries.
+    masters: usize,
+    /// The one test clock every node of the cluster runs on.
+    clock: Arc<VirtualClock>,
 }
 
 impl ServerSet {
@@ -682,7 +719,57 @@ impl ServerSet {
         for _ in 0..n {
             servers.push(Server::start().await?);
         }
-        Ok(ServerSet { servers })
+        Ok(ServerSet { servers, cluster: None })
+    }
+
+    /// Starts a cluster of `masters` primaries with `replicas_per_master`
+    /// replicas each, on free ports in one process, and returns once every
+    /// node reports `cluster_state:ok` (see [`ClusterBuilder::start`]).
+    ///
+    /// The nodes share one test clock. Redis's state delays (a primary
+    /// turns `ok` 2 s after its first state check) run on it, and the start
+    /// moves it 2.5 s ahead rather than waiting them out: the cluster's
+    /// time then stands that far ahead of the wall clock
+    /// ([`ClusterBuilder::real_time`] waits instead).
+    ///
+    /// Replicas are not in it yet: with `replicas_per_master > 0` this
+    /// returns an [`io::ErrorKind::Unsupported`] error (separate nodes take
+    /// replicas with `CLUSTER REPLICATE`).
+    pub async fn cluster(masters: usize, replicas_per_master: usize) -> io::Result<ServerSet> {
+        ClusterBuilder::new(masters, replicas_per_master).start().await
+    }
+
+    /// [`ServerSet::cluster`] with other settings (ports, every node's
+    /// configuration, the clock).
+    pub fn cluster_builder(masters: usize, replicas_per_master: usize) -> ClusterBuilder {
+        ClusterBuilder::new(masters, replicas_per_master)
+    }
+
+    /// Node `i`'s cluster ID; `None` for independent servers.
+    pub fn node_id(&self, i: usize) -> Option<&str> {
+        self.cluster.as_ref().map(|c| c.ids[i].as_str())
+    }
+
+    /// Indices of the cluster's primaries (the first nodes; each primary's
+    /// replicas follow them); empty for independent servers.
+    pub fn primaries(&self) -> std::ops::Range<usize> {
+        0..self.cluster.as_ref().map_or(0, |c| c.masters)
+    }
+
+    /// The test clock every node of a cluster runs on.
+    pub fn cluster_clock(&self) -> Option<Arc<VirtualClock>> {
+        self.cluster.as_ref().map(|c| c.clock.clone())
+    }
+
+    /// Stops server `i` for good and waits: its port and (in a cluster) its
+    /// bus stop answering, so the other nodes see it fail after
+    /// `cluster-node-timeout`. Its index stays; stopping it again does nothing.
+    pub async fn stop(&mut self, i: usize) {
+        let server = &mut self.servers[i];
+        server.shutdown.close();
+        if let Some(thread) = server.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
     }
 
     /// Number of servers in the set.

@@ -256,6 +256,8 @@ pub struct ServerState {
     /// The normal and pub/sub output limits and `maxmemory-clients`, read
     /// from `config` at start and at each change of them.
     pub(crate) client_limits: crate::net::client_mem::ClientLimits,
+    /// INFO's `client_recent_max_*_buffer`, sampled by the clients' cron.
+    pub(crate) client_peaks: crate::net::client_mem::RecentPeaks,
     /// Clients closed by `maxmemory-clients` (INFO `evicted_clients`).
     pub(crate) evicted_clients: u64,
     /// The normal and pub/sub clients' memory as last measured: the sum

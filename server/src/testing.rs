@@ -158,6 +158,11 @@ impl RedisServer {
         format!("redis://{}", self.addr)
     }
 
+    /// The process id (for a test that stops and continues it with signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The running server's `redis_version` (always 7.0.x: see [`RedisServer::start`]).
     pub fn version(&self) -> &str {
         &self.version

@@ -503,6 +503,59 @@ fn a_staged_crash_under_always_keeps_every_acknowledged_write() {
     assert_eq!(ok(&mut c, &["DBSIZE"]), b":50\r\n");
 }
 
+/// `no-appendfsync-on-rewrite yes` under `always`: while a rewrite walks,
+/// writes are acknowledged without an fsync, so a crash then loses them
+/// (what the directive trades, as in Redis); with `no`, or once the
+/// rewrite is over, an acknowledged write survives the crash.
+#[test]
+fn no_appendfsync_on_rewrite_loses_the_writes_acknowledged_during_a_rewrite() {
+    for skip in ["no", "yes"] {
+        let dir = TempDir::new("no-fsync-on-rewrite");
+        let mut builder = coordis::Server::builder();
+        let config = builder.config_mut();
+        config.aof.enabled = true;
+        config.aof.fsync = "always".into();
+        config.enable_debug_command = "yes".into();
+        config.apply("dir", &[dir.text().to_string()]).unwrap();
+        // A walk of the keys below takes about two seconds.
+        config.apply("bgsave-slice-keys", &["64".to_string()]).unwrap();
+        config.apply("bgsave-slice-pause-us", &["2000".to_string()]).unwrap();
+        let server = builder.start_blocking().unwrap();
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        ok(&mut c, &["CONFIG", "SET", "no-appendfsync-on-rewrite", skip]);
+        ok(&mut c, &["DEBUG", "POPULATE", "60000"]);
+        ok(&mut c, &["SET", "before", "1"]);
+        ok(&mut c, &["BGREWRITEAOF"]);
+        ok(&mut c, &["SET", "during", "1"]);
+        assert_eq!(
+            info_field(&mut c, "aof_rewrite_in_progress"),
+            "1",
+            "the write came after the rewrite"
+        );
+        server.control().crash(None);
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        let expected: &[u8] = if skip == "yes" {
+            b"*2\r\n$1\r\n1\r\n$-1\r\n"
+        } else {
+            b"*2\r\n$1\r\n1\r\n$1\r\n1\r\n"
+        };
+        assert_eq!(
+            ok(&mut c, &["MGET", "before", "during"]),
+            expected,
+            "no-appendfsync-on-rewrite {skip}"
+        );
+        // No walk runs now: a write is fsynced before its reply again.
+        ok(&mut c, &["SET", "after", "1"]);
+        server.control().crash(None);
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        assert_eq!(
+            ok(&mut c, &["GET", "after"]),
+            b"$1\r\n1\r\n",
+            "no-appendfsync-on-rewrite {skip}"
+        );
+    }
+}
+
 #[test]
 fn config_set_appendonly_yes_rewrites_first() {
     let dir = TempDir::new("config-set");

@@ -118,7 +118,47 @@ fn client_states(addr: SocketAddr) -> Vec<String> {
     assert!(field(sub, "omem") > 4 * MB as u64, "{sub:?}");
     assert!(field(sub, "omem") <= 16 * MB as u64 + 16 * 1024, "{sub:?}");
     assert!(field(sub, "tot-mem") >= field(sub, "omem"), "{sub:?}");
+    // INFO's recent peaks: the half-arrived SET's buffer, the subscriber's
+    // queued messages.
+    let input = recent_max(&mut control, "input");
+    assert!((50_000..4 * MB as u64).contains(&input), "recent input {input}");
+    let output = recent_max(&mut control, "output");
+    assert!(output > 4 * MB as u64, "recent output {output}");
     names
+}
+
+/// INFO clients' `client_recent_max_{which}_buffer`.
+fn recent_max(control: &mut RawClient, which: &str) -> u64 {
+    let name = format!("client_recent_max_{which}_buffer");
+    control.info_field("clients", &name).parse().unwrap()
+}
+
+/// The recent peaks cover the last eight seconds of the server clock: a
+/// test clock moved past them forgets a big buffer that is gone.
+#[test]
+fn the_recent_buffer_peaks_age_out_on_the_server_clock() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let mut control = RawClient::connect(server.addr()).unwrap();
+    let mut big = RawClient::connect(server.addr()).unwrap();
+    big.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n").unwrap();
+    big.send(&vec![b'x'; 50_000]).unwrap();
+    std::thread::sleep(SETTLE);
+    assert!(recent_max(&mut control, "input") >= 50_000);
+    drop(big);
+    // Gone before the clock moves: no later second samples it.
+    std::thread::sleep(SETTLE);
+    clock.advance(Duration::from_secs(3));
+    std::thread::sleep(SETTLE);
+    assert!(
+        recent_max(&mut control, "input") >= 50_000,
+        "three seconds on, still recent"
+    );
+    clock.advance(Duration::from_secs(6));
+    std::thread::sleep(SETTLE);
+    let input = recent_max(&mut control, "input");
+    assert!(input < 50_000, "nine seconds on, forgotten: {input}");
 }
 
 #[test]

@@ -12,10 +12,8 @@ use std::time::{Duration, Instant};
 
 use coordis::testing::{RedisServer, ServerProcess, TempDir};
 
-#[path = "support/cluster_nodes.rs"]
-mod cluster_nodes;
-
-use cluster_nodes::*;
+mod cluster_common;
+use cluster_common::*;
 
 const ME: &str = "a11ce00000000000000000000000000000000001";
 const OTHER: &str = "b0b0000000000000000000000000000000000002";

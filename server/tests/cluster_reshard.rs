@@ -6,15 +6,12 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use coordis::testing::{dataset, key_slot, KeyDump};
 
-#[path = "support/cluster_nodes.rs"]
-mod cluster_nodes;
-
-use cluster_nodes::*;
+mod cluster_common;
+use cluster_common::*;
 
 /// Slots each reshard moves: enough for keys in many slots, few enough
 /// for a loaded machine (redis-cli runs several commands per slot).
@@ -32,25 +29,6 @@ const DEADLINE_SLACK_MS: u64 = 50;
 
 /// Longest wait for every node to agree after a move.
 const AGREE_WAIT: Duration = Duration::from_secs(30);
-
-fn node_id(n: &Node) -> String {
-    n.command(&["CLUSTER", "MYID"]).lines().nth(1).unwrap().to_string()
-}
-
-/// Sends `args` to `start` and follows -MOVED (at most a few hops): the
-/// reply of the node that serves the key.
-fn routed(start: SocketAddr, args: &[&str]) -> String {
-    let mut addr = start;
-    for _ in 0..4 {
-        let reply = String::from_utf8_lossy(&client(addr, false).command(args).unwrap()).into_owned();
-        let Some(rest) = reply.strip_prefix("-MOVED ") else {
-            return reply;
-        };
-        let target = rest.trim_end().split(' ').nth(1).unwrap();
-        addr = target.parse().unwrap();
-    }
-    panic!("{args:?}: too many redirections");
-}
 
 /// `count` hash tags whose slots are below `MOVE_SLOTS` (the first slots of
 /// the first node, which a reshard from it moves first).
@@ -193,7 +171,7 @@ fn wait_checked(nodes: &[&Node]) {
 }
 
 fn reshard(entry: &Node, from: &Node, to: &Node, slots: u16) {
-    let (from, to, slots) = (node_id(from), node_id(to), slots.to_string());
+    let (from, to, slots) = (from.id(), to.id(), slots.to_string());
     cluster_cli(&[
         "reshard",
         &entry.spec(),
@@ -205,15 +183,6 @@ fn reshard(entry: &Node, from: &Node, to: &Node, slots: u16) {
         &slots,
         "--cluster-yes",
     ]);
-}
-
-fn have(program: &str) -> bool {
-    if Command::new(program).arg("--version").output().is_ok() {
-        return true;
-    }
-    assert!(!coordis::testing::require_redis(), "{program} is not on PATH");
-    eprintln!("\n*** SKIPPED: {program} is not on PATH ***\n");
-    false
 }
 
 /// Three primaries of `programs`: keys moved from the first to the third
@@ -266,7 +235,7 @@ fn a_coordis_cluster_reshards_rebalances_adds_and_removes_nodes() {
     // weight keeps the number of slots moved small.
     let new = node(BIN, "reshard-ours-new");
     cluster_cli(&["add-node", &new.spec(), &nodes[0].spec()]);
-    let new_id = node_id(&new);
+    let new_id = new.id();
     let all: Vec<&Node> = nodes.iter().chain([&new]).collect();
     wait_checked(&all);
     let weight = format!("{new_id}=0.02");

@@ -301,6 +301,9 @@ fn server_faults_over_the_wire() {
     assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*14\r\n"));
 }
 
+/// A DEBUG POPULATE prefix whose keys Redis cuts at 127 bytes.
+static LONG_PREFIX: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("long{}", "x".repeat(130)));
+
 /// DEBUG, enabled on both servers (`enable-debug-command yes`), answers as
 /// Redis 7.0.15 does; `DEBUG OBJECT` shows the same fields (its address and
 /// serialized length are coordis's own).
@@ -325,8 +328,36 @@ fn debug_answers_as_redis_when_enabled() {
         &["DEBUG", "object"],
         &["DEBUG"],
         &["RPUSH", "list", "a"],
+        // POPULATE: `key:N` = `value:N`, an existing key kept, a prefix,
+        // a size cutting or zero-padding the value, a prefix past Redis's
+        // 128-byte buffer, no dirty changes; Redis's argument errors.
+        &["SET", "key:1", "mine"],
+        &["DEBUG", "POPULATE", "3"],
+        &["DEBUG", "POPULATE", "4", "p", "3"],
+        &["DEBUG", "POPULATE", "2", "q", "12"],
+        &["DEBUG", "POPULATE", "2", &LONG_PREFIX],
+        &["DEBUG", "POPULATE", "0"],
+        &["DEBUG", "POPULATE", "1", "r", "0"],
+        &["MGET", "key:0", "key:1", "key:2", "key:3", "p:3", "q:0", "q:1", "r:0"],
+        &["KEYS", "long*"],
+        &["DBSIZE"],
+        &["TYPE", "p:0"],
+        &["DEBUG", "POPULATE", "-1"],
+        &["DEBUG", "POPULATE", "x"],
+        &["DEBUG", "POPULATE", "1", "k", "-5"],
+        &["DEBUG", "POPULATE", "1", "k", "x"],
+        &["DEBUG", "POPULATE", "1", "a", "2", "b"],
+        &["DEBUG", "populate"],
+        &["DEBUG", "DIGEST"],
     ] {
         assert_eq!(ours.command(args).unwrap(), theirs.command(args).unwrap(), "{args:?}");
+    }
+    for c in [&mut ours, &mut theirs] {
+        let changes = c.info_field("persistence", "rdb_changes_since_last_save");
+        assert_eq!(changes, "2", "SET and RPUSH are the only changes");
+        // What follows counts the keys from here.
+        assert_eq!(c.command(&["FLUSHALL"]).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["RPUSH", "list", "a"]).unwrap(), b":1\r\n");
     }
     for c in [&mut ours, &mut theirs] {
         assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");

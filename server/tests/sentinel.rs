@@ -2,7 +2,8 @@
 //! replicas on free ports (each in its own temp dir), watched by coordis's
 //! Sentinel, by a real `redis-server --sentinel` beside it, and used by
 //! redis-py's `Sentinel` client. Every process a test starts is stopped on
-//! drop, failure or not. Without redis-server the tests skip loudly.
+//! drop, failure or not. A real Sentinel also fails over a coordis primary
+//! with coordis replicas. Without redis-server the tests skip loudly.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -841,4 +842,66 @@ fn sentinel_failover_promotes_a_replica_and_converts_the_old_primary() {
     assert_promoted(new, old);
     assert_eq!(text(&c.command(&["SENTINEL", "RESET", "mymaster"]).unwrap()), ":1\r\n");
     assert_eq!(text(&c.command(&["SENTINEL", "RESET", "nomatch*"]).unwrap()), ":0\r\n");
+}
+
+/// A real `redis-server --sentinel` watches a coordis primary with two
+/// coordis replicas: it discovers the replicas from coordis's INFO, and
+/// when the primary dies it promotes one and points the other at it, which
+/// then streams the new primary's writes.
+#[test]
+fn a_real_sentinel_fails_over_a_coordis_primary_with_coordis_replicas() {
+    let coordis = || {
+        let mut builder = coordis::Server::builder();
+        builder.config_mut().repl.diskless_sync_delay = 0;
+        builder.start_blocking().unwrap()
+    };
+    let primary = coordis();
+    let ours = [coordis(), coordis()];
+    let port = primary.addr().port();
+    for r in &ours {
+        let reply = RawClient::connect(r.addr())
+            .unwrap()
+            .command(&["REPLICAOF", "127.0.0.1", &port.to_string()])
+            .unwrap();
+        assert_eq!(text(&reply), "+OK\r\n");
+    }
+    for r in &ours {
+        wait_until("replica link up", Duration::from_secs(20), || {
+            info(r.addr(), "replication").contains("master_link_status:up")
+        });
+    }
+    let dir = TempDir::new("sentinel-real-on-coordis");
+    let conf = sentinel_conf(&dir, "theirs.conf", port, 1, 1000);
+    let Some(theirs) = RedisServer::start_with_config(&conf, &["--sentinel"]).unwrap() else {
+        return;
+    };
+    let s = theirs.addr();
+    wait_until("the Sentinel knows both replicas", FAILOVER_WAIT, || {
+        let reps = replicas(s);
+        reps.len() == 2 && reps.iter().all(|r| field(r, "master-link-status") == "ok")
+    });
+    let mut events = Events::subscribe(s);
+    primary.control().primary_dies(false);
+    let switch = events.wait_for("+switch-master", FAILOVER_WAIT, || {});
+    assert!(
+        switch.starts_with(&format!("+switch-master mymaster 127.0.0.1 {port} 127.0.0.1 ")),
+        "{switch}"
+    );
+    let new_port: u16 = switch.split(' ').nth(5).unwrap().parse().unwrap();
+    let (new, other): (Vec<_>, Vec<_>) = ours.iter().map(|r| r.addr()).partition(|a| a.port() == new_port);
+    assert_eq!((new.len(), other.len()), (1, 1), "{switch}");
+    assert_promoted(new[0], other[0]);
+    assert_eq!(master_addr(s), ["127.0.0.1".to_string(), new_port.to_string()]);
+    let mut c = RawClient::connect(new[0]).unwrap();
+    assert_eq!(text(&c.command(&["SET", "after", "failover"]).unwrap()), "+OK\r\n");
+    wait_until(
+        "the other replica streams the new primary's write",
+        FAILOVER_WAIT,
+        || {
+            RawClient::connect(other[0])
+                .and_then(|mut c| c.command(&["GET", "after"]))
+                .map(|r| text(&r) == "$8\r\nfailover\r\n")
+                .unwrap_or(false)
+        },
+    );
 }

@@ -45,6 +45,55 @@ fn watch_aborts_exec_when_another_client_writes() {
     }
 }
 
+/// A key already past its deadline at WATCH (active expiry off, so it is
+/// still there): its expiry at EXEC and its deletion are no change; a key
+/// live at WATCH that expires before EXEC is one; another client's write
+/// that revives the stale key is one.
+fn stale_watch_session(addr: SocketAddr) -> Vec<Vec<u8>> {
+    let mut a = RawClient::connect(addr).unwrap();
+    let mut b = RawClient::connect(addr).unwrap();
+    let mut out = vec![a.command(&["FLUSHALL"]).unwrap()];
+    out.push(a.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap());
+    let transaction = |a: &mut RawClient, out: &mut Vec<Vec<u8>>| {
+        out.push(a.command(&["MULTI"]).unwrap());
+        out.push(a.command(&["PING"]).unwrap());
+        out.push(a.command(&["EXEC"]).unwrap());
+    };
+    // Stale at WATCH, untouched.
+    out.push(a.command(&["SET", "x", "foo", "PX", "1"]).unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    out.push(a.command(&["WATCH", "x"]).unwrap());
+    transaction(&mut a, &mut out);
+    // Stale at WATCH, deleted by another client.
+    out.push(a.command(&["SET", "x", "foo", "PX", "1"]).unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    out.push(a.command(&["WATCH", "x"]).unwrap());
+    out.push(b.command(&["DEL", "x"]).unwrap());
+    transaction(&mut a, &mut out);
+    // Live at WATCH, past its deadline at EXEC.
+    out.push(a.command(&["SET", "x", "foo", "PX", "50"]).unwrap());
+    out.push(a.command(&["WATCH", "x"]).unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    transaction(&mut a, &mut out);
+    out.push(a.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]).unwrap());
+    out
+}
+
+#[test]
+fn a_key_already_expired_at_watch_changes_nothing_as_in_redis() {
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    let server = builder.start_blocking().unwrap();
+    let ours = stale_watch_session(server.addr());
+    let pong = b"*1\r\n+PONG\r\n".to_vec();
+    assert_eq!(ours[6], pong, "a stale key's expiry at EXEC");
+    assert_eq!(ours[12], pong, "a stale key's deletion");
+    assert_eq!(ours[17], b"*-1\r\n", "a live key expired before EXEC");
+    if let Some(redis) = RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() {
+        assert_eq!(ours, stale_watch_session(redis.addr()));
+    }
+}
+
 /// The redis-py pattern: WATCH, read, MULTI, write, EXEC, retry on a null reply.
 fn optimistic_increments(addr: SocketAddr, workers: usize, each: usize) -> (i64, usize) {
     let mut c = RawClient::connect(addr).unwrap();

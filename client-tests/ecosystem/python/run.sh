@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the Python client-library matrix (redis-py, rq, python-redis-lock)
+# Runs the Python client-library matrix (redis-py, its RedisCluster, rq, python-redis-lock)
 # on the coordis pytest plugin (python/coordis, from the source tree; the
 # server is $COORDIS_SERVER_BIN): once on coordis-server, once with
 # --redis-url on a redis-server started for the run. The virtualenv lives in

@@ -13,6 +13,13 @@
 //! `--port-file PATH` when that is set (removed again at a clean exit).
 //! `--tls-port 0` serves TLS on a free port (in a config file, `tls-port
 //! 0` keeps its Redis meaning: no TLS).
+//!
+//! `--cluster-local N [--cluster-replicas R]` starts a whole cluster in this
+//! one process instead ([`coordis::ServerSet::cluster`]): N primaries (and
+//! R replicas each) on consecutive ports from `--port` (free ones with
+//! `--port 0`), every other option applied to each node. Its ready line,
+//! printed once every node reports `cluster_state:ok`, lists them:
+//! `{"ready":true,"port":P,"addr":..,"url":..,"cluster_state":"ok","nodes":[{"port":P,"addr":..,"url":..,"id":..,"role":"master"},..],"pid":..}`.
 
 use std::process::ExitCode;
 
@@ -61,6 +68,13 @@ fn main() -> ExitCode {
         args.remove(at);
         return sentinel_main(&args);
     }
+    let local = match cluster_local_args(&mut args) {
+        Ok(local) => local,
+        Err(e) => {
+            eprintln!("coordis-server: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut warnings = vec![];
     let config = match coordis::Config::from_args(&args, &mut |w| warnings.push(w)) {
         Ok(mut c) => {
@@ -100,6 +114,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some((masters, replicas)) = local {
+        let code = runtime.block_on(cluster_local_main(config, masters, replicas, signalled));
+        runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
+        return code;
+    }
     let code = runtime.block_on(async move {
         let bind = config.bind.join(" ");
         let port = config.port;
@@ -145,6 +164,85 @@ fn main() -> ExitCode {
     // the process exits whatever is left.
     runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
     code
+}
+
+/// Takes `--cluster-local N` and `--cluster-replicas R` out of `args`:
+/// `Some((N, R))` when the first is there.
+fn cluster_local_args(args: &mut Vec<String>) -> Result<Option<(usize, usize)>, String> {
+    let mut take = |name: &str| -> Result<Option<usize>, String> {
+        let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(name)) else {
+            return Ok(None);
+        };
+        let value = args.get(at + 1).ok_or_else(|| format!("{name} needs a number"))?;
+        let n = value
+            .parse()
+            .map_err(|_| format!("{name} needs a number, not {value:?}"))?;
+        args.drain(at..at + 2);
+        Ok(Some(n))
+    };
+    let masters = take("--cluster-local")?;
+    let replicas = take("--cluster-replicas")?;
+    match (masters, replicas) {
+        (Some(m), r) => Ok(Some((m, r.unwrap_or(0)))),
+        (None, Some(_)) => Err("--cluster-replicas goes with --cluster-local".into()),
+        (None, None) => Ok(None),
+    }
+}
+
+/// `--cluster-local`: the cluster in this process until a signal; the ready
+/// line once every node is `ok`.
+async fn cluster_local_main(
+    config: coordis::Config,
+    masters: usize,
+    replicas: usize,
+    signalled: tokio::sync::oneshot::Receiver<()>,
+) -> ExitCode {
+    let port = config.port;
+    let set = match coordis::ServerSet::cluster_builder(masters, replicas)
+        .port(port)
+        .config(config)
+        .start()
+        .await
+    {
+        Ok(set) => set,
+        Err(e) => {
+            tracing::warn!("the local cluster did not start: {e}");
+            eprintln!("coordis-server: the local cluster did not start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!("Running mode=cluster-local, nodes={}.", set.len());
+    tracing::info!("Ready to accept connections");
+    let nodes: Vec<String> = (0..set.len())
+        .map(|i| {
+            let addr = set.server(i).addr();
+            let role = if set.primaries().contains(&i) {
+                "master"
+            } else {
+                "slave"
+            };
+            format!(
+                "{{\"port\":{},\"addr\":\"{addr}\",\"url\":\"redis://{addr}\",\"id\":\"{}\",\"role\":\"{role}\"}}",
+                addr.port(),
+                set.node_id(i).unwrap_or_default()
+            )
+        })
+        .collect();
+    let first = set.server(0).addr();
+    let line = format!(
+        "{{\"ready\":true,\"port\":{},\"addr\":\"{first}\",\"url\":\"redis://{first}\",\"cluster_state\":\"ok\",\"nodes\":[{}],\"pid\":{}}}",
+        first.port(),
+        nodes.join(","),
+        std::process::id()
+    );
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    }
+    let _ = signalled.await;
+    set.shutdown().await;
+    ExitCode::SUCCESS
 }
 
 /// Sentinel mode (`coordis-server sentinel.conf --sentinel`): the same

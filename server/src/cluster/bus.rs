@@ -40,9 +40,21 @@ pub(crate) mod kind {
     pub(crate) const MEET: u16 = 2;
     pub(crate) const FAIL: u16 = 3;
     pub(crate) const PUBLISH: u16 = 4;
+    pub(crate) const AUTH_REQUEST: u16 = 5;
+    pub(crate) const AUTH_ACK: u16 = 6;
     pub(crate) const UPDATE: u16 = 7;
+    pub(crate) const MFSTART: u16 = 8;
     /// Types counted in CLUSTER INFO (`CLUSTERMSG_TYPE_COUNT`).
     pub(crate) const COUNT: u16 = 11;
+}
+
+/// Bits of the header's first `mflags` byte (`CLUSTERMSG_FLAG0_*`).
+pub(crate) mod mflag {
+    /// The sender is a primary paused for a manual failover: the offset
+    /// in its header is final.
+    pub(crate) const PAUSED: u8 = 1;
+    /// Vote even though the primary is up (a manual failover).
+    pub(crate) const FORCEACK: u8 = 2;
 }
 
 /// The message signature, "Redis Cluster message bus".
@@ -66,6 +78,7 @@ mod at {
     pub(super) const COUNT: usize = 14;
     pub(super) const CURRENT_EPOCH: usize = 16;
     pub(super) const CONFIG_EPOCH: usize = 24;
+    pub(super) const OFFSET: usize = 32;
     pub(super) const SENDER: usize = 40;
     pub(super) const MYSLOTS: usize = 80;
     pub(super) const SLAVEOF: usize = 2128;
@@ -74,6 +87,7 @@ mod at {
     pub(super) const CPORT: usize = 2248;
     pub(super) const FLAGS: usize = 2250;
     pub(super) const STATE: usize = 2252;
+    pub(super) const MFLAGS: usize = 2253;
     pub(super) const DATA: usize = 2256;
 }
 
@@ -136,6 +150,7 @@ pub(crate) struct Header<'a> {
     pub count: u16,
     pub current_epoch: u64,
     pub config_epoch: u64,
+    pub offset: u64,
     pub sender: &'a [u8],
     pub myslots: &'a [u8],
     pub slaveof: Option<&'a [u8]>,
@@ -143,6 +158,7 @@ pub(crate) struct Header<'a> {
     pub pport: u16,
     pub cport: u16,
     pub flags: u16,
+    pub mflags: u8,
     pub data: &'a [u8],
 }
 
@@ -175,6 +191,7 @@ pub(crate) fn decode(msg: &[u8]) -> Option<Header<'_>> {
         count,
         current_epoch: u64_at(msg, at::CURRENT_EPOCH),
         config_epoch: u64_at(msg, at::CONFIG_EPOCH),
+        offset: u64_at(msg, at::OFFSET),
         sender: &msg[at::SENDER..at::SENDER + NAME_LEN],
         myslots: &msg[at::MYSLOTS..at::MYSLOTS + BITMAP_LEN],
         slaveof: slaveof.iter().any(|&b| b != 0).then_some(slaveof),
@@ -182,6 +199,7 @@ pub(crate) fn decode(msg: &[u8]) -> Option<Header<'_>> {
         pport: u16_at(msg, at::PPORT),
         cport: u16_at(msg, at::CPORT),
         flags: u16_at(msg, at::FLAGS),
+        mflags: msg[at::MFLAGS],
         data,
     })
 }
@@ -212,6 +230,7 @@ impl Cluster {
             at::CONFIG_EPOCH,
             master.map_or(me.config_epoch, |m| m.config_epoch),
         );
+        put64(&mut b, at::OFFSET, self.repl.offset);
         put_text(&mut b, at::SENDER, NAME_LEN + 1, &me.name);
         let owner = master.map_or(self.myself, |m| m.handle);
         for slot in 0..SLOTS {
@@ -229,6 +248,9 @@ impl Cluster {
         put16(&mut b, at::CPORT, me.cport);
         put16(&mut b, at::FLAGS, me.flags);
         b[at::STATE] = if self.ok { 0 } else { 1 };
+        if me.is_master() && self.manual.end != 0 {
+            b[at::MFLAGS] |= mflag::PAUSED;
+        }
         b
     }
 
@@ -307,6 +329,40 @@ impl Cluster {
             .collect();
         for l in links {
             self.send(l, msg.to_vec());
+        }
+    }
+
+    /// A PONG to every node, or to the other replicas of my primary
+    /// (`clusterBroadcastPong`): a new role or offset is known at once.
+    pub(crate) fn broadcast_pong(&mut self, config: &ClusterConfig, local_replicas: bool, now: u64) {
+        let my_master = self.me().slaveof;
+        let links: Vec<LinkId> = self
+            .nodes
+            .iter()
+            .filter(|n| n.handle != self.myself && n.flags & flag::HANDSHAKE == 0)
+            .filter(|n| !local_replicas || (n.is_slave() && n.slaveof.is_some() && n.slaveof == my_master))
+            .filter_map(|n| n.link)
+            .collect();
+        for l in links {
+            self.send_ping(config, l, kind::PONG, now);
+        }
+    }
+
+    /// Asks every node for its vote (`clusterRequestFailoverAuth`); a
+    /// manual failover asks them to vote though the primary is up.
+    pub(crate) fn request_votes(&mut self, config: &ClusterConfig) {
+        let mut msg = self.header(config, kind::AUTH_REQUEST, 0);
+        if self.manual.end != 0 {
+            msg[at::MFLAGS] |= mflag::FORCEACK;
+        }
+        self.broadcast(&msg);
+    }
+
+    /// A message with only the header to `node` (a vote, MFSTART).
+    pub(crate) fn send_bare(&mut self, config: &ClusterConfig, node: NodeRef, kind: u16) {
+        if let Some(l) = self.node(node).link {
+            let msg = self.header(config, kind, 0);
+            self.send(l, msg);
         }
     }
 
@@ -489,12 +545,19 @@ impl Cluster {
 
     /// Adopts `sender`'s claim on the slots of `bitmap` where its epoch wins
     /// (`clusterUpdateSlotsConfigWith`).
-    fn update_slots_with(&mut self, sender: NodeRef, epoch: u64, bitmap: &[u8]) {
+    fn update_slots_with(&mut self, config: &ClusterConfig, sender: NodeRef, epoch: u64, bitmap: &[u8]) {
         if sender == self.myself {
             return;
         }
+        let me = self.me();
+        let curmaster = if me.is_master() { Some(self.myself) } else { me.slaveof };
+        let (mut new_master, mut sender_slots, mut migrated_ours) = (false, 0usize, 0usize);
         for slot in 0..SLOTS {
-            if !has_slot(bitmap, slot) || self.slots[slot] == Some(sender) || self.importing_from[slot].is_some() {
+            if !has_slot(bitmap, slot) {
+                continue;
+            }
+            sender_slots += 1;
+            if self.slots[slot] == Some(sender) || self.importing_from[slot].is_some() {
                 continue;
             }
             let wins = match self.slots[slot] {
@@ -502,6 +565,10 @@ impl Cluster {
                 Some(owner) => self.node(owner).config_epoch < epoch,
             };
             if wins {
+                if curmaster.is_some() && self.slots[slot] == curmaster {
+                    new_master = true;
+                    migrated_ours += 1;
+                }
                 if self.slots[slot] == Some(self.myself) {
                     tracing::warn!(
                         "Slot {slot} is now served by {} (a greater config epoch)",
@@ -511,6 +578,27 @@ impl Cluster {
                 self.slots[slot] = Some(sender);
                 self.dirty_config = true;
             }
+        }
+        // The shard's new primary: a primary left without slots follows
+        // it, and so does a replica whose primary lost its last slot.
+        let curmaster_empty = curmaster.is_some_and(|m| self.num_slots(m) == 0);
+        if new_master && curmaster_empty && (config.allow_replica_migration || sender_slots == migrated_ours) {
+            tracing::warn!(
+                "Configuration change detected. Reconfiguring myself as a replica of {}",
+                self.node(sender).name
+            );
+            self.set_master(sender);
+        } else if let Some(grand) = self
+            .me()
+            .slaveof
+            .and_then(|m| self.node(m).slaveof.filter(|_| self.node(m).is_slave()))
+            .filter(|g| *g != self.myself)
+        {
+            tracing::warn!(
+                "I'm a sub-replica! Reconfiguring myself as a replica of grandmaster {}",
+                self.node(grand).name
+            );
+            self.set_master(grand);
         }
     }
 
@@ -638,6 +726,21 @@ impl Cluster {
                 self.node_mut(s).config_epoch = h.config_epoch;
                 self.dirty_config = true;
             }
+            self.node_mut(s).repl_offset = h.offset;
+            let me = self.me();
+            if self.manual.end != 0
+                && me.is_slave()
+                && me.slaveof == Some(s)
+                && h.mflags & mflag::PAUSED != 0
+                && self.manual.master_offset == -1
+            {
+                self.manual.master_offset = h.offset as i64;
+                tracing::warn!(
+                    "Received replication offset for paused master manual failover: {}",
+                    h.offset
+                );
+                self.failover_cron(config, now);
+            }
         }
         let pingish = matches!(h.kind, kind::PING | kind::PONG | kind::MEET);
         if matches!(h.kind, kind::PING | kind::MEET) {
@@ -748,7 +851,13 @@ impl Cluster {
                         n.flags &= !flag::MASTER;
                         n.flags |= flag::SLAVE;
                         changed = true;
+                        // `clusterDelNodeSlots`: its slots are unassigned
+                        // until their new owner claims them.
+                        for slot in self.slots.iter_mut().filter(|o| **o == Some(s)) {
+                            *slot = None;
+                        }
                     }
+                    let n = self.node_mut(s);
                     if m.is_some() && n.slaveof != m {
                         n.slaveof = m;
                         changed = true;
@@ -765,7 +874,7 @@ impl Cluster {
             let dirty = sender_master
                 .is_some_and(|m| (0..SLOTS).any(|slot| has_slot(h.myslots, slot) != (self.slots[slot] == Some(m))));
             if self.node(s).is_master() && dirty {
-                self.update_slots_with(s, h.config_epoch, h.myslots);
+                self.update_slots_with(config, s, h.config_epoch, h.myslots);
             }
             if dirty {
                 let stale = (0..SLOTS).find_map(|slot| {
@@ -803,6 +912,30 @@ impl Cluster {
                 self.published
                     .push((Bytes::copy_from_slice(channel), Bytes::copy_from_slice(message)));
             }
+        } else if h.kind == kind::AUTH_REQUEST {
+            let Some(s) = known else {
+                return;
+            };
+            if self.vote_if_needed(config, s, &h, now) {
+                self.send_bare(config, s, kind::AUTH_ACK);
+            }
+        } else if h.kind == kind::AUTH_ACK {
+            let Some(s) = known else {
+                return;
+            };
+            if self.node(s).is_master() && self.num_slots(s) > 0 && h.current_epoch >= self.election.epoch {
+                self.election.count += 1;
+                self.handle_replica_failover(config, now);
+            }
+        } else if h.kind == kind::MFSTART {
+            let Some(s) = known.filter(|s| self.node(*s).slaveof == Some(self.myself)) else {
+                return;
+            };
+            self.reset_manual_failover();
+            self.manual.end = now + super::failover::MF_TIMEOUT_MS;
+            self.manual.replica = Some(s);
+            tracing::warn!("Manual failover requested by replica {}.", self.node(s).name);
+            self.send_ping(config, link, kind::PING, now);
         } else if h.kind == kind::UPDATE {
             if known.is_none() {
                 return;
@@ -822,7 +955,7 @@ impl Cluster {
             }
             node.config_epoch = epoch;
             let bitmap = h.data[8 + NAME_LEN..8 + NAME_LEN + BITMAP_LEN].to_vec();
-            self.update_slots_with(n, epoch, &bitmap);
+            self.update_slots_with(config, n, epoch, &bitmap);
             self.dirty_config = true;
         }
     }

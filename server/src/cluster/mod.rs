@@ -11,6 +11,7 @@
 
 pub(crate) mod bus;
 pub(crate) mod conf;
+pub(crate) mod failover;
 pub(crate) mod route;
 pub(crate) mod slot;
 
@@ -115,6 +116,12 @@ pub(crate) struct Node {
     /// Primaries that reported it unreachable, and when (Redis's
     /// `fail_reports`): enough of them turn PFAIL into FAIL.
     pub fail_reports: Vec<(NodeRef, u64)>,
+    /// The replication offset its last header carried (a replica's rank
+    /// and CLUSTER SLOTS/SHARDS come from it).
+    pub repl_offset: u64,
+    /// Server clock of this node's last vote for a replica of this
+    /// primary: one vote per primary per two node timeouts.
+    pub voted_time: u64,
 }
 
 impl Node {
@@ -138,6 +145,8 @@ impl Node {
             data_received: 0,
             fail_time: 0,
             fail_reports: Vec::new(),
+            repl_offset: 0,
+            voted_time: 0,
         }
     }
 
@@ -216,6 +225,16 @@ pub(crate) struct Cluster {
     pub(crate) dirty_config: bool,
     /// Messages from the bus for this node's subscribers (PUBLISH).
     pub(crate) published: Vec<(bytes::Bytes, bytes::Bytes)>,
+    /// This node's replication, refreshed by the engine before the bus
+    /// runs (headers carry the offset; elections read its age).
+    pub(crate) repl: failover::ReplView,
+    /// This replica's election ([`failover`]).
+    pub(crate) election: failover::Election,
+    /// The manual failover under way, on either side ([`failover`]).
+    pub(crate) manual: failover::Manual,
+    /// Writes are held for a replica's manual failover: the engine paused
+    /// them and must lift that pause once the failover ends.
+    pub(crate) mf_paused: bool,
 }
 
 impl Cluster {
@@ -253,6 +272,10 @@ impl Cluster {
             iteration: 0,
             dirty_config: false,
             published: Vec::new(),
+            repl: Default::default(),
+            election: Default::default(),
+            manual: Default::default(),
+            mf_paused: false,
         }
     }
 

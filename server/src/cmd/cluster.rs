@@ -109,6 +109,7 @@ fn changed(ctx: &mut Ctx) {
             tracing::warn!("Fatal: can't update cluster config file: {e}");
         }
     }
+    crate::cluster::failover::reconcile(ctx.dbs, ctx.server);
 }
 
 /// A slot argument (`getSlotOrReply`).
@@ -312,9 +313,17 @@ fn slots_node(cluster: &Cluster, config: &crate::config::ClusterConfig, node: No
 /// Whether a replica is listed by CLUSTER SLOTS (`isReplicaAvailable`):
 /// not failed and with a replication offset.
 fn replica_available(cluster: &Cluster, node: NodeRef) -> bool {
-    // Replication offsets come with replication: 0 for every node yet.
-    let offset = 0;
-    !cluster.node(node).failed() && offset != 0
+    !cluster.node(node).failed() && node_offset(cluster, node) != 0
+}
+
+/// A node's replication offset: this node's own, another's from its last
+/// header (`repl_offset`).
+fn node_offset(cluster: &Cluster, node: NodeRef) -> u64 {
+    if node == cluster.myself {
+        cluster.repl.offset
+    } else {
+        cluster.node(node).repl_offset
+    }
 }
 
 fn slots(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -361,8 +370,7 @@ fn shard_node(cluster: &Cluster, config: &crate::config::ClusterConfig, node: No
     if !n.hostname.is_empty() {
         map.push((Reply::bulk("hostname"), bulk(&n.hostname)));
     }
-    // Replication offsets come with replication: 0 for every node yet.
-    let offset = 0;
+    let offset = node_offset(cluster, node) as i64;
     map.push((
         Reply::bulk("role"),
         Reply::bulk(if n.is_slave() { "replica" } else { "master" }),
@@ -577,7 +585,9 @@ fn replicate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if cluster.me().is_master() && (cluster.num_slots(cluster.myself) != 0 || !ctx.dbs[0].is_empty()) {
         return err(errors::CLUSTER_REPLICATE_NOT_EMPTY);
     }
-    err(errors::CLUSTER_NO_REPLICATION)
+    cluster.set_master(n);
+    changed(ctx);
+    Reply::Ok
 }
 
 fn failover(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -585,10 +595,36 @@ fn failover(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if args.len() == 3 && !super::args::is(&args[2], "force") && !super::args::is(&args[2], "takeover") {
         return err(errors::SYNTAX);
     }
+    let takeover = args.len() == 3 && super::args::is(&args[2], "takeover");
+    let force = takeover || (args.len() == 3 && super::args::is(&args[2], "force"));
     if cluster.me().is_master() {
         return err(errors::CLUSTER_FAILOVER_ON_MASTER);
     }
-    err(errors::CLUSTER_NO_REPLICATION)
+    let Some(master) = cluster.me().slaveof else {
+        return err(errors::CLUSTER_FAILOVER_MASTER_UNKNOWN);
+    };
+    let m = cluster.node(master);
+    if !force && (m.failed() || m.link.is_none()) {
+        return err(errors::CLUSTER_FAILOVER_MASTER_DOWN);
+    }
+    let now = ctx.now;
+    cluster.reset_manual_failover();
+    cluster.manual.end = now + crate::cluster::failover::MF_TIMEOUT_MS;
+    let config = &ctx.server.config.cluster;
+    let cluster = ctx.server.cluster.as_deref_mut().expect("checked above");
+    if takeover {
+        tracing::warn!("Taking over the master (user request).");
+        cluster.bump_epoch_without_consensus();
+        cluster.replace_my_master(config, now);
+    } else if force {
+        tracing::warn!("Forced failover user request accepted.");
+        cluster.manual.can_start = true;
+    } else {
+        tracing::warn!("Manual failover user request accepted.");
+        cluster.send_bare(config, master, crate::cluster::bus::kind::MFSTART);
+    }
+    changed(ctx);
+    Reply::Ok
 }
 
 fn reset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

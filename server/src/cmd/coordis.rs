@@ -94,7 +94,7 @@ static CLOCK: &[CommandSpec] = &[
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
 /// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, DIGEST, DIGEST-VALUE key...
 /// (Redis's algorithm: [`crate::store::digest`]), RELOAD [MERGE] [NOFLUSH]
-/// [NOSAVE], HELP. Numbers are read as
+/// [NOSAVE], POPULATE count [prefix] [size], HELP. Numbers are read as
 /// Redis reads them here (`atof`, `atoi`: `abc` is 0).
 fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     use crate::store::digest;
@@ -150,6 +150,7 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Reply::Status(text.into())
         }
         (b"reload", _) => debug_reload(ctx, &args[2..]),
+        (b"populate", 3..=5) => debug_populate(ctx, &args[2..]),
         (b"help", 2) => super::server::help_reply(&[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "DIGEST",
@@ -158,6 +159,11 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             "    Output a hex signature of the values of all the specified keys.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
             "RELOAD [option ...]",
             "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
             "    * MERGE: conflicting keys will be loaded from RDB.",
@@ -180,6 +186,55 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ]),
         _ => errors::sub_wrong_args(&args[1], "DEBUG"),
     }
+}
+
+/// The longest key DEBUG POPULATE makes: Redis formats it in a 128-byte
+/// buffer, so a longer `prefix:N` is cut to this.
+const POPULATE_KEY_MAX: usize = 127;
+
+/// DEBUG POPULATE count [prefix] [size], as Redis's: string keys
+/// `prefix:N` (prefix `key`) holding `value:N` — or, with a size, that text
+/// cut or padded with zero bytes to `size` — for N from 0 to count − 1,
+/// skipping keys that exist. Like Redis's it changes no dirty counter and
+/// propagates nothing; watchers of the keys see them touched.
+fn debug_populate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    // Redis's `getPositiveLongFromObjectOrReply`: one text for a
+    // non-number and a negative one.
+    let positive = |arg: &[u8]| match crate::store::num::parse_i64(arg) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(err(errors::NOT_POSITIVE)),
+    };
+    let count = tri!(positive(&args[0]));
+    let size = match args.get(2) {
+        Some(size) => Some(tri!(positive(size)) as usize),
+        None => None,
+    };
+    let prefix: &[u8] = args.get(1).map_or(b"key", |p| p);
+    let now = ctx.now;
+    let db = ctx.db();
+    let mut key = Vec::with_capacity(prefix.len() + 21);
+    for n in 0..count {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        key.truncate(POPULATE_KEY_MAX);
+        if db.contains(&key, now) {
+            continue;
+        }
+        let text = format!("value:{n}");
+        let value = match size {
+            None | Some(0) => Bytes::from(text),
+            Some(size) => {
+                let mut v = vec![0u8; size];
+                let shown = size.min(text.len());
+                v[..shown].copy_from_slice(&text.as_bytes()[..shown]);
+                Bytes::from(v)
+            }
+        };
+        db.insert(&key, crate::store::Value::Str(value), 0);
+    }
+    Reply::Ok
 }
 
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE], as Redis's: saves the RDB file

@@ -25,6 +25,9 @@ const MAX_PORT: i64 = 65535;
 
 /// REPLICAOF host port | NO ONE (Redis's `replicaofCommand`).
 fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.server.cluster.is_some() {
+        return err(errors::REPLICAOF_IN_CLUSTER);
+    }
     if ctx.server.repl.failover.active() {
         return err(errors::failover::NO_REPLICAOF);
     }

@@ -1356,16 +1356,15 @@ fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         2 if is(&args[1], "schedule") => true,
         _ => return err(errors::SYNTAX),
     };
+    // A save runs: refused, SCHEDULE or not (Redis's `CHILD_TYPE_RDB`).
     if ctx.server.bgsave.in_progress {
-        if schedule {
-            ctx.server.bgsave.scheduled = true;
-            return Reply::status(errors::BGSAVE_SCHEDULED);
-        }
         return err(errors::BGSAVE_IN_PROGRESS);
     }
-    // A rewrite's walk runs (Redis: another child is active).
-    if ctx.server.bgsave.rewriting {
-        if schedule || ctx.caller == crate::exec::Caller::Exec {
+    // A rewrite's walk runs (Redis: another child is active), or inside
+    // EXEC, where Redis never starts a save: scheduled, for the cron.
+    let in_exec = ctx.caller == crate::exec::Caller::Exec;
+    if ctx.server.bgsave.rewriting || in_exec {
+        if schedule || in_exec {
             ctx.server.bgsave.scheduled = true;
             return Reply::status(errors::BGSAVE_SCHEDULED);
         }
@@ -1505,9 +1504,13 @@ pub(crate) fn info_text(ctx: &mut Ctx, sections: &[String]) -> String {
     }
     if want("clients") {
         parts.push(format!(
-            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
+            "# Clients\r\nconnected_clients:{}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{}\r\nclient_recent_max_output_buffer:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
             s.clients.len(),
+            // Redis's count: two links (in and out) per other known node.
+            s.cluster.as_ref().map_or(0, |c| c.nodes.len().saturating_sub(1) * 2),
             s.config.maxclients,
+            s.client_peaks.max().0,
+            s.client_peaks.max().1,
             s.blocking.blocked(),
             s.tracking.client_count(),
             s.blocking.with_timeout()

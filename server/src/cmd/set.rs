@@ -252,8 +252,9 @@ fn smove(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !dst_exists {
         ctx.db().insert(dst, Value::Set(Box::new(Set::for_member(member))), 0);
     }
-    ctx.db().touch(dst);
+    // The destination counts as changed (WATCH) only if the member is new there.
     if tri!(ctx.write_as(dst, pick_mut)).expect("exists").add(member, max) {
+        ctx.db().touch(dst);
         ctx.dirty(1);
         ctx.notify(notify::SET, "sadd", dst);
     }
@@ -385,11 +386,11 @@ fn sintercard(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut i = keys_end;
     while i < args.len() {
         if super::args::is(&args[i], "limit") && i + 1 < args.len() {
-            let n = tri!(int(&args[i + 1]));
-            if n < 0 {
-                return err(errors::LIMIT_NEGATIVE);
-            }
-            limit = n as usize;
+            // Redis's one text for a negative and a non-number.
+            limit = match crate::store::num::parse_i64(&args[i + 1]) {
+                Some(n) if n >= 0 => n as usize,
+                _ => return err(errors::LIMIT_NEGATIVE),
+            };
             i += 2;
         } else {
             return err(errors::SYNTAX);

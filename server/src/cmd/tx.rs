@@ -35,19 +35,22 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
 
 /// Stops watching every key the client watches.
 pub(crate) fn unwatch_all(dbs: &mut [Db], client: &mut ClientState) {
-    for (db, key, _) in client.watched.drain(..) {
-        dbs[db].unwatch(&key);
+    for w in client.watched.drain(..) {
+        dbs[w.db].unwatch(&w.key);
     }
 }
 
 /// Unwatches everything and reports whether a watched key changed (or has
-/// expired) since WATCH.
+/// expired) since WATCH. A key already past its deadline at WATCH counts
+/// as changed only if it is live now and was written since (Redis's
+/// `wk->expired`: its expiry or deletion is no logical change).
 pub(crate) fn watched_keys_changed(dbs: &mut [Db], client: &mut ClientState, now: u64) -> bool {
     let mut changed = false;
-    for (db, key, version) in &client.watched {
+    for w in &client.watched {
         // A lookup removes the key if it has expired meanwhile, counting as a change.
-        dbs[*db].contains(key, now);
-        if dbs[*db].watch_version(key) != *version {
+        let live = dbs[w.db].contains(&w.key, now);
+        let touched = dbs[w.db].watch_version(&w.key) != w.version;
+        if touched && (live || !w.stale) {
             changed = true;
         }
     }
@@ -176,11 +179,20 @@ fn watch(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     let db = ctx.client.db;
     for key in &args[1..] {
-        if ctx.client.watched.iter().any(|(d, k, _)| *d == db && k == key) {
+        if ctx.client.watched.iter().any(|w| w.db == db && w.key == key) {
             continue;
         }
+        // Past its deadline but not removed yet (WATCH removes nothing).
+        let stale = ctx.dbs[db]
+            .peek(key)
+            .is_some_and(|item| crate::store::db::is_expired(item.expire_at(), ctx.now));
         let version = ctx.dbs[db].watch(key);
-        ctx.client.watched.push((db, crate::store::db::owned(key), version));
+        ctx.client.watched.push(crate::net::clients::WatchedKey {
+            db,
+            key: crate::store::db::owned(key),
+            version,
+            stale,
+        });
     }
     Reply::Ok
 }

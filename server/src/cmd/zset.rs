@@ -803,18 +803,23 @@ fn zpopmax(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn zrandmember(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() > 4 || (args.len() == 4 && !is(&args[3], "withscores")) {
-        return err(errors::SYNTAX);
-    }
-    let withscores = args.len() == 4;
+    // Redis's order: the count's range (-LONG_MAX..LONG_MAX), the syntax,
+    // then WITHSCORES's narrower range.
     let count = match args.get(2) {
         Some(a) => Some(tri!(int(a).and_then(|n| if n == i64::MIN {
-            Err(err(errors::NOT_INTEGER))
+            Err(err(errors::LONG_OUT_OF_RANGE))
         } else {
             Ok(n)
         }))),
         None => None,
     };
+    if args.len() > 4 || (args.len() == 4 && !is(&args[3], "withscores")) {
+        return err(errors::SYNTAX);
+    }
+    let withscores = args.len() == 4;
+    if withscores && count.is_some_and(|n| !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n)) {
+        return err(errors::VALUE_OUT_OF_RANGE);
+    }
     let z = tri!(read(ctx, &args[1]));
     let Some(count) = count else {
         return match z {
@@ -833,9 +838,8 @@ fn zrandmember(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         (Bytes::copy_from_slice(m), s)
     };
     let items: Vec<(Bytes, f64)> = if count < 0 {
-        (0..count.unsigned_abs())
-            .map(|_| pick(fastrand::usize(..z.len())))
-            .collect()
+        let n = tri!(super::set::bounded_count(count.unsigned_abs()));
+        (0..n).map(|_| pick(fastrand::usize(..z.len()))).collect()
     } else {
         let mut ranks: Vec<usize> = (0..z.len()).collect();
         fastrand::shuffle(&mut ranks);

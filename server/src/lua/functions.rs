@@ -218,19 +218,24 @@ impl Scripting {
         // The handler turns any error into Redis's {err=...}; the glue's
         // load_library runs the chunk in load mode.
         let (handler, loader) = (self.vm_handler.clone(), self.vm_load_library.clone());
-        let result: mlua::Result<Table> = self
+        // The body may loop: the hook stops it past Redis's load timeout.
+        // (Redis waits forever for a library loaded from a file or a
+        // primary; coordis applies the timeout there too.)
+        self.state.set_loading(true);
+        let ran = self
             .lua
             .load("local handler, load, chunk = ... return xpcall(function() return load(chunk) end, handler)")
             .set_name("=coordis")
-            .call::<(bool, Value)>((handler, loader, chunk))
-            .and_then(|(ok, value)| match (ok, value) {
-                (true, Value::Table(t)) => Ok(t),
-                (_, Value::Table(err)) => Err(mlua::Error::runtime(
-                    err.raw_get::<String>("err")
-                        .unwrap_or_else(|_| "ERR unknown error".into()),
-                )),
-                (_, other) => Err(mlua::Error::runtime(format!("ERR {other:?}"))),
-            });
+            .call::<(bool, Value)>((handler, loader, chunk));
+        self.state.set_loading(false);
+        let result: mlua::Result<Table> = ran.and_then(|(ok, value)| match (ok, value) {
+            (true, Value::Table(t)) => Ok(t),
+            (_, Value::Table(err)) => Err(mlua::Error::runtime(
+                err.raw_get::<String>("err")
+                    .unwrap_or_else(|_| "ERR unknown error".into()),
+            )),
+            (_, other) => Err(mlua::Error::runtime(format!("ERR {other:?}"))),
+        });
         let registered = result.map_err(|e| errors::registering_functions(&lua_error_text(&e)))?;
         let mut functions = vec![];
         for entry in registered.sequence_values::<Table>() {

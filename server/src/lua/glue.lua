@@ -97,6 +97,8 @@ local function read_flags(list)
   return flags
 end
 local function register_function(...)
+  -- A library may keep `redis` and call this from a function later.
+  if registered == nil then error({err = 'ERR redis.register_function can only be called on FUNCTION LOAD command'}) end
   local n = select('#', ...)
   if n < 1 or n > 2 then error('wrong number of arguments to redis.register_function', 0) end
   local name, callback, flags, description

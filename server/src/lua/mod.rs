@@ -59,6 +59,10 @@ pub struct ScriptState {
     run_started_us: AtomicU64,
     /// Script run time (ms) at which the hook next leaves the tokio worker.
     next_detach_ms: AtomicU64,
+    /// While a library's body runs (FUNCTION LOAD, RESTORE, a file's
+    /// libraries): the [`monotonic_us`] instant past which the hook stops
+    /// it with Redis's `FUNCTION LOAD timeout`; 0 otherwise.
+    load_deadline_us: AtomicU64,
     /// The VM's bytes when the running script last called a command: what
     /// INFO memory reports as `used_memory_lua` when asked from inside a
     /// script (the VM itself is in use then).
@@ -843,7 +847,8 @@ unsafe extern "C-unwind" fn script_hook(l: *mut ffi::lua_State, ar: *mut ffi::lu
     let Some(state) = state.as_ref() else {
         return;
     };
-    let stopping = state.is_running() && state.must_stop();
+    let load_overdue = state.load_overdue();
+    let stopping = (state.is_running() && state.must_stop()) || load_overdue;
     if !stopping {
         if (*ar).event == ffi::LUA_HOOKLINE {
             arm_count_hook(l);
@@ -866,17 +871,39 @@ unsafe extern "C-unwind" fn script_hook(l: *mut ffi::lua_State, ar: *mut ffi::lu
     // Redis's error table: glue.lua's pcall gives the script its text, and
     // the error handler adds where the script was. No Rust value is live
     // across the error's longjmp.
+    let text = if load_overdue {
+        crate::errors::FUNCTION_LOAD_TIMEOUT
+    } else {
+        crate::errors::SCRIPT_KILLED
+    };
     ffi::lua_createtable(l, 0, 1);
-    ffi::lua_pushlstring(
-        l,
-        crate::errors::SCRIPT_KILLED.as_ptr().cast(),
-        crate::errors::SCRIPT_KILLED.len(),
-    );
+    ffi::lua_pushlstring(l, text.as_ptr().cast(), text.len());
     ffi::lua_setfield(l, -2, c"err".as_ptr());
     ffi::lua_error(l);
 }
 
+/// How long a library's body may run when it is loaded (Redis's
+/// `LOAD_TIMEOUT_MS`): it should only register functions.
+pub(crate) const LOAD_TIMEOUT_MS: u64 = 500;
+
 impl ScriptState {
+    /// A library's body starts running (`true`, for at most
+    /// [`LOAD_TIMEOUT_MS`]) or has ended (`false`).
+    pub(crate) fn set_loading(&self, loading: bool) {
+        let deadline = if loading {
+            monotonic_us() + LOAD_TIMEOUT_MS * 1000
+        } else {
+            0
+        };
+        self.load_deadline_us.store(deadline, Ordering::Relaxed);
+    }
+
+    /// Whether a library's body has run past its time.
+    fn load_overdue(&self) -> bool {
+        let deadline = self.load_deadline_us.load(Ordering::Relaxed);
+        deadline != 0 && monotonic_us() > deadline
+    }
+
     /// Whether the running script must stop: SCRIPT KILL / FUNCTION KILL,
     /// or the server is shutting down.
     pub fn must_stop(&self) -> bool {

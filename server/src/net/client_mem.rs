@@ -209,7 +209,7 @@ pub(crate) fn measure(client: &ClientState) -> ClientMemory {
     let handle = std::mem::size_of::<Bytes>();
     let subscriptions =
         (client.channels.capacity() + client.patterns.capacity() + client.shard_channels.capacity()) * handle;
-    let watched = client.watched.capacity() * std::mem::size_of::<(usize, Bytes, u64)>();
+    let watched = client.watched.capacity() * std::mem::size_of::<crate::net::clients::WatchedKey>();
     let tot_mem = CLIENT_FIXED + qbuf_cap + argv_mem + multi_mem + watched + rbs.max(obl) + omem + subscriptions;
     ClientMemory {
         qbuf,
@@ -261,10 +261,64 @@ pub(crate) fn configure(state: &mut ServerState) {
         .store(state.client_limits.eviction != 0, Ordering::Relaxed);
 }
 
-/// The periodic check (Redis's `clientsCron` and `beforeSleep`): each
-/// client's output against its class's limit on the server clock (a soft
-/// limit can outlast its seconds without a new message), then eviction.
+/// Seconds of history behind INFO's `client_recent_max_*_buffer`: one slot
+/// per second of the server clock (Redis's `CLIENTS_PEAK_MEM_USAGE_SLOTS`).
+const PEAK_SLOTS: usize = 8;
+
+/// The biggest input and output buffers seen on any client in each of the
+/// last [`PEAK_SLOTS`] seconds (Redis's `ClientsPeakMemInput/Output`),
+/// sampled by [`cron`].
+#[derive(Debug, Default)]
+pub(crate) struct RecentPeaks {
+    input: [usize; PEAK_SLOTS],
+    output: [usize; PEAK_SLOTS],
+    /// The second of the last sample: a test clock's jump empties every
+    /// slot it skipped, as a second-by-second cron would have.
+    last_sec: u64,
+}
+
+impl RecentPeaks {
+    /// INFO's `client_recent_max_input_buffer` and `..._output_buffer`.
+    pub(crate) fn max(&self) -> (usize, usize) {
+        (
+            self.input.iter().copied().max().unwrap_or(0),
+            self.output.iter().copied().max().unwrap_or(0),
+        )
+    }
+
+    /// One cron pass at `now_ms`: the slot after this second's is emptied
+    /// (it is the oldest; after a jump, each skipped second's is), then
+    /// each client's input (its query buffer's allocation and the
+    /// arguments of the request arriving) and output (its queued replies,
+    /// not the fixed buffer) raise this second's.
+    fn sample<'a>(&mut self, now_ms: u64, clients: impl Iterator<Item = &'a ClientState>) {
+        let now = now_ms / 1000;
+        let first = self
+            .last_sec
+            .saturating_add(1)
+            .max(now.saturating_sub(PEAK_SLOTS as u64))
+            .min(now);
+        for sec in first..=now {
+            let oldest = (sec as usize + 1) % PEAK_SLOTS;
+            self.input[oldest] = 0;
+            self.output[oldest] = 0;
+        }
+        self.last_sec = now;
+        let slot = now as usize % PEAK_SLOTS;
+        for client in clients {
+            let m = measure(client);
+            self.input[slot] = self.input[slot].max(m.qbuf + m.qbuf_free + m.argv_mem);
+            self.output[slot] = self.output[slot].max(m.omem);
+        }
+    }
+}
+
+/// The periodic check (Redis's `clientsCron` and `beforeSleep`): the
+/// recent buffer peaks, each client's output against its class's limit on
+/// the server clock (a soft limit can outlast its seconds without a new
+/// message), then eviction.
 pub(crate) fn cron(state: &mut ServerState, now_ms: u64) {
+    state.client_peaks.sample(now_ms, state.clients.values());
     let limits = state.client_limits;
     for client in state.clients.values() {
         let used = client.outbox.used();

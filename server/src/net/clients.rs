@@ -449,6 +449,19 @@ impl Clients {
     }
 }
 
+/// A key one client WATCHes (Redis's `watchedKey`).
+#[derive(Debug, Clone)]
+pub struct WatchedKey {
+    pub db: usize,
+    pub key: Bytes,
+    /// The key's change count at WATCH ([`crate::store::Db::watch`]).
+    pub version: u64,
+    /// The key was there but past its deadline at WATCH (Redis's
+    /// `wk->expired`): its removal by expiry, or a delete, is then no
+    /// change, and only a write that makes it live again counts.
+    pub stale: bool,
+}
+
 /// What the engine knows about one connection.
 #[derive(Debug)]
 pub struct ClientState {
@@ -480,8 +493,8 @@ pub struct ClientState {
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub multi_failed: bool,
-    /// WATCHed keys: database, key, and the key's change count at WATCH time.
-    pub watched: Vec<(usize, Bytes, u64)>,
+    /// WATCHed keys, in WATCH order.
+    pub watched: Vec<WatchedKey>,
     /// Channels and patterns subscribed to, in subscription order.
     pub channels: Vec<Bytes>,
     pub patterns: Vec<Bytes>,

@@ -209,6 +209,8 @@ fn start(dbs: &mut [Db], state: &mut ServerState, libraries: Vec<Bytes>, target:
         b.scheduled = false;
     }
     b.serial += 1;
+    walk_changed(state);
+    let b = &mut state.bgsave;
     let fallback = target.clone();
     let job = Job {
         engine,
@@ -476,6 +478,7 @@ pub(crate) fn kill_save(dbs: &mut [Db], state: &mut ServerState) {
     b.in_progress = false;
     b.last_secs = b.started.take().map_or(-1, |s| s.elapsed().as_secs() as i64);
     b.keys_total = 0;
+    walk_changed(state);
     tracing::warn!("Background saving terminated by signal {KILL_SIGNAL}");
     // A full sync's replicas lose their snapshot: they are dropped.
     crate::repl::snapshot_done(state, None, false);
@@ -503,6 +506,13 @@ pub(crate) fn release(dbs: &mut [Db], state: &mut ServerState) {
     b.rewriting = false;
     b.started = None;
     b.keys_total = 0;
+    walk_changed(state);
+}
+
+/// A walk started or ended: the AOF writer's `no-appendfsync-on-rewrite`
+/// depends on it.
+fn walk_changed(state: &ServerState) {
+    crate::persist::aof::configure(state);
 }
 
 /// A replication snapshot's end under the engine lock: the holds released
@@ -515,6 +525,7 @@ pub(crate) fn replication_finished(dbs: &mut [Db], state: &mut ServerState, imag
     b.in_progress = false;
     b.started = None;
     b.keys_total = 0;
+    walk_changed(state);
     crate::repl::snapshot_done(state, image, eof);
 }
 
@@ -529,6 +540,7 @@ pub(crate) fn finished(dbs: &mut [Db], state: &mut ServerState, ok: bool, dirty:
     b.in_progress = false;
     b.last_secs = b.started.take().map_or(-1, |s| s.elapsed().as_secs() as i64);
     b.keys_total = 0;
+    walk_changed(state);
     state.saves.last_bgsave_ok = ok;
     if ok {
         tracing::info!("Background saving terminated with success");

@@ -675,6 +675,13 @@ impl Db {
         self.insert(key, value, expire_at);
     }
 
+    /// Makes room for `additional` more keys at once (a load that knows
+    /// its count), so the table does not rehash its way up to the size.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        let hasher = &self.hasher;
+        self.map.reserve(additional, |i| hasher.hash_one(i.key()));
+    }
+
     /// Stores a key read from an RDB file: [`Db::insert`], then the
     /// file's LRU/LFU hint as its access word when the policy reads one.
     pub(crate) fn insert_loaded(

@@ -586,13 +586,16 @@ fn attach(state: &mut ServerState, file: File) -> Result<(), ()> {
     Ok(())
 }
 
-/// The writer's policy from the configuration (CONFIG SET reaches it here).
+/// The writer's policy from the configuration (CONFIG SET reaches it
+/// here) and from whether a save or rewrite walks (a walk's start and end
+/// reach it too, for `no-appendfsync-on-rewrite`).
 pub(crate) fn configure(state: &ServerState) {
     let c = &state.config.aof;
+    let skip_fsync = c.no_fsync_on_rewrite && state.bgsave.walking();
     state
         .shared
         .aof
-        .configure(Fsync::parse(&c.fsync), c.timestamps, state.aof.on);
+        .configure(Fsync::parse(&c.fsync), c.timestamps, state.aof.on, skip_fsync);
 }
 
 /// Writes the dataset as a base file `name` in `dir` (through a temporary
@@ -713,11 +716,14 @@ fn switch_incr(state: &mut ServerState, dir: &Path) -> Result<(), String> {
     } else {
         m.new_incr(&prefix)
     };
+    // Appending, as every incr file is written (a staged crash cuts it
+    // back, and the next write must land at the cut); empty, should a
+    // temp file of an earlier try be left.
     let file = OpenOptions::new()
         .create(true)
-        .write(true)
-        .truncate(true)
+        .append(true)
         .open(dir.join(&name))
+        .and_then(|f| f.set_len(0).map(|()| f))
         .map_err(|e| format!("Can't open the append-only file {name}: {e}"))?;
     if !state.aof.waiting {
         m.persist(dir, &prefix)

@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -84,14 +84,21 @@ pub(crate) struct Durability {
     pub(crate) unsynced: AtomicU64,
     /// The last write failed (INFO `aof_last_write_status`).
     pub(crate) write_failed: AtomicBool,
+    /// Writes are not fsynced for now: `no-appendfsync-on-rewrite` is on
+    /// and a save or rewrite walks the keyspace (Redis skips the fsync
+    /// while a child runs, so a crash then loses acknowledged writes even
+    /// under `always`).
+    skip_fsync: AtomicBool,
     notify: tokio::sync::Notify,
 }
 
 impl Durability {
-    /// Sets the writer's policy (`appendfsync`, `aof-timestamp-enabled`)
-    /// and whether replies wait (`on`: the file is written).
-    pub(crate) fn configure(&self, fsync: Fsync, timestamps: bool, on: bool) {
+    /// Sets the writer's policy (`appendfsync`, `aof-timestamp-enabled`),
+    /// whether replies wait (`on`: the file is written) and whether
+    /// fsyncs are skipped for now ([`Durability::skip_fsync`]).
+    pub(crate) fn configure(&self, fsync: Fsync, timestamps: bool, on: bool, skip_fsync: bool) {
         self.policy.store(fsync as u8, Ordering::Relaxed);
+        self.skip_fsync.store(skip_fsync, Ordering::Relaxed);
         self.timestamps.store(timestamps, Ordering::Relaxed);
         self.on.store(on, Ordering::Release);
         if !on {
@@ -283,7 +290,9 @@ impl Writer {
                     }
                 }
             }
+            let skip = self.durability.skip_fsync.load(Ordering::Relaxed);
             match policy {
+                _ if skip => {}
                 Fsync::Always => self.sync(),
                 Fsync::EverySec if Instant::now() >= next_sync => {
                     self.sync();
@@ -372,6 +381,9 @@ impl Writer {
             }
         };
         self.file.set_len(keep)?;
+        // The next write goes at the cut, not past a hole (were the file
+        // not opened to append).
+        self.file.seek(std::io::SeekFrom::Start(keep))?;
         self.file.sync_all()?;
         self.offset = keep;
         self.synced = keep;

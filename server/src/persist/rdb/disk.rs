@@ -2,10 +2,12 @@
 //! `dir/dbfilename` (through `temp-<pid>.rdb` and a rename, as Redis) and
 //! the load at start, with Redis's log lines.
 
+use std::hash::BuildHasher;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use bytes::Bytes;
+use hashbrown::HashTable;
 
 use super::file::{AccessHints, AuxValue, HintPolicy, Item, Reader, WriteOptions, Writer};
 use super::value::Encodings;
@@ -139,11 +141,14 @@ pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64
     }
 }
 
+/// A key read from a file: (db, name, value, deadline, LRU/LFU hints).
+pub(crate) type LoadedKey = (usize, Vec<u8>, Value, u64, AccessHints);
+
 /// What a file held, ready to install.
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
-    /// (db, key, value, deadline, LRU/LFU hints) of every key still live at `now`.
-    pub(crate) keys: Vec<(usize, Vec<u8>, Value, u64, AccessHints)>,
+    /// Every key still live at `now`, in the file's order.
+    pub(crate) keys: Vec<LoadedKey>,
     pub(crate) functions: Vec<Bytes>,
     /// Keys left out because their deadline had passed.
     pub(crate) expired: u64,
@@ -170,6 +175,67 @@ pub(crate) fn key_load_delay(delay: i64, item: usize) {
 /// Keys parsed between two reports of a load's progress.
 const PROGRESS_EVERY_KEYS: usize = 1024;
 
+/// The fewest bytes a key takes in a file (its type, its name's length
+/// and an empty string's length): a RESIZEDB count is believed only up
+/// to what the rest of the file can hold, so a corrupt count cannot make
+/// the load reserve memory the keys could never fill.
+const MIN_KEY_BYTES: usize = 3;
+
+/// Where a key read so far is kept: in [`Loaded::keys`], or among the keys
+/// left out as expired.
+#[derive(Clone, Copy, Debug)]
+enum Kept {
+    Live(usize),
+    Expired(usize),
+}
+
+/// The keys read so far, to refuse a duplicate as Redis does. The table
+/// holds where each key is already kept, with its hash: no key is copied
+/// to be remembered, and growing the table reads no key.
+#[derive(Default)]
+struct SeenKeys {
+    table: HashTable<(u64, Kept)>,
+    hasher: foldhash::fast::RandomState,
+    /// (db, name) of the keys left out because their deadline had passed
+    /// (a duplicate of one is refused too).
+    expired: Vec<(usize, Vec<u8>)>,
+}
+
+impl SeenKeys {
+    fn reserve(&mut self, additional: usize) {
+        self.table.reserve(additional, |&(hash, _)| hash);
+    }
+
+    /// Remembers key `key` of database `db`, to be kept as `expired` says
+    /// (live ones at the end of `live`); false if it was read before.
+    fn insert(&mut self, live: &[LoadedKey], db: usize, key: &[u8], expired: bool) -> bool {
+        let hash = self.hasher.hash_one(key);
+        let kept_expired = &self.expired;
+        let same = |&(h, kept): &(u64, Kept)| {
+            h == hash
+                && match kept {
+                    Kept::Live(i) => live[i].0 == db && live[i].1 == key,
+                    Kept::Expired(i) => kept_expired[i].0 == db && kept_expired[i].1 == key,
+                }
+        };
+        match self.table.entry(hash, same, |&(h, _)| h) {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                let kept = if expired {
+                    Kept::Expired(self.expired.len())
+                } else {
+                    Kept::Live(live.len())
+                };
+                slot.insert((hash, kept));
+                if expired {
+                    self.expired.push((db, key.to_vec()));
+                }
+                true
+            }
+        }
+    }
+}
+
 /// Reads an RDB file's bytes (Redis's `rdbLoad`): every key live at
 /// `now_ms` into a database below `databases`, and the libraries; how far
 /// it has come goes to `progress` when given.
@@ -181,7 +247,7 @@ pub(crate) fn read_dataset(
 ) -> Result<Loaded, Corrupt> {
     let mut reader = Reader::open(bytes, Encodings::of(config), config.rdb_checksum)?;
     let mut loaded = Loaded::default();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = SeenKeys::default();
     let mut items = 0usize;
     while let Some(item) = reader.next_item()? {
         items += 1;
@@ -218,7 +284,12 @@ pub(crate) fn read_dataset(
                     config.databases
                 )));
             }
-            Item::ResizeDb { .. } => {}
+            Item::ResizeDb { keys, .. } => {
+                let room = (bytes.len() - reader.pos()) / MIN_KEY_BYTES;
+                let keys = usize::try_from(keys).unwrap_or(usize::MAX).min(room);
+                seen.reserve(keys);
+                loaded.keys.reserve(keys);
+            }
             Item::EmptyKey { key, .. } => {
                 if loaded.empty_skipped < EMPTY_KEYS_LOGGED {
                     tracing::warn!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(&key));
@@ -238,14 +309,15 @@ pub(crate) fn read_dataset(
                         config.databases
                     )));
                 }
-                if !seen.insert((db, key.clone())) {
+                let expired = expire_at != 0 && expire_at < now_ms;
+                if !seen.insert(&loaded.keys, db, &key, expired) {
                     return Err(Corrupt::bad(format!(
                         "RDB has duplicated key '{}' in DB {db}",
                         String::from_utf8_lossy(&key)
                     )));
                 }
                 key_load_delay(config.key_load_delay, items);
-                if expire_at != 0 && expire_at < now_ms {
+                if expired {
                     loaded.expired += 1;
                     continue;
                 }

@@ -23,6 +23,19 @@ const VERSION_DIGITS: usize = 4;
 /// The first version with a checksum after EOF.
 const FIRST_CHECKSUM_VERSION: u16 = 5;
 
+/// The largest buffer a [`Writer`] keeps for the next key: one grown by a
+/// big value is dropped, so a background save does not hold its size.
+const KEPT_BUFFER_BYTES: usize = 64 * 1024;
+
+/// `buf`, to keep for reuse, unless it grew past [`KEPT_BUFFER_BYTES`].
+fn kept(buf: Vec<u8>) -> Vec<u8> {
+    if buf.capacity() > KEPT_BUFFER_BYTES {
+        Vec::new()
+    } else {
+        buf
+    }
+}
+
 /// A function library: the FUNCTION2 opcode and the library's code.
 pub(crate) fn put_function(out: &mut Out, code: &[u8]) {
     out.put_u8(opcodes::FUNCTION2);
@@ -71,6 +84,10 @@ pub(crate) struct Writer<W: Write> {
     options: WriteOptions,
     /// The database of the last SELECTDB written.
     db: Option<usize>,
+    /// A key's record and its value's encoding, kept from key to key so
+    /// that writing a key allocates nothing once they have grown.
+    record: Vec<u8>,
+    body: Vec<u8>,
 }
 
 impl<W: Write> Writer<W> {
@@ -86,6 +103,8 @@ impl<W: Write> Writer<W> {
             crc: 0,
             options,
             db: None,
+            record: Vec::new(),
+            body: Vec::new(),
         };
         let mut out = w.out();
         out.put_bytes(format!("REDIS{RDB_VERSION:04}").as_bytes());
@@ -105,11 +124,24 @@ impl<W: Write> Writer<W> {
         Out::new(self.options.compress)
     }
 
-    fn emit(&mut self, out: Out) -> std::result::Result<(), SaveError> {
-        if self.options.checksum {
-            self.crc = crc64(self.crc, &out.buf);
+    /// An [`Out`] over `buf` emptied (a buffer kept for reuse).
+    fn reuse(&self, mut buf: Vec<u8>) -> Out {
+        buf.clear();
+        Out {
+            buf,
+            compress: self.options.compress,
         }
-        self.sink.write_all(&out.buf)?;
+    }
+
+    fn emit(&mut self, out: Out) -> std::result::Result<(), SaveError> {
+        self.emit_bytes(&out.buf)
+    }
+
+    fn emit_bytes(&mut self, bytes: &[u8]) -> std::result::Result<(), SaveError> {
+        if self.options.checksum {
+            self.crc = crc64(self.crc, bytes);
+        }
+        self.sink.write_all(bytes)?;
         Ok(())
     }
 
@@ -143,7 +175,8 @@ impl<W: Write> Writer<W> {
         expire_at: u64,
         access: u32,
     ) -> std::result::Result<(), SaveError> {
-        let mut out = self.out();
+        let record = std::mem::take(&mut self.record);
+        let mut out = self.reuse(record);
         if self.db != Some(db) {
             out.put_u8(opcodes::SELECTDB);
             out.put_len(db as u64);
@@ -166,12 +199,16 @@ impl<W: Write> Writer<W> {
         }
         // The value writer puts the type byte first, and Redis writes the
         // key between the type and the value: write the value apart.
-        let mut body = self.out();
+        let body = std::mem::take(&mut self.body);
+        let mut body = self.reuse(body);
         value::write(&mut body, value, &self.options.encodings)?;
         out.put_u8(body.buf[0]);
         out.put_string(key);
         out.put_bytes(&body.buf[1..]);
-        self.emit(out)
+        self.body = kept(body.buf);
+        self.emit_bytes(&out.buf)?;
+        self.record = kept(out.buf);
+        Ok(())
     }
 
     /// Measures the access hints at `now_ms` from here on: a walk that
@@ -210,9 +247,10 @@ pub(crate) enum Item {
     Aux(Vec<u8>, Vec<u8>),
     /// A function library's code.
     Function(Vec<u8>),
-    /// A database's resize hints (read and checked; coordis's tables
-    /// grow on their own, so the counts are not kept).
-    ResizeDb { db: usize },
+    /// A database's resize hints: `keys` is the count of its keys the
+    /// writer announced (a hint to pre-size tables with, not trusted as a
+    /// fact); the count of keys with a deadline is read and dropped.
+    ResizeDb { db: usize, keys: u64 },
     /// A key, with the file's LRU/LFU hints when it has them.
     Key {
         db: usize,
@@ -338,9 +376,9 @@ impl<'a> Reader<'a> {
                 }
                 opcodes::RESIZEDB => {
                     // The key and expire counts.
+                    let keys = self.input.len()?;
                     self.input.len()?;
-                    self.input.len()?;
-                    return Ok(Some(Item::ResizeDb { db: self.db }));
+                    return Ok(Some(Item::ResizeDb { db: self.db, keys }));
                 }
                 opcodes::AUX => {
                     let k = self.input.string()?.into_owned();

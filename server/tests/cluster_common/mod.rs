@@ -1,10 +1,9 @@
-//! Cluster nodes for the integration tests that need whole clusters
-//! (tests/cluster.rs, tests/cluster_reshard.rs): coordis-server and
-//! redis-server nodes on free ports below 55000 (bus = port + 10000),
-//! killed on drop, `redis-cli --cluster` driven, and the checks that a
-//! cluster is formed.
-// Each test crate that includes this module uses a different part of it.
-#![allow(dead_code)]
+//! Helpers shared by the cluster tests (`cluster.rs`, `cluster_replicas.rs`,
+//! `cluster_reshard.rs`):
+//! cluster nodes (coordis-server or redis-server processes on free ports
+//! below 55000, bus port +10000, temp dirs, killed on drop), `redis-cli
+//! --cluster` and the checks that a cluster formed.
+#![allow(dead_code)] // each test crate uses a part
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -57,9 +56,9 @@ pub fn wait_ok(addr: SocketAddr) {
 /// test (killed on drop, its directory removed), with its client port
 /// below 55000 and its bus port (+10000) free.
 pub struct Node {
-    child: std::process::Child,
+    pub child: std::process::Child,
     pub port: u16,
-    _dir: TempDir,
+    pub _dir: TempDir,
 }
 
 impl Node {
@@ -90,6 +89,11 @@ pub const BUS_NODE_TIMEOUT: &str = "3000";
 
 /// Starts a cluster node: `program` is coordis-server or redis-server.
 pub fn node(program: &str, tag: &str) -> Node {
+    node_with(program, tag, &[])
+}
+
+/// [`node`] with more directives (`--name value` pairs).
+pub fn node_with(program: &str, tag: &str, extra: &[&str]) -> Node {
     for _ in 0..5 {
         let dir = TempDir::new(tag);
         let port = cluster_port();
@@ -107,6 +111,7 @@ pub fn node(program: &str, tag: &str) -> Node {
             .args(["--cluster-enabled", "yes", "--cluster-node-timeout", BUS_NODE_TIMEOUT])
             .arg("--dir")
             .arg(&dir.0)
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -190,4 +195,56 @@ pub fn assert_formed(nodes: &[&Node]) {
         );
         assert!(check.contains("[OK] All 16384 slots covered."), "{check}");
     }
+}
+
+/// Waits (up to `within`) until `cond` holds; panics with `what()`.
+pub fn wait_for(within: Duration, mut cond: impl FnMut() -> bool, what: impl Fn() -> String) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < within, "{}", what());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Node {
+    /// CLUSTER MYID.
+    pub fn id(&self) -> String {
+        self.command(&["CLUSTER", "MYID"]).lines().nth(1).unwrap().to_string()
+    }
+
+    /// The flags and master fields of `id`'s line in this node's CLUSTER
+    /// NODES (`master -`, `slave <id>`, `myself,slave <id>` ...).
+    pub fn role_of(&self, id: &str) -> String {
+        let view = self.command(&["CLUSTER", "NODES"]);
+        view.lines()
+            .find(|l| l.starts_with(id))
+            .map(|l| l.split(' ').skip(2).take(2).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    }
+}
+
+/// Whether `program` runs; without it a test skips loudly (or fails when
+/// the run requires Redis).
+pub fn have(program: &str) -> bool {
+    if Command::new(program).arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(!coordis::testing::require_redis(), "{program} is not on PATH");
+    eprintln!("\n*** SKIPPED: {program} is not on PATH ***\n");
+    false
+}
+
+/// Sends `args` to `start` and follows -MOVED (at most a few hops): the
+/// reply of the node that serves the key.
+pub fn routed(start: SocketAddr, args: &[&str]) -> String {
+    let mut addr = start;
+    for _ in 0..4 {
+        let reply = String::from_utf8_lossy(&client(addr, false).command(args).unwrap()).into_owned();
+        let Some(rest) = reply.strip_prefix("-MOVED ") else {
+            return reply;
+        };
+        let target = rest.trim_end().split(' ').nth(1).unwrap();
+        addr = target.parse().unwrap();
+    }
+    panic!("{args:?}: too many redirections");
 }
