@@ -27,6 +27,16 @@ const TTL_MS: u64 = 3_600_000;
 /// reads took (the servers' clocks are the same machine's).
 const DEADLINE_SLACK_MS: u64 = 50;
 
+/// The nodes' `cluster-node-timeout`: no node fails in these tests, and a
+/// long timeout keeps a handshake or a ping late on a loaded machine from
+/// marking a node failed mid-reshard.
+const RESHARD_NODE_TIMEOUT: &str = "20000";
+
+/// A cluster node with [`RESHARD_NODE_TIMEOUT`].
+fn reshard_node(program: &str, tag: &str) -> Node {
+    node_with(program, tag, &["--cluster-node-timeout", RESHARD_NODE_TIMEOUT])
+}
+
 /// Longest wait for every node to agree after a move.
 const AGREE_WAIT: Duration = Duration::from_secs(30);
 
@@ -194,7 +204,7 @@ fn reshard_both_ways(programs: [&str; 3], tag: &str) -> Option<Vec<Node>> {
     let nodes: Vec<Node> = programs
         .iter()
         .enumerate()
-        .map(|(i, p)| node(p, &format!("{tag}-{i}")))
+        .map(|(i, p)| reshard_node(p, &format!("{tag}-{i}")))
         .collect();
     let refs: Vec<&Node> = nodes.iter().collect();
     create(&refs)?;
@@ -219,7 +229,7 @@ fn reshard_both_ways(programs: [&str; 3], tag: &str) -> Option<Vec<Node>> {
 }
 
 #[test]
-#[ignore = "fails: after a coordis-to-coordis move a key's deadline is up to 0.6 s later, and a rebalance once left slot 20 open"]
+#[ignore = "fails: a rebalance leaves a slot MIGRATING on its source and uncovered (seen on slot 20); the deadline shift it also showed is fixed in MIGRATE"]
 fn a_coordis_cluster_reshards_rebalances_adds_and_removes_nodes() {
     let Some(mut nodes) = reshard_both_ways([BIN; 3], "reshard-ours") else {
         return;
@@ -233,7 +243,7 @@ fn a_coordis_cluster_reshards_rebalances_adds_and_removes_nodes() {
         .collect();
     // A new empty primary joins and gets slots from a rebalance; a low
     // weight keeps the number of slots moved small.
-    let new = node(BIN, "reshard-ours-new");
+    let new = reshard_node(BIN, "reshard-ours-new");
     cluster_cli(&["add-node", &new.spec(), &nodes[0].spec()]);
     let new_id = new.id();
     let all: Vec<&Node> = nodes.iter().chain([&new]).collect();

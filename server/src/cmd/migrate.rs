@@ -219,7 +219,7 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Connect {
 
 /// Runs `f` where blocking is allowed: on a multi-threaded runtime the
 /// worker's other tasks move to another thread first.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
         _ => f(),
@@ -228,7 +228,7 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 
 /// MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw | AUTH2
 /// user pw] [KEYS key ...]
-fn migrate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+pub(crate) fn migrate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let options = tri!(parse(args));
     let timeout = tri!(int(&args[5]));
     let db = tri!(int(&args[4]));
