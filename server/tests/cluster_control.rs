@@ -20,8 +20,8 @@ fn addr_of(url: &str) -> SocketAddr {
     url.trim_start_matches("redis://").parse().unwrap()
 }
 
-/// The node of `set` serving `slot` (by CLUSTER SHARDS' owner, found by
-/// asking each node whether it redirects a key of the slot).
+/// The node serving `key`: the one that does not redirect it (asked
+/// of each in turn).
 fn owner(addrs: &[SocketAddr], key: &str) -> usize {
     addrs
         .iter()
