@@ -11,6 +11,10 @@
 //! cut, drop writes; the primary dies now, with or without having sent its
 //! last writes; promote replica k. A test holds the exact window in which a
 //! write is on the primary and not yet on a replica.
+//!
+//! A cluster node's slot moves ([`ServerControl::move_slot`], step by step
+//! [`ServerControl::begin_move`], [`ServerControl::move_keys`],
+//! [`ServerControl::finish_move`]; over the wire `COORDIS.CLUSTER`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -340,6 +344,56 @@ impl ServerControl {
             b"+OK\r\n" => Ok(addr),
             other => Err(String::from_utf8_lossy(other).into_owned()),
         }
+    }
+}
+
+/// A cluster node's slot moves (over the wire `COORDIS.CLUSTER`): sent to
+/// the slot's owner, each is what `redis-cli --cluster reshard` does to move
+/// a slot, so a test can hold a slot half moved (IMPORTING on the target,
+/// MIGRATING here, some keys on each side) and watch its clients meet
+/// `-ASK` and `-TRYAGAIN`. Each call blocks until the target answered:
+/// call them from a test's thread, not from the server's runtime.
+impl ServerControl {
+    fn cluster_control(&self, args: &[&[u8]]) -> Result<Reply, String> {
+        let mut all: Vec<bytes::Bytes> = vec![bytes::Bytes::from_static(b"COORDIS.CLUSTER")];
+        all.extend(args.iter().map(|a| bytes::Bytes::copy_from_slice(a)));
+        match self.engine.lock().run_internal(0, &all) {
+            Reply::Error(e) => Err(e.into_owned()),
+            reply => Ok(reply),
+        }
+    }
+
+    /// Moves `slot` and its keys from this node to primary `node_id` now.
+    pub fn move_slot(&self, slot: u16, node_id: &str) -> Result<(), String> {
+        let slot = slot.to_string();
+        self.cluster_control(&[b"MOVESLOT", slot.as_bytes(), node_id.as_bytes()])
+            .map(|_| ())
+    }
+
+    /// Opens the move of `slot` to primary `node_id`: the target imports
+    /// it, this node marks it migrating; its keys stay here until
+    /// [`ServerControl::move_keys`] or [`ServerControl::finish_move`].
+    pub fn begin_move(&self, slot: u16, node_id: &str) -> Result<(), String> {
+        let slot = slot.to_string();
+        self.cluster_control(&[b"BEGINMOVE", slot.as_bytes(), node_id.as_bytes()])
+            .map(|_| ())
+    }
+
+    /// Migrates up to `count` keys of the migrating `slot` to its target;
+    /// how many moved.
+    pub fn move_keys(&self, slot: u16, count: usize) -> Result<usize, String> {
+        let (slot, count) = (slot.to_string(), count.to_string());
+        match self.cluster_control(&[b"MOVEKEYS", slot.as_bytes(), count.as_bytes()])? {
+            Reply::Int(n) => Ok(n as usize),
+            other => Err(format!("unexpected reply {other:?}")),
+        }
+    }
+
+    /// Moves the migrating `slot`'s other keys and gives the slot to its
+    /// target (on the target, here and on the other primaries).
+    pub fn finish_move(&self, slot: u16) -> Result<(), String> {
+        let slot = slot.to_string();
+        self.cluster_control(&[b"FINISHMOVE", slot.as_bytes()]).map(|_| ())
     }
 }
 

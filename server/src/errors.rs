@@ -1099,3 +1099,19 @@ pub(crate) mod latency {
     pub(crate) const MASS_EVICTION: &str = "- Sudden changes to the 'maxmemory' setting via 'CONFIG SET', or allocation of large objects via sets or sorted sets intersections, STORE option of SORT, Redis Cluster large keys migrations (RESTORE command), may create sudden memory pressure forcing the server to block trying to evict keys. \n";
     pub(crate) const DISABLE_THP: &str = "- I detected a non zero amount of anonymous huge pages used by your process. This creates very serious latency events in different conditions, especially when Redis is persisting on disk. To disable THP support use the command 'echo never > /sys/kernel/mm/transparent_hugepage/enabled', make sure to also add it into /etc/rc.local so that the command will be executed again after a reboot. Note that even if you have already disabled THP, you still need to restart the Redis process to get rid of the huge pages already created.\n";
 }
+
+/// COORDIS.CLUSTER on a node that does not own the slot it is to move.
+pub(crate) const MOVE_NOT_OWNER: &str =
+    "ERR this node does not own the slot (send COORDIS.CLUSTER to the slot's owner)";
+/// COORDIS.CLUSTER BEGINMOVE/MOVESLOT naming this node as the target.
+pub(crate) const MOVE_TO_SELF: &str = "ERR the slot is already on this node";
+/// COORDIS.CLUSTER MOVEKEYS/FINISHMOVE on a slot no BEGINMOVE opened.
+pub(crate) const MOVE_NOT_STARTED: &str = "ERR the slot is not being moved (COORDIS.CLUSTER BEGINMOVE starts a move)";
+/// COORDIS.CLUSTER BEGINMOVE on a slot already migrating.
+pub(crate) const MOVE_ALREADY_STARTED: &str =
+    "ERR the slot is already being moved (COORDIS.CLUSTER FINISHMOVE ends the move)";
+/// COORDIS.CLUSTER: the target's address is not known yet.
+pub(crate) const MOVE_NO_ADDRESS: &str = "ERR the target node's address is not known yet";
+/// COORDIS.CLUSTER: the target could not be reached or refused a step
+/// (followed by what went wrong).
+pub(crate) const MOVE_TARGET_FAILED: &str = "ERR the target node refused or failed: ";

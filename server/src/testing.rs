@@ -36,6 +36,12 @@ pub fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// The cluster hash slot of `key` (CRC16 of its hash tag, as Redis's
+/// `keyHashSlot`), for tests that place keys in the slots they move.
+pub fn key_slot(key: &[u8]) -> u16 {
+    crate::cluster::slot::key_slot(key)
+}
+
 /// The Redis release line every reply byte is compared against: a
 /// `redis-server` whose version does not start with this is refused.
 pub const REFERENCE_REDIS_LINE: &str = "7.0.";

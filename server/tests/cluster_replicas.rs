@@ -7,7 +7,6 @@
 //! coordis nodes and in mixed clusters where coordis and redis-server nodes
 //! replicate each other and vote for each other.
 
-use std::process::Command;
 use std::time::Duration;
 
 mod cluster_common;
@@ -16,15 +15,6 @@ use cluster_common::*;
 /// Longest wait for a replication or a role change (a failover needs the
 /// node timeout, the FAIL's spread, the election's delay and its votes).
 const ROLE_WAIT: Duration = Duration::from_secs(40);
-
-fn have_redis() -> bool {
-    if Command::new("redis-server").arg("--version").output().is_err() {
-        assert!(!coordis::testing::require_redis(), "redis-server is not on PATH");
-        eprintln!("\n*** SKIPPED: redis-server is not on PATH ***\n");
-        return false;
-    }
-    true
-}
 
 /// Waits until every node sees `replica` as a replica of `master`.
 fn wait_replica_of(nodes: &[&Node], replica: &str, master: &str) {
@@ -181,7 +171,7 @@ fn a_coordis_replica_fails_over_every_way() {
 
 #[test]
 fn coordis_and_redis_replicate_and_elect_each_other() {
-    if !have_redis() {
+    if !have("redis-server") {
         return;
     }
     let a = node(BIN, "repl-mixed-a");

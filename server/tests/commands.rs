@@ -147,7 +147,8 @@ fn command_info_matches_redis_for_every_command() {
             "coordis.server",
             "coordis.fault",
             "coordis.memory",
-            "coordis.replication"
+            "coordis.replication",
+            "coordis.cluster"
         ],
         "coordis's own commands"
     );

@@ -287,3 +287,73 @@ fn migrate_keys_are_found_as_redis_finds_them() {
         }
     }
 }
+
+/// Reads one RESP array of bulk strings (a command as MIGRATE writes it).
+fn read_command(r: &mut impl std::io::BufRead) -> Option<Vec<Vec<u8>>> {
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    let n: usize = line.trim_end().strip_prefix('*')?.parse().ok()?;
+    let mut args = Vec::with_capacity(n);
+    for _ in 0..n {
+        line.clear();
+        r.read_line(&mut line).ok()?;
+        let len: usize = line.trim_end().strip_prefix('$')?.parse().ok()?;
+        let mut arg = vec![0; len + 2];
+        r.read_exact(&mut arg).ok()?;
+        arg.truncate(len);
+        args.push(arg);
+    }
+    Some(args)
+}
+
+/// The TTL a RESTORE carries is the time left when it is written (Redis
+/// reads the clock once connected, and again on a retry), not when the
+/// MIGRATE began: a target that drops the first attempt after the
+/// server's clock moved 10 s gets, on the retry, a RESTORE with 10 s less.
+#[test]
+fn restore_carries_the_ttl_left_when_it_is_sent() {
+    use std::io::{BufReader, Read, Write};
+    const TTL_MS: u64 = 100_000;
+    const STEP_MS: u64 = 10_000;
+    let clock = std::sync::Arc::new(coordis::ManualClock::at_ms(1_700_000_000_000));
+    let src = coordis::Server::builder()
+        .virtual_clock(clock.clone())
+        .start_blocking()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let target = std::thread::spawn(move || {
+        let mut ttls = vec![];
+        for attempt in 0..2 {
+            let (conn, _) = listener.accept().unwrap();
+            conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            assert_eq!(read_command(&mut r).unwrap()[0], b"SELECT");
+            let restore = read_command(&mut r).unwrap();
+            assert_eq!(restore[0], b"RESTORE");
+            ttls.push(String::from_utf8(restore[2].clone()).unwrap().parse::<u64>().unwrap());
+            if attempt == 0 {
+                // The clock moves while the first attempt is on its way,
+                // which then fails before any reply.
+                clock.advance_ms(STEP_MS);
+                drop(conn);
+            } else {
+                (&conn).write_all(b"+OK\r\n+OK\r\n").unwrap();
+                let _ = r.read(&mut [0; 1]);
+            }
+        }
+        ttls
+    });
+    let mut s = RawClient::connect(src.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(
+        text(&s.command(&["SET", "k", "v", "PX", &TTL_MS.to_string()]).unwrap()),
+        "+OK\r\n"
+    );
+    let reply = s.command(&["MIGRATE", "127.0.0.1", &port, "k", "0", "5000"]).unwrap();
+    assert_eq!(text(&reply), "+OK\r\n");
+    drop(s);
+    drop(src);
+    let ttls = target.join().unwrap();
+    assert_eq!(ttls, [TTL_MS, TTL_MS - STEP_MS]);
+}

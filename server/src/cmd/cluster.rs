@@ -113,7 +113,7 @@ fn changed(ctx: &mut Ctx) {
 }
 
 /// A slot argument (`getSlotOrReply`).
-fn slot_arg(arg: &[u8]) -> Result<usize, Reply> {
+pub(crate) fn slot_arg(arg: &[u8]) -> Result<usize, Reply> {
     crate::store::num::parse_i64(arg)
         .filter(|s| (0..SLOTS as i64).contains(s))
         .map(|s| s as usize)
@@ -204,7 +204,7 @@ fn flushslots(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 
 /// Keys of database 0 in `slot`, every stored one (Redis's slot-to-keys
 /// index holds keys past their deadline until they are removed).
-fn keys_in_slot<'c>(ctx: &'c Ctx, slot: usize) -> impl Iterator<Item = &'c [u8]> {
+pub(crate) fn keys_in_slot<'c>(ctx: &'c Ctx, slot: usize) -> impl Iterator<Item = &'c [u8]> {
     ctx.dbs[0]
         .all_keys(ctx.now)
         .map(|(key, _, _)| key)
@@ -412,7 +412,7 @@ fn shards(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     Reply::Array(out)
 }
 
-fn setslot(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+pub(crate) fn setslot(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let cluster = cluster!(ctx);
     if cluster.me().is_slave() {
         return err(errors::CLUSTER_SETSLOT_ON_REPLICA);

@@ -243,7 +243,7 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Connect {
 
 /// Runs `f` where blocking is allowed: on a multi-threaded runtime the
 /// worker's other tasks move to another thread first.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
         _ => f(),
@@ -252,7 +252,7 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 
 /// MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw | AUTH2
 /// user pw] [KEYS key ...]
-fn migrate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+pub(crate) fn migrate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let options = tri!(parse(args));
     let timeout = tri!(int(&args[5]));
     let db = tri!(int(&args[4]));
@@ -275,38 +275,39 @@ fn migrate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     } else {
         b"RESTORE"
     };
-    // The RESTOREs, built once: the keyspace does not change while the
-    // lock is held, so a retry sends the same bytes.
-    let mut restores = Vec::new();
+    // The keys' payloads, serialized once: the keyspace does not change
+    // while the lock is held, so a retry sends the same values. Their TTLs
+    // are not: as Redis does, each attempt sends the time left on a clock
+    // read once connected, so a slow connect (or a retry) does not move the
+    // deadline on the target.
     let now = ctx.now;
     let compress = ctx.server.config.rdb_compression;
     let encodings = crate::persist::rdb::value::Encodings::of(&ctx.server.config);
+    let mut payloads = Vec::with_capacity(keys.len());
     keys.retain(|key| {
         let Some(entry) = ctx.dbs[ctx.client.db].lookup(key, now) else {
             return false;
         };
-        let ttl = if entry.expire_at == 0 {
-            0
-        } else if entry.expire_at < now {
+        if entry.expire_at != 0 && entry.expire_at < now {
             return false;
-        } else {
-            (entry.expire_at - now).max(1)
-        };
+        }
         let mut out = crate::persist::rdb::Out::new(compress);
         if crate::persist::rdb::value::write(&mut out, entry.value, &encodings).is_err() {
             return false;
         }
-        let payload = crate::persist::rdb::payload::seal(out.buf);
-        restores.extend_from_slice(if options.replace { b"*5\r\n" } else { b"*4\r\n" });
-        bulk(&mut restores, restore);
-        bulk(&mut restores, key);
-        bulk(&mut restores, ttl.to_string().as_bytes());
-        bulk(&mut restores, &payload);
-        if options.replace {
-            bulk(&mut restores, b"REPLACE");
-        }
+        payloads.push(Payload {
+            expire_at: entry.expire_at,
+            dump: crate::persist::rdb::payload::seal(out.buf),
+        });
         true
     });
+    let restore = Restores {
+        command: restore,
+        keys: &keys,
+        payloads: &payloads,
+        replace: options.replace,
+        clock: ctx.server.clock.clone(),
+    };
     let target = format!(
         "{}:{}",
         String::from_utf8_lossy(&args[1]),
@@ -324,8 +325,7 @@ fn migrate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             timeout,
             now_secs,
             &options,
-            &restores,
-            keys.len(),
+            &restore,
         )
     });
     ctx.server.migrate_sockets = sockets;
@@ -347,6 +347,51 @@ fn migrate(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     outcome.reply
 }
 
+/// One key's value to send, serialized.
+struct Payload {
+    /// Its deadline (unix ms, 0: none), turned into the time left when the
+    /// RESTORE is written.
+    expire_at: u64,
+    dump: Vec<u8>,
+}
+
+/// The RESTOREs of one MIGRATE, written anew for each attempt.
+struct Restores<'a> {
+    /// RESTORE, or RESTORE-ASKING in cluster mode.
+    command: &'a [u8],
+    keys: &'a [Bytes],
+    payloads: &'a [Payload],
+    replace: bool,
+    clock: std::sync::Arc<dyn crate::store::Clock>,
+}
+
+impl Restores<'_> {
+    /// Appends the RESTOREs with the TTLs left now (at least 1 ms, as
+    /// Redis sends); the indexes of the keys sent (a key whose deadline
+    /// passed since it was read is left out, as Redis leaves it).
+    fn write(&self, query: &mut Vec<u8>) -> Vec<usize> {
+        let now = self.clock.now_ms();
+        let mut sent = Vec::with_capacity(self.keys.len());
+        for (i, (key, payload)) in self.keys.iter().zip(self.payloads).enumerate() {
+            let ttl = match payload.expire_at {
+                0 => 0,
+                at if at < now => continue,
+                at => (at - now).max(1),
+            };
+            query.extend_from_slice(if self.replace { b"*5\r\n" } else { b"*4\r\n" });
+            bulk(query, self.command);
+            bulk(query, key);
+            bulk(query, ttl.to_string().as_bytes());
+            bulk(query, &payload.dump);
+            if self.replace {
+                bulk(query, b"REPLACE");
+            }
+            sent.push(i);
+        }
+        sent
+    }
+}
+
 /// What an exchange with the target came to.
 struct Outcome {
     reply: Reply,
@@ -366,8 +411,7 @@ fn exchange(
     timeout: Duration,
     now_secs: u64,
     options: &Options,
-    restores: &[u8],
-    count: usize,
+    restores: &Restores<'_>,
 ) -> Outcome {
     let mut may_retry = true;
     loop {
@@ -424,17 +468,18 @@ fn exchange(
             bulk(&mut query, b"SELECT");
             bulk(&mut query, db.to_string().as_bytes());
         }
-        query.extend_from_slice(restores);
-        let mut acknowledged = vec![];
+        let sent = restores.write(&mut query);
+        let mut replied = vec![];
         let result = talk(
             cached,
             &query,
             timeout,
             options.auth.is_some(),
             select,
-            count,
-            &mut acknowledged,
+            sent.len(),
+            &mut replied,
         );
+        let acknowledged: Vec<usize> = replied.into_iter().map(|i| sent[i]).collect();
         let (failure, writing) = match result {
             Talk::Done => {
                 cached.last_db = Some(db);

@@ -111,6 +111,7 @@ pub(crate) mod client;
 
 pub(crate) mod cluster;
 pub(crate) mod coordis;
+pub(crate) mod coordis_cluster;
 mod ctx;
 pub(crate) mod functions;
 pub(crate) mod geo;

@@ -396,6 +396,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         .chain(lolwut::COMMANDS.iter())
         .chain(cluster::COMMANDS.iter())
         .chain(coordis::COMMANDS.iter())
+        .chain(coordis_cluster::COMMANDS.iter())
         .chain(TEST_COMMANDS.iter())
 }
 

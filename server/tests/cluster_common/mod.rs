@@ -1,4 +1,5 @@
-//! Helpers shared by the cluster tests (`cluster.rs`, `cluster_replicas.rs`):
+//! Helpers shared by the cluster tests (`cluster.rs`, `cluster_replicas.rs`,
+//! `cluster_reshard.rs`):
 //! cluster nodes (coordis-server or redis-server processes on free ports
 //! below 55000, bus port +10000, temp dirs, killed on drop), `redis-cli
 //! --cluster` and the checks that a cluster formed.
@@ -220,4 +221,30 @@ impl Node {
             .map(|l| l.split(' ').skip(2).take(2).collect::<Vec<_>>().join(" "))
             .unwrap_or_default()
     }
+}
+
+/// Whether `program` runs; without it a test skips loudly (or fails when
+/// the run requires Redis).
+pub fn have(program: &str) -> bool {
+    if Command::new(program).arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(!coordis::testing::require_redis(), "{program} is not on PATH");
+    eprintln!("\n*** SKIPPED: {program} is not on PATH ***\n");
+    false
+}
+
+/// Sends `args` to `start` and follows -MOVED (at most a few hops): the
+/// reply of the node that serves the key.
+pub fn routed(start: SocketAddr, args: &[&str]) -> String {
+    let mut addr = start;
+    for _ in 0..4 {
+        let reply = String::from_utf8_lossy(&client(addr, false).command(args).unwrap()).into_owned();
+        let Some(rest) = reply.strip_prefix("-MOVED ") else {
+            return reply;
+        };
+        let target = rest.trim_end().split(' ').nth(1).unwrap();
+        addr = target.parse().unwrap();
+    }
+    panic!("{args:?}: too many redirections");
 }

@@ -1,0 +1,103 @@
+//! The cluster's test-control plane: a slot moved step by step with
+//! `ServerControl::begin_move` / `move_keys` / `finish_move` (clients meet
+//! `-ASK` for a key already moved and `-TRYAGAIN` for keys split between
+//! the nodes, then `-MOVED`), and at once over the wire with
+//! `COORDIS.CLUSTER MOVESLOT`, on an in-process cluster of three primaries.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use coordis::testing::{key_slot, RawClient};
+use coordis::ServerSet;
+
+fn command(addr: SocketAddr, args: &[&str]) -> String {
+    let mut c = RawClient::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    String::from_utf8_lossy(&c.command(args).unwrap()).into_owned()
+}
+
+fn addr_of(url: &str) -> SocketAddr {
+    url.trim_start_matches("redis://").parse().unwrap()
+}
+
+/// The node serving `key`: the one that does not redirect it (asked
+/// of each in turn).
+fn owner(addrs: &[SocketAddr], key: &str) -> usize {
+    addrs
+        .iter()
+        .position(|a| !command(*a, &["GET", key]).starts_with("-MOVED"))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_moves_step_by_step_and_at_once() {
+    let set = ServerSet::cluster(3, 0).await.unwrap();
+    let addrs: Vec<SocketAddr> = set.urls().iter().map(|u| addr_of(u)).collect();
+    let (a, b) = ("{lock}a", "{lock}b");
+    let slot = key_slot(b"lock");
+    let src = owner(&addrs, a);
+    let dst = (src + 1) % 3;
+    let dst_id = set.node_id(dst).unwrap().to_string();
+    assert_eq!(command(addrs[src], &["SET", a, "1"]), "+OK\r\n");
+    assert_eq!(command(addrs[src], &["SET", b, "2", "PX", "600000"]), "+OK\r\n");
+    let control = set.server(src).control();
+    let (result, control) = tokio::task::spawn_blocking(move || {
+        let r = (|| -> Result<(), String> {
+            control.begin_move(slot, &dst_id)?;
+            // Held open: both keys still here.
+            assert_eq!(control.move_keys(slot, 1)?, 1);
+            Ok(())
+        })();
+        (r, control)
+    })
+    .await
+    .unwrap();
+    result.unwrap();
+    let ask = format!("-ASK {slot} 127.0.0.1:{}\r\n", addrs[dst].port());
+    let (moved, stayed) = if command(addrs[src], &["GET", a]) == ask {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    assert_eq!(command(addrs[src], &["GET", moved]), ask);
+    assert!(command(addrs[src], &["GET", stayed]).starts_with('$'));
+    assert_eq!(
+        command(addrs[src], &["MGET", a, b]),
+        "-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+    );
+    let nodes = command(addrs[src], &["CLUSTER", "NODES"]);
+    assert!(nodes.contains(&format!("[{slot}->-")), "{nodes}");
+    // The target serves the moved key after ASKING, and redirects without it.
+    let mut t = RawClient::connect(addrs[dst]).unwrap();
+    assert_eq!(t.command(&["ASKING"]).unwrap(), b"+OK\r\n");
+    assert!(String::from_utf8_lossy(&t.command(&["GET", moved]).unwrap()).starts_with('$'));
+    let result = tokio::task::spawn_blocking(move || control.finish_move(slot))
+        .await
+        .unwrap();
+    result.unwrap();
+    let to_dst = format!("-MOVED {slot} 127.0.0.1:{}\r\n", addrs[dst].port());
+    assert_eq!(command(addrs[src], &["GET", a]), to_dst);
+    assert_eq!(command(addrs[dst], &["GET", a]), "$1\r\n1\r\n");
+    let pttl: i64 = command(addrs[dst], &["PTTL", b])[1..].trim().parse().unwrap();
+    assert!(pttl > 500_000 && pttl <= 600_000, "{pttl}");
+    assert_eq!(
+        command(addrs[src], &["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]),
+        ":0\r\n"
+    );
+    // Not the owner any more: the move is refused there.
+    let src_id = set.node_id(src).unwrap().to_string();
+    let refused = command(addrs[src], &["COORDIS.CLUSTER", "MOVESLOT", &slot.to_string(), &src_id]);
+    assert!(refused.starts_with("-ERR this node does not own the slot"), "{refused}");
+    // Back at once, over the wire.
+    let (addr, slot_text) = (addrs[dst], slot.to_string());
+    let back =
+        tokio::task::spawn_blocking(move || command(addr, &["COORDIS.CLUSTER", "MOVESLOT", &slot_text, &src_id]))
+            .await
+            .unwrap();
+    assert_eq!(back, "+OK\r\n");
+    assert_eq!(command(addrs[src], &["GET", a]), "$1\r\n1\r\n");
+    assert_eq!(
+        command(addrs[dst], &["GET", a]),
+        format!("-MOVED {slot} 127.0.0.1:{}\r\n", addrs[src].port())
+    );
+}
