@@ -26,7 +26,7 @@ use crate::tri;
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    command!("coordis", "coordis.cluster", -2, 0, 0, (0, 0, 0), "A container for the cluster's test controls (coordis's own)", super::container, CLUSTER),
+    command!("coordis", "coordis.cluster", -2, 0, 0, "A container for the cluster's test controls (coordis's own)", super::container, CLUSTER),
 ];
 
 #[rustfmt::skip]
