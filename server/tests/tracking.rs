@@ -1,5 +1,6 @@
-//! Client-side caching (CLIENT TRACKING and its invalidations) and sharded
-//! pub/sub (SSUBSCRIBE, SPUBLISH, PUBSUB SHARD*), driven over several
+//! Client-side caching (CLIENT TRACKING and its invalidations), sharded
+//! pub/sub (SSUBSCRIBE, SPUBLISH, PUBSUB SHARD*) and what a subscriber with
+//! its replies off still receives, driven over several
 //! connections in RESP2 and RESP3 and compared byte for byte with a real
 //! Redis: after every step, everything each connection received.
 
@@ -267,6 +268,89 @@ fn noloop_optin_optout_and_caching_follow_redis() {
         ],
     );
     assert!(has(&t, "overlaps") || has(&t, "OPTIN"), "{t:#?}");
+}
+
+/// A script's read-only commands make its caller remember the keys the
+/// script declared (not those the commands read); a script that only
+/// writes remembers nothing; EVAL_RO and FCALL_RO likewise.
+#[test]
+fn scripts_remember_their_declared_keys_as_redis_does() {
+    let t = compare(
+        2,
+        &[
+            (0, &["HELLO", "3"]),
+            (0, &["CLIENT", "TRACKING", "ON"]),
+            (1, &["MSET", "a", "1", "b", "1", "c", "1"]),
+            (0, &["EVAL", "redis.call('set', 'c', 'x')", "2", "a", "b"]),
+            (1, &["MSET", "a", "2", "b", "2", "c", "2"]),
+            (0, &["EVAL", "redis.call('get', 'c')", "2", "a", "b"]),
+            (1, &["MSET", "a", "3", "b", "3", "c", "3"]),
+            (0, &["EVAL_RO", "redis.call('ping')", "1", "a"]),
+            (1, &["SET", "a", "4"]),
+            (0, &["EVAL_RO", "redis.call('get', 'c')", "1", "b"]),
+            (1, &["MSET", "b", "4", "c", "4"]),
+            // Read, then written by the script itself: the caller hears it.
+            (0, &["EVAL", "redis.call('get', KEYS[1]); redis.call('set', KEYS[1], 'y')", "1", "a"]),
+            (1, &["SET", "a", "5"]),
+            (0, &["CLIENT", "TRACKING", "ON", "NOLOOP"]),
+            (0, &["EVAL", "redis.call('get', KEYS[1]); redis.call('set', KEYS[1], 'y')", "1", "b"]),
+            (1, &["SET", "b", "5"]),
+            (0, &["CLIENT", "TRACKING", "OFF"]),
+            (0, &["CLIENT", "TRACKING", "ON", "OPTIN"]),
+            (0, &["EVAL", "redis.call('get', 'c')", "1", "c"]),
+            (1, &["SET", "c", "5"]),
+            (0, &["CLIENT", "CACHING", "YES"]),
+            (0, &["EVAL", "redis.call('get', 'c')", "1", "c"]),
+            (1, &["SET", "c", "6"]),
+            (0, &["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function{function_name='rd', callback=function(keys) return redis.call('get', 'zz') end, flags={'no-writes'}}"]),
+            (0, &["CLIENT", "TRACKING", "OFF"]),
+            (0, &["CLIENT", "TRACKING", "ON"]),
+            (0, &["FCALL_RO", "rd", "1", "f1"]),
+            (0, &["FCALL", "rd", "1", "f2"]),
+            (1, &["MSET", "f1", "1", "f2", "1", "zz", "1"]),
+            (0, &["MULTI"]),
+            (0, &["EVAL", "redis.call('get', 'zz')", "1", "m1"]),
+            (0, &["EXEC"]),
+            (1, &["SET", "m1", "1"]),
+        ],
+    );
+    assert!(has(&t, "invalidate"), "{t:#?}");
+}
+
+/// Subscribe confirmations and messages are not replies: CLIENT REPLY OFF
+/// and SKIP do not silence them, in RESP2 as in RESP3 (Redis 7.0).
+#[test]
+fn a_subscriber_with_replies_off_still_gets_its_messages() {
+    let t = compare(
+        3,
+        &[
+            (0, &["CLIENT", "REPLY", "OFF"]),
+            (0, &["SUBSCRIBE", "ch1", "ch2"]),
+            (0, &["PSUBSCRIBE", "ch*"]),
+            (2, &["PUBLISH", "ch1", "m1"]),
+            (0, &["PING"]),
+            // (A bare UNSUBSCRIBE goes in hash order: one channel at a time.)
+            (0, &["UNSUBSCRIBE", "ch1", "ch2"]),
+            (0, &["PUNSUBSCRIBE"]),
+            (0, &["SSUBSCRIBE", "sh"]),
+            (2, &["SPUBLISH", "sh", "m2"]),
+            (0, &["SUNSUBSCRIBE"]),
+            (0, &["CLIENT", "REPLY", "ON"]),
+            (0, &["CLIENT", "REPLY", "SKIP"]),
+            (0, &["SUBSCRIBE", "ch3"]),
+            (2, &["PUBLISH", "ch3", "m3"]),
+            (0, &["UNSUBSCRIBE", "ch3"]),
+            (1, &["HELLO", "3"]),
+            (1, &["CLIENT", "REPLY", "OFF"]),
+            (1, &["SUBSCRIBE", "ch1"]),
+            (1, &["GET", "k"]),
+            (2, &["PUBLISH", "ch1", "m4"]),
+            (1, &["UNSUBSCRIBE"]),
+            (1, &["CLIENT", "REPLY", "ON"]),
+            (1, &["PING"]),
+        ],
+    );
+    assert!(has(&t, "m1") && has(&t, "m4"), "{t:#?}");
 }
 
 #[test]

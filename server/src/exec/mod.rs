@@ -969,6 +969,9 @@ pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, ar
     }
     let dirty_before = ctx.server.dirty;
     let frame = ctx.server.effects.enter();
+    if ctx.client.tracking.is_some() {
+        crate::tracking::before_call(ctx, caller, spec, args);
+    }
     let started = monotonic::now();
     let reply = (spec.handler)(ctx, args);
     let took = monotonic::since(started);
