@@ -616,15 +616,31 @@ pub(crate) fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<usi
                 }
                 Some(vec![3])
             }
-            "sort" | "sort_ro" => {
+            // SORT_RO has no STORE: its one key.
+            "sort_ro" => {
                 args.get(1)?;
-                let mut keys = vec![1];
-                if let Some(at) = args.iter().skip(2).position(|a| a.eq_ignore_ascii_case(b"store")) {
-                    if at + 3 < n {
-                        keys.push(at + 3);
+                Some(vec![1])
+            }
+            // Redis's `sortGetKeys`: LIMIT, GET and BY skip their arguments,
+            // the last STORE with a name after it wins, and STORE's own
+            // argument is read as an option in turn (`STORE STORE x`
+            // stores to `x`), as SORT itself reads them.
+            "sort" => {
+                args.get(1)?;
+                let mut store = None;
+                let mut i = 2;
+                while i < n {
+                    let a = &args[i];
+                    if a.eq_ignore_ascii_case(b"limit") {
+                        i += 2;
+                    } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+                        i += 1;
+                    } else if a.eq_ignore_ascii_case(b"store") && i + 1 < n {
+                        store = Some(i + 1);
                     }
+                    i += 1;
                 }
-                Some(keys)
+                Some(std::iter::once(1).chain(store).collect())
             }
             _ => None,
         };
