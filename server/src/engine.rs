@@ -867,6 +867,8 @@ impl Engine {
         // `CLIENT_PUSHING` passes the silencing flags whatever the protocol).
         let silent = client.reply_off || client.reply_skip;
         client.reply_skip = std::mem::take(&mut client.reply_skip_next);
+        // Invalidations of keys evicted before the command come first.
+        crate::tracking::flush_before_reply(&mut self.state, client, now, out);
         if !silent {
             reply.encode(out, client.resp3);
         } else {

@@ -88,6 +88,10 @@ pub struct Tracking {
     /// Invalidations for the running client, sent after its command has
     /// replied (`None`: a flush's null).
     pending: Vec<Option<Bytes>>,
+    /// Invalidations for the running client of keys evicted before its
+    /// command ran: written ahead of its reply, as Redis sends what happens
+    /// outside `call()` at once ([`after_eviction`]).
+    before_reply: Vec<Option<Bytes>>,
     /// Consecutive calls that could not bring the table under its limit.
     over_limit_calls: usize,
 }
@@ -436,6 +440,32 @@ fn limit(server: &mut ServerState, current: &mut ClientState, now: u64) {
         }
     }
     server.tracking.over_limit_calls += 1;
+}
+
+/// After admission's eviction (Redis's `performEvictions`, before the
+/// command): the evicted keys' invalidations; those for the running client
+/// go ahead of its reply ([`flush_before_reply`]).
+pub(crate) fn after_eviction(ctx: &mut Ctx) {
+    let server = &mut *ctx.server;
+    if !server.tracking.active() && ctx.client.tracking.is_none() {
+        return;
+    }
+    drain(ctx.dbs, server, ctx.client, 0, ctx.now, true);
+    let evicted = std::mem::take(&mut server.tracking.pending);
+    server.tracking.before_reply.extend(evicted);
+    sync_logging(ctx.dbs, &server.tracking);
+}
+
+/// Writes the running client's invalidations of keys evicted before its
+/// command ran, ahead of its reply.
+pub(crate) fn flush_before_reply(server: &mut ServerState, client: &mut ClientState, now: u64, out: &mut BytesMut) {
+    if server.tracking.before_reply.is_empty() {
+        return;
+    }
+    let early = std::mem::take(&mut server.tracking.before_reply);
+    let later = std::mem::replace(&mut server.tracking.pending, early);
+    send_pending(server, client, now, &mut Some(out));
+    server.tracking.pending = later;
 }
 
 /// After a client's command has replied into `out`: the invalidations

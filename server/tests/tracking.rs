@@ -554,3 +554,37 @@ fn spublish_reaches_replicas_as_redis_sends_it() {
     let theirs = show(&capture.take().unwrap());
     assert_eq!(ours, theirs, "coordis's feed (left) and Redis's stream (right)");
 }
+
+/// A key evicted before a command runs (admission's eviction, Redis's
+/// `performEvictions`) is invalidated ahead of that command's reply, as
+/// Redis sends it: the limit is set 100 KiB over each server's own use,
+/// then a 200 KB string pushes the next command over it.
+#[test]
+fn an_eviction_before_a_command_is_invalidated_ahead_of_its_reply() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let redis = RedisServer::start(&[]).unwrap();
+    if redis.is_none() {
+        eprintln!("SKIPPED the comparison with Redis: redis-server is not installed");
+    }
+    let addrs = std::iter::once(server.addr()).chain(redis.as_ref().map(|r| r.addr()));
+    for addr in addrs {
+        let mut c = RawClient::connect(addr).unwrap();
+        assert!(c.command(&["HELLO", "3"]).unwrap().starts_with(b"%"));
+        assert_eq!(c.command(&["CLIENT", "TRACKING", "ON"]).unwrap(), b"+OK\r\n");
+        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        let limit = (used + 100 * 1024).to_string();
+        assert_eq!(c.command(&["CONFIG", "SET", "maxmemory", &limit]).unwrap(), b"+OK\r\n");
+        let policy = ["CONFIG", "SET", "maxmemory-policy", "volatile-random"];
+        assert_eq!(c.command(&policy).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["SETEX", "volatile-key", "10000", "x"]).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["GET", "volatile-key"]).unwrap(), b"$1\r\nx\r\n");
+        assert_eq!(c.command(&["SETBIT", "big-key", "1600000", "0"]).unwrap(), b":0\r\n");
+        let first = c.command(&["GETBIT", "big-key", "0"]).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&first),
+            ">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n",
+            "{addr}: the invalidation first"
+        );
+        assert_eq!(c.read_reply().unwrap(), b":0\r\n", "{addr}: then the reply");
+    }
+}
