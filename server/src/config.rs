@@ -621,8 +621,11 @@ pub(crate) struct Directive {
     pub kind: Kind,
     pub store: Store,
     pub effect: Effect,
-    /// Left out of `CONFIG GET` patterns and CONFIG REWRITE, shown only when
-    /// asked for by name (Redis's `HIDDEN_CONFIG`: its test-only knobs).
+    /// Left out of `CONFIG GET` patterns, shown only when asked for by name
+    /// (Redis's `HIDDEN_CONFIG`: its test-only knobs; and coordis's own
+    /// directives, so that `CONFIG GET *` lists exactly Redis's names and a
+    /// tool that sets back every listed name, as Redis's own test suite
+    /// does, meets no directive Redis lacks).
     pub hidden: bool,
 }
 
@@ -667,6 +670,11 @@ impl Directive {
     }
     const fn hidden(self) -> Self {
         Directive { hidden: true, ..self }
+    }
+    /// coordis's own directive, one Redis 7.0.15 lacks: hidden from
+    /// `CONFIG GET` patterns (see [`Directive::hidden`]).
+    const fn own(self) -> Self {
+        self.hidden()
     }
 
     /// Whether the directive does anything in coordis.
@@ -756,7 +764,7 @@ fn within<T: Into<i128>>(n: T, min: T, max: T) -> Result<String, String> {
 
 /// Redis 7.0's `memtoull`: digits and an optional unit, nothing else; no
 /// digits read as 0, and too many saturate at `u64::MAX` (as `strtoull`).
-fn parse_memory(value: &str) -> Option<u64> {
+pub(crate) fn parse_memory(value: &str) -> Option<u64> {
     let v = value.to_ascii_lowercase();
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (digits, unit) = v.split_at(split);
@@ -1248,19 +1256,19 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("maxclients", "10000", Int { min: 1, max: u32::MAX as i64 }, field!(maxclients)).effect(Effect::Connections),
     row("loglevel", "notice", Enum(&["debug", "verbose", "notice", "warning"]), field!(loglevel)),
     row("logfile", "", Text, field!(logfile)).immutable(),
-    row("log-format", "redis", Enum(&["redis", "tracing"]), field!(log_format)).immutable(),
+    row("log-format", "redis", Enum(&["redis", "tracing"]), field!(log_format)).immutable().own(),
     row("syslog-enabled", "no", Bool, field!(bool syslog_enabled)).immutable(),
     row("syslog-ident", "redis", Text, field!(syslog_ident)).immutable(),
     row("syslog-facility", "local0", Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), field!(syslog_facility)).immutable(),
     row("timeout", "0", Int { min: 0, max: I32 }, field!(timeout)).effect(Effect::Connections),
     row("tcp-keepalive", "300", Int { min: 0, max: I32 }, field!(tcp_keepalive)).effect(Effect::Connections),
     row("proto-max-bulk-len", "512mb", Memory { min: MB, max: LONG_MEM }, field!(proto_max_bulk_len)).effect(Effect::Connections),
-    row("proto-max-multibulk-len", "1048576", Int { min: 1, max: I32 }, field!(proto_max_multibulk_len)).effect(Effect::Connections),
+    row("proto-max-multibulk-len", "1048576", Int { min: 1, max: I32 }, field!(proto_max_multibulk_len)).effect(Effect::Connections).own(),
     row("client-query-buffer-limit", "1gb", Memory { min: MB, max: LONG_MEM }, field!(client_query_buffer_limit)).effect(Effect::Connections),
     row("protected-mode", "yes", Bool, field!(bool protected_mode)).effect(Effect::Connections),
     row("io-threads", "1", Int { min: 1, max: 128 }, field!(io_threads)).immutable(),
-    row("port-file", "", Text, field!(port_file)).immutable(),
-    row("enable-test-commands", "no", Enum(&["no", "yes", "local"]), field!(enable_test_commands)).immutable(),
+    row("port-file", "", Text, field!(port_file)).immutable().own(),
+    row("enable-test-commands", "no", Enum(&["no", "yes", "local"]), field!(enable_test_commands)).immutable().own(),
     row("enable-debug-command", "no", Enum(&["no", "yes", "local"]), field!(enable_debug_command)).immutable(),
     row("enable-module-command", "no", Enum(&["no", "yes", "local"]), field!(enable_module_command)).immutable(),
     // Expiry, scripting, notifications.
@@ -1272,7 +1280,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("busy-reply-threshold", "5000", Int { min: 0, max: LONG }, field!(busy_reply_threshold))
         .alias(&["lua-time-limit"]).effect(Effect::Connections),
     row("tracking-table-max-keys", "1000000", Int { min: 0, max: LONG }, field!(tracking_table_max_keys)),
-    row("lua-memory-limit", "256mb", Memory { min: 0, max: LONG_MEM }, field!(lua_memory_limit)).effect(Effect::LuaMemory),
+    row("lua-memory-limit", "256mb", Memory { min: 0, max: LONG_MEM }, field!(lua_memory_limit)).effect(Effect::LuaMemory).own(),
     row("notify-keyspace-events", "", Kind::Custom(check_events), Store::Field {
         set: |c, v| c.notify_keyspace_events = crate::notify::parse_flags(v).expect("checked"),
         get: |c| crate::notify::flags_to_string(c.notify_keyspace_events),
@@ -1313,8 +1321,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("dbfilename", "dump.rdb", Text, field!(dbfilename)).protected(),
     row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Field { set: set_save, get: get_save }).multi_arg(),
     row("stop-writes-on-bgsave-error", "yes", Bool, field!(bool stop_writes_on_bgsave_error)),
-    row("bgsave-slice-keys", "256", Int { min: 1, max: I32 }, field!(bgsave_slice_keys)),
-    row("bgsave-slice-pause-us", "0", Int { min: 0, max: 1_000_000 }, field!(bgsave_slice_pause_us)),
+    row("bgsave-slice-keys", "256", Int { min: 1, max: I32 }, field!(bgsave_slice_keys)).own(),
+    row("bgsave-slice-pause-us", "0", Int { min: 0, max: 1_000_000 }, field!(bgsave_slice_pause_us)).own(),
     row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
     row("always-show-logo", "no", Bool, Store::Ignored).immutable(),
     row("set-proc-title", "yes", Bool, Store::Ignored).immutable(),

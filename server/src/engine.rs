@@ -862,14 +862,17 @@ impl Engine {
             return;
         }
         // CLIENT REPLY OFF | SKIP: the reply is dropped; SKIP covers one
-        // command. Pushes are not replies: a RESP3 subscriber still gets its
-        // subscribe confirmations, as from Redis 7.0.
+        // command. Pushes are not replies: a subscriber still gets its
+        // subscribe confirmations, in RESP2 too (Redis 7.0's
+        // `CLIENT_PUSHING` passes the silencing flags whatever the protocol).
         let silent = client.reply_off || client.reply_skip;
         client.reply_skip = std::mem::take(&mut client.reply_skip_next);
+        // Invalidations of keys evicted before the command come first.
+        crate::tracking::flush_before_reply(&mut self.state, client, now, out);
         if !silent {
             reply.encode(out, client.resp3);
-        } else if client.resp3 {
-            reply.encode_pushes(out);
+        } else {
+            reply.encode_pushes(out, client.resp3);
         }
         // Invalidations of keys this client changed follow its reply.
         crate::tracking::flush_pending(&mut self.state, client, now, out);

@@ -761,6 +761,15 @@ pub(crate) const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and 
 pub(crate) const SAVE_FAILED: &str = "ERR";
 /// DEBUG RELOAD with an option it does not know.
 pub(crate) const DEBUG_RELOAD_OPTIONS: &str = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.";
+/// DEBUG PROTOCOL with a type it does not know.
+pub(crate) const DEBUG_PROTOCOL_TYPES: &str = "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false";
+/// DEBUG PROTOCOL PUSH from a RESP2 client.
+pub(crate) const DEBUG_PROTOCOL_RESP2_PUSH: &str = "ERR RESP2 is not supported by this command";
+/// DEBUG QUICKLIST-PACKED-THRESHOLD with a size it refuses.
+pub(crate) const DEBUG_PACKED_THRESHOLD: &str =
+    "ERR argument must be a memory value bigger than 1 and smaller than 4gb";
+/// DEBUG LOADAOF whose files did not load (Redis exits instead).
+pub(crate) const DEBUG_LOADAOF_FAILED: &str = "ERR Error trying to load the AOF files";
 /// DEBUG RELOAD whose file did not load.
 pub(crate) const DEBUG_RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
 /// BGSAVE's replies.

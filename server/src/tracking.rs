@@ -58,6 +58,11 @@ pub struct ClientTracking {
     pub broken_redirect: bool,
     /// BCAST prefixes, in byte order as Redis's radix tree lists them.
     pub prefixes: BTreeSet<Bytes>,
+    /// The script or function command running now (EVAL, FCALL, ...) and
+    /// its arguments: a read-only command inside it remembers the keys the
+    /// script declared, not its own (Redis's `trackingRememberKeys` of the
+    /// script's caller).
+    pub(crate) script: Option<(&'static CommandSpec, Vec<Bytes>)>,
 }
 
 /// A BCAST prefix: its clients and the keys changed under it since the
@@ -83,6 +88,10 @@ pub struct Tracking {
     /// Invalidations for the running client, sent after its command has
     /// replied (`None`: a flush's null).
     pending: Vec<Option<Bytes>>,
+    /// Invalidations for the running client of keys evicted before its
+    /// command ran: written ahead of its reply, as Redis sends what happens
+    /// outside `call()` at once ([`after_eviction`]).
+    before_reply: Vec<Option<Bytes>>,
     /// Consecutive calls that could not bring the table under its limit.
     over_limit_calls: usize,
 }
@@ -339,9 +348,9 @@ fn send_pending(server: &mut ServerState, current: &mut ClientState, now: u64, o
 /// inner commands do the reading, EVAL_RO and FCALL_RO, nor for shard
 /// channels, which are keys only for routing); after a client's top-level
 /// command, CLIENT CACHING's one-command window closes and the table is
-/// brought under `tracking-table-max-keys`. A script's commands remember
-/// nothing (Redis remembers the keys the script declares instead: not
-/// done here).
+/// brought under `tracking-table-max-keys`. A read-only command of a
+/// script remembers the keys the script declares, as Redis's (a script
+/// that reads nothing makes its caller remember nothing).
 pub(crate) fn after_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, args: &[Bytes]) {
     let top_level = caller == Caller::Client;
     let server = &mut *ctx.server;
@@ -351,8 +360,22 @@ pub(crate) fn after_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSp
     let writer = ctx.client.id;
     drain(ctx.dbs, server, ctx.client, writer, ctx.now, true);
     let in_script = matches!(caller, Caller::Script { .. });
-    if !in_script && spec.has(flags::READONLY) && !spec.has(flags::NO_PROPAGATE) && !spec.has(flags::PUBSUB) {
+    let reads = spec.has(flags::READONLY) && !spec.has(flags::NO_PROPAGATE) && !spec.has(flags::PUBSUB);
+    if in_script && reads {
+        let script = ctx.client.tracking.as_mut().and_then(|t| t.script.take());
+        if let Some((script_spec, script_args)) = script {
+            remember(server, ctx.client, script_spec, &script_args);
+            if let Some(t) = ctx.client.tracking.as_mut() {
+                t.script = Some((script_spec, script_args));
+            }
+        }
+    } else if reads {
         remember(server, ctx.client, spec, args);
+    }
+    if !in_script && spec.declared.is_some() {
+        if let Some(t) = ctx.client.tracking.as_mut() {
+            t.script = None;
+        }
     }
     if top_level {
         if let Some(t) = ctx.client.tracking.as_mut() {
@@ -363,6 +386,17 @@ pub(crate) fn after_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSp
         limit(server, ctx.client, ctx.now);
     }
     sync_logging(ctx.dbs, &server.tracking);
+}
+
+/// Before a script or function command of a tracking client runs: keeps
+/// the command for [`after_call`] of the commands its script runs.
+pub(crate) fn before_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, args: &[Bytes]) {
+    if spec.declared.is_none() || matches!(caller, Caller::Script { .. }) {
+        return;
+    }
+    if let Some(t) = ctx.client.tracking.as_mut() {
+        t.script = Some((spec, args.to_vec()));
+    }
 }
 
 /// Remembers the keys of `args` for `client` (Redis's `trackingRememberKeys`).
@@ -403,6 +437,32 @@ fn limit(server: &mut ServerState, current: &mut ClientState, now: u64) {
         }
     }
     server.tracking.over_limit_calls += 1;
+}
+
+/// After admission's eviction (Redis's `performEvictions`, before the
+/// command): the evicted keys' invalidations; those for the running client
+/// go ahead of its reply ([`flush_before_reply`]).
+pub(crate) fn after_eviction(ctx: &mut Ctx) {
+    let server = &mut *ctx.server;
+    if !server.tracking.active() && ctx.client.tracking.is_none() {
+        return;
+    }
+    drain(ctx.dbs, server, ctx.client, 0, ctx.now, true);
+    let evicted = std::mem::take(&mut server.tracking.pending);
+    server.tracking.before_reply.extend(evicted);
+    sync_logging(ctx.dbs, &server.tracking);
+}
+
+/// Writes the running client's invalidations of keys evicted before its
+/// command ran, ahead of its reply.
+pub(crate) fn flush_before_reply(server: &mut ServerState, client: &mut ClientState, now: u64, out: &mut BytesMut) {
+    if server.tracking.before_reply.is_empty() {
+        return;
+    }
+    let early = std::mem::take(&mut server.tracking.before_reply);
+    let later = std::mem::replace(&mut server.tracking.pending, early);
+    send_pending(server, client, now, &mut Some(out));
+    server.tracking.pending = later;
 }
 
 /// After a client's command has replied into `out`: the invalidations

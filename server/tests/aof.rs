@@ -658,3 +658,34 @@ fn an_old_single_file_aof_is_migrated_into_the_directory_as_redis() {
     let manifest = |dir: &TempDir| std::fs::read_to_string(dir.aof_dir().join("appendonly.aof.manifest")).unwrap();
     assert_eq!(manifest(&ours_dir), manifest(&theirs_dir));
 }
+
+/// DEBUG LOADAOF, as Redis's: what the writer holds is flushed (here under
+/// `appendfsync everysec`), the dataset is emptied and read back from the
+/// base and the incremental file, so every database ends as it was; a
+/// FUNCTION library comes back from the files too.
+#[test]
+fn debug_loadaof_reads_the_files_back_as_redis_does() {
+    const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
+    let library = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    let check = |c: &mut RawClient| {
+        ok(c, &["FUNCTION", "LOAD", library]);
+        workload(c, "before");
+        ok(c, &["BGREWRITEAOF"]);
+        wait_for_rewrite(c, 1);
+        workload(c, "after");
+        let written = digest(c);
+        let keys = c.command(&["DBSIZE"]).unwrap();
+        assert_eq!(c.command(&["DEBUG", "LOADAOF"]).unwrap(), b"+OK\r\n");
+        assert_eq!(digest(c), written, "the dataset read back");
+        assert_eq!(c.command(&["DBSIZE"]).unwrap(), keys);
+        assert_eq!(c.command(&["FCALL", "f", "0"]).unwrap(), b":1\r\n");
+    };
+    let dir = TempDir::new("loadaof");
+    let server = coordis(&dir, &["--appendfsync", "everysec", DEBUG[0], DEBUG[1]]).unwrap();
+    check(&mut RawClient::connect(server.addr()).unwrap());
+    let theirs = TempDir::new("loadaof-redis");
+    let args = ["--appendonly", "yes", "--dir", theirs.text(), DEBUG[0], DEBUG[1]];
+    if let Some(redis) = RedisServer::start(&args).unwrap() {
+        check(&mut RawClient::connect(redis.addr()).unwrap());
+    }
+}

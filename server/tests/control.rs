@@ -609,3 +609,64 @@ fn idle_clients_are_closed_on_the_test_clock() {
     assert_eq!(admin.command(&["RPUSH", "q", "job"]).unwrap(), b":1\r\n");
     assert_eq!(blocked.read_reply().unwrap(), b"*2\r\n$1\r\nq\r\n$3\r\njob\r\n");
 }
+
+/// DEBUG PROTOCOL answers each RESP3 type in RESP2 and RESP3 with Redis's
+/// bytes (attributes and pushes left out or refused in RESP2), a script
+/// returns a big number as Redis converts it, and DEBUG
+/// QUICKLIST-PACKED-THRESHOLD checks its size as Redis does.
+#[test]
+fn debug_protocol_and_packed_threshold_answer_as_redis() {
+    let Some(redis) = coordis::testing::RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+        return;
+    };
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    let server = builder.start_blocking().unwrap();
+    let types = [
+        "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib", "push", "verbatim", "true",
+        "false", "TRUE", "nosuch",
+    ];
+    for addr in [server.addr(), redis.addr()] {
+        let mut c = RawClient::connect(addr).unwrap();
+        assert_eq!(
+            c.command(&["DEBUG", "PROTOCOL", "attrib"]).unwrap(),
+            b"$39\r\nSome real reply following the attribute\r\n"
+        );
+    }
+    for resp in ["2", "3"] {
+        let mut ours = RawClient::connect(server.addr()).unwrap();
+        let mut theirs = RawClient::connect(redis.addr()).unwrap();
+        for c in [&mut ours, &mut theirs] {
+            assert!(!c.command(&["HELLO", resp]).unwrap().starts_with(b"-"));
+        }
+        let mut cases: Vec<Vec<&str>> = types.iter().map(|t| vec!["DEBUG", "PROTOCOL", t]).collect();
+        cases.extend([
+            vec!["DEBUG", "PROTOCOL"],
+            vec!["DEBUG", "PROTOCOL", "string", "x"],
+            vec!["EVAL", "return {big_number='123'}", "0"],
+            vec!["EVAL", "return {big_number='1\r\n2'}", "0"],
+            vec!["EVAL", "redis.setresp(3); return {big_number='9'}", "0"],
+        ]);
+        for size in ["1b", "0", "4095mb", "4gb", "5gb", "abc", "-1", "1kb"] {
+            cases.push(vec!["DEBUG", "QUICKLIST-PACKED-THRESHOLD", size]);
+        }
+        cases.push(vec!["DEBUG", "QUICKLIST-PACKED-THRESHOLD"]);
+        for args in &cases {
+            let (a, b) = (ours.command(args).unwrap(), theirs.command(args).unwrap());
+            assert_eq!(
+                String::from_utf8_lossy(&a),
+                String::from_utf8_lossy(&b),
+                "RESP{resp} {args:?}"
+            );
+            if resp == "3" && args.get(2) == Some(&"push") {
+                // The push, then the reply that follows it.
+                let (a, b) = (ours.read_reply().unwrap(), theirs.read_reply().unwrap());
+                assert_eq!(
+                    String::from_utf8_lossy(&a),
+                    String::from_utf8_lossy(&b),
+                    "after the push"
+                );
+            }
+        }
+    }
+}

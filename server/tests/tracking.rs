@@ -1,5 +1,6 @@
-//! Client-side caching (CLIENT TRACKING and its invalidations) and sharded
-//! pub/sub (SSUBSCRIBE, SPUBLISH, PUBSUB SHARD*), driven over several
+//! Client-side caching (CLIENT TRACKING and its invalidations), sharded
+//! pub/sub (SSUBSCRIBE, SPUBLISH, PUBSUB SHARD*) and what a subscriber with
+//! its replies off still receives, driven over several
 //! connections in RESP2 and RESP3 and compared byte for byte with a real
 //! Redis: after every step, everything each connection received.
 
@@ -269,6 +270,89 @@ fn noloop_optin_optout_and_caching_follow_redis() {
     assert!(has(&t, "overlaps") || has(&t, "OPTIN"), "{t:#?}");
 }
 
+/// A script's read-only commands make its caller remember the keys the
+/// script declared (not those the commands read); a script that only
+/// writes remembers nothing; EVAL_RO and FCALL_RO likewise.
+#[test]
+fn scripts_remember_their_declared_keys_as_redis_does() {
+    let t = compare(
+        2,
+        &[
+            (0, &["HELLO", "3"]),
+            (0, &["CLIENT", "TRACKING", "ON"]),
+            (1, &["MSET", "a", "1", "b", "1", "c", "1"]),
+            (0, &["EVAL", "redis.call('set', 'c', 'x')", "2", "a", "b"]),
+            (1, &["MSET", "a", "2", "b", "2", "c", "2"]),
+            (0, &["EVAL", "redis.call('get', 'c')", "2", "a", "b"]),
+            (1, &["MSET", "a", "3", "b", "3", "c", "3"]),
+            (0, &["EVAL_RO", "redis.call('ping')", "1", "a"]),
+            (1, &["SET", "a", "4"]),
+            (0, &["EVAL_RO", "redis.call('get', 'c')", "1", "b"]),
+            (1, &["MSET", "b", "4", "c", "4"]),
+            // Read, then written by the script itself: the caller hears it.
+            (0, &["EVAL", "redis.call('get', KEYS[1]); redis.call('set', KEYS[1], 'y')", "1", "a"]),
+            (1, &["SET", "a", "5"]),
+            (0, &["CLIENT", "TRACKING", "ON", "NOLOOP"]),
+            (0, &["EVAL", "redis.call('get', KEYS[1]); redis.call('set', KEYS[1], 'y')", "1", "b"]),
+            (1, &["SET", "b", "5"]),
+            (0, &["CLIENT", "TRACKING", "OFF"]),
+            (0, &["CLIENT", "TRACKING", "ON", "OPTIN"]),
+            (0, &["EVAL", "redis.call('get', 'c')", "1", "c"]),
+            (1, &["SET", "c", "5"]),
+            (0, &["CLIENT", "CACHING", "YES"]),
+            (0, &["EVAL", "redis.call('get', 'c')", "1", "c"]),
+            (1, &["SET", "c", "6"]),
+            (0, &["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function{function_name='rd', callback=function(keys) return redis.call('get', 'zz') end, flags={'no-writes'}}"]),
+            (0, &["CLIENT", "TRACKING", "OFF"]),
+            (0, &["CLIENT", "TRACKING", "ON"]),
+            (0, &["FCALL_RO", "rd", "1", "f1"]),
+            (0, &["FCALL", "rd", "1", "f2"]),
+            (1, &["MSET", "f1", "1", "f2", "1", "zz", "1"]),
+            (0, &["MULTI"]),
+            (0, &["EVAL", "redis.call('get', 'zz')", "1", "m1"]),
+            (0, &["EXEC"]),
+            (1, &["SET", "m1", "1"]),
+        ],
+    );
+    assert!(has(&t, "invalidate"), "{t:#?}");
+}
+
+/// Subscribe confirmations and messages are not replies: CLIENT REPLY OFF
+/// and SKIP do not silence them, in RESP2 as in RESP3 (Redis 7.0).
+#[test]
+fn a_subscriber_with_replies_off_still_gets_its_messages() {
+    let t = compare(
+        3,
+        &[
+            (0, &["CLIENT", "REPLY", "OFF"]),
+            (0, &["SUBSCRIBE", "ch1", "ch2"]),
+            (0, &["PSUBSCRIBE", "ch*"]),
+            (2, &["PUBLISH", "ch1", "m1"]),
+            (0, &["PING"]),
+            // (A bare UNSUBSCRIBE goes in hash order: one channel at a time.)
+            (0, &["UNSUBSCRIBE", "ch1", "ch2"]),
+            (0, &["PUNSUBSCRIBE"]),
+            (0, &["SSUBSCRIBE", "sh"]),
+            (2, &["SPUBLISH", "sh", "m2"]),
+            (0, &["SUNSUBSCRIBE"]),
+            (0, &["CLIENT", "REPLY", "ON"]),
+            (0, &["CLIENT", "REPLY", "SKIP"]),
+            (0, &["SUBSCRIBE", "ch3"]),
+            (2, &["PUBLISH", "ch3", "m3"]),
+            (0, &["UNSUBSCRIBE", "ch3"]),
+            (1, &["HELLO", "3"]),
+            (1, &["CLIENT", "REPLY", "OFF"]),
+            (1, &["SUBSCRIBE", "ch1"]),
+            (1, &["GET", "k"]),
+            (2, &["PUBLISH", "ch1", "m4"]),
+            (1, &["UNSUBSCRIBE"]),
+            (1, &["CLIENT", "REPLY", "ON"]),
+            (1, &["PING"]),
+        ],
+    );
+    assert!(has(&t, "m1") && has(&t, "m4"), "{t:#?}");
+}
+
 #[test]
 fn bcast_prefixes_and_noloop_follow_redis() {
     compare(
@@ -469,4 +553,38 @@ fn spublish_reaches_replicas_as_redis_sends_it() {
     run_all(redis.addr());
     let theirs = show(&capture.take().unwrap());
     assert_eq!(ours, theirs, "coordis's feed (left) and Redis's stream (right)");
+}
+
+/// A key evicted before a command runs (admission's eviction, Redis's
+/// `performEvictions`) is invalidated ahead of that command's reply, as
+/// Redis sends it: the limit is set 100 KiB over each server's own use,
+/// then a 200 KB string pushes the next command over it.
+#[test]
+fn an_eviction_before_a_command_is_invalidated_ahead_of_its_reply() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let redis = RedisServer::start(&[]).unwrap();
+    if redis.is_none() {
+        eprintln!("SKIPPED the comparison with Redis: redis-server is not installed");
+    }
+    let addrs = std::iter::once(server.addr()).chain(redis.as_ref().map(|r| r.addr()));
+    for addr in addrs {
+        let mut c = RawClient::connect(addr).unwrap();
+        assert!(c.command(&["HELLO", "3"]).unwrap().starts_with(b"%"));
+        assert_eq!(c.command(&["CLIENT", "TRACKING", "ON"]).unwrap(), b"+OK\r\n");
+        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        let limit = (used + 100 * 1024).to_string();
+        assert_eq!(c.command(&["CONFIG", "SET", "maxmemory", &limit]).unwrap(), b"+OK\r\n");
+        let policy = ["CONFIG", "SET", "maxmemory-policy", "volatile-random"];
+        assert_eq!(c.command(&policy).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["SETEX", "volatile-key", "10000", "x"]).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["GET", "volatile-key"]).unwrap(), b"$1\r\nx\r\n");
+        assert_eq!(c.command(&["SETBIT", "big-key", "1600000", "0"]).unwrap(), b":0\r\n");
+        let first = c.command(&["GETBIT", "big-key", "0"]).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&first),
+            ">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n",
+            "{addr}: the invalidation first"
+        );
+        assert_eq!(c.read_reply().unwrap(), b":0\r\n", "{addr}: then the reply");
+    }
 }

@@ -202,6 +202,14 @@ fn bitcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !matches!(args.len(), 2 | 4 | 5) {
         return err(errors::SYNTAX);
     }
+    // Two negative indexes out of order count nothing, answered before the
+    // unit is read (Redis 7.0.15: `BITCOUNT k -6 -7 foo` is 0, no error).
+    if args.len() > 3 {
+        let (start, end) = (tri!(int(&args[2])), tri!(int(&args[3])));
+        if start < 0 && end < 0 && start > end {
+            return Reply::Int(0);
+        }
+    }
     let r = tri!(range_args(args, 2));
     let (first, last) = match bit_range(bytes.len(), r.start, r.end.unwrap_or(-1), r.bits) {
         Some(range) => range,

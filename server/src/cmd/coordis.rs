@@ -94,7 +94,8 @@ static CLOCK: &[CommandSpec] = &[
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
 /// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, DIGEST, DIGEST-VALUE key...
 /// (Redis's algorithm: [`crate::store::digest`]), RELOAD [MERGE] [NOFLUSH]
-/// [NOSAVE], POPULATE count [prefix] [size], HELP. Numbers are read as
+/// [NOSAVE], LOADAOF, POPULATE count [prefix] [size], PROTOCOL type,
+/// QUICKLIST-PACKED-THRESHOLD size, HELP. Numbers are read as
 /// Redis reads them here (`atof`, `atoi`: `abc` is 0).
 fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     use crate::store::digest;
@@ -150,6 +151,9 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Reply::Status(text.into())
         }
         (b"reload", _) => debug_reload(ctx, &args[2..]),
+        (b"loadaof", _) => debug_loadaof(ctx),
+        (b"protocol", 3) => debug_protocol(ctx, &args[2]),
+        (b"quicklist-packed-threshold", 3) => debug_packed_threshold(&args[2]),
         (b"populate", 3..=5) => debug_populate(ctx, &args[2..]),
         (b"help", 2) => super::server::help_reply(&[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -157,6 +161,8 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
             "    Output a hex signature of the values of all the specified keys.",
+            "LOADAOF",
+            "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
             "POPULATE <count> [<prefix>] [<size>]",
@@ -164,6 +170,13 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             "    it is used instead of the 'key' prefix. These are not propagated to",
             "    replicas. Cluster slots are not respected so keys not belonging to the",
             "    current node can be created in cluster mode.",
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+            "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
             "RELOAD [option ...]",
             "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
             "    * MERGE: conflicting keys will be loaded from RDB.",
@@ -302,6 +315,90 @@ fn debug_reload(ctx: &mut Ctx, options: &[Bytes]) -> Reply {
     }
     tracing::warn!("DB reloaded by DEBUG RELOAD");
     Reply::Ok
+}
+
+/// DEBUG LOADAOF, as Redis's: the append-only files flushed, the dataset
+/// emptied and loaded back from them ([`crate::persist::aof::reload`]).
+fn debug_loadaof(ctx: &mut Ctx) -> Reply {
+    let Some(scripting) = ctx.scripting.as_deref_mut() else {
+        return err(errors::NOT_FROM_SCRIPT);
+    };
+    let loaded = crate::persist::aof::reload(ctx.dbs, ctx.server, scripting);
+    crate::tracking::flushed(ctx);
+    if loaded.is_err() {
+        return err(errors::DEBUG_LOADAOF_FAILED);
+    }
+    tracing::warn!("Append Only File loaded by DEBUG LOADAOF");
+    Reply::Ok
+}
+
+/// The double DEBUG PROTOCOL DOUBLE answers (Redis's test value, not π).
+const DEBUG_DOUBLE: f64 = 3141.0 / 1000.0;
+
+/// The big number DEBUG PROTOCOL BIGNUM answers.
+const DEBUG_BIGNUM: &str = "1234567999999999999999999999999999999";
+
+/// DEBUG PROTOCOL type: one reply of each RESP3 type, as Redis's, for
+/// clients to test their parsers (RESP2 gets each type's RESP2 form).
+fn debug_protocol(ctx: &mut Ctx, name: &[u8]) -> Reply {
+    let is = |word| super::args::is(name, word);
+    let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
+    if is("string") {
+        Reply::bulk("Hello World")
+    } else if is("integer") {
+        Reply::Int(12345)
+    } else if is("double") {
+        Reply::Double(DEBUG_DOUBLE)
+    } else if is("bignum") {
+        Reply::BigNum(Bytes::from_static(DEBUG_BIGNUM.as_bytes()))
+    } else if is("null") {
+        Reply::Nil
+    } else if is("array") {
+        Reply::Array(ints())
+    } else if is("set") {
+        Reply::Set(ints())
+    } else if is("map") {
+        Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect())
+    } else if is("attrib") {
+        // Attributes are not a reply: a real one follows (RESP2 gets only it).
+        let popularity = Reply::Array(vec![Reply::bulk("key:123"), Reply::Int(90)]);
+        Reply::Attribute(Box::new((
+            vec![(Reply::bulk("key-popularity"), popularity)],
+            Reply::bulk("Some real reply following the attribute"),
+        )))
+    } else if is("push") {
+        if !ctx.client.resp3 {
+            return err(errors::DEBUG_PROTOCOL_RESP2_PUSH);
+        }
+        // A push is not the reply: a real one follows it.
+        Reply::Many(vec![
+            Reply::Push(vec![Reply::bulk("server-cpu-usage"), Reply::Int(42)]),
+            Reply::bulk("Some real reply following the push reply"),
+        ])
+    } else if is("true") {
+        Reply::Bool(true)
+    } else if is("false") {
+        Reply::Bool(false)
+    } else if is("verbatim") {
+        Reply::Verbatim("txt", Bytes::from_static(b"This is a verbatim\nstring"))
+    } else {
+        err(errors::DEBUG_PROTOCOL_TYPES)
+    }
+}
+
+/// The largest DEBUG QUICKLIST-PACKED-THRESHOLD Redis takes (4 GiB less
+/// 1 MiB: its `packed_threshold` limit).
+const PACKED_THRESHOLD_MAX: u64 = (1 << 32) - (1 << 20);
+
+/// DEBUG QUICKLIST-PACKED-THRESHOLD size: Redis's check of the size (a
+/// memory value, at most [`PACKED_THRESHOLD_MAX`]; 0 is its default).
+/// coordis's lists have no plain nodes, so the size changes nothing a
+/// client can see.
+fn debug_packed_threshold(size: &[u8]) -> Reply {
+    match crate::config::parse_memory(&String::from_utf8_lossy(size)) {
+        Some(size) if size <= PACKED_THRESHOLD_MAX => Reply::Ok,
+        _ => err(errors::DEBUG_PACKED_THRESHOLD),
+    }
 }
 
 /// The server's test clock (`enable-test-commands` let this client in:

@@ -28,7 +28,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("del", -2, WRITE, acl::KEYSPACE, "Delete a key", del),
     spec!("unlink", -2, WRITE | FAST, acl::KEYSPACE, "Delete a key asynchronously in another thread", unlink),
     spec!("exists", -2, READONLY | FAST, acl::KEYSPACE, "Determine if a key exists", exists),
-    spec!("touch", -2, READONLY | FAST, acl::KEYSPACE, "Alters the last access time of a key(s)", exists),
+    spec!("touch", -2, READONLY | FAST, acl::KEYSPACE, "Alters the last access time of a key(s)", touch),
     spec!("expire", -3, WRITE | FAST, acl::KEYSPACE, "Set a key's time to live in seconds", expire),
     spec!("pexpire", -3, WRITE | FAST, acl::KEYSPACE, "Set a key's time to live in milliseconds", pexpire),
     spec!("expireat", -3, WRITE | FAST, acl::KEYSPACE, "Set the expiration for a key as a UNIX timestamp", expireat),
@@ -87,6 +87,13 @@ fn delete_keys(ctx: &mut Ctx, args: &[Bytes], lazy: bool) -> Reply {
 
 fn exists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Int(args[1..].iter().filter(|k| ctx.lookup_notouch(k).is_some()).count() as i64)
+}
+
+/// TOUCH key...: the keys that exist, each read as a read command reads
+/// it, so its access time (OBJECT IDLETIME, FREQ) moves, as Redis's (EXISTS
+/// leaves it).
+fn touch(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    Reply::Int(args[1..].iter().filter(|k| ctx.lookup_read(k).is_some()).count() as i64)
 }
 
 /// The EXPIRE family's NX/XX/GT/LT flags.

@@ -1,6 +1,7 @@
 //! SORT and SORT_RO over lists, sets and sorted sets: BY (with `nosort`
 //! and `key->field` hash lookups), LIMIT, GET (`#` and patterns), ASC/DESC,
-//! ALPHA, and STORE (a list) for SORT.
+//! ALPHA, and STORE (a list) for SORT. BY a constant leaves a list or a
+//! sorted set in its own order, reversed by DESC, as Redis's.
 //!
 //! Scores are read as Redis reads them (C's `strtod`, whole argument);
 //! equal scores fall back to comparing the elements, as Redis does, so the
@@ -174,6 +175,11 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
                 cmp
             }
         });
+    }
+    // Not sorted, a list or a sorted set keeps its own order, reversed by
+    // DESC (Redis walks it from the tail); a set's order stays as it is.
+    if no_sort && desc && !is_set {
+        keyed.reverse();
     }
     let len = keyed.len() as i64;
     let start = offset.max(0).min(len);

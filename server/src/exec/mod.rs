@@ -573,7 +573,11 @@ impl Holds for EngineHolds<'_, '_> {
 /// or held as admission says. The whole of Redis's `processCommand`.
 pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     // maxmemory: evict first, then admission refuses what OOM refuses.
-    let out_of_memory = ctx.server.config.memory.maxmemory != 0 && crate::evict::perform(ctx) == Outcome::Fail;
+    let out_of_memory = ctx.server.config.memory.maxmemory != 0 && {
+        let outcome = crate::evict::perform(ctx);
+        crate::tracking::after_eviction(ctx);
+        outcome == Outcome::Fail
+    };
     ctx.server.oom_at_start = out_of_memory;
     let denyoom_by_content = out_of_memory && denyoom_by_content(ctx, args);
     let guards = ctx.server.guards;
@@ -969,6 +973,9 @@ pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, ar
     }
     let dirty_before = ctx.server.dirty;
     let frame = ctx.server.effects.enter();
+    if ctx.client.tracking.is_some() {
+        crate::tracking::before_call(ctx, caller, spec, args);
+    }
     let started = monotonic::now();
     let reply = (spec.handler)(ctx, args);
     let took = monotonic::since(started);

@@ -164,7 +164,8 @@ pub(super) mod raw {
     /// bulk -> string, null -> false (nil after `redis.setresp(3)`), array
     /// -> table, status -> `{ok=...}`, error -> `{err=...}`; with RESP3 map
     /// -> `{map=...}`, set -> `{set=...}`, double -> `{double=...}`, boolean
-    /// -> boolean, verbatim -> `{verbatim_string={format=, string=}}`.
+    /// -> boolean, verbatim -> `{verbatim_string={format=, string=}}`, big
+    /// number -> `{big_number=digits}`; attributes are skipped.
     ///
     /// # Safety
     /// See the module.
@@ -248,6 +249,13 @@ pub(super) mod raw {
                 wrap(state, c"verbatim_string");
             }
             Reply::Verbatim(_, text) => push_str(state, text),
+            Reply::BigNum(digits) if resp3 => {
+                push_str(state, digits);
+                wrap(state, c"big_number");
+            }
+            Reply::BigNum(digits) => push_str(state, digits),
+            // Scripts do not see attributes (Redis's parser skips them).
+            Reply::Attribute(attributed) => push_reply(state, &attributed.1, resp3),
             Reply::ScorePairs(pairs) if resp3 => push_array(state, pairs, |(m, s)| {
                 ffi::lua_createtable(state, 2, 0);
                 push_str(state, m);
@@ -325,6 +333,10 @@ fn step(value: &Value, resp3: bool, depth: usize) -> mlua::Result<Step> {
                 Value::Number(d) => return Ok(Step::Done(Reply::Double(d))),
                 Value::Integer(d) => return Ok(Step::Done(Reply::Double(d as f64))),
                 _ => {}
+            }
+            if let Value::String(digits) = t.raw_get::<Value>("big_number")? {
+                let digits = sanitize(&digits.to_string_lossy());
+                return Ok(Step::Done(Reply::BigNum(Bytes::from(digits))));
             }
             if let Value::Table(m) = t.raw_get::<Value>("map")? {
                 let entries = m.pairs::<Value, Value>().collect::<mlua::Result<Vec<_>>>()?;

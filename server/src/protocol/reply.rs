@@ -44,6 +44,12 @@ pub enum Reply {
     Verbatim(&'static str, Bytes),
     /// Out-of-band data (pub/sub messages): a RESP3 push, an array in RESP2.
     Push(Vec<Reply>),
+    /// RESP3 big number (`(` and its digits); a bulk string in RESP2.
+    BigNum(Bytes),
+    /// A reply preceded by RESP3 attributes (`|` and key/value pairs), which
+    /// RESP2 leaves out (DEBUG PROTOCOL ATTRIB; boxed: rare, and the enum
+    /// stays small).
+    Attribute(Box<(Vec<(Reply, Reply)>, Reply)>),
     /// Several replies to one command, written back to back (SUBSCRIBE a b).
     Many(Vec<Reply>),
     /// Members with scores (WITHSCORES): a flat `member, score, ...` array of
@@ -109,13 +115,13 @@ impl Reply {
         matches!(self, Reply::Error(_))
     }
 
-    /// Appends only the RESP3 pushes of this reply (a subscribe's
-    /// confirmations): what a client with its replies off still receives,
+    /// Appends only the pushes of this reply (a subscribe's confirmations,
+    /// arrays in RESP2): what a client with its replies off still receives,
     /// as from Redis 7.0 (pushes are not replies).
-    pub fn encode_pushes(&self, out: &mut BytesMut) {
+    pub fn encode_pushes(&self, out: &mut BytesMut, resp3: bool) {
         match self {
-            Reply::Push(_) => self.encode(out, true),
-            Reply::Many(items) => items.iter().for_each(|item| item.encode_pushes(out)),
+            Reply::Push(_) => self.encode(out, resp3),
+            Reply::Many(items) => items.iter().for_each(|item| item.encode_pushes(out, resp3)),
             _ => {}
         }
     }
@@ -223,6 +229,19 @@ impl Reply {
                     bulk(out, b'$', member);
                     Reply::Double(*score).encode(out, resp3);
                 }
+            }
+            Reply::BigNum(digits) if resp3 => line(out, b'(', digits),
+            Reply::BigNum(digits) => bulk(out, b'$', digits),
+            Reply::Attribute(attributed) => {
+                let (attributes, reply) = &**attributed;
+                if resp3 {
+                    int_line(out, b'|', attributes.len() as i64);
+                    for (key, value) in attributes {
+                        key.encode(out, resp3);
+                        value.encode(out, resp3);
+                    }
+                }
+                return reply.encode_head(out, resp3);
             }
             Reply::Bool(b) if resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
             Reply::Bool(b) => out.put_slice(if *b { b":1\r\n" } else { b":0\r\n" }),

@@ -1014,6 +1014,32 @@ pub(crate) fn crash(
     kept
 }
 
+/// DEBUG LOADAOF, as Redis's: what the writer has is written and fsynced,
+/// the databases and the function libraries are emptied, and the files of
+/// the manifest on disk are loaded back (whether `appendonly` is on or
+/// not), without propagating anything. `Err`: there was nothing to load or
+/// it did not load (Redis exits then; the caller answers an error).
+pub(crate) fn reload(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
+    state.effects.flush();
+    if let Some(sink) = state.effects.aof() {
+        sink.ask(|done| writer::Msg::Flush { done });
+    }
+    for db in dbs.iter_mut() {
+        db.clear();
+    }
+    scripting.flush_functions();
+    state.aof.manifest = read_manifest(state)?;
+    match new_load(state)? {
+        Some(mut load) => {
+            while !load_step(dbs, state, scripting, &mut load, usize::MAX)? {}
+            Ok(())
+        }
+        // Redis's `loadAppendOnlyFiles` finds no file: it exits.
+        None if state.aof.manifest.base.is_none() && state.aof.manifest.incr.is_empty() => Err(()),
+        None => Ok(()),
+    }
+}
+
 /// INFO persistence's `aof_*` fields, as Redis 7.0.15 lists them.
 pub(crate) fn info(state: &ServerState) -> String {
     let a = &state.aof;

@@ -157,6 +157,9 @@ pub(crate) enum Msg {
     },
     /// Write and fsync everything, then stop (answered when done).
     Stop { done: mpsc::SyncSender<()> },
+    /// Write and fsync everything so far and go on (answered when done):
+    /// DEBUG LOADAOF reads the files back next.
+    Flush { done: mpsc::SyncSender<()> },
 }
 
 /// The engine's end: in [`crate::exec::feed::Effects`], given every batch.
@@ -279,6 +282,13 @@ impl Writer {
                     Msg::Crash { lose_ms, now_ms, done } => {
                         let _ = done.send(self.crash(policy, lose_ms, now_ms));
                         self.durability.release();
+                    }
+                    Msg::Flush { done } => {
+                        self.sync();
+                        if let Some(seq) = last_seq.take() {
+                            self.durability.reached(seq);
+                        }
+                        let _ = done.send(());
                     }
                     Msg::Stop { done } => {
                         self.sync();
