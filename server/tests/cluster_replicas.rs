@@ -7,6 +7,7 @@
 //! coordis nodes and in mixed clusters where coordis and redis-server nodes
 //! replicate each other and vote for each other.
 
+use std::process::Command;
 use std::time::Duration;
 
 mod cluster_common;
@@ -396,7 +397,7 @@ fn cluster_create_with_a_replica_each_beside_redis() {
             "slave"
         ]
     );
-    if !have_redis() {
+    if !have("redis-server") {
         return;
     }
     let theirs = create_three_by_one("redis-server", "create31-redis").unwrap();
