@@ -195,7 +195,7 @@ pub struct CommandSpec {
     /// Key positions for COMMAND INFO and for finding the keys of a
     /// command without a finder of its own: first, last (-1: last
     /// argument), step. Derived from the key specs, as Redis derives its
-    /// legacy range ([`keyspecs::legacy_range`]).
+    /// legacy range (`keyspecs::legacy_range`).
     pub keys: (i32, i32, i32),
     /// Redis 7.0.15's key specs of this row ([`keyspecs`], by name when the
     /// table is compiled): COMMAND INFO, COMMAND GETKEYS and the ACL key
