@@ -1256,7 +1256,7 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
         for db in dbs.iter_mut() {
             db.clear();
         }
-        scripting.flush();
+        scripting.flush(&state.lazyfree, false);
         state.run_id = new_run_id();
         // A new process: new replication IDs, no backlog (its replicas'
         // links were closed above and resync in full).

@@ -138,6 +138,16 @@ impl LazyFree {
         self.send(table, objects);
     }
 
+    /// Frees a collection of `objects` entries that is not a key (the
+    /// script cache, the function libraries): on the thread when `lazy` and
+    /// it holds more than [`THRESHOLD`] entries, here otherwise (Redis's
+    /// `freeLuaScriptsAsync` and `freeFunctionsAsync`).
+    pub(crate) fn free_collection(&self, garbage: Box<dyn Send>, objects: usize, lazy: bool) {
+        if lazy && objects > THRESHOLD {
+            self.send(garbage, objects as u64);
+        }
+    }
+
     fn send(&self, garbage: Box<dyn Send>, objects: u64) {
         let Some(queue) = queue() else {
             return;

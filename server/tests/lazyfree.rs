@@ -3,7 +3,8 @@
 //! ASYNC, each `lazyfree-lazy-*` directive, the 64-element threshold) as
 //! INFO `lazyfreed_objects` counts them on both servers; memory freed on
 //! the thread leaves `used_memory`; lazy eviction propagates UNLINK;
-//! RENAME and MOVE keep a key's LFU counter and COPY starts a fresh one;
+//! SCRIPT FLUSH and FUNCTION FLUSH free more than 64 scripts or functions
+//! there under ASYNC, as Redis; RENAME and MOVE keep a key's LFU counter and COPY starts a fresh one;
 //! an RDB file coordis writes under an LRU or LFU policy carries the
 //! IDLE/FREQ hints, which redis-server loads, and a key touched while a
 //! BGSAVE walks the keyspace is written as recently used.
@@ -156,6 +157,88 @@ fn lazily_freed_objects_are_counted_as_redis_counts_them() {
     for (g, w) in got.iter().zip(&want) {
         assert_eq!(g, w);
     }
+}
+
+/// SCRIPT FLUSH and FUNCTION FLUSH, each followed by `lazyfreed_objects`
+/// once the thread is done: more than 64 scripts (or functions) go to the
+/// thread under ASYNC or `lazyfree-lazy-user-flush`, counted one per script
+/// (per function, not per library); fewer, or SYNC, are freed at once.
+fn script_flush_counts(addr: std::net::SocketAddr) -> Vec<(String, u64)> {
+    let mut c = RawClient::connect(addr).unwrap();
+    let mut seen = Vec::new();
+    let load_scripts = |c: &mut RawClient, n: usize| {
+        for i in 0..n {
+            c.command(&["SCRIPT", "LOAD", &format!("return {i}")]).unwrap();
+        }
+    };
+    let step = |seen: &mut Vec<(String, u64)>, c: &mut RawClient, what: &str, flush: &[&str]| {
+        assert_eq!(c.command(flush).unwrap(), b"+OK\r\n", "{what}");
+        seen.push((what.to_string(), settled(c)));
+    };
+    let library = |c: &mut RawClient, name: &str, functions: usize| {
+        let mut code = format!("#!lua name={name}\n");
+        for i in 0..functions {
+            code.push_str(&format!(
+                "redis.register_function('{name}_f{i}', function() return {i} end)\n"
+            ));
+        }
+        let reply = text(&c.command(&["FUNCTION", "LOAD", &code]).unwrap());
+        assert_eq!(reply, format!("${}\r\n{name}\r\n", name.len()));
+    };
+    let user_flush = |c: &mut RawClient, on: &str| {
+        c.command(&["CONFIG", "SET", "lazyfree-lazy-user-flush", on]).unwrap();
+    };
+    step(&mut seen, &mut c, "start", &["SCRIPT", "FLUSH"]);
+    load_scripts(&mut c, 64);
+    step(&mut seen, &mut c, "64 scripts async", &["SCRIPT", "FLUSH", "ASYNC"]);
+    load_scripts(&mut c, 65);
+    step(&mut seen, &mut c, "65 scripts async", &["SCRIPT", "FLUSH", "ASYNC"]);
+    load_scripts(&mut c, 65);
+    step(&mut seen, &mut c, "65 scripts sync", &["SCRIPT", "FLUSH", "SYNC"]);
+    load_scripts(&mut c, 65);
+    user_flush(&mut c, "yes");
+    step(&mut seen, &mut c, "65 scripts lazy-user-flush", &["SCRIPT", "FLUSH"]);
+    user_flush(&mut c, "no");
+    load_scripts(&mut c, 65);
+    step(&mut seen, &mut c, "65 scripts default", &["SCRIPT", "FLUSH"]);
+    // The flushed cache answers as empty.
+    let sha = text(&c.command(&["SCRIPT", "LOAD", "return 0"]).unwrap());
+    let sha = sha.lines().nth(1).unwrap().to_string();
+    step(&mut seen, &mut c, "1 script async", &["SCRIPT", "FLUSH", "ASYNC"]);
+    seen.push((text(&c.command(&["EVALSHA", &sha, "0"]).unwrap()), 0));
+    library(&mut c, "sixtyfive", 65);
+    step(&mut seen, &mut c, "65 functions async", &["FUNCTION", "FLUSH", "ASYNC"]);
+    library(&mut c, "sixtyfour", 64);
+    step(&mut seen, &mut c, "64 functions async", &["FUNCTION", "FLUSH", "ASYNC"]);
+    library(&mut c, "forty", 40);
+    library(&mut c, "twentyfive", 25);
+    user_flush(&mut c, "yes");
+    step(
+        &mut seen,
+        &mut c,
+        "65 functions in 2 libraries lazy-user-flush",
+        &["FUNCTION", "FLUSH"],
+    );
+    user_flush(&mut c, "no");
+    library(&mut c, "again", 65);
+    step(&mut seen, &mut c, "65 functions sync", &["FUNCTION", "FLUSH", "SYNC"]);
+    seen.push((text(&c.command(&["FCALL", "again_f1", "0"]).unwrap()), 0));
+    seen
+}
+
+#[test]
+fn script_and_function_flushes_free_lazily_as_redis_does() {
+    let ours = coordis::Server::builder().start_blocking().unwrap();
+    let got = script_flush_counts(ours.addr());
+    let freed: Vec<u64> = got.iter().map(|(_, n)| *n).collect();
+    assert_eq!(
+        freed,
+        [0, 0, 65, 65, 130, 130, 130, 0, 195, 195, 260, 260, 0],
+        "{got:?}"
+    );
+    let Some(theirs) = redis(&[]) else { return };
+    let want = script_flush_counts(theirs.addr());
+    assert_eq!(got, want);
 }
 
 /// A coordis-server process (its allocator counts only its own memory).

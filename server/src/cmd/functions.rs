@@ -226,10 +226,15 @@ fn function_flush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if args.len() > 3 {
         return errors::sub_wrong_args(&args[1], "FUNCTION");
     }
-    if args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async") {
-        return err(errors::FUNCTION_FLUSH_MODE);
-    }
-    tri!(vm(ctx)).flush_functions();
+    // Without a mode, `lazyfree-lazy-user-flush` decides (Redis's functionFlushCommand).
+    let lazy = match args.get(2) {
+        None => ctx.server.config.memory.lazy.user_flush,
+        Some(mode) if is(mode, "sync") => false,
+        Some(mode) if is(mode, "async") => true,
+        Some(_) => return err(errors::FUNCTION_FLUSH_MODE),
+    };
+    let freer = ctx.server.lazyfree.clone();
+    tri!(vm(ctx)).flush_functions(&freer, lazy);
     ctx.dirty(1);
     Reply::Ok
 }

@@ -293,11 +293,15 @@ fn script_exists(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 fn script_flush(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() > 3 || (args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async")) {
-        return err(errors::SCRIPT_FLUSH_MODE);
-    }
+    // Without a mode, `lazyfree-lazy-user-flush` decides (Redis's scriptCommand).
+    let lazy = match args.get(2) {
+        None => ctx.server.config.memory.lazy.user_flush,
+        Some(mode) if args.len() == 3 && is(mode, "sync") => false,
+        Some(mode) if args.len() == 3 && is(mode, "async") => true,
+        Some(_) => return err(errors::SCRIPT_FLUSH_MODE),
+    };
     if let Some(s) = ctx.scripting.as_mut() {
-        s.flush();
+        s.flush(&ctx.server.lazyfree, lazy);
     }
     Reply::Ok
 }

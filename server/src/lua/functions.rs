@@ -273,10 +273,17 @@ impl Scripting {
         self.libraries.remove(name).is_some()
     }
 
-    /// FUNCTION FLUSH.
-    pub fn flush_functions(&mut self) {
-        self.libraries = Libraries::default();
-        let _ = self.lua.gc_collect();
+    /// FUNCTION FLUSH: every library removed and freed by `freer` (on its
+    /// thread when `lazy` and they hold more than 64 functions, as Redis's
+    /// `freeFunctionsAsync`; a lazy flush leaves the chunks to Lua's
+    /// incremental collector).
+    pub(crate) fn flush_functions(&mut self, freer: &crate::lazyfree::LazyFree, lazy: bool) {
+        let libraries = std::mem::take(&mut self.libraries);
+        let count = libraries.function_count();
+        freer.free_collection(Box::new(libraries), count, lazy);
+        if !lazy {
+            let _ = self.lua.gc_collect();
+        }
     }
 
     /// FUNCTION RESTORE: loads every library in `codes`, all or nothing.

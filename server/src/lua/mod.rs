@@ -425,12 +425,19 @@ impl Scripting {
         })
     }
 
-    /// SCRIPT FLUSH.
-    pub fn flush(&mut self) {
-        self.scripts.clear();
+    /// SCRIPT FLUSH: the cache emptied, its scripts freed by `freer` (on
+    /// its thread when `lazy` and there are more than 64, as Redis's
+    /// `scriptingRelease`). A lazy flush leaves the compiled chunks to
+    /// Lua's incremental collector instead of a full collection here.
+    pub(crate) fn flush(&mut self, freer: &crate::lazyfree::LazyFree, lazy: bool) {
+        let scripts = std::mem::take(&mut self.scripts);
+        let count = scripts.len();
+        freer.free_collection(Box::new(scripts), count, lazy);
         self.scripts_bytes = 0;
         self.script_flags.clear();
-        let _ = self.lua.gc_collect();
+        if !lazy {
+            let _ = self.lua.gc_collect();
+        }
     }
 
     /// Number of cached scripts (INFO).

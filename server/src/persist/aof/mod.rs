@@ -1027,7 +1027,7 @@ pub(crate) fn reload(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Sc
     for db in dbs.iter_mut() {
         db.clear();
     }
-    scripting.flush_functions();
+    scripting.flush_functions(&state.lazyfree, false);
     state.aof.manifest = read_manifest(state)?;
     match new_load(state)? {
         Some(mut load) => {
