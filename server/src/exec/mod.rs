@@ -41,7 +41,7 @@ use crate::state::ServerState;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Caller {
     /// A client's request from its connection (also answered on the
-    /// connection while a script is busy, [`crate::cmd::busy`]).
+    /// connection while a script is busy, [`crate::exec::busy`]).
     Client,
     /// A command queued in MULTI, run by EXEC: it was admitted when it
     /// was queued (Redis's `execCommand` calls `call()` directly).

@@ -957,7 +957,7 @@ async fn script_ended(script: &crate::lua::ScriptState) {
 }
 
 /// What a connection keeps of its client between batches, for answering
-/// while a script is busy ([`crate::cmd::busy`]).
+/// while a script is busy ([`crate::exec::busy`]).
 #[derive(Debug, Default)]
 struct ConnState {
     /// The client as the engine last reported it, updated by busy answers.
@@ -969,7 +969,7 @@ struct ConnState {
 }
 
 /// Answers queued requests while a script is busy, without the engine
-/// ([`crate::cmd::busy`]). Stops at a request that must wait for the script
+/// ([`crate::exec::busy`]). Stops at a request that must wait for the script
 /// (it stays queued); `waiting` says so.
 fn busy_batch(
     ctx: &ConnCtx,
