@@ -301,15 +301,20 @@ async fn an_unacknowledged_lock_is_not_held(a: &mut MultiplexedConnection) {
     assert_eq!(Lock::holder(a, "lock:w").await.unwrap(), None, "and released");
 }
 
+/// How long an acquire waits for the replica's acknowledgement when the
+/// link is up: WAIT answers as soon as it comes, and a loaded machine can
+/// take more than 100 ms to deliver a redis-server replica's ACK.
+const ACK_WAIT: Duration = Duration::from_millis(2000);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_keeps_the_lock_across_failover_unless_the_link_is_held_embedded() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let (primary, replica) = coordis_pair().await;
     let mut a = connect(&primary.url()).await;
-    let held = failover::acquire_replicated(&mut a, "lock:w", "client-a", TTL, 1, Duration::from_millis(100))
+    let held = failover::acquire_replicated(&mut a, "lock:w", "client-a", TTL, 1, ACK_WAIT)
         .await
         .unwrap();
-    assert!(held, "WAIT 1 100 counted the replica");
+    assert!(held, "WAIT 1 2000 counted the replica");
     // Even a primary that dies with its unsent writes leaves this one behind.
     die_and_promote(primary.control(), replica.addr()).await;
     the_acknowledged_lock_survived(&mut connect(&replica.url()).await).await;
@@ -327,10 +332,10 @@ async fn wait_keeps_the_lock_across_failover_unless_the_link_is_held_redis() {
     };
     wait_caught_up(replica.addr(), primary.addr()).await;
     let mut a = connect(&primary.url()).await;
-    let held = failover::acquire_replicated(&mut a, "lock:w", "client-a", TTL, 1, Duration::from_millis(100))
+    let held = failover::acquire_replicated(&mut a, "lock:w", "client-a", TTL, 1, ACK_WAIT)
         .await
         .unwrap();
-    assert!(held, "WAIT 1 100 counted the replica");
+    assert!(held, "WAIT 1 2000 counted the replica");
     drop(primary);
     let r = replica.addr();
     wait_for("the replica to see its link down", || {
