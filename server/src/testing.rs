@@ -384,8 +384,18 @@ impl ServerProcess {
     /// Sends SIGTERM and waits up to `timeout` for the exit status (`None`:
     /// still running).
     pub fn terminate(&mut self, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
+        self.signal(libc::SIGTERM, timeout)
+    }
+
+    /// Sends SIGINT (Ctrl-C in a terminal) and waits up to `timeout` for
+    /// the exit status (`None`: still running).
+    pub fn interrupt(&mut self, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
+        self.signal(libc::SIGINT, timeout)
+    }
+
+    fn signal(&mut self, signal: libc::c_int, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
         // SAFETY: kill(2) on the pid of a child this value owns and has not reaped.
-        if unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) } != 0 {
+        if unsafe { libc::kill(self.child.id() as libc::pid_t, signal) } != 0 {
             return Err(io::Error::last_os_error());
         }
         self.wait_exit(timeout)
@@ -561,7 +571,7 @@ impl RawClient {
 /// connection task runs a read's requests.
 pub struct LocalEngine {
     engine: crate::engine::Engine,
-    requests: std::collections::VecDeque<Vec<bytes::Bytes>>,
+    requests: crate::protocol::Requests,
     /// Each client's outbox: where the reply to a blocking command lands.
     outboxes: std::collections::HashMap<u64, std::sync::Arc<crate::net::clients::Outbox>>,
     /// The clock the engine was made with.
@@ -614,7 +624,8 @@ impl LocalEngine {
     /// until it is served, times out or is unblocked: see
     /// [`LocalEngine::received`]).
     pub fn run_as(&mut self, id: u64, requests: Vec<Vec<bytes::Bytes>>) -> (Vec<u8>, bool) {
-        let mut queue: std::collections::VecDeque<_> = requests.into();
+        let mut queue = crate::protocol::Requests::default();
+        requests.into_iter().for_each(|r| queue.push_back(r));
         let mut out = bytes::BytesMut::new();
         let end = self
             .engine
@@ -639,7 +650,7 @@ impl LocalEngine {
     /// serve it, a command that blocks is answered as its timeout would
     /// answer it (and a CLIENT PAUSE that holds the client is ended).
     pub fn run(&mut self, requests: Vec<Vec<bytes::Bytes>>) -> (Vec<u8>, bool) {
-        self.requests.extend(requests);
+        requests.into_iter().for_each(|r| self.requests.push_back(r));
         let mut out = bytes::BytesMut::new();
         let mut no_error = None;
         while !self.requests.is_empty() {
@@ -647,7 +658,7 @@ impl LocalEngine {
                 .engine
                 .run_batch(1, Vec::new(), &mut self.requests, &mut no_error, usize::MAX, &mut out);
             if batch.close {
-                self.requests.clear();
+                self.requests = Default::default();
                 return (out.to_vec(), true);
             }
             if batch.blocked {

@@ -2,7 +2,7 @@
 //! kill error with `pcall` are stopped by SCRIPT KILL / FUNCTION KILL (as in
 //! Redis, the error is raised again at every line until the script
 //! returns), and a server with a busy script (one that wrote, so SCRIPT KILL
-//! refuses) stops on SHUTDOWN NOSAVE at once, on SIGTERM within the drain
+//! refuses) stops on SHUTDOWN NOSAVE at once, on SIGTERM or SIGINT within the drain
 //! deadline, and when embedded on `shutdown()`. Each session runs on
 //! coordis and, where Redis can do it, on a real Redis 7.0.15.
 
@@ -255,6 +255,20 @@ fn shutdown_nosave_ends_a_busy_script_that_wrote_at_once_as_in_redis() {
 
 #[test]
 fn sigterm_ends_a_busy_script_that_wrote_within_the_drain_deadline() {
+    signal_ends_a_busy_script(ServerProcess::terminate);
+}
+
+#[test]
+fn sigint_ends_a_busy_script_that_wrote_within_the_drain_deadline() {
+    signal_ends_a_busy_script(ServerProcess::interrupt);
+}
+
+/// A busy script that wrote (SCRIPT KILL refuses it) and catches every
+/// error, then `send` (SIGTERM or SIGINT): the process exits within the
+/// drain deadline, the script's caller is answered, the port is free.
+fn signal_ends_a_busy_script(
+    send: fn(&mut ServerProcess, Duration) -> std::io::Result<Option<std::process::ExitStatus>>,
+) {
     let mut server = coordis_process();
     let addr = server.addr();
     let runner = run_in_thread(addr, &["EVAL", WROTE_AND_CATCHES, "0"]);
@@ -262,7 +276,7 @@ fn sigterm_ends_a_busy_script_that_wrote_within_the_drain_deadline() {
     assert!(text(&wait_busy(&mut admin)).starts_with("-BUSY "));
     assert!(text(&admin.command(&["SCRIPT", "KILL"]).unwrap()).starts_with("-UNKILLABLE "));
     let asked = Instant::now();
-    let status = server.terminate(coordis::DRAIN_DEADLINE + DRAIN_MARGIN).unwrap();
+    let status = send(&mut server, coordis::DRAIN_DEADLINE + DRAIN_MARGIN).unwrap();
     let took = asked.elapsed();
     assert!(
         status.is_some(),

@@ -119,13 +119,34 @@ fn test_commands_are_refused_from_the_table_when_disabled_as_debug_is() {
     builder.config_mut().enable_test_commands = "no".into();
     let coordis = builder.start_blocking().unwrap();
     let mut c = RawClient::connect(coordis.addr()).unwrap();
-    for args in [
-        &["COORDIS.CLOCK", "HELP"][..],
-        &["COORDIS.CLOCK", "GET"],
-        &["COORDIS.SERVER", "HELP"],
-        &["COORDIS.FAULT", "HELP"],
-        &["COORDIS.FAULT", "LIST"],
+    // Every container of the family, as the command table lists it: a
+    // container added later is covered without touching this test.
+    let listed = run(&mut c, &["COMMAND", "LIST", "FILTERBY", "PATTERN", "coordis.*"]);
+    let mut containers: Vec<String> = listed
+        .split("\r\n")
+        .filter(|line| line.starts_with("coordis.") && !line.contains('|'))
+        .map(str::to_uppercase)
+        .collect();
+    containers.sort();
+    for expected in [
+        "COORDIS.CLOCK",
+        "COORDIS.CLUSTER",
+        "COORDIS.FAULT",
+        "COORDIS.MEMORY",
+        "COORDIS.REPLICATION",
+        "COORDIS.SERVER",
     ] {
+        assert!(
+            containers.iter().any(|c| c == expected),
+            "{expected} not in {containers:?}"
+        );
+    }
+    let mut requests: Vec<Vec<&str>> = containers.iter().map(|c| vec![c.as_str(), "HELP"]).collect();
+    requests.push(vec!["COORDIS.CLOCK", "GET"]);
+    requests.push(vec!["COORDIS.FAULT", "LIST"]);
+    requests.push(vec!["COORDIS.MEMORY", "USED"]);
+    requests.push(vec!["COORDIS.REPLICATION", "LINKS"]);
+    for args in &requests {
         let reply = run(&mut c, args);
         assert!(
             reply.starts_with(&format!("-ERR {} command not allowed.", args[0])),
