@@ -11,7 +11,6 @@
 //! Nothing here performs I/O or awaits; the lock is never held across an
 //! `.await`.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +24,7 @@ use crate::exec::busy::{ClientView, TxChange};
 use crate::exec::Caller;
 use crate::lua::Scripting;
 use crate::net::clients::{ClientState, Clients, CloseSignal};
-use crate::protocol::Reply;
+use crate::protocol::{Reply, Requests};
 use crate::state::{Rates, ServerState, Shared, Stats};
 use crate::store::{Clock, Db};
 
@@ -715,7 +714,7 @@ impl Engine {
         &mut self,
         id: u64,
         busy_changes: Vec<TxChange>,
-        requests: &mut VecDeque<Vec<Bytes>>,
+        requests: &mut Requests,
         protocol_error: &mut Option<String>,
         max_output: usize,
         out: &mut BytesMut,
@@ -765,6 +764,8 @@ impl Engine {
                 if client.blocked.as_ref().is_some_and(|b| b.is_postponed()) {
                     // Held by CLIENT PAUSE: it runs again once the pause ends.
                     requests.push_front(args);
+                } else {
+                    requests.done(args);
                 }
             }
         });
@@ -1398,7 +1399,8 @@ mod tests {
     }
 
     fn run(engine: &mut Engine, id: u64, args: &[&str]) -> (String, bool) {
-        let mut requests = VecDeque::from([args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()]);
+        let mut requests = Requests::default();
+        requests.push_back(args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect());
         let mut out = BytesMut::new();
         let end = engine.run_batch(id, vec![], &mut requests, &mut None, usize::MAX, &mut out);
         (String::from_utf8_lossy(&out).into_owned(), end.close)

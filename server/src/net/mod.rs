@@ -19,7 +19,7 @@ pub(crate) mod listeners;
 pub(crate) mod tls;
 pub(crate) mod unix;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,7 +41,7 @@ use crate::errors;
 use crate::exec::busy::{self, BusyCtx, ClientView, TxChange};
 use crate::lua::ScriptState;
 use crate::net::clients::{ClientAddr, ClientState, CloseSignal, ConnSignal, Outbox};
-use crate::protocol::{ProtocolLimits, RequestParser};
+use crate::protocol::{ProtocolLimits, RequestParser, Requests};
 use crate::state::Shared;
 use crate::store::Clock;
 
@@ -701,7 +701,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     let mut parser = RequestParser::new();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut out = BytesMut::new();
-    let mut requests = VecDeque::new();
+    let mut requests = Requests::default();
     let mut conn = ConnState {
         view: ClientView {
             authenticated: !ctx.shared.auth_required.load(Ordering::Relaxed),
@@ -723,9 +723,9 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
         let mut protocol_error = None;
         // Before AUTH succeeds, one request at a time: the limits change with it.
         while conn.view.authenticated || requests.is_empty() {
-            match parser.next(&mut buf, &limits) {
-                Ok(Some(req)) => requests.push_back(req),
-                Ok(None) => break,
+            match parser.next_into(&mut buf, &limits, &mut requests) {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(e) => {
                     tracing::debug!("client {id}: protocol error: {e}");
                     protocol_error = Some(e);
@@ -773,7 +773,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 // refusal counts) is applied once the script ends, as Redis
                 // records it at once, not at this client's next request.
                 () = script_ended(&shared.script), if !conn.changes.is_empty() => {
-                    let end = execute(ctx, id, pending, &mut conn, &mut VecDeque::new(), &mut None, &mut out).await;
+                    let end = execute(ctx, id, pending, &mut conn, &mut Requests::default(), &mut None, &mut out).await;
                     if end.close {
                         return Ok(());
                     }
@@ -903,7 +903,7 @@ async fn execute(
     id: u64,
     pending: &mut Option<ClientState>,
     conn: &mut ConnState,
-    requests: &mut VecDeque<Vec<Bytes>>,
+    requests: &mut Requests,
     protocol_error: &mut Option<String>,
     out: &mut BytesMut,
 ) -> BatchEnd {
@@ -975,7 +975,7 @@ fn busy_batch(
     ctx: &ConnCtx,
     view: &mut ClientView,
     changes: &mut Vec<TxChange>,
-    requests: &mut VecDeque<Vec<Bytes>>,
+    requests: &mut Requests,
     protocol_error: &mut Option<String>,
     out: &mut BytesMut,
 ) -> (BatchEnd, bool) {

@@ -16,6 +16,7 @@ mod parse;
 mod reply;
 
 pub(crate) use parse::split_args;
+pub(crate) use parse::Requests;
 pub use parse::{ProtocolLimits, RequestParser};
 pub(crate) use reply::format_double;
 pub use reply::Reply;
