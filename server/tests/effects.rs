@@ -357,4 +357,58 @@ fn a_script_of_several_writes_leaves_them_wrapped_with_their_rewrites() {
         .run_args(&["EVAL", failing, "1", "s"])
         .starts_with("-ERR value is not an integer"));
     assert_eq!(pair.take(), ["set s v"]);
+    // What a script runs while it asks for no replication is no effect;
+    // for the append-only file only (off here, as on the Redis compared
+    // with), none either, nor a MULTI/EXEC for the one effect left.
+    let quiet = "redis.set_repl(redis.REPL_NONE)
+        redis.call('set', KEYS[1], 'hidden')
+        redis.set_repl(redis.REPL_ALL)
+        redis.call('set', KEYS[2], 'shown')";
+    c.run_args(&["EVAL", quiet, "2", "q1", "q2"]);
+    assert_eq!(pair.take(), ["set q2 shown"]);
+    let aof_only = "redis.set_repl(redis.REPL_AOF)
+        redis.call('set', KEYS[1], 'aof')
+        redis.set_repl(redis.REPL_REPLICA)
+        redis.call('set', KEYS[2], 'replicas')";
+    c.run_args(&["EVAL", aof_only, "2", "q1", "q2"]);
+    assert_eq!(pair.take(), ["set q2 replicas"]);
+    // The flags last only for the script that set them.
+    c.run_args(&["EVAL", "redis.set_repl(redis.REPL_NONE)", "0"]);
+    c.run_args(&["EVAL", "redis.call('set', KEYS[1], 'again')", "1", "q1"]);
+    assert_eq!(pair.take(), ["set q1 again"]);
+    // Redis's errors, and what is not a number meaning REPL_NONE.
+    for bad in [
+        "redis.set_repl()",
+        "redis.set_repl(1, 2)",
+        "redis.set_repl(7)",
+        "redis.set_repl(-1)",
+    ] {
+        assert!(c.run_args(&["EVAL", bad, "0"]).starts_with("-ERR"), "{bad}");
+    }
+    let not_a_number = "redis.set_repl('x'); redis.call('set', KEYS[1], 'no')";
+    c.run_args(&["EVAL", not_a_number, "1", "q1"]);
+    assert!(pair.take().is_empty());
+}
+
+#[test]
+fn a_function_may_keep_its_writes_from_replicas_too() {
+    let mut pair = Pair::start();
+    let mut c = pair.client();
+    let library = "#!lua name=quiet
+redis.register_function('quiet', function(keys, args)
+    redis.set_repl(redis.REPL_NONE)
+    redis.call('set', keys[1], 'hidden')
+    redis.set_repl(redis.REPL_ALL)
+    return redis.call('set', keys[2], 'shown')
+end)";
+    c.run_args(&["FUNCTION", "LOAD", library]);
+    c.run("FCALL quiet 2 a b");
+    assert_eq!(
+        pair.take(),
+        [
+            "SELECT 0".to_string(),
+            format!("FUNCTION LOAD {library}"),
+            "set b shown".into()
+        ]
+    );
 }
