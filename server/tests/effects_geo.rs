@@ -2,8 +2,8 @@
 //! what a real Redis 7.0.15 sends its replicas for the same commands.
 //!
 //! Each workload runs on an embedded coordis, whose feed must be exactly
-//! the expected stream, and on a `redis-server` with a
-//! [`ReplicationCapture`] attached, whose stream must be the same. Without
+//! the expected stream, and on a `redis-server` with a replication capture
+//! attached, whose stream must be the same (`effects_common::check`). Without
 //! redis-server only the first half runs (the expected streams were read
 //! from Redis's), unless `COORDIS_REQUIRE_REDIS=1`.
 //!
@@ -14,52 +14,9 @@
 //! themselves when they stored or deleted a destination, and leave nothing
 //! otherwise (a search without STORE, a store of nothing over no key).
 
-use coordis::testing::{parse_commands, RawClient, RedisServer, ReplicationCapture, StreamCommand};
+mod effects_common;
 
-/// A command of a workload: space-separated words.
-fn words(line: &str) -> Vec<&str> {
-    line.split(' ').collect()
-}
-
-/// A stream as lines, arguments space-separated.
-fn lines(cmds: &[StreamCommand]) -> Vec<String> {
-    cmds.iter()
-        .map(|args| {
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
-}
-
-/// Runs `workload` on coordis and asserts its feed is `expected`; then on a
-/// real Redis, and asserts its replication stream is the same.
-fn check(workload: &[&str], expected: &[&str]) {
-    let server = coordis::Server::builder().start_blocking().unwrap();
-    let mut feed = server.control().effects();
-    let mut c = RawClient::connect(server.addr()).unwrap();
-    for line in workload {
-        c.command(&words(line)).unwrap();
-    }
-    let ours = parse_commands(&feed.try_bytes());
-    assert_eq!(lines(&ours), expected, "coordis's feed");
-
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
-        return;
-    };
-    let mut capture = ReplicationCapture::start(redis.addr()).unwrap();
-    let mut r = RawClient::connect(redis.addr()).unwrap();
-    for line in workload {
-        r.command(&words(line)).unwrap();
-    }
-    let theirs = capture.take().unwrap();
-    assert_eq!(
-        lines(&ours),
-        lines(&theirs),
-        "coordis's feed against Redis's replication stream"
-    );
-}
+use effects_common::check;
 
 #[test]
 fn geoadd_is_replayed_as_zadd_of_the_scores() {

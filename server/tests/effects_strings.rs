@@ -2,12 +2,12 @@
 //! compared with what a real Redis 7.0.15 sends its replicas for the same
 //! commands.
 //!
-//! Each workload runs twice: on an embedded coordis on a frozen clock at
-//! [`T0`], whose feed must be exactly the expected stream (deadlines
-//! exact), and on a `redis-server` with a [`ReplicationCapture`] attached,
-//! whose stream must equal coordis's once the deadlines near each run's
-//! moment are masked ([`normalize_times`]). Without redis-server only the
-//! first half runs (the expected streams were read from Redis's with
+//! Each workload runs twice (`effects_common::check`): on an embedded
+//! coordis on a frozen clock at `T0`, whose feed must be exactly the
+//! expected stream (deadlines exact), and on a `redis-server` with a
+//! replication capture attached, whose stream must equal coordis's once the
+//! deadlines near each run's moment are masked. Without redis-server only
+//! the first half runs (the expected streams were read from Redis's with
 //! `redis-cli --replica`), unless `COORDIS_REQUIRE_REDIS=1`.
 //!
 //! What the rules come to: relative expiries are replayed as absolute
@@ -18,81 +18,9 @@
 //! BITFIELD writing what was there, SETRANGE of nothing, BITOP of nothing
 //! over a missing key) leaves nothing.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+mod effects_common;
 
-use coordis::testing::{normalize_times, parse_commands, RawClient, RedisServer, ReplicationCapture, StreamCommand};
-
-/// A fixed start for coordis's frozen test clock, so deadlines are exact.
-const T0: u64 = 1_900_000_000_000;
-
-/// How far from the run's moment a deadline in these workloads may be (the
-/// longest relative expiry is 100 s): such times are masked when the two
-/// streams are compared.
-const DEADLINE_SPAN_MS: u64 = 200_000;
-
-/// A command of a workload: space-separated words, `""` for an empty one.
-fn words(line: &str) -> Vec<&str> {
-    line.split(' ').map(|w| if w == "\"\"" { "" } else { w }).collect()
-}
-
-/// A stream as lines, arguments space-separated.
-fn lines(cmds: &[StreamCommand]) -> Vec<String> {
-    cmds.iter()
-        .map(|args| {
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
-}
-
-/// Runs `workload` on coordis and asserts its feed is `expected`; then on a
-/// real Redis, and asserts the two streams are equal (times masked).
-fn check(workload: &[&str], expected: &[String]) {
-    let server = coordis::Server::builder().start_blocking().unwrap();
-    let clock = server.clock().unwrap();
-    clock.freeze();
-    clock.set_ms(T0);
-    let mut feed = server.control().effects();
-    let mut c = RawClient::connect(server.addr()).unwrap();
-    for line in workload {
-        c.command(&words(line)).unwrap();
-    }
-    let ours = parse_commands(&feed.try_bytes());
-    assert_eq!(lines(&ours), expected, "coordis's feed");
-
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
-        return;
-    };
-    let mut capture = ReplicationCapture::start(redis.addr()).unwrap();
-    let mut r = RawClient::connect(redis.addr()).unwrap();
-    let before = now_ms();
-    for line in workload {
-        r.command(&words(line)).unwrap();
-    }
-    let theirs = capture.take().unwrap();
-    let elapsed = now_ms() - before;
-    assert_eq!(
-        lines(&normalize_times(&ours, T0, DEADLINE_SPAN_MS)),
-        lines(&normalize_times(&theirs, before, DEADLINE_SPAN_MS + elapsed)),
-        "coordis's feed against Redis's replication stream"
-    );
-}
-
-/// `T0 + ms`, as the stream writes an absolute deadline.
-fn at(ms: u64) -> String {
-    (T0 + ms).to_string()
-}
-
-/// Lines as owned strings (the expected streams without deadlines).
-fn owned(lines: &[&str]) -> Vec<String> {
-    lines.iter().map(|l| l.to_string()).collect()
-}
+use effects_common::{at, check};
 
 #[test]
 fn set_relatives_leave_set_or_nothing() {
@@ -169,7 +97,7 @@ fn lazy_free_directives_turn_the_deletions_into_unlink() {
             "SET u v",
             "GETEX u PXAT 1",
         ],
-        &owned(&["SELECT 0", "SET u v", "UNLINK u", "SET u v", "UNLINK u"]),
+        &["SELECT 0", "SET u v", "UNLINK u", "SET u v", "UNLINK u"],
     );
 }
 
@@ -189,7 +117,7 @@ fn counters_leave_themselves_and_incrbyfloat_leaves_set_keepttl() {
             "SET j 5",
             "INCRBYFLOAT j 1e2",
         ],
-        &owned(&[
+        &[
             "SELECT 0",
             "INCR i",
             "DECR i",
@@ -199,7 +127,7 @@ fn counters_leave_themselves_and_incrbyfloat_leaves_set_keepttl() {
             "SET f 1.5 KEEPTTL",
             "SET j 5",
             "SET j 105 KEEPTTL",
-        ]),
+        ],
     );
 }
 
@@ -214,7 +142,7 @@ fn append_counts_even_nothing_and_setrange_of_nothing_leaves_nothing() {
             r#"SETRANGE sr 0 """#,
             "SETRANGE sr -1 ab",
         ],
-        &owned(&["SELECT 0", "APPEND ap ", "APPEND ap x", "SETRANGE sr 2 ab"]),
+        &["SELECT 0", "APPEND ap ", "APPEND ap x", "SETRANGE sr 2 ab"],
     );
 }
 
@@ -241,7 +169,7 @@ fn bit_writes_leave_an_effect_only_when_a_bit_changed_or_the_string_grew() {
             "BITOP AND dst nosuch",
             "BITOP AND dst nosuch",
         ],
-        &owned(&[
+        &[
             "SELECT 0",
             "SETBIT sb 3 1",
             "SETBIT sb 3 0",
@@ -251,7 +179,7 @@ fn bit_writes_leave_an_effect_only_when_a_bit_changed_or_the_string_grew() {
             "BITFIELD bf OVERFLOW SAT INCRBY u8 0 300",
             "BITOP OR dst sb nosuch",
             "BITOP AND dst nosuch",
-        ]),
+        ],
     );
 }
 

@@ -1,91 +1,45 @@
 //! The effects of the sorted-set and stream writes (`ServerControl::effects`),
 //! as a Redis 7.0.15 replica receives them.
 //!
-//! Every expected stream here was first captured from a real redis-server
-//! 7.0.15 (a raw `SYNC` client reading its replication stream) running the
-//! same commands; only its clock-dependent values differ, and here the clock
-//! is frozen at [`T0`], so a generated ID is `T0-0` and a delivery `TIME` is
-//! `T0`. No-op writes (a ZADD of an existing member with its score, a ZREM
+//! Each workload runs on an embedded coordis and on a real redis-server
+//! 7.0.15 (`effects_common::Pair`), blocked clients blocked on both, and at
+//! each checkpoint coordis's feed must be what Redis sent its replicas; only
+//! clock-dependent values differ, and are masked. coordis's clock is frozen
+//! at `T0`, so in the literal streams asserted too a generated ID is `T0-0`
+//! and a delivery `TIME` is `T0`. No-op writes (a ZADD of an existing member with its score, a ZREM
 //! of a missing member, an approximate trim that removed nothing, a read of
 //! a group's history) leave nothing.
 
-use std::time::{Duration, Instant};
+mod effects_common;
 
-use coordis::testing::RawClient;
-
-/// A fixed start for the frozen test clock.
-const T0: u64 = 1_900_000_000_000;
-
-/// A server on a frozen clock at [`T0`], a client, and a reader of its feed.
-fn setup() -> (coordis::BlockingServer, RawClient, coordis::EffectReader) {
-    let server = coordis::Server::builder().start_blocking().unwrap();
-    let clock = server.clock().unwrap();
-    clock.freeze();
-    clock.set_ms(T0);
-    let feed = server.control().effects();
-    let client = RawClient::connect(server.addr()).unwrap();
-    (server, client, feed)
-}
-
-fn run(c: &mut RawClient, line: &str) -> String {
-    let args: Vec<&str> = line.split(' ').collect();
-    String::from_utf8(c.command(&args).unwrap()).unwrap()
-}
-
-fn run_all(c: &mut RawClient, lines: &[&str]) {
-    for line in lines {
-        let reply = run(c, line);
-        assert!(!reply.starts_with('-'), "{line}: {reply}");
-    }
-}
-
-/// Waits until INFO says `n` clients are blocked.
-fn wait_blocked(admin: &mut RawClient, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !run(admin, "INFO clients").contains(&want) {
-        assert!(Instant::now() < deadline, "never {want}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// A client blocked in `line` (its reply not read yet).
-fn block(server: &coordis::BlockingServer, admin: &mut RawClient, line: &str, blocked: usize) -> RawClient {
-    let mut c = RawClient::connect(server.addr()).unwrap();
-    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-    c.send(&RawClient::encode(&args)).unwrap();
-    wait_blocked(admin, blocked);
-    c
-}
+use effects_common::{Pair, T0};
 
 #[test]
 fn sorted_set_writes_leave_their_changes_and_pops_become_zpop() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
-        &[
-            "ZADD z 1 a 2 b",
-            "ZADD z 1 a",
-            "ZADD z CH INCR 5 a",
-            "ZINCRBY z 1 b",
-            "ZADD z XX GT 0 a",
-            "ZREM z nope",
-            "ZREMRANGEBYSCORE z 100 200",
-            "ZMPOP 1 z MIN COUNT 5",
-            "ZADD z 1 a 2 b 3 c",
-            "BZPOPMIN z 0",
-            "BZMPOP 0 1 z MAX COUNT 9",
-            "ZADD src 1 a 2 b",
-            "ZUNIONSTORE dst 1 src",
-            "ZINTERSTORE dst 2 src nope",
-            "ZINTERSTORE dst 2 src nope",
-            "ZRANGESTORE d2 src 0 0",
-            "ZPOPMAX src 0",
-            "ZPOPMAX nope",
-        ],
-    );
+    let mut pair = Pair::start();
+    let mut c = pair.client();
+    c.run_all(&[
+        "ZADD z 1 a 2 b",
+        "ZADD z 1 a",
+        "ZADD z CH INCR 5 a",
+        "ZINCRBY z 1 b",
+        "ZADD z XX GT 0 a",
+        "ZREM z nope",
+        "ZREMRANGEBYSCORE z 100 200",
+        "ZMPOP 1 z MIN COUNT 5",
+        "ZADD z 1 a 2 b 3 c",
+        "BZPOPMIN z 0",
+        "BZMPOP 0 1 z MAX COUNT 9",
+        "ZADD src 1 a 2 b",
+        "ZUNIONSTORE dst 1 src",
+        "ZINTERSTORE dst 2 src nope",
+        "ZINTERSTORE dst 2 src nope",
+        "ZRANGESTORE d2 src 0 0",
+        "ZPOPMAX src 0",
+        "ZPOPMAX nope",
+    ]);
     assert_eq!(
-        feed.try_lines(),
+        pair.take(),
         [
             "SELECT 0",
             "ZADD z 1 a 2 b",
@@ -105,13 +59,15 @@ fn sorted_set_writes_leave_their_changes_and_pops_become_zpop() {
 
 #[test]
 fn a_blocked_pop_served_later_leaves_the_plain_pop_after_the_push() {
-    let (server, mut c, mut feed) = setup();
-    let mut one = block(&server, &mut c, "BZPOPMAX q 0", 1);
-    let mut many = block(&server, &mut c, "BZMPOP 0 1 q2 MIN COUNT 3", 2);
-    run_all(&mut c, &["ZADD q 1 x 2 y", "ZADD q2 1 x 2 y"]);
-    assert!(one.read_reply().is_ok() && many.read_reply().is_ok());
+    let mut pair = Pair::start();
+    let mut c = pair.client();
+    let mut one = pair.block(0, "BZPOPMAX q 0");
+    let mut many = pair.block(0, "BZMPOP 0 1 q2 MIN COUNT 3");
+    c.run_all(&["ZADD q 1 x 2 y", "ZADD q2 1 x 2 y"]);
+    one.served();
+    many.served();
     assert_eq!(
-        feed.try_lines(),
+        pair.take(),
         [
             "SELECT 0",
             "ZADD q 1 x 2 y",
@@ -124,34 +80,29 @@ fn a_blocked_pop_served_later_leaves_the_plain_pop_after_the_push() {
 
 #[test]
 fn xadd_names_its_id_and_an_approximate_trim_names_where_it_stopped() {
-    let (_server, mut c, mut feed) = setup();
-    run_all(
-        &mut c,
-        &[
-            "XADD s MAXLEN ~ 5 1-1 f v",
-            "XADD s 5-* f v",
-            "XADD s MINID ~ 0 LIMIT 10 7 f v",
-            "XADD s MAXLEN 100 8-1 f v",
-            "XADD s * f v",
-            "CONFIG SET stream-node-max-entries 4",
-        ],
-    );
+    let mut pair = Pair::start();
+    let mut c = pair.client();
+    c.run_all(&[
+        "XADD s MAXLEN ~ 5 1-1 f v",
+        "XADD s 5-* f v",
+        "XADD s MINID ~ 0 LIMIT 10 7 f v",
+        "XADD s MAXLEN 100 8-1 f v",
+    ]);
+    // A generated ID is each server's clock's: the replies differ.
+    c.run_any("XADD s * f v");
+    c.run("CONFIG SET stream-node-max-entries 4");
     for i in 1..=10 {
-        run(&mut c, &format!("XADD u {i}-1 f {i}"));
+        c.run(&format!("XADD u {i}-1 f {i}"));
     }
-    run_all(
-        &mut c,
-        &[
-            "XTRIM u MAXLEN ~ 2",
-            "XTRIM u MAXLEN ~ 2",
-            "XADD u MAXLEN ~ 2 * f x",
-            "XDEL u 9-1",
-            "XTRIM u MINID ~ 10",
-            "XTRIM u MINID ~ 99999999999999",
-            "XDEL u 1-1",
-            "XTRIM u MAXLEN 0",
-        ],
-    );
+    c.run_all(&["XTRIM u MAXLEN ~ 2", "XTRIM u MAXLEN ~ 2"]);
+    c.run_any("XADD u MAXLEN ~ 2 * f x");
+    c.run_all(&[
+        "XDEL u 9-1",
+        "XTRIM u MINID ~ 10",
+        "XTRIM u MINID ~ 99999999999999",
+        "XDEL u 1-1",
+        "XTRIM u MAXLEN 0",
+    ]);
     let mut expected = vec![
         "SELECT 0".to_string(),
         "XADD s MAXLEN = 1 1-1 f v".into(),
@@ -168,41 +119,39 @@ fn xadd_names_its_id_and_an_approximate_trim_names_where_it_stopped() {
         "XDEL u 9-1".into(),
         "XTRIM u MINID = 18446744073709551615-18446744073709551615".into(),
     ]);
-    assert_eq!(feed.try_lines(), expected);
+    assert_eq!(pair.take(), expected);
 }
 
 #[test]
 fn group_reads_and_claims_become_xclaim_and_xgroup_setid() {
-    let (_server, mut c, mut feed) = setup();
+    let mut pair = Pair::start();
+    let mut c = pair.client();
     for i in 1..=4 {
-        run(&mut c, &format!("XADD s {i}-0 f {i}"));
+        c.run(&format!("XADD s {i}-0 f {i}"));
     }
-    run_all(
-        &mut c,
-        &[
-            "XGROUP CREATE s g 0",
-            "XREADGROUP GROUP g c1 COUNT 2 STREAMS s >",
-            "XREADGROUP GROUP g c2 NOACK COUNT 1 STREAMS s >",
-            "XREADGROUP GROUP g c1 STREAMS s 0",
-            "XCLAIM s g c3 0 1 LASTID 3-5",
-            "XCLAIM s g c3 0 99 LASTID 4-5",
-            "XCLAIM s g c3 0 99 LASTID 1-0",
-            "XDEL s 2-0",
-            "XCLAIM s g c3 0 2-0",
-            "XAUTOCLAIM s g c4 0 0",
-            "XGROUP SETID s g 0",
-            "XGROUP CREATECONSUMER s g c9",
-            "XGROUP CREATECONSUMER s g c9",
-            "XGROUP DELCONSUMER s g c9",
-            "XGROUP DELCONSUMER s g c9",
-            "XACK s g 1-0 3-0",
-            "XACK s g 1-0",
-            "XSETID s 9-9",
-            "XGROUP DESTROY s g",
-            "XGROUP DESTROY s g",
-            "XGROUP CREATE s g $",
-        ],
-    );
+    c.run_all(&[
+        "XGROUP CREATE s g 0",
+        "XREADGROUP GROUP g c1 COUNT 2 STREAMS s >",
+        "XREADGROUP GROUP g c2 NOACK COUNT 1 STREAMS s >",
+        "XREADGROUP GROUP g c1 STREAMS s 0",
+        "XCLAIM s g c3 0 1 LASTID 3-5",
+        "XCLAIM s g c3 0 99 LASTID 4-5",
+        "XCLAIM s g c3 0 99 LASTID 1-0",
+        "XDEL s 2-0",
+        "XCLAIM s g c3 0 2-0",
+        "XAUTOCLAIM s g c4 0 0",
+        "XGROUP SETID s g 0",
+        "XGROUP CREATECONSUMER s g c9",
+        "XGROUP CREATECONSUMER s g c9",
+        "XGROUP DELCONSUMER s g c9",
+        "XGROUP DELCONSUMER s g c9",
+        "XACK s g 1-0 3-0",
+        "XACK s g 1-0",
+        "XSETID s 9-9",
+        "XGROUP DESTROY s g",
+        "XGROUP DESTROY s g",
+        "XGROUP CREATE s g $",
+    ]);
     let xclaim = |consumer: &str, id: &str, count: u64, last: &str| {
         format!("XCLAIM s g {consumer} 0 {id} TIME {T0} RETRYCOUNT {count} FORCE JUSTID LASTID {last}")
     };
@@ -233,21 +182,22 @@ fn group_reads_and_claims_become_xclaim_and_xgroup_setid() {
         "XGROUP DESTROY s g".into(),
         "XGROUP CREATE s g $".into(),
     ]);
-    assert_eq!(feed.try_lines(), expected);
+    assert_eq!(pair.take(), expected);
 }
 
 #[test]
 fn a_blocked_group_read_served_later_leaves_its_claims() {
-    let (server, mut c, mut feed) = setup();
-    run_all(&mut c, &["XADD s 1-0 f v", "XGROUP CREATE s g $"]);
-    let mut acked = block(&server, &mut c, "XREADGROUP GROUP g c5 BLOCK 0 STREAMS s >", 1);
-    run(&mut c, "XADD s 20-1 a b");
-    assert!(acked.read_reply().is_ok());
-    let mut noack = block(&server, &mut c, "XREADGROUP GROUP g c6 NOACK BLOCK 0 STREAMS s >", 1);
-    run(&mut c, "XADD s 20-2 a b");
-    assert!(noack.read_reply().is_ok());
+    let mut pair = Pair::start();
+    let mut c = pair.client();
+    c.run_all(&["XADD s 1-0 f v", "XGROUP CREATE s g $"]);
+    let mut acked = pair.block(0, "XREADGROUP GROUP g c5 BLOCK 0 STREAMS s >");
+    c.run("XADD s 20-1 a b");
+    acked.served();
+    let mut noack = pair.block(0, "XREADGROUP GROUP g c6 NOACK BLOCK 0 STREAMS s >");
+    c.run("XADD s 20-2 a b");
+    noack.served();
     assert_eq!(
-        feed.try_lines(),
+        pair.take(),
         [
             "SELECT 0".to_string(),
             "XADD s 1-0 f v".into(),

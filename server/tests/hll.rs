@@ -7,43 +7,11 @@
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
-use coordis::testing::{parse_commands, RawClient, RedisServer, ReplicationCapture, StreamCommand};
+use coordis::testing::{RawClient, RedisServer};
 
-/// A stream as lines, arguments space-separated.
-fn lines(cmds: &[StreamCommand]) -> Vec<String> {
-    cmds.iter()
-        .map(|args| {
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
-}
+mod effects_common;
 
-/// Runs `workload` on coordis and asserts its feed is `expected`; then on a
-/// real Redis, and asserts Redis's replication stream is the same.
-fn check(workload: &[&str], expected: &[&str]) {
-    let server = coordis::Server::builder().start_blocking().unwrap();
-    let mut feed = server.control().effects();
-    let mut c = RawClient::connect(server.addr()).unwrap();
-    for line in workload {
-        c.command(&line.split(' ').collect::<Vec<_>>()).unwrap();
-    }
-    let ours = lines(&parse_commands(&feed.try_bytes()));
-    assert_eq!(ours, expected, "coordis's feed");
-
-    let Some(redis) = RedisServer::start(&[]).unwrap() else {
-        return;
-    };
-    let mut capture = ReplicationCapture::start(redis.addr()).unwrap();
-    let mut r = RawClient::connect(redis.addr()).unwrap();
-    for line in workload {
-        r.command(&line.split(' ').collect::<Vec<_>>()).unwrap();
-    }
-    let theirs = lines(&capture.take().unwrap());
-    assert_eq!(ours, theirs, "coordis's feed against Redis's replication stream");
-}
+use effects_common::check;
 
 #[test]
 fn pf_writes_leave_redis_effects_and_pfcount_of_a_stale_cache_is_one() {

@@ -130,7 +130,13 @@ pub(super) fn run_in_vm(
             // memory is refused until the script has written (it cannot
             // stop halfway), unless it is flagged `allow-oom`.
             let may_oom = !allow_oom && !state.wrote.load(Ordering::Relaxed);
+            // `redis.set_repl`: where this command's own effect may go.
+            let withheld = state.repl_withheld.load(Ordering::Relaxed);
+            let aof = withheld & crate::lua::REPL_AOF == 0;
+            let replicas = withheld & crate::lua::REPL_REPLICA == 0;
+            inner.server.effects.set_targets(aof, replicas);
             let (reply, wrote) = crate::exec::call_from_script(&mut inner, cmd, caller, may_oom);
+            inner.server.effects.reset_targets();
             if wrote {
                 state.wrote.store(true, Ordering::Relaxed);
             }

@@ -36,8 +36,24 @@ pub struct Op {
     /// The command and its arguments, as replicas and the append-only file get them.
     pub args: Vec<Bytes>,
     /// For replicas, not for the append-only file (PUBLISH: Redis forces
-    /// it to replicas only).
+    /// it to replicas only; what a script runs under `redis.set_repl(redis.REPL_REPLICA)`).
     pub replicas_only: bool,
+    /// For the append-only file, not for replicas (what a script runs under
+    /// `redis.set_repl(redis.REPL_AOF)`).
+    pub aof_only: bool,
+}
+
+impl Op {
+    /// Whether replicas get it (and a reader of the feed, which sees the
+    /// replication stream).
+    pub fn for_replicas(&self) -> bool {
+        !self.aof_only
+    }
+
+    /// Whether the append-only file gets it.
+    pub fn for_aof(&self) -> bool {
+        !self.replicas_only
+    }
 }
 
 /// The effects of one execution unit, in order.
@@ -81,6 +97,11 @@ pub(crate) struct Effects {
     unit: Vec<Op>,
     /// The unit now running is replayed without MULTI/EXEC.
     unwrapped: bool,
+    /// Where the running command's own effect may not go: `(aof,
+    /// replicas)`, neither unless a script narrowed it for the commands it
+    /// runs (`redis.set_repl`, Redis's script `repl_flags`, which mask only
+    /// a command's own effect, not what its handler adds).
+    own_withheld: (bool, bool),
     /// The units closed in this engine batch, not yet sent.
     closed: Vec<Unit>,
     frame: Frame,
@@ -180,16 +201,39 @@ impl Effects {
             return;
         }
         if (dirty > 0 || frame.forced.is_some()) && !frame.prevented && !spec.has(flags::NO_PROPAGATE) {
-            let args = frame.own.unwrap_or_else(|| args.to_vec());
-            self.unit.push(Op {
-                db,
-                args,
-                replicas_only: dirty == 0 && frame.forced == Some(true),
-            });
+            // Only for a reader that exists, as Redis's `shouldPropagate`
+            // records nothing for the append-only file while it is off, or
+            // for replicas while there is no backlog (a reader of the feed
+            // sees the replication stream): so MULTI/EXEC wraps what some
+            // stream carries, not an effect no one gets.
+            let (no_aof, no_replicas) = self.own_withheld;
+            let aof = !no_aof && (dirty > 0 || frame.forced == Some(false)) && self.aof.is_some();
+            let replicas = !no_replicas && (self.repl.is_some() || !self.readers.is_empty());
+            if aof || replicas {
+                let args = frame.own.unwrap_or_else(|| args.to_vec());
+                self.unit.push(Op {
+                    db,
+                    args,
+                    replicas_only: !aof,
+                    aof_only: !replicas,
+                });
+            }
         }
         if spec.has(flags::TOUCHES_ARBITRARY_KEYS) {
             self.unwrapped = true;
         }
+    }
+
+    /// Where the own effects of the commands called from now on go
+    /// (`aof`, `replicas`): a script's `redis.set_repl` for the commands it
+    /// runs; [`Effects::reset_targets`] goes back to both.
+    pub(crate) fn set_targets(&mut self, aof: bool, replicas: bool) {
+        self.own_withheld = (!aof, !replicas);
+    }
+
+    /// Own effects go to every reader again (see [`Effects::set_targets`]).
+    pub(crate) fn reset_targets(&mut self) {
+        self.own_withheld = (false, false);
     }
 
     /// Ends a served blocked client's call: only what it added is its effect.
@@ -222,6 +266,7 @@ impl Effects {
                 db,
                 args,
                 replicas_only: false,
+                aof_only: false,
             });
         }
     }
@@ -253,6 +298,7 @@ impl Effects {
                     db,
                     args,
                     replicas_only: false,
+                    aof_only: false,
                 }],
                 unwrapped: true,
             };
@@ -368,18 +414,23 @@ impl Reader {
     /// The commands of one unit in stream order, after what this reader
     /// streamed before.
     fn stream(&mut self, unit: &Unit, emit: impl FnMut(&[Bytes])) {
-        stream(&mut self.selected, unit.ops.iter(), unit.unwrapped, emit);
+        stream(&mut self.selected, &unit.ops, unit.unwrapped, Op::for_replicas, emit);
     }
 }
 
 /// The commands of one unit's effects `ops` in stream order, after a
 /// stream that last selected `selected` (the one encoding of replicas'
-/// stream and the append-only file's): SELECT whenever the database
-/// changes, several effects between MULTI and EXEC unless `unwrapped`.
-pub(crate) fn stream<'a>(
+/// stream and the append-only file's), with the effects `keep` says are
+/// for this stream: SELECT whenever the database changes, several effects
+/// between MULTI and EXEC unless `unwrapped`. Whether to wrap is decided
+/// on all the unit's effects, kept or not, as Redis's
+/// `propagatePendingCommands` does (a transaction of a SET and a PUBLISH is
+/// MULTI, SET, EXEC in the append-only file).
+pub(crate) fn stream(
     selected: &mut Option<usize>,
-    ops: impl ExactSizeIterator<Item = &'a Op> + Clone,
+    ops: &[Op],
     unwrapped: bool,
+    keep: impl Fn(&Op) -> bool,
     mut emit: impl FnMut(&[Bytes]),
 ) {
     let wrap = ops.len() > 1 && !unwrapped;
@@ -393,17 +444,17 @@ pub(crate) fn stream<'a>(
     };
     if wrap {
         // MULTI goes out in the first effect's database, so its SELECT
-        // comes first; EXEC in the last one's, so it needs none.
-        if let Some(first) = ops.clone().next() {
-            select(first.db, &mut emit);
-        }
+        // comes first; EXEC in the last one's, which needs a SELECT only
+        // when that effect was not for this stream.
+        select(ops[0].db, &mut emit);
         emit(&[Bytes::from_static(b"MULTI")]);
     }
-    for op in ops {
+    for op in ops.iter().filter(|op| keep(op)) {
         select(op.db, &mut emit);
         emit(&op.args);
     }
-    if wrap {
+    if let (true, Some(last)) = (wrap, ops.last()) {
+        select(last.db, &mut emit);
         emit(&[Bytes::from_static(b"EXEC")]);
     }
 }
@@ -432,6 +483,7 @@ mod tests {
             db,
             args: args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect(),
             replicas_only: false,
+            aof_only: false,
         }
     }
 
@@ -452,6 +504,32 @@ mod tests {
             "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 *1 $5 MULTI *2 $3 DEL $1 b *2 $6 SELECT $1 1 \
              *3 $3 SET $1 c $1 2 *1 $4 EXEC *2 $3 DEL $1 x "
         );
+    }
+
+    #[test]
+    fn a_unit_is_wrapped_for_every_stream_even_where_some_effects_are_not_carried() {
+        let mut publish = op(2, &["PUBLISH", "ch", "m"]);
+        publish.replicas_only = true;
+        let ops = [op(0, &["SET", "a", "1"]), publish];
+        let lines = |keep: fn(&Op) -> bool| {
+            let mut out = vec![];
+            stream(&mut None, &ops, false, keep, |args| {
+                out.push(
+                    args.iter()
+                        .map(|a| String::from_utf8_lossy(a))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                )
+            });
+            out
+        };
+        assert_eq!(
+            lines(Op::for_replicas),
+            ["SELECT 0", "MULTI", "SET a 1", "SELECT 2", "PUBLISH ch m", "EXEC"]
+        );
+        // EXEC goes out in the last effect's database, selected even though
+        // the append-only file does not carry that effect.
+        assert_eq!(lines(Op::for_aof), ["SELECT 0", "MULTI", "SET a 1", "SELECT 2", "EXEC"]);
     }
 
     #[test]

@@ -320,6 +320,7 @@ impl Scripting {
         self.bridge.resp.store(2, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);
         self.state.wrote.store(false, Ordering::Relaxed);
+        self.state.repl_withheld.store(0, Ordering::Relaxed);
         self.state.function.store(true, Ordering::Relaxed);
         self.state.started_ms.store(now_ms.max(1), Ordering::Release);
         self.state.run_started_us.store(monotonic_us(), Ordering::Relaxed);

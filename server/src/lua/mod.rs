@@ -50,6 +50,11 @@ pub struct ScriptState {
     shutdown: AtomicBool,
     /// The running script has executed a write command (SCRIPT KILL refuses).
     pub wrote: AtomicBool,
+    /// Where the commands the running script calls may not leave their
+    /// own effects, as `redis.set_repl` last said: bit [`REPL_AOF`] the
+    /// append-only file, bit [`REPL_REPLICA`] replicas (0, the default at
+    /// each start: both get them).
+    pub(crate) repl_withheld: AtomicU8,
     /// What runs is a function (FCALL), not a script: FUNCTION KILL, not
     /// SCRIPT KILL, stops it, and `-BUSY` says so.
     pub function: AtomicBool,
@@ -68,6 +73,12 @@ pub struct ScriptState {
     /// script (the VM itself is in use then).
     pub lua_memory: AtomicU64,
 }
+
+/// `redis.REPL_AOF`: the bit of `redis.set_repl`'s flags for the
+/// append-only file (Redis's `PROPAGATE_AOF`).
+pub(crate) const REPL_AOF: u8 = 1;
+/// `redis.REPL_REPLICA`: the bit for replicas (`PROPAGATE_REPL`).
+pub(crate) const REPL_REPLICA: u8 = 2;
 
 /// Microseconds on a monotonic clock (for script run time, not key expiry).
 fn monotonic_us() -> u64 {
@@ -330,7 +341,7 @@ impl Scripting {
     /// (0: none).
     pub fn new(memory_limit: usize, state: Arc<ScriptState>) -> mlua::Result<Scripting> {
         let resp = Arc::new(AtomicU8::new(2));
-        let vm = sandbox::create(resp.clone())?;
+        let vm = sandbox::create(resp.clone(), state.clone())?;
         if memory_limit > 0 {
             vm.lua.set_memory_limit(memory_limit)?;
         }
@@ -481,6 +492,7 @@ impl Scripting {
         self.bridge.resp.store(2, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);
         self.state.wrote.store(false, Ordering::Relaxed);
+        self.state.repl_withheld.store(0, Ordering::Relaxed);
         self.state.started_ms.store(now_ms.max(1), Ordering::Release);
         let tables = match self.arg_tables.take() {
             Some(tables) => Ok(tables),

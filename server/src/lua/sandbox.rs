@@ -63,7 +63,7 @@ pub(super) struct Vm {
 }
 
 /// Builds the VM.
-pub(super) fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
+pub(super) fn create(resp: Arc<AtomicU8>, state: Arc<super::ScriptState>) -> mlua::Result<Vm> {
     // SAFETY: the debug library is loaded only to give the error handler
     // `debug.getinfo`; scripts cannot reach it (see REMOVED).
     let lua = unsafe {
@@ -177,7 +177,24 @@ pub(super) fn create(resp: Arc<AtomicU8>) -> mlua::Result<Vm> {
             Ok(())
         })?,
     )?;
-    redis.raw_set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    redis.raw_set(
+        "set_repl",
+        lua.create_function(move |lua, args: MultiValue| {
+            if args.len() != 1 {
+                // Redis 7.0's text, though one argument is what it wants.
+                return raise("ERR redis.set_repl() requires two arguments.");
+            }
+            // `lua_tonumber`: what is not a number is 0 (REPL_NONE); a
+            // fraction is truncated, as C's conversion to int does.
+            let flags = lua.coerce_number(args[0].clone()).ok().flatten().unwrap_or(0.0) as i64;
+            let all = i64::from(super::REPL_AOF | super::REPL_REPLICA);
+            if flags & !all != 0 {
+                return raise("ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+            }
+            state.repl_withheld.store(!(flags as u8) & all as u8, Ordering::Relaxed);
+            Ok(())
+        })?,
+    )?;
     redis.raw_set("replicate_commands", lua.create_function(|_, _: MultiValue| Ok(true))?)?;
     redis.raw_set("breakpoint", lua.create_function(|_, _: MultiValue| Ok(false))?)?;
     redis.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;

@@ -577,9 +577,13 @@ impl Encoder {
     pub(crate) fn unit(&mut self, unit: &feed::Unit) -> u64 {
         self.buf.clear();
         let buf = &mut self.buf;
-        feed::stream(&mut self.selected, unit.ops.iter(), unit.unwrapped, |args| {
-            feed::encode_command(args, buf)
-        });
+        feed::stream(
+            &mut self.selected,
+            &unit.ops,
+            unit.unwrapped,
+            feed::Op::for_replicas,
+            |args| feed::encode_command(args, buf),
+        );
         if self.hub.append_unit(&self.buf) {
             self.selected = None;
         }

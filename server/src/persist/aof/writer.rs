@@ -326,11 +326,14 @@ impl Writer {
                 .extend_from_slice(format!("#TS:{}\r\n", self.last_ts).as_bytes());
         }
         for unit in units {
-            let ops: Vec<&feed::Op> = unit.ops.iter().filter(|op| !op.replicas_only).collect();
             let buf = &mut self.buf;
-            feed::stream(&mut self.selected, ops.iter().copied(), unit.unwrapped, |args| {
-                feed::encode_command(args, buf)
-            });
+            feed::stream(
+                &mut self.selected,
+                &unit.ops,
+                unit.unwrapped,
+                feed::Op::for_aof,
+                |args| feed::encode_command(args, buf),
+            );
         }
         if self.buf.is_empty() {
             return;
