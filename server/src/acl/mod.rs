@@ -488,11 +488,10 @@ impl Selector {
             }
         }
         if !self.allchannels {
-            if let Some((first, last, pattern)) = channels_of(spec) {
-                let last = if last < 0 { args.len() - 1 } else { last as usize };
-                let end = (last + 1).min(args.len());
-                for (pos, channel) in args.iter().enumerate().take(end).skip(first) {
-                    if !channel_allowed(&self.channels, channel, pattern) {
+            if let Some(channels) = spec.channels {
+                let end = channels.end.unwrap_or(args.len()).min(args.len());
+                for (pos, channel) in args.iter().enumerate().take(end).skip(channels.first) {
+                    if !channel_allowed(&self.channels, channel, channels.patterns) {
                         return Check::Denied(Denied::Channel(pos));
                     }
                 }
@@ -522,18 +521,6 @@ impl Selector {
 enum Check {
     Ok,
     Denied(Denied),
-}
-
-/// The channel arguments of the commands that publish or subscribe
-/// (Redis's `getChannelsFromCommand` table: the unsubscribe commands'
-/// channels are not checked): first, last (-1: to the end), patterns.
-fn channels_of(spec: &CommandSpec) -> Option<(usize, i64, bool)> {
-    match spec.name {
-        "subscribe" | "ssubscribe" => Some((1, -1, false)),
-        "psubscribe" => Some((1, -1, true)),
-        "publish" | "spublish" => Some((1, 1, false)),
-        _ => None,
-    }
 }
 
 /// A channel against a selector's channel patterns: a channel matches as a

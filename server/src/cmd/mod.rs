@@ -28,7 +28,8 @@
 //!   `scripts/keyspecs.py`; the row's key positions derive from them); if
 //!   Redis gives it a `getkeys_proc`, its finder on the row
 //!   (`.keys_by(...)`, the finders in [`keyspecs`]); if it takes a password,
-//!   `.redacts(...)`; any new error text in [`crate::errors`]; a
+//!   `.redacts(...)`; if it publishes or subscribes, its channel arguments
+//!   for the ACL (`.channels(...)`); any new error text in [`crate::errors`]; a
 //!   scenario in `server/tests/scenarios/` (the runner compares replies and
 //!   the changes each line made); a word in README's command table.
 //! - If it writes: [`Ctx::dirty`] for each change, exactly where Redis
@@ -73,6 +74,7 @@ macro_rules! command {
             may_write: None,
             declared: None,
             deny_oom: None,
+            channels: None,
         }
     }};
 }

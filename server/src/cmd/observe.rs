@@ -167,8 +167,10 @@ struct SlowEntry {
 /// The server's counters and slow log.
 #[derive(Debug, Default)]
 pub struct Observe {
-    /// By command row (its address), with the row.
-    commands: HashMap<usize, (&'static CommandSpec, CommandStats), foldhash::fast::RandomState>,
+    /// By command row, keyed by its name (a row's identity: the table
+    /// test checks names are unique; an address is not one, since a row
+    /// read through a `const` may be a copy elsewhere), with the row.
+    commands: HashMap<&'static str, (&'static CommandSpec, CommandStats), foldhash::fast::RandomState>,
     /// Error replies by their first word (`ERR`, `WRONGTYPE`, ...).
     errors: BTreeMap<String, u64>,
     /// Every error reply counted in `errors` (INFO `total_error_replies`).
@@ -205,7 +207,7 @@ impl Observe {
     fn stats(&mut self, spec: &'static CommandSpec) -> &mut CommandStats {
         &mut self
             .commands
-            .entry(spec as *const CommandSpec as usize)
+            .entry(spec.name)
             .or_insert((spec, CommandStats::default()))
             .1
     }
@@ -556,7 +558,7 @@ fn latency_histogram(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let ran = |spec: &'static CommandSpec| {
         observe
             .commands
-            .get(&(spec as *const CommandSpec as usize))
+            .get(spec.name)
             .filter(|(_, stats)| stats.latency.total > 0)
             .map(|(spec, stats)| (*spec, &stats.latency))
     };

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::flags::*;
+use super::spec::ChannelArgs;
 use super::{CommandSpec, Ctx};
 use crate::errors;
 use crate::net::clients::ClientState;
@@ -24,13 +25,13 @@ macro_rules! spec {
 
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
-    spec!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to the given channels", subscribe),
+    spec!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to the given channels", subscribe).channels(ChannelArgs::ALL),
     spec!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Stop listening for messages posted to the given channels", unsubscribe),
-    spec!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to channels matching the given patterns", psubscribe),
+    spec!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to channels matching the given patterns", psubscribe).channels(ChannelArgs::PATTERNS),
     spec!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Stop listening for messages posted to channels matching the given patterns", punsubscribe),
-    spec!("publish", 3, PUBSUB | LOADING | STALE | FAST, 0, "Post a message to a channel", publish),
-    spec!("spublish", 3, PUBSUB | LOADING | STALE | FAST, 0, "Post a message to a shard channel", spublish),
-    spec!("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to the given shard channels", ssubscribe),
+    spec!("publish", 3, PUBSUB | LOADING | STALE | FAST, 0, "Post a message to a channel", publish).channels(ChannelArgs::FIRST),
+    spec!("spublish", 3, PUBSUB | LOADING | STALE | FAST, 0, "Post a message to a shard channel", spublish).channels(ChannelArgs::FIRST),
+    spec!("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Listen for messages published to the given shard channels", ssubscribe).channels(ChannelArgs::ALL),
     spec!("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE | SUBSCRIBED_OK, 0, "Stop listening for messages posted to the given shard channels", sunsubscribe),
     spec!("pubsub", -2, 0, 0, "A container for Pub/Sub commands", super::container, PUBSUB_SUBCOMMANDS),
 ];

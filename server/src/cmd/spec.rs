@@ -235,6 +235,45 @@ pub struct CommandSpec {
     /// row's `write` and `stale` in admission's replica checks (Redis's
     /// `scriptFlagsToCmdFlags`); `None` from the hook: nothing declared.
     pub declared: Option<DeclaredFlags>,
+    /// Which arguments are pub/sub channels the ACL checks against a user's
+    /// channel rules (Redis's `getChannelsFromCommand`, which names the
+    /// publishing and subscribing commands; the unsubscribing ones are not
+    /// checked); `None`: none.
+    pub(crate) channels: Option<ChannelArgs>,
+}
+
+/// A row's channel arguments ([`CommandSpec::channels`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChannelArgs {
+    /// The first channel argument.
+    pub(crate) first: usize,
+    /// The first argument after the last channel; `None`: every argument
+    /// from `first` on is one.
+    pub(crate) end: Option<usize>,
+    /// The arguments are patterns (PSUBSCRIBE), matched literally against
+    /// the user's channel rules rather than as channels against them.
+    pub(crate) patterns: bool,
+}
+
+impl ChannelArgs {
+    /// Every argument after the name is a channel (SUBSCRIBE, SSUBSCRIBE).
+    pub(crate) const ALL: ChannelArgs = ChannelArgs {
+        first: 1,
+        end: None,
+        patterns: false,
+    };
+    /// Every argument after the name is a pattern (PSUBSCRIBE).
+    pub(crate) const PATTERNS: ChannelArgs = ChannelArgs {
+        first: 1,
+        end: None,
+        patterns: true,
+    };
+    /// The first argument is the channel (PUBLISH, SPUBLISH).
+    pub(crate) const FIRST: ChannelArgs = ChannelArgs {
+        first: 1,
+        end: Some(2),
+        patterns: false,
+    };
 }
 
 /// A row's hook for [`CommandSpec::redact`]: whether argument `i` of
@@ -290,6 +329,14 @@ impl CommandSpec {
     pub(crate) const fn keys_by(self, finder: keyspecs::KeyFinder) -> CommandSpec {
         CommandSpec {
             getkeys: Some(finder),
+            ..self
+        }
+    }
+
+    /// The row of a command with channel arguments the ACL checks.
+    pub(crate) const fn channels(self, channels: ChannelArgs) -> CommandSpec {
+        CommandSpec {
+            channels: Some(channels),
             ..self
         }
     }
