@@ -93,6 +93,10 @@ impl RequestParser {
         limits: &ProtocolLimits,
         requests: &mut Requests,
     ) -> Result<bool, String> {
+        if buf.is_empty() {
+            // Everything read is parsed (the common case after a batch).
+            return Ok(false);
+        }
         if self.remaining == 0 && !limits.pre_auth {
             let mut args = requests.spare.pop().unwrap_or_default();
             if complete_request(buf, limits.max_bulk_len, &mut args) {
