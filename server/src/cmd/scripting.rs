@@ -115,8 +115,13 @@ pub(super) fn run_in_vm(
             dbs, client, server, ..
         } = &mut *ctx;
         let mut dispatch = |cmd: &[Bytes], mode: crate::lua::Mode| {
-            if mode == crate::lua::Mode::AclCheck {
-                return crate::exec::acl_check_from_script(server, client, cmd);
+            match mode {
+                crate::lua::Mode::AclCheck => return crate::exec::acl_check_from_script(server, client, cmd),
+                crate::lua::Mode::Serve => {
+                    crate::exec::busy::serve_inbox(dbs, server, now);
+                    return Reply::NOTHING;
+                }
+                crate::lua::Mode::Call => {}
             }
             let mut inner = Ctx {
                 dbs,

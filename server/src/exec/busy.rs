@@ -4,28 +4,45 @@
 //! its own requests meanwhile, without the engine, as Redis answers them
 //! from inside the script's timeout hook: the same admission
 //! ([`crate::exec::admit`], with the busy script as one of its facts), so
-//! `-BUSY` for every command without the `allow_busy` flag. An `allow_busy` command is answered by its row's busy
-//! handler (MULTI, DISCARD, WATCH inside MULTI, QUIT, SCRIPT KILL, SHUTDOWN
-//! NOSAVE), or waits for the script to end and then runs normally (HELLO,
-//! AUTH, WATCH outside MULTI, UNWATCH and RESET, which Redis serves at once:
-//! README's known differences). A refused EXEC ends the transaction. What
-//! these answers change in the client's transaction state is recorded as
+//! `-BUSY` for every command without the `allow_busy` flag. An `allow_busy`
+//! command is answered by its row's busy handler (MULTI, DISCARD, WATCH
+//! inside MULTI, QUIT, SCRIPT KILL, FUNCTION KILL, FUNCTION STATS,
+//! SHUTDOWN NOSAVE) when the connection can answer it alone. What these
+//! answers change in the client's transaction state is recorded as
 //! [`TxChange`]s and applied to the client before its next batch on the
-//! engine. A restricted user's requests are checked against the ACL here
-//! too, before the busy check as in Redis's `processCommand` (`-NOPERM`,
-//! logged in the ACL log once the engine is free), from the user's rules
-//! as they stood after the client's last batch; if any user changed since
-//! (ACL SETUSER before the script), the request waits for the engine.
+//! engine; a refused EXEC ends the transaction.
+//!
+//! The other `allow_busy` commands need the engine: HELLO, AUTH, WATCH
+//! outside MULTI, UNWATCH, RESET, REPLCONF. The connection leaves such a
+//! request in the script's [`Inbox`], and the script's instruction hook
+//! serves it between two of the script's instructions, on the engine the
+//! script holds — where Redis serves every request while a script is busy.
+//! It runs as any request does ([`crate::engine::Batch`]: the client's
+//! pending [`TxChange`]s first, then admission and the command), so WATCH
+//! records the key as it is at that instant and a later write by the script
+//! dooms the transaction, exactly as in Redis. A request the hook has not
+//! taken when the script ends (or is told to stop) runs on the engine after
+//! it, as any other.
+//!
+//! A restricted user's requests are checked against the ACL here too,
+//! before the busy check as in Redis's `processCommand` (`-NOPERM`, logged
+//! in the ACL log once the engine is free), from the user's rules as they
+//! stood after the client's last batch; if any user changed since (ACL
+//! SETUSER before the script), the hook refreshes the client's view first.
 
-use std::sync::atomic::Ordering;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
+use crate::engine::{Batch, BatchEnd};
 use crate::errors::{self, err};
 use crate::exec::{self, Caller, Facts, Guards, NoHolds, TxEffect, Verdict};
 use crate::lua::ScriptState;
-use crate::net::clients::CloseSignal;
+use crate::net::clients::{ClientState, CloseSignal};
 use crate::protocol::Reply;
+use crate::state::ServerState;
+use crate::store::Db;
 
 /// What a connection knows of its client between batches (the engine
 /// reports it after each one), enough for admission's checks.
@@ -42,6 +59,20 @@ pub struct ClientView {
     /// The client's ACL user, when it is restricted: the rules its
     /// requests are checked against while a script is busy.
     pub(crate) restricted: Option<crate::acl::Snapshot>,
+}
+
+impl ClientView {
+    /// The view of `client` as the engine has it now.
+    pub(crate) fn of(state: &ServerState, client: &ClientState) -> ClientView {
+        ClientView {
+            local: client.addr.is_local(),
+            resp3: client.resp3,
+            authenticated: client.authenticated,
+            in_multi: client.multi.is_some(),
+            subscribed_resp2: !client.resp3 && client.is_subscribed(),
+            restricted: state.acl.snapshot(&client.user),
+        }
+    }
 }
 
 /// A change to the client's transaction made while the engine was busy.
@@ -92,22 +123,25 @@ pub(crate) type Handler = fn(&mut BusyCtx, &[Bytes]) -> Answer;
 /// How one request fared.
 pub enum Answer {
     Reply(Reply),
-    /// It must wait for the script to end (an `allow_busy` command without
-    /// a busy handler).
-    Wait,
+    /// Only the engine can answer it (an `allow_busy` command without a
+    /// busy handler, WATCH outside MULTI): the script's hook serves it
+    /// ([`Inbox`]).
+    Engine,
+    /// A user changed since the client's view was taken: the script's hook
+    /// refreshes the view (the engine has the rules), then the request is
+    /// answered again.
+    Refresh,
 }
 
 /// Answers one request while a script is busy: admitted as on the
 /// engine (the busy script is one of the facts), then queued inside MULTI,
-/// answered by its row's busy handler, or made to wait.
+/// answered by its row's busy handler, or left for the engine.
 pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     let acl = match &ctx.view.restricted {
         None => None,
         Some(snapshot) => match snapshot.current() {
             Some(user) => Some(user),
-            // A user changed since the client's last batch: the engine
-            // has the rules.
-            None => return Answer::Wait,
+            None => return Answer::Refresh,
         },
     };
     let facts = Facts {
@@ -156,11 +190,11 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         }
         Verdict::Run(spec) => match spec.busy {
             Some(handler) => handler(ctx, args),
-            None => Answer::Wait,
+            None => Answer::Engine,
         },
-        // The connection side holds nothing (the pause and the rules are the
-        // engine's): after the script, the engine decides.
-        Verdict::Postponed | Verdict::Fault(..) | Verdict::Redirected { .. } => Answer::Wait,
+        // The connection side holds nothing (the pause, the rules and the
+        // slots are the engine's): never given here, the engine decides.
+        Verdict::Postponed | Verdict::Fault(..) | Verdict::Redirected { .. } => Answer::Engine,
     }
 }
 
@@ -210,5 +244,121 @@ pub(crate) fn busy(script: &ScriptState) -> Reply {
         err(errors::BUSY_FUNCTION)
     } else {
         err(errors::BUSY)
+    }
+}
+
+/// Requests only the engine can answer, left by connections while a script
+/// is busy for the script's instruction hook to serve ([`serve_inbox`]).
+/// A connection takes its request back ([`Inbox::withdraw`]) if the script
+/// ends, or is told to stop, before the hook took it.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    /// Something waits: what the hook tests every few thousand
+    /// instructions, without the lock.
+    waiting: AtomicBool,
+    queue: parking_lot::Mutex<Vec<Hooked>>,
+}
+
+/// One connection's request left in the [`Inbox`].
+pub(crate) struct Hooked {
+    pub id: u64,
+    /// The connection's client when it has not met the engine yet (a
+    /// connection opened while the script runs): connected first.
+    pub pending: Option<ClientState>,
+    /// What the client's earlier busy answers changed, applied first.
+    pub changes: Vec<TxChange>,
+    /// The request; `None` only refreshes the client's view ([`Answer::Refresh`]).
+    pub request: Option<Vec<Bytes>>,
+    pub done: tokio::sync::oneshot::Sender<Served>,
+}
+
+/// What the hook answered to a [`Hooked`] request.
+pub(crate) struct Served {
+    pub end: BatchEnd,
+    /// The encoded reply.
+    pub out: BytesMut,
+    /// The request again when CLIENT PAUSE holds it: it runs once the
+    /// pause ends.
+    pub held: Option<Vec<Bytes>>,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox")
+            .field("waiting", &self.waiting.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inbox {
+    /// Leaves `hooked` for the hook.
+    pub(crate) fn post(&self, hooked: Hooked) {
+        let mut queue = self.queue.lock();
+        queue.push(hooked);
+        self.waiting.store(true, Ordering::Release);
+    }
+
+    /// Takes back client `id`'s request if the hook has not taken it.
+    pub(crate) fn withdraw(&self, id: u64) -> Option<Hooked> {
+        let mut queue = self.queue.lock();
+        let at = queue.iter().position(|h| h.id == id)?;
+        let hooked = queue.remove(at);
+        if queue.is_empty() {
+            self.waiting.store(false, Ordering::Release);
+        }
+        Some(hooked)
+    }
+
+    /// Whether a request waits (cheap: the hook asks often).
+    pub(crate) fn has_requests(&self) -> bool {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    fn take(&self) -> Vec<Hooked> {
+        let mut queue = self.queue.lock();
+        self.waiting.store(false, Ordering::Release);
+        std::mem::take(&mut *queue)
+    }
+}
+
+/// Serves the requests connections left in the busy script's [`Inbox`],
+/// from its hook, on the engine the script holds (`now`: the script's
+/// time): each as a batch of its own for its client. Before the script is
+/// busy nothing is served (Redis would not serve it either; the
+/// connection has not asked then, but a request left for a script that
+/// ended may meet the next one).
+pub(crate) fn serve_inbox(dbs: &mut [Db], server: &mut ServerState, now: u64) {
+    let script = server.shared.script.clone();
+    if !script.is_busy(server.clock.now_ms()) {
+        return;
+    }
+    for hooked in script.inbox.take() {
+        let Hooked {
+            id,
+            pending,
+            changes,
+            request,
+            done,
+        } = hooked;
+        if let Some(client) = pending {
+            crate::engine::connect(server, client);
+        }
+        let mut requests: VecDeque<Vec<Bytes>> = request.into_iter().collect();
+        let mut out = BytesMut::new();
+        let batch = Batch {
+            dbs: &mut *dbs,
+            state: &mut *server,
+            scripting: None,
+            busy: Some(&script),
+            now,
+            server_shutdown: None,
+        };
+        let end = batch.run(id, changes, &mut requests, &mut None, usize::MAX, &mut out);
+        // The connection stopped waiting only if its task ended.
+        let _ = done.send(Served {
+            end,
+            out,
+            held: requests.pop_front(),
+        });
     }
 }
