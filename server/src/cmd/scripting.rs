@@ -148,6 +148,8 @@ pub(super) fn run_in_vm(
     };
     ctx.client.db = caller_db;
     ctx.scripting = Some(scripting);
+    // What busy answers left for the engine and the hook did not take yet.
+    crate::exec::busy::settle_inbox(ctx.dbs, ctx.server, now);
     // An error the script raised from (or returned as) a command's error
     // is counted once, where it arose (Redis marks such error tables
     // `ignore_error_stats_update`); the call still counts as failed.

@@ -247,10 +247,15 @@ pub(crate) fn busy(script: &ScriptState) -> Reply {
     }
 }
 
-/// Requests only the engine can answer, left by connections while a script
-/// is busy for the script's instruction hook to serve ([`serve_inbox`]).
-/// A connection takes its request back ([`Inbox::withdraw`]) if the script
-/// ends, or is told to stop, before the hook took it.
+/// What connections leave for the engine while a script is busy, for the
+/// script's instruction hook to apply ([`serve_inbox`]): requests only the
+/// engine can answer, and the [`TxChange`]s of busy answers, so their
+/// counts and ACL log entries land while the script runs, as Redis records
+/// them at once. One entry per client: what a client leaves joins its
+/// entry the hook has not taken yet, in order. A connection takes its
+/// entry back ([`Inbox::withdraw`]) if the script ends, or is told to stop,
+/// before the hook took it; what only changes the client the script's end
+/// applies ([`settle_inbox`]).
 #[derive(Default)]
 pub(crate) struct Inbox {
     /// Something waits: what the hook tests every few thousand
@@ -259,17 +264,19 @@ pub(crate) struct Inbox {
     queue: parking_lot::Mutex<Vec<Hooked>>,
 }
 
-/// One connection's request left in the [`Inbox`].
+/// One client's entry in the [`Inbox`].
 pub(crate) struct Hooked {
     pub id: u64,
     /// The connection's client when it has not met the engine yet (a
     /// connection opened while the script runs): connected first.
     pub pending: Option<ClientState>,
-    /// What the client's earlier busy answers changed, applied first.
+    /// What the client's busy answers changed, applied first.
     pub changes: Vec<TxChange>,
-    /// The request; `None` only refreshes the client's view ([`Answer::Refresh`]).
+    /// The request; `None` with `done` only refreshes the client's view
+    /// ([`Answer::Refresh`]).
     pub request: Option<Vec<Bytes>>,
-    pub done: tokio::sync::oneshot::Sender<Served>,
+    /// Where the answer goes; `None`: only `changes`, nobody waits.
+    pub done: Option<tokio::sync::oneshot::Sender<Served>>,
 }
 
 /// What the hook answered to a [`Hooked`] request.
@@ -291,14 +298,22 @@ impl std::fmt::Debug for Inbox {
 }
 
 impl Inbox {
-    /// Leaves `hooked` for the hook.
+    /// Leaves `hooked` for the hook, after what its client left before.
     pub(crate) fn post(&self, hooked: Hooked) {
         let mut queue = self.queue.lock();
-        queue.push(hooked);
+        match queue.iter_mut().find(|h| h.id == hooked.id) {
+            Some(earlier) => {
+                earlier.changes.extend(hooked.changes);
+                earlier.pending = earlier.pending.take().or(hooked.pending);
+                earlier.request = hooked.request;
+                earlier.done = hooked.done;
+            }
+            None => queue.push(hooked),
+        }
         self.waiting.store(true, Ordering::Release);
     }
 
-    /// Takes back client `id`'s request if the hook has not taken it.
+    /// Takes back client `id`'s entry if the hook has not taken it.
     pub(crate) fn withdraw(&self, id: u64) -> Option<Hooked> {
         let mut queue = self.queue.lock();
         let at = queue.iter().position(|h| h.id == id)?;
@@ -309,51 +324,72 @@ impl Inbox {
         Some(hooked)
     }
 
-    /// Whether a request waits (cheap: the hook asks often).
+    /// Whether an entry waits (cheap: the hook asks often).
     pub(crate) fn has_requests(&self) -> bool {
         self.waiting.load(Ordering::Acquire)
     }
 
-    fn take(&self) -> Vec<Hooked> {
+    /// The entries `which` selects.
+    fn take(&self, which: fn(&Hooked) -> bool) -> Vec<Hooked> {
         let mut queue = self.queue.lock();
-        self.waiting.store(false, Ordering::Release);
-        std::mem::take(&mut *queue)
+        let (taken, kept) = std::mem::take(&mut *queue).into_iter().partition(which);
+        *queue = kept;
+        self.waiting.store(!queue.is_empty(), Ordering::Release);
+        taken
     }
 }
 
-/// Serves the requests connections left in the busy script's [`Inbox`],
-/// from its hook, on the engine the script holds (`now`: the script's
-/// time): each as a batch of its own for its client. Before the script is
-/// busy nothing is served (Redis would not serve it either; the
-/// connection has not asked then, but a request left for a script that
-/// ended may meet the next one).
+/// Serves what connections left in the busy script's [`Inbox`], from its
+/// hook, on the engine the script holds (`now`: the script's time): each
+/// entry as a batch of its own for its client. Before the script is busy
+/// nothing is served (Redis would not serve it either; no connection asks
+/// then, but what was left for a script that ended may meet the next one).
 pub(crate) fn serve_inbox(dbs: &mut [Db], server: &mut ServerState, now: u64) {
     let script = server.shared.script.clone();
-    if !script.is_busy(server.clock.now_ms()) {
-        return;
-    }
-    for hooked in script.inbox.take() {
-        let Hooked {
-            id,
-            pending,
-            changes,
-            request,
-            done,
-        } = hooked;
-        if let Some(client) = pending {
-            crate::engine::connect(server, client);
+    if script.is_busy(server.clock.now_ms()) {
+        for hooked in script.inbox.take(|_| true) {
+            apply(dbs, server, &script, now, hooked);
         }
-        let mut requests: VecDeque<Vec<Bytes>> = request.into_iter().collect();
-        let mut out = BytesMut::new();
-        let batch = Batch {
-            dbs: &mut *dbs,
-            state: &mut *server,
-            scripting: None,
-            busy: Some(&script),
-            now,
-            server_shutdown: None,
-        };
-        let end = batch.run(id, changes, &mut requests, &mut None, usize::MAX, &mut out);
+    }
+}
+
+/// At the script's end, under its lock hold: applies the entries that only
+/// change their clients (their counts and ACL log entries come before the
+/// script's reply, as in Redis). Requests stay for their connections to
+/// take back and run on the engine.
+pub(crate) fn settle_inbox(dbs: &mut [Db], server: &mut ServerState, now: u64) {
+    let script = server.shared.script.clone();
+    if script.inbox.has_requests() {
+        for hooked in script.inbox.take(|h| h.done.is_none()) {
+            apply(dbs, server, &script, now, hooked);
+        }
+    }
+}
+
+/// Runs one [`Inbox`] entry for its client, inside the script's unit.
+fn apply(dbs: &mut [Db], server: &mut ServerState, script: &ScriptState, now: u64, hooked: Hooked) {
+    let Hooked {
+        id,
+        pending,
+        changes,
+        request,
+        done,
+    } = hooked;
+    if let Some(client) = pending {
+        crate::engine::connect(server, client);
+    }
+    let mut requests: VecDeque<Vec<Bytes>> = request.into_iter().collect();
+    let mut out = BytesMut::new();
+    let batch = Batch {
+        dbs,
+        state: server,
+        scripting: None,
+        busy: Some(script),
+        now,
+        server_shutdown: None,
+    };
+    let end = batch.run(id, changes, &mut requests, &mut None, usize::MAX, &mut out);
+    if let Some(done) = done {
         // The connection stopped waiting only if its task ended.
         let _ = done.send(Served {
             end,

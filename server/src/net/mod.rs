@@ -770,9 +770,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 // An idle client is closed by the engine, on the server clock.
                 r = socket.read_buf(&mut buf) => r?,
                 // What busy answers left for the engine (ACL log entries,
-                // refusal counts) is applied once the script ends, as Redis
+                // refusal counts) and neither the script's hook nor its end
+                // applied is applied once the script ends, as Redis
                 // records it at once, not at this client's next request.
-                () = script_ended(&shared.script), if !conn.changes.is_empty() => {
+                () = script_ended(&shared.script), if conn.posted || !conn.changes.is_empty() => {
                     let end = execute(ctx, id, pending, &mut conn, &mut VecDeque::new(), &mut None, &mut out).await;
                     if end.close {
                         return Ok(());
@@ -919,7 +920,23 @@ async fn execute(
         // Redis, where it ends before the next request is read.
         if script.is_running() && script.is_busy(ctx.clock.now_ms()) && !script.must_stop() {
             let refresh = match busy_batch(ctx, &mut conn.view, &mut conn.changes, requests, protocol_error, out) {
-                Busy::Answered(end) => return end,
+                Busy::Answered(end) => {
+                    // What the answers changed goes to the script's hook,
+                    // to be counted and logged while the script runs, as
+                    // Redis does at once (a client the engine has not met
+                    // yet keeps its changes for its first batch).
+                    if !conn.changes.is_empty() && pending.is_none() {
+                        script.inbox.post(busy::Hooked {
+                            id,
+                            pending: None,
+                            changes: std::mem::take(&mut conn.changes),
+                            request: None,
+                            done: None,
+                        });
+                        conn.posted = true;
+                    }
+                    return end;
+                }
                 Busy::Engine { refresh } => refresh,
             };
             let request = if refresh { None } else { requests.pop_front() };
@@ -957,6 +974,13 @@ async fn execute(
                 ctx.engine.try_lock_for(BUSY_POLL)
             };
             if let Some(mut engine) = guard {
+                if conn.posted {
+                    // No script runs: what the hook has not taken is ours.
+                    conn.posted = false;
+                    if let Some(hooked) = script.inbox.withdraw(id) {
+                        conn.changes.splice(0..0, hooked.changes);
+                    }
+                }
                 if let Some(client) = pending.take() {
                     engine.connect(client);
                 }
@@ -991,6 +1015,9 @@ struct ConnState {
     view: ClientView,
     /// Transaction changes made by busy answers, applied at the next batch.
     changes: Vec<TxChange>,
+    /// Changes were left in the script's inbox ([`busy::Inbox`]): the
+    /// next batch on the engine takes back what the hook did not apply.
+    posted: bool,
 }
 
 /// How [`busy_batch`] ended.
@@ -1070,31 +1097,38 @@ async fn at_hook(
         pending: pending.take(),
         changes: std::mem::take(&mut conn.changes),
         request,
-        done,
+        done: Some(done),
     });
+    // Whatever this client left before is now part of this entry.
+    conn.posted = false;
+    // The answer is polled, not awaited: awaiting would have the script's
+    // thread wake this task, and while that thread is still a tokio worker
+    // (its hook has not managed to leave it) tokio queues the task in the
+    // worker's own slot, where no other worker takes it.
     loop {
-        tokio::select! {
-            served = &mut answer => {
-                // The hook dropped the request without an answer only if
-                // its batch could not run: the connection ends.
-                return Ok(served.unwrap_or_else(|_| busy::Served {
+        tokio::time::sleep(BUSY_POLL).await;
+        match answer.try_recv() {
+            Ok(served) => return Ok(served),
+            // The hook dropped the request without an answer only if its
+            // batch could not run: the connection ends.
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                return Ok(busy::Served {
                     end: BatchEnd::closed(),
                     out: BytesMut::new(),
                     held: None,
-                }));
+                })
             }
-            () = tokio::time::sleep(BUSY_POLL) => {
-                if script.is_running() && !script.must_stop() {
-                    continue;
-                }
-                if let Some(hooked) = script.inbox.withdraw(id) {
-                    *pending = hooked.pending;
-                    conn.changes = hooked.changes;
-                    return Err(hooked.request);
-                }
-                // Taken by the hook: its answer is on its way.
-            }
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
         }
+        if script.is_running() && !script.must_stop() {
+            continue;
+        }
+        if let Some(hooked) = script.inbox.withdraw(id) {
+            *pending = hooked.pending;
+            conn.changes = hooked.changes;
+            return Err(hooked.request);
+        }
+        // Taken by the hook: its answer is on its way.
     }
 }
 
