@@ -350,9 +350,9 @@ const BUSY_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 /// `busy-reply-threshold`), on one server: answered at once, the ACL
 /// checked before the busy check as in Redis's `processCommand` (NOPERM
 /// for what the user may not run, BUSY for what it may, MULTI served and
-/// its transaction doomed), and the denials in the ACL log. A user changed
-/// since its client's last request is answered by its new rules (on
-/// coordis once the script has ended).
+/// its transaction doomed), and the denials in the ACL log as soon as the
+/// script has ended. A user changed since its client's last request is
+/// answered at once too, by its new rules.
 fn busy_workload(addr: std::net::SocketAddr) -> Vec<String> {
     let mut admin = connect(addr);
     let mut out = vec![];
@@ -418,8 +418,8 @@ fn busy_workload(addr: std::net::SocketAddr) -> Vec<String> {
     );
     out.push(text_of(&probe.command(&["SCRIPT", "KILL"]).unwrap()));
     out.push(format!("runner: {}", text_of(&runner.read_reply().unwrap())));
-    // In any order: coordis adds the entries of busy answers once the
-    // script has ended (README).
+    // In any order: coordis adds the entries of busy answers at the
+    // script's next hook, after the answer (README).
     let mut entries: Vec<String> = acl_log(&mut admin, None).iter().map(|e| e.join(" ")).collect();
     entries.sort();
     out.extend(entries);

@@ -8,9 +8,11 @@
 //! command is answered by its row's busy handler (MULTI, DISCARD, WATCH
 //! inside MULTI, QUIT, SCRIPT KILL, FUNCTION KILL, FUNCTION STATS,
 //! SHUTDOWN NOSAVE) when the connection can answer it alone. What these
-//! answers change in the client's transaction state is recorded as
-//! [`TxChange`]s and applied to the client before its next batch on the
-//! engine; a refused EXEC ends the transaction.
+//! answers change in the client (its transaction, and the refusal counts
+//! and ACL log entries Redis records at once) is recorded as [`TxChange`]s
+//! and left in the script's [`Inbox`], where the script's hook applies it
+//! within a few thousand instructions (or the script's end does); a
+//! refused EXEC ends the transaction.
 //!
 //! The other `allow_busy` commands need the engine: HELLO, AUTH, WATCH
 //! outside MULTI, UNWATCH, RESET, REPLCONF. The connection leaves such a
@@ -26,9 +28,14 @@
 //!
 //! A restricted user's requests are checked against the ACL here too,
 //! before the busy check as in Redis's `processCommand` (`-NOPERM`, logged
-//! in the ACL log once the engine is free), from the user's rules as they
+//! in the ACL log by the hook), from the user's rules as they
 //! stood after the client's last batch; if any user changed since (ACL
 //! SETUSER before the script), the hook refreshes the client's view first.
+//!
+//! What must never happen here: the connection side reading or changing
+//! the engine's state (only the hook, inside the script's lock hold, does),
+//! or a command picked by name rather than by the flags and busy handler
+//! of its row.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,11 +94,11 @@ pub(crate) enum TxChange {
     /// DISCARD, or a refused EXEC: the transaction ended (watches dropped).
     End,
     /// A command was refused (`-BUSY`, NOAUTH, ...): counted in the stats
-    /// (rejected calls, errorstats) once the engine is free, as Redis
-    /// counts it at once.
+    /// (rejected calls, errorstats) by the script's hook, as Redis counts it
+    /// at once.
     Rejected(Option<&'static crate::cmd::CommandSpec>, Reply),
     /// A command the client's user may not run: an ACL log entry, added
-    /// once the engine is free (Redis adds it at once).
+    /// by the script's hook (Redis adds it at once).
     Denied {
         spec: &'static crate::cmd::CommandSpec,
         args: Vec<Bytes>,
@@ -198,7 +205,7 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
     }
 }
 
-/// A refused request: counted once the engine is free, and the
+/// A refused request: counted by the script's hook, and the
 /// transaction doomed or ended as [`exec::refusal`] says.
 fn refuse(ctx: &mut BusyCtx, spec: Option<&'static crate::cmd::CommandSpec>, reply: Reply) -> Answer {
     ctx.changes.push(TxChange::Rejected(spec, reply.clone()));
