@@ -139,8 +139,8 @@ pub enum Mode {
     /// `redis.acl_check_cmd`: only say whether it may run.
     AclCheck,
     /// From the instruction hook while the script is busy: serve what
-    /// connections left in [`ScriptState::inbox`] (no command; the reply
-    /// is ignored).
+    /// connections left in the script state's inbox (`exec::busy::Inbox`;
+    /// no command, the reply is ignored).
     Serve,
 }
 
