@@ -365,11 +365,13 @@ pub(crate) fn serve_inbox(dbs: &mut [Db], server: &mut ServerState, now: u64) {
 /// script's reply, as in Redis). Requests stay for their connections to
 /// take back and run on the engine.
 pub(crate) fn settle_inbox(dbs: &mut [Db], server: &mut ServerState, now: u64) {
+    // (Every script ends here: the test comes before the Arc's clone.)
+    if !server.shared.script.inbox.has_requests() {
+        return;
+    }
     let script = server.shared.script.clone();
-    if script.inbox.has_requests() {
-        for hooked in script.inbox.take(|h| h.done.is_none()) {
-            apply(dbs, server, &script, now, hooked);
-        }
+    for hooked in script.inbox.take(|h| h.done.is_none()) {
+        apply(dbs, server, &script, now, hooked);
     }
 }
 
