@@ -3,7 +3,7 @@
 //!
 //! The server keeps one `Mutex<Engine>`. A connection task parses every
 //! request of a read, takes the lock once, runs the whole batch with
-//! [`Engine::run_batch`] (which encodes the replies into the connection's
+//! [`Engine::batch`] (which encodes the replies into the connection's
 //! output buffer), drops the lock and writes. A background task calls
 //! [`Engine::active_expire_step`] in bounded steps. See [`crate::store`] for
 //! why coordis is shaped this way.
@@ -33,7 +33,7 @@ use crate::store::{Clock, Db};
 pub(crate) const EXPIRE_STEP_KEYS: usize = 500;
 
 /// How a batch left the connection (its replies are in the output buffer).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct BatchEnd {
     /// Close the connection after writing the replies (QUIT, CLIENT KILL, protocol error).
     pub close: bool,
@@ -52,6 +52,16 @@ pub(crate) struct BatchEnd {
     /// Connections the batch's commands closed (CLIENT KILL, a staged
     /// restart): its replies wait until their sockets are closed.
     pub killed: Vec<Arc<crate::net::clients::ConnSignal>>,
+}
+
+impl BatchEnd {
+    /// The client is gone (closed or killed): no replies, close.
+    pub(crate) fn closed() -> BatchEnd {
+        BatchEnd {
+            close: true,
+            ..BatchEnd::default()
+        }
+    }
 }
 
 /// The keyspace and server state. Shared as `Mutex<Engine>`; every method
@@ -684,10 +694,8 @@ impl Engine {
     }
 
     /// Registers a new connection (before any of its batches).
-    pub(crate) fn connect(&mut self, mut client: ClientState) {
-        self.state.stats.total_connections_received += 1;
-        client.authenticated = self.state.acl.default_open();
-        self.state.clients.insert(Box::new(client));
+    pub(crate) fn connect(&mut self, client: ClientState) {
+        connect(&mut self.state, client);
     }
 
     pub(crate) fn disconnect(&mut self, id: u64) {
@@ -701,182 +709,17 @@ impl Engine {
         }
     }
 
-    /// Runs requests from the front of `requests` until they are all done or
-    /// the encoded replies reach `max_output` bytes; the rest stay queued for
-    /// the next call, after the connection has written these replies. That
-    /// bound is the backpressure for clients that pipeline without reading:
-    /// a connection never holds more than about one chunk of replies.
-    /// `protocol_error` is answered (and the connection closed) once every
-    /// request before it has run. `busy_changes` (what the client's answers
-    /// while a script was busy changed) are applied first. Replies are appended to `out`, which the
-    /// connection reuses from batch to batch.
-    pub(crate) fn run_batch(
-        &mut self,
-        id: u64,
-        busy_changes: Vec<TxChange>,
-        requests: &mut Requests,
-        protocol_error: &mut Option<String>,
-        max_output: usize,
-        out: &mut BytesMut,
-    ) -> BatchEnd {
-        let closed = BatchEnd {
-            close: true,
-            blocked: false,
-            reply_fault: Default::default(),
-            view: None,
-            handoff: None,
-            killed: Vec::new(),
-        };
-        let Some(mut client) = self.state.clients.take(id) else {
-            return closed;
-        };
-        if client.signal.is_closed() {
-            // Killed (CLIENT KILL) while this batch was on its way: no more replies.
-            self.state.clients.put_back(client);
-            return closed;
-        }
-        // One clock read per batch: a batch runs in an instant, as Redis's
-        // per-command time snapshot would see it.
+    /// A batch for one client on the engine ([`Batch::run`]).
+    pub(crate) fn batch(&mut self) -> Batch<'_> {
         let now = self.state.clock.now_ms();
-        if !busy_changes.is_empty() {
-            cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, &mut self.state, now, busy_changes);
+        Batch {
+            dbs: &mut self.dbs,
+            state: &mut self.state,
+            scripting: Some(&mut self.scripting),
+            busy: None,
+            now,
+            server_shutdown: Some(&*self.server_shutdown),
         }
-        if let Some(state) = self.state.random {
-            fastrand::seed(state);
-        }
-        crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
-        let start = out.len();
-        // A panic inside a command is contained (one boundary per batch, so
-        // the common path pays nothing per command): it is logged, the
-        // client gets `errors::INTERNAL` and is closed after the replies
-        // (its state may be half changed), and its disconnect releases its
-        // watches and subscriptions as for any client; the server goes on.
-        let batch = std::panic::AssertUnwindSafe(|| {
-            while out.len() - start < max_output
-                && !client.close_after_reply
-                && client.blocked.is_none()
-                && client.handoff.is_none()
-            {
-                let Some(args) = requests.pop_front() else {
-                    break;
-                };
-                self.execute(&mut client, &args, now, out);
-                if client.blocked.as_ref().is_some_and(|b| b.is_postponed()) {
-                    // Held by CLIENT PAUSE: it runs again once the pause ends.
-                    requests.push_front(args);
-                } else {
-                    requests.done(args);
-                }
-            }
-        });
-        if let Err(panic) = std::panic::catch_unwind(batch) {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            tracing::error!(
-                "command '{}' of client {} panicked: {what}; closing the client",
-                client.last_cmd,
-                client.id
-            );
-            client.close_after_reply = true;
-            errors::err(errors::INTERNAL).encode(out, client.resp3);
-        }
-        let mut close = client.close_after_reply;
-        if requests.is_empty() || close {
-            if let Some(text) = protocol_error.take() {
-                if !close {
-                    errors::protocol(text).encode(out, client.resp3);
-                }
-                close = true;
-            }
-        }
-        if self.state.random.is_some() {
-            self.state.random = Some(fastrand::get_seed());
-        }
-        crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
-        self.state.effects.flush();
-        crate::net::client_mem::after_batch(&mut self.state, &mut client, out.len() - start, now);
-        if client.signal.is_closed() {
-            // Over its output limit, or evicted: closed without these replies.
-            out.truncate(start);
-            close = true;
-        }
-        let blocked = client.blocked.is_some();
-        let reply_fault = std::mem::take(&mut client.reply_fault);
-        let handoff = client.handoff.take();
-        let view = Some(ClientView {
-            local: client.addr.is_local(),
-            resp3: client.resp3,
-            authenticated: client.authenticated,
-            in_multi: client.multi.is_some(),
-            subscribed_resp2: !client.resp3 && client.is_subscribed(),
-            restricted: self.state.acl.snapshot(&client.user),
-        });
-        self.state.clients.put_back(client);
-        if self.state.shutdown_requested {
-            if self.state.bgsave.in_progress {
-                tracing::warn!("There is a child saving an .rdb. Killing it!");
-            }
-            if self.state.bgsave.rewriting {
-                tracing::warn!("There is a child rewriting the AOF. Killing it!");
-            }
-            crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
-            self.server_shutdown.close();
-        }
-        BatchEnd {
-            close,
-            blocked,
-            reply_fault,
-            view,
-            handoff,
-            killed: self.state.clients.take_killed(),
-        }
-    }
-
-    /// Runs one command for `client` at time `now` (unix ms), appending its reply to `out`.
-    #[inline]
-    fn execute(&mut self, client: &mut ClientState, args: &[Bytes], now: u64, out: &mut BytesMut) {
-        let reply = {
-            let mut ctx = Ctx {
-                dbs: &mut self.dbs,
-                client,
-                server: &mut self.state,
-                now,
-                scripting: Some(&mut self.scripting),
-                caller: Caller::Client,
-            };
-            ctx.client.argv_mem = args.iter().map(Bytes::len).sum();
-            let reply = crate::exec::process(&mut ctx, args);
-            crate::exec::end_unit(&mut ctx);
-            ctx.client.argv_mem = 0;
-            reply
-        };
-        // ASKING holds for the next command only, or the transaction it
-        // opens (Redis's `resetClient`).
-        if !std::mem::take(&mut client.asking_kept) && client.multi.is_none() {
-            client.asking = false;
-        }
-        if self.state.shutdown_requested {
-            // Redis closes the connection without replying to a successful SHUTDOWN.
-            return;
-        }
-        // CLIENT REPLY OFF | SKIP: the reply is dropped; SKIP covers one
-        // command. Pushes are not replies: a subscriber still gets its
-        // subscribe confirmations, in RESP2 too (Redis 7.0's
-        // `CLIENT_PUSHING` passes the silencing flags whatever the protocol).
-        let silent = client.reply_off || client.reply_skip;
-        client.reply_skip = std::mem::take(&mut client.reply_skip_next);
-        // Invalidations of keys evicted before the command come first.
-        crate::tracking::flush_before_reply(&mut self.state, client, now, out);
-        if !silent {
-            reply.encode(out, client.resp3);
-        } else {
-            reply.encode_pushes(out, client.resp3);
-        }
-        // Invalidations of keys this client changed follow its reply.
-        crate::tracking::flush_pending(&mut self.state, client, now, out);
     }
 
     /// Runs one command for the test-control plane's keyspace access, as a
@@ -1383,6 +1226,208 @@ fn aof_failed() -> std::io::Error {
     std::io::Error::other("the append-only file could not be loaded (see the log)")
 }
 
+/// Registers a new connection (before any of its batches).
+pub(crate) fn connect(state: &mut ServerState, mut client: ClientState) {
+    state.stats.total_connections_received += 1;
+    client.authenticated = state.acl.default_open();
+    state.clients.insert(Box::new(client));
+}
+
+/// One client's batch on the engine's parts: what [`Engine::batch`]
+/// runs, and what a busy script's hook runs for a request only the engine
+/// can answer ([`crate::exec::busy`]).
+pub(crate) struct Batch<'a> {
+    pub dbs: &'a mut [Db],
+    pub state: &'a mut ServerState,
+    /// `None` inside a script: the VM is running it.
+    pub scripting: Option<&'a mut Scripting>,
+    /// The busy script whose hook serves the batch: admission refuses
+    /// what is not `allow_busy` and evicts nothing, and the execution unit
+    /// stays the script's (its effects, the clients its writes make ready,
+    /// tracking's batch end and the seeded random are its own), as
+    /// Redis's `processEventsWhileBlocked` leaves them.
+    pub busy: Option<&'a crate::lua::ScriptState>,
+    /// The batch's time (unix ms): a batch runs in an instant, as Redis's
+    /// per-command time snapshot would see it; inside a script, the
+    /// script's.
+    pub now: u64,
+    /// Triggered once a client's SHUTDOWN has run (never inside a script:
+    /// SHUTDOWN is answered by the connection then).
+    pub server_shutdown: Option<&'a CloseSignal>,
+}
+
+impl Batch<'_> {
+    /// Runs client `id`'s requests from the front of `requests` until they
+    /// are all done or the encoded replies reach `max_output` bytes; the
+    /// rest stay queued for the next call, after the connection has written
+    /// these replies. That bound is the backpressure for clients that
+    /// pipeline without reading: a connection never holds more than about
+    /// one chunk of replies. `protocol_error` is answered (and the
+    /// connection closed) once every request before it has run.
+    /// `busy_changes` (what the client's answers while a script was busy
+    /// changed) are applied first. Replies are appended to `out`, which the
+    /// connection reuses from batch to batch.
+    pub(crate) fn run(
+        mut self,
+        id: u64,
+        busy_changes: Vec<TxChange>,
+        requests: &mut Requests,
+        protocol_error: &mut Option<String>,
+        max_output: usize,
+        out: &mut BytesMut,
+    ) -> BatchEnd {
+        let Some(mut client) = self.state.clients.take(id) else {
+            return BatchEnd::closed();
+        };
+        if client.signal.is_closed() {
+            // Killed (CLIENT KILL) while this batch was on its way: no more replies.
+            self.state.clients.put_back(client);
+            return BatchEnd::closed();
+        }
+        let now = self.now;
+        let own_unit = self.busy.is_none();
+        if !busy_changes.is_empty() {
+            cmd::tx::apply_busy_changes(self.dbs, &mut client, self.state, now, busy_changes);
+        }
+        if own_unit {
+            if let Some(state) = self.state.random {
+                fastrand::seed(state);
+            }
+            crate::store::access::stamp(self.dbs, &self.state.config, now);
+        }
+        let start = out.len();
+        // A panic inside a command is contained (one boundary per batch, so
+        // the common path pays nothing per command): it is logged, the
+        // client gets `errors::INTERNAL` and is closed after the replies
+        // (its state may be half changed), and its disconnect releases its
+        // watches and subscriptions as for any client; the server goes on.
+        let batch = std::panic::AssertUnwindSafe(|| {
+            while out.len() - start < max_output
+                && !client.close_after_reply
+                && client.blocked.is_none()
+                && client.handoff.is_none()
+            {
+                let Some(args) = requests.pop_front() else {
+                    break;
+                };
+                self.execute(&mut client, &args, out);
+                if client.blocked.as_ref().is_some_and(|b| b.is_postponed()) {
+                    // Held by CLIENT PAUSE: it runs again once the pause ends.
+                    requests.push_front(args);
+                } else {
+                    requests.done(args);
+                }
+            }
+        });
+        if let Err(panic) = std::panic::catch_unwind(batch) {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(
+                "command '{}' of client {} panicked: {what}; closing the client",
+                client.last_cmd,
+                client.id
+            );
+            client.close_after_reply = true;
+            errors::err(errors::INTERNAL).encode(out, client.resp3);
+        }
+        let mut close = client.close_after_reply;
+        if requests.is_empty() || close {
+            if let Some(text) = protocol_error.take() {
+                if !close {
+                    errors::protocol(text).encode(out, client.resp3);
+                }
+                close = true;
+            }
+        }
+        if own_unit {
+            if self.state.random.is_some() {
+                self.state.random = Some(fastrand::get_seed());
+            }
+            crate::tracking::end_batch(self.dbs, self.state, Some(&mut client), now);
+            self.state.effects.flush();
+        }
+        crate::net::client_mem::after_batch(self.state, &mut client, out.len() - start, now);
+        if client.signal.is_closed() {
+            // Over its output limit, or evicted: closed without these replies.
+            out.truncate(start);
+            close = true;
+        }
+        let blocked = client.blocked.is_some();
+        let reply_fault = std::mem::take(&mut client.reply_fault);
+        let handoff = client.handoff.take();
+        let view = Some(ClientView::of(self.state, &client));
+        self.state.clients.put_back(client);
+        if let Some(shutdown) = self.server_shutdown.filter(|_| self.state.shutdown_requested) {
+            if self.state.bgsave.in_progress {
+                tracing::warn!("There is a child saving an .rdb. Killing it!");
+            }
+            if self.state.bgsave.rewriting {
+                tracing::warn!("There is a child rewriting the AOF. Killing it!");
+            }
+            crate::persist::snapshot::kill(self.dbs, self.state);
+            shutdown.close();
+        }
+        BatchEnd {
+            close,
+            blocked,
+            reply_fault,
+            view,
+            handoff,
+            killed: self.state.clients.take_killed(),
+        }
+    }
+
+    /// Runs one command for `client`, appending its reply to `out`.
+    #[inline]
+    fn execute(&mut self, client: &mut ClientState, args: &[Bytes], out: &mut BytesMut) {
+        let now = self.now;
+        let reply = {
+            let mut ctx = Ctx {
+                dbs: self.dbs,
+                client,
+                server: self.state,
+                now,
+                scripting: self.scripting.as_deref_mut(),
+                caller: Caller::Client,
+            };
+            ctx.client.argv_mem = args.iter().map(Bytes::len).sum();
+            let reply = crate::exec::process(&mut ctx, args, self.busy);
+            if self.busy.is_none() {
+                crate::exec::end_unit(&mut ctx);
+            }
+            ctx.client.argv_mem = 0;
+            reply
+        };
+        // ASKING holds for the next command only, or the transaction it
+        // opens (Redis's `resetClient`).
+        if !std::mem::take(&mut client.asking_kept) && client.multi.is_none() {
+            client.asking = false;
+        }
+        if self.state.shutdown_requested {
+            // Redis closes the connection without replying to a successful SHUTDOWN.
+            return;
+        }
+        // CLIENT REPLY OFF | SKIP: the reply is dropped; SKIP covers one
+        // command. Pushes are not replies: a subscriber still gets its
+        // subscribe confirmations, in RESP2 too (Redis 7.0's
+        // `CLIENT_PUSHING` passes the silencing flags whatever the protocol).
+        let silent = client.reply_off || client.reply_skip;
+        client.reply_skip = std::mem::take(&mut client.reply_skip_next);
+        // Invalidations of keys evicted before the command come first.
+        crate::tracking::flush_before_reply(self.state, client, now, out);
+        if !silent {
+            reply.encode(out, client.resp3);
+        } else {
+            reply.encode_pushes(out, client.resp3);
+        }
+        // Invalidations of keys this client changed follow its reply.
+        crate::tracking::flush_pending(self.state, client, now, out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::SocketAddr;
@@ -1402,7 +1447,9 @@ mod tests {
         let mut requests = Requests::default();
         requests.push_back(args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect());
         let mut out = BytesMut::new();
-        let end = engine.run_batch(id, vec![], &mut requests, &mut None, usize::MAX, &mut out);
+        let end = engine
+            .batch()
+            .run(id, vec![], &mut requests, &mut None, usize::MAX, &mut out);
         (String::from_utf8_lossy(&out).into_owned(), end.close)
     }
 

@@ -629,7 +629,8 @@ impl LocalEngine {
         let mut out = bytes::BytesMut::new();
         let end = self
             .engine
-            .run_batch(id, Vec::new(), &mut queue, &mut None, usize::MAX, &mut out);
+            .batch()
+            .run(id, Vec::new(), &mut queue, &mut None, usize::MAX, &mut out);
         (out.to_vec(), end.blocked)
     }
 
@@ -656,7 +657,8 @@ impl LocalEngine {
         while !self.requests.is_empty() {
             let batch = self
                 .engine
-                .run_batch(1, Vec::new(), &mut self.requests, &mut no_error, usize::MAX, &mut out);
+                .batch()
+                .run(1, Vec::new(), &mut self.requests, &mut no_error, usize::MAX, &mut out);
             if batch.close {
                 self.requests = Default::default();
                 return (out.to_vec(), true);

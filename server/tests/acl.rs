@@ -350,9 +350,9 @@ const BUSY_REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 /// `busy-reply-threshold`), on one server: answered at once, the ACL
 /// checked before the busy check as in Redis's `processCommand` (NOPERM
 /// for what the user may not run, BUSY for what it may, MULTI served and
-/// its transaction doomed), and the denials in the ACL log. A user changed
-/// since its client's last request is answered by its new rules (on
-/// coordis once the script has ended).
+/// its transaction doomed), and the denials in the ACL log as soon as the
+/// script has ended. A user changed since its client's last request is
+/// answered at once too, by its new rules.
 fn busy_workload(addr: std::net::SocketAddr) -> Vec<String> {
     let mut admin = connect(addr);
     let mut out = vec![];
@@ -408,12 +408,18 @@ fn busy_workload(addr: std::net::SocketAddr) -> Vec<String> {
         assert!(started.elapsed() < std::time::Duration::from_secs(2), "{args:?} waited");
         out.push(format!("{args:?} -> {reply}"));
     }
-    late.send(&RawClient::encode(&[b"GET", b"k"])).unwrap();
+    // `late`'s rules changed after its last request: answered at once too,
+    // from the rules as they are now.
+    let started = std::time::Instant::now();
+    out.push(format!("late: {}", text_of(&late.command(&["GET", "k"]).unwrap())));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "late's GET waited"
+    );
     out.push(text_of(&probe.command(&["SCRIPT", "KILL"]).unwrap()));
-    out.push(format!("late: {}", text_of(&late.read_reply().unwrap())));
     out.push(format!("runner: {}", text_of(&runner.read_reply().unwrap())));
-    // In any order: coordis adds the entries of busy answers once the
-    // script has ended, where `late`'s request may come first (README).
+    // In any order: coordis adds the entries of busy answers at the
+    // script's next hook, after the answer (README).
     let mut entries: Vec<String> = acl_log(&mut admin, None).iter().map(|e| e.join(" ")).collect();
     entries.sort();
     out.extend(entries);

@@ -115,8 +115,13 @@ pub(super) fn run_in_vm(
             dbs, client, server, ..
         } = &mut *ctx;
         let mut dispatch = |cmd: &[Bytes], mode: crate::lua::Mode| {
-            if mode == crate::lua::Mode::AclCheck {
-                return crate::exec::acl_check_from_script(server, client, cmd);
+            match mode {
+                crate::lua::Mode::AclCheck => return crate::exec::acl_check_from_script(server, client, cmd),
+                crate::lua::Mode::Serve => {
+                    crate::exec::busy::serve_inbox(dbs, server, now);
+                    return Reply::NOTHING;
+                }
+                crate::lua::Mode::Call => {}
             }
             let mut inner = Ctx {
                 dbs,
@@ -149,6 +154,8 @@ pub(super) fn run_in_vm(
     };
     ctx.client.db = caller_db;
     ctx.scripting = Some(scripting);
+    // What busy answers left for the engine and the hook did not take yet.
+    crate::exec::busy::settle_inbox(ctx.dbs, ctx.server, now);
     // An error the script raised from (or returned as) a command's error
     // is counted once, where it arose (Redis marks such error tables
     // `ignore_error_stats_update`); the call still counts as failed.

@@ -218,7 +218,8 @@ pub struct CommandSpec {
     /// A container's subcommands (empty for other commands).
     pub subcommands: &'static [CommandSpec],
     /// How an `allow_busy` command is answered while a script is busy,
-    /// without the keyspace (`exec::busy`); `None`: it waits for the script.
+    /// without the keyspace (`exec::busy`); `None`: the busy script's hook
+    /// runs it on the engine, as any request.
     pub busy: Option<crate::exec::busy::Handler>,
     /// For a [`flags::MAY_REPLICATE`] command that runs a script or a
     /// function: whether these arguments may write, from the script's own

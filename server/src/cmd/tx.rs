@@ -127,13 +127,14 @@ fn discard_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
     Answer::Reply(Reply::Ok)
 }
 
-/// WATCH while a script is busy: refused inside MULTI; otherwise it waits
-/// for the script, which may still change the key.
+/// WATCH while a script is busy: refused inside MULTI; otherwise served
+/// by the script's hook on the engine, so the watch starts from the key as
+/// it is at that instant and what the script writes later counts as a change.
 fn watch_while_busy(ctx: &mut BusyCtx, _args: &[Bytes]) -> Answer {
     if ctx.view.in_multi {
         return Answer::Reply(err(errors::WATCH_IN_MULTI));
     }
-    Answer::Wait
+    Answer::Engine
 }
 
 /// Applies what busy answers changed ([`TxChange`]) to the client, before

@@ -571,14 +571,19 @@ impl Holds for EngineHolds<'_, '_> {
 
 /// A client's request on the engine: admission, then the command, queued
 /// or held as admission says. The whole of Redis's `processCommand`.
-pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    // maxmemory: evict first, then admission refuses what OOM refuses.
-    let out_of_memory = ctx.server.config.memory.maxmemory != 0 && {
+/// `busy`: the script whose hook serves the request ([`busy`]).
+pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::ScriptState>) -> Reply {
+    // maxmemory: evict first (not inside a busy script, as Redis), then
+    // admission refuses what OOM refuses.
+    let out_of_memory = ctx.server.config.memory.maxmemory != 0 && busy.is_none() && {
         let outcome = crate::evict::perform(ctx);
         crate::tracking::after_eviction(ctx);
         outcome == Outcome::Fail
     };
-    ctx.server.oom_at_start = out_of_memory;
+    if busy.is_none() {
+        // (Inside a busy script this is the script's own.)
+        ctx.server.oom_at_start = out_of_memory;
+    }
     let denyoom_by_content = out_of_memory && denyoom_by_content(ctx, args);
     let guards = ctx.server.guards;
     let client = &*ctx.client;
@@ -599,7 +604,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         subscribed_resp2: !client.resp3 && client.is_subscribed(),
         local: client.addr.is_local(),
         guards: &guards,
-        busy: None,
+        busy,
         disk_error,
         queued_write: (disk_error || replica.read_only || too_few_replicas) && queued(|s| s.has(flags::WRITE)),
         loading: ctx.server.shared.loading.is_active(),

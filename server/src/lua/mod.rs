@@ -72,6 +72,9 @@ pub struct ScriptState {
     /// INFO memory reports as `used_memory_lua` when asked from inside a
     /// script (the VM itself is in use then).
     pub lua_memory: AtomicU64,
+    /// Requests only the engine can answer, left by connections while the
+    /// script is busy for its hook to serve ([`crate::exec::busy::Inbox`]).
+    pub(crate) inbox: crate::exec::busy::Inbox,
 }
 
 /// `redis.REPL_AOF`: the bit of `redis.set_repl`'s flags for the
@@ -100,8 +103,9 @@ impl CurrentDispatch {
         }
         // SAFETY: `run_inner` stores a pointer to a live `&mut Dispatch` for
         // exactly the duration of the script call and clears it afterwards;
-        // redis.call runs synchronously on that same thread, inside that call,
-        // and never re-enters itself (commands do not run Lua).
+        // redis.call and the instruction hook run synchronously on that same
+        // thread, inside that call, and never re-enter each other (commands
+        // do not run Lua, and the hook fires only between instructions).
         Some(f(unsafe { &mut **p }))
     }
 }
@@ -145,6 +149,10 @@ pub enum Mode {
     Call,
     /// `redis.acl_check_cmd`: only say whether it may run.
     AclCheck,
+    /// From the instruction hook while the script is busy: serve what
+    /// connections left in the script state's inbox (`exec::busy::Inbox`;
+    /// no command, the reply is ignored).
+    Serve,
 }
 
 /// The VM, its cache and its limits.
@@ -352,7 +360,7 @@ impl Scripting {
             state: state.clone(),
         });
         install_call(&vm.lua, &vm.redis, &bridge)?;
-        install_hook(&vm.lua, &state)?;
+        install_hook(&vm.lua, &bridge)?;
         Ok(Scripting {
             lua: vm.lua,
             scripts: HashMap::default(),
@@ -807,29 +815,30 @@ unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
 }
 
 /// Registry key (a light userdata: this static's address, the same in
-/// every VM) of the [`ScriptState`] the instruction hook reads.
-static HOOK_STATE_KEY: u8 = 0;
+/// every VM) of the [`Bridge`] the instruction hook reads.
+static HOOK_BRIDGE_KEY: u8 = 0;
 
 /// Chunk name of coordis's own Lua code (glue.lua, cjson.lua).
 const GLUE_SOURCE: &[u8] = b"=coordis";
 
 /// Installs the instruction hook (Redis's `luaMaskCountHook`) on the raw Lua
 /// API: every [`HOOK_EVERY`] instructions it lets a long script leave its
-/// tokio worker thread, and stops a script SCRIPT KILL, FUNCTION KILL or a
-/// shutdown asked to stop.
+/// tokio worker thread, serves the requests connections left for a busy
+/// script ([`crate::exec::busy::Inbox`]), and stops a script SCRIPT KILL,
+/// FUNCTION KILL or a shutdown asked to stop.
 ///
 /// A raw hook rather than mlua's: coroutines a script creates inherit the C
 /// hook (mlua's per-thread hook skips them), and the hook must re-arm itself
-/// (see [`script_hook`]), which mlua's callback cannot do. `state` must
-/// outlive the VM: [`Scripting`] holds it.
-fn install_hook(lua: &Lua, state: &Arc<ScriptState>) -> mlua::Result<()> {
-    let state = Arc::as_ptr(state) as *mut std::ffi::c_void;
+/// (see [`script_hook`]), which mlua's callback cannot do. `bridge` must
+/// outlive the VM: [`Scripting`] holds it, boxed.
+fn install_hook(lua: &Lua, bridge: &Bridge) -> mlua::Result<()> {
+    let bridge = bridge as *const Bridge as *mut std::ffi::c_void;
     // SAFETY: plain stack operations on the main thread inside mlua's
     // protected call; the registry keeps only a light userdata.
     unsafe {
         lua.exec_raw::<()>((), |l| {
-            ffi::lua_pushlightuserdata(l, &HOOK_STATE_KEY as *const u8 as *mut std::ffi::c_void);
-            ffi::lua_pushlightuserdata(l, state);
+            ffi::lua_pushlightuserdata(l, &HOOK_BRIDGE_KEY as *const u8 as *mut std::ffi::c_void);
+            ffi::lua_pushlightuserdata(l, bridge);
             ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
             arm_count_hook(l);
         })
@@ -844,7 +853,9 @@ unsafe fn arm_count_hook(l: *mut ffi::lua_State) {
     ffi::lua_sethook(l, Some(script_hook), ffi::LUA_MASKCOUNT, HOOK_EVERY as std::ffi::c_int);
 }
 
-/// The instruction hook. Once the running script is to stop, it raises
+/// The instruction hook. While the script runs on, it lets it leave its
+/// tokio worker and serves what connections left in the busy script's
+/// [`ScriptState::inbox`]. Once the running script is to stop, it raises
 /// Redis's kill error, and switches itself to fire on every new line and
 /// every backward jump, as Redis does: a script that catches the error with
 /// `pcall` and loops is stopped again at its next line, until it returns.
@@ -855,17 +866,18 @@ unsafe fn arm_count_hook(l: *mut ffi::lua_State) {
 ///
 /// # Safety
 /// Called by Lua only, as the hook [`install_hook`] set, with the state
-/// it runs and its debug record; the registry holds the [`ScriptState`]
-/// (kept alive by [`Scripting`]) under [`HOOK_STATE_KEY`].
+/// it runs and its debug record; the registry holds the [`Bridge`] (kept
+/// alive by [`Scripting`]) under [`HOOK_BRIDGE_KEY`].
 unsafe extern "C-unwind" fn script_hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
-    ffi::lua_pushlightuserdata(l, &HOOK_STATE_KEY as *const u8 as *mut std::ffi::c_void);
+    ffi::lua_pushlightuserdata(l, &HOOK_BRIDGE_KEY as *const u8 as *mut std::ffi::c_void);
     ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
-    let state = ffi::lua_touserdata(l, -1) as *const ScriptState;
+    let bridge = ffi::lua_touserdata(l, -1) as *const Bridge;
     ffi::lua_pop(l, 1);
-    // SAFETY: set by `install_hook`; `Scripting` keeps the state alive.
-    let Some(state) = state.as_ref() else {
+    // SAFETY: set by `install_hook`; `Scripting` keeps the bridge alive.
+    let Some(bridge) = bridge.as_ref() else {
         return;
     };
+    let state = &*bridge.state;
     let load_overdue = state.load_overdue();
     let stopping = (state.is_running() && state.must_stop()) || load_overdue;
     if !stopping {
@@ -874,7 +886,11 @@ unsafe extern "C-unwind" fn script_hook(l: *mut ffi::lua_State, ar: *mut ffi::lu
         }
         if state.is_running() {
             // Nothing here may unwind into Lua's C frames.
-            let _ = std::panic::catch_unwind(|| state.maybe_detach());
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.maybe_detach()));
+            if state.inbox.has_requests() {
+                let serve = || bridge.current.with(|d| d(&[], Mode::Serve));
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(serve));
+            }
         }
         return;
     }

@@ -62,7 +62,7 @@ const BUSY_POLL: Duration = Duration::from_millis(1);
 const READ_BUFFER: usize = 16 * 1024;
 
 /// Replies a connection collects before it writes them and runs the rest of
-/// a pipeline (see [`Engine::run_batch`]). A client that pipelines without
+/// a pipeline (see [`Engine::batch`]). A client that pipelines without
 /// reading therefore holds at most about this much output (plus one reply)
 /// in the server: once the socket's send buffer is full, its task stops
 /// running and reading its requests until the client reads.
@@ -770,9 +770,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 // An idle client is closed by the engine, on the server clock.
                 r = socket.read_buf(&mut buf) => r?,
                 // What busy answers left for the engine (ACL log entries,
-                // refusal counts) is applied once the script ends, as Redis
+                // refusal counts) and neither the script's hook nor its end
+                // applied is applied once the script ends, as Redis
                 // records it at once, not at this client's next request.
-                () = script_ended(&shared.script), if !conn.changes.is_empty() => {
+                () = script_ended(&shared.script), if conn.posted || !conn.changes.is_empty() => {
                     let end = execute(ctx, id, pending, &mut conn, &mut Requests::default(), &mut None, &mut out).await;
                     if end.close {
                         return Ok(());
@@ -897,7 +898,9 @@ async fn write_sliced<S: AsyncWrite + Unpin>(
 /// While a script runs, the engine is locked for its whole duration: the
 /// task waits without blocking its thread, and once the script has run past
 /// the busy threshold it answers the requests itself, as Redis does
-/// (`-BUSY`, and SCRIPT KILL / SHUTDOWN NOSAVE served).
+/// (`-BUSY`, and SCRIPT KILL / SHUTDOWN NOSAVE served), and leaves those
+/// only the engine can answer (HELLO, AUTH, WATCH, ...) for the script's
+/// hook ([`at_hook`]).
 async fn execute(
     ctx: &ConnCtx,
     id: u64,
@@ -915,11 +918,51 @@ async fn execute(
         // A script told to stop (SCRIPT KILL, FUNCTION KILL, shutdown) ends
         // at its next hook: requests that come after wait for it, as in
         // Redis, where it ends before the next request is read.
-        if script.is_running() && script.is_busy(ctx.clock.now_ms()) && !script.must_stop() && !conn.waiting {
-            let (end, waiting) = busy_batch(ctx, &mut conn.view, &mut conn.changes, requests, protocol_error, out);
-            conn.waiting = waiting;
-            if !out.is_empty() || end.close || !waiting {
-                return end;
+        if script.is_running() && script.is_busy(ctx.clock.now_ms()) && !script.must_stop() {
+            let refresh = match busy_batch(ctx, &mut conn.view, &mut conn.changes, requests, protocol_error, out) {
+                Busy::Answered(end) => {
+                    // What the answers changed goes to the script's hook,
+                    // to be counted and logged while the script runs, as
+                    // Redis does at once (a client the engine has not met
+                    // yet keeps its changes for its first batch).
+                    if !conn.changes.is_empty() && pending.is_none() {
+                        script.inbox.post(busy::Hooked {
+                            id,
+                            pending: None,
+                            changes: std::mem::take(&mut conn.changes),
+                            request: None,
+                            done: None,
+                        });
+                        conn.posted = true;
+                    }
+                    return end;
+                }
+                Busy::Engine { refresh } => refresh,
+            };
+            let request = if refresh { None } else { requests.pop_front() };
+            match at_hook(ctx, id, pending, conn, request).await {
+                Ok(served) => {
+                    out.extend_from_slice(&served.out);
+                    if let Some(args) = served.held {
+                        requests.push_front(args);
+                    }
+                    let mut end = served.end;
+                    if let Some(view) = end.view.take() {
+                        conn.view = view;
+                    }
+                    if refresh && !end.close {
+                        // Answer again, with the client's view as it is now.
+                        continue;
+                    }
+                    return end;
+                }
+                // The script ended, or is stopping, first: the engine runs
+                // it after the script.
+                Err(request) => {
+                    if let Some(args) = request {
+                        requests.push_front(args);
+                    }
+                }
             }
         }
         {
@@ -931,12 +974,20 @@ async fn execute(
                 ctx.engine.try_lock_for(BUSY_POLL)
             };
             if let Some(mut engine) = guard {
+                if conn.posted {
+                    // No script runs: what the hook has not taken is ours.
+                    conn.posted = false;
+                    if let Some(hooked) = script.inbox.withdraw(id) {
+                        conn.changes.splice(0..0, hooked.changes);
+                    }
+                }
                 if let Some(client) = pending.take() {
                     engine.connect(client);
                 }
-                conn.waiting = false;
                 let changes = std::mem::take(&mut conn.changes);
-                let mut end = engine.run_batch(id, changes, requests, protocol_error, MAX_BATCH_OUTPUT, out);
+                let mut end = engine
+                    .batch()
+                    .run(id, changes, requests, protocol_error, MAX_BATCH_OUTPUT, out);
                 if let Some(view) = end.view.take() {
                     conn.view = view;
                 }
@@ -964,13 +1015,22 @@ struct ConnState {
     view: ClientView,
     /// Transaction changes made by busy answers, applied at the next batch.
     changes: Vec<TxChange>,
-    /// The next request must wait for the script to end.
-    waiting: bool,
+    /// Changes were left in the script's inbox ([`busy::Inbox`]): the
+    /// next batch on the engine takes back what the hook did not apply.
+    posted: bool,
+}
+
+/// How [`busy_batch`] ended.
+enum Busy {
+    /// Every request is answered (or the connection is to close).
+    Answered(BatchEnd),
+    /// The request at the front needs the engine (it stays queued), or,
+    /// with `refresh`, the client's view does ([`busy::Answer::Refresh`]).
+    Engine { refresh: bool },
 }
 
 /// Answers queued requests while a script is busy, without the engine
-/// ([`crate::exec::busy`]). Stops at a request that must wait for the script
-/// (it stays queued); `waiting` says so.
+/// ([`crate::exec::busy`]), up to one that needs the engine.
 fn busy_batch(
     ctx: &ConnCtx,
     view: &mut ClientView,
@@ -978,7 +1038,7 @@ fn busy_batch(
     requests: &mut Requests,
     protocol_error: &mut Option<String>,
     out: &mut BytesMut,
-) -> (BatchEnd, bool) {
+) -> Busy {
     let mut busy = BusyCtx {
         view,
         changes,
@@ -989,15 +1049,17 @@ fn busy_batch(
         running_function: &ctx.shared.running_function,
         close: false,
     };
-    let mut waiting = false;
     let resp3 = busy.view.resp3;
     while let Some(args) = requests.pop_front() {
         match busy::answer(&mut busy, &args) {
             busy::Answer::Reply(reply) => reply.encode(out, resp3),
-            busy::Answer::Wait => {
+            busy::Answer::Engine => {
                 requests.push_front(args);
-                waiting = true;
-                break;
+                return Busy::Engine { refresh: false };
+            }
+            busy::Answer::Refresh => {
+                requests.push_front(args);
+                return Busy::Engine { refresh: true };
             }
         }
         if busy.close {
@@ -1005,25 +1067,69 @@ fn busy_batch(
         }
     }
     let mut close = busy.close;
-    if !waiting || close {
-        if let Some(text) = protocol_error.take() {
-            if !close {
-                errors::protocol(text).encode(out, resp3);
-            }
-            close = true;
+    if let Some(text) = protocol_error.take() {
+        if !close {
+            errors::protocol(text).encode(out, resp3);
         }
+        close = true;
     }
-    (
-        BatchEnd {
-            close,
-            blocked: false,
-            reply_fault: Default::default(),
-            view: None,
-            handoff: None,
-            killed: Vec::new(),
-        },
-        waiting && !close,
-    )
+    Busy::Answered(BatchEnd {
+        close,
+        ..BatchEnd::default()
+    })
+}
+
+/// Leaves `request` (with `None`, only the client's pending changes, to
+/// refresh its view) for the busy script's hook ([`busy::Inbox`]) and
+/// waits for its answer. `Err` gives the request back when the script ends,
+/// or is told to stop, before its hook took it: the engine runs it then.
+async fn at_hook(
+    ctx: &ConnCtx,
+    id: u64,
+    pending: &mut Option<ClientState>,
+    conn: &mut ConnState,
+    request: Option<Vec<Bytes>>,
+) -> Result<busy::Served, Option<Vec<Bytes>>> {
+    let script = &ctx.shared.script;
+    let (done, mut answer) = tokio::sync::oneshot::channel();
+    script.inbox.post(busy::Hooked {
+        id,
+        pending: pending.take(),
+        changes: std::mem::take(&mut conn.changes),
+        request,
+        done: Some(done),
+    });
+    // Whatever this client left before is now part of this entry.
+    conn.posted = false;
+    // The answer is polled, not awaited: awaiting would have the script's
+    // thread wake this task, and while that thread is still a tokio worker
+    // (its hook has not managed to leave it) tokio queues the task in the
+    // worker's own slot, where no other worker takes it.
+    loop {
+        tokio::time::sleep(BUSY_POLL).await;
+        match answer.try_recv() {
+            Ok(served) => return Ok(served),
+            // The hook dropped the request without an answer only if its
+            // batch could not run: the connection ends.
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                return Ok(busy::Served {
+                    end: BatchEnd::closed(),
+                    out: BytesMut::new(),
+                    held: None,
+                })
+            }
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {}
+        }
+        if script.is_running() && !script.must_stop() {
+            continue;
+        }
+        if let Some(hooked) = script.inbox.withdraw(id) {
+            *pending = hooked.pending;
+            conn.changes = hooked.changes;
+            return Err(hooked.request);
+        }
+        // Taken by the hook: its answer is on its way.
+    }
 }
 
 /// Why a connection task waiting for its next request (or for the reply
