@@ -33,6 +33,11 @@
 #              stime from /proc/PID/stat, all threads, clock ticks converted
 #              with `getconf CLK_TCK`) divided by the requests the run sent;
 #              CPU ratio = coordis / Redis, below 1 means coordis is cheaper.
+#   kernel %   the share of that CPU time the kernel spent for the server
+#              (stime over utime + stime; the ticks are sampled, so read it
+#              to a few percent): the system calls and the TCP stack, which
+#              both servers drive with the same calls, and which no work in
+#              the server's own code can make cheaper.
 #   p50, p99   latency in ms as redis-benchmark measured it.
 #   gen %      the load generator's CPU time over the run's wall time
 #              (coordis runs / Redis runs).
@@ -127,12 +132,13 @@ CPORT=$PORT CPID=$PID
 start redis "$(command -v redis-server)"
 RPORT=$PORT RPID=$PID
 
-# CPU time a process has used so far, in clock ticks (user + system: fields
-# 14 and 15 of /proc/PID/stat, counted after the parenthesised name).
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# CPU time a process has used so far, in clock ticks: user + system, then
+# system alone (fields 14 and 15 of /proc/PID/stat, counted after the
+# parenthesised name).
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13, $13}'; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
-# One run; prints "req/s p50 p99 server-µs/request generator-%".
+# One run; prints "req/s p50 p99 server-µs/request generator-% server-system-%".
 # redis-benchmark sends one command per request, so the MULTI/EXEC row (test
 # "--tx") uses tx-bench, which prints the same figures for whole transactions.
 run() { # port server-pid clients pipeline test...
@@ -145,7 +151,8 @@ run() { # port server-pid clients pipeline test...
         # shellcheck disable=SC2086
         redis-benchmark -p "$port" -n "$n" -c 50 -P 16 -q $PREFILL >/dev/null 2>&1
     fi
-    before=$(cpu_ticks "$pid")
+    local before_sys after_sys
+    read -r before before_sys < <(cpu_ticks "$pid")
     TIMEFORMAT='%R %U %S'
     if [ "$1" = "--tx" ] || [ "$1" = "--stream" ]; then
         { time "$TX_BENCH" "$port" "$clients" "$pipe" "$n" "${1#--}" >"$OUT/run"; } 2>"$OUT/time"
@@ -154,10 +161,11 @@ run() { # port server-pid clients pipeline test...
         tail -n 1 "$OUT/run" | tr -d '"' | awk -F, '{print $2, $5, $7}' >"$OUT/row"
         mv "$OUT/row" "$OUT/run"
     fi
-    after=$(cpu_ticks "$pid")
+    read -r after after_sys < <(cpu_ticks "$pid")
     read -r real user sys <"$OUT/time"
-    echo "$(cat "$OUT/run") $(awk -v t=$((after - before)) -v us="$TICK_US" -v n="$n" -v r="$real" -v u="$user" -v s="$sys" \
-        'BEGIN {printf "%.2f %.0f", t * us / n, 100 * (u + s) / r}')"
+    echo "$(cat "$OUT/run") $(awk -v t=$((after - before)) -v k=$((after_sys - before_sys)) -v us="$TICK_US" -v n="$n" \
+        -v r="$real" -v u="$user" -v s="$sys" \
+        'BEGIN {printf "%.2f %.0f %.0f", t * us / n, 100 * (u + s) / r, t ? 100 * k / t : 0}')"
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -170,7 +178,7 @@ UNLOCK=$(cat scripts/lua/unlock.lua)
 SHA=$(redis-cli -p "$CPORT" script load "$UNLOCK")
 [ "$(redis-cli -p "$RPORT" script load "$UNLOCK")" = "$SHA" ] || { echo "script SHA mismatch" >&2; exit 1; }
 
-TABLE_FMT="%-22s %4s %3s %10s %10s %6s %8s %8s %6s %7s %7s %7s %7s %7s\n"
+TABLE_FMT="%-22s %4s %3s %10s %10s %6s %8s %8s %6s %7s %7s %7s %7s %7s %7s\n"
 header() {
     local commit
     commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -179,12 +187,12 @@ header() {
     echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start; ROUNDS=$ROUNDS N=$N (pipelined $PIPELINED_N) ROWS=$ROWS"
     echo
     if [ "$FORMAT" = markdown ]; then
-        echo "| test | -c | -P | coordis req/s | Redis req/s | ratio | coordis µs CPU/req | Redis µs CPU/req | CPU ratio | p50 ms coordis / Redis | p99 ms coordis / Redis | generator busy |"
-        echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        echo "| test | -c | -P | coordis req/s | Redis req/s | ratio | coordis µs CPU/req | Redis µs CPU/req | CPU ratio | kernel % coordis / Redis | p50 ms coordis / Redis | p99 ms coordis / Redis | generator busy |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     else
         # µ is two bytes: its columns are one wider in bytes to line up.
-        printf "%-22s %4s %3s %10s %10s %6s %9s %9s %6s %7s %7s %7s %7s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
-            "c µs/req" "r µs/req" "CPU" "c p50" "r p50" "c p99" "r p99" "gen %"
+        printf "%-22s %4s %3s %10s %10s %6s %9s %9s %6s %7s %7s %7s %7s %7s %7s\n" "test" "-c" "-P" "coordis/s" "redis/s" "ratio" \
+            "c µs/req" "r µs/req" "CPU" "kern %" "c p50" "r p50" "c p99" "r p99" "gen %"
     fi
 }
 
@@ -194,12 +202,12 @@ row() {
     if [ "$ROWS" = cpu ] && { [ "$clients" != "$CLIENTS" ] || [[ $CPU_ROWS != *"|$label|"* ]]; }; then
         return
     fi
-    local cs=() rs=() ratios=() c50=() c99=() r50=() r99=() ccpu=() rcpu=() cpu_ratios=() cgen=() rgen=()
+    local cs=() rs=() ratios=() c50=() c99=() r50=() r99=() ccpu=() rcpu=() cpu_ratios=() cgen=() rgen=() csys=() rsys=()
     for _ in $(seq "$ROUNDS"); do
         local c r
         c=($(run "$CPORT" "$CPID" "$clients" "$pipe" "$@")); r=($(run "$RPORT" "$RPID" "$clients" "$pipe" "$@"))
         cs+=("${c[0]}"); rs+=("${r[0]}"); c50+=("${c[1]}"); c99+=("${c[2]}"); r50+=("${r[1]}"); r99+=("${r[2]}")
-        ccpu+=("${c[3]}"); rcpu+=("${r[3]}"); cgen+=("${c[4]}"); rgen+=("${r[4]}")
+        ccpu+=("${c[3]}"); rcpu+=("${r[3]}"); cgen+=("${c[4]}"); rgen+=("${r[4]}"); csys+=("${c[5]}"); rsys+=("${r[5]}")
         ratios+=("$(quotient "${c[0]}" "${r[0]}")")
         cpu_ratios+=("$(quotient "${c[3]}" "${r[3]}")")
     done
@@ -209,13 +217,14 @@ row() {
     if [ "$FORMAT" = markdown ]; then
         echo "| $label | $clients | $pipe | $(commas <<<"$cps") | $(commas <<<"$rps") | $(med "${ratios[@]}") |" \
             "$(med "${ccpu[@]}") | $(med "${rcpu[@]}") | $(med "${cpu_ratios[@]}") |" \
+            "$(med "${csys[@]}")% / $(med "${rsys[@]}")% |" \
             "$(med "${c50[@]}") / $(med "${r50[@]}") | $(med "${c99[@]}") / $(med "${r99[@]}") |" \
             "$(med "${cgen[@]}")% / $(med "${rgen[@]}")% |"
     else
         # shellcheck disable=SC2059
         printf "$TABLE_FMT" "$label" "$clients" "$pipe" "$cps" "$rps" "$(med "${ratios[@]}")" \
             "$(med "${ccpu[@]}")" "$(med "${rcpu[@]}")" "$(med "${cpu_ratios[@]}")" \
-            "$(med "${c50[@]}")" "$(med "${r50[@]}")" "$(med "${c99[@]}")" "$(med "${r99[@]}")" \
+            "$(med "${csys[@]}")/$(med "${rsys[@]}")" "$(med "${c50[@]}")" "$(med "${r50[@]}")" "$(med "${c99[@]}")" "$(med "${r99[@]}")" \
             "$(med "${cgen[@]}")/$(med "${rgen[@]}")"
     fi
 }
