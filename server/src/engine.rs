@@ -742,9 +742,7 @@ impl Engine {
         if !busy_changes.is_empty() {
             cmd::tx::apply_busy_changes(&mut self.dbs, &mut client, &mut self.state, now, busy_changes);
         }
-        if let Some(state) = self.state.random {
-            fastrand::seed(state);
-        }
+        self.state.resume_random();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let start = out.len();
         // A panic inside a command is contained (one boundary per batch, so
@@ -791,9 +789,7 @@ impl Engine {
                 close = true;
             }
         }
-        if self.state.random.is_some() {
-            self.state.random = Some(fastrand::get_seed());
-        }
+        self.state.keep_random();
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
         self.state.effects.flush();
         crate::net::client_mem::after_batch(&mut self.state, &mut client, out.len() - start, now);
@@ -890,6 +886,9 @@ impl Engine {
         let signal = Arc::new(crate::net::clients::ConnSignal::default());
         let outbox = crate::net::clients::Outbox::new(signal.clone());
         let now = self.state.clock.now_ms();
+        // A seeded generator (`seed_random`) reaches the controls as it
+        // reaches a client's batch: RANDOMKEY, SPOP, eviction candidates.
+        self.state.resume_random();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let mut client = ClientState::new(0, addr, addr, now, signal, outbox);
         client.db = db.min(self.dbs.len() - 1);
@@ -908,6 +907,7 @@ impl Engine {
             crate::exec::end_unit(&mut ctx);
             reply
         };
+        self.state.keep_random();
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
         self.state.effects.flush();
         reply
