@@ -5,6 +5,7 @@
 #   scripts/bench.sh                       # every row, 3 rounds
 #   ROWS=cpu scripts/bench.sh              # the headline rows only (a few minutes when the machine is quiet)
 #   ROUNDS=5 N=50000 FORMAT=markdown scripts/bench.sh
+#   ROWS=eviction scripts/bench.sh         # SET under allkeys-lru at the limit (every write evicts)
 #
 # Settings (environment):
 #   ROUNDS    rounds per row (default 3; PAIRS is the older name). A round is
@@ -17,7 +18,10 @@
 #   ROWS      all (default); core: strings, locks, scripts, ZADD, MULTI/EXEC
 #             and the 500-client rows; cpu: SET, GET, INCR, SET NX EX,
 #             EVALSHA unlock, ZADD, LPUSH and RPOP at -P 1 and -P 16;
-#             streams: the stream rows; hll: the HyperLogLog rows; geo: GEOADD and GEOSEARCH.
+#             streams: the stream rows; hll: the HyperLogLog rows; geo: GEOADD and GEOSEARCH;
+#             eviction: SET of random new keys without a limit, then under
+#             allkeys-lru at the limit (EVICT_MB, default 64), where every write
+#             evicts (see the section below).
 #   COORDIS_BIN  the coordis-server to measure (default
 #             target/release/coordis-server, built with `cargo build --release
 #             --bin coordis-server` when missing; an existing binary is run as
@@ -63,7 +67,7 @@ ROUNDS=${ROUNDS:-${PAIRS:-3}}
 CLIENTS=${CLIENTS:-50}
 ROWS=${ROWS:-all}
 FORMAT=${FORMAT:-table}
-case "$ROWS" in all | core | cpu | streams | hll | geo) ;; *) echo "ROWS must be all, core, cpu, streams, hll or geo" >&2; exit 2 ;; esac
+case "$ROWS" in all | core | cpu | streams | hll | geo | eviction) ;; *) echo "ROWS must be all, core, cpu, streams, hll, geo or eviction" >&2; exit 2 ;; esac
 case "$FORMAT" in table | markdown) ;; *) echo "FORMAT must be table or markdown" >&2; exit 2 ;; esac
 # The rows ROWS=cpu keeps (at CLIENTS clients), by label.
 CPU_ROWS="|set|get|incr|SET lock NX EX|EVALSHA unlock|ZADD sem|lpush|rpop|"
@@ -77,7 +81,7 @@ fi
 [ -x "$COORDIS" ] || { echo "$COORDIS is not an executable" >&2; exit 1; }
 COORDIS=$(realpath "$COORDIS")
 TX_BENCH=$PWD/target/release/tx-bench
-if [ "$ROWS" != cpu ] && [ "$ROWS" != hll ] && [ "$ROWS" != geo ] && [ ! -x "$TX_BENCH" ]; then
+if [ "$ROWS" != cpu ] && [ "$ROWS" != hll ] && [ "$ROWS" != geo ] && [ "$ROWS" != eviction ] && [ ! -x "$TX_BENCH" ]; then
     cargo build --release --quiet -p coordis-client-tests --bin tx-bench
 fi
 
@@ -230,7 +234,7 @@ row() {
 }
 
 header
-if [ "$ROWS" != streams ] && [ "$ROWS" != hll ] && [ "$ROWS" != geo ]; then
+if [ "$ROWS" != streams ] && [ "$ROWS" != hll ] && [ "$ROWS" != geo ] && [ "$ROWS" != eviction ]; then
     for pipe in 1 16; do
         for t in set get incr; do
             row "$t" "$CLIENTS" "$pipe" -t "$t"
@@ -319,6 +323,47 @@ PY
     for pipe in 1 16; do
         row "GEOADD" "$CLIENTS" "$pipe" -r 100000 GEOADD geoadd "13.__rand_int__" "38.__rand_int__" "m:__rand_int__"
         row "GEOSEARCH 2km COUNT 10" "$CLIENTS" "$pipe" GEOSEARCH geo FROMLONLAT 13.5 38.5 BYRADIUS 2 km COUNT 10 ASC
+    done
+fi
+# Eviction: SET of 100-byte values to random keys of a keyspace far larger
+# than fits (100M keys), first without a limit (memory grows), then under
+# `maxmemory EVICT_MB` and allkeys-lru, filled to the limit beforehand
+# (untimed), so that nearly every SET adds a key and evicts one (the
+# evictions per SET of the limited rows are printed after them).
+if [ "$ROWS" = eviction ]; then
+    EVICT_MB=${EVICT_MB:-64}
+    SET_ARGS="-t set -r 100000000 -d 100"
+    field() { redis-cli -p "$1" info "$2" | tr -d '\r' | awk -F: -v f="$3" '$1 == f {print $2}'; }
+    for pipe in 1 16; do
+        # shellcheck disable=SC2086
+        row "SET new key, no limit" "$CLIENTS" "$pipe" $SET_ARGS
+    done
+    for p in "$CPORT" "$RPORT"; do
+        redis-cli -p "$p" flushall >/dev/null
+        redis-cli -p "$p" config set maxmemory-policy allkeys-lru >/dev/null
+        redis-cli -p "$p" config set maxmemory "${EVICT_MB}mb" >/dev/null
+        # shellcheck disable=SC2086
+        until [ "$(field "$p" stats evicted_keys)" -gt 0 ]; do
+            redis-benchmark -p "$p" -n 200000 -c 50 -P 16 -q $SET_ARGS >/dev/null 2>&1
+        done
+    done
+    declare -A EVICTED_BEFORE SETS_BEFORE
+    for p in "$CPORT" "$RPORT"; do
+        EVICTED_BEFORE[$p]=$(field "$p" stats evicted_keys)
+        SETS_BEFORE[$p]=$(redis-cli -p "$p" info commandstats | tr -d '\r' | sed -n 's/^cmdstat_set:calls=\([0-9]*\).*/\1/p')
+    done
+    for pipe in 1 16; do
+        # shellcheck disable=SC2086
+        row "SET at the limit (LRU)" "$CLIENTS" "$pipe" $SET_ARGS
+    done
+    echo
+    for p in "$CPORT" "$RPORT"; do
+        name=coordis
+        [ "$p" = "$RPORT" ] && name=Redis
+        sets=$(redis-cli -p "$p" info commandstats | tr -d '\r' | sed -n 's/^cmdstat_set:calls=\([0-9]*\).*/\1/p')
+        evicted=$(field "$p" stats evicted_keys)
+        echo "$name: $((evicted - EVICTED_BEFORE[$p])) keys evicted for $((sets - SETS_BEFORE[$p])) SETs at the limit," \
+            "used_memory $(field "$p" memory used_memory) of maxmemory $(field "$p" memory maxmemory)"
     done
 fi
 echo

@@ -6,12 +6,12 @@
 # fill (MB), and the keys evicted.
 #
 #   scripts/memory-limit.sh
-#   LIMIT_MB=32 TYPES="string hash" scripts/memory-limit.sh
+#   LIMIT_MB=64 TYPES="string stream" scripts/memory-limit.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LIMIT_MB=${LIMIT_MB:-64}
-TYPES=${TYPES:-string hash list set zset}
+LIMIT_MB=${LIMIT_MB:-32}
+TYPES=${TYPES:-string hash list set zset stream}
 PORT=${PORT:-7395}
 COORDIS_BIN=${COORDIS_BIN:-target/release/coordis-server}
 for tool in redis-server redis-cli python3; do
@@ -48,6 +48,10 @@ for k in range(total // key_bytes):
             cmd("SADD", f"t:{k}", *[f"{i:04d}" + "m" * 96 for i in range(n)])
         elif kind == "zset":
             cmd("ZADD", f"z:{k}", *[x for i in range(n) for x in (i, f"{i:04d}" + "m" * 96)])
+        elif kind == "stream":
+            # Entries of five 90-byte fields, automatic IDs: 20 per key.
+            for _ in range(n // 5):
+                cmd("XADD", f"x:{k}", "*", *[x for i in range(5) for x in (f"f{i}", "v" * 90)])
 PY
 }
 

@@ -56,6 +56,18 @@ impl Backend {
         self.test_control().and_then(|c| c.clock())
     }
 
+    /// The server's process id, to read its resident set with
+    /// `coordis::testing::rss_kb`: the test's own process for the embedded
+    /// backend (the server lives in it), redis-server's for the redis
+    /// backend; `None` for an external server (its process is not known here).
+    pub fn server_pid(&self) -> Option<u32> {
+        match self {
+            Backend::Embedded(_) => Some(std::process::id()),
+            Backend::Redis(r) => Some(r.pid()),
+            Backend::External(_) => None,
+        }
+    }
+
     /// A client for this backend.
     pub fn client(&self) -> redis::Client {
         redis::Client::open(self.url()).expect("valid URL")

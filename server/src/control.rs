@@ -119,8 +119,9 @@ impl ServerControl {
     }
 
     /// Seeds every random choice the server makes (SPOP, SRANDMEMBER,
-    /// ZRANDMEMBER, HRANDFIELD, RANDOMKEY): the same seed and the same
-    /// commands give the same answers, so a test using them replays.
+    /// ZRANDMEMBER, HRANDFIELD, RANDOMKEY, eviction's sampling), for
+    /// clients' commands and these controls alike: the same seed and the
+    /// same commands give the same answers, so a test using them replays.
     pub fn seed_random(&self, seed: u64) {
         self.engine.lock().seed_random(seed);
     }
@@ -168,7 +169,10 @@ impl ServerControl {
     /// The keys the next eviction would take, best first, as (database,
     /// key): one round of the sampler into the eviction pool, from the
     /// seeded generator when [`ServerControl::seed_random`] set one
-    /// (`COORDIS.MEMORY CANDIDATES`).
+    /// (`COORDIS.MEMORY CANDIDATES`). The first is the key the next
+    /// eviction takes; the rest are the pool it leaves, which later
+    /// evictions of the same run refill. Asking draws nothing and leaves
+    /// the pool as it was: the eviction that follows sees the same samples.
     pub fn eviction_candidates(&self, count: usize) -> Vec<(usize, Vec<u8>)> {
         let Reply::Array(items) = self.memory(&[b"CANDIDATES", count.to_string().as_bytes()]) else {
             return Vec::new();

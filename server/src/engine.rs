@@ -734,6 +734,9 @@ impl Engine {
         let signal = Arc::new(crate::net::clients::ConnSignal::default());
         let outbox = crate::net::clients::Outbox::new(signal.clone());
         let now = self.state.clock.now_ms();
+        // A seeded generator (`seed_random`) reaches the controls as it
+        // reaches a client's batch: RANDOMKEY, SPOP, eviction candidates.
+        self.state.resume_random();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         let mut client = ClientState::new(0, addr, addr, now, signal, outbox);
         client.db = db.min(self.dbs.len() - 1);
@@ -752,6 +755,7 @@ impl Engine {
             crate::exec::end_unit(&mut ctx);
             reply
         };
+        self.state.keep_random();
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
         self.state.effects.flush();
         reply
@@ -1290,9 +1294,7 @@ impl Batch<'_> {
             cmd::tx::apply_busy_changes(self.dbs, &mut client, self.state, now, busy_changes);
         }
         if own_unit {
-            if let Some(state) = self.state.random {
-                fastrand::seed(state);
-            }
+            self.state.resume_random();
             crate::store::access::stamp(self.dbs, &self.state.config, now);
         }
         let start = out.len();
@@ -1343,9 +1345,7 @@ impl Batch<'_> {
             }
         }
         if own_unit {
-            if self.state.random.is_some() {
-                self.state.random = Some(fastrand::get_seed());
-            }
+            self.state.keep_random();
             crate::tracking::end_batch(self.dbs, self.state, Some(&mut client), now);
             self.state.effects.flush();
         }

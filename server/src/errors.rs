@@ -193,6 +193,11 @@ pub(crate) const NOT_A_TEST_CLOCK: &str = "ERR this server's clock is not a test
 pub(crate) const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 /// `COORDIS.SERVER PAUSE` on an engine driven without a runtime (tests).
 pub(crate) const NO_RUNTIME: &str = "ERR no runtime to lift the pause";
+/// `COORDIS.MEMORY FILL` (`ServerControl::fill_memory`) with no limit to fill to.
+pub(crate) const FILL_NO_LIMIT: &str =
+    "ERR COORDIS.MEMORY FILL needs a maxmemory limit (COORDIS.MEMORY LIMIT sets one)";
+/// `COORDIS.MEMORY FILL` to more than ten times the limit.
+pub(crate) const FILL_PERCENT: &str = "ERR COORDIS.MEMORY FILL percent must be at most 1000";
 /// COORDIS.REPLICATION naming a replica link that is not there.
 pub(crate) const NO_SUCH_LINK: &str = "ERR no replica link with that index (COORDIS.REPLICATION LINKS lists them)";
 /// COORDIS.REPLICATION PROMOTE outside a runtime (nothing to talk to the replica).

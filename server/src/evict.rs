@@ -334,9 +334,28 @@ pub(crate) fn access_mode(config: &crate::config::Config) -> access::Mode {
 
 /// The candidates the next eviction would consider, best first, without
 /// evicting (the test-control plane's `COORDIS.MEMORY CANDIDATES`): the
-/// pool after one round of sampling, from the seeded generator when one
-/// is set. Random policies answer the keys they would take in turn.
+/// first is the key the next eviction takes; after it, the pool one round
+/// of sampling leaves (later evictions of the same run sample again, so
+/// they may take a fresh key before these). Random policies answer the
+/// keys they would draw in turn, the first being the next taken.
+///
+/// Asking changes nothing: the generator's state (seeded by
+/// `COORDIS.SERVER SEED`, or the thread's own), the pool and the random
+/// policies' next database are put back as they were, so the eviction
+/// that follows draws the same samples.
 pub(crate) fn candidates(ctx: &mut Ctx, count: usize) -> Vec<Candidate> {
+    let rng = fastrand::get_seed();
+    let pool = ctx.server.evictor.pool.clone();
+    let next_db = ctx.server.evictor.next_db;
+    let out = predict(ctx, count);
+    fastrand::seed(rng);
+    ctx.server.evictor.pool = pool;
+    ctx.server.evictor.next_db = next_db;
+    out
+}
+
+/// [`candidates`]' answer, drawing from the generator and filling the pool.
+fn predict(ctx: &mut Ctx, count: usize) -> Vec<Candidate> {
     let policy = ctx.server.config.memory.policy;
     if policy == Policy::NoEviction {
         return Vec::new();
@@ -356,7 +375,6 @@ pub(crate) fn candidates(ctx: &mut Ctx, count: usize) -> Vec<Candidate> {
             .take(count)
             .collect();
     }
-    let saved = ctx.server.evictor.next_db;
     let mut out = Vec::new();
     while out.len() < count {
         let Some((db, key)) = next_victim(ctx) else {
@@ -367,7 +385,6 @@ pub(crate) fn candidates(ctx: &mut Ctx, count: usize) -> Vec<Candidate> {
         }
         out.push(Candidate { db, key, score: 0 });
     }
-    ctx.server.evictor.next_db = saved;
     out
 }
 

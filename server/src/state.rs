@@ -240,8 +240,9 @@ pub struct ServerState {
     pub faults: crate::faults::Faults,
     /// Set by a test (`COORDIS.SERVER SEED`, `ServerControl::seed_random`):
     /// the state of the generator every random choice draws from (SPOP,
-    /// SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY), carried from batch
-    /// to batch so that a run replays whichever thread serves it. `None`
+    /// SRANDMEMBER, ZRANDMEMBER, HRANDFIELD, RANDOMKEY, eviction's
+    /// sampling), carried from batch to batch, and through the test
+    /// controls' commands, so that a run replays whichever thread serves it. `None`
     /// (the default): the thread's own generator, unseeded.
     pub random: Option<u64>,
     /// `DEBUG SET-ACTIVE-EXPIRE 0` turns active expiry off (lazy expiry
@@ -312,5 +313,21 @@ impl ServerState {
         let now = crate::process::allocator();
         self.memory_peak = self.memory_peak.max(now.allocated);
         now
+    }
+
+    /// Before commands run on this thread: the thread's generator takes
+    /// up the seeded state ([`ServerState::random`]), if a test set one.
+    pub(crate) fn resume_random(&self) {
+        if let Some(state) = self.random {
+            fastrand::seed(state);
+        }
+    }
+
+    /// After they ran: the seeded state is carried on from where the
+    /// thread's generator left it ([`ServerState::resume_random`]).
+    pub(crate) fn keep_random(&mut self) {
+        if self.random.is_some() {
+            self.random = Some(fastrand::get_seed());
+        }
     }
 }

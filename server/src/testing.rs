@@ -175,6 +175,18 @@ impl RedisServer {
     }
 }
 
+/// Process `pid`'s resident set size in KiB, from `/proc/<pid>/status`
+/// (Linux): a redis-server's ([`RedisServer::pid`]), a coordis-server's, or
+/// the test's own, which an embedded server lives in.
+pub fn rss_kb(pid: u32) -> io::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no VmRSS line"))
+}
+
 /// Polls `child` until it exits or `timeout` passes.
 fn wait_exit(child: &mut Child, timeout: Duration) -> io::Result<Option<std::process::ExitStatus>> {
     let deadline = Instant::now() + timeout;
@@ -368,12 +380,7 @@ impl ServerProcess {
 
     /// Resident set size in KiB, from `/proc/<pid>/status` (Linux).
     pub fn rss_kb(&self) -> io::Result<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .ok_or_else(|| io::Error::other("no VmRSS line"))
+        rss_kb(self.child.id())
     }
 
     /// What the server wrote to stderr so far.

@@ -33,6 +33,15 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// An integer reply's value.
+fn int_reply(reply: &[u8]) -> u64 {
+    let t = text(reply);
+    t.trim_start_matches(':')
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("an integer reply: {t:?}"))
+}
+
 /// Runs `steps` on two clients of each server (`(client, command)`) and
 /// returns the replies.
 fn run(addr: std::net::SocketAddr, steps: &[(usize, &[&str])]) -> Vec<String> {
@@ -183,9 +192,8 @@ fn restore_feeds_access_data_and_notouch_commands_leave_it() {
         ] {
             c.command(cmd).unwrap();
         }
-        let idle = text(&c.command(&["OBJECT", "IDLETIME", "idle"]).unwrap());
-        let secs: u64 = idle.trim_start_matches(':').trim().parse().unwrap();
-        assert!((1000..1005).contains(&secs), "{idle}");
+        let secs = int_reply(&c.command(&["OBJECT", "IDLETIME", "idle"]).unwrap());
+        assert!((1000..1005).contains(&secs), "{secs}");
         c.command(&["GET", "idle"]).unwrap();
         assert_eq!(c.command(&["OBJECT", "IDLETIME", "idle"]).unwrap(), b":0\r\n");
         c.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"])
@@ -350,12 +358,15 @@ fn evictions_raise_events_and_propagate_del_and_candidates_predict_them() {
         .unwrap();
     let candidates = control.eviction_candidates(16);
     assert!(!candidates.is_empty());
-    // A limit of 1 byte under allkeys-lru evicts every key at once.
+    // A limit of 1 byte under allkeys-lru evicts every key at once, the
+    // predicted one first.
     control.set_memory_limit(1, "allkeys-lru").unwrap();
     assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":0\r\n");
     sub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let event = text(&sub.read_reply().unwrap());
     assert!(event.contains("__keyevent@0__:evicted"), "{event}");
+    let first = event.lines().last().unwrap();
+    assert_eq!(first.as_bytes(), &candidates[0].1[..], "{candidates:?}");
     let stream = text(&effects.try_bytes());
     assert!(stream.contains("$3\r\nDEL\r\n"), "{stream}");
     assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 200);
@@ -390,12 +401,292 @@ fn rdb_access_hints_from_redis_are_loaded() {
             .start_blocking()
             .unwrap();
         let mut c = RawClient::connect(server.addr()).unwrap();
-        let got = text(&c.command(&["OBJECT", ask, key]).unwrap());
-        let got: u64 = got
-            .trim_start_matches(':')
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{got}"));
+        let got = int_reply(&c.command(&["OBJECT", ask, key]).unwrap());
         assert!(want.contains(&got), "{policy}: OBJECT {ask} {key} = {got}");
     }
+}
+
+/// The keys of a `COORDIS.MEMORY CANDIDATES` reply (`[db, key]` pairs), in order.
+fn candidate_keys(reply: &[u8]) -> Vec<String> {
+    let reply = text(reply);
+    let mut lines = reply.split("\r\n");
+    let mut keys = Vec::new();
+    while let Some(line) = lines.next() {
+        if line.starts_with('$') {
+            keys.push(lines.next().unwrap().to_string());
+        }
+    }
+    keys
+}
+
+/// Keys of the prediction test, each a value large enough that evicting
+/// one brings memory under a limit set some KB below the memory in use.
+const PREDICT_KEYS: usize = 200;
+const PREDICT_VALUE: usize = 64 * 1024;
+/// How far under the memory in use the prediction test sets the limit:
+/// above what the commands in between allocate (a connection's buffers
+/// move by some KB), well under a value.
+const PREDICT_UNDER: u64 = 24 * 1024;
+
+/// Fills a coordis-server (test clock frozen) under `policy` with keys of
+/// varied idle times, frequencies and deadlines, seeds the generator, asks
+/// twice for the candidates (the same answer: asking changes nothing),
+/// then sets the limit just under the memory in use, which evicts one key.
+/// Returns (the candidates, the keys evicted).
+fn predicted_eviction(c: &mut RawClient, policy: &str) -> (Vec<String>, Vec<String>) {
+    let ok = |reply: Vec<u8>| assert!(reply.starts_with(b"+OK") || reply.starts_with(b":"), "{}", text(&reply));
+    ok(c.command(&["FLUSHALL"]).unwrap());
+    // A limit far above the data (what setting one allocates the first
+    // time is allocated now), lowered to just under the data at the end.
+    ok(c.command(&["CONFIG", "SET", "maxmemory", "1gb"]).unwrap());
+    ok(c.command(&["CONFIG", "SET", "maxmemory-policy", policy]).unwrap());
+    let value = "x".repeat(PREDICT_VALUE);
+    for i in 0..PREDICT_KEYS {
+        if i % 20 == 0 {
+            // LRU idle times five seconds apart per group; over a minute
+            // in all, so the first keys' LFU counters decay.
+            ok(c.command(&["COORDIS.CLOCK", "ADVANCE", "5000"]).unwrap());
+        }
+        let ttl = 3600 + (i * 7919) % PREDICT_KEYS;
+        ok(c.command(&["SET", &format!("k:{i}"), &value, "EX", &ttl.to_string()])
+            .unwrap());
+    }
+    for i in (0..PREDICT_KEYS).step_by(3) {
+        for _ in 0..i % 7 {
+            c.command(&["GET", &format!("k:{i}")]).unwrap();
+        }
+    }
+    ok(c.command(&["COORDIS.SERVER", "SEED", "42"]).unwrap());
+    let candidates = candidate_keys(&c.command(&["COORDIS.MEMORY", "CANDIDATES", "16"]).unwrap());
+    let again = candidate_keys(&c.command(&["COORDIS.MEMORY", "CANDIDATES", "16"]).unwrap());
+    assert_eq!(candidates, again, "{policy}: asking changed the answer");
+    assert!(!candidates.is_empty(), "{policy}: no candidates");
+    let used = int_reply(&c.command(&["COORDIS.MEMORY", "USED"]).unwrap());
+    ok(
+        c.command(&["CONFIG", "SET", "maxmemory", &(used - PREDICT_UNDER).to_string()])
+            .unwrap(),
+    );
+    let evicted = (0..PREDICT_KEYS)
+        .map(|i| format!("k:{i}"))
+        .filter(|k| c.command(&["EXISTS", k]).unwrap() == b":0\r\n")
+        .collect();
+    let evicted: Vec<String> = evicted;
+    assert_eq!(info_field(c, "stats", "evicted_keys") as usize, evicted.len());
+    ok(c.command(&["CONFIG", "SET", "maxmemory", "0"]).unwrap());
+    ok(c.command(&["CONFIG", "RESETSTAT"]).unwrap());
+    (candidates, evicted)
+}
+
+/// `COORDIS.MEMORY CANDIDATES` names the key the next eviction takes, for
+/// the sampled policies (LRU, LFU, volatile-ttl) and the random ones, and
+/// asking leaves the generator and the pool as they were.
+#[test]
+fn candidates_name_the_key_the_next_eviction_takes() {
+    let ours = coordis_process(&["--enable-test-commands", "yes"]);
+    let mut c = RawClient::connect(ours.addr()).unwrap();
+    assert!(c.command(&["COORDIS.CLOCK", "FREEZE"]).unwrap().starts_with(b":"));
+    for policy in [
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-ttl",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+    ] {
+        let (candidates, evicted) = predicted_eviction(&mut c, policy);
+        assert_eq!(evicted, candidates[..1], "{policy}: candidates {candidates:?}");
+    }
+}
+
+/// The seed a test sets from Rust reaches the controls' own commands
+/// (`ServerControl::eviction_candidates`, which runs on the test-control
+/// path) as it reaches clients' commands: the same seed, the same answer,
+/// from Rust or over the wire, and the eviction that follows takes it.
+#[test]
+fn seed_random_reaches_the_test_controls() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let control = server.control();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    for i in 0..500 {
+        c.command(&["SET", &format!("k:{i}"), "v"]).unwrap();
+    }
+    control.set_memory_limit(0, "allkeys-random").unwrap();
+    let ask = |seed: u64| {
+        control.seed_random(seed);
+        control.eviction_candidates(5)
+    };
+    let seven = ask(7);
+    assert_eq!(seven.len(), 5);
+    assert_eq!(ask(7), seven);
+    assert_ne!(ask(8), seven, "another seed, the same draws");
+    control.seed_random(7);
+    let wire = candidate_keys(&c.command(&["COORDIS.MEMORY", "CANDIDATES", "5"]).unwrap());
+    let rust: Vec<String> = seven.iter().map(|(_, k)| text(k)).collect();
+    assert_eq!(wire, rust);
+    // Seeded over the wire, asked from Rust.
+    c.command(&["COORDIS.SERVER", "SEED", "7"]).unwrap();
+    assert_eq!(control.eviction_candidates(5), seven);
+    // The eviction the limit starts (on the same path) takes the predicted key first.
+    let mut sub = RawClient::connect(server.addr()).unwrap();
+    c.command(&["CONFIG", "SET", "notify-keyspace-events", "Ee"]).unwrap();
+    sub.command(&["SUBSCRIBE", "__keyevent@0__:evicted"]).unwrap();
+    control.seed_random(7);
+    control.set_memory_limit(1, "allkeys-random").unwrap();
+    sub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let event = text(&sub.read_reply().unwrap());
+    assert_eq!(event.lines().last().unwrap(), rust[0], "{event}");
+    control.set_memory_limit(0, "noeviction").unwrap();
+}
+
+/// The limit the fill tests set, and the value size they fill with.
+const FILL_LIMIT: u64 = 16 * 1024 * 1024;
+const FILL_SIZE: u64 = 1000;
+
+/// `COORDIS.MEMORY FILL` on a coordis-server: under noeviction it adds
+/// `fill:<n>` keys of the size asked until the memory counted reaches the
+/// fraction (one key past it at most), a second fill goes on from the
+/// keys there, a fill past the limit leaves writes refused and nothing
+/// evicted; under allkeys-lru the fill itself evicts nothing, the next
+/// command brings memory back under the limit.
+#[test]
+fn fill_reaches_the_fraction_asked_with_the_keys_it_names() {
+    let ours = coordis_process(&["--enable-test-commands", "yes"]);
+    let mut c = RawClient::connect(ours.addr()).unwrap();
+    let used = |c: &mut RawClient| int_reply(&c.command(&["COORDIS.MEMORY", "USED"]).unwrap());
+    // A fill stops at the first key that reaches the fraction; the reply
+    // and the next commands move the count by some hundred bytes either way.
+    const SLACK: u64 = FILL_LIMIT / 100;
+    let at = |percent: u64| FILL_LIMIT * percent / 100 - SLACK;
+    let dbsize = |c: &mut RawClient| int_reply(&c.command(&["DBSIZE"]).unwrap());
+    assert_eq!(
+        text(&c.command(&["COORDIS.MEMORY", "FILL", "50"]).unwrap()),
+        "-ERR COORDIS.MEMORY FILL needs a maxmemory limit (COORDIS.MEMORY LIMIT sets one)\r\n"
+    );
+    let limit = FILL_LIMIT.to_string();
+    let size = FILL_SIZE.to_string();
+    assert_eq!(
+        c.command(&["COORDIS.MEMORY", "LIMIT", &limit, "POLICY", "noeviction"])
+            .unwrap(),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        text(&c.command(&["COORDIS.MEMORY", "FILL", "1001"]).unwrap()),
+        "-ERR COORDIS.MEMORY FILL percent must be at most 1000\r\n"
+    );
+    let base = used(&mut c);
+    assert!(base < FILL_LIMIT / 4, "the server starts at {base} bytes");
+    let half = int_reply(&c.command(&["COORDIS.MEMORY", "FILL", "50", "SIZE", &size]).unwrap());
+    let after = used(&mut c);
+    eprintln!("noeviction: {half} keys of {FILL_SIZE} B took {base} -> {after} bytes");
+    // At the fraction, by at most a key and what the commands allocate.
+    assert!(after >= at(50) && after < FILL_LIMIT / 2 + SLACK, "{after}");
+    // Each key costs its value and some bytes of key and header, no more
+    // than twice the value.
+    let grown = after - base;
+    assert!(
+        half * FILL_SIZE <= grown && grown <= 2 * half * FILL_SIZE,
+        "{half} keys, {grown} bytes"
+    );
+    assert_eq!(dbsize(&mut c), half);
+    assert_eq!(
+        c.command(&["STRLEN", "fill:0"]).unwrap(),
+        format!(":{FILL_SIZE}\r\n").as_bytes()
+    );
+    let last = format!("fill:{}", half - 1);
+    assert_eq!(c.command(&["EXISTS", &last]).unwrap(), b":1\r\n");
+    assert_eq!(c.command(&["EXISTS", &format!("fill:{half}")]).unwrap(), b":0\r\n");
+    // A second fill adds keys after those there, to 90 %.
+    let more = int_reply(&c.command(&["COORDIS.MEMORY", "FILL", "90", "SIZE", &size]).unwrap());
+    assert!(more > 0 && more < half, "{more} more keys after {half}");
+    assert_eq!(dbsize(&mut c), half + more);
+    assert_eq!(
+        c.command(&["EXISTS", &format!("fill:{}", half + more - 1)]).unwrap(),
+        b":1\r\n"
+    );
+    assert!(used(&mut c) >= at(90));
+    // Past the limit (PREFIX names the keys): nothing is evicted, writes
+    // that grow memory are refused, reads go on.
+    let over = int_reply(
+        &c.command(&["COORDIS.MEMORY", "FILL", "110", "SIZE", &size, "PREFIX", "over:"])
+            .unwrap(),
+    );
+    assert_eq!(c.command(&["EXISTS", "over:0"]).unwrap(), b":1\r\n");
+    let u = used(&mut c);
+    assert!(u >= at(110), "{over} keys, {u} bytes");
+    assert!(text(&c.command(&["SET", "one", "more"]).unwrap()).starts_with("-OOM "));
+    assert_eq!(dbsize(&mut c), half + more + over);
+    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 0);
+
+    // allkeys-lru: the fill goes past the limit; the next command evicts.
+    c.command(&["FLUSHALL"]).unwrap();
+    assert_eq!(
+        c.command(&["COORDIS.MEMORY", "LIMIT", &limit, "POLICY", "allkeys-lru"])
+            .unwrap(),
+        b"+OK\r\n"
+    );
+    let filled = int_reply(&c.command(&["COORDIS.MEMORY", "FILL", "150", "SIZE", &size]).unwrap());
+    // The next commands evict (each run bounded by the tenacity's time,
+    // the rest before the command after), down to the limit.
+    let mut used_after = used(&mut c);
+    for _ in 0..1000 {
+        if used_after <= FILL_LIMIT {
+            break;
+        }
+        used_after = used(&mut c);
+    }
+    assert!(used_after <= FILL_LIMIT, "{used_after}");
+    assert_eq!(c.command(&["SET", "one", "more"]).unwrap(), b"+OK\r\n");
+    // Every key the fill made is still there or was evicted (read at one
+    // instant: a command between two reads may evict).
+    c.command(&["MULTI"]).unwrap();
+    c.command(&["DBSIZE"]).unwrap();
+    c.command(&["INFO", "stats"]).unwrap();
+    let both = text(&c.command(&["EXEC"]).unwrap());
+    let keys = int_reply(both.lines().nth(1).unwrap().as_bytes());
+    let evicted: u64 = both
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    eprintln!("allkeys-lru: {filled} keys filled to 150 %, {evicted} evicted, {used_after} bytes used after");
+    // A third of the fill's memory shed: at least a fifth of its keys.
+    assert!(evicted * 5 >= filled, "{evicted} of {filled} evicted");
+    assert_eq!(keys + evicted, filled + 1);
+}
+
+/// `ServerControl::fill_memory` in an embedded server: the keys it adds
+/// are the keys it says, strings of the size asked, and the limit it
+/// fills to is then in use (an embedded server counts its whole process:
+/// the limit is set above what the process holds now).
+#[test]
+fn fill_memory_from_rust_adds_the_keys_it_counts() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let control = server.control();
+    assert!(control
+        .fill_memory(50, 100)
+        .unwrap_err()
+        .contains("needs a maxmemory limit"));
+    let limit = control.used_memory() + FILL_LIMIT;
+    control.set_memory_limit(limit, "noeviction").unwrap();
+    let added = control.fill_memory(100, FILL_SIZE as usize).unwrap();
+    assert!(control.used_memory() >= limit - FILL_LIMIT / 4);
+    // The room was FILL_LIMIT: about that many bytes of keys (the rest of
+    // the process allocates and frees meanwhile).
+    assert!(
+        added * FILL_SIZE > FILL_LIMIT / 4 && added * FILL_SIZE <= FILL_LIMIT + FILL_LIMIT / 4,
+        "{added} keys"
+    );
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(int_reply(&c.command(&["DBSIZE"]).unwrap()), added);
+    let keyspace = control.keyspace();
+    let last = format!("fill:{}", added - 1);
+    for key in ["fill:0", last.as_str()] {
+        match keyspace.get(key) {
+            Some(coordis::KeyValue::String(v)) => assert_eq!(v.len(), FILL_SIZE as usize),
+            other => panic!("{key}: {other:?}"),
+        }
+    }
+    control.set_memory_limit(0, "noeviction").unwrap();
 }

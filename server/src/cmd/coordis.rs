@@ -956,11 +956,14 @@ fn memory_fill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         i += 2;
     }
     let max = ctx.server.config.memory.maxmemory;
-    if max == 0 || percent > MAX_PERCENT {
-        return err(errors::SYNTAX);
+    if max == 0 {
+        return err(errors::FILL_NO_LIMIT);
+    }
+    if percent > MAX_PERCENT {
+        return err(errors::FILL_PERCENT);
     }
     let target = (max as u128 * percent as u128 / 100) as u64;
-    let value = Bytes::from(vec![b'x'; size as usize]);
+    let value = vec![b'x'; size as usize];
     let mut added = 0u64;
     let mut n = 0u64;
     while crate::process::used_memory().saturating_sub(crate::evict::not_counted(ctx)) < target {
@@ -971,7 +974,9 @@ fn memory_fill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         if ctx.db().contains(&key, now) {
             continue;
         }
-        ctx.db().insert(&key, crate::store::Value::Str(value.clone()), 0);
+        // A copy per key: a shared buffer would leave the memory unfilled.
+        let value = crate::store::Value::Str(Bytes::copy_from_slice(&value));
+        ctx.db().insert(&key, value, 0);
         added += 1;
     }
     ctx.dirty(added);
@@ -980,7 +985,9 @@ fn memory_fill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// CANDIDATES [count]: the keys the next eviction would consider, best
 /// first, as `[db, key]` pairs (default all the pool holds): one round of
-/// the sampler, from the seeded generator (`COORDIS.SERVER SEED`).
+/// the sampler, from the seeded generator (`COORDIS.SERVER SEED`). The
+/// first is the key the next eviction takes; asking changes nothing
+/// ([`crate::evict::candidates`]).
 fn memory_candidates(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let count = match args.get(2) {
         Some(n) => tri!(non_negative(n)) as usize,

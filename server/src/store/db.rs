@@ -224,6 +224,20 @@ pub(crate) fn owned(b: &Bytes) -> Bytes {
     Bytes::copy_from_slice(b)
 }
 
+/// Appends `hash` to one deadline's list in the deadline index, growing it
+/// by an eighth rather than doubling it: keys set in the same millisecond
+/// share a list, and with doubling a quarter of the index stood unused on
+/// average (a million lock keys set with `EX`: 11.9 bytes a key where the
+/// hashes take 8). An eighth leaves at most that much unused, for more
+/// copies as a list grows (still amortized O(1)).
+fn push_deadline(list: &mut Vec<u64>, hash: u64) {
+    const MIN_GROWTH: usize = 4;
+    if list.len() == list.capacity() {
+        list.reserve_exact(list.len() / 8 + MIN_GROWTH);
+    }
+    list.push(hash);
+}
+
 /// Redis's rule: a key lives through its deadline millisecond and is expired
 /// once the clock is past it (`now > when`).
 pub(crate) fn is_expired(expire_at: u64, now: u64) -> bool {
@@ -737,7 +751,7 @@ impl Db {
             _ => {}
         }
         if new != 0 {
-            self.expires.entry(new).or_default().push(hash);
+            push_deadline(self.expires.entry(new).or_default(), hash);
             self.index_len += 1;
             // Stale entries (old deadlines) are dropped by a rebuild once they
             // outnumber the live ones: amortized O(1) per change.
@@ -751,10 +765,8 @@ impl Db {
         let mut expires: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for item in self.map.iter() {
             if item.expire_at() != 0 {
-                expires
-                    .entry(item.expire_at())
-                    .or_default()
-                    .push(self.hasher.hash_one(item.key()));
+                let list = expires.entry(item.expire_at()).or_default();
+                push_deadline(list, self.hasher.hash_one(item.key()));
             }
         }
         self.index_len = self.with_deadline;
