@@ -354,6 +354,50 @@ fn normal_hard_limit(addr: SocketAddr) {
     assert_eq!(control.command(&["PING"]).unwrap(), b"+PONG\r\n");
 }
 
+/// Under `normal 1kb 0 0`, a reply of 10 KB fits the static reply buffer
+/// the limit does not count and arrives whole; one of 20 KB does not, and
+/// the client is closed.
+fn static_reply_buffer(addr: SocketAddr) -> (Vec<u8>, Vec<u8>) {
+    let mut control = RawClient::connect(addr).unwrap();
+    control.command(&["SET", "ten", &"t".repeat(10_000)]).unwrap();
+    control.command(&["SET", "twenty", &"t".repeat(20_000)]).unwrap();
+    control
+        .command(&["CONFIG", "SET", "client-output-buffer-limit", "normal 1kb 0 0"])
+        .unwrap();
+    let get = |key: &str| {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream.write_all(&RawClient::encode(&[b"GET", key.as_bytes()])).unwrap();
+        stream.write_all(&RawClient::encode(&[b"QUIT"])).unwrap();
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).expect("the server closes the connection");
+        got
+    };
+    let replies = (get("ten"), get("twenty"));
+    control
+        .command(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"])
+        .unwrap();
+    replies
+}
+
+#[test]
+fn a_reply_that_fits_the_static_reply_buffer_passes_a_smaller_normal_limit() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let ours = static_reply_buffer(server.addr());
+    let ten = format!("$10000\r\n{}\r\n+OK\r\n", "t".repeat(10_000));
+    assert_eq!(text(&ours.0), ten);
+    assert!(
+        ours.1.len() < 20_000,
+        "the 20 KB reply arrived ({} bytes)",
+        ours.1.len()
+    );
+    if let Some(redis) = redis() {
+        let theirs = static_reply_buffer(redis.addr());
+        assert_eq!(text(&theirs.0), ten);
+        assert_eq!(ours.1.len(), theirs.1.len());
+    }
+}
+
 #[test]
 fn a_reply_over_the_normal_hard_limit_closes_the_client() {
     let server = coordis::Server::builder().start_blocking().unwrap();

@@ -65,6 +65,19 @@ impl ConnMem {
     }
 }
 
+/// Redis's static reply buffer (`PROTO_REPLY_CHUNK_BYTES`, a fresh
+/// client's `buf`): replies go there first and only what does not fit is
+/// queued in the reply list, whose bytes alone the output limits count
+/// (`getClientOutputBufferMemoryUsage`). So a reply of 10 KB passes a 1 KB
+/// normal limit in Redis, and here.
+const STATIC_REPLY_BYTES: usize = 16 * 1024;
+
+/// The output of `used` bytes pending for a client, as the limits count
+/// it: what the static reply buffer cannot hold.
+fn counted_output(used: usize) -> usize {
+    used.saturating_sub(STATIC_REPLY_BYTES)
+}
+
 /// Redis's smallest `maxmemory-clients` (`getClientEvictionLimit`): a
 /// smaller one would leave no room to talk to the server at all.
 const MIN_CLIENT_EVICTION_LIMIT: u64 = 128 * 1024;
@@ -321,7 +334,7 @@ pub(crate) fn cron(state: &mut ServerState, now_ms: u64) {
     state.client_peaks.sample(now_ms, state.clients.values());
     let limits = state.client_limits;
     for client in state.clients.values() {
-        let used = client.outbox.used();
+        let used = counted_output(client.outbox.used());
         if used == 0 || client.replica || client.signal.is_closed() {
             continue;
         }
@@ -340,7 +353,7 @@ pub(crate) fn after_batch(state: &mut ServerState, client: &mut ClientState, bat
     if client.replica {
         return;
     }
-    let used = client.outbox.used() + batch_out;
+    let used = counted_output(client.outbox.used() + batch_out);
     if client.outbox.soft.breaks(used, now_ms, state.client_limits.of(client)) {
         closed_for_output(client, now_ms);
         return;
