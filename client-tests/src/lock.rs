@@ -3,11 +3,12 @@
 //! ran out (a "zombie") cannot release or extend someone else's lock.
 //!
 //! The scripts are the ones in `scripts/lua/`; `redis::Script` sends EVALSHA
-//! and falls back to EVAL on `NOSCRIPT`.
+//! and falls back to EVAL on `NOSCRIPT`. Any async connection will do: a
+//! plain one, or a cluster client's (which follows `-MOVED` and `-ASK`).
 
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
+use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script};
 
 const UNLOCK: &str = include_str!("../../scripts/lua/unlock.lua");
@@ -29,7 +30,7 @@ impl Lock {
     }
 
     /// Tries once to take the lock for `ttl`. True if this holder now has it.
-    pub async fn acquire(&self, conn: &mut MultiplexedConnection, ttl: Duration) -> RedisResult<bool> {
+    pub async fn acquire(&self, conn: &mut impl ConnectionLike, ttl: Duration) -> RedisResult<bool> {
         let reply: Option<String> = redis::cmd("SET")
             .arg(&self.key)
             .arg(&self.owner)
@@ -42,7 +43,7 @@ impl Lock {
     }
 
     /// Releases the lock if this holder still owns it. True if it did.
-    pub async fn release(&self, conn: &mut MultiplexedConnection) -> RedisResult<bool> {
+    pub async fn release(&self, conn: &mut impl ConnectionLike) -> RedisResult<bool> {
         let released: i64 = Script::new(UNLOCK)
             .key(&self.key)
             .arg(&self.owner)
@@ -52,7 +53,7 @@ impl Lock {
     }
 
     /// Extends the lease to `ttl` if this holder still owns the lock.
-    pub async fn extend(&self, conn: &mut MultiplexedConnection, ttl: Duration) -> RedisResult<bool> {
+    pub async fn extend(&self, conn: &mut impl ConnectionLike, ttl: Duration) -> RedisResult<bool> {
         let extended: i64 = Script::new(EXTEND)
             .key(&self.key)
             .arg(&self.owner)
@@ -65,7 +66,7 @@ impl Lock {
     /// The WRONG way to release, kept to show why: between the GET and the
     /// DEL the lease can expire and another holder take the lock, which this
     /// DEL then removes.
-    pub async fn naive_release(&self, conn: &mut MultiplexedConnection, pause: Duration) -> RedisResult<bool> {
+    pub async fn naive_release(&self, conn: &mut impl ConnectionLike, pause: Duration) -> RedisResult<bool> {
         let holder: Option<String> = redis::cmd("GET").arg(&self.key).query_async(conn).await?;
         if holder.as_deref() != Some(self.owner.as_str()) {
             return Ok(false);
@@ -76,7 +77,7 @@ impl Lock {
     }
 
     /// Who holds `key` now, if anyone.
-    pub async fn holder(conn: &mut MultiplexedConnection, key: &str) -> RedisResult<Option<String>> {
+    pub async fn holder(conn: &mut impl ConnectionLike, key: &str) -> RedisResult<Option<String>> {
         redis::cmd("GET").arg(key).query_async(conn).await
     }
 }
