@@ -70,11 +70,6 @@ pub(crate) struct Engine {
     dbs: Vec<Db>,
     state: ServerState,
     scripting: Scripting,
-    /// The replica link's client (Redis's master client): the database the
-    /// primary's stream selected and its open MULTI live here between the
-    /// link's batches. Kept out of the client registry, so CLIENT LIST and
-    /// CLIENT KILL do not see it.
-    primary_client: Option<ClientState>,
     /// Triggered when a client runs SHUTDOWN.
     server_shutdown: Arc<CloseSignal>,
 }
@@ -129,7 +124,6 @@ impl Engine {
                 })
                 .collect(),
             scripting,
-            primary_client: None,
             state: ServerState {
                 config,
                 clock,
@@ -903,15 +897,43 @@ impl Engine {
     }
 
     /// A new client for the primary's stream (Redis's master client):
-    /// authenticated, in database 0.
+    /// authenticated, in database 0, with the next client id.
     fn new_primary_client(&self) -> ClientState {
         use std::net::{Ipv4Addr, SocketAddr};
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let signal = Arc::new(crate::net::clients::ConnSignal::default());
         let outbox = crate::net::clients::Outbox::new(signal.clone());
-        let mut client = ClientState::new(0, addr, addr, self.state.clock.now_ms(), signal, outbox);
+        let id = self.state.shared.client_ids.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut client = ClientState::new(id, addr, addr, self.state.clock.now_ms(), signal, outbox);
         client.authenticated = true;
+        client.primary = true;
         client
+    }
+
+    /// The link streams from `peer` over its local end `local`: the
+    /// primary's client takes those addresses (and a fresh signal if
+    /// CLIENT KILL closed the last one); the signal the link ends on.
+    /// `None`: replaced.
+    pub(crate) fn replica_link_up(
+        &mut self,
+        generation: u64,
+        peer: std::net::SocketAddr,
+        local: std::net::SocketAddr,
+    ) -> Option<Arc<crate::net::clients::ConnSignal>> {
+        if !self.replica_current(generation) {
+            return None;
+        }
+        if self.state.replica.client.is_none() {
+            self.state.replica.client = Some(self.new_primary_client());
+        }
+        let client = self.state.replica.client.as_mut()?;
+        if client.signal.is_closed() {
+            client.signal = Arc::new(crate::net::clients::ConnSignal::default());
+            client.outbox = crate::net::clients::Outbox::new(client.signal.clone());
+        }
+        client.addr = peer.into();
+        client.laddr = local.into();
+        Some(client.signal.clone())
     }
 
     /// A full resynchronization's RDB arrived: the dataset is flushed and
@@ -970,7 +992,7 @@ impl Engine {
             .repl
             .proxy_resynced(&replid, offset.max(0) as u64, &self.state.config);
         self.state.replica.synced(replid, offset, now);
-        self.primary_client = Some(client);
+        self.state.replica.client = Some(client);
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
         self.state.effects.flush();
         tracing::info!("MASTER <-> REPLICA sync: Finished with success");
@@ -991,8 +1013,8 @@ impl Engine {
             r.offset.max(0) as u64,
             &self.state.config,
         );
-        if self.primary_client.is_none() {
-            self.primary_client = Some(self.new_primary_client());
+        if self.state.replica.client.is_none() {
+            self.state.replica.client = Some(self.new_primary_client());
         }
         true
     }
@@ -1005,7 +1027,7 @@ impl Engine {
         }
         let now = self.state.clock.now_ms();
         self.state.replica.link_lost(now);
-        if let Some(client) = self.primary_client.as_mut() {
+        if let Some(client) = self.state.replica.client.as_mut() {
             client.multi = None;
             client.multi_failed = false;
         }
@@ -1034,7 +1056,7 @@ impl Engine {
         if read > 0 {
             replica.last_io_ms = now;
         }
-        let mut client = match self.primary_client.take() {
+        let mut client = match self.state.replica.client.take() {
             Some(c) => c,
             None => self.new_primary_client(),
         };
@@ -1052,6 +1074,8 @@ impl Engine {
                 if args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"getack")) {
                     acks.push(self.state.replica.offset);
                 }
+                client.last_cmd = "replconf".into();
+                client.last_cmd_ms = now;
             } else {
                 let mut ctx = Ctx {
                     dbs: &mut self.dbs,
@@ -1075,7 +1099,7 @@ impl Engine {
         self.state.effects.flush();
         self.state.repl.publish();
         self.state.replica.stream_db = client.db;
-        self.primary_client = Some(client);
+        self.state.replica.client = Some(client);
         Some(acks)
     }
 }

@@ -88,6 +88,7 @@ mod exec;
 mod faults;
 mod lazyfree;
 mod local_cluster;
+mod local_replicated;
 mod lua;
 mod net;
 mod notify;
@@ -138,6 +139,7 @@ pub use evict::Policy as EvictionPolicy;
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
 pub use faults::{FaultAction, FaultEntry, FaultRule};
 pub use local_cluster::ClusterBuilder;
+pub use local_replicated::ReplicatedBuilder;
 pub use net::{DRAIN_DEADLINE, SCRIPT_STOP_GRACE};
 pub use store::{Clock, ManualClock, SystemClock, VirtualClock};
 
@@ -693,12 +695,55 @@ impl Drop for Server {
 /// cluster.shutdown().await;
 /// # Ok(()) }
 /// ```
+///
+/// # A primary with replicas and Sentinels
+///
+/// [`ServerSet::replicated`] starts a primary (server 0), its replicas
+/// (servers `1..=n`, each following it with `REPLICAOF`) and optionally
+/// coordis Sentinels watching it, on one test clock, and returns once
+/// every replica's link is up and caught up and every Sentinel sees the
+/// primary, its replicas and the other Sentinels. The primary's
+/// [`ServerControl`] holds the per-link controls (pause, delay, cut, drop,
+/// "the primary dies now", promote).
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// let mut set = coordis::ServerSet::replicated_builder(1, 1)
+///     .down_after(5_000)
+///     .start()
+///     .await?;
+/// let primary = set.primary_url().expect("a replicated set"); // hand to the client
+/// # let _ = primary;
+/// let sentinels = set.sentinel_addrs(); // or these, with set.master_name()
+/// # let _ = sentinels;
+/// set.primary_control().expect("a replicated set").pause_link(0).expect("replica 0's link");
+/// set.stop(0).await; // the primary dies; the Sentinel fails over on the clock
+/// let clock = set.shared_clock().expect("one clock");
+/// clock.advance_ms(6_000); // past down-after-milliseconds: +sdown, +odown
+/// set.shutdown().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ServerSet {
     /// A stopped one ([`ServerSet::stop`]) keeps its index.
     servers: Vec<Server>,
     /// What [`ServerSet::cluster`] set up; `None` for independent servers.
     cluster: Option<ClusterInfo>,
+    /// What [`ServerSet::replicated`] set up; `None` otherwise.
+    replicated: Option<ReplicatedInfo>,
+}
+
+/// A replicated set's shape: server 0 is the primary it started with,
+/// the others its replicas.
+#[derive(Debug)]
+struct ReplicatedInfo {
+    master_name: String,
+    /// The one test clock every server and Sentinel of the set runs on.
+    clock: Arc<VirtualClock>,
+    sentinels: Vec<sentinel::Sentinel>,
+    /// Holds the Sentinels' config files (they rewrite them), removed
+    /// with the set. Declared after `sentinels` so they stop first.
+    dir: OwnedDir,
 }
 
 /// A cluster set's shape.
@@ -719,7 +764,94 @@ impl ServerSet {
         for _ in 0..n {
             servers.push(Server::start().await?);
         }
-        Ok(ServerSet { servers, cluster: None })
+        Ok(ServerSet {
+            servers,
+            cluster: None,
+            replicated: None,
+        })
+    }
+
+    /// Starts a primary with `replicas` replicas and `sentinels` Sentinels
+    /// watching it (as `mymaster`, quorum a majority of them, Redis's
+    /// default timers on the shared clock), on free ports in one process,
+    /// and returns once every replica's link is up at the primary's offset
+    /// and every Sentinel sees the primary, its replicas and the other
+    /// Sentinels (see [`ReplicatedBuilder::start`]).
+    ///
+    /// Server 0 is the primary, servers `1..=replicas` its replicas (in
+    /// link order: replica `k`'s link is the primary's link `k - 1` only
+    /// while they connected in that order; [`ServerControl::replica_links`]
+    /// names each link's port). When there are several Sentinels the start
+    /// moves the shared clock (a second at a time) until they have heard
+    /// of one another, so its time may stand ahead of the wall clock.
+    ///
+    /// Several Sentinels on one clock see a dead primary at the same
+    /// instant, each votes for itself and the election fails, as it would
+    /// for real Sentinels with perfectly aligned timers; Redis's retry
+    /// (after twice `failover-timeout`) is spread over a random second per
+    /// Sentinel. A test that fails over with several Sentinels moves the
+    /// clock in steps well under a second (and a short
+    /// [`ReplicatedBuilder::failover_timeout`]), letting real time pass
+    /// between them for the votes to travel.
+    pub async fn replicated(replicas: usize, sentinels: usize) -> io::Result<ServerSet> {
+        ReplicatedBuilder::new(replicas, sentinels).start().await
+    }
+
+    /// [`ServerSet::replicated`] with other settings (ports, every
+    /// server's configuration, the clock, the master name, the quorum and
+    /// the Sentinels' timers).
+    pub fn replicated_builder(replicas: usize, sentinels: usize) -> ReplicatedBuilder {
+        ReplicatedBuilder::new(replicas, sentinels)
+    }
+
+    /// A replicated set's primary's URL as it started (server 0); `None`
+    /// for other sets.
+    pub fn primary_url(&self) -> Option<String> {
+        self.replicated.as_ref().map(|_| self.servers[0].url())
+    }
+
+    /// The per-link controls of a replicated set's primary as it started
+    /// (server 0's [`ServerControl`]: `pause_link`, `delay_link`,
+    /// `cut_link`, `drop_writes`, `primary_dies`, `promote_replica`).
+    pub fn primary_control(&self) -> Option<ServerControl> {
+        self.replicated.as_ref().map(|_| self.servers[0].control())
+    }
+
+    /// A replicated set's replicas' URLs as they started (servers
+    /// `1..`); empty for other sets.
+    pub fn replica_urls(&self) -> Vec<String> {
+        match self.replicated {
+            Some(_) => self.servers[1..].iter().map(Server::url).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Where a replicated set's Sentinels listen (hand them, with
+    /// [`ServerSet::master_name`], to a Sentinel client); empty otherwise.
+    pub fn sentinel_addrs(&self) -> Vec<SocketAddr> {
+        self.replicated
+            .as_ref()
+            .map(|r| r.sentinels.iter().map(sentinel::Sentinel::addr).collect())
+            .unwrap_or_default()
+    }
+
+    /// The name a replicated set's Sentinels monitor the primary under.
+    pub fn master_name(&self) -> Option<&str> {
+        self.replicated.as_ref().map(|r| r.master_name.as_str())
+    }
+
+    /// Sentinel `i` of a replicated set.
+    pub fn sentinel(&self, i: usize) -> Option<&sentinel::Sentinel> {
+        self.replicated.as_ref().and_then(|r| r.sentinels.get(i))
+    }
+
+    /// The test clock every member of a cluster or of a replicated set
+    /// (its Sentinels too) runs on; `None` for independent servers.
+    pub fn shared_clock(&self) -> Option<Arc<VirtualClock>> {
+        self.cluster
+            .as_ref()
+            .map(|c| c.clock.clone())
+            .or_else(|| self.replicated.as_ref().map(|r| r.clock.clone()))
     }
 
     /// Starts a cluster of `masters` primaries with `replicas_per_master`
@@ -836,8 +968,13 @@ impl ServerSet {
         }
     }
 
-    /// Shuts every server down and waits.
+    /// Shuts every Sentinel and server down and waits.
     pub async fn shutdown(self) {
+        if let Some(r) = self.replicated {
+            for s in r.sentinels {
+                s.shutdown().await;
+            }
+        }
         for s in self.servers {
             s.shutdown().await;
         }

@@ -29,6 +29,9 @@ const READY_WAIT: Duration = Duration::from_secs(30);
 /// Real time between two looks at the nodes while waiting.
 const POLL: Duration = Duration::from_millis(5);
 
+/// What a start that ran out of [`READY_WAIT`] says.
+const FORM_LATE: &str = "the cluster did not form in time";
+
 /// How far the start moves the cluster's test clock once the nodes agree on
 /// the slots: past Redis's writable delay (a primary's 2 s after its first
 /// state check, `CLUSTER_WRITABLE_DELAY`) and the shortest rejoin delay
@@ -108,6 +111,7 @@ impl ClusterBuilder {
         let mut set = ServerSet {
             servers: Vec::with_capacity(total),
             cluster: None,
+            replicated: None,
         };
         for i in 0..total {
             match self.start_node(i, &clock).await {
@@ -136,22 +140,16 @@ impl ClusterBuilder {
 
     async fn start_node(&self, i: usize, clock: &Arc<VirtualClock>) -> io::Result<Server> {
         let attempts = if self.base_port == 0 { PORT_ATTEMPTS } else { 1 };
-        let mut last = None;
-        for _ in 0..attempts {
-            let port = if self.base_port == 0 {
-                free_cluster_port()?
-            } else {
-                u16::try_from(usize::from(self.base_port) + i)
-                    .ok()
-                    .filter(|p| p.checked_add(PORT_INCR).is_some())
-                    .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the cluster's ports do not fit"))?
-            };
-            let mut builder = match &self.config {
-                Some(c) => Builder::from_config(c.clone()),
-                None => Builder::default(),
-            };
-            builder = builder.port(port).dir("").virtual_clock(clock.clone());
-            let config = builder.config_mut();
+        let port = || {
+            if self.base_port == 0 {
+                return free_cluster_port();
+            }
+            u16::try_from(usize::from(self.base_port) + i)
+                .ok()
+                .filter(|p| p.checked_add(PORT_INCR).is_some())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the cluster's ports do not fit"))
+        };
+        start_member(self.config.as_ref(), clock, attempts, port, |config| {
             config.cluster.enabled = true;
             config.cluster.port = 0;
             // A primary knows how many replicas it gets: their full sync
@@ -160,13 +158,8 @@ impl ClusterBuilder {
             if i < self.masters && self.replicas_per_master > 0 && config.repl.diskless_sync_max_replicas == 0 {
                 config.repl.diskless_sync_max_replicas = self.replicas_per_master as u64;
             }
-            match builder.start().await {
-                Ok(s) => return Ok(s),
-                Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("no free port")))
+        })
+        .await
     }
 
     /// Epochs, slots, MEET, replicas, then the wait; the node IDs.
@@ -195,12 +188,15 @@ impl ClusterBuilder {
             }
         }
         let deadline = Instant::now() + READY_WAIT;
-        wait(deadline, || servers.iter().all(|s| knows_all(s, servers.len()))).await?;
+        wait(deadline, FORM_LATE, || {
+            servers.iter().all(|s| knows_all(s, servers.len()))
+        })
+        .await?;
         for (k, s) in servers.iter().enumerate().skip(self.masters) {
             check(run(s, &["CLUSTER", "REPLICATE", &ids[self.primary_of(k)]]))?;
         }
         if !self.real_time {
-            wait(deadline, || {
+            wait(deadline, FORM_LATE, || {
                 servers.iter().all(|s| info(s).contains("cluster_slots_assigned:16384"))
             })
             .await?;
@@ -209,7 +205,7 @@ impl ClusterBuilder {
                 s.control.engine.lock().settle();
             }
         }
-        wait(deadline, || {
+        wait(deadline, FORM_LATE, || {
             servers.iter().all(|s| info(s).contains("cluster_state:ok"))
         })
         .await?;
@@ -224,7 +220,7 @@ impl ClusterBuilder {
                 Some(c) => c.cluster.node_timeout,
                 None => Config::default().cluster.node_timeout,
             };
-            wait(deadline, || {
+            wait(deadline, FORM_LATE, || {
                 servers[self.masters..]
                     .iter()
                     .all(|s| text(&run(s, &["INFO", "replication"])).contains("master_link_status:up"))
@@ -235,7 +231,7 @@ impl ClusterBuilder {
         let replicas: Vec<(&str, &str)> = (self.masters..servers.len())
             .map(|k| (ids[k].as_str(), ids[self.primary_of(k)].as_str()))
             .collect();
-        wait(deadline, || {
+        wait(deadline, FORM_LATE, || {
             servers[self.masters..]
                 .iter()
                 .all(|s| text(&run(s, &["INFO", "replication"])).contains("master_link_status:up"))
@@ -268,6 +264,34 @@ fn shows_replica(nodes: &str, id: &str, primary: &str) -> bool {
     })
 }
 
+/// Starts one member of a local set on `config` (or the defaults) with a
+/// temp dir of its own, on `clock`, on the port `port` gives, after
+/// `adjust` changed what the set decides; tries `attempts` ports while
+/// they turn out taken.
+pub(crate) async fn start_member(
+    config: Option<&Config>,
+    clock: &Arc<VirtualClock>,
+    attempts: usize,
+    mut port: impl FnMut() -> io::Result<u16>,
+    adjust: impl Fn(&mut Config),
+) -> io::Result<Server> {
+    let mut last = None;
+    for _ in 0..attempts {
+        let mut builder = match config {
+            Some(c) => Builder::from_config(c.clone()),
+            None => Builder::default(),
+        };
+        builder = builder.port(port()?).dir("").virtual_clock(clock.clone());
+        adjust(builder.config_mut());
+        match builder.start().await {
+            Ok(s) => return Ok(s),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no free port")))
+}
+
 /// A free client port below 55000 whose bus port is free too.
 pub(crate) fn free_cluster_port() -> io::Result<u16> {
     for _ in 0..PORT_ATTEMPTS * 10 {
@@ -282,14 +306,11 @@ pub(crate) fn free_cluster_port() -> io::Result<u16> {
     ))
 }
 
-/// Polls `done` until it holds; an error at `deadline`.
-async fn wait(deadline: Instant, mut done: impl FnMut() -> bool) -> io::Result<()> {
+/// Polls `done` until it holds; an error saying `late` at `deadline`.
+pub(crate) async fn wait(deadline: Instant, late: &str, mut done: impl FnMut() -> bool) -> io::Result<()> {
     while !done() {
         if Instant::now() > deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the cluster did not form in time",
-            ));
+            return Err(io::Error::new(io::ErrorKind::TimedOut, late.to_string()));
         }
         tokio::time::sleep(POLL).await;
     }
@@ -297,7 +318,7 @@ async fn wait(deadline: Instant, mut done: impl FnMut() -> bool) -> io::Result<(
 }
 
 /// Runs one command on `server` as the test-control plane does.
-fn run(server: &Server, args: &[&str]) -> Reply {
+pub(crate) fn run(server: &Server, args: &[&str]) -> Reply {
     let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
     server.control.engine.lock().run_internal(0, &args)
 }
@@ -310,7 +331,7 @@ fn check(reply: Reply) -> io::Result<()> {
 }
 
 /// A bulk, status or verbatim reply's text.
-fn text(reply: &Reply) -> String {
+pub(crate) fn text(reply: &Reply) -> String {
     match reply {
         Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
         Reply::Status(s) | Reply::Error(s) => s.to_string(),

@@ -94,6 +94,9 @@ pub struct Shared {
     pub tcp_keepalive: AtomicU64,
     /// Connections currently open.
     pub connected: AtomicUsize,
+    /// The last client id handed out: connections and the primary's
+    /// client on a replica draw from it, so ids never repeat.
+    pub(crate) client_ids: AtomicU64,
     /// Connections refused at maxclients.
     pub rejected: AtomicU64,
     /// Bytes read from and written to clients, and the reads and writes

@@ -458,6 +458,16 @@ pub fn exchange_on(mut s: TcpStream, input: &[u8], quiet: Duration) -> Vec<u8> {
     }
 }
 
+/// Connects to `addr`, runs one command (waiting up to 5 s for its reply)
+/// and returns the reply's raw RESP bytes as text. A test helper: it panics
+/// on an I/O error.
+pub fn command_text(addr: SocketAddr, args: &[&str]) -> String {
+    let mut c = RawClient::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("set a read timeout");
+    String::from_utf8_lossy(&c.command(args).expect("a reply")).into_owned()
+}
+
 /// A blocking connection that reads replies as raw bytes, one frame at a time.
 #[derive(Debug)]
 pub struct RawClient {

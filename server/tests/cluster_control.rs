@@ -5,16 +5,11 @@
 //! `COORDIS.CLUSTER MOVESLOT`, on an in-process cluster of three primaries.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use coordis::testing::{key_slot, RawClient};
 use coordis::ServerSet;
 
-fn command(addr: SocketAddr, args: &[&str]) -> String {
-    let mut c = RawClient::connect(addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    String::from_utf8_lossy(&c.command(args).unwrap()).into_owned()
-}
+use coordis::testing::command_text as command;
 
 fn addr_of(url: &str) -> SocketAddr {
     url.trim_start_matches("redis://").parse().unwrap()

@@ -19,11 +19,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_coordis-server");
 /// Longest real-time wait for a state the cluster reaches by itself.
 const WAIT: Duration = Duration::from_secs(20);
 
-fn command(addr: SocketAddr, args: &[&str]) -> String {
-    let mut c = RawClient::connect(addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    String::from_utf8_lossy(&c.command(args).unwrap()).into_owned()
-}
+use coordis::testing::command_text as command;
 
 fn addr_of(url: &str) -> SocketAddr {
     url.trim_start_matches("redis://").parse().unwrap()

@@ -1,7 +1,10 @@
 //! The real-client matrix (`client-tests/ecosystem/`): Python (redis-py, rq,
 //! python-redis-lock) and Node (ioredis, bullmq) libraries, unmodified,
 //! against this build's `coordis-server` and against redis-server 7.0.15,
-//! with the same assertions on both: each leg runs on the project's own
+//! with the same assertions on both (redis-py's `Sentinel` and ioredis's
+//! `sentinels` through a Sentinel failover among them: `coordis-server
+//! --replicas-local` on its test clock, redis-server and `redis-server
+//! --sentinel` on the wall clock): each leg runs on the project's own
 //! packages' fixtures (the pytest plugin in `python/coordis`, the helper in
 //! `node/coordis`, from the source tree), once on coordis and once pointed
 //! at a redis-server its `run.sh` starts. Cases waiting on a command family

@@ -704,3 +704,107 @@ fn a_lost_link_shows_since_when_as_a_redis_replica_does() {
     );
     assert_eq!(link_lines(replica.addr()), expected);
 }
+
+/// The fields of `CLIENT LIST TYPE master`'s line (none: no line).
+fn master_client(replica: SocketAddr) -> Vec<(String, String)> {
+    let list = cmd(replica, &["CLIENT", "LIST", "TYPE", "master"]);
+    let body = list.split("\r\n").nth(1).unwrap_or_default();
+    body.split_whitespace()
+        .filter_map(|f| f.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+fn get<'a>(fields: &'a [(String, String)], key: &str) -> &'a str {
+    fields.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
+}
+
+/// The primary's link on a replica is a client, as Redis lists its master:
+/// CLIENT LIST (all, TYPE master, ID) shows it with flag `M`, the
+/// primary's address, the last command it ran and `user=(superuser)`;
+/// INFO counts it; CLIENT KILL TYPE master (or its ID, never USER) closes
+/// the link, which continues partially under the same id. A coordis
+/// replica and a redis-server replica of the same redis-server primary,
+/// compared field by field where the values are deterministic.
+#[test]
+fn the_primarys_link_is_listed_as_a_redis_replica_lists_its_master() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[]) else {
+        return;
+    };
+    let p = redis.addr();
+    let port = p.port().to_string();
+    let reference = RedisServer::start(&["--replicaof", "127.0.0.1", &port])
+        .unwrap()
+        .expect("redis-server ran for the primary");
+    let ours = coordis();
+    assert_eq!(replicaof(ours.addr(), p), "+OK\r\n");
+    let replicas = [reference.addr(), ours.addr()];
+    for &r in &replicas {
+        wait_caught_up(r, p);
+    }
+    // The stream's last command, in database 3 (the link's client selected it).
+    let mut c = RawClient::connect(p).unwrap();
+    for args in [&["SET", "k", "v"][..], &["SELECT", "3"], &["LPUSH", "q", "x"]] {
+        c.command(args).unwrap();
+    }
+    for &r in &replicas {
+        wait_caught_up(r, p);
+    }
+    let lines: Vec<Vec<(String, String)>> = replicas.iter().map(|&r| master_client(r)).collect();
+    for (fields, r) in lines.iter().zip(replicas) {
+        assert_eq!(get(fields, "addr"), p.to_string(), "{r}: {fields:?}");
+        // Its local end is the address the primary sees the replica at.
+        let seen = cmd(p, &["CLIENT", "LIST", "TYPE", "replica"]);
+        assert!(
+            seen.contains(&format!("addr={} ", get(fields, "laddr"))),
+            "{r}: {fields:?} not in {seen}"
+        );
+        // INFO counts it beside the connection asking.
+        wait_for("the primary's client and the asking one counted", || {
+            info(r, "clients", "connected_clients").as_deref() == Some("2")
+        });
+        // Listed in the whole list and by its id.
+        let id = get(fields, "id");
+        assert!(cmd(r, &["CLIENT", "LIST"]).contains(&format!("id={id} addr={p} ")));
+        assert!(cmd(r, &["CLIENT", "LIST", "ID", id]).contains(&format!("id={id} addr={p} ")));
+    }
+    for key in [
+        "name", "flags", "db", "sub", "psub", "ssub", "multi", "events", "cmd", "user", "redir", "resp",
+    ] {
+        assert_eq!(
+            get(&lines[1], key),
+            get(&lines[0], key),
+            "{key}: coordis {:?}, redis {:?}",
+            lines[1],
+            lines[0]
+        );
+    }
+    assert_eq!(get(&lines[1], "flags"), "M");
+    assert_eq!(get(&lines[1], "cmd"), "lpush");
+    assert_eq!(get(&lines[1], "db"), "3");
+
+    // Killed: not by USER (it runs as none), by TYPE master; the link
+    // comes back by a partial resync, the client under the same id.
+    let partial_before = info_num(p, "stats", "sync_partial_ok");
+    for (&r, fields) in replicas.iter().zip(&lines) {
+        assert_eq!(cmd(r, &["CLIENT", "KILL", "USER", "default"]), ":0\r\n", "{r}");
+        assert_eq!(cmd(r, &["CLIENT", "KILL", "TYPE", "master"]), ":1\r\n", "{r}");
+        wait_for("the link to come back", || {
+            get(&master_client(r), "laddr") != get(fields, "laddr") && !master_client(r).is_empty()
+        });
+        assert_eq!(get(&master_client(r), "id"), get(fields, "id"), "{r}");
+        wait_caught_up(r, p);
+    }
+    assert_eq!(info_num(p, "stats", "sync_partial_ok"), partial_before + 2);
+    // By id too.
+    let id = get(&lines[1], "id").to_string();
+    assert_eq!(cmd(ours.addr(), &["CLIENT", "KILL", "ID", &id]), ":1\r\n");
+    wait_for("the link to come back", || !master_client(ours.addr()).is_empty());
+    // Once the replica is a primary, no such client.
+    assert_eq!(cmd(ours.addr(), &["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    assert!(master_client(ours.addr()).is_empty());
+    // (The connection that asked last may still be closing.)
+    wait_for("only the asking connection counted", || {
+        info(ours.addr(), "clients", "connected_clients").as_deref() == Some("1")
+    });
+}

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import Redis from "ioredis";
+import { freePort, sleep } from "./ports.mjs";
 import { Queue, QueueEvents, Worker } from "bullmq";
 
 const real = Boolean(process.env.COORDIS_REDIS_URL);
@@ -20,16 +21,6 @@ const backend = real ? "redis" : "coordis";
 const FORM_TIMEOUT_MS = 30000;
 // Client ports below this leave room for the bus port (+10000).
 const MAX_CLIENT_PORT = 55000;
-
-const freePort = () =>
-  new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
 
 const portFree = (port) =>
   new Promise((ok) => {
@@ -58,8 +49,6 @@ async function coordisCluster() {
   assert.equal(ready.cluster_state, "ok");
   return { nodes: ready.nodes.map((n) => ({ host: "127.0.0.1", port: n.port })), stop: () => child.kill() };
 }
-
-const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
 
 async function redisCluster() {
   const work = mkdtempSync(join(tmpdir(), "redis-cluster-"));

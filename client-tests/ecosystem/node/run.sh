@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Node client-library matrix (ioredis, bullmq; cluster.test.mjs: on a cluster) with node's own
+# Runs the Node client-library matrix (ioredis, bullmq; cluster.test.mjs: on a cluster;
+# sentinel.test.mjs: through a Sentinel failover) with node's own
 # test runner on the coordis npm package's helper (node/coordis, linked from
 # the source tree; the server is $COORDIS_SERVER_BIN): once on
 # coordis-server, once with COORDIS_REDIS_URL set to a redis-server started
@@ -17,11 +18,11 @@ if ! cmp -s "$HERE/package-lock.json" "$PREFIX/package-lock.json"; then
     cp "$HERE/package.json" "$HERE/package-lock.json" "$PREFIX/"
     (cd "$PREFIX" && npm ci --silent --no-audit --no-fund) || exit 3
 fi
-cp "$HERE"/*.test.mjs "$PREFIX/"
+cp "$HERE"/*.mjs "$PREFIX/"
 ln -sfn "$ROOT/node/coordis" "$PREFIX/node_modules/coordis"
 cd "$PREFIX"
 run_tests() {
-    node --test --test-timeout=60000 --test-concurrency=1 clients.test.mjs cluster.test.mjs
+    node --test --test-timeout=120000 --test-concurrency=1 clients.test.mjs cluster.test.mjs sentinel.test.mjs
 }
 unset COORDIS_REDIS_URL
 echo "== on coordis-server"

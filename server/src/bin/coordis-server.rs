@@ -20,6 +20,15 @@
 //! `--port 0`), every other option applied to each node. Its ready line,
 //! printed once every node reports `cluster_state:ok`, lists them:
 //! `{"ready":true,"port":P,"addr":..,"url":..,"cluster_state":"ok","nodes":[{"port":P,"addr":..,"url":..,"id":..,"role":"master"},..],"pid":..}`.
+//!
+//! `--replicas-local N [--sentinels-local S]` starts a primary with N
+//! replicas and S Sentinels watching it (as `mymaster`) in this one process
+//! ([`coordis::ServerSet::replicated`]), on consecutive ports from `--port`
+//! (primary, replicas, Sentinels; free ones with `--port 0`), every other
+//! option applied to each server, all on one test clock (`COORDIS.CLOCK` on
+//! any server moves it for the Sentinels too). Its ready line, printed once
+//! every replica is caught up and every Sentinel sees the set:
+//! `{"ready":true,"port":P,"addr":..,"url":..,"master_name":"mymaster","primary":{"port":P,"addr":..,"url":..},"replicas":[{..},..],"sentinels":[{"port":..,"addr":..},..],"pid":..}`.
 
 use std::process::ExitCode;
 
@@ -68,13 +77,18 @@ fn main() -> ExitCode {
         args.remove(at);
         return sentinel_main(&args);
     }
-    let local = match cluster_local_args(&mut args) {
+    let (local, replicated) = match cluster_local_args(&mut args).and_then(|c| Ok((c, replicas_local_args(&mut args)?)))
+    {
         Ok(local) => local,
         Err(e) => {
             eprintln!("coordis-server: {e}");
             return ExitCode::FAILURE;
         }
     };
+    if local.is_some() && replicated.is_some() {
+        eprintln!("coordis-server: --cluster-local and --replicas-local do not go together");
+        return ExitCode::FAILURE;
+    }
     let mut warnings = vec![];
     let config = match coordis::Config::from_args(&args, &mut |w| warnings.push(w)) {
         Ok(mut c) => {
@@ -116,6 +130,11 @@ fn main() -> ExitCode {
     };
     if let Some((masters, replicas)) = local {
         let code = runtime.block_on(cluster_local_main(config, masters, replicas, signalled));
+        runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
+        return code;
+    }
+    if let Some((replicas, sentinels)) = replicated {
+        let code = runtime.block_on(replicas_local_main(config, replicas, sentinels, signalled));
         runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
         return code;
     }
@@ -166,27 +185,108 @@ fn main() -> ExitCode {
     code
 }
 
+/// Takes `--NAME n` out of `args`: `Some(n)` when it is there.
+fn take_count(args: &mut Vec<String>, name: &str) -> Result<Option<usize>, String> {
+    let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(name)) else {
+        return Ok(None);
+    };
+    let value = args.get(at + 1).ok_or_else(|| format!("{name} needs a number"))?;
+    let n = value
+        .parse()
+        .map_err(|_| format!("{name} needs a number, not {value:?}"))?;
+    args.drain(at..at + 2);
+    Ok(Some(n))
+}
+
 /// Takes `--cluster-local N` and `--cluster-replicas R` out of `args`:
 /// `Some((N, R))` when the first is there.
 fn cluster_local_args(args: &mut Vec<String>) -> Result<Option<(usize, usize)>, String> {
-    let mut take = |name: &str| -> Result<Option<usize>, String> {
-        let Some(at) = args.iter().position(|a| a.eq_ignore_ascii_case(name)) else {
-            return Ok(None);
-        };
-        let value = args.get(at + 1).ok_or_else(|| format!("{name} needs a number"))?;
-        let n = value
-            .parse()
-            .map_err(|_| format!("{name} needs a number, not {value:?}"))?;
-        args.drain(at..at + 2);
-        Ok(Some(n))
-    };
-    let masters = take("--cluster-local")?;
-    let replicas = take("--cluster-replicas")?;
+    let masters = take_count(args, "--cluster-local")?;
+    let replicas = take_count(args, "--cluster-replicas")?;
     match (masters, replicas) {
         (Some(m), r) => Ok(Some((m, r.unwrap_or(0)))),
         (None, Some(_)) => Err("--cluster-replicas goes with --cluster-local".into()),
         (None, None) => Ok(None),
     }
+}
+
+/// Takes `--replicas-local N` and `--sentinels-local S` out of `args`:
+/// `Some((N, S))` when the first is there.
+fn replicas_local_args(args: &mut Vec<String>) -> Result<Option<(usize, usize)>, String> {
+    let replicas = take_count(args, "--replicas-local")?;
+    let sentinels = take_count(args, "--sentinels-local")?;
+    match (replicas, sentinels) {
+        (Some(r), s) => Ok(Some((r, s.unwrap_or(0)))),
+        (None, Some(_)) => Err("--sentinels-local goes with --replicas-local".into()),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The local set, or `None` once the failure to start the `what` is logged
+/// and printed.
+fn started_or_report(what: &str, started: std::io::Result<coordis::ServerSet>) -> Option<coordis::ServerSet> {
+    match started {
+        Ok(set) => Some(set),
+        Err(e) => {
+            tracing::warn!("the local {what} did not start: {e}");
+            eprintln!("coordis-server: the local {what} did not start: {e}");
+            None
+        }
+    }
+}
+
+/// One member of a ready line: `{"port":P,"addr":"..","url":"redis://.."}`.
+fn member_json(addr: std::net::SocketAddr) -> String {
+    format!(
+        "{{\"port\":{},\"addr\":\"{addr}\",\"url\":\"redis://{addr}\"}}",
+        addr.port()
+    )
+}
+
+/// Prints a ready line and flushes it.
+fn print_ready(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+/// `--replicas-local`: the primary, its replicas and Sentinels in this
+/// process until a signal; the ready line once the set is ready.
+async fn replicas_local_main(
+    config: coordis::Config,
+    replicas: usize,
+    sentinels: usize,
+    signalled: tokio::sync::oneshot::Receiver<()>,
+) -> ExitCode {
+    let port = config.port;
+    let started = coordis::ServerSet::replicated_builder(replicas, sentinels)
+        .port(port)
+        .config(config)
+        .start();
+    let Some(set) = started_or_report("replicated set", started.await) else {
+        return ExitCode::FAILURE;
+    };
+    tracing::info!("Running mode=replicas-local, replicas={replicas}, sentinels={sentinels}.");
+    tracing::info!("Ready to accept connections");
+    let primary = set.server(0).addr();
+    let replica_list: Vec<String> = (1..set.len()).map(|i| member_json(set.server(i).addr())).collect();
+    let sentinel_list: Vec<String> = set
+        .sentinel_addrs()
+        .into_iter()
+        .map(|a| format!("{{\"port\":{},\"addr\":\"{a}\"}}", a.port()))
+        .collect();
+    print_ready(&format!(
+        "{{\"ready\":true,\"port\":{},\"addr\":\"{primary}\",\"url\":\"redis://{primary}\",\"master_name\":\"{}\",\"primary\":{},\"replicas\":[{}],\"sentinels\":[{}],\"pid\":{}}}",
+        primary.port(),
+        set.master_name().unwrap_or_default(),
+        member_json(primary),
+        replica_list.join(","),
+        sentinel_list.join(","),
+        std::process::id()
+    ));
+    let _ = signalled.await;
+    set.shutdown().await;
+    ExitCode::SUCCESS
 }
 
 /// `--cluster-local`: the cluster in this process until a signal; the ready
@@ -198,18 +298,12 @@ async fn cluster_local_main(
     signalled: tokio::sync::oneshot::Receiver<()>,
 ) -> ExitCode {
     let port = config.port;
-    let set = match coordis::ServerSet::cluster_builder(masters, replicas)
+    let started = coordis::ServerSet::cluster_builder(masters, replicas)
         .port(port)
         .config(config)
-        .start()
-        .await
-    {
-        Ok(set) => set,
-        Err(e) => {
-            tracing::warn!("the local cluster did not start: {e}");
-            eprintln!("coordis-server: the local cluster did not start: {e}");
-            return ExitCode::FAILURE;
-        }
+        .start();
+    let Some(set) = started_or_report("cluster", started.await) else {
+        return ExitCode::FAILURE;
     };
     tracing::info!("Running mode=cluster-local, nodes={}.", set.len());
     tracing::info!("Ready to accept connections");
@@ -235,11 +329,7 @@ async fn cluster_local_main(
         nodes.join(","),
         std::process::id()
     );
-    {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-    }
+    print_ready(&line);
     let _ = signalled.await;
     set.shutdown().await;
     ExitCode::SUCCESS

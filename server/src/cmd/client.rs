@@ -96,7 +96,9 @@ impl ClientType {
     }
 
     fn of(c: &crate::net::clients::ClientState) -> ClientType {
-        if c.replica {
+        if c.primary {
+            ClientType::Master
+        } else if c.replica {
             ClientType::Replica
         } else if c.is_subscribed() {
             ClientType::PubSub
@@ -112,6 +114,7 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let now = ctx.now;
     let mut all: Vec<&crate::net::clients::ClientState> = ctx.server.clients.values().collect();
     all.push(ctx.client);
+    all.extend(ctx.server.replica.listed_client());
     all.sort_by_key(|c| c.id);
     let chosen: Vec<&crate::net::clients::ClientState> = if args.len() == 2 {
         all
@@ -146,7 +149,8 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             ctx.client.close_after_reply = true;
             return Reply::Ok;
         }
-        return match ctx.server.clients.kill_where(|c| c.addr.to_string() == addr) {
+        let selected = |c: &crate::net::clients::ClientState| c.addr.to_string() == addr;
+        return match ctx.server.clients.kill_where(selected) + kill_primary_client(ctx, selected) {
             0 => err(errors::NO_SUCH_CLIENT),
             _ => Reply::Ok,
         };
@@ -192,14 +196,27 @@ fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             && addr.as_ref().is_none_or(|a| c.addr.to_string() == *a)
             && laddr.as_ref().is_none_or(|a| c.laddr.to_string() == *a)
             && kind.is_none_or(|k| ClientType::of(c) == k)
-            && user.as_ref().is_none_or(|u| c.user == *u)
+            // The primary's client runs as no user.
+            && user.as_ref().is_none_or(|u| !c.primary && c.user == *u)
     };
-    let mut killed = ctx.server.clients.kill_where(&selected);
+    let mut killed = ctx.server.clients.kill_where(&selected) + kill_primary_client(ctx, selected);
     if !skipme && selected(ctx.client) {
         ctx.client.close_after_reply = true;
         killed += 1;
     }
     Reply::Int(killed as i64)
+}
+
+/// Closes the primary's link when its client is listed and `selected`
+/// (Redis's replica reconnects and continues partially); 1 if it did.
+fn kill_primary_client(ctx: &Ctx, selected: impl Fn(&crate::net::clients::ClientState) -> bool) -> usize {
+    match ctx.server.replica.listed_client() {
+        Some(c) if selected(c) => {
+            c.signal.close();
+            1
+        }
+        _ => 0,
+    }
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a client blocked in a command gets

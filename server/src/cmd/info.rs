@@ -165,7 +165,8 @@ fn clients(ctx: &mut Ctx) -> String {
     let s = &*ctx.server;
     format!(
         "# Clients\r\nconnected_clients:{}\r\ncluster_connections:{}\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{}\r\nclient_recent_max_output_buffer:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
-        s.clients.len(),
+        // The primary's client counts while its link streams, as in Redis.
+        s.clients.len() + usize::from(s.replica.listed_client().is_some()),
         // Redis's count: two links (in and out) per other known node.
         s.cluster.as_ref().map_or(0, |c| c.nodes.len().saturating_sub(1) * 2),
         s.config.maxclients,

@@ -536,6 +536,9 @@ pub struct ClientState {
     pub(crate) replconf: Option<Box<crate::repl::ReplConf>>,
     /// A replica (PSYNC or SYNC made it one): CLIENT LIST flag `S`, CLIENT KILL TYPE replica.
     pub(crate) replica: bool,
+    /// The primary's client on a replica (its stream's commands run as it):
+    /// CLIENT LIST flag `M` and `user=(superuser)`, CLIENT KILL TYPE master.
+    pub(crate) primary: bool,
     /// The replication offset after this client's last write (Redis's
     /// `woff`): what WAIT waits for.
     pub(crate) repl_offset: u64,
@@ -592,6 +595,7 @@ impl ClientState {
             reply_fault: Default::default(),
             replconf: None,
             replica: false,
+            primary: false,
             repl_offset: 0,
             handoff: None,
             outbox,
@@ -618,6 +622,7 @@ impl ClientState {
         for (on, letter) in [
             (self.replica, 'S'),
             (self.monitor, 'O'),
+            (self.primary, 'M'),
             (self.is_subscribed(), 'P'),
             (self.multi.is_some(), 'x'),
             (self.blocked.is_some(), 'b'),
@@ -661,7 +666,12 @@ impl ClientState {
             mem.omem,
             mem.tot_mem,
             self.last_cmd,
-            String::from_utf8_lossy(&self.user),
+            // Redis's master client runs as no user.
+            if self.primary {
+                "(superuser)".into()
+            } else {
+                String::from_utf8_lossy(&self.user)
+            },
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             if self.resp3 { 3 } else { 2 }
         )

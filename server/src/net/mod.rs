@@ -22,7 +22,7 @@ pub(crate) mod unix;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -232,12 +232,10 @@ impl Bound {
             shared.clone(),
             stop_rx.clone(),
         ));
-        let ids = Arc::new(AtomicU64::new(0));
         let mut accepts = JoinSet::new();
         let ctx = ConnCtx {
             engine: engine.clone(),
             shared: shared.clone(),
-            ids: ids.clone(),
             stop: stop_rx.clone(),
             clock: self.clock.clone(),
             shutdown: shutdown.clone(),
@@ -416,7 +414,6 @@ async fn blocked_timeouts(
 struct ConnCtx {
     engine: Arc<Mutex<Engine>>,
     shared: Arc<Shared>,
-    ids: Arc<AtomicU64>,
     stop: watch::Receiver<bool>,
     clock: Arc<dyn Clock>,
     /// Triggered by SHUTDOWN NOSAVE while a script keeps the engine busy.
@@ -578,7 +575,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send>(
             return;
         }
     };
-    let id = ctx.ids.fetch_add(1, Ordering::Relaxed) + 1;
+    let id = ctx.shared.client_ids.fetch_add(1, Ordering::Relaxed) + 1;
     let now = ctx.clock.now_ms();
     let outbox = Outbox::new(signal.clone());
     let client = ClientState::new(id, peer.clone(), local, now, signal.clone(), outbox.clone());

@@ -413,6 +413,17 @@ async fn handshake(conn: &mut Conn, target: &Target) -> Result<(), End> {
 /// The stream: parse every complete command read, apply them as one
 /// batch, answer GETACKs; ACK every [`ACK_PERIOD`].
 async fn stream(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, mut conn: Conn, generation: u64) -> End {
+    let (Ok(peer), Ok(local)) = (conn.socket.peer_addr(), conn.socket.local_addr()) else {
+        return End::Failed("the link's socket has no address".into());
+    };
+    // The primary's client, as CLIENT LIST shows it; CLIENT KILL closes
+    // the link through its signal.
+    let killed = crate::net::lock_engine(engine, &shared.script)
+        .await
+        .replica_link_up(generation, peer, local);
+    let Some(killed) = killed else {
+        return End::Replaced;
+    };
     let limits = ProtocolLimits::default();
     let mut parser = RequestParser::new();
     let mut acks = tokio::time::interval(ACK_PERIOD);
@@ -462,6 +473,7 @@ async fn stream(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, mut conn: Con
         }
         conn.buf.reserve(READ_CHUNK);
         tokio::select! {
+            () = killed.closed() => return End::Failed("the primary's client was killed".into()),
             got = conn.socket.read_buf(&mut conn.buf) => match got {
                 Ok(0) => return End::Failed("the primary closed the connection".into()),
                 Ok(n) => read = n,

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::net::clients::ClientState;
 
 /// A full resynchronization's transfer as the link reads it (INFO's
 /// `master_sync_*` lines, Redis's `repl_transfer_*`): shared with the link
@@ -186,9 +187,24 @@ pub(crate) struct ReplicaState {
     /// The full resynchronization's transfer, while `state` is
     /// [`LinkState::Sync`].
     pub transfer: Arc<Transfer>,
+    /// The primary's client (Redis's master client): the database the
+    /// stream selected and its open MULTI live here between the link's
+    /// batches, and while the link streams CLIENT LIST, INFO and CLIENT
+    /// KILL see it as Redis's replica shows its master (flag `M`). Kept
+    /// across a lost link, as Redis caches its master for a partial resync
+    /// (same id when it continues).
+    pub client: Option<ClientState>,
 }
 
 impl ReplicaState {
+    /// The primary's client while the link streams (what CLIENT LIST and
+    /// INFO's `connected_clients` count, as Redis links its master client).
+    pub(crate) fn listed_client(&self) -> Option<&ClientState> {
+        self.client
+            .as_ref()
+            .filter(|_| self.primary.is_some() && self.state == LinkState::Connected)
+    }
+
     /// The state at start: a primary with its own replication ID, or a
     /// replica of the `replicaof` directive's primary (which asks
     /// `PSYNC ? -1`: nothing was loaded from it yet).
@@ -210,6 +226,7 @@ impl ReplicaState {
             unapplied: Vec::new(),
             stream_db: 0,
             transfer: Arc::default(),
+            client: None,
         };
         if let Some(primary) = parse_replicaof(&config.replica.replicaof) {
             state.primary = Some(primary);

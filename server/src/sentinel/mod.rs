@@ -40,6 +40,7 @@ use tokio::sync::broadcast;
 
 use crate::store::{Clock, SystemClock};
 use state::State;
+pub(crate) use state::{DEFAULT_DOWN_AFTER_MS, DEFAULT_FAILOVER_TIMEOUT_MS};
 
 /// The channel Sentinels announce themselves on.
 pub(crate) const HELLO_CHANNEL: &str = "__sentinel__:hello";
@@ -242,6 +243,27 @@ impl Sentinel {
     /// This Sentinel's id (SENTINEL MYID).
     pub fn myid(&self) -> String {
         self.shared.state.lock().g.myid.clone()
+    }
+
+    /// Whether this Sentinel watches `name` at `primary` over a live link
+    /// with an INFO reply in hand, knows each of `replicas` with its link
+    /// to the primary up (as SENTINEL REPLICAS says `master-link-status:ok`),
+    /// and knows at least `others` other Sentinels: what a failover needs.
+    pub(crate) fn sees(&self, name: &str, primary: SocketAddr, replicas: &[SocketAddr], others: usize) -> bool {
+        let st = self.shared.state.lock();
+        let Some(m) = st.masters.get(name) else {
+            return false;
+        };
+        let live = |i: &state::Instance| !i.link.disconnected && i.info.is_some();
+        m.inst.host == primary.ip().to_string()
+            && m.inst.port == primary.port()
+            && live(&m.inst)
+            && m.sentinels.len() >= others
+            && replicas.iter().all(|r| {
+                m.replicas
+                    .values()
+                    .any(|i| i.host == r.ip().to_string() && i.port == r.port() && live(i) && i.master_link_up)
+            })
     }
 
     /// Waits until SHUTDOWN (or [`Sentinel::shutdown`]) ends it.
