@@ -13,6 +13,8 @@
 //! - [`watchdog`]: renews a held lock and reports its loss.
 //! - [`leader`]: heartbeat leader election (the `coordis-pod` binary runs it).
 //! - [`redlock`]: Redlock over N independent servers.
+//! - [`cluster`]: a coordis or a Redis cluster for the cluster recipes and
+//!   clients, and a slot moved step by step as `redis-cli` moves it.
 //! - [`functions`]: the canonical scripts as one Redis 7 function library,
 //!   called with FCALL.
 //! - [`queues`]: a re-entrant hash lock, a lock that signals waiters through
@@ -27,6 +29,7 @@
 //!   `coordis-server`, `redis-server`), and [`on_every_durable_backend!`].
 
 pub mod backend;
+pub mod cluster;
 pub mod durable;
 pub mod failover;
 pub mod fencing;

@@ -5,81 +5,10 @@
 //! crate's cluster-async client (a lock, a `{queue}` queue) and fred in
 //! cluster mode (a lock, pub/sub across nodes).
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-use coordis::testing::{RawClient, RedisServer};
-use coordis::ServerSet;
+use coordis_client_tests::cluster::on_both;
 use fred::prelude::*;
 
-/// Long enough for a loaded CI machine; a hang fails with a message.
-const PATIENCE: Duration = Duration::from_secs(30);
-
 const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
-
-/// A running cluster of either kind: its seed nodes' (host, port).
-enum Cluster {
-    Coordis(ServerSet),
-    Redis(Vec<RedisServer>),
-}
-
-impl Cluster {
-    fn nodes(&self) -> Vec<(String, u16)> {
-        let addrs: Vec<std::net::SocketAddr> = match self {
-            Cluster::Coordis(set) => (0..set.len()).map(|i| set.server(i).addr()).collect(),
-            Cluster::Redis(servers) => servers.iter().map(RedisServer::addr).collect(),
-        };
-        addrs.iter().map(|a| (a.ip().to_string(), a.port())).collect()
-    }
-}
-
-/// Three redis-server cluster nodes, created and `cluster_state:ok`;
-/// `None` (skipped loudly by RedisServer) without redis-server.
-fn redis_cluster() -> Option<Vec<RedisServer>> {
-    let mut servers = vec![];
-    for _ in 0..3 {
-        servers.push(RedisServer::start(&["--cluster-enabled", "yes"]).unwrap()?);
-    }
-    let hosts: Vec<String> = servers.iter().map(|s| s.addr().to_string()).collect();
-    let out = Command::new("redis-cli")
-        .args(["--cluster", "create"])
-        .args(&hosts)
-        .arg("--cluster-yes")
-        .output()
-        .expect("redis-cli");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
-    let deadline = Instant::now() + PATIENCE;
-    for s in &servers {
-        let mut c = RawClient::connect(s.addr()).unwrap();
-        while !String::from_utf8_lossy(&c.command(&["CLUSTER", "INFO"]).unwrap()).contains("cluster_state:ok") {
-            assert!(Instant::now() < deadline, "{} never reached cluster_state:ok", s.addr());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    Some(servers)
-}
-
-/// Runs `case` on a coordis cluster, then on a Redis one.
-async fn on_both<F, Fut>(case: F)
-where
-    F: Fn(String, Vec<(String, u16)>) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let coordis = Cluster::Coordis(ServerSet::cluster(3, 0).await.unwrap());
-    tokio::time::timeout(PATIENCE, case("coordis".into(), coordis.nodes()))
-        .await
-        .expect("coordis: no answer in time");
-    if let Cluster::Coordis(set) = coordis {
-        set.shutdown().await;
-    }
-    let Some(redis) = tokio::task::spawn_blocking(redis_cluster).await.unwrap() else {
-        return;
-    };
-    let redis = Cluster::Redis(redis);
-    tokio::time::timeout(PATIENCE, case("redis".into(), redis.nodes()))
-        .await
-        .expect("redis: no answer in time");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_crate_cluster_async_lock_and_queue() {
