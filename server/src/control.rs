@@ -399,6 +399,23 @@ impl ServerControl {
         let slot = slot.to_string();
         self.cluster_control(&[b"FINISHMOVE", slot.as_bytes()]).map(|_| ())
     }
+
+    /// Partitions this node from the nodes `node_ids` on the cluster bus,
+    /// both ways (clients still reach every node): on the cluster's clock,
+    /// each side then fails the other as across a network split.
+    pub fn partition(&self, node_ids: &[&str]) -> Result<(), String> {
+        let mut args: Vec<&[u8]> = vec![b"PARTITION"];
+        args.extend(node_ids.iter().map(|id| id.as_bytes()));
+        self.cluster_control(&args).map(|_| ())
+    }
+
+    /// Ends [`ServerControl::partition`] for `node_ids` (every node, with
+    /// none named).
+    pub fn heal(&self, node_ids: &[&str]) -> Result<(), String> {
+        let mut args: Vec<&[u8]> = vec![b"HEAL"];
+        args.extend(node_ids.iter().map(|id| id.as_bytes()));
+        self.cluster_control(&args).map(|_| ())
+    }
 }
 
 /// A server's test clock ([`crate::Server::clock`]). Each move settles the

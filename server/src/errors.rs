@@ -1119,6 +1119,8 @@ pub(crate) const MOVE_NOT_OWNER: &str =
     "ERR this node does not own the slot (send COORDIS.CLUSTER to the slot's owner)";
 /// COORDIS.CLUSTER BEGINMOVE/MOVESLOT naming this node as the target.
 pub(crate) const MOVE_TO_SELF: &str = "ERR the slot is already on this node";
+/// COORDIS.CLUSTER PARTITION or HEAL naming this node.
+pub(crate) const PARTITION_SELF: &str = "ERR a node cannot be partitioned from itself";
 /// COORDIS.CLUSTER MOVEKEYS/FINISHMOVE on a slot no BEGINMOVE opened.
 pub(crate) const MOVE_NOT_STARTED: &str = "ERR the slot is not being moved (COORDIS.CLUSTER BEGINMOVE starts a move)";
 /// COORDIS.CLUSTER BEGINMOVE on a slot already migrating.

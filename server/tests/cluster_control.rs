@@ -96,3 +96,74 @@ async fn a_slot_moves_step_by_step_and_at_once() {
         format!("-MOVED {slot} 127.0.0.1:{}\r\n", addrs[src].port())
     );
 }
+
+/// Steps the cluster's clock a second at a time until `done` holds.
+async fn step_until(set: &ServerSet, what: &str, mut done: impl FnMut() -> bool) {
+    let clock = set.cluster_clock().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        clock.advance_ms(1_000);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A primary partitioned from every other node on the bus (`PARTITION`):
+/// on the cluster's clock the majority fails it and promotes its replica,
+/// while the partitioned node, in a minority, refuses writes with
+/// `-CLUSTERDOWN`; once healed it learns it lost its slots and follows
+/// the new owner. The control's refusals, over the wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_partitioned_from_the_others_is_failed_over_and_rejoins_as_a_replica() {
+    let set = ServerSet::cluster(3, 1).await.unwrap();
+    let addrs: Vec<SocketAddr> = set.urls().iter().map(|u| addr_of(u)).collect();
+    let ids: Vec<String> = (0..6).map(|i| set.node_id(i).unwrap().to_string()).collect();
+    // foo hashes to slot 12182, the third primary's; its replica is node 5.
+    let (old, replica) = (2, 5);
+    assert_eq!(command(addrs[old], &["SET", "foo", "bar"]), "+OK\r\n");
+
+    let refused = command(addrs[old], &["COORDIS.CLUSTER", "PARTITION", &ids[old]]);
+    assert_eq!(refused, "-ERR a node cannot be partitioned from itself\r\n");
+    let unknown = command(addrs[old], &["COORDIS.CLUSTER", "PARTITION", "nosuchnode"]);
+    assert_eq!(unknown, "-ERR Unknown node nosuchnode\r\n");
+
+    let others: Vec<String> = (0..6).filter(|&i| i != old).map(|i| ids[i].clone()).collect();
+    let control = set.server(old).control();
+    tokio::task::spawn_blocking(move || {
+        let others: Vec<&str> = others.iter().map(String::as_str).collect();
+        control.partition(&others)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+
+    let promoted = format!("-MOVED 12182 {}\r\n", addrs[replica]);
+    step_until(&set, "the majority promotes the replica", || {
+        command(addrs[0], &["SET", "foo", "baz"]) == promoted
+    })
+    .await;
+    assert_eq!(command(addrs[replica], &["SET", "foo", "baz"]), "+OK\r\n");
+    step_until(&set, "the partitioned primary sees itself in a minority", || {
+        command(addrs[old], &["CLUSTER", "INFO"]).contains("cluster_state:fail")
+    })
+    .await;
+    assert!(
+        command(addrs[old], &["SET", "foo", "lost"]).starts_with("-CLUSTERDOWN "),
+        "a write on the minority side is refused"
+    );
+
+    let control = set.server(old).control();
+    tokio::task::spawn_blocking(move || control.heal(&[]))
+        .await
+        .unwrap()
+        .unwrap();
+    step_until(&set, "the old primary follows the new owner", || {
+        command(addrs[old], &["SET", "foo", "again"]) == promoted
+    })
+    .await;
+    let nodes = command(addrs[old], &["CLUSTER", "NODES"]);
+    let me = nodes.lines().find(|l| l.contains("myself")).unwrap();
+    assert!(me.contains("slave") && me.contains(&ids[replica]), "{me}");
+    assert_eq!(command(addrs[replica], &["GET", "foo"]), "$3\r\nbaz\r\n");
+    set.shutdown().await;
+}

@@ -297,10 +297,18 @@ impl Cluster {
         }
     }
 
-    /// Queues `msg` on `link`.
+    /// Whether `node` is on the other side of a test's partition.
+    fn is_cut_off(&self, node: NodeRef) -> bool {
+        !self.cut_off.is_empty() && self.cut_off.contains(&self.node(node).name)
+    }
+
+    /// Queues `msg` on `link` (nothing goes to a node cut off from this one).
     fn send(&mut self, link: LinkId, msg: Vec<u8>) {
         let kind = u16_at(&msg, at::TYPE);
         if let Some(l) = self.links.get(&link) {
+            if l.node.is_some_and(|n| self.is_cut_off(n)) {
+                return;
+            }
             if l.tx.send(msg).is_ok() {
                 self.count_sent(kind);
             }
@@ -690,6 +698,10 @@ impl Cluster {
         let Some(h) = decode(msg) else {
             return;
         };
+        if !self.cut_off.is_empty() && self.cut_off.iter().any(|name| name.as_bytes() == h.sender) {
+            // Across a test's partition: never heard.
+            return;
+        }
         if h.kind < kind::COUNT {
             self.received[h.kind as usize] += 1;
         }

@@ -235,6 +235,11 @@ pub(crate) struct Cluster {
     /// Writes are held for a replica's manual failover: the engine paused
     /// them and must lift that pause once the failover ends.
     pub(crate) mf_paused: bool,
+    /// Nodes this node is partitioned from on the bus (a test's
+    /// `COORDIS.CLUSTER PARTITION`): nothing is sent to them and what they
+    /// send is dropped unread, so both sides stop hearing each other and
+    /// fail each other on the clock, as across a network split.
+    pub(crate) cut_off: Vec<String>,
 }
 
 impl Cluster {
@@ -276,6 +281,7 @@ impl Cluster {
             election: Default::default(),
             manual: Default::default(),
             mf_paused: false,
+            cut_off: Vec::new(),
         }
     }
 

@@ -3,7 +3,9 @@
 //! move a slot from this node, its owner, to another primary now
 //! (MOVESLOT), or step by step (BEGINMOVE, MOVEKEYS, FINISHMOVE) so that a
 //! test holds the slot half moved and its clients meet `-ASK` and
-//! `-TRYAGAIN`. Each step is what `redis-cli --cluster reshard` does:
+//! `-TRYAGAIN`; and cut this node off from others on the bus (PARTITION,
+//! HEAL), so that failure detection splits the cluster on the test clock.
+//! Each step of a move is what `redis-cli --cluster reshard` does:
 //! `CLUSTER SETSLOT <slot> IMPORTING` on the target and `MIGRATING` here,
 //! MIGRATE of the slot's keys, then `SETSLOT <slot> NODE <target>` on the
 //! target first, here, and on the other primaries. The target is reached as
@@ -35,6 +37,8 @@ static CLUSTER: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.cluster|beginmove", 4, PROTECTED | GUARD_TEST | NOSCRIPT | STALE, acl::ADMIN, begin_move),
     subcommand!("coordis", "coordis.cluster|movekeys", 4, PROTECTED | GUARD_TEST | NOSCRIPT | STALE, acl::ADMIN, move_keys),
     subcommand!("coordis", "coordis.cluster|finishmove", 3, PROTECTED | GUARD_TEST | NOSCRIPT | STALE, acl::ADMIN, finish_move),
+    subcommand!("coordis", "coordis.cluster|partition", -3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, partition),
+    subcommand!("coordis", "coordis.cluster|heal", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, heal),
     subcommand!("coordis", "coordis.cluster|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, help),
 ];
 
@@ -258,6 +262,52 @@ fn move_slot(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
+/// The names of the nodes `ids` name, each known and not this node.
+fn other_nodes(ctx: &Ctx, ids: &[Bytes]) -> Result<Vec<String>, Reply> {
+    let cluster = ctx
+        .server
+        .cluster
+        .as_deref()
+        .ok_or_else(|| err(errors::CLUSTER_DISABLED))?;
+    ids.iter()
+        .map(|id| match cluster.lookup(id) {
+            Some(n) if n == cluster.myself => Err(err(errors::PARTITION_SELF)),
+            Some(n) => Ok(cluster.node(n).name.clone()),
+            None => Err(Reply::Error(
+                format!("ERR Unknown node {}", String::from_utf8_lossy(id)).into(),
+            )),
+        })
+        .collect()
+}
+
+/// PARTITION node-id [node-id ...]: this node and those stop hearing each
+/// other on the bus (both ways: it sends them nothing and drops what they
+/// send). Clients still reach every node; the failure detector on the
+/// clock does the rest, as across a network split.
+fn partition(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let names = tri!(other_nodes(ctx, &args[2..]));
+    let cluster = ctx.server.cluster.as_deref_mut().expect("checked by other_nodes");
+    for name in names {
+        if !cluster.cut_off.contains(&name) {
+            cluster.cut_off.push(name);
+        }
+    }
+    Reply::Ok
+}
+
+/// HEAL [node-id ...]: the bus carries this node's messages to and from
+/// those nodes again (every node, with none named).
+fn heal(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let names = tri!(other_nodes(ctx, &args[2..]));
+    let cluster = ctx.server.cluster.as_deref_mut().expect("checked by other_nodes");
+    if names.is_empty() {
+        cluster.cut_off.clear();
+    } else {
+        cluster.cut_off.retain(|n| !names.contains(n));
+    }
+    Reply::Ok
+}
+
 fn help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     super::server::help_reply(&[
         "COORDIS.CLUSTER <subcommand> [<arg> ...]. Subcommands are (sent to the slot's owner):",
@@ -269,5 +319,9 @@ fn help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "    MIGRATE up to <count> of the slot's keys to the target; answers how many moved.",
         "FINISHMOVE <slot>",
         "    Move the slot's other keys, then SETSLOT NODE on the target, here and on the other primaries.",
+        "PARTITION <node-id> [<node-id> ...]",
+        "    This node and those stop hearing each other on the bus (clients still reach every node).",
+        "HEAL [<node-id> ...]",
+        "    The bus carries this node's messages to and from those nodes again (all, with none named).",
     ])
 }
