@@ -95,6 +95,13 @@ pub struct Config {
     /// loaded from an RDB file; negative `-n`, one microsecond every `n`
     /// keys. Makes a load slow enough for a test to see `-LOADING`.
     pub key_load_delay: i64,
+    /// `rdb-key-save-delay` (Redis's test knob): microseconds slept per
+    /// key saved (SAVE, BGSAVE, a full sync's image, an append-only file
+    /// rewrite); negative `-n`, one microsecond every `n` keys. A
+    /// background walk sleeps between its slices, outside the engine lock,
+    /// as Redis's forked child sleeps without holding up the server: what
+    /// a test uses to keep a save in progress.
+    pub rdb_key_save_delay: i64,
     /// Threads serving connections in `coordis-server` (tokio workers).
     /// Default 1, as Redis's `io-threads`: on small machines one thread plus
     /// the client's beats two contending for the keyspace lock; raise it on
@@ -172,6 +179,15 @@ pub struct Config {
     /// LATENCY: commands taking at least this many ms are latency events
     /// (0: off, the default, as Redis).
     pub latency_monitor_threshold: u64,
+    /// `latency-tracking`: each command's latency goes into its histogram
+    /// (INFO `latencystats`, LATENCY HISTOGRAM). With `no`, nothing is
+    /// recorded and INFO's section is empty; what was recorded stays for
+    /// LATENCY HISTOGRAM, as in Redis. Default yes.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: the percentiles INFO
+    /// `latencystats` prints per command, in the order given (none: each
+    /// command's line names no percentile). Default 50, 99, 99.9.
+    pub latency_tracking_info_percentiles: Vec<f64>,
     /// The append-only file's settings (`appendonly`, `appendfsync`, ...).
     pub aof: AofConfig,
     /// The replication directives of a primary ([`ReplConfig`]).
@@ -418,6 +434,8 @@ impl Default for Config {
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
+            latency_tracking: false,
+            latency_tracking_info_percentiles: Vec::new(),
             aof: AofConfig::default(),
             tls: TlsConfig::default(),
             repl: ReplConfig::default(),
@@ -431,6 +449,7 @@ impl Default for Config {
             rdb_compression: false,
             rdb_checksum: false,
             key_load_delay: 0,
+            rdb_key_save_delay: 0,
             sanitize_dump_payload: String::new(),
             replica: ReplicaConfig::default(),
             memory: MemoryConfig::default(),
@@ -1026,10 +1045,16 @@ fn check_percentiles(value: &str, _current: &str) -> Result<String, String> {
         if !(0.0..=100.0).contains(&p) {
             return Err(errors::directive::PERCENTILES_RANGE.into());
         }
-        let fixed = format!("{p:.6}");
-        shown.push(fixed.trim_end_matches('0').trim_end_matches('.').to_string());
+        shown.push(percentile_text(p));
     }
     Ok(shown.join(" "))
+}
+
+/// A percentile as Redis shows it, in CONFIG GET and in INFO
+/// `latencystats`' names: C's `%f` without trailing zeros (`99.9`, `50`).
+pub(crate) fn percentile_text(p: f64) -> String {
+    let fixed = format!("{p:.6}");
+    fixed.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// `replicaof`: `<host> <port>`, or `no one` (shown empty; empty is also
@@ -1376,8 +1401,11 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("shutdown-on-sigterm", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
     row("shutdown-timeout", "10", Int { min: 0, max: I32 }, Store::Ignored),
     row("active-expire-effort", "1", Int { min: 1, max: 10 }, Store::Ignored),
-    row("latency-tracking", "yes", Bool, Store::Ignored),
-    row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Ignored).multi_arg(),
+    row("latency-tracking", "yes", Bool, field!(bool latency_tracking)),
+    row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Field {
+        set: |c, v| c.latency_tracking_info_percentiles = v.split(' ').filter_map(|w| w.parse().ok()).collect(),
+        get: |c| c.latency_tracking_info_percentiles.iter().map(|p| percentile_text(*p)).collect::<Vec<_>>().join(" "),
+    }).multi_arg(),
     row("lazyfree-lazy-user-flush", "no", Bool, memory!(lazy user_flush)),
     row("propagation-error-behavior", "ignore", Enum(&["ignore", "panic", "panic-on-replicas"]), Store::Ignored),
     // ACL.
@@ -1468,7 +1496,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("tls-ciphersuites", "", Text, tls!(ciphersuites)).effect(Effect::Tls),
     // Redis's test-only knobs, shown by name only.
     row("use-exit-on-panic", "no", Bool, Store::Ignored).hidden(),
-    row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, Store::Ignored).hidden(),
+    row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, field!(rdb_key_save_delay)).hidden(),
     row("key-load-delay", "0", Int { min: i32::MIN as i64, max: I32 }, field!(key_load_delay)).hidden(),
     row("watchdog-period", "0", Int { min: 0, max: I32 }, Store::Ignored).hidden(),
     row("loading-process-events-interval-bytes", "2097152", Int { min: 1024, max: I32 }, Store::Ignored).hidden(),

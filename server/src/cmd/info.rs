@@ -93,7 +93,7 @@ static SECTIONS: &[Section] = &[
     Section {
         name: "latencystats",
         shown: Shown::Asked,
-        text: |ctx| ctx.server.observe.latencystats(),
+        text: |ctx| ctx.server.observe.latencystats(&ctx.server.config),
     },
     Section {
         name: "cluster",

@@ -1,0 +1,188 @@
+//! Directives that change what a client of Redis 7.0.15 sees, each against
+//! real Redis doing the same: `latency-tracking` and
+//! `latency-tracking-info-percentiles` (INFO `latencystats`),
+//! `rdb-key-save-delay` (how long a save takes).
+
+use coordis::testing::{RawClient, RedisServer};
+
+/// The body of a bulk-string reply (INFO's text).
+fn bulk_text(reply: &[u8]) -> String {
+    let text = String::from_utf8_lossy(reply).into_owned();
+    assert!(text.starts_with('$'), "not a bulk string: {text:?}");
+    let body = text.split_once("\r\n").map_or("", |(_, rest)| rest);
+    body.strip_suffix("\r\n").unwrap_or(body).to_string()
+}
+
+/// INFO `latencystats` with every number after `=` masked, its lines sorted
+/// (Redis lists commands in its table's hash order, coordis by name).
+fn latencystats(c: &mut RawClient) -> Vec<String> {
+    let text = bulk_text(&c.command(&["INFO", "latencystats"]).unwrap());
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut masked = String::new();
+            let mut in_number = false;
+            for ch in line.chars() {
+                if in_number && (ch.is_ascii_digit() || ch == '.') {
+                    continue;
+                }
+                in_number = ch == '=';
+                masked.push(ch);
+                if in_number {
+                    masked.push('N');
+                }
+            }
+            masked
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Runs `commands` on both servers, each after CONFIG RESETSTAT, and
+/// returns INFO `latencystats` of each, masked.
+fn latency_after(ours: &mut RawClient, theirs: &mut RawClient, commands: &[&[&str]]) -> [Vec<String>; 2] {
+    [ours, theirs].map(|c| {
+        assert_eq!(c.command(&["CONFIG", "RESETSTAT"]).unwrap(), b"+OK\r\n");
+        for args in commands {
+            c.command(args).unwrap();
+        }
+        latencystats(c)
+    })
+}
+
+#[test]
+fn latency_tracking_and_its_percentiles_shape_info_as_redis() {
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut ours = RawClient::connect(server.addr()).unwrap();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    let work: &[&[&str]] = &[&["SET", "k", "v"], &["GET", "k"], &["GET", "k"]];
+    let set = |ours: &mut RawClient, theirs: &mut RawClient, name: &str, value: &str| {
+        for c in [ours, theirs] {
+            assert_eq!(c.command(&["CONFIG", "SET", name, value]).unwrap(), b"+OK\r\n");
+        }
+    };
+
+    let [a, b] = latency_after(&mut ours, &mut theirs, work);
+    assert_eq!(a, b, "default percentiles");
+    assert!(
+        a.contains(&"latency_percentiles_usec_get:p50=N,p99=N,p99.9=N".to_string()),
+        "{a:?}"
+    );
+
+    set(
+        &mut ours,
+        &mut theirs,
+        "latency-tracking-info-percentiles",
+        "0 12.5 100 99.99",
+    );
+    let [a, b] = latency_after(&mut ours, &mut theirs, work);
+    assert_eq!(a, b, "percentiles 0 12.5 100 99.99");
+    assert!(
+        a.contains(&"latency_percentiles_usec_set:p0=N,p12.5=N,p100=N,p99.99=N".to_string()),
+        "{a:?}"
+    );
+
+    set(&mut ours, &mut theirs, "latency-tracking-info-percentiles", "");
+    let [a, b] = latency_after(&mut ours, &mut theirs, work);
+    assert_eq!(a, b, "no percentiles");
+    assert!(a.contains(&"latency_percentiles_usec_get:".to_string()), "{a:?}");
+
+    // Off: nothing recorded and an empty section; LATENCY HISTOGRAM finds
+    // nothing for the commands run meanwhile.
+    set(&mut ours, &mut theirs, "latency-tracking", "no");
+    let [a, b] = latency_after(&mut ours, &mut theirs, work);
+    assert_eq!(a, b, "latency-tracking no");
+    assert_eq!(a, vec!["# Latencystats".to_string()]);
+    for c in [&mut ours, &mut theirs] {
+        assert_eq!(c.command(&["LATENCY", "HISTOGRAM", "get", "set"]).unwrap(), b"*0\r\n");
+    }
+    // On again: recorded from the next command.
+    set(&mut ours, &mut theirs, "latency-tracking", "yes");
+    set(&mut ours, &mut theirs, "latency-tracking-info-percentiles", "50");
+    for c in [&mut ours, &mut theirs] {
+        c.command(&["GET", "k"]).unwrap();
+    }
+    let (a, b) = (latencystats(&mut ours), latencystats(&mut theirs));
+    assert_eq!(a, b, "latency-tracking yes again");
+    assert!(a.contains(&"latency_percentiles_usec_get:p50=N".to_string()), "{a:?}");
+}
+
+/// Polls `INFO persistence`'s `rdb_bgsave_in_progress` until it reads `0`
+/// or `limit` passes; the time it took.
+fn bgsave_ends_within(c: &mut RawClient, limit: std::time::Duration) -> Option<std::time::Duration> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if c.info_field("persistence", "rdb_bgsave_in_progress") == "0" {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn rdb_key_save_delay_holds_a_background_save_open_as_redis() {
+    use std::time::{Duration, Instant};
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let mut ours = RawClient::connect(server.addr()).unwrap();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    const KEYS: usize = 10;
+    const DELAY_US: u64 = 100_000;
+    let mut mset = vec!["MSET".to_string()];
+    for i in 0..KEYS {
+        mset.extend([format!("key:{i}"), "v".to_string()]);
+    }
+    let mset: Vec<&str> = mset.iter().map(String::as_str).collect();
+    let expected = Duration::from_micros(DELAY_US * KEYS as u64);
+    for (name, c) in [("coordis", &mut ours), ("redis", &mut theirs)] {
+        assert_eq!(c.command(&mset).unwrap(), b"+OK\r\n");
+        let delay = DELAY_US.to_string();
+        assert_eq!(
+            c.command(&["CONFIG", "SET", "rdb-key-save-delay", &delay]).unwrap(),
+            b"+OK\r\n"
+        );
+        // A background save sleeps per key: in progress for about
+        // KEYS × DELAY, while the server answers at once.
+        let started = Instant::now();
+        assert_eq!(c.command(&["BGSAVE"]).unwrap(), b"+Background saving started\r\n");
+        std::thread::sleep(expected / 3);
+        assert_eq!(c.info_field("persistence", "rdb_bgsave_in_progress"), "1", "{name}");
+        let ping = Instant::now();
+        assert_eq!(c.command(&["PING"]).unwrap(), b"+PONG\r\n");
+        assert!(ping.elapsed() < expected / 4, "{name}: PING took {:?}", ping.elapsed());
+        std::thread::sleep(expected / 3);
+        assert_eq!(c.info_field("persistence", "rdb_bgsave_in_progress"), "1", "{name}");
+        let ended = bgsave_ends_within(c, expected * 5);
+        assert!(ended.is_some(), "{name}: the save did not end");
+        assert!(
+            started.elapsed() >= expected,
+            "{name}: ended after {:?}",
+            started.elapsed()
+        );
+        assert_eq!(c.info_field("persistence", "rdb_last_bgsave_status"), "ok", "{name}");
+        // A foreground save sleeps as long, holding the server.
+        let small = (DELAY_US / 5).to_string();
+        assert_eq!(
+            c.command(&["CONFIG", "SET", "rdb-key-save-delay", &small]).unwrap(),
+            b"+OK\r\n"
+        );
+        let started = Instant::now();
+        assert_eq!(c.command(&["SAVE"]).unwrap(), b"+OK\r\n");
+        assert!(
+            started.elapsed() >= expected / 5,
+            "{name}: SAVE took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            c.command(&["CONFIG", "SET", "rdb-key-save-delay", "0"]).unwrap(),
+            b"+OK\r\n"
+        );
+    }
+}
