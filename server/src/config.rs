@@ -91,6 +91,10 @@ pub struct Config {
     pub protected_mode: bool,
     /// Active-expiry frequency (times per second), 1 to 500. Default 10.
     pub hz: u32,
+    /// `active-expire-effort` (1 to 10): how much time an active-expiry
+    /// cycle may take, as Redis scales it (see `engine::ExpireCycle`).
+    /// Default 1.
+    pub active_expire_effort: u32,
     /// `key-load-delay` (Redis's test knob): microseconds slept per key
     /// loaded from an RDB file; negative `-n`, one microsecond every `n`
     /// keys. Makes a load slow enough for a test to see `-LOADING`.
@@ -410,6 +414,7 @@ impl Default for Config {
             client_query_buffer_limit: 0,
             protected_mode: false,
             hz: 0,
+            active_expire_effort: 0,
             io_threads: 0,
             port_file: String::new(),
             unixsocket: String::new(),
@@ -1400,7 +1405,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
     row("shutdown-on-sigterm", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
     row("shutdown-timeout", "10", Int { min: 0, max: I32 }, Store::Ignored),
-    row("active-expire-effort", "1", Int { min: 1, max: 10 }, Store::Ignored),
+    row("active-expire-effort", "1", Int { min: 1, max: 10 }, field!(active_expire_effort)),
     row("latency-tracking", "yes", Bool, field!(bool latency_tracking)),
     row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Field {
         set: |c, v| c.latency_tracking_info_percentiles = v.split(' ').filter_map(|w| w.parse().ok()).collect(),

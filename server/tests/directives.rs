@@ -186,3 +186,60 @@ fn rdb_key_save_delay_holds_a_background_save_open_as_redis() {
         );
     }
 }
+
+/// Keys the effort test expires at once.
+const EXPIRING_KEYS: u64 = 200_000;
+
+/// With active expiry held off, `EXPIRING_KEYS` keys set to expire at once
+/// and left past their deadline; then active expiry on at
+/// `active-expire-effort effort` until every one is gone. Returns the
+/// cycles that stopped at their time limit meanwhile
+/// (`expired_time_cap_reached_count`) and how long it took.
+fn expire_all(c: &mut RawClient, effort: u32) -> (u64, std::time::Duration) {
+    use std::time::{Duration, Instant};
+    let ok = |c: &mut RawClient, args: &[&str]| {
+        let reply = c.command(args).unwrap();
+        assert_eq!(reply, b"+OK\r\n", "{args:?}: {}", String::from_utf8_lossy(&reply));
+    };
+    ok(c, &["FLUSHALL"]);
+    ok(c, &["CONFIG", "SET", "active-expire-effort", &effort.to_string()]);
+    ok(c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let load = "for i = 1, tonumber(ARGV[1]) do redis.call('set', 'e:' .. i, 'v', 'px', 50) end return 1";
+    assert_eq!(
+        c.command(&["EVAL", load, "0", &EXPIRING_KEYS.to_string()]).unwrap(),
+        b":1\r\n"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let stat = |c: &mut RawClient, name: &str| c.info_field("stats", name).parse::<u64>().unwrap();
+    let (expired, capped) = (stat(c, "expired_keys"), stat(c, "expired_time_cap_reached_count"));
+    let started = Instant::now();
+    ok(c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    while stat(c, "expired_keys") - expired < EXPIRING_KEYS {
+        assert!(started.elapsed() < Duration::from_secs(120), "the keys did not expire");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (stat(c, "expired_time_cap_reached_count") - capped, started.elapsed())
+}
+
+/// A higher `active-expire-effort` gives each active-expiry cycle more
+/// time, so a mass expiry takes fewer cycles that stop at their limit, on
+/// both servers (`hz 100` makes the cycles short enough for many of them).
+#[test]
+fn active_expire_effort_expires_in_fewer_cycles_as_redis() {
+    let Some(redis) = RedisServer::start(&["--enable-debug-command", "yes", "--hz", "100"]).unwrap() else {
+        return;
+    };
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    builder.config_mut().hz = 100;
+    let server = builder.start_blocking().unwrap();
+    let mut ours = RawClient::connect(server.addr()).unwrap();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    for (name, c) in [("coordis", &mut ours), ("redis", &mut theirs)] {
+        let low = expire_all(c, 1);
+        let high = expire_all(c, 10);
+        println!("{name}: effort 1 {low:?}, effort 10 {high:?} (capped cycles, time)");
+        assert!(low.0 > 0, "{name}: effort 1 never reached its time limit");
+        assert!(high.0 < low.0, "{name}: effort 10 {high:?}, effort 1 {low:?}");
+    }
+}

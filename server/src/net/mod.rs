@@ -333,27 +333,45 @@ impl Bound {
     }
 }
 
-/// Active expiry: every 1000/hz ms, removes due keys in bounded steps,
-/// releasing the lock between steps so commands interleave; then closes
-/// the clients idle past `timeout`.
+/// Active expiry: every 1000/hz ms a slow cycle removes due keys in
+/// bounded steps, releasing the lock between steps so commands interleave,
+/// for as long as `active-expire-effort` allows
+/// ([`crate::engine::ExpireCycle`]); fast
+/// cycles follow between ticks while one stopped with keys still due.
+/// Each tick then closes the clients idle past `timeout` and runs the
+/// other crons.
 async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    // Read again each round, unless a script holds the engine.
+    let mut cycle = engine.lock().expire_cycle();
+    let mut tick = tokio::time::Instant::now() + cycle.interval;
+    // When the last cycle started, if it stopped at its limit with keys
+    // still due: the next fast cycle starts two fast cycles' time after it.
+    let mut behind: Option<tokio::time::Instant> = None;
     loop {
-        let interval = engine
-            .try_lock()
-            .map_or(Duration::from_millis(100), |e| e.expire_interval());
+        if let Some(e) = engine.try_lock() {
+            cycle = e.expire_cycle();
+        }
+        let wake = behind.map_or(tick, |started| (started + cycle.fast * 2).min(tick));
         tokio::select! {
             _ = stopped(&mut stop) => return,
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+        let started = tokio::time::Instant::now();
+        let slow = started >= tick;
+        if slow {
+            tick = started + cycle.interval;
         }
         // Nothing expires or saves while the files at start load (as
         // Redis's serverCron does not run then): a replayed command may
         // still act on a key past its deadline.
         if shared.loading.is_active() {
+            behind = None;
             continue;
         }
-        // try_lock: a running script holds the engine; expiry waits for the next tick.
-        while engine.try_lock().is_some_and(|mut e| e.active_expire_step()) {
-            tokio::task::yield_now().await;
+        let limit = if slow { cycle.slow } else { cycle.fast };
+        behind = expire_cycle(&engine, limit).await.then_some(started);
+        if !slow {
+            continue;
         }
         if let Some(mut e) = engine.try_lock() {
             e.close_idle_clients();
@@ -364,6 +382,28 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop
             e.cluster_cron();
         }
     }
+}
+
+/// One active-expiry cycle of at most `limit` of work, in lock holds of
+/// [`crate::engine::EXPIRE_STEP_KEYS`] keys with a yield between them;
+/// true when it stopped at the limit with keys still due.
+async fn expire_cycle(engine: &Mutex<Engine>, limit: Duration) -> bool {
+    let (mut spent, mut more) = (Duration::ZERO, false);
+    while spent < limit {
+        let started = std::time::Instant::now();
+        // A running script holds the engine: expiry waits for the next cycle.
+        more = engine.try_lock().is_some_and(|mut e| e.active_expire_step());
+        spent += started.elapsed();
+        if !more {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let capped = more && spent >= limit;
+    if let Some(mut e) = engine.try_lock() {
+        e.expire_cycle_done(spent, capped);
+    }
+    capped
 }
 
 /// Times blocked clients out: sleeps until the earliest deadline of a
