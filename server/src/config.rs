@@ -89,6 +89,15 @@ pub struct Config {
     /// With no password set, refuse clients that do not connect from
     /// 127.0.0.1 or ::1 with Redis's `-DENIED` text. Default yes.
     pub protected_mode: bool,
+    /// `shutdown-on-sigint`: how SIGINT shuts the server down, SHUTDOWN's
+    /// options (none: `default`, the final save as save points say).
+    pub shutdown_on_sigint: ShutdownFlags,
+    /// `shutdown-on-sigterm`: the same for SIGTERM.
+    pub shutdown_on_sigterm: ShutdownFlags,
+    /// `shutdown-timeout`: seconds a shutdown without NOW waits for lagging
+    /// replicas, writes paused, before it goes on (0: it does not wait).
+    /// Default 10.
+    pub shutdown_timeout: u64,
     /// Active-expiry frequency (times per second), 1 to 500. Default 10.
     pub hz: u32,
     /// `active-expire-effort` (1 to 10): how much time an active-expiry
@@ -414,6 +423,9 @@ impl Default for Config {
             client_query_buffer_limit: 0,
             protected_mode: false,
             hz: 0,
+            shutdown_on_sigint: ShutdownFlags::default(),
+            shutdown_on_sigterm: ShutdownFlags::default(),
+            shutdown_timeout: 0,
             active_expire_effort: 0,
             io_threads: 0,
             port_file: String::new(),
@@ -1009,36 +1021,78 @@ fn check_oom_values(value: &str, _current: &str) -> Result<String, String> {
     Ok(values.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
 }
 
+/// What a shutdown does: SHUTDOWN's options, and the words of
+/// `shutdown-on-sigint` / `shutdown-on-sigterm` (none set: `default`, the
+/// final save as the save points say).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownFlags {
+    /// Save even without save points.
+    pub save: bool,
+    /// No final save, save points or not.
+    pub nosave: bool,
+    /// Do not wait for lagging replicas (`shutdown-timeout`).
+    pub now: bool,
+    /// Stop even when the final save fails.
+    pub force: bool,
+}
+
+impl ShutdownFlags {
+    /// The words, as shown (and checked: [`check_shutdown_flags`]).
+    const WORDS: [&'static str; 4] = ["save", "nosave", "now", "force"];
+
+    fn get(&self, i: usize) -> bool {
+        [self.save, self.nosave, self.now, self.force][i]
+    }
+
+    /// From checked words (`default` sets none).
+    fn parse(words: &str) -> ShutdownFlags {
+        let has = |w: &str| words.split(' ').any(|x| x.eq_ignore_ascii_case(w));
+        ShutdownFlags {
+            save: has("save"),
+            nosave: has("nosave"),
+            now: has("now"),
+            force: has("force"),
+        }
+    }
+}
+
+impl std::fmt::Display for ShutdownFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: Vec<&str> = (0..Self::WORDS.len())
+            .filter(|&i| self.get(i))
+            .map(|i| Self::WORDS[i])
+            .collect();
+        if shown.is_empty() {
+            f.write_str("default")
+        } else {
+            f.write_str(&shown.join(" "))
+        }
+    }
+}
+
 /// `shutdown-on-sigint` / `-sigterm`: `default`, or flags among `save`,
 /// `nosave`, `now`, `force`, shown in that order.
 fn check_shutdown_flags(value: &str, _current: &str) -> Result<String, String> {
-    const WORDS: [&str; 5] = ["default", "save", "nosave", "now", "force"];
+    const DEFAULT: &str = "default";
+    let one_of = || {
+        let mut words = vec![DEFAULT];
+        words.extend(ShutdownFlags::WORDS);
+        errors::directive::one_of(&words)
+    };
     let words = multi_words(value);
     if words.is_empty() {
-        return Err(errors::directive::one_of(&WORDS));
+        return Err(one_of());
     }
-    // Bit i+1 for WORDS[i+1]; `default` sets none.
-    let mut flags = 0u32;
     for w in &words {
-        let Some(i) = WORDS.iter().position(|k| k.eq_ignore_ascii_case(w)) else {
-            return Err(errors::directive::one_of(&WORDS));
-        };
-        if i > 0 {
-            flags |= 1 << (i - 1);
+        if !w.eq_ignore_ascii_case(DEFAULT) && !ShutdownFlags::WORDS.iter().any(|k| k.eq_ignore_ascii_case(w)) {
+            return Err(one_of());
         }
     }
-    const SAVE_AND_NOSAVE: u32 = 0b11;
-    if flags & SAVE_AND_NOSAVE == SAVE_AND_NOSAVE {
+    let flags = ShutdownFlags::parse(value);
+    if flags.save && flags.nosave {
         return Err(errors::directive::SHUTDOWN_SAVE_NOSAVE.into());
     }
-    if flags == 0 {
-        return Ok(WORDS[0].into());
-    }
-    let shown: Vec<&str> = (1..WORDS.len())
-        .filter(|i| flags & (1 << (i - 1)) != 0)
-        .map(|i| WORDS[i])
-        .collect();
-    Ok(shown.join(" "))
+    Ok(flags.to_string())
 }
 
 /// `latency-tracking-info-percentiles`: percentiles in 0..=100 (none for
@@ -1402,9 +1456,15 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("bind-source-addr", "", Text, Store::Ignored),
     row("socket-mark-id", "0", Int { min: 0, max: u32::MAX as i64 }, Store::Ignored).immutable(),
     row("enable-protected-configs", "no", Enum(&["no", "yes", "local"]), Store::Ignored).immutable(),
-    row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
-    row("shutdown-on-sigterm", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
-    row("shutdown-timeout", "10", Int { min: 0, max: I32 }, Store::Ignored),
+    row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Field {
+        set: |c, v| c.shutdown_on_sigint = ShutdownFlags::parse(v),
+        get: |c| c.shutdown_on_sigint.to_string(),
+    }).multi_arg(),
+    row("shutdown-on-sigterm", "default", Kind::Custom(check_shutdown_flags), Store::Field {
+        set: |c, v| c.shutdown_on_sigterm = ShutdownFlags::parse(v),
+        get: |c| c.shutdown_on_sigterm.to_string(),
+    }).multi_arg(),
+    row("shutdown-timeout", "10", Int { min: 0, max: I32 }, field!(shutdown_timeout)),
     row("active-expire-effort", "1", Int { min: 1, max: 10 }, field!(active_expire_effort)),
     row("latency-tracking", "yes", Bool, field!(bool latency_tracking)),
     row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Field {

@@ -836,8 +836,8 @@ impl Engine {
     }
 
     /// At shutdown: what the append-only file's writer holds is written
-    /// and fsynced; then, when the server stops for a signal or its owner
-    /// (not SHUTDOWN, which saved already) and save points exist, the
+    /// and fsynced; then, when the server stops for its owner (not SHUTDOWN
+    /// or a signal, which saved already) and save points exist, the
     /// final RDB save, as Redis's `finishShutdown` on SIGTERM. The server
     /// is past its drain here, so a failed save is logged and it stops
     /// anyway (Redis would keep running).
@@ -853,6 +853,55 @@ impl Engine {
                 tracing::warn!("Error trying to save the DB. Exit anyway.");
             }
         }
+    }
+
+    /// The flags of `signal`'s shutdown (`shutdown-on-sigint` /
+    /// `shutdown-on-sigterm`) and `shutdown-timeout` in seconds.
+    pub(crate) fn shutdown_settings(&self, signal: crate::StopSignal) -> (crate::config::ShutdownFlags, u64) {
+        let c = &self.state.config;
+        let flags = match signal {
+            crate::StopSignal::Interrupt => c.shutdown_on_sigint,
+            crate::StopSignal::Terminate => c.shutdown_on_sigterm,
+        };
+        (flags, c.shutdown_timeout)
+    }
+
+    /// A signal's shutdown, with `shutdown-on-sigint`'s or
+    /// `shutdown-on-sigterm`'s flags, as SHUTDOWN's: the final save now
+    /// (none while the files at start load, as Redis forces NOSAVE then).
+    /// False when it failed without FORCE: the server keeps running, as
+    /// Redis's does, and a later signal tries again.
+    pub(crate) fn prepare_shutdown(&mut self, mut flags: crate::config::ShutdownFlags) -> bool {
+        if self.state.shared.loading.is_active() {
+            flags.save = false;
+            flags.nosave = true;
+        }
+        let now = self.state.clock.now_ms();
+        let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+        if crate::persist::saves::final_save(&mut self.dbs, &mut self.state, &libraries, now, flags).is_err() {
+            crate::blocked::failover_unpause(&mut self.dbs, &mut self.state);
+            tracing::warn!("Errors trying to shut down the server. Check the logs for more information.");
+            return false;
+        }
+        // The final save is done: the stop saves nothing more.
+        self.state.shutdown_requested = true;
+        true
+    }
+
+    /// Whether a replica has not acknowledged the whole stream yet (a
+    /// shutdown waits for it up to `shutdown-timeout`): when one has not,
+    /// writes are held (as Redis's `PAUSE_DURING_SHUTDOWN`, here the
+    /// FAILOVER's pause, which holds writes the same way) and the replicas
+    /// are asked for an ACK.
+    pub(crate) fn replicas_lagging(&mut self, ask: bool) -> bool {
+        let offset = self.state.repl.offset();
+        let lagging = self.state.repl.replicas().iter().any(|r| r.ack_offset() < offset);
+        if lagging && ask {
+            crate::blocked::failover_pause(&mut self.dbs, &mut self.state);
+            self.state.effects.request_ack();
+            self.state.effects.flush();
+        }
+        lagging
     }
 
     /// The persistence timer (every expiry tick): the save points, then

@@ -1,9 +1,14 @@
 //! Directives that change what a client of Redis 7.0.15 sees, each against
 //! real Redis doing the same: `latency-tracking` and
 //! `latency-tracking-info-percentiles` (INFO `latencystats`),
-//! `rdb-key-save-delay` (how long a save takes).
+//! `rdb-key-save-delay` (how long a save takes), `active-expire-effort`
+//! (cycles a mass expiry takes), `shutdown-on-sigint` /
+//! `shutdown-on-sigterm` (a signal's final save, a failed one keeping the
+//! server running unless `force`).
 
-use coordis::testing::{RawClient, RedisServer};
+use std::time::Duration;
+
+use coordis::testing::{RawClient, RedisServer, ServerProcess, TempDir};
 
 /// The body of a bulk-string reply (INFO's text).
 fn bulk_text(reply: &[u8]) -> String {
@@ -241,5 +246,111 @@ fn active_expire_effort_expires_in_fewer_cycles_as_redis() {
         println!("{name}: effort 1 {low:?}, effort 10 {high:?} (capped cycles, time)");
         assert!(low.0 > 0, "{name}: effort 1 never reached its time limit");
         assert!(high.0 < low.0, "{name}: effort 10 {high:?}, effort 1 {low:?}");
+    }
+}
+
+/// `coordis-server` and, when installed, `redis-server` (`None` when it is
+/// not and `COORDIS_REQUIRE_REDIS` is not set).
+fn binaries() -> Vec<&'static str> {
+    let mut out = vec![env!("CARGO_BIN_EXE_coordis-server")];
+    if std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        out.push("redis-server");
+    } else {
+        assert!(
+            !coordis::testing::require_redis(),
+            "COORDIS_REQUIRE_REDIS=1 but redis-server is not on PATH"
+        );
+        eprintln!("*** SKIPPED: redis-server is not on PATH; the real-Redis leg did not run ***");
+    }
+    out
+}
+
+/// Starts `program` in `dir` with `args`, writes a key, sends `signal`;
+/// whether it exited (within a few seconds) and whether it left a
+/// dump.rdb behind.
+fn signalled(program: &str, dir: &TempDir, args: &[&str], signal: i32) -> (bool, bool) {
+    let mut command = std::process::Command::new(program);
+    command.args(["--dir", dir.text()]).args(args);
+    let mut server = ServerProcess::start(command).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+    let status = if signal == libc::SIGINT {
+        server.interrupt(Duration::from_secs(10))
+    } else {
+        server.terminate(Duration::from_secs(10))
+    };
+    let exited = status.unwrap().is_some_and(|s| s.success());
+    (exited, dir.dump().exists())
+}
+
+#[test]
+fn shutdown_on_signals_saves_as_their_directives_say_as_redis() {
+    for program in binaries() {
+        let cases: &[(&[&str], i32, bool)] = &[
+            // Save points: the final save, unless `nosave`.
+            (&["--save", "3600 1"], libc::SIGTERM, true),
+            (
+                &["--save", "3600 1", "--shutdown-on-sigterm", "nosave"],
+                libc::SIGTERM,
+                false,
+            ),
+            (
+                &["--save", "3600 1", "--shutdown-on-sigint", "nosave now"],
+                libc::SIGINT,
+                false,
+            ),
+            // SIGTERM's flags leave SIGINT alone.
+            (
+                &["--save", "3600 1", "--shutdown-on-sigterm", "nosave"],
+                libc::SIGINT,
+                true,
+            ),
+            // No save points: no save, unless `save`.
+            (&["--save", ""], libc::SIGINT, false),
+            (&["--save", "", "--shutdown-on-sigint", "save"], libc::SIGINT, true),
+            (
+                &["--save", "", "--shutdown-on-sigterm", "save force"],
+                libc::SIGTERM,
+                true,
+            ),
+        ];
+        for (args, signal, saved) in cases {
+            let dir = TempDir::new("signals");
+            let (exited, dump) = signalled(program, &dir, args, *signal);
+            assert!(exited, "{program} {args:?}: did not exit cleanly on signal {signal}");
+            assert_eq!(dump, *saved, "{program} {args:?}, signal {signal}: dump.rdb");
+        }
+    }
+}
+
+/// A final save that fails keeps the server running after a signal, until
+/// `force` says to stop anyway; `shutdown-timeout` and `now` change
+/// nothing without replicas.
+#[test]
+fn a_failed_final_save_keeps_the_server_running_unless_force_as_redis() {
+    for program in binaries() {
+        let dir = TempDir::new("signals-force");
+        let mut command = std::process::Command::new(program);
+        command.args(["--dir", dir.text(), "--save", "3600 1", "--shutdown-timeout", "1"]);
+        let mut server = ServerProcess::start(command).unwrap();
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+        // The directory gone, the save cannot write its file.
+        std::fs::remove_dir_all(&dir.0).unwrap();
+        let status = server.terminate(Duration::from_secs(3)).unwrap();
+        assert!(status.is_none(), "{program}: stopped with a failed save: {status:?}");
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        assert_eq!(c.command(&["PING"]).unwrap(), b"+PONG\r\n", "{program}");
+        assert_eq!(
+            c.command(&["CONFIG", "SET", "shutdown-on-sigterm", "force now"])
+                .unwrap(),
+            b"+OK\r\n"
+        );
+        let status = server.terminate(Duration::from_secs(10)).unwrap();
+        assert!(status.is_some_and(|s| s.success()), "{program}: {status:?}");
     }
 }

@@ -333,6 +333,28 @@ impl Bound {
     }
 }
 
+/// How often a shutdown looks again whether its replicas caught up.
+const SHUTDOWN_REPLICA_POLL: Duration = Duration::from_millis(10);
+
+/// A signal's shutdown (Redis's `prepareForShutdown` with the signal's
+/// flags): unless NOW, it waits up to `shutdown-timeout` for replicas that
+/// have not acknowledged the whole stream, writes held; then the final
+/// save. True when the server is to stop; false when the save failed
+/// without FORCE (it keeps serving, as Redis does).
+pub(crate) async fn signal_shutdown(engine: &Mutex<Engine>, shared: &Shared, signal: crate::StopSignal) -> bool {
+    let (flags, timeout) = lock_engine(engine, &shared.script).await.shutdown_settings(signal);
+    if !flags.now && timeout > 0 && lock_engine(engine, &shared.script).await.replicas_lagging(true) {
+        tracing::info!("Waiting for replicas before shutting down.");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+        while tokio::time::Instant::now() < deadline
+            && lock_engine(engine, &shared.script).await.replicas_lagging(false)
+        {
+            tokio::time::sleep(SHUTDOWN_REPLICA_POLL).await;
+        }
+    }
+    lock_engine(engine, &shared.script).await.prepare_shutdown(flags)
+}
+
 /// Active expiry: every 1000/hz ms a slow cycle removes due keys in
 /// bounded steps, releasing the lock between steps so commands interleave,
 /// for as long as `active-expire-effort` allows
