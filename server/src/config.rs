@@ -89,12 +89,32 @@ pub struct Config {
     /// With no password set, refuse clients that do not connect from
     /// 127.0.0.1 or ::1 with Redis's `-DENIED` text. Default yes.
     pub protected_mode: bool,
+    /// `shutdown-on-sigint`: how SIGINT shuts the server down, SHUTDOWN's
+    /// options (none: `default`, the final save as save points say).
+    pub shutdown_on_sigint: ShutdownFlags,
+    /// `shutdown-on-sigterm`: the same for SIGTERM.
+    pub shutdown_on_sigterm: ShutdownFlags,
+    /// `shutdown-timeout`: seconds a shutdown without NOW waits for lagging
+    /// replicas, writes paused, before it goes on (0: it does not wait).
+    /// Default 10.
+    pub shutdown_timeout: u64,
     /// Active-expiry frequency (times per second), 1 to 500. Default 10.
     pub hz: u32,
+    /// `active-expire-effort` (1 to 10): how much time an active-expiry
+    /// cycle may take, as Redis scales it (see `engine::ExpireCycle`).
+    /// Default 1.
+    pub active_expire_effort: u32,
     /// `key-load-delay` (Redis's test knob): microseconds slept per key
     /// loaded from an RDB file; negative `-n`, one microsecond every `n`
     /// keys. Makes a load slow enough for a test to see `-LOADING`.
     pub key_load_delay: i64,
+    /// `rdb-key-save-delay` (Redis's test knob): microseconds slept per
+    /// key saved (SAVE, BGSAVE, a full sync's image, an append-only file
+    /// rewrite); negative `-n`, one microsecond every `n` keys. A
+    /// background walk sleeps between its slices, outside the engine lock,
+    /// as Redis's forked child sleeps without holding up the server: what
+    /// a test uses to keep a save in progress.
+    pub rdb_key_save_delay: i64,
     /// Threads serving connections in `coordis-server` (tokio workers).
     /// Default 1, as Redis's `io-threads`: on small machines one thread plus
     /// the client's beats two contending for the keyspace lock; raise it on
@@ -172,6 +192,15 @@ pub struct Config {
     /// LATENCY: commands taking at least this many ms are latency events
     /// (0: off, the default, as Redis).
     pub latency_monitor_threshold: u64,
+    /// `latency-tracking`: each command's latency goes into its histogram
+    /// (INFO `latencystats`, LATENCY HISTOGRAM). With `no`, nothing is
+    /// recorded and INFO's section is empty; what was recorded stays for
+    /// LATENCY HISTOGRAM, as in Redis. Default yes.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: the percentiles INFO
+    /// `latencystats` prints per command, in the order given (none: each
+    /// command's line names no percentile). Default 50, 99, 99.9.
+    pub latency_tracking_info_percentiles: Vec<f64>,
     /// The append-only file's settings (`appendonly`, `appendfsync`, ...).
     pub aof: AofConfig,
     /// The replication directives of a primary ([`ReplConfig`]).
@@ -394,6 +423,10 @@ impl Default for Config {
             client_query_buffer_limit: 0,
             protected_mode: false,
             hz: 0,
+            shutdown_on_sigint: ShutdownFlags::default(),
+            shutdown_on_sigterm: ShutdownFlags::default(),
+            shutdown_timeout: 0,
+            active_expire_effort: 0,
             io_threads: 0,
             port_file: String::new(),
             unixsocket: String::new(),
@@ -418,6 +451,8 @@ impl Default for Config {
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
+            latency_tracking: false,
+            latency_tracking_info_percentiles: Vec::new(),
             aof: AofConfig::default(),
             tls: TlsConfig::default(),
             repl: ReplConfig::default(),
@@ -431,6 +466,7 @@ impl Default for Config {
             rdb_compression: false,
             rdb_checksum: false,
             key_load_delay: 0,
+            rdb_key_save_delay: 0,
             sanitize_dump_payload: String::new(),
             replica: ReplicaConfig::default(),
             memory: MemoryConfig::default(),
@@ -985,36 +1021,78 @@ fn check_oom_values(value: &str, _current: &str) -> Result<String, String> {
     Ok(values.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
 }
 
+/// What a shutdown does: SHUTDOWN's options, and the words of
+/// `shutdown-on-sigint` / `shutdown-on-sigterm` (none set: `default`, the
+/// final save as the save points say).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownFlags {
+    /// Save even without save points.
+    pub save: bool,
+    /// No final save, save points or not.
+    pub nosave: bool,
+    /// Do not wait for lagging replicas (`shutdown-timeout`).
+    pub now: bool,
+    /// Stop even when the final save fails.
+    pub force: bool,
+}
+
+impl ShutdownFlags {
+    /// The words, as shown (and checked: [`check_shutdown_flags`]).
+    const WORDS: [&'static str; 4] = ["save", "nosave", "now", "force"];
+
+    fn get(&self, i: usize) -> bool {
+        [self.save, self.nosave, self.now, self.force][i]
+    }
+
+    /// From checked words (`default` sets none).
+    fn parse(words: &str) -> ShutdownFlags {
+        let has = |w: &str| words.split(' ').any(|x| x.eq_ignore_ascii_case(w));
+        ShutdownFlags {
+            save: has("save"),
+            nosave: has("nosave"),
+            now: has("now"),
+            force: has("force"),
+        }
+    }
+}
+
+impl std::fmt::Display for ShutdownFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: Vec<&str> = (0..Self::WORDS.len())
+            .filter(|&i| self.get(i))
+            .map(|i| Self::WORDS[i])
+            .collect();
+        if shown.is_empty() {
+            f.write_str("default")
+        } else {
+            f.write_str(&shown.join(" "))
+        }
+    }
+}
+
 /// `shutdown-on-sigint` / `-sigterm`: `default`, or flags among `save`,
 /// `nosave`, `now`, `force`, shown in that order.
 fn check_shutdown_flags(value: &str, _current: &str) -> Result<String, String> {
-    const WORDS: [&str; 5] = ["default", "save", "nosave", "now", "force"];
+    const DEFAULT: &str = "default";
+    let one_of = || {
+        let mut words = vec![DEFAULT];
+        words.extend(ShutdownFlags::WORDS);
+        errors::directive::one_of(&words)
+    };
     let words = multi_words(value);
     if words.is_empty() {
-        return Err(errors::directive::one_of(&WORDS));
+        return Err(one_of());
     }
-    // Bit i+1 for WORDS[i+1]; `default` sets none.
-    let mut flags = 0u32;
     for w in &words {
-        let Some(i) = WORDS.iter().position(|k| k.eq_ignore_ascii_case(w)) else {
-            return Err(errors::directive::one_of(&WORDS));
-        };
-        if i > 0 {
-            flags |= 1 << (i - 1);
+        if !w.eq_ignore_ascii_case(DEFAULT) && !ShutdownFlags::WORDS.iter().any(|k| k.eq_ignore_ascii_case(w)) {
+            return Err(one_of());
         }
     }
-    const SAVE_AND_NOSAVE: u32 = 0b11;
-    if flags & SAVE_AND_NOSAVE == SAVE_AND_NOSAVE {
+    let flags = ShutdownFlags::parse(value);
+    if flags.save && flags.nosave {
         return Err(errors::directive::SHUTDOWN_SAVE_NOSAVE.into());
     }
-    if flags == 0 {
-        return Ok(WORDS[0].into());
-    }
-    let shown: Vec<&str> = (1..WORDS.len())
-        .filter(|i| flags & (1 << (i - 1)) != 0)
-        .map(|i| WORDS[i])
-        .collect();
-    Ok(shown.join(" "))
+    Ok(flags.to_string())
 }
 
 /// `latency-tracking-info-percentiles`: percentiles in 0..=100 (none for
@@ -1026,10 +1104,16 @@ fn check_percentiles(value: &str, _current: &str) -> Result<String, String> {
         if !(0.0..=100.0).contains(&p) {
             return Err(errors::directive::PERCENTILES_RANGE.into());
         }
-        let fixed = format!("{p:.6}");
-        shown.push(fixed.trim_end_matches('0').trim_end_matches('.').to_string());
+        shown.push(percentile_text(p));
     }
     Ok(shown.join(" "))
+}
+
+/// A percentile as Redis shows it, in CONFIG GET and in INFO
+/// `latencystats`' names: C's `%f` without trailing zeros (`99.9`, `50`).
+pub(crate) fn percentile_text(p: f64) -> String {
+    let fixed = format!("{p:.6}");
+    fixed.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// `replicaof`: `<host> <port>`, or `no one` (shown empty; empty is also
@@ -1372,12 +1456,21 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("bind-source-addr", "", Text, Store::Ignored),
     row("socket-mark-id", "0", Int { min: 0, max: u32::MAX as i64 }, Store::Ignored).immutable(),
     row("enable-protected-configs", "no", Enum(&["no", "yes", "local"]), Store::Ignored).immutable(),
-    row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
-    row("shutdown-on-sigterm", "default", Kind::Custom(check_shutdown_flags), Store::Ignored).multi_arg(),
-    row("shutdown-timeout", "10", Int { min: 0, max: I32 }, Store::Ignored),
-    row("active-expire-effort", "1", Int { min: 1, max: 10 }, Store::Ignored),
-    row("latency-tracking", "yes", Bool, Store::Ignored),
-    row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Ignored).multi_arg(),
+    row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Field {
+        set: |c, v| c.shutdown_on_sigint = ShutdownFlags::parse(v),
+        get: |c| c.shutdown_on_sigint.to_string(),
+    }).multi_arg(),
+    row("shutdown-on-sigterm", "default", Kind::Custom(check_shutdown_flags), Store::Field {
+        set: |c, v| c.shutdown_on_sigterm = ShutdownFlags::parse(v),
+        get: |c| c.shutdown_on_sigterm.to_string(),
+    }).multi_arg(),
+    row("shutdown-timeout", "10", Int { min: 0, max: I32 }, field!(shutdown_timeout)),
+    row("active-expire-effort", "1", Int { min: 1, max: 10 }, field!(active_expire_effort)),
+    row("latency-tracking", "yes", Bool, field!(bool latency_tracking)),
+    row("latency-tracking-info-percentiles", "50 99 99.9", Kind::Custom(check_percentiles), Store::Field {
+        set: |c, v| c.latency_tracking_info_percentiles = v.split(' ').filter_map(|w| w.parse().ok()).collect(),
+        get: |c| c.latency_tracking_info_percentiles.iter().map(|p| percentile_text(*p)).collect::<Vec<_>>().join(" "),
+    }).multi_arg(),
     row("lazyfree-lazy-user-flush", "no", Bool, memory!(lazy user_flush)),
     row("propagation-error-behavior", "ignore", Enum(&["ignore", "panic", "panic-on-replicas"]), Store::Ignored),
     // ACL.
@@ -1468,7 +1561,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("tls-ciphersuites", "", Text, tls!(ciphersuites)).effect(Effect::Tls),
     // Redis's test-only knobs, shown by name only.
     row("use-exit-on-panic", "no", Bool, Store::Ignored).hidden(),
-    row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, Store::Ignored).hidden(),
+    row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, field!(rdb_key_save_delay)).hidden(),
     row("key-load-delay", "0", Int { min: i32::MIN as i64, max: I32 }, field!(key_load_delay)).hidden(),
     row("watchdog-period", "0", Int { min: 0, max: I32 }, Store::Ignored).hidden(),
     row("loading-process-events-interval-bytes", "2097152", Int { min: 1024, max: I32 }, Store::Ignored).hidden(),

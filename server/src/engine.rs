@@ -32,6 +32,47 @@ use crate::store::{Clock, Db};
 /// run again: bounds the latency a mass expiry adds to any command.
 pub(crate) const EXPIRE_STEP_KEYS: usize = 500;
 
+/// The share of an `hz` tick a slow active-expiry cycle may take at
+/// `active-expire-effort 1`, in percent (Redis's 25), and what each
+/// further step of effort adds (Redis's 2).
+const SLOW_CYCLE_PERCENT: u64 = 25;
+const SLOW_CYCLE_PERCENT_PER_EFFORT: u64 = 2;
+/// A fast active-expiry cycle's time at effort 1 in µs (Redis's 1000),
+/// and what each further step of effort adds (Redis's 250).
+const FAST_CYCLE_US: u64 = 1000;
+const FAST_CYCLE_US_PER_EFFORT: u64 = 250;
+
+/// The time limits of active-expiry cycles, as `active-expire-effort`
+/// scales Redis's: a slow cycle, once per `hz` tick, may work for
+/// [`SLOW_CYCLE_PERCENT`] of the tick plus [`SLOW_CYCLE_PERCENT_PER_EFFORT`]
+/// per effort above 1; while a cycle stops at its limit with keys still
+/// due, fast cycles follow between ticks, each [`FAST_CYCLE_US`] plus
+/// [`FAST_CYCLE_US_PER_EFFORT`] per effort above 1, one started at most
+/// every two fast cycles' time. Redis's other two effort knobs (keys
+/// sampled per loop, the share of stale keys a cycle may leave) have no
+/// counterpart: the deadline index finds every due key without sampling,
+/// and a cycle goes on until none is due or its time is up.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExpireCycle {
+    /// Between two slow cycles (1000 / hz ms).
+    pub(crate) interval: Duration,
+    pub(crate) slow: Duration,
+    pub(crate) fast: Duration,
+}
+
+impl ExpireCycle {
+    pub(crate) fn new(hz: u32, effort: u32) -> ExpireCycle {
+        let interval = Duration::from_millis(1000 / hz.max(1) as u64);
+        let extra = effort.clamp(1, 10) as u64 - 1;
+        let percent = SLOW_CYCLE_PERCENT + SLOW_CYCLE_PERCENT_PER_EFFORT * extra;
+        ExpireCycle {
+            interval,
+            slow: interval * percent as u32 / 100,
+            fast: Duration::from_micros(FAST_CYCLE_US + FAST_CYCLE_US_PER_EFFORT * extra),
+        }
+    }
+}
+
 /// How a batch left the connection (its replies are in the output buffer).
 #[derive(Debug, Default)]
 pub(crate) struct BatchEnd {
@@ -452,9 +493,17 @@ impl Engine {
         Ok(())
     }
 
-    /// Time between active-expiry cycles (1000 / hz ms).
-    pub(crate) fn expire_interval(&self) -> Duration {
-        Duration::from_millis(1000 / self.state.config.hz.max(1) as u64)
+    /// The active-expiry cycles' timing (`hz`, `active-expire-effort`).
+    pub(crate) fn expire_cycle(&self) -> ExpireCycle {
+        ExpireCycle::new(self.state.config.hz, self.state.config.active_expire_effort)
+    }
+
+    /// An active-expiry cycle worked `spent`, and stopped at its time
+    /// limit with keys still due when `capped` (INFO's counters).
+    pub(crate) fn expire_cycle_done(&mut self, spent: Duration, capped: bool) {
+        let stats = &mut self.state.stats;
+        stats.expire_cycle_us += spent.as_micros() as u64;
+        stats.expired_time_cap_reached_count += capped as u64;
     }
 
     /// Answers the blocked clients whose timeout has passed; returns the
@@ -781,8 +830,8 @@ impl Engine {
     }
 
     /// At shutdown: what the append-only file's writer holds is written
-    /// and fsynced; then, when the server stops for a signal or its owner
-    /// (not SHUTDOWN, which saved already) and save points exist, the
+    /// and fsynced; then, when the server stops for its owner (not SHUTDOWN
+    /// or a signal, which saved already) and save points exist, the
     /// final RDB save, as Redis's `finishShutdown` on SIGTERM. The server
     /// is past its drain here, so a failed save is logged and it stops
     /// anyway (Redis would keep running).
@@ -798,6 +847,55 @@ impl Engine {
                 tracing::warn!("Error trying to save the DB. Exit anyway.");
             }
         }
+    }
+
+    /// The flags of `signal`'s shutdown (`shutdown-on-sigint` /
+    /// `shutdown-on-sigterm`) and `shutdown-timeout` in seconds.
+    pub(crate) fn shutdown_settings(&self, signal: crate::StopSignal) -> (crate::config::ShutdownFlags, u64) {
+        let c = &self.state.config;
+        let flags = match signal {
+            crate::StopSignal::Interrupt => c.shutdown_on_sigint,
+            crate::StopSignal::Terminate => c.shutdown_on_sigterm,
+        };
+        (flags, c.shutdown_timeout)
+    }
+
+    /// A signal's shutdown, with `shutdown-on-sigint`'s or
+    /// `shutdown-on-sigterm`'s flags, as SHUTDOWN's: the final save now
+    /// (none while the files at start load, as Redis forces NOSAVE then).
+    /// False when it failed without FORCE: the server keeps running, as
+    /// Redis's does, and a later signal tries again.
+    pub(crate) fn prepare_shutdown(&mut self, mut flags: crate::config::ShutdownFlags) -> bool {
+        if self.state.shared.loading.is_active() {
+            flags.save = false;
+            flags.nosave = true;
+        }
+        let now = self.state.clock.now_ms();
+        let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+        if crate::persist::saves::final_save(&mut self.dbs, &mut self.state, &libraries, now, flags).is_err() {
+            crate::blocked::failover_unpause(&mut self.dbs, &mut self.state);
+            tracing::warn!("Errors trying to shut down the server. Check the logs for more information.");
+            return false;
+        }
+        // The final save is done: the stop saves nothing more.
+        self.state.shutdown_requested = true;
+        true
+    }
+
+    /// Whether a replica has not acknowledged the whole stream yet (a
+    /// shutdown waits for it up to `shutdown-timeout`): when one has not,
+    /// writes are held (as Redis's `PAUSE_DURING_SHUTDOWN`, here the
+    /// FAILOVER's pause, which holds writes the same way) and the replicas
+    /// are asked for an ACK.
+    pub(crate) fn replicas_lagging(&mut self, ask: bool) -> bool {
+        let offset = self.state.repl.offset();
+        let lagging = self.state.repl.replicas().iter().any(|r| r.ack_offset() < offset);
+        if lagging && ask {
+            crate::blocked::failover_pause(&mut self.dbs, &mut self.state);
+            self.state.effects.request_ack();
+            self.state.effects.flush();
+        }
+        lagging
     }
 
     /// The persistence timer (every expiry tick): the save points, then

@@ -133,7 +133,7 @@ use net::clients::CloseSignal;
 pub const REDIS_VERSION: &str = "7.0.15";
 pub use certs::TestCertificates;
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, ClusterConfig, Config, MemoryConfig, ReplConfig, ReplicaConfig, TlsConfig};
+pub use config::{AofConfig, ClusterConfig, Config, MemoryConfig, ReplConfig, ReplicaConfig, ShutdownFlags, TlsConfig};
 pub use control::{KeyValue, Keyspace, ReplicaLink, ServerClock, ServerControl};
 pub use evict::Policy as EvictionPolicy;
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};
@@ -419,12 +419,38 @@ impl Builder {
 
     /// Serves on the current tokio runtime (which must be multi-threaded)
     /// until `stop` resolves or a client sends SHUTDOWN; `on_ready` gets the
-    /// bound address and the TLS one (with a TLS port). This is what
-    /// `coordis-server` runs, on [`runtime`]: build yours with it to serve
-    /// many busy connections in turn.
+    /// bound address and the TLS one (with a TLS port). Build your runtime
+    /// with [`runtime`] to serve many busy connections in turn.
     pub async fn serve(
+        self,
+        stop: impl Future<Output = ()>,
+        on_ready: impl FnOnce(SocketAddr, Option<SocketAddr>),
+    ) -> io::Result<()> {
+        self.serve_until(stop, None, on_ready).await
+    }
+
+    /// [`Builder::serve`] until a client sends SHUTDOWN or a signal from
+    /// `signals` shuts the server down as Redis's signal handling does
+    /// (what `coordis-server` runs): with the flags of
+    /// `shutdown-on-sigint` / `shutdown-on-sigterm`, waiting up to
+    /// `shutdown-timeout` for lagging replicas; a final save that fails
+    /// without `force` leaves the server running, and the next signal
+    /// tries again. `stopping` hears each signal that does stop it, before
+    /// the drain.
+    pub async fn serve_signals(
+        self,
+        signals: tokio::sync::mpsc::UnboundedReceiver<StopSignal>,
+        stopping: impl FnMut(),
+        on_ready: impl FnOnce(SocketAddr, Option<SocketAddr>),
+    ) -> io::Result<()> {
+        self.serve_until(std::future::pending(), Some((signals, Box::new(stopping))), on_ready)
+            .await
+    }
+
+    async fn serve_until(
         mut self,
         stop: impl Future<Output = ()>,
+        mut signals: Option<SignalFeed<'_>>,
         on_ready: impl FnOnce(SocketAddr, Option<SocketAddr>),
     ) -> io::Result<()> {
         // Removed when serving is over (see `Builder::dir`).
@@ -434,6 +460,8 @@ impl Builder {
         let bound = net::bind(self.config, self.clock, shutdown.clone()).await?;
         let (addr, tls_addr) = (bound.addr, bound.tls_addr);
         let unix = bound.unix_path();
+        let engine = bound.engine.clone();
+        let shared = bound.shared();
         // Ready once the dataset is loaded, as Redis logs it; a file that
         // fails to load ends serving with its error.
         let mut failed = None;
@@ -449,11 +477,34 @@ impl Builder {
                 Err(e) => failed = Some(e),
             });
             tokio::pin!(serving);
-            tokio::select! {
-                () = &mut serving => tracing::info!("SHUTDOWN received"),
-                () = stop => {
-                    shutdown.close();
-                    serving.await;
+            tokio::pin!(stop);
+            loop {
+                let signal = async {
+                    match signals.as_mut() {
+                        Some((rx, _)) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = &mut serving => {
+                        tracing::info!("SHUTDOWN received");
+                        break;
+                    }
+                    () = &mut stop => {
+                        shutdown.close();
+                        serving.await;
+                        break;
+                    }
+                    Some(signal) = signal => {
+                        if net::signal_shutdown(&engine, &shared, signal).await {
+                            if let Some((_, stopping)) = signals.as_mut() {
+                                stopping();
+                            }
+                            shutdown.close();
+                            serving.await;
+                            break;
+                        }
+                    }
                 }
             }
         }
@@ -462,6 +513,19 @@ impl Builder {
             None => Ok(()),
         }
     }
+}
+
+/// The signals [`Builder::serve_signals`] hears, and whom it tells that
+/// one stops the server.
+type SignalFeed<'a> = (tokio::sync::mpsc::UnboundedReceiver<StopSignal>, Box<dyn FnMut() + 'a>);
+
+/// A signal that asks a server to stop ([`Builder::serve_signals`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGINT: `shutdown-on-sigint` says how.
+    Interrupt,
+    /// SIGTERM: `shutdown-on-sigterm` says how.
+    Terminate,
 }
 
 /// The directory an embedded server keeps its files in when its builder

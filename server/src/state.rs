@@ -22,6 +22,13 @@ pub struct Stats {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub rejected_connections: u64,
+    /// Active-expiry cycles that stopped at their time limit with keys
+    /// still due (INFO `expired_time_cap_reached_count`): how often the
+    /// cycles of `active-expire-effort` fell behind.
+    pub expired_time_cap_reached_count: u64,
+    /// Microseconds the active-expiry cycles worked (INFO
+    /// `expire_cycle_cpu_milliseconds`, in ms).
+    pub expire_cycle_us: u64,
 }
 
 /// Samples a rate keeps, as Redis's `STATS_METRIC_SAMPLES`.

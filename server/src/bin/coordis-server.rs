@@ -3,7 +3,9 @@
 //! Takes redis-server's command line (an optional config file, then
 //! `--directive value...`), logs as Redis does (see [`logging`]; RUST_LOG
 //! overrides `--loglevel`), and shuts down gracefully on SIGINT, SIGTERM or SHUTDOWN:
-//! within the drain deadline, busy script or not (a second signal exits at
+//! a signal as `shutdown-on-sigint` / `shutdown-on-sigterm` say (a final
+//! save that fails without `force` keeps it running, as Redis), then
+//! within the drain deadline, busy script or not (a second SIGINT exits at
 //! once).
 //!
 //! Once listening it prints one JSON line on stdout, for whatever started
@@ -129,12 +131,12 @@ fn main() -> ExitCode {
         }
     };
     if let Some((masters, replicas)) = local {
-        let code = runtime.block_on(cluster_local_main(config, masters, replicas, signalled));
+        let code = runtime.block_on(cluster_local_main(config, masters, replicas, signalled.first()));
         runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
         return code;
     }
     if let Some((replicas, sentinels)) = replicated {
-        let code = runtime.block_on(replicas_local_main(config, replicas, sentinels, signalled));
+        let code = runtime.block_on(replicas_local_main(config, replicas, sentinels, signalled.first()));
         runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);
         return code;
     }
@@ -148,11 +150,11 @@ fn main() -> ExitCode {
         };
         let port_file = (!config.port_file.is_empty()).then(|| std::path::PathBuf::from(&config.port_file));
         let unixsocket = (!config.unixsocket.is_empty()).then(|| config.unixsocket.clone());
+        let Signals { rx, stopping: flag } = signalled;
         let served = coordis::Builder::from_config(config)
-            .serve(
-                async {
-                    let _ = signalled.await;
-                },
+            .serve_signals(
+                rx,
+                || stopping(&flag),
                 |addr, tls_addr| {
                     tracing::info!("Running mode={mode}, port={}.", addr.port());
                     tracing::warn!("Server initialized");
@@ -256,7 +258,7 @@ async fn replicas_local_main(
     config: coordis::Config,
     replicas: usize,
     sentinels: usize,
-    signalled: tokio::sync::oneshot::Receiver<()>,
+    signalled: impl std::future::Future<Output = ()>,
 ) -> ExitCode {
     let port = config.port;
     let started = coordis::ServerSet::replicated_builder(replicas, sentinels)
@@ -284,7 +286,7 @@ async fn replicas_local_main(
         sentinel_list.join(","),
         std::process::id()
     ));
-    let _ = signalled.await;
+    signalled.await;
     set.shutdown().await;
     ExitCode::SUCCESS
 }
@@ -295,7 +297,7 @@ async fn cluster_local_main(
     config: coordis::Config,
     masters: usize,
     replicas: usize,
-    signalled: tokio::sync::oneshot::Receiver<()>,
+    signalled: impl std::future::Future<Output = ()>,
 ) -> ExitCode {
     let port = config.port;
     let started = coordis::ServerSet::cluster_builder(masters, replicas)
@@ -330,7 +332,7 @@ async fn cluster_local_main(
         std::process::id()
     );
     print_ready(&line);
-    let _ = signalled.await;
+    signalled.await;
     set.shutdown().await;
     ExitCode::SUCCESS
 }
@@ -367,7 +369,7 @@ fn sentinel_main(args: &[String]) -> ExitCode {
         announce(sentinel.addr(), None, None, None);
         let stop = sentinel.stopper();
         tokio::select! {
-            _ = signalled => stop(),
+            () = signalled.first() => stop(),
             _ = sentinel.wait() => {}
         }
         ExitCode::SUCCESS
@@ -429,14 +431,47 @@ fn asks_free_tls_port(args: &[String]) -> bool {
         .any(|w| w[0].eq_ignore_ascii_case("--tls-port") && w[1].trim() == "0")
 }
 
+/// SIGTERM and SIGINT as the server hears them ([`watch_signals`]).
+struct Signals {
+    /// Every signal, in order: the server decides what each does
+    /// (`shutdown-on-sigint` / `-sigterm`; a failed final save keeps it
+    /// running).
+    rx: tokio::sync::mpsc::UnboundedReceiver<coordis::StopSignal>,
+    /// Set once a signal's shutdown goes ahead ([`Signals::stopping`]).
+    stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Signals {
+    /// The first signal, for the modes that stop on any (Sentinel, the
+    /// local cluster): it counts as a shutdown going ahead.
+    async fn first(mut self) {
+        let _ = self.rx.recv().await;
+        stopping(&self.stopping);
+    }
+}
+
+/// A signal's shutdown goes ahead: from now on a second SIGINT exits at
+/// once, and a watchdog exits [`EXIT_DEADLINE`] later whatever still runs.
+fn stopping(flag: &std::sync::atomic::AtomicBool) {
+    if flag.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
+    let _ = std::thread::Builder::new().name("coordis-exit".into()).spawn(|| {
+        std::thread::sleep(EXIT_DEADLINE);
+        tracing::warn!("shutdown did not finish in {EXIT_DEADLINE:?}: exiting now");
+        std::process::exit(1);
+    });
+}
+
 /// SIGTERM and SIGINT, taken by a thread of their own (blocked in every
 /// other thread) rather than by the runtime: a runtime whose workers are all
-/// inside a script still hears them. The first starts the graceful shutdown
-/// (the returned receiver resolves) and a watchdog: a process that has not
-/// exited [`EXIT_DEADLINE`] later exits anyway. A second exits at once, as
-/// Redis does on a second SIGINT.
-fn watch_signals() -> tokio::sync::oneshot::Receiver<()> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
+/// inside a script still hears them. Each is passed on to the server; a
+/// SIGINT while a shutdown goes ahead exits at once, as Redis's second
+/// SIGINT does.
+fn watch_signals() -> Signals {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = flag.clone();
     // SAFETY: sigset operations on a local set; pthread_sigmask on this
     // (the main) thread, before any other thread is started.
     let set = unsafe {
@@ -449,30 +484,26 @@ fn watch_signals() -> tokio::sync::oneshot::Receiver<()> {
     };
     let spawned = std::thread::Builder::new()
         .name("coordis-signals".into())
-        .spawn(move || {
-            let mut tx = Some(tx);
-            loop {
-                let mut signal: libc::c_int = 0;
-                // SAFETY: waits for one of the blocked signals in `set`.
-                if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
-                    continue;
-                }
-                let name = if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
-                let Some(tx) = tx.take() else {
-                    tracing::warn!("received {name} again while shutting down: exiting now");
-                    std::process::exit(1);
-                };
-                tracing::warn!("Received {name} scheduling shutdown...");
-                let _ = tx.send(());
-                let _ = std::thread::Builder::new().name("coordis-exit".into()).spawn(|| {
-                    std::thread::sleep(EXIT_DEADLINE);
-                    tracing::warn!("shutdown did not finish in {EXIT_DEADLINE:?}: exiting now");
-                    std::process::exit(1);
-                });
+        .spawn(move || loop {
+            let mut signal: libc::c_int = 0;
+            // SAFETY: waits for one of the blocked signals in `set`.
+            if unsafe { libc::sigwait(&set, &mut signal) } != 0 {
+                continue;
             }
+            let (name, which) = if signal == libc::SIGINT {
+                ("SIGINT", coordis::StopSignal::Interrupt)
+            } else {
+                ("SIGTERM", coordis::StopSignal::Terminate)
+            };
+            if which == coordis::StopSignal::Interrupt && flag.load(std::sync::atomic::Ordering::Acquire) {
+                tracing::warn!("You insist... exiting now.");
+                std::process::exit(1);
+            }
+            tracing::warn!("Received {name} scheduling shutdown...");
+            let _ = tx.send(which);
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot watch for signals: {e}");
     }
-    rx
+    Signals { rx, stopping }
 }

@@ -97,14 +97,20 @@ impl Histogram {
         256 + (bucket - 1) * 128 + ((ns >> bucket) as usize - 128)
     }
 
-    /// The highest value the bucket at `index` holds.
-    fn highest(index: usize) -> u64 {
+    /// The lowest value the bucket at `index` holds, and its width.
+    fn bucket(index: usize) -> (u64, u64) {
         if index < 256 {
-            return index as u64;
+            return (index as u64, 1);
         }
         let bucket = (index - 256) / 128 + 1;
         let sub = ((index - 256) % 128 + 128) as u64;
-        ((sub + 1) << bucket) - 1
+        (sub << bucket, 1 << bucket)
+    }
+
+    /// The highest value the bucket at `index` holds.
+    fn highest(index: usize) -> u64 {
+        let (lowest, width) = Self::bucket(index);
+        lowest + width - 1
     }
 
     /// Records a latency, kept within 1 ns ..= 1 s as Redis keeps it.
@@ -138,14 +144,16 @@ impl Histogram {
         out
     }
 
-    /// The value at percentile `p` (HDR's `value_at_percentile`).
+    /// The value at percentile `p` (HDR's `value_at_percentile`): the
+    /// highest value of the bucket the call at that rank falls in, and at
+    /// percentile 0 the lowest, as Redis prints them.
     fn at_percentile(&self, p: f64) -> u64 {
-        let wanted = ((p / 100.0 * self.total as f64) + 0.5).max(1.0) as u64;
+        let wanted = ((p.min(100.0) / 100.0 * self.total as f64) + 0.5).max(1.0) as u64;
         let mut seen = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c as u64;
             if seen >= wanted {
-                return Self::highest(i);
+                return if p == 0.0 { Self::bucket(i).0 } else { Self::highest(i) };
             }
         }
         0
@@ -257,8 +265,14 @@ impl Observe {
         out
     }
 
-    /// INFO `latencystats`: each command's p50, p99 and p99.9 in µs.
-    pub fn latencystats(&self) -> String {
+    /// INFO `latencystats`: each command's percentiles in µs, those of
+    /// `latency-tracking-info-percentiles` in its order; with
+    /// `latency-tracking no`, the section's header alone.
+    pub fn latencystats(&self, config: &crate::config::Config) -> String {
+        let mut out = String::from("# Latencystats\r\n");
+        if !config.latency_tracking {
+            return out;
+        }
         let mut rows: Vec<(&str, &Histogram)> = self
             .commands
             .values()
@@ -266,15 +280,16 @@ impl Observe {
             .map(|(s, c)| (s.name, &c.latency))
             .collect();
         rows.sort_by(|a, b| a.0.cmp(b.0));
-        let mut out = String::from("# Latencystats\r\n");
         for (name, h) in rows {
-            let at = |p: f64| h.at_percentile(p) as f64 / 1000.0;
-            out.push_str(&format!(
-                "latency_percentiles_usec_{name}:p50={:.3},p99={:.3},p99.9={:.3}\r\n",
-                at(50.0),
-                at(99.0),
-                at(99.9)
-            ));
+            let shown: Vec<String> = config
+                .latency_tracking_info_percentiles
+                .iter()
+                .map(|&p| {
+                    let usec = h.at_percentile(p) as f64 / 1000.0;
+                    format!("p{}={usec:.3}", crate::config::percentile_text(p))
+                })
+                .collect();
+            out.push_str(&format!("latency_percentiles_usec_{name}:{}\r\n", shown.join(",")));
         }
         out
     }
@@ -308,7 +323,7 @@ pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], 
     let stats = observe.stats(spec);
     stats.calls += 1;
     stats.usec += usec;
-    if !blocked {
+    if !blocked && ctx.server.config.latency_tracking {
         // Redis times in µs and records ns: µs × 1000.
         stats.latency.record(usec.saturating_mul(1000));
     }
@@ -359,7 +374,9 @@ pub(crate) fn unblocked(server: &mut ServerState, client: &ClientState, now: u64
     if how.failed {
         stats.failed += 1;
     }
-    stats.latency.record(total.saturating_mul(1000));
+    if server.config.latency_tracking {
+        stats.latency.record(total.saturating_mul(1000));
+    }
     let threshold = server.config.slowlog_log_slower_than;
     if threshold >= 0 && total >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
         log_slow(server, client, now, spec, how.args, total);
@@ -887,6 +904,10 @@ mod tests {
         }
         assert_eq!(h.at_percentile(50.0), 6015);
         assert_eq!(h.at_percentile(99.0), 100_351);
+        // `p0` is its bucket's lowest value (Redis prints 5 µs as 4.992
+        // there), `p100` the highest's (past 100 reads as 100).
+        assert_eq!(h.at_percentile(0.0), 4992);
+        assert_eq!(h.at_percentile(100.0), 100_351);
     }
 
     #[test]

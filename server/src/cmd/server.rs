@@ -1117,22 +1117,15 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if abort {
         return err(errors::NO_SHUTDOWN_IN_PROGRESS);
     }
-    // As Redis's prepareForShutdown: a background save is killed first,
-    // then the final save is a foreground one.
-    if ctx.server.bgsave.in_progress {
-        tracing::warn!("There is a child saving an .rdb. Killing it!");
-        crate::persist::snapshot::kill(ctx.dbs, ctx.server);
-    }
-    if (saves::automatic_saves_on(ctx.server) && !nosave) || save {
-        tracing::info!("Saving the final RDB snapshot before exiting.");
-        let libraries = saves::libraries(ctx.scripting.as_deref());
-        if saves::save_now(ctx.dbs, ctx.server, &libraries, ctx.now).is_err() {
-            if !force {
-                tracing::warn!("Error trying to save the DB, can't exit.");
-                return err(errors::SHUTDOWN_FAILED);
-            }
-            tracing::warn!("Error trying to save the DB. Exit anyway.");
-        }
+    let flags = crate::config::ShutdownFlags {
+        save,
+        nosave,
+        now: other,
+        force,
+    };
+    let libraries = saves::libraries(ctx.scripting.as_deref());
+    if saves::final_save(ctx.dbs, ctx.server, &libraries, ctx.now, flags).is_err() {
+        return err(errors::SHUTDOWN_FAILED);
     }
     ctx.server.shutdown_requested = true;
     ctx.client.close_after_reply = true;

@@ -951,6 +951,12 @@ impl ScriptState {
         self.shutdown.store(true, Ordering::Relaxed);
     }
 
+    /// A signal's shutdown stopped a script, then did not go ahead (its
+    /// final save failed): the server keeps serving, and scripts run again.
+    pub(crate) fn resume_after_refused_shutdown(&self) {
+        self.shutdown.store(false, Ordering::Relaxed);
+    }
+
     /// Leaves the tokio worker thread once the script has run for
     /// [`DETACH_AFTER_MS`], then every [`DETACH_RETRY_MS`].
     fn maybe_detach(&self) {

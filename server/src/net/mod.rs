@@ -172,6 +172,11 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
 
 impl Bound {
     /// The Unix socket's path as configured (`unixsocket`), if bound.
+    /// The server's shared state (read without the engine's lock).
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
     pub(crate) fn unix_path(&self) -> Option<Arc<str>> {
         self.unix.as_ref().map(|u| u.path.clone())
     }
@@ -331,27 +336,100 @@ impl Bound {
     }
 }
 
-/// Active expiry: every 1000/hz ms, removes due keys in bounded steps,
-/// releasing the lock between steps so commands interleave; then closes
-/// the clients idle past `timeout`.
+/// How often a shutdown looks again whether its replicas caught up.
+const SHUTDOWN_REPLICA_POLL: Duration = Duration::from_millis(10);
+
+/// A signal's shutdown (Redis's `prepareForShutdown` with the signal's
+/// flags): unless NOW, it waits up to `shutdown-timeout` for replicas that
+/// have not acknowledged the whole stream, writes held; then the final
+/// save. True when the server is to stop; false when the save failed
+/// without FORCE (it keeps serving, as Redis does).
+pub(crate) async fn signal_shutdown(engine: &Mutex<Engine>, shared: &Shared, signal: crate::StopSignal) -> bool {
+    // A busy script holds the engine the decision needs: as at any
+    // shutdown, it may finish within the drain deadline, and is then
+    // stopped, even one that wrote. One stuck in a C call never frees the
+    // engine: the server stops without its final save rather than hang.
+    let stopped_script = shared.script.is_running() && {
+        let deadline = tokio::time::Instant::now() + DRAIN_DEADLINE;
+        while shared.script.is_running() && tokio::time::Instant::now() + SCRIPT_STOP_GRACE < deadline {
+            tokio::time::sleep(BUSY_POLL).await;
+        }
+        let running = shared.script.is_running();
+        if running {
+            shared.script.stop_for_shutdown();
+            let stopped = tokio::time::Instant::now();
+            while shared.script.is_running() && stopped.elapsed() < SCRIPT_STOP_GRACE {
+                tokio::time::sleep(BUSY_POLL).await;
+            }
+        }
+        running
+    };
+    if shared.script.is_running() {
+        tracing::warn!("a script did not stop; shutting down without the final save");
+        return true;
+    }
+    let go = signal_shutdown_decided(engine, shared, signal).await;
+    if !go && stopped_script {
+        // The server keeps serving: later scripts run again.
+        shared.script.resume_after_refused_shutdown();
+    }
+    go
+}
+
+/// [`signal_shutdown`] with the engine free of scripts.
+async fn signal_shutdown_decided(engine: &Mutex<Engine>, shared: &Shared, signal: crate::StopSignal) -> bool {
+    let (flags, timeout) = lock_engine(engine, &shared.script).await.shutdown_settings(signal);
+    if !flags.now && timeout > 0 && lock_engine(engine, &shared.script).await.replicas_lagging(true) {
+        tracing::info!("Waiting for replicas before shutting down.");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+        while tokio::time::Instant::now() < deadline
+            && lock_engine(engine, &shared.script).await.replicas_lagging(false)
+        {
+            tokio::time::sleep(SHUTDOWN_REPLICA_POLL).await;
+        }
+    }
+    lock_engine(engine, &shared.script).await.prepare_shutdown(flags)
+}
+
+/// Active expiry: every 1000/hz ms a slow cycle removes due keys in
+/// bounded steps, releasing the lock between steps so commands interleave,
+/// for as long as `active-expire-effort` allows
+/// ([`crate::engine::ExpireCycle`]); fast
+/// cycles follow between ticks while one stopped with keys still due.
+/// Each tick then closes the clients idle past `timeout` and runs the
+/// other crons.
 async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    // Read again each round, unless a script holds the engine.
+    let mut cycle = engine.lock().expire_cycle();
+    let mut tick = tokio::time::Instant::now() + cycle.interval;
+    // When the last cycle started, if it stopped at its limit with keys
+    // still due: the next fast cycle starts two fast cycles' time after it.
+    let mut behind: Option<tokio::time::Instant> = None;
     loop {
-        let interval = engine
-            .try_lock()
-            .map_or(Duration::from_millis(100), |e| e.expire_interval());
+        if let Some(e) = engine.try_lock() {
+            cycle = e.expire_cycle();
+        }
+        let wake = behind.map_or(tick, |started| (started + cycle.fast * 2).min(tick));
         tokio::select! {
             _ = stopped(&mut stop) => return,
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+        let started = tokio::time::Instant::now();
+        let slow = started >= tick;
+        if slow {
+            tick = started + cycle.interval;
         }
         // Nothing expires or saves while the files at start load (as
         // Redis's serverCron does not run then): a replayed command may
         // still act on a key past its deadline.
         if shared.loading.is_active() {
+            behind = None;
             continue;
         }
-        // try_lock: a running script holds the engine; expiry waits for the next tick.
-        while engine.try_lock().is_some_and(|mut e| e.active_expire_step()) {
-            tokio::task::yield_now().await;
+        let limit = if slow { cycle.slow } else { cycle.fast };
+        behind = expire_cycle(&engine, limit).await.then_some(started);
+        if !slow {
+            continue;
         }
         if let Some(mut e) = engine.try_lock() {
             e.close_idle_clients();
@@ -362,6 +440,28 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop
             e.cluster_cron();
         }
     }
+}
+
+/// One active-expiry cycle of at most `limit` of work, in lock holds of
+/// [`crate::engine::EXPIRE_STEP_KEYS`] keys with a yield between them;
+/// true when it stopped at the limit with keys still due.
+async fn expire_cycle(engine: &Mutex<Engine>, limit: Duration) -> bool {
+    let (mut spent, mut more) = (Duration::ZERO, false);
+    while spent < limit {
+        let started = std::time::Instant::now();
+        // A running script holds the engine: expiry waits for the next cycle.
+        more = engine.try_lock().is_some_and(|mut e| e.active_expire_step());
+        spent += started.elapsed();
+        if !more {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let capped = more && spent >= limit;
+    if let Some(mut e) = engine.try_lock() {
+        e.expire_cycle_done(spent, capped);
+    }
+    capped
 }
 
 /// Times blocked clients out: sleeps until the earliest deadline of a

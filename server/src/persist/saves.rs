@@ -78,6 +78,34 @@ pub(crate) fn save_now(dbs: &[Db], state: &mut ServerState, libraries: &[Bytes],
     Ok(())
 }
 
+/// The final save of a shutdown (Redis's `finishShutdown`): a background
+/// save is killed first; then, when save points exist (unless NOSAVE) or
+/// SAVE is given, a foreground save. `Err`: it failed without FORCE, and
+/// the server must keep running.
+pub(crate) fn final_save(
+    dbs: &mut [Db],
+    state: &mut ServerState,
+    libraries: &[Bytes],
+    now_ms: u64,
+    flags: crate::config::ShutdownFlags,
+) -> Result<(), ()> {
+    if state.bgsave.in_progress {
+        tracing::warn!("There is a child saving an .rdb. Killing it!");
+        snapshot::kill(dbs, state);
+    }
+    if (automatic_saves_on(state) && !flags.nosave) || flags.save {
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if save_now(dbs, state, libraries, now_ms).is_err() {
+            if !flags.force {
+                tracing::warn!("Error trying to save the DB, can't exit.");
+                return Err(());
+            }
+            tracing::warn!("Error trying to save the DB. Exit anyway.");
+        }
+    }
+    Ok(())
+}
+
 /// SAVE: [`save_now`], counted in `rdb_saves`.
 pub(crate) fn save_command(
     dbs: &[Db],

@@ -6,8 +6,9 @@
 //! and the keyspace is walked in slices of `bgsave-slice-keys` keys
 //! ([`SLICE_KEYS`] by default), one hold of the engine lock each, by a task
 //! on the server's runtime among the connections' tasks (yielding, or
-//! sleeping `bgsave-slice-pause-us`, between slices); a thread of the
-//! save's own writes the slices' bytes to the file. A write to a key the
+//! sleeping `bgsave-slice-pause-us` and the slice's `rdb-key-save-delay`,
+//! between slices); a thread of the save's own writes the slices' bytes to
+//! the file. A write to a key the
 //! walk has not reached copies the old value first (copy-before-write in
 //! `Db::before_write`), so the file is the dataset at the moment BGSAVE was
 //! accepted, as Redis's forked child sees it: keys created after the start
@@ -135,6 +136,29 @@ struct Job {
     serial: u64,
     /// Where the image goes.
     target: Target,
+}
+
+impl Job {
+    /// Keys per slice: `bgsave-slice-keys`, or one at a time under a
+    /// positive `rdb-key-save-delay`, so the walk's progress (INFO
+    /// `current_save_keys_processed`) and a kill are seen key by key, as
+    /// in Redis's sleeping child.
+    fn slice_keys(&self) -> usize {
+        if self.config.rdb_key_save_delay > 0 {
+            1
+        } else {
+            self.config.bgsave_slice_keys
+        }
+    }
+
+    /// What the walk sleeps after a slice that began with `before` keys
+    /// processed: `bgsave-slice-pause-us` and the slice's keys'
+    /// `rdb-key-save-delay`, outside the engine lock.
+    fn pause_after(&self, before: u64) -> std::time::Duration {
+        let now = self.processed.load(Ordering::Relaxed);
+        std::time::Duration::from_micros(self.config.bgsave_slice_pause_us)
+            + disk::key_delay(self.config.rdb_key_save_delay, before, now)
+    }
 }
 
 /// Where a snapshot's image goes.
@@ -461,7 +485,7 @@ impl Walk {
             let (origin, began) = (self.origin, &mut self.began);
             let finished = engine.snapshot_slice(
                 origin,
-                job.config.bgsave_slice_keys,
+                job.slice_keys(),
                 |start_len, start_expires, key, entry, access| {
                     if failed.is_some() {
                         return;
@@ -532,6 +556,7 @@ async fn walk_task(job: Arc<Job>, mut walk: Walk, tx: tokio::sync::mpsc::Sender<
         let Some(engine) = job.engine.upgrade() else {
             return;
         };
+        let before = job.processed.load(Ordering::Relaxed);
         let slice = {
             let mut engine = crate::net::lock_engine(&engine, &job.script).await;
             walk.step(&job, &mut engine)
@@ -541,10 +566,11 @@ async fn walk_task(job: Arc<Job>, mut walk: Walk, tx: tokio::sync::mpsc::Sender<
         if tx.send(slice).await.is_err() || last {
             return;
         }
-        if job.config.bgsave_slice_pause_us > 0 {
-            tokio::time::sleep(std::time::Duration::from_micros(job.config.bgsave_slice_pause_us)).await;
-        } else {
+        let pause = job.pause_after(before);
+        if pause.is_zero() {
             tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(pause).await;
         }
     }
 }
@@ -563,14 +589,16 @@ impl Slices {
                     return Ok(None);
                 }
                 let engine = job.engine.upgrade().ok_or_else(|| stopped("the server stopped"))?;
+                let before = job.processed.load(Ordering::Relaxed);
                 let mut engine = engine.lock();
                 let slice = walk.step(job, &mut engine);
                 // Handed to a waiting connection, if any: taken back at once
                 // (the lock is not fair), the walk would keep the commands
                 // waiting slice after slice.
                 parking_lot::MutexGuard::unlock_fair(engine);
-                if job.config.bgsave_slice_pause_us > 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(job.config.bgsave_slice_pause_us));
+                let pause = job.pause_after(before);
+                if !pause.is_zero() {
+                    std::thread::sleep(pause);
                 }
                 slice.map(Some)
             }

@@ -505,7 +505,7 @@ fn replay(
     name: &str,
 ) -> Result<(), ()> {
     for (i, args) in commands.iter().enumerate() {
-        crate::persist::rdb::disk::key_load_delay(state.config.key_load_delay, i);
+        crate::persist::rdb::disk::sleep_key_delay(state.config.key_load_delay, i);
         if let Err(crate::cmd::Unresolved::Unknown(_)) = crate::cmd::resolve(args) {
             tracing::warn!(
                 "Unknown command '{}' reading the append only file {name}",

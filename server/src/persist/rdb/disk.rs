@@ -96,6 +96,7 @@ pub(crate) fn write_dataset<W: Write>(
     for code in libraries {
         w.function(code)?;
     }
+    let mut saved = 0;
     for (i, db) in dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
@@ -103,6 +104,9 @@ pub(crate) fn write_dataset<W: Write>(
         w.begin_db(i, db.len() as u64, db.expires_len() as u64)?;
         for (key, entry, access) in db.live_items(now_ms) {
             w.key(i, key, entry.value, entry.expire_at, access)?;
+            // A foreground save sleeps where it stands, as Redis's SAVE.
+            sleep_key_delay(config.rdb_key_save_delay, saved);
+            saved += 1;
         }
     }
     w.finish()
@@ -169,16 +173,29 @@ pub(crate) struct Loaded {
 /// Empty keys logged by name, at most (Redis's limit).
 const EMPTY_KEYS_LOGGED: u64 = 10;
 
-/// `key-load-delay`: `delay` microseconds per key, or (negative `-n`) one
-/// every `n` keys (Redis sleeps one microsecond with probability 1/n).
-pub(crate) fn key_load_delay(delay: i64, item: usize) {
+/// `key-load-delay` and `rdb-key-save-delay` for the keys numbered
+/// `from..to` of a load or a save: `delay` microseconds per key, or
+/// (negative `-n`) one every `n` keys (Redis sleeps one microsecond with
+/// probability 1/n).
+pub(crate) fn key_delay(delay: i64, from: u64, to: u64) -> std::time::Duration {
     let micros = match delay {
-        0 => return,
-        d if d > 0 => d as u64,
-        d if (item as u64).is_multiple_of(d.unsigned_abs()) => 1,
-        _ => return,
+        0 => 0,
+        d if d > 0 => d as u64 * to.saturating_sub(from),
+        d => {
+            // The multiples of n in from..to.
+            let n = d.unsigned_abs();
+            to.div_ceil(n).saturating_sub(from.div_ceil(n))
+        }
     };
-    std::thread::sleep(std::time::Duration::from_micros(micros));
+    std::time::Duration::from_micros(micros)
+}
+
+/// Sleeps [`key_delay`] for key number `item` alone.
+pub(crate) fn sleep_key_delay(delay: i64, item: usize) {
+    let pause = key_delay(delay, item as u64, item as u64 + 1);
+    if !pause.is_zero() {
+        std::thread::sleep(pause);
+    }
 }
 
 /// Keys parsed between two reports of a load's progress.
@@ -328,7 +345,7 @@ pub(crate) fn read_dataset(
                         String::from_utf8_lossy(&key)
                     )));
                 }
-                key_load_delay(config.key_load_delay, items);
+                sleep_key_delay(config.key_load_delay, items);
                 if expired {
                     loaded.expired += 1;
                     continue;
