@@ -194,6 +194,7 @@ impl Engine {
                 evicted_clients: 0,
                 clients_mem: 0,
                 shutdown_requested: false,
+                signal_saved: None,
                 dirty: 0,
                 last_save_secs: started_ms / 1000,
                 dirty_at_save: 0,
@@ -839,7 +840,12 @@ impl Engine {
         crate::persist::aof::stop(&mut self.state);
         crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
         let nosave = self.state.shared.shutdown_nosave.load(Ordering::Acquire);
-        if !self.state.shutdown_requested && !nosave && crate::persist::saves::automatic_saves_on(&self.state) {
+        let wanted = match self.state.signal_saved {
+            // The signal's save was made: again only for the drain's writes.
+            Some(saved) => saved && self.state.dirty > self.state.dirty_at_save,
+            None => crate::persist::saves::automatic_saves_on(&self.state),
+        };
+        if !self.state.shutdown_requested && !nosave && wanted {
             tracing::info!("Saving the final RDB snapshot before exiting.");
             let now = self.state.clock.now_ms();
             let libraries = crate::persist::saves::libraries(Some(&self.scripting));
@@ -872,13 +878,15 @@ impl Engine {
         }
         let now = self.state.clock.now_ms();
         let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+        let saves = crate::persist::saves::final_save_wanted(&self.state, flags);
         if crate::persist::saves::final_save(&mut self.dbs, &mut self.state, &libraries, now, flags).is_err() {
             crate::blocked::failover_unpause(&mut self.dbs, &mut self.state);
             tracing::warn!("Errors trying to shut down the server. Check the logs for more information.");
             return false;
         }
-        // The final save is done: the stop saves nothing more.
-        self.state.shutdown_requested = true;
+        // The final save is decided: the stop saves again only what the
+        // drain writes after it.
+        self.state.signal_saved = Some(saves);
         true
     }
 

@@ -278,6 +278,11 @@ pub struct ServerState {
     pub(crate) clients_mem: u64,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
+    /// A signal's shutdown made its final save (Some(true)) or was told
+    /// not to save (Some(false)). Unlike SHUTDOWN it leaves the requests in
+    /// flight to be answered in the drain; the stop then saves again only
+    /// if the drain wrote something after that save.
+    pub(crate) signal_saved: Option<bool>,
     /// Changes to the dataset since the last save (Redis's `server.dirty`:
     /// INFO `rdb_changes_since_last_save`); raised by handlers through
     /// [`Ctx::dirty`], read around each call by [`crate::exec::call`].

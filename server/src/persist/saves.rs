@@ -82,6 +82,12 @@ pub(crate) fn save_now(dbs: &[Db], state: &mut ServerState, libraries: &[Bytes],
 /// save is killed first; then, when save points exist (unless NOSAVE) or
 /// SAVE is given, a foreground save. `Err`: it failed without FORCE, and
 /// the server must keep running.
+/// Whether a shutdown with `flags` makes a final save (Redis's
+/// `prepareForShutdown`: save points configured and not NOSAVE, or SAVE).
+pub(crate) fn final_save_wanted(state: &ServerState, flags: crate::config::ShutdownFlags) -> bool {
+    (automatic_saves_on(state) && !flags.nosave) || flags.save
+}
+
 pub(crate) fn final_save(
     dbs: &mut [Db],
     state: &mut ServerState,
@@ -93,7 +99,7 @@ pub(crate) fn final_save(
         tracing::warn!("There is a child saving an .rdb. Killing it!");
         snapshot::kill(dbs, state);
     }
-    if (automatic_saves_on(state) && !flags.nosave) || flags.save {
+    if final_save_wanted(state, flags) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if save_now(dbs, state, libraries, now_ms).is_err() {
             if !flags.force {
