@@ -1,6 +1,7 @@
 //! The RDB file on disk: SAVE's write of the whole dataset to
 //! `dir/dbfilename` (through `temp-<pid>.rdb` and a rename, as Redis) and
-//! the load at start, with Redis's log lines.
+//! the load at start, with Redis's log lines; [`SocketLoad`] parses a
+//! replica's transfer as it arrives.
 
 use std::hash::BuildHasher;
 use std::io::{BufWriter, Write};
@@ -9,7 +10,8 @@ use std::path::PathBuf;
 use bytes::Bytes;
 use hashbrown::HashTable;
 
-use super::file::{AccessHints, AuxValue, HintPolicy, Item, Reader, WriteOptions, Writer};
+use super::crc64::crc64;
+use super::file::{AccessHints, AuxValue, HintPolicy, Item, Reader, ReaderAt, WriteOptions, Writer};
 use super::value::Encodings;
 use super::{Corrupt, SaveError};
 use crate::config::Config;
@@ -255,13 +257,40 @@ pub(crate) fn read_dataset(
     progress: Option<&Loading>,
 ) -> Result<Loaded, Corrupt> {
     let mut reader = Reader::open(bytes, Encodings::of(config), config.rdb_checksum)?;
-    let mut loaded = Loaded::default();
-    let mut seen = SeenKeys::default();
-    let mut items = 0usize;
+    let mut builder = Builder::default();
     while let Some(item) = reader.next_item()? {
-        items += 1;
+        let room = (bytes.len() - reader.pos()) / MIN_KEY_BYTES;
+        builder.add(item, reader.pos() as u64, room, config, now_ms, progress)?;
+    }
+    Ok(builder.loaded)
+}
+
+/// The dataset an RDB's items make, item by item ([`read_dataset`], and a
+/// transfer parsed as it arrives, [`SocketLoad`]).
+#[derive(Default)]
+struct Builder {
+    loaded: Loaded,
+    seen: SeenKeys,
+    items: usize,
+}
+
+impl Builder {
+    /// Takes one item, read up to byte `pos`; `room`: the most keys the
+    /// rest of the input can hold (a RESIZEDB count is believed up to it).
+    fn add(
+        &mut self,
+        item: Item,
+        pos: u64,
+        room: usize,
+        config: &Config,
+        now_ms: u64,
+        progress: Option<&Loading>,
+    ) -> Result<(), Corrupt> {
+        self.items += 1;
+        let items = self.items;
+        let loaded = &mut self.loaded;
         if let Some(progress) = progress.filter(|_| items.is_multiple_of(PROGRESS_EVERY_KEYS)) {
-            progress.progress(reader.pos() as u64);
+            progress.progress(pos);
         }
         match item {
             Item::Aux(k, v) => match &k[..] {
@@ -291,15 +320,11 @@ pub(crate) fn read_dataset(
             },
             Item::Function(code) => loaded.functions.push(Bytes::from(code)),
             Item::ResizeDb { db, .. } | Item::EmptyKey { db, .. } if db >= config.databases => {
-                return Err(Corrupt::bad(format!(
-                    "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
-                    config.databases
-                )));
+                return Err(too_many_databases(config));
             }
             Item::ResizeDb { keys, .. } => {
-                let room = (bytes.len() - reader.pos()) / MIN_KEY_BYTES;
                 let keys = usize::try_from(keys).unwrap_or(usize::MAX).min(room);
-                seen.reserve(keys);
+                self.seen.reserve(keys);
                 loaded.keys.reserve(keys);
             }
             Item::EmptyKey { key, .. } => {
@@ -316,13 +341,10 @@ pub(crate) fn read_dataset(
                 hints,
             } => {
                 if db >= config.databases {
-                    return Err(Corrupt::bad(format!(
-                        "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
-                        config.databases
-                    )));
+                    return Err(too_many_databases(config));
                 }
                 let expired = expire_at != 0 && expire_at < now_ms;
-                if !seen.insert(&loaded.keys, db, &key, expired) {
+                if !self.seen.insert(&loaded.keys, db, &key, expired) {
                     return Err(Corrupt::bad(format!(
                         "RDB has duplicated key '{}' in DB {db}",
                         String::from_utf8_lossy(&key)
@@ -331,14 +353,144 @@ pub(crate) fn read_dataset(
                 key_load_delay(config.key_load_delay, items);
                 if expired {
                     loaded.expired += 1;
-                    continue;
+                } else {
+                    loaded.keys.push((db, key, value, expire_at, hints));
                 }
-                loaded.keys.push((db, key, value, expire_at, hints));
             }
         }
+        Ok(())
     }
-    Ok(loaded)
 }
+
+fn too_many_databases(config: &Config) -> Corrupt {
+    Corrupt::bad(format!(
+        "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
+        config.databases
+    ))
+}
+
+/// The most keys a RESIZEDB count reserves room for while a transfer is
+/// parsed as it arrives (the rest of the input is not known yet).
+const STREAM_RESERVE_KEYS: usize = 1 << 16;
+
+/// An RDB parsed as its bytes arrive (a replica's diskless load, Redis's
+/// `rdbLoadRio` on the primary's socket): [`SocketLoad::feed`] parses every
+/// complete item buffered and keeps the bytes of the one not complete yet;
+/// only those are held, never the whole transfer.
+pub(crate) struct SocketLoad {
+    config: Config,
+    now_ms: u64,
+    builder: Builder,
+    /// Bytes received and not yet parsed.
+    pending: Vec<u8>,
+    /// Bytes parsed so far (the progress INFO shows).
+    parsed: u64,
+    /// Where the reader stopped (`None` until the header is in).
+    at: Option<ReaderAt>,
+    /// A partial item is retried once `pending` holds this many bytes: a
+    /// large value arriving in many reads is parsed a bounded number of
+    /// times, not once per read.
+    retry_at: usize,
+    /// The EOF opcode (and checksum) was read: the dataset is complete.
+    done: bool,
+}
+
+impl SocketLoad {
+    pub(crate) fn new(config: &Config, now_ms: u64) -> SocketLoad {
+        SocketLoad {
+            config: config.clone(),
+            now_ms,
+            builder: Builder::default(),
+            pending: Vec::new(),
+            parsed: 0,
+            at: None,
+            retry_at: 0,
+            done: false,
+        }
+    }
+
+    /// Whether the RDB's end (EOF and checksum) was parsed.
+    pub(crate) fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The bytes received after the RDB's end (the diskless end mark).
+    pub(crate) fn trailing(&self) -> &[u8] {
+        if self.done {
+            &self.pending
+        } else {
+            &[]
+        }
+    }
+
+    /// Takes `bytes` of the transfer and parses every item now complete;
+    /// `last`: nothing follows them (a short item is then an error).
+    pub(crate) fn feed(&mut self, bytes: &[u8], last: bool, progress: Option<&Loading>) -> Result<(), Corrupt> {
+        if self.done {
+            self.pending.extend_from_slice(bytes);
+            return Ok(());
+        }
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() < self.retry_at && !last {
+            return Ok(());
+        }
+        let mut at = match self.at {
+            Some(at) => at,
+            None => {
+                if self.pending.len() < HEADER_LEN && !last {
+                    return Ok(());
+                }
+                let reader = Reader::open(&self.pending, Encodings::of(&self.config), self.config.rdb_checksum)?;
+                let at = reader.at(crc64(0, &self.pending[..HEADER_LEN]));
+                self.pending.drain(..HEADER_LEN);
+                self.parsed += HEADER_LEN as u64;
+                at
+            }
+        };
+        let mut used = 0;
+        let result = {
+            let mut reader = Reader::resume(&self.pending, at);
+            loop {
+                match reader.next_item() {
+                    Ok(Some(item)) => {
+                        let pos = self.parsed + reader.pos() as u64;
+                        if let Err(e) =
+                            self.builder
+                                .add(item, pos, STREAM_RESERVE_KEYS, &self.config, self.now_ms, progress)
+                        {
+                            break Err(e);
+                        }
+                        at = reader.at(crc64(at.crc, &self.pending[used..reader.pos()]));
+                        used = reader.pos();
+                    }
+                    Ok(None) => {
+                        self.done = true;
+                        used = reader.pos();
+                        break Ok(());
+                    }
+                    Err(Corrupt::ShortRead) if !last => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+            }
+        };
+        self.at = Some(at);
+        self.pending.drain(..used);
+        self.parsed += used as u64;
+        self.retry_at = self.pending.len().saturating_mul(2);
+        if let Some(progress) = progress {
+            progress.progress(self.parsed);
+        }
+        result
+    }
+
+    /// The dataset, once [`SocketLoad::done`].
+    pub(crate) fn finish(self) -> Loaded {
+        self.builder.loaded
+    }
+}
+
+/// The RDB header's length (`REDIS` and four version digits).
+const HEADER_LEN: usize = 9;
 
 /// The file at start: `Ok(None)` when there is none (Redis starts empty
 /// without a word), else its bytes; an error is fatal, as in Redis.
