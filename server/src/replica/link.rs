@@ -51,6 +51,10 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// How long the primary pauses mid-transfer before the bytes the parser
+/// held back are parsed anyway (`SocketLoad::settle`).
+const SETTLE_AFTER: Duration = Duration::from_millis(100);
+
 /// The length of the diskless transfer's end mark (`$EOF:<mark>`).
 const EOF_MARK_LEN: usize = super::REPLID_LEN;
 
@@ -218,6 +222,9 @@ impl Conn {
 
     /// The next bytes of the RDB as they arrive (the end mark left out),
     /// and whether they are its last; `got` counts the bytes read so far.
+    /// Cancel safe (a timeout may drop it): nothing is taken from the
+    /// buffer or counted in `got` but in the return, and a read cut short
+    /// reads nothing.
     async fn next_chunk(&mut self, framing: &Framing, got: &mut usize) -> Result<(Vec<u8>, bool), End> {
         loop {
             match framing {
@@ -400,15 +407,26 @@ async fn load_from_socket(
         End::Failed(why)
     };
     loop {
-        let (chunk, last) = match conn.next_chunk(&framing, &mut got).await {
-            Ok(c) => c,
-            Err(End::Failed(why)) => return Err(failed(why).await),
-            Err(end) => return Err(end),
+        // Bytes the parser held back (see `SocketLoad::settle`) are parsed
+        // when the primary pauses.
+        let next = if load.unsettled() {
+            tokio::time::timeout(SETTLE_AFTER, conn.next_chunk(&framing, &mut got)).await
+        } else {
+            Ok(conn.next_chunk(&framing, &mut got).await)
+        };
+        let (chunk, last) = match next {
+            Ok(Ok(c)) => (Some(c.0), c.1),
+            Ok(Err(End::Failed(why))) => return Err(failed(why).await),
+            Ok(Err(end)) => return Err(end),
+            Err(_) => (None, false),
         };
         // Off the runtime's workers: `key-load-delay` sleeps per key.
         let progress = progress.clone();
         let fed = tokio::task::spawn_blocking(move || {
-            let fed = load.feed(&chunk, last, Some(&progress.loading));
+            let fed = match chunk {
+                Some(chunk) => load.feed(&chunk, last, Some(&progress.loading)),
+                None => load.settle(Some(&progress.loading)),
+            };
             (load, fed)
         })
         .await;

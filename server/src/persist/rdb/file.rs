@@ -372,6 +372,12 @@ impl<'a> Reader<'a> {
         self.input.pos()
     }
 
+    /// After [`Corrupt::ShortRead`]: where the read that failed started
+    /// and the length of input it needs ([`Input::short`]).
+    pub(crate) fn short(&self) -> (usize, usize) {
+        self.input.short()
+    }
+
     /// The next item, or `None` after EOF (and the checksum's check).
     pub(crate) fn next_item(&mut self) -> Result<Option<Item>> {
         if self.done {
