@@ -273,6 +273,45 @@ pub struct ReplicaConfig {
     pub priority: i64,
     /// `replica-announced` (INFO's `replica_announced`). Default yes.
     pub announced: bool,
+    /// `repl-diskless-load`: how a full resync's RDB is loaded. Default
+    /// disabled.
+    pub diskless_load: DisklessLoad,
+}
+
+/// `repl-diskless-load` (see `crate::replica::link`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DisklessLoad {
+    /// The transfer goes to a temp file in `dir`, then the dataset is
+    /// flushed and the file loaded.
+    #[default]
+    Disabled,
+    /// Parsed from the socket when the dataset is empty, else as `Disabled`.
+    OnEmptyDb,
+    /// Parsed from the socket into a new dataset that replaces the old one
+    /// at the end (the old one stays if the transfer fails).
+    Swapdb,
+}
+
+impl std::str::FromStr for DisklessLoad {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "disabled" => Ok(DisklessLoad::Disabled),
+            "on-empty-db" => Ok(DisklessLoad::OnEmptyDb),
+            "swapdb" => Ok(DisklessLoad::Swapdb),
+            _ => Err(()),
+        }
+    }
+}
+
+impl std::fmt::Display for DisklessLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DisklessLoad::Disabled => "disabled",
+            DisklessLoad::OnEmptyDb => "on-empty-db",
+            DisklessLoad::Swapdb => "swapdb",
+        })
+    }
 }
 
 /// `maxmemory` and the eviction directives, with Redis 7.0.15's defaults
@@ -1509,7 +1548,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("replica-priority", "100", Int { min: 0, max: I32 }, replica!(priority)).alias(&["slave-priority"]),
     row("replica-announce-ip", "", Text, Store::Ignored).alias(&["slave-announce-ip"]),
     row("replica-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).alias(&["slave-announce-port"]),
-    row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), Store::Ignored),
+    row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), replica!(diskless_load)),
     row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, repl!(diskless_sync_delay)),
     row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, repl!(diskless_sync_max_replicas)),
     row("repl-disable-tcp-nodelay", "no", Bool, Store::Ignored),

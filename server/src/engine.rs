@@ -1042,47 +1042,135 @@ impl Engine {
         Some(client.signal.clone())
     }
 
-    /// A full resynchronization's RDB arrived: the dataset is flushed and
-    /// replaced by it (keys past their deadline too: on a replica the
-    /// primary's DELs expire them), as Redis's `readSyncBulkPayload`.
-    /// `Ok(false)`: the link was replaced meanwhile.
-    pub(crate) fn replica_full_sync(
+    /// How a full resync's RDB is loaded (`repl-diskless-load`; Redis's
+    /// `useDisklessLoad`), asked when the primary answered `+FULLRESYNC`:
+    /// `None` when the link was replaced.
+    pub(crate) fn replica_load_plan(&self, generation: u64) -> Option<crate::replica::link::LoadPlan> {
+        use crate::config::DisklessLoad;
+        use crate::replica::link::LoadPlan;
+        if !self.replica_current(generation) {
+            return None;
+        }
+        let config = &self.state.config;
+        let empty = self.dbs.iter().all(|db| db.is_empty());
+        Some(match config.replica.diskless_load {
+            DisklessLoad::Swapdb => LoadPlan::Parser { swap: true },
+            DisklessLoad::OnEmptyDb if empty => LoadPlan::Parser { swap: false },
+            _ => LoadPlan::Disk {
+                dir: crate::persist::rdb::disk::path(config)
+                    .parent()
+                    .map(std::path::Path::to_path_buf)
+                    .unwrap_or_default(),
+                now_secs: self.state.clock.now_ms() / 1000,
+            },
+        })
+    }
+
+    /// What parsing a full resync's RDB needs: the settings, the time keys
+    /// are expired against (none: a replica's keys expire by its
+    /// primary's DELs) and where the progress goes.
+    pub(crate) fn replica_load_inputs(&self) -> (crate::config::Config, Arc<crate::state::Shared>) {
+        (self.state.config.clone(), self.state.shared.clone())
+    }
+
+    /// The RDB is about to be loaded (Redis's part of `readSyncBulkPayload`
+    /// before `rdbLoad`): unless it goes to a new dataset (`swap`), the old
+    /// one is flushed; the server is loading from now on (`total` bytes,
+    /// 0: not known), asynchronously when a swapped-in dataset continues
+    /// the history this server has (`replid`: clients are served
+    /// meanwhile). False when the link was replaced.
+    pub(crate) fn replica_load_begin(&mut self, generation: u64, swap: bool, replid: &str, total: u64) -> bool {
+        if !self.replica_current(generation) {
+            return false;
+        }
+        if !swap {
+            tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+            self.replica_flush();
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+        let now_secs = self.state.clock.now_ms() / 1000;
+        let asynchronous = swap && self.state.replica.replid == replid;
+        self.state.shared.loading.begin_as(total, now_secs, asynchronous);
+        true
+    }
+
+    /// Empties the dataset for a full resync's: a save in progress killed,
+    /// every database and the functions cleared, tracking told.
+    fn replica_flush(&mut self) {
+        crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
+        for db in &mut self.dbs {
+            db.clear();
+        }
+        let mut client = self.new_primary_client();
+        let now = self.state.clock.now_ms();
+        let mut ctx = Ctx {
+            dbs: &mut self.dbs,
+            client: &mut client,
+            server: &mut self.state,
+            now,
+            scripting: Some(&mut self.scripting),
+            caller: Caller::Primary,
+        };
+        crate::tracking::flushed(&mut ctx);
+    }
+
+    /// A full resync's dataset is in (Redis's end of `readSyncBulkPayload`):
+    /// swapped in for the old one when loaded beside it (`swap`), installed
+    /// in the flushed databases otherwise; the history is the primary's
+    /// from `offset` on and the loading state ends. `Ok(false)` when the
+    /// link was replaced.
+    pub(crate) fn replica_load_end(
         &mut self,
         generation: u64,
         replid: String,
         offset: i64,
-        rdb: &[u8],
+        loaded: crate::persist::rdb::disk::Loaded,
+        swap: bool,
     ) -> Result<bool, String> {
-        /// Nothing is past its deadline at time 0: every key loads.
-        const LOAD_EVERY_KEY: u64 = 0;
         if !self.replica_current(generation) {
+            self.state.shared.loading.end();
             return Ok(false);
         }
-        let loaded = crate::persist::rdb::disk::read_dataset(rdb, &self.state.config, LOAD_EVERY_KEY, None)
-            .map_err(|e| e.to_string())?;
-        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
-        crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
+        tracing::info!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}.",
+            loaded.keys.len(),
+            loaded.expired
+        );
+        if swap {
+            tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
+            self.replica_flush();
+        }
+        let result = self.replica_install(replid, offset, loaded);
+        self.state.shared.loading.end();
+        if swap && result.is_ok() {
+            tracing::info!("MASTER <-> REPLICA sync: Discarding old DB in background");
+        }
+        result.map(|()| true)
+    }
+
+    /// The RDB did not load (a cut transfer, a corrupt image): the loading
+    /// state ends; a dataset loaded beside the old one is dropped, the old
+    /// one stays.
+    pub(crate) fn replica_load_failed(&mut self, swap: bool) {
+        self.state.shared.loading.end();
+        if swap {
+            tracing::info!("MASTER <-> REPLICA sync: Discarding temporary DB in background");
+        }
+    }
+
+    /// Installs a full resync's dataset in the (empty) databases and takes
+    /// the primary's history.
+    fn replica_install(
+        &mut self,
+        replid: String,
+        offset: i64,
+        loaded: crate::persist::rdb::disk::Loaded,
+    ) -> Result<(), String> {
         let mut client = self.new_primary_client();
         let now = self.state.clock.now_ms();
-        for db in &mut self.dbs {
-            db.clear();
-        }
-        {
-            let mut ctx = Ctx {
-                dbs: &mut self.dbs,
-                client: &mut client,
-                server: &mut self.state,
-                now,
-                scripting: Some(&mut self.scripting),
-                caller: Caller::Primary,
-            };
-            crate::tracking::flushed(&mut ctx);
-        }
-        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
         self.scripting
             .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Flush)
             .map_err(|e| format!("{e:?}"))?;
-        let keys = loaded.keys.len();
         // The stream goes on in the database the image names (a replica's
         // image: its primary's stream selects none first).
         client.db = loaded.repl_stream_db.filter(|&db| db < self.dbs.len()).unwrap_or(0);
@@ -1093,7 +1181,6 @@ impl Engine {
                 db.insert_loaded(&key, value, expire_at, &hints, lfu, now);
             }
         }
-        tracing::info!("Done loading RDB, keys loaded: {keys}, keys expired: 0.");
         self.state
             .repl
             .proxy_resynced(&replid, offset.max(0) as u64, &self.state.config);
@@ -1102,7 +1189,38 @@ impl Engine {
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
         self.state.effects.flush();
         tracing::info!("MASTER <-> REPLICA sync: Finished with success");
-        Ok(true)
+        Ok(())
+    }
+
+    /// The transfer is in the temp file `temp` (`repl-diskless-load
+    /// disabled`): the dataset is flushed, the file renamed to
+    /// `dir/dbfilename` and the server is loading (Redis's disk branch of
+    /// `readSyncBulkPayload`). Returns the file's path to parse; `Ok(None)`
+    /// when the link was replaced.
+    pub(crate) fn replica_disk_load_begin(
+        &mut self,
+        generation: u64,
+        temp: &std::path::Path,
+    ) -> Result<Option<std::path::PathBuf>, String> {
+        if !self.replica_current(generation) {
+            return Ok(None);
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+        self.replica_flush();
+        let path = crate::persist::rdb::disk::path(&self.state.config);
+        if let Err(e) = std::fs::rename(temp, &path) {
+            let why = format!(
+                "Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}",
+                self.state.config.dbfilename
+            );
+            tracing::warn!("{why}");
+            return Err(why);
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let now_secs = self.state.clock.now_ms() / 1000;
+        self.state.shared.loading.begin(size, now_secs);
+        Ok(Some(path))
     }
 
     /// The primary accepted a partial resynchronization: the dataset stays,

@@ -133,7 +133,9 @@ use net::clients::CloseSignal;
 pub const REDIS_VERSION: &str = "7.0.15";
 pub use certs::TestCertificates;
 pub(crate) use cmd::tri;
-pub use config::{AofConfig, ClusterConfig, Config, MemoryConfig, ReplConfig, ReplicaConfig, ShutdownFlags, TlsConfig};
+pub use config::{
+    AofConfig, ClusterConfig, Config, DisklessLoad, MemoryConfig, ReplConfig, ReplicaConfig, ShutdownFlags, TlsConfig,
+};
 pub use control::{KeyValue, Keyspace, ReplicaLink, ServerClock, ServerControl};
 pub use evict::Policy as EvictionPolicy;
 pub use exec::feed::{Op as Effect, Reader as EffectReader, Unit as EffectUnit};

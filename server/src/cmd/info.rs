@@ -186,10 +186,11 @@ fn persistence(ctx: &mut Ctx) -> String {
     // the start (as LASTSAVE says), the changes since are the dirty
     // counter's rise since then. The append-only file's fields are its
     // own. While the file at start loads, Redis adds its progress.
-    let (loading, loading_lines) = s.shared.loading.info(ctx.now / 1000);
+    let (loading, async_loading, loading_lines) = s.shared.loading.info(ctx.now / 1000);
     format!(
-        "# Persistence\r\nloading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n{}{}",
+        "# Persistence\r\nloading:{}\r\nasync_loading:{}\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n{}{}",
         loading,
+        async_loading,
         if s.bgsave.in_progress { s.bgsave.keys_processed.load(std::sync::atomic::Ordering::Relaxed) } else { 0 },
         s.bgsave.keys_total,
         s.dirty - s.dirty_at_save,

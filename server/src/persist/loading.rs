@@ -1,5 +1,5 @@
-//! Loading the RDB file at start while clients are served (Redis's
-//! `server.loading`): the file is parsed off the engine lock, clients that
+//! Loading the RDB file at start, or a replica's full resync, while
+//! clients are served (Redis's `server.loading`): the file is parsed off the engine lock, clients that
 //! connect meanwhile are answered `-LOADING` by admission (but for the
 //! commands flagged `loading`: INFO, for one, with the `loading_*`
 //! fields), and the parsed keys are installed under the lock at the end.
@@ -12,8 +12,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// How far a load has come (INFO persistence's `loading_*` fields).
 #[derive(Debug, Default)]
 pub(crate) struct Loading {
-    /// A load is in progress: admission refuses all but `loading` commands.
+    /// A load is in progress: admission refuses all but `loading` commands
+    /// (unless it is `asynchronous`).
     active: AtomicBool,
+    /// The load builds a dataset beside the one clients use (a replica's
+    /// `repl-diskless-load swapdb` resync of the same history, Redis's
+    /// `async_loading`): clients go on being served meanwhile.
+    asynchronous: AtomicBool,
     /// Unix seconds at its start (`loading_start_time`).
     start_secs: AtomicU64,
     /// The file's size (`loading_total_bytes`).
@@ -27,6 +32,13 @@ pub(crate) struct Loading {
 impl Loading {
     /// A load of `total_bytes` starts at `now_secs`.
     pub(crate) fn begin(&self, total_bytes: u64, now_secs: u64) {
+        self.begin_as(total_bytes, now_secs, false);
+    }
+
+    /// A load starts, asynchronous (INFO `async_loading:1`, clients served)
+    /// or not.
+    pub(crate) fn begin_as(&self, total_bytes: u64, now_secs: u64, asynchronous: bool) {
+        self.asynchronous.store(asynchronous, Ordering::Relaxed);
         self.start_secs.store(now_secs, Ordering::Relaxed);
         self.total_bytes.store(total_bytes, Ordering::Relaxed);
         self.loaded_bytes.store(0, Ordering::Relaxed);
@@ -49,16 +61,19 @@ impl Loading {
         self.active.store(false, Ordering::Release);
     }
 
+    /// A load clients must wait for runs (they get `-LOADING`).
     pub(crate) fn is_active(&self) -> bool {
-        self.active.load(Ordering::Acquire)
+        self.active.load(Ordering::Acquire) && !self.asynchronous.load(Ordering::Relaxed)
     }
 
-    /// INFO persistence's `loading:` value and, while loading, the lines
-    /// Redis adds at the section's end (its estimate of the time left).
-    pub(crate) fn info(&self, now_secs: u64) -> (u8, String) {
-        if !self.is_active() {
-            return (0, String::new());
+    /// INFO persistence's `loading:` and `async_loading:` values and, while
+    /// either is on, the lines Redis adds at the section's end (its
+    /// estimate of the time left).
+    pub(crate) fn info(&self, now_secs: u64) -> (u8, u8, String) {
+        if !self.active.load(Ordering::Acquire) {
+            return (0, 0, String::new());
         }
+        let asynchronous = self.asynchronous.load(Ordering::Relaxed);
         let start = self.start_secs.load(Ordering::Relaxed);
         let total = self.total_bytes.load(Ordering::Relaxed);
         let loaded = self.loaded_bytes.load(Ordering::Relaxed);
@@ -82,7 +97,7 @@ impl Loading {
         let lines = format!(
             "loading_start_time:{start}\r\nloading_total_bytes:{total}\r\nloading_rdb_used_mem:{used_mem}\r\nloading_loaded_bytes:{loaded}\r\nloading_loaded_perc:{perc:.2}\r\nloading_eta_seconds:{eta}\r\n"
         );
-        (1, lines)
+        (u8::from(!asynchronous), u8::from(asynchronous), lines)
     }
 }
 
@@ -93,11 +108,11 @@ mod tests {
     #[test]
     fn info_shows_the_fields_only_while_loading() {
         let loading = Loading::default();
-        assert_eq!(loading.info(100), (0, String::new()));
+        assert_eq!(loading.info(100), (0, 0, String::new()));
         loading.begin(1000, 100);
         loading.progress(250);
-        let (flag, lines) = loading.info(102);
-        assert_eq!(flag, 1);
+        let (flag, asynchronous, lines) = loading.info(102);
+        assert_eq!((flag, asynchronous), (1, 0));
         assert!(lines.contains("loading_start_time:100\r\n"), "{lines}");
         assert!(lines.contains("loading_loaded_perc:25.00\r\n"), "{lines}");
         // 2 s for 250 bytes: 750 left take about 6 s.

@@ -32,8 +32,7 @@
 //! Differences from Redis, for now: the full sync's RDB is built in memory
 //! by the forkless snapshot (disk-backed syncs do not write `dump.rdb`; the
 //! framing on the wire is the one the directive and the replica's `capa`
-//! ask for), a replica arriving during another's full sync waits for the
-//! next one instead of sharing it, REPLCONF ACKs a replica sends after
+//! ask for), REPLCONF ACKs a replica sends after
 //! PSYNC are read by its link (not counted in commandstats).
 //!
 //! What must never happen here: the engine lock taken by a link while it
@@ -640,6 +639,11 @@ pub(crate) struct Replication {
     waiting: Vec<(Arc<Replica>, mpsc::UnboundedSender<LinkMsg>)>,
     /// Replicas of the snapshot being made.
     syncing: Vec<(Arc<Replica>, mpsc::UnboundedSender<LinkMsg>)>,
+    /// The running full-sync snapshot's `+FULLRESYNC` offset and whether it
+    /// goes to sockets (`eof`): a replica arriving while a disk-target one
+    /// runs shares it from that offset (Redis's `psync_initial_offset` and
+    /// `rdb_child_type`); `None` when no replication snapshot runs.
+    snapshot: Option<(u64, bool)>,
     /// [`now_ms`] when the last replica left (the backlog's time limit).
     no_replicas_since: u64,
     /// [`now_ms`] of the last once-a-second cron run, and how many ran.
@@ -673,6 +677,7 @@ impl Default for Replication {
             hub: None,
             waiting: Vec::new(),
             syncing: Vec::new(),
+            snapshot: None,
             no_replicas_since: now_ms(),
             cron_last: 0,
             cron_loops: 0,
@@ -772,6 +777,23 @@ impl Replication {
                 OutputLimit::from_config(config),
             )));
         }
+    }
+
+    /// Whether `replica` may share the running disk-target snapshot taken
+    /// at `offset` (Redis's check in `syncCommand`): a replica of it still
+    /// waits for its end, `replica` has at least that one's capabilities,
+    /// and the backlog still holds the stream from the snapshot's offset.
+    fn can_attach(&self, replica: &Replica, hub: &Hub, offset: u64) -> bool {
+        let Some((first, _)) = self
+            .syncing
+            .iter()
+            .find(|(r, _)| r.state() == State::WaitEnd && !r.is_killed())
+        else {
+            return false;
+        };
+        (replica.capa_eof || !first.capa_eof)
+            && (replica.capa_psync2 || !first.capa_psync2)
+            && hub.covers(offset as i64 + 1)
     }
 
     /// Drops every replica: they reconnect and ask a resync (Redis's
@@ -1120,12 +1142,41 @@ pub(crate) fn sync(
     repl.create_backlog(&mut state.effects, &state.config);
     let hub = repl.hub.clone().expect("created above");
     hub.add(replica.clone());
-    repl.waiting.push((replica.clone(), tx));
-    let c = &state.config.repl;
-    if !(c.diskless_sync && replica.capa_eof && c.diskless_sync_delay > 0) {
-        start_full_sync(dbs, state, libraries);
+    if state.bgsave.in_progress {
+        // A save's walk runs (Redis's CASE 1 and 2 of `syncCommand`).
+        match repl.snapshot {
+            Some((offset, false)) if repl.can_attach(&replica, &hub, offset) => {
+                // It gets the same image and the stream from its offset.
+                replica.next.store(offset + 1, Ordering::Release);
+                replica.set_state(State::WaitEnd);
+                if !replica.pre_psync {
+                    let _ = tx.send(LinkMsg::Line(Bytes::from(format!(
+                        "+FULLRESYNC {} {offset}\r\n",
+                        repl.replid
+                    ))));
+                }
+                repl.syncing.push((replica.clone(), tx));
+                tracing::info!("Waiting for end of BGSAVE for SYNC");
+            }
+            Some((_, true)) => {
+                repl.waiting.push((replica.clone(), tx));
+                tracing::info!("Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC");
+            }
+            _ => {
+                repl.waiting.push((replica.clone(), tx));
+                tracing::info!("Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC");
+            }
+        }
     } else {
-        tracing::info!("Delay next BGSAVE for diskless SYNC");
+        repl.waiting.push((replica.clone(), tx));
+        let c = &state.config.repl;
+        if c.diskless_sync && replica.capa_eof && c.diskless_sync_delay > 0 {
+            tracing::info!("Delay next BGSAVE for diskless SYNC");
+        } else if state.bgsave.rewriting {
+            tracing::info!("No BGSAVE in progress, but another BG operation is active. BGSAVE for replication delayed");
+        } else {
+            start_full_sync(dbs, state, libraries);
+        }
     }
     Handoff {
         replica,
@@ -1163,12 +1214,20 @@ fn start_full_sync(dbs: &mut [crate::store::Db], state: &mut crate::state::Serve
     if crate::persist::snapshot::start_replication_snapshot(dbs, state, libraries, eof).is_err() {
         // The replicas' senders are dropped: their links close.
         state.repl.syncing.clear();
+    } else {
+        state.repl.snapshot = Some((offset, eof));
+        // Redis counts the save its fork makes for a disk-target full sync
+        // in `rdb_saves`, not one written to the replicas' sockets.
+        if !eof {
+            state.saves.rdb_saves += 1;
+        }
     }
 }
 
 /// The replication snapshot ended (under the engine lock): its RDB goes to
 /// every replica of it (`None`: it failed or was killed, they are dropped).
 pub(crate) fn snapshot_done(state: &mut crate::state::ServerState, rdb: Option<Vec<u8>>, eof: bool) {
+    state.repl.snapshot = None;
     let syncing = std::mem::take(&mut state.repl.syncing);
     if syncing.is_empty() {
         return;

@@ -5,8 +5,13 @@
 //! and `masteruser`; `REPLCONF listening-port <port>`; `REPLCONF capa eof
 //! capa psync2`; `PSYNC <replid> <offset>` from the cached primary, or
 //! `PSYNC ? -1`). `+FULLRESYNC` is followed by the RDB (`$<len>` or the
-//! diskless `$EOF:<mark>` framing), which replaces the dataset;
-//! `+CONTINUE` keeps it. Then the stream: every complete command is applied
+//! diskless `$EOF:<mark>` framing), which replaces the dataset as
+//! `repl-diskless-load` says ([`LoadPlan`]): written to a temp file in
+//! `dir` and loaded from it once complete (`disabled`, and `on-empty-db`
+//! with data), or parsed as it arrives ([`crate::persist::rdb::disk::SocketLoad`])
+//! into the flushed dataset (`on-empty-db`) or beside the old one, which
+//! keeps serving when the resync continues its history and stays if the
+//! transfer fails (`swapdb`). `+CONTINUE` keeps the dataset. Then the stream: every complete command is applied
 //! through the engine ([`crate::engine::Engine::replica_apply`]), counted in
 //! the offset; `REPLCONF ACK <offset>` goes back every second and for each
 //! `REPLCONF GETACK`. A dropped link is retried after [`RECONNECT_DELAY`],
@@ -45,6 +50,10 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
+
+/// How long the primary pauses mid-transfer before the bytes the parser
+/// held back are parsed anyway (`SocketLoad::settle`).
+const SETTLE_AFTER: Duration = Duration::from_millis(100);
 
 /// The length of the diskless transfer's end mark (`$EOF:<mark>`).
 const EOF_MARK_LEN: usize = super::REPLID_LEN;
@@ -185,9 +194,10 @@ impl Conn {
             .map_err(|e| End::Failed(format!("I/O error writing to MASTER: {e}")))
     }
 
-    /// Reads a full resync's RDB: `$<len>` then that many bytes, or
-    /// `$EOF:<mark>` then bytes up to the mark. `true` with the second.
-    async fn payload(&mut self) -> Result<(Vec<u8>, bool), End> {
+    /// Reads a full resync's `$` line: `$<len>`, or `$EOF:<mark>` (the
+    /// diskless framing); `to` names where the bytes go in the log line
+    /// (`disk` or `parser`).
+    async fn header(&mut self, to: &str) -> Result<Framing, End> {
         let header = self.line().await?;
         let Some(size) = header.strip_prefix('$') else {
             return Err(End::Failed(format!(
@@ -198,34 +208,257 @@ impl Conn {
             if mark.len() != EOF_MARK_LEN {
                 return Err(End::Failed("bad EOF mark from MASTER".into()));
             }
-            tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
-            let mark = mark.as_bytes().to_vec();
-            let mut rdb = Vec::new();
+            tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to {to}");
             self.announce(0);
-            loop {
-                rdb.extend_from_slice(&self.buf);
-                self.buf.clear();
-                self.progress(rdb.len());
-                if rdb.ends_with(&mark) {
-                    rdb.truncate(rdb.len() - mark.len());
-                    return Ok((rdb, true));
-                }
-                self.fill().await?;
-            }
+            return Ok(Framing::Mark(mark.as_bytes().to_vec()));
         }
         let len: usize = size
             .parse()
             .map_err(|_| End::Failed(format!("bad RDB length from MASTER: '{size}'")))?;
-        tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk");
+        tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to {to}");
         self.announce(len as i64);
+        Ok(Framing::Len(len))
+    }
+
+    /// The next bytes of the RDB as they arrive (the end mark left out),
+    /// and whether they are its last; `got` counts the bytes read so far.
+    /// Cancel safe (a timeout may drop it): nothing is taken from the
+    /// buffer or counted in `got` but in the return, and a read cut short
+    /// reads nothing.
+    async fn next_chunk(&mut self, framing: &Framing, got: &mut usize) -> Result<(Vec<u8>, bool), End> {
         loop {
-            self.progress(self.buf.len().min(len));
-            if self.buf.len() >= len {
-                break;
+            match framing {
+                Framing::Len(len) => {
+                    let n = self.buf.len().min(len - *got);
+                    if n > 0 || *got == *len {
+                        *got += n;
+                        self.progress(*got);
+                        return Ok((self.buf.split_to(n).to_vec(), *got == *len));
+                    }
+                }
+                Framing::Mark(mark) => {
+                    // Every byte read counts (Redis's `repl_transfer_read`),
+                    // those held back as a possible mark too.
+                    self.progress(*got + self.buf.len());
+                    if self.buf.ends_with(mark) {
+                        *got += self.buf.len();
+                        self.progress(*got);
+                        let n = self.buf.len() - mark.len();
+                        let chunk = self.buf.split_to(n).to_vec();
+                        self.buf.clear();
+                        return Ok((chunk, true));
+                    }
+                    // The last bytes may be the start of the mark.
+                    if self.buf.len() > mark.len() {
+                        let n = self.buf.len() - mark.len();
+                        *got += n;
+                        return Ok((self.buf.split_to(n).to_vec(), false));
+                    }
+                }
             }
             self.fill().await?;
         }
-        Ok((self.buf.split_to(len).to_vec(), false))
+    }
+}
+
+/// How a full resync's RDB is framed on the wire.
+enum Framing {
+    /// `$<len>`: that many bytes.
+    Len(usize),
+    /// `$EOF:<mark>`: bytes up to the 40-byte mark (diskless).
+    Mark(Vec<u8>),
+}
+
+/// How a full resync's RDB is loaded (`repl-diskless-load`, decided by
+/// [`Engine::replica_load_plan`]).
+#[derive(Debug)]
+pub(crate) enum LoadPlan {
+    /// Written to `dir/temp-<unix time>.<pid>.rdb` as it arrives, then the
+    /// dataset flushed and the file loaded (as `dir/dbfilename`).
+    Disk { dir: std::path::PathBuf, now_secs: u64 },
+    /// Parsed as it arrives; into a new dataset swapped in at the end
+    /// (`swap`), or into the flushed one.
+    Parser { swap: bool },
+}
+
+/// The temp file of a transfer to disk: removed unless it was renamed
+/// (the link failed, or was replaced mid-transfer).
+struct TempFile(Option<std::path::PathBuf>);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The loading state a link set: ended if the link stops mid-load (a
+/// REPLICAOF replaced it, the server stops), as the engine ends it otherwise.
+struct LoadingGuard(Arc<Shared>);
+
+impl Drop for LoadingGuard {
+    fn drop(&mut self) {
+        self.0.loading.end();
+    }
+}
+
+/// `repl-diskless-load disabled` (or `on-empty-db` with data): the
+/// transfer to a temp file, then the flush and the file's load. True with
+/// the diskless framing.
+async fn load_via_disk(
+    engine: &Arc<Mutex<Engine>>,
+    shared: &Arc<Shared>,
+    conn: &mut Conn,
+    generation: u64,
+    (replid, offset): (String, i64),
+    (dir, now_secs): (std::path::PathBuf, u64),
+) -> Result<bool, End> {
+    let lock = || crate::net::lock_engine(engine, &shared.script);
+    let framing = conn.header("disk").await?;
+    let path = dir.join(format!("temp-{now_secs}.{}.rdb", std::process::id()));
+    let mut temp = TempFile(Some(path.clone()));
+    let mut file = tokio::fs::File::create(&path).await.map_err(|e| {
+        let why = format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}");
+        tracing::warn!("{why}");
+        End::Failed(why)
+    })?;
+    let mut got = 0;
+    loop {
+        let (chunk, last) = conn.next_chunk(&framing, &mut got).await?;
+        if let Err(e) = file.write_all(&chunk).await {
+            let why = format!(
+                "Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {e}"
+            );
+            tracing::warn!("{why}");
+            return Err(End::Failed(why));
+        }
+        if last {
+            break;
+        }
+    }
+    if let Err(e) = file.sync_all().await {
+        let why = format!("Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}");
+        tracing::warn!("{why}");
+        return Err(End::Failed(why));
+    }
+    drop(file);
+    let Some(rdb) = lock()
+        .await
+        .replica_disk_load_begin(generation, &path)
+        .map_err(End::Failed)?
+    else {
+        return Err(End::Replaced);
+    };
+    temp.0 = None;
+    let _loading = LoadingGuard(shared.clone());
+    let (config, progress) = lock().await.replica_load_inputs();
+    let parsed = tokio::task::spawn_blocking(move || {
+        let bytes = std::fs::read(&rdb).map_err(|e| e.to_string())?;
+        // Time 0: every key loads (a replica's expire by its primary's DELs).
+        crate::persist::rdb::disk::read_dataset(&bytes, &config, 0, Some(&progress.loading)).map_err(|e| e.to_string())
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    let mut engine = lock().await;
+    let loaded = match parsed {
+        Ok(loaded) => loaded,
+        Err(why) => {
+            engine.replica_load_failed(false);
+            tracing::warn!("Failed trying to load the MASTER synchronization DB from disk: {why}");
+            return Err(End::Failed(why));
+        }
+    };
+    match engine.replica_load_end(generation, replid, offset, loaded, false) {
+        Ok(true) => Ok(matches!(framing, Framing::Mark(_))),
+        Ok(false) => Err(End::Replaced),
+        Err(why) => Err(End::Failed(why)),
+    }
+}
+
+/// `repl-diskless-load swapdb` (or `on-empty-db` on an empty dataset): the
+/// RDB parsed as it arrives, into a new dataset (`swap`) or the flushed
+/// one; installed at its end. True with the diskless framing.
+async fn load_from_socket(
+    engine: &Arc<Mutex<Engine>>,
+    shared: &Arc<Shared>,
+    conn: &mut Conn,
+    generation: u64,
+    (replid, offset): (String, i64),
+    swap: bool,
+) -> Result<bool, End> {
+    let lock = || crate::net::lock_engine(engine, &shared.script);
+    let framing = conn.header("parser").await?;
+    let total = match framing {
+        Framing::Len(len) => len as u64,
+        Framing::Mark(_) => 0,
+    };
+    if !lock().await.replica_load_begin(generation, swap, &replid, total) {
+        return Err(End::Replaced);
+    }
+    let _loading = LoadingGuard(shared.clone());
+    let (config, progress) = lock().await.replica_load_inputs();
+    // Time 0: every key loads (a replica's expire by its primary's DELs).
+    let mut load = crate::persist::rdb::disk::SocketLoad::new(&config, 0);
+    let mut got = 0;
+    let failed = |why: String| async move {
+        lock().await.replica_load_failed(swap);
+        tracing::warn!("Failed trying to load the MASTER synchronization DB from socket: {why}");
+        End::Failed(why)
+    };
+    loop {
+        // Bytes the parser held back (see `SocketLoad::settle`) are parsed
+        // when the primary pauses.
+        let next = if load.unsettled() {
+            tokio::time::timeout(SETTLE_AFTER, conn.next_chunk(&framing, &mut got)).await
+        } else {
+            Ok(conn.next_chunk(&framing, &mut got).await)
+        };
+        let (chunk, last) = match next {
+            Ok(Ok(c)) => (Some(c.0), c.1),
+            Ok(Err(End::Failed(why))) => return Err(failed(why).await),
+            Ok(Err(end)) => return Err(end),
+            Err(_) => (None, false),
+        };
+        // Off the runtime's workers: `key-load-delay` sleeps per key.
+        let progress = progress.clone();
+        let fed = tokio::task::spawn_blocking(move || {
+            let fed = match chunk {
+                Some(chunk) => load.feed(&chunk, last, Some(&progress.loading)),
+                None => load.settle(Some(&progress.loading)),
+            };
+            (load, fed)
+        })
+        .await;
+        let fed = match fed {
+            Ok((back, fed)) => {
+                load = back;
+                fed.map_err(|e| e.to_string())
+            }
+            Err(e) => return Err(failed(e.to_string()).await),
+        };
+        if let Err(why) = fed {
+            return Err(failed(why).await);
+        }
+        if last {
+            break;
+        }
+    }
+    if !load.done() {
+        return Err(failed("the transfer ended inside the RDB".into()).await);
+    }
+    if !load.trailing().is_empty() {
+        tracing::warn!("Replication stream EOF marker is broken");
+        lock().await.replica_load_failed(swap);
+        return Err(End::Failed("Replication stream EOF marker is broken".into()));
+    }
+    match lock()
+        .await
+        .replica_load_end(generation, replid, offset, load.finish(), swap)
+    {
+        Ok(true) => Ok(matches!(framing, Framing::Mark(_))),
+        Ok(false) => Err(End::Replaced),
+        Err(why) => Err(End::Failed(why)),
     }
 }
 
@@ -325,21 +558,22 @@ async fn follow(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, target: Targe
         if !set_state(LinkState::Sync).await {
             return End::Replaced;
         }
+        let Some(plan) = lock().await.replica_load_plan(generation) else {
+            return End::Replaced;
+        };
         conn.transfer = Some(target.transfer.clone());
-        let payload = conn.payload().await;
+        let resync = (id.to_string(), off);
+        let loaded = match plan {
+            LoadPlan::Disk { dir, now_secs } => {
+                load_via_disk(engine, shared, &mut conn, generation, resync, (dir, now_secs)).await
+            }
+            LoadPlan::Parser { swap } => load_from_socket(engine, shared, &mut conn, generation, resync, swap).await,
+        };
         conn.transfer = None;
-        let (rdb, diskless) = match payload {
-            Ok(p) => p,
+        let diskless = match loaded {
+            Ok(diskless) => diskless,
             Err(end) => return end,
         };
-        match lock().await.replica_full_sync(generation, id.to_string(), off, &rdb) {
-            Ok(true) => {}
-            Ok(false) => return End::Replaced,
-            Err(why) => {
-                tracing::warn!("Failed trying to load the MASTER synchronization DB from disk: {why}");
-                return End::Failed(why);
-            }
-        }
         if diskless {
             // Redis acknowledges at once, which puts the link online on a
             // primary that streamed the RDB from its socket.

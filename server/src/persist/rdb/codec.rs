@@ -257,11 +257,32 @@ impl Out {
 pub(crate) struct Input<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// The last read that came up short: where it started and the length
+    /// the input would have needed for it ([`Input::short`]).
+    short: (usize, usize),
 }
 
 impl<'a> Input<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Input<'a> {
-        Input { buf, pos: 0 }
+        Input {
+            buf,
+            pos: 0,
+            short: (0, 0),
+        }
+    }
+
+    /// A short read of `n` bytes at the current position, remembered so
+    /// that a caller fed more input later knows when retrying can get past
+    /// it (a count of `n` elements needs `n` bytes at least).
+    pub(crate) fn short_of(&mut self, n: usize) -> Corrupt {
+        self.short = (self.pos, self.pos.saturating_add(n));
+        Corrupt::ShortRead
+    }
+
+    /// After a [`Corrupt::ShortRead`]: where the read that failed started,
+    /// and the input's length it needs (`usize::MAX`: more than memory).
+    pub(crate) fn short(&self) -> (usize, usize) {
+        self.short
     }
 
     /// Bytes consumed so far.
@@ -279,9 +300,10 @@ impl<'a> Input<'a> {
     }
 
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).ok_or(Corrupt::ShortRead)?;
-        let out = self.buf.get(self.pos..end).ok_or(Corrupt::ShortRead)?;
-        self.pos = end;
+        let Some(out) = self.pos.checked_add(n).and_then(|end| self.buf.get(self.pos..end)) else {
+            return Err(self.short_of(n));
+        };
+        self.pos += n;
         Ok(out)
     }
 
@@ -340,14 +362,15 @@ impl<'a> Input<'a> {
 
     /// A length that must fit in memory (a count or size of what follows).
     pub(crate) fn len_usize(&mut self) -> Result<usize> {
-        usize::try_from(self.len()?).map_err(|_| Corrupt::ShortRead)
+        let n = self.len()?;
+        usize::try_from(n).map_err(|_| self.short_of(usize::MAX))
     }
 
     /// A string in any of its forms (Redis's `rdbGenericLoadStringObject`).
     pub(crate) fn string(&mut self) -> Result<Cow<'a, [u8]>> {
         match self.len_or_enc()? {
             Len::Len(n) => {
-                let n = usize::try_from(n).map_err(|_| Corrupt::ShortRead)?;
+                let n = usize::try_from(n).map_err(|_| self.short_of(usize::MAX))?;
                 Ok(Cow::Borrowed(self.bytes(n)?))
             }
             Len::Enc(ENC_INT8) => Ok(Cow::Owned((self.u8()? as i8).to_string().into_bytes())),

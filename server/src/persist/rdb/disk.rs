@@ -1,6 +1,7 @@
 //! The RDB file on disk: SAVE's write of the whole dataset to
 //! `dir/dbfilename` (through `temp-<pid>.rdb` and a rename, as Redis) and
-//! the load at start, with Redis's log lines.
+//! the load at start, with Redis's log lines; [`SocketLoad`] parses a
+//! replica's transfer as it arrives.
 
 use std::hash::BuildHasher;
 use std::io::{BufWriter, Write};
@@ -9,7 +10,8 @@ use std::path::PathBuf;
 use bytes::Bytes;
 use hashbrown::HashTable;
 
-use super::file::{AccessHints, AuxValue, HintPolicy, Item, Reader, WriteOptions, Writer};
+use super::crc64::crc64;
+use super::file::{AccessHints, AuxValue, HintPolicy, Item, Reader, ReaderAt, WriteOptions, Writer};
 use super::value::Encodings;
 use super::{Corrupt, SaveError};
 use crate::config::Config;
@@ -272,13 +274,40 @@ pub(crate) fn read_dataset(
     progress: Option<&Loading>,
 ) -> Result<Loaded, Corrupt> {
     let mut reader = Reader::open(bytes, Encodings::of(config), config.rdb_checksum)?;
-    let mut loaded = Loaded::default();
-    let mut seen = SeenKeys::default();
-    let mut items = 0usize;
+    let mut builder = Builder::default();
     while let Some(item) = reader.next_item()? {
-        items += 1;
+        let room = (bytes.len() - reader.pos()) / MIN_KEY_BYTES;
+        builder.add(item, reader.pos() as u64, room, config, now_ms, progress)?;
+    }
+    Ok(builder.loaded)
+}
+
+/// The dataset an RDB's items make, item by item ([`read_dataset`], and a
+/// transfer parsed as it arrives, [`SocketLoad`]).
+#[derive(Default)]
+struct Builder {
+    loaded: Loaded,
+    seen: SeenKeys,
+    items: usize,
+}
+
+impl Builder {
+    /// Takes one item, read up to byte `pos`; `room`: the most keys the
+    /// rest of the input can hold (a RESIZEDB count is believed up to it).
+    fn add(
+        &mut self,
+        item: Item,
+        pos: u64,
+        room: usize,
+        config: &Config,
+        now_ms: u64,
+        progress: Option<&Loading>,
+    ) -> Result<(), Corrupt> {
+        self.items += 1;
+        let items = self.items;
+        let loaded = &mut self.loaded;
         if let Some(progress) = progress.filter(|_| items.is_multiple_of(PROGRESS_EVERY_KEYS)) {
-            progress.progress(reader.pos() as u64);
+            progress.progress(pos);
         }
         match item {
             Item::Aux(k, v) => match &k[..] {
@@ -308,15 +337,11 @@ pub(crate) fn read_dataset(
             },
             Item::Function(code) => loaded.functions.push(Bytes::from(code)),
             Item::ResizeDb { db, .. } | Item::EmptyKey { db, .. } if db >= config.databases => {
-                return Err(Corrupt::bad(format!(
-                    "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
-                    config.databases
-                )));
+                return Err(too_many_databases(config));
             }
             Item::ResizeDb { keys, .. } => {
-                let room = (bytes.len() - reader.pos()) / MIN_KEY_BYTES;
                 let keys = usize::try_from(keys).unwrap_or(usize::MAX).min(room);
-                seen.reserve(keys);
+                self.seen.reserve(keys);
                 loaded.keys.reserve(keys);
             }
             Item::EmptyKey { key, .. } => {
@@ -333,13 +358,10 @@ pub(crate) fn read_dataset(
                 hints,
             } => {
                 if db >= config.databases {
-                    return Err(Corrupt::bad(format!(
-                        "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
-                        config.databases
-                    )));
+                    return Err(too_many_databases(config));
                 }
                 let expired = expire_at != 0 && expire_at < now_ms;
-                if !seen.insert(&loaded.keys, db, &key, expired) {
+                if !self.seen.insert(&loaded.keys, db, &key, expired) {
                     return Err(Corrupt::bad(format!(
                         "RDB has duplicated key '{}' in DB {db}",
                         String::from_utf8_lossy(&key)
@@ -348,14 +370,198 @@ pub(crate) fn read_dataset(
                 sleep_key_delay(config.key_load_delay, items);
                 if expired {
                     loaded.expired += 1;
-                    continue;
+                } else {
+                    loaded.keys.push((db, key, value, expire_at, hints));
                 }
-                loaded.keys.push((db, key, value, expire_at, hints));
             }
         }
+        Ok(())
     }
-    Ok(loaded)
 }
+
+fn too_many_databases(config: &Config) -> Corrupt {
+    Corrupt::bad(format!(
+        "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting\n",
+        config.databases
+    ))
+}
+
+/// The most keys a RESIZEDB count reserves room for while a transfer is
+/// parsed as it arrives (the rest of the input is not known yet).
+const STREAM_RESERVE_KEYS: usize = 1 << 16;
+
+/// An RDB parsed as its bytes arrive (a replica's diskless load, Redis's
+/// `rdbLoadRio` on the primary's socket): [`SocketLoad::feed`] parses every
+/// complete item buffered and keeps the bytes of the one not complete yet;
+/// only those are held, never the whole transfer.
+pub(crate) struct SocketLoad {
+    config: Config,
+    now_ms: u64,
+    builder: Builder,
+    /// Bytes received and not yet parsed.
+    pending: Vec<u8>,
+    /// Bytes parsed so far (the progress INFO shows).
+    parsed: u64,
+    /// Where the reader stopped (`None` until the header is in).
+    at: Option<ReaderAt>,
+    /// A partial item is retried once `pending` holds this many bytes
+    /// (see [`SocketLoad::parse`]).
+    retry_at: usize,
+    /// A retry cannot get past the partial item before `pending` holds
+    /// this many bytes (the read that came up short needs them).
+    need: usize,
+    /// Bytes came that no parse has seen yet.
+    unparsed: bool,
+    /// The EOF opcode (and checksum) was read: the dataset is complete.
+    done: bool,
+    /// Parses started (a test bounds the retries).
+    #[cfg(test)]
+    attempts: usize,
+}
+
+impl SocketLoad {
+    pub(crate) fn new(config: &Config, now_ms: u64) -> SocketLoad {
+        SocketLoad {
+            config: config.clone(),
+            now_ms,
+            builder: Builder::default(),
+            pending: Vec::new(),
+            parsed: 0,
+            at: None,
+            retry_at: 0,
+            need: 0,
+            unparsed: false,
+            done: false,
+            #[cfg(test)]
+            attempts: 0,
+        }
+    }
+
+    /// Whether the RDB's end (EOF and checksum) was parsed.
+    pub(crate) fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The bytes received after the RDB's end (the diskless end mark).
+    pub(crate) fn trailing(&self) -> &[u8] {
+        if self.done {
+            &self.pending
+        } else {
+            &[]
+        }
+    }
+
+    /// Takes `bytes` of the transfer and parses every item now complete
+    /// (but see [`SocketLoad::settle`]); `last`: nothing follows them (a
+    /// short item is then an error).
+    pub(crate) fn feed(&mut self, bytes: &[u8], last: bool, progress: Option<&Loading>) -> Result<(), Corrupt> {
+        self.pending.extend_from_slice(bytes);
+        if self.done {
+            return Ok(());
+        }
+        if self.pending.len() < self.retry_at && !last {
+            self.unparsed |= !bytes.is_empty();
+            return Ok(());
+        }
+        self.parse(last, progress)
+    }
+
+    /// Whether bytes wait that a parse could get further with, held back
+    /// by the retry rule.
+    pub(crate) fn unsettled(&self) -> bool {
+        !self.done && self.unparsed && self.pending.len() >= self.need
+    }
+
+    /// Parses what came, the retry rule aside: the link calls it when the
+    /// primary pauses, so that a pause never leaves complete items of a
+    /// large value's fields unparsed (the retry rule can put a retry past
+    /// the end of such an item).
+    pub(crate) fn settle(&mut self, progress: Option<&Loading>) -> Result<(), Corrupt> {
+        if self.unsettled() {
+            self.parse(false, progress)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Parses every complete item of `pending`.
+    fn parse(&mut self, last: bool, progress: Option<&Loading>) -> Result<(), Corrupt> {
+        self.unparsed = false;
+        let mut at = match self.at {
+            Some(at) => at,
+            None => {
+                if self.pending.len() < HEADER_LEN && !last {
+                    (self.need, self.retry_at) = (HEADER_LEN, HEADER_LEN);
+                    return Ok(());
+                }
+                let reader = Reader::open(&self.pending, Encodings::of(&self.config), self.config.rdb_checksum)?;
+                let at = reader.at(crc64(0, &self.pending[..HEADER_LEN]));
+                self.pending.drain(..HEADER_LEN);
+                self.parsed += HEADER_LEN as u64;
+                at
+            }
+        };
+        let mut used = 0;
+        #[cfg(test)]
+        {
+            self.attempts += 1;
+        }
+        let result = {
+            let mut reader = Reader::resume(&self.pending, at);
+            loop {
+                match reader.next_item() {
+                    Ok(Some(item)) => {
+                        let pos = self.parsed + reader.pos() as u64;
+                        if let Err(e) =
+                            self.builder
+                                .add(item, pos, STREAM_RESERVE_KEYS, &self.config, self.now_ms, progress)
+                        {
+                            break Err(e);
+                        }
+                        at = reader.at(crc64(at.crc, &self.pending[used..reader.pos()]));
+                        used = reader.pos();
+                    }
+                    Ok(None) => {
+                        self.done = true;
+                        used = reader.pos();
+                        break Ok(());
+                    }
+                    Err(Corrupt::ShortRead) if !last => {
+                        // The partial item is retried once the read that
+                        // failed can succeed (a long string or packed
+                        // blob: when it is complete, not later, so a
+                        // primary that pauses there sees it parsed), and
+                        // not before what it took to get there has
+                        // doubled: each retry re-reads the item from its
+                        // start, and a large item of small fields is then
+                        // re-read a bounded number of times, not once
+                        // per read.
+                        let (from, to) = reader.short();
+                        self.need = to.saturating_sub(used);
+                        self.retry_at = self.need.max(from.saturating_sub(used).saturating_mul(2));
+                        break Ok(());
+                    }
+                    Err(e) => break Err(e),
+                }
+            }
+        };
+        self.at = Some(at);
+        self.pending.drain(..used);
+        self.parsed += used as u64;
+        if let Some(progress) = progress {
+            progress.progress(self.parsed);
+        }
+        result
+    }
+
+    /// The dataset, once [`SocketLoad::done`].
+    pub(crate) fn finish(self) -> Loaded {
+        self.builder.loaded
+    }
+}
+
+/// The RDB header's length (`REDIS` and four version digits).
+const HEADER_LEN: usize = 9;
 
 /// The file at start: `Ok(None)` when there is none (Redis starts empty
 /// without a word), else its bytes; an error is fatal, as in Redis.
@@ -408,6 +614,344 @@ pub(crate) fn parse(bytes: &[u8], config: &Config, now_ms: u64, progress: Option
             }
             tracing::warn!("Internal error in RDB reading offset 0, function at rdb.c:0 -> {reason}");
             Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::persist::rdb::codec::Out;
+    use crate::persist::rdb::value;
+    use crate::store::ManualClock;
+    use crate::testing::{LocalEngine, RawClient, RedisServer, TempDir};
+
+    /// Directives that give small values the large encodings, so that a
+    /// small file holds every encoding (hashtable sets and hashes, skiplist
+    /// sorted sets, many-node lists and streams).
+    const SMALL_ENCODINGS: &[(&str, &str)] = &[
+        ("hash-max-listpack-entries", "8"),
+        ("zset-max-listpack-entries", "8"),
+        ("set-max-intset-entries", "8"),
+        ("list-max-listpack-size", "4"),
+        ("stream-node-max-entries", "5"),
+    ];
+
+    /// The commands that make the dataset: every type in every encoding
+    /// Redis 7.0.15 and coordis write (int-encoded strings of each width,
+    /// plain and LZF strings, one large enough to arrive in many reads),
+    /// deadlines, functions, streams with groups, PELs and consumers, and
+    /// keys in a second database.
+    fn workload() -> Vec<Vec<Vec<u8>>> {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let noise: Vec<u8> = (0..300).map(|_| rng.u8(..)).collect();
+        let mut cmds: Vec<Vec<Vec<u8>>> = vec![
+            vec![b"SET".to_vec(), b"s:noise".to_vec(), noise],
+            vec![b"SET".to_vec(), b"s:big".to_vec(), big()],
+        ];
+        let words = [
+            "SET s:int8 12",
+            "SET s:int16 300",
+            "SET s:int32 -70000",
+            "SET s:int64 4294967296",
+            "SET s:short hello",
+            "SET s:empty-looking 0",
+            "SET s:ttl v",
+            "PEXPIREAT s:ttl 4102444800000",
+            "RPUSH l:small a 1 -5 300",
+            "SADD set:ints 3 1 2",
+            "SADD set:wide 1 5000000000 -3",
+            "SADD set:table a b c",
+            "SADD set:ints-table 1 2 3 4 5 6 7 8 9 10 11 12",
+            "HSET h:small f v n 1",
+            "ZADD z:small 1 a 2.5 b -0 c inf d",
+            "XGROUP CREATE x:groups g0 $ MKSTREAM",
+            "XGROUP CREATE x:groups 123 0 ENTRIESREAD 0",
+            "XADD x:groups 1-1 f v",
+            "XADD x:groups 1-2 f w",
+            "XADD x:groups 2-0 other 12 more -5",
+            "XADD x:groups 3-0 f x",
+            "XCLAIM x:groups 123 alice 0 1-1 TIME 1700000000000 RETRYCOUNT 3 FORCE JUSTID",
+            "XCLAIM x:groups 123 bob 0 2-0 TIME 1700000000500 RETRYCOUNT 1 FORCE JUSTID",
+            "XGROUP CREATECONSUMER x:groups 123 idle-one",
+            "XGROUP SETID x:groups g0 2-0 ENTRIESREAD 2",
+            "XDEL x:groups 1-2",
+            "XADD x:empty 5-5 f v",
+            "XTRIM x:empty MAXLEN 0",
+            "SELECT 3",
+            "SET other db",
+            "HSET h:other f v",
+            "SELECT 0",
+        ];
+        cmds.extend(
+            words
+                .iter()
+                .map(|w| w.split(' ').map(|a| a.as_bytes().to_vec()).collect()),
+        );
+        cmds.push(
+            [
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=lib\nredis.register_function('f', function() return 7 end)",
+            ]
+            .iter()
+            .map(|a| a.as_bytes().to_vec())
+            .collect(),
+        );
+        let long = "y".repeat(100);
+        let mut many = |cmd: &str, key: &str, n: usize, item: &dyn Fn(usize) -> Vec<String>| {
+            let mut c = vec![cmd.as_bytes().to_vec(), key.as_bytes().to_vec()];
+            c.extend((0..n).flat_map(item).map(String::into_bytes));
+            cmds.push(c);
+        };
+        many("RPUSH", "l:big", 40, &|i| {
+            vec![if i % 7 == 0 { long.clone() } else { format!("e{i}") }]
+        });
+        many("SADD", "set:big", 30, &|i| vec![format!("m{i}")]);
+        many("HSET", "h:big", 30, &|i| vec![format!("f{i}"), format!("v{i}")]);
+        many("HSET", "h:long", 1, &|_| vec!["f".into(), long.clone()]);
+        many("ZADD", "z:big", 30, &|i| {
+            vec![format!("{}", i as f64 / 3.0), format!("m{i}")]
+        });
+        for i in 1..=40u64 {
+            let fields = match i % 3 {
+                0 => format!("other {i} x {long}"),
+                _ => format!("a {i} b bee c {}", i * 1000),
+            };
+            cmds.push(
+                format!("XADD x:big {}-{} {fields}", 1000 + i / 4, i % 4)
+                    .split(' ')
+                    .map(|a| a.as_bytes().to_vec())
+                    .collect(),
+            );
+        }
+        cmds
+    }
+
+    /// A string long enough to arrive in many reads.
+    fn big() -> Vec<u8> {
+        (0..8_000u32)
+            .flat_map(|i| format!("{:05}-", i % 977).into_bytes())
+            .collect()
+    }
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        let mut config = Config::default();
+        for (name, value) in SMALL_ENCODINGS.iter().chain(pairs) {
+            config.apply(name, &[value.to_string()]).unwrap();
+        }
+        config
+    }
+
+    /// The file coordis saves of [`workload`] under `pairs`.
+    fn coordis_file(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let dir = TempDir::new("socket-load");
+        let mut config = config(pairs);
+        config.dir = dir.text().to_string();
+        config.dbfilename = "dump.rdb".into();
+        let mut engine = LocalEngine::new(config, Arc::new(ManualClock::at_ms(1_700_000_000_000)));
+        for cmd in workload() {
+            let args: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
+            let reply = engine.command(&args);
+            assert!(!reply.starts_with(b"-"), "{}", String::from_utf8_lossy(&reply));
+        }
+        assert_eq!(engine.command(&[b"SAVE"]), b"+OK\r\n");
+        std::fs::read(dir.dump()).unwrap()
+    }
+
+    /// The file redis-server saves of [`workload`] under `pairs`, when it
+    /// is installed.
+    fn redis_file(pairs: &[(&str, &str)]) -> Option<Vec<u8>> {
+        let dir = TempDir::new("socket-load-redis");
+        let mut args = vec!["--dir".to_string(), dir.text().to_string()];
+        for (name, value) in SMALL_ENCODINGS.iter().chain(pairs) {
+            args.extend([format!("--{name}"), value.to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let redis = RedisServer::start(&args).unwrap()?;
+        let mut c = RawClient::connect(redis.addr()).unwrap();
+        for cmd in workload() {
+            let args: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
+            let reply = c.command_bytes(&args).unwrap();
+            assert!(!reply.starts_with(b"-"), "{}", String::from_utf8_lossy(&reply));
+        }
+        assert_eq!(c.command(&["SAVE"]).unwrap(), b"+OK\r\n");
+        Some(std::fs::read(dir.dump()).unwrap())
+    }
+
+    /// What a load holds, comparable: each key with its deadline, hints,
+    /// type, encoding and digest (a stream also with its encoding, which
+    /// has the groups the digest leaves out).
+    fn summary(loaded: &Loaded) -> Vec<String> {
+        let mut out: Vec<String> = loaded
+            .keys
+            .iter()
+            .map(|(db, key, v, expire_at, hints)| {
+                let mut digest = crate::store::digest::Digest::default();
+                crate::store::digest::mix_value(&mut digest, v.as_value_ref(), *expire_at);
+                let mut stream = Out::new(false);
+                if let Value::Stream(_) = v {
+                    value::write(&mut stream, v.as_value_ref(), &Encodings::of(&Config::default())).unwrap();
+                }
+                format!(
+                    "{db} {} {expire_at} {hints:?} {} {} {} {:x}",
+                    String::from_utf8_lossy(key),
+                    v.type_name(),
+                    v.as_value_ref().encoding(),
+                    crate::store::digest::hex(&digest),
+                    crc64(0, &stream.buf)
+                )
+            })
+            .collect();
+        out.extend(loaded.functions.iter().map(|f| String::from_utf8_lossy(f).into_owned()));
+        out.push(format!(
+            "expired {} empty {} stream db {:?}",
+            loaded.expired, loaded.empty_skipped, loaded.repl_stream_db
+        ));
+        out
+    }
+
+    /// `bytes` fed to a [`SocketLoad`] cut at `cuts` (increasing, the
+    /// last one the length), `last` only with the final piece.
+    fn feed(bytes: &[u8], cuts: &[usize], config: &Config) -> Result<Loaded, Corrupt> {
+        let mut load = SocketLoad::new(config, 0);
+        let mut start = 0;
+        for &end in cuts {
+            load.feed(&bytes[start..end], end == bytes.len(), None)?;
+            start = end;
+        }
+        assert!(load.done(), "not done after the last piece");
+        assert!(load.trailing().is_empty());
+        Ok(load.finish())
+    }
+
+    /// Cuts every `size` bytes.
+    fn every(size: usize, len: usize) -> Vec<usize> {
+        (size..len).step_by(size).chain([len]).collect()
+    }
+
+    /// Cuts of random sizes, some empty, some large.
+    fn random_cuts(rng: &mut fastrand::Rng, len: usize) -> Vec<usize> {
+        let mut cuts = vec![];
+        let mut at = 0;
+        while at < len {
+            let most = [4, 64, 4096][rng.usize(0..3)];
+            at = (at + rng.usize(0..=most)).min(len);
+            cuts.push(at);
+        }
+        cuts
+    }
+
+    #[test]
+    fn a_file_fed_in_pieces_of_any_size_loads_as_the_whole_file() {
+        let mut files = vec![];
+        for compression in ["yes", "no"] {
+            for checksum in ["yes", "no"] {
+                let pairs = [("rdbcompression", compression), ("rdbchecksum", checksum)];
+                files.push((format!("coordis {pairs:?}"), coordis_file(&pairs), config(&pairs)));
+            }
+        }
+        // The access hints (IDLE, FREQ opcodes before a key).
+        for policy in ["allkeys-lru", "allkeys-lfu"] {
+            let pairs = [("maxmemory-policy", policy)];
+            files.push((format!("coordis {policy}"), coordis_file(&pairs), config(&pairs)));
+        }
+        for compression in ["yes", "no"] {
+            let pairs = [("rdbcompression", compression), ("maxmemory-policy", "allkeys-lfu")];
+            if let Some(file) = redis_file(&pairs) {
+                files.push((format!("redis {pairs:?}"), file, config(&pairs)));
+            }
+        }
+        let mut rng = fastrand::Rng::with_seed(42);
+        for (name, bytes, config) in &files {
+            let whole = summary(&read_dataset(bytes, config, 0, None).unwrap());
+            assert!(whole.len() > 25, "{name}: {whole:?}");
+            let check = |cuts: &[usize], how: &str| match feed(bytes, cuts, config) {
+                Ok(loaded) => assert_eq!(summary(&loaded), whole, "{name}, {how}"),
+                Err(e) => panic!("{name}, {how}: {e:?}"),
+            };
+            for size in 1..=300 {
+                check(&every(size, bytes.len()), &format!("pieces of {size} bytes"));
+            }
+            for _ in 0..100 {
+                let cuts = random_cuts(&mut rng, bytes.len());
+                check(&cuts, &format!("cut at {cuts:?}"));
+            }
+        }
+    }
+
+    #[test]
+    fn a_corrupt_file_fed_in_pieces_is_still_an_error() {
+        let pairs = [("rdbcompression", "yes"), ("rdbchecksum", "yes")];
+        let (bytes, config) = (coordis_file(&pairs), config(&pairs));
+        let mut bad_crc = bytes.clone();
+        *bad_crc.last_mut().unwrap() ^= 1;
+        // An unknown type byte where the first key's type is.
+        let first_key = bytes.windows(7).position(|w| w == b"\x06s:int8").unwrap() - 1;
+        let mut bad_type = bytes.clone();
+        bad_type[first_key] = 100;
+        for size in [1, 2, 7, 64, 300, bytes.len()] {
+            let cuts = every(size, bytes.len());
+            assert!(
+                matches!(feed(&bad_crc, &cuts, &config), Err(Corrupt::Checksum { .. })),
+                "{size}"
+            );
+            assert!(
+                matches!(feed(&bad_type, &cuts, &config), Err(Corrupt::Bad(_))),
+                "{size}"
+            );
+            // Cut short: the last piece ends inside an item.
+            let short = &bytes[..bytes.len() - 20];
+            let cuts = every(size, short.len());
+            assert_eq!(feed(short, &cuts, &config).err(), Some(Corrupt::ShortRead), "{size}");
+        }
+    }
+
+    #[test]
+    fn a_value_arriving_in_many_pieces_is_retried_a_bounded_number_of_times() {
+        let pairs = [("rdbcompression", "no")];
+        let (bytes, config) = (coordis_file(&pairs), config(&pairs));
+        let items = read_dataset(&bytes, &config, 0, None).unwrap().keys.len() + 10;
+        for size in [1, 7, 100, 1000] {
+            let mut load = SocketLoad::new(&config, 0);
+            for (i, piece) in bytes.chunks(size).enumerate() {
+                load.feed(piece, (i + 1) * size >= bytes.len(), None).unwrap();
+            }
+            assert!(load.done());
+            // A few retries per item (their sizes' logarithm, at most),
+            // where a parse per piece would be thousands.
+            let pieces = bytes.len().div_ceil(size);
+            assert!(
+                load.attempts <= 4 * items,
+                "{size}: {} parses for {pieces} pieces, {items} items",
+                load.attempts
+            );
+        }
+    }
+
+    #[test]
+    fn a_settled_load_has_parsed_every_complete_item() {
+        let pairs = [("rdbcompression", "no")];
+        let (bytes, config) = (coordis_file(&pairs), config(&pairs));
+        let mut ends = vec![];
+        let mut reader = Reader::open(&bytes, Encodings::of(&config), true).unwrap();
+        while reader.next_item().unwrap().is_some() {
+            ends.push(reader.pos());
+        }
+        for size in [1, 7, 100, 1000] {
+            let mut load = SocketLoad::new(&config, 0);
+            let mut fed = 0;
+            for piece in bytes.chunks(size) {
+                fed += piece.len();
+                load.feed(piece, fed == bytes.len(), None).unwrap();
+                // A primary that pauses after any piece.
+                load.settle(None).unwrap();
+                let complete = ends.iter().rev().find(|&&end| end <= fed).copied().unwrap_or(0);
+                assert!(load.parsed >= complete as u64, "{size}: {} < {complete}", load.parsed);
+            }
+            assert!(load.done());
         }
     }
 }

@@ -296,6 +296,22 @@ pub(crate) struct Reader<'a> {
     /// `rdbchecksum` on the loading side.
     verify: bool,
     done: bool,
+    /// The CRC-64 of the file's bytes before `bytes` (a reader resumed in
+    /// the middle of a transfer, [`Reader::resume`]): the checksum at EOF
+    /// covers them too.
+    crc_before: u64,
+}
+
+/// Where a [`Reader`] stopped between two items, to resume on the bytes
+/// that follow (a transfer parsed as it arrives).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReaderAt {
+    pub(crate) version: u16,
+    pub(crate) db: usize,
+    pub(crate) encodings: Encodings,
+    pub(crate) verify: bool,
+    /// The CRC-64 of every byte before the resumed reader's first.
+    pub(crate) crc: u64,
 }
 
 impl<'a> Reader<'a> {
@@ -321,12 +337,45 @@ impl<'a> Reader<'a> {
             encodings,
             verify,
             done: false,
+            crc_before: 0,
         })
+    }
+
+    /// A reader of the bytes that follow an item boundary `at` describes.
+    pub(crate) fn resume(bytes: &'a [u8], at: ReaderAt) -> Reader<'a> {
+        Reader {
+            bytes,
+            input: Input::new(bytes),
+            version: at.version,
+            db: at.db,
+            encodings: at.encodings,
+            verify: at.verify,
+            done: false,
+            crc_before: at.crc,
+        }
+    }
+
+    /// Where this reader stands (after the header, or after an item), for
+    /// [`Reader::resume`]: `crc` covers the bytes before this reader's.
+    pub(crate) fn at(&self, crc: u64) -> ReaderAt {
+        ReaderAt {
+            version: self.version,
+            db: self.db,
+            encodings: self.encodings,
+            verify: self.verify,
+            crc,
+        }
     }
 
     /// Bytes of the file read so far.
     pub(crate) fn pos(&self) -> usize {
         self.input.pos()
+    }
+
+    /// After [`Corrupt::ShortRead`]: where the read that failed started
+    /// and the length of input it needs ([`Input::short`]).
+    pub(crate) fn short(&self) -> (usize, usize) {
+        self.input.short()
     }
 
     /// The next item, or `None` after EOF (and the checksum's check).
@@ -360,7 +409,7 @@ impl<'a> Reader<'a> {
                         let at = self.input.pos();
                         let stored = self.input.u64_le()?;
                         if self.verify && stored != 0 {
-                            let computed = crc64(0, &self.bytes[..at]);
+                            let computed = crc64(self.crc_before, &self.bytes[..at]);
                             if computed != stored {
                                 return Err(Corrupt::Checksum {
                                     expected: computed,

@@ -197,7 +197,7 @@ pub(crate) fn write(out: &mut Out, value: ValueRef<'_>, enc: &Encodings) -> std:
 fn count(input: &mut Input<'_>) -> Result<usize> {
     let n = input.len_usize()?;
     if n > input.rest().len() {
-        return Err(Corrupt::ShortRead);
+        return Err(input.short_of(n));
     }
     Ok(n)
 }
