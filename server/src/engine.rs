@@ -872,6 +872,10 @@ impl Engine {
     /// False when it failed without FORCE: the server keeps running, as
     /// Redis's does, and a later signal tries again.
     pub(crate) fn prepare_shutdown(&mut self, mut flags: crate::config::ShutdownFlags) -> bool {
+        if self.state.shutdown_requested || self.state.shared.shutdown_nosave.load(Ordering::Acquire) {
+            // SHUTDOWN came first and decided the save: the signal adds nothing.
+            return true;
+        }
         if self.state.shared.loading.is_active() {
             flags.save = false;
             flags.nosave = true;
@@ -1205,8 +1209,8 @@ impl Engine {
         if !self.replica_current(generation) {
             return Ok(None);
         }
-        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
-        self.replica_flush();
+        // Renamed first, as Redis does: a rename that fails leaves the old
+        // dataset in place.
         let path = crate::persist::rdb::disk::path(&self.state.config);
         if let Err(e) = std::fs::rename(temp, &path) {
             let why = format!(
@@ -1216,6 +1220,8 @@ impl Engine {
             tracing::warn!("{why}");
             return Err(why);
         }
+        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+        self.replica_flush();
         tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
         let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         let now_secs = self.state.clock.now_ms() / 1000;

@@ -347,48 +347,62 @@ const SHUTDOWN_REPLICA_POLL: Duration = Duration::from_millis(10);
 pub(crate) async fn signal_shutdown(engine: &Mutex<Engine>, shared: &Shared, signal: crate::StopSignal) -> bool {
     // A busy script holds the engine the decision needs: as at any
     // shutdown, it may finish within the drain deadline, and is then
-    // stopped, even one that wrote. One stuck in a C call never frees the
-    // engine: the server stops without its final save rather than hang.
-    let stopped_script = shared.script.is_running() && {
+    // stopped, even one that wrote.
+    if shared.script.is_running() {
         let deadline = tokio::time::Instant::now() + DRAIN_DEADLINE;
         while shared.script.is_running() && tokio::time::Instant::now() + SCRIPT_STOP_GRACE < deadline {
             tokio::time::sleep(BUSY_POLL).await;
         }
-        let running = shared.script.is_running();
-        if running {
-            shared.script.stop_for_shutdown();
-            let stopped = tokio::time::Instant::now();
-            while shared.script.is_running() && stopped.elapsed() < SCRIPT_STOP_GRACE {
-                tokio::time::sleep(BUSY_POLL).await;
-            }
-        }
-        running
-    };
-    if shared.script.is_running() {
-        tracing::warn!("a script did not stop; shutting down without the final save");
-        return true;
     }
+    // From here any script is stopped at its next hook (one started while
+    // the decision waits for lagging replicas too), so the decision gets
+    // the engine; one stuck in a C call never frees it, and the server
+    // stops without its final save rather than hang.
+    shared.script.stop_for_shutdown();
     let go = signal_shutdown_decided(engine, shared, signal).await;
-    if !go && stopped_script {
-        // The server keeps serving: later scripts run again.
+    if !go {
+        // The server keeps serving: scripts run again.
         shared.script.resume_after_refused_shutdown();
     }
     go
 }
 
-/// [`signal_shutdown`] with the engine free of scripts.
+/// The engine for a signal's shutdown, once the script holding it (told
+/// to stop) has ended; `None` when it has not within [`SCRIPT_STOP_GRACE`].
+async fn engine_for_shutdown<'a>(engine: &'a Mutex<Engine>, shared: &Shared) -> Option<MutexGuard<'a, Engine>> {
+    let got = tokio::time::timeout(SCRIPT_STOP_GRACE, lock_engine(engine, &shared.script)).await;
+    if got.is_err() {
+        tracing::warn!("a script did not stop; shutting down without the final save");
+    }
+    got.ok()
+}
+
+/// [`signal_shutdown`]'s decision, scripts told to stop.
 async fn signal_shutdown_decided(engine: &Mutex<Engine>, shared: &Shared, signal: crate::StopSignal) -> bool {
-    let (flags, timeout) = lock_engine(engine, &shared.script).await.shutdown_settings(signal);
-    if !flags.now && timeout > 0 && lock_engine(engine, &shared.script).await.replicas_lagging(true) {
+    let Some(mut e) = engine_for_shutdown(engine, shared).await else {
+        return true;
+    };
+    let (flags, timeout) = e.shutdown_settings(signal);
+    let lagging = !flags.now && timeout > 0 && e.replicas_lagging(true);
+    drop(e);
+    if lagging {
         tracing::info!("Waiting for replicas before shutting down.");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
-        while tokio::time::Instant::now() < deadline
-            && lock_engine(engine, &shared.script).await.replicas_lagging(false)
-        {
+        while tokio::time::Instant::now() < deadline {
+            let Some(mut e) = engine_for_shutdown(engine, shared).await else {
+                return true;
+            };
+            if !e.replicas_lagging(false) {
+                break;
+            }
+            drop(e);
             tokio::time::sleep(SHUTDOWN_REPLICA_POLL).await;
         }
     }
-    lock_engine(engine, &shared.script).await.prepare_shutdown(flags)
+    match engine_for_shutdown(engine, shared).await {
+        Some(mut e) => e.prepare_shutdown(flags),
+        None => true,
+    }
 }
 
 /// Active expiry: every 1000/hz ms a slow cycle removes due keys in

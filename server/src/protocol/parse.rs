@@ -78,7 +78,7 @@ impl RequestParser {
     /// and close.
     pub fn next(&mut self, buf: &mut BytesMut, limits: &ProtocolLimits) -> Result<Option<Vec<Bytes>>, String> {
         let mut args = Vec::new();
-        if self.remaining == 0 && !limits.pre_auth && complete_request(buf, limits.max_bulk_len, &mut args) {
+        if self.remaining == 0 && !limits.pre_auth && complete_request(buf, limits, &mut args) {
             return Ok(Some(args));
         }
         self.next_in_steps(buf, limits)
@@ -99,7 +99,7 @@ impl RequestParser {
         }
         if self.remaining == 0 && !limits.pre_auth {
             let mut args = requests.spare.pop().unwrap_or_default();
-            if complete_request(buf, limits.max_bulk_len, &mut args) {
+            if complete_request(buf, limits, &mut args) {
                 requests.queue.push_back(args);
                 return Ok(true);
             }
@@ -228,9 +228,9 @@ const WHOLE_MAX_ARGS: usize = 16;
 /// so the two agree on every input (a test feeds both the same bytes).
 /// `false` leaves `buf` and `args` untouched.
 #[inline]
-fn complete_request(buf: &mut BytesMut, max_bulk_len: usize, args: &mut Vec<Bytes>) -> bool {
+fn complete_request(buf: &mut BytesMut, limits: &ProtocolLimits, args: &mut Vec<Bytes>) -> bool {
     let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
-    let Some((n, len)) = whole_request_spans(buf, max_bulk_len, &mut spans) else {
+    let Some((n, len)) = whole_request_spans(buf, limits, &mut spans) else {
         return false;
     };
     let request = buf.split_to(len).freeze();
@@ -243,14 +243,14 @@ fn complete_request(buf: &mut BytesMut, max_bulk_len: usize, args: &mut Vec<Byte
 #[inline]
 fn whole_request_spans(
     data: &[u8],
-    max_bulk_len: usize,
+    limits: &ProtocolLimits,
     spans: &mut [(usize, usize); WHOLE_MAX_ARGS],
 ) -> Option<(usize, usize)> {
     if data.first() != Some(&b'*') {
         return None;
     }
     let (n, mut pos) = header_value(data, 1)?;
-    if n == 0 || n > WHOLE_MAX_ARGS {
+    if n == 0 || n > WHOLE_MAX_ARGS || n > limits.max_multibulk_len {
         return None;
     }
     for span in &mut spans[..n] {
@@ -258,7 +258,7 @@ fn whole_request_spans(
             return None;
         }
         let (len, start) = header_value(data, pos + 1)?;
-        if len > max_bulk_len {
+        if len > limits.max_bulk_len {
             return None;
         }
         // As in steps: the two bytes after the payload are skipped unread.
@@ -273,7 +273,7 @@ fn whole_request_spans(
 }
 
 /// Argument vectors [`Requests`] keeps for reuse, at most.
-const SPARE_VECTORS: usize = 64;
+const SPARE_VECTORS: usize = 16;
 
 /// The capacity above which a run request's argument vector is freed
 /// rather than kept (an MSET of thousands of keys is not the common case).
@@ -592,6 +592,7 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(7);
         let limits = ProtocolLimits {
             max_bulk_len: 64,
+            max_multibulk_len: 12,
             ..ProtocolLimits::default()
         };
         for round in 0..20_000 {
