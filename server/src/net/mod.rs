@@ -379,30 +379,31 @@ async fn engine_for_shutdown<'a>(engine: &'a Mutex<Engine>, shared: &Shared) -> 
 
 /// [`signal_shutdown`]'s decision, scripts told to stop.
 async fn signal_shutdown_decided(engine: &Mutex<Engine>, shared: &Shared, signal: crate::StopSignal) -> bool {
-    let Some(mut e) = engine_for_shutdown(engine, shared).await else {
+    let settings = engine_for_shutdown(engine, shared).await.map(|mut e| {
+        let (flags, timeout) = e.shutdown_settings(signal);
+        (flags, timeout, !flags.now && timeout > 0 && e.replicas_lagging(true))
+    });
+    let Some((flags, timeout, lagging)) = settings else {
         return true;
     };
-    let (flags, timeout) = e.shutdown_settings(signal);
-    let lagging = !flags.now && timeout > 0 && e.replicas_lagging(true);
-    drop(e);
     if lagging {
         tracing::info!("Waiting for replicas before shutting down.");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
         while tokio::time::Instant::now() < deadline {
-            let Some(mut e) = engine_for_shutdown(engine, shared).await else {
-                return true;
-            };
-            if !e.replicas_lagging(false) {
-                break;
+            match engine_for_shutdown(engine, shared)
+                .await
+                .map(|mut e| e.replicas_lagging(false))
+            {
+                Some(true) => {}
+                Some(false) => break,
+                None => return true,
             }
-            drop(e);
             tokio::time::sleep(SHUTDOWN_REPLICA_POLL).await;
         }
     }
-    match engine_for_shutdown(engine, shared).await {
-        Some(mut e) => e.prepare_shutdown(flags),
-        None => true,
-    }
+    engine_for_shutdown(engine, shared)
+        .await
+        .is_none_or(|mut e| e.prepare_shutdown(flags))
 }
 
 /// Active expiry: every 1000/hz ms a slow cycle removes due keys in
