@@ -484,7 +484,7 @@ fn the_stock_config_files_load() {
         let (port, log, replies) = start_on_stock_file(conf, tag);
         assert_ne!(port, 0);
         let ignored: Vec<&str> = log.lines().filter(|l| l.contains("has no effect in coordis")).collect();
-        assert!(ignored.iter().any(|l| l.contains("'repl-diskless-load'")), "{log}");
+        assert!(ignored.iter().any(|l| l.contains("'daemonize'")), "{log}");
         let mut once = ignored.clone();
         once.sort();
         once.dedup();
