@@ -22,7 +22,7 @@ use crate::notify;
 use crate::protocol::Reply;
 use crate::store::hll::{self, Encoding};
 use crate::store::item::INLINE_MAX;
-use crate::store::Value;
+use crate::store::{StrEncoding, Value};
 use crate::tri;
 
 macro_rules! spec {
@@ -61,6 +61,12 @@ fn read(ctx: &mut Ctx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
 /// `lookupKeyWrite`).
 fn read_for_write(ctx: &mut Ctx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
     checked(ctx.get_str_for_write(key)?)
+}
+
+/// An HLL a PF command has touched is a `raw` string from then on, as
+/// Redis makes it its own (`dbUnshareStringValue`) whatever it was.
+fn unshare(ctx: &mut Ctx, key: &[u8]) {
+    ctx.db().set_str_encoding(key, StrEncoding::Raw);
 }
 
 /// Runs `change` on the bytes of the existing string at `key`; when it
@@ -130,6 +136,7 @@ fn pfadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx.db().insert(key, Value::Str(Bytes::from(s)), 0);
         out
     };
+    unshare(ctx, key);
     if corrupt {
         return err(errors::HLL_CORRUPT);
     }
@@ -159,6 +166,7 @@ fn pfcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let Some(s) = tri!(read(ctx, key)) else {
         return Reply::Int(0);
     };
+    unshare(ctx, key);
     if let Some(card) = hll::cached(&s) {
         return Reply::Int(card as i64);
     }
@@ -206,6 +214,7 @@ fn pfmerge(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         write(&mut s);
         ctx.db().insert(key, Value::Str(Bytes::from(s)), 0);
     }
+    unshare(ctx, key);
     ctx.dirty(1);
     // Redis names a merge a `pfadd`: a mass add of elements.
     ctx.notify(notify::STRING, "pfadd", key);
@@ -231,6 +240,7 @@ fn pfdebug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::PFDEBUG_NO_KEY);
     };
     let s = tri!(checked(Some(s))).expect("checked keeps a found string");
+    unshare(ctx, key);
     if is(sub, "getreg") {
         let converted = tri!(store_dense(ctx, key, &s));
         let dense = if converted {

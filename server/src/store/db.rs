@@ -803,6 +803,20 @@ impl Db {
         self.get(key).map(Item::access)
     }
 
+    /// How `key`'s string is encoded beyond its content (the default for
+    /// a missing key or another type).
+    pub(crate) fn str_encoding(&self, key: &[u8]) -> super::StrEncoding {
+        self.peek(key).map(Item::str_encoding).unwrap_or_default()
+    }
+
+    /// Marks `key`'s string as `encoding` says (after the write that made it).
+    pub(crate) fn set_str_encoding(&mut self, key: &[u8], encoding: super::StrEncoding) {
+        let hash = self.hash(key);
+        if let Some(item) = self.map.find_mut(hash, |i| i.key() == key) {
+            item.set_str_encoding(encoding);
+        }
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
         self.clear_with(false);
