@@ -1321,7 +1321,7 @@ fn random_encoding_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
     }
     // Back to the defaults for whatever runs next on these servers.
     for (name, value) in [
-        ("hash-max-listpack-entries", "128"),
+        ("hash-max-listpack-entries", "512"),
         ("hash-max-listpack-value", "64"),
         ("set-max-intset-entries", "512"),
         ("zset-max-listpack-entries", "128"),
