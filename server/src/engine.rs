@@ -723,6 +723,12 @@ impl Engine {
         crate::net::client_mem::cron(&mut self.state, now);
     }
 
+    /// The tracking table's limit on the periodic tick ([`crate::tracking::cron`]).
+    pub(crate) fn tracking_cron(&mut self) {
+        let now = self.state.clock.now_ms();
+        crate::tracking::cron(&mut self.dbs, &mut self.state, now);
+    }
+
     /// A connection's query buffer grew without a complete request: client
     /// eviction looks at every client (Redis's check after a read).
     pub(crate) fn evict_clients(&mut self) {
@@ -1638,6 +1644,8 @@ impl Batch<'_> {
     #[inline]
     fn execute(&mut self, client: &mut ClientState, args: &[Bytes], out: &mut BytesMut) {
         let now = self.now;
+        // Messages that came before this command go before its reply.
+        take_messages(client, out);
         let reply = {
             let mut ctx = Ctx {
                 dbs: self.dbs,
@@ -1670,8 +1678,12 @@ impl Batch<'_> {
         // `CLIENT_PUSHING` passes the silencing flags whatever the protocol).
         let silent = client.reply_off || client.reply_skip;
         client.reply_skip = std::mem::take(&mut client.reply_skip_next);
-        // Invalidations of keys evicted before the command come first.
+        // Invalidations of keys evicted before the command come first,
+        // then what was published to the client while it ran (its own
+        // PUBLISH to a channel it listens to): Redis writes a message into
+        // the client's buffer as it is sent, ahead of the reply.
         crate::tracking::flush_before_reply(self.state, client, now, out);
+        take_messages(client, out);
         if !silent {
             reply.encode(out, client.resp3);
         } else {
@@ -1680,6 +1692,21 @@ impl Batch<'_> {
         // Invalidations of keys this client changed follow its reply.
         crate::tracking::flush_pending(self.state, client, now, out);
     }
+}
+
+/// Moves the messages waiting in `client`'s outbox into the batch's
+/// replies, in order.
+fn take_messages(client: &ClientState, out: &mut BytesMut) {
+    if !client.outbox.has_messages() {
+        return;
+    }
+    let messages = client.outbox.take();
+    let mut n = 0;
+    for message in &messages {
+        out.extend_from_slice(message);
+        n += message.len();
+    }
+    client.outbox.written(messages.len(), n);
 }
 
 #[cfg(test)]

@@ -1075,7 +1075,15 @@ pub mod conformance {
                 );
             if expected[i] != actual[i] && !close {
                 let cmd: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-                let before = if i > 0 { show(&expected[i - 1]) } else { String::new() };
+                let before = if i > 0 {
+                    let prev: Vec<String> = scenario.commands[i - 1]
+                        .iter()
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect();
+                    format!("{} -> {}", prev.join(" "), show(&expected[i - 1]))
+                } else {
+                    String::new()
+                };
                 mismatches.push(format!(
                     "[{} RESP{}] {}\n    redis:   {}\n    coordis: {}\n    (previous reply: {})",
                     scenario.name,

@@ -347,8 +347,7 @@ fn send_pending(server: &mut ServerState, current: &mut ClientState, now: u64, o
 /// client's read-only command read are remembered (not for a row whose
 /// inner commands do the reading, EVAL_RO and FCALL_RO, nor for shard
 /// channels, which are keys only for routing); after a client's top-level
-/// command, CLIENT CACHING's one-command window closes and the table is
-/// brought under `tracking-table-max-keys`. A read-only command of a
+/// command, CLIENT CACHING's one-command window closes. A read-only command of a
 /// script remembers the keys the script declares, as Redis's (a script
 /// that reads nothing makes its caller remember nothing).
 pub(crate) fn after_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, args: &[Bytes]) {
@@ -383,7 +382,6 @@ pub(crate) fn after_call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSp
                 t.caching = false;
             }
         }
-        limit(server, ctx.client, ctx.now);
     }
     sync_logging(ctx.dbs, &server.tracking);
 }
@@ -418,8 +416,16 @@ fn remember(server: &mut ServerState, client: &ClientState, spec: &CommandSpec, 
 
 /// Brings the table under `tracking-table-max-keys` by invalidating keys
 /// (Redis's `trackingLimitUsedSlots`: an effort that grows while it fails).
-fn limit(server: &mut ServerState, current: &mut ClientState, now: u64) {
+/// Nothing is done while no client tracks, as in Redis: the keys of
+/// clients that turned tracking off stay until someone tracks again.
+/// `in_call`: `current`'s command is being admitted, so its own messages
+/// are queued (and a NOLOOP `current` is spared, as Redis spares its
+/// `current_client`).
+fn limit(server: &mut ServerState, current: &mut ClientState, now: u64, in_call: bool) {
     let max = server.config.tracking_table_max_keys as usize;
+    if server.tracking.clients == 0 {
+        return;
+    }
     if max == 0 || server.tracking.table.len() <= max {
         server.tracking.over_limit_calls = 0;
         return;
@@ -430,13 +436,39 @@ fn limit(server: &mut ServerState, current: &mut ClientState, now: u64) {
         let Some(key) = server.tracking.table.keys().next().cloned() else {
             break;
         };
-        invalidate_key(server, current, &key, LIMIT_WRITER, now, true);
+        invalidate_key(server, current, &key, LIMIT_WRITER, now, in_call);
         if server.tracking.table.len() <= max {
             server.tracking.over_limit_calls = 0;
             return;
         }
     }
     server.tracking.over_limit_calls += 1;
+}
+
+/// Admission's step after the OOM check (Redis's `processCommand`): the
+/// table is brought under its limit before the command runs, and the
+/// running client's invalidations go ahead of its reply
+/// ([`flush_before_reply`]).
+pub(crate) fn limit_at_admission(ctx: &mut Ctx) {
+    let server = &mut *ctx.server;
+    if server.tracking.clients == 0 {
+        return;
+    }
+    limit(server, ctx.client, ctx.now, true);
+    let early = std::mem::take(&mut server.tracking.pending);
+    server.tracking.before_reply.extend(early);
+    sync_logging(ctx.dbs, &server.tracking);
+}
+
+/// The server's periodic tick (Redis's `serverCron`): the table is brought
+/// under its limit even when no command comes (CONFIG SET lowered it).
+pub(crate) fn cron(dbs: &mut [Db], server: &mut ServerState, now: u64) {
+    if server.tracking.clients == 0 {
+        return;
+    }
+    let mut placeholder = internal_client(now);
+    limit(server, &mut placeholder, now, false);
+    sync_logging(dbs, &server.tracking);
 }
 
 /// After admission's eviction (Redis's `performEvictions`, before the
@@ -569,12 +601,14 @@ pub(crate) fn flushed(ctx: &mut Ctx) {
         if ctx.client.tracking.is_some() {
             server.tracking.pending.push(None);
         }
-        let ids: Vec<(u64, bool)> = server
+        let mut ids: Vec<(u64, bool)> = server
             .clients
             .values()
             .filter(|c| c.tracking.is_some())
             .map(|c| (c.id, c.resp3))
             .collect();
+        // In Redis's order: its list of clients, oldest first.
+        ids.sort_unstable();
         for (id, resp3) in ids {
             if id != ctx.client.id {
                 send(server, ctx.client, id, &Payload::Null { resp3 }, ctx.now, &mut None);

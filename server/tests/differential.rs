@@ -1106,6 +1106,235 @@ fn random_hll_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
         .collect()
 }
 
+/// Random writes that move values across their encodings' thresholds
+/// (fixed seeds; `COORDIS_ENCODING_SEED=n` replays seed n alone), each
+/// followed by OBJECT ENCODING of the key it wrote: strings between int,
+/// embstr and raw (shared integers, 20-digit numbers, the 44-byte embstr
+/// limit, APPEND, SETRANGE, INCRBYFLOAT), hashes and sorted sets between
+/// listpack and hashtable/skiplist by entries and by value length, sets
+/// between intset and hashtable, lists, results of the *STORE commands,
+/// COPY and RENAME, with the `*-max-*` directives set small by CONFIG SET
+/// and changed on the way.
+#[test]
+fn random_encoding_changes_match_redis() {
+    let seeds: Vec<u64> = match std::env::var("COORDIS_ENCODING_SEED") {
+        Ok(s) => vec![s.parse().expect("COORDIS_ENCODING_SEED is a number")],
+        Err(_) => (1..=12).collect(),
+    };
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    let mut commands = 0;
+    let mut mismatches = vec![];
+    for seed in seeds {
+        let scenario = Scenario {
+            name: format!("random encodings seed {seed} (COORDIS_ENCODING_SEED={seed})"),
+            commands: random_encoding_commands(seed, 400),
+        };
+        commands += compare(
+            redis.addr(),
+            coordis.addr(),
+            &scenario,
+            seed.is_multiple_of(2),
+            &mut mismatches,
+        );
+    }
+    report("random encoding differential", commands, &mismatches);
+}
+
+fn random_encoding_commands(seed: u64, n: usize) -> Vec<Vec<Vec<u8>>> {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xe1c0);
+    let small = |rng: &mut fastrand::Rng| ["1", "2", "3", "4", "8"][rng.usize(..5)].to_string();
+    let config = |rng: &mut fastrand::Rng| -> Vec<String> {
+        let (name, value) = match rng.u32(0..7) {
+            0 => ("hash-max-listpack-entries", small(rng)),
+            1 => (
+                "hash-max-listpack-value",
+                ["4", "8", "16", "64"][rng.usize(..4)].to_string(),
+            ),
+            2 => ("set-max-intset-entries", small(rng)),
+            3 => ("zset-max-listpack-entries", small(rng)),
+            4 => (
+                "zset-max-listpack-value",
+                ["4", "8", "16", "64"][rng.usize(..4)].to_string(),
+            ),
+            5 => (
+                "list-max-listpack-size",
+                ["2", "4", "-1", "-2"][rng.usize(..4)].to_string(),
+            ),
+            _ => ("hash-max-ziplist-entries", small(rng)),
+        };
+        vec!["CONFIG".into(), "SET".into(), name.into(), value]
+    };
+    // Strings of every length class: small and shared integers, integers
+    // that are not canonical, and lengths around embstr's 44 bytes.
+    let text = |rng: &mut fastrand::Rng| -> String {
+        match rng.u32(0..12) {
+            0 => rng.i64(-20..10020).to_string(),
+            1 => rng.i64(..).to_string(),
+            2 => "12345678901234567890".into(),
+            3 => ["007", "-0", "+5", " 5", "1e3", "0x10", ""][rng.usize(..7)].into(),
+            4 => "x".repeat(44),
+            5 => "y".repeat(45),
+            6 => "z".repeat(rng.usize(39..50)),
+            _ => format!("v{}", "w".repeat(rng.usize(0..20))),
+        }
+    };
+    let member = |rng: &mut fastrand::Rng| -> String {
+        match rng.u32(0..6) {
+            0..=2 => rng.i32(-5..20).to_string(),
+            3 => "m".repeat(rng.usize(1..20)),
+            4 => format!("m{}", rng.u32(0..8)),
+            _ => rng.i64(..).to_string(),
+        }
+    };
+    let mut out: Vec<Vec<String>> = (0..7).map(|_| config(&mut rng)).collect();
+    for _ in 0..n {
+        let pick = |rng: &mut fastrand::Rng, list: &[&str]| list[rng.usize(..list.len())].to_string();
+        let (key, cmd): (String, Vec<String>) = match rng.u32(0..40) {
+            0..=7 => {
+                let k = pick(&mut rng, &["s1", "s2"]);
+                let cmd = match rng.u32(0..11) {
+                    0..=3 => vec!["SET".into(), k.clone(), text(&mut rng)],
+                    4 => vec!["APPEND".into(), k.clone(), pick(&mut rng, &["1", "x", ""])],
+                    5 => vec!["SETRANGE".into(), k.clone(), rng.u32(0..50).to_string(), "ab".into()],
+                    6 => vec![pick(&mut rng, &["INCR", "DECR"]), k.clone()],
+                    7 => vec!["INCRBY".into(), k.clone(), rng.i64(-100_000..100_000).to_string()],
+                    8 => vec![
+                        "INCRBYFLOAT".into(),
+                        k.clone(),
+                        pick(&mut rng, &["1.5", "2", "-0.5", "1e2"]),
+                    ],
+                    9 => vec!["GETSET".into(), k.clone(), text(&mut rng)],
+                    _ => vec!["SETBIT".into(), k.clone(), rng.u32(0..100).to_string(), "1".into()],
+                };
+                (k, cmd)
+            }
+            8..=14 => {
+                let k = pick(&mut rng, &["h1", "h2"]);
+                let field = |rng: &mut fastrand::Rng| format!("f{}", "g".repeat(rng.usize(0..12)));
+                let cmd = match rng.u32(0..6) {
+                    0..=2 => {
+                        let mut c = vec!["HSET".into(), k.clone()];
+                        for _ in 0..rng.usize(1..4) {
+                            c.push(field(&mut rng));
+                            c.push(text(&mut rng));
+                        }
+                        c
+                    }
+                    3 => vec!["HDEL".into(), k.clone(), field(&mut rng)],
+                    4 => vec!["HINCRBY".into(), k.clone(), field(&mut rng), "1".into()],
+                    _ => vec!["HSETNX".into(), k.clone(), field(&mut rng), text(&mut rng)],
+                };
+                (k, cmd)
+            }
+            15..=21 => {
+                let k = pick(&mut rng, &["t1", "t2"]);
+                let cmd = match rng.u32(0..6) {
+                    0..=2 => {
+                        let mut c = vec!["SADD".into(), k.clone()];
+                        c.extend((0..rng.usize(1..4)).map(|_| member(&mut rng)));
+                        c
+                    }
+                    3 => vec!["SREM".into(), k.clone(), member(&mut rng)],
+                    4 => vec![
+                        "SMOVE".into(),
+                        pick(&mut rng, &["t1", "t2"]),
+                        k.clone(),
+                        member(&mut rng),
+                    ],
+                    _ => vec![
+                        pick(&mut rng, &["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]),
+                        k.clone(),
+                        "t1".into(),
+                        "t2".into(),
+                    ],
+                };
+                (k, cmd)
+            }
+            22..=30 => {
+                let k = pick(&mut rng, &["z1", "z2"]);
+                let cmd = match rng.u32(0..7) {
+                    0..=2 => {
+                        let mut c = vec!["ZADD".into(), k.clone()];
+                        for _ in 0..rng.usize(1..4) {
+                            c.push(rng.i32(-3..10).to_string());
+                            c.push(member(&mut rng));
+                        }
+                        c
+                    }
+                    3 => vec!["ZREM".into(), k.clone(), member(&mut rng)],
+                    4 => vec!["ZINCRBY".into(), k.clone(), "1".into(), member(&mut rng)],
+                    5 => vec![
+                        pick(&mut rng, &["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]),
+                        k.clone(),
+                        "2".into(),
+                        "z1".into(),
+                        "z2".into(),
+                    ],
+                    _ => vec![
+                        "ZRANGESTORE".into(),
+                        k.clone(),
+                        pick(&mut rng, &["z1", "z2"]),
+                        "0".into(),
+                        rng.i32(-1..6).to_string(),
+                    ],
+                };
+                (k, cmd)
+            }
+            31..=33 => {
+                let k = "l1".to_string();
+                let cmd = match rng.u32(0..4) {
+                    0 | 1 => {
+                        let mut c = vec![pick(&mut rng, &["RPUSH", "LPUSH"]), k.clone()];
+                        c.extend((0..rng.usize(1..6)).map(|_| text(&mut rng)));
+                        c
+                    }
+                    2 => vec!["LPOP".into(), k.clone(), rng.u32(1..4).to_string()],
+                    _ => vec!["SORT".into(), pick(&mut rng, &["t1", "t2"]), "STORE".into(), k.clone()],
+                };
+                (k, cmd)
+            }
+            34 => {
+                let (src, dst) = [("h1", "h2"), ("t1", "t2"), ("z1", "z2"), ("s1", "s2")][rng.usize(..4)];
+                (
+                    dst.into(),
+                    vec!["COPY".into(), src.into(), dst.into(), "REPLACE".into()],
+                )
+            }
+            35 => {
+                let (src, dst) = [("h2", "h1"), ("t2", "t1"), ("z2", "z1"), ("s2", "s1")][rng.usize(..4)];
+                (dst.into(), vec!["RENAME".into(), src.into(), dst.into()])
+            }
+            36 => {
+                let k = pick(&mut rng, &["s1", "h1", "t1", "z1", "l1", "h2", "t2", "z2"]);
+                (k.clone(), vec!["DEL".into(), k])
+            }
+            _ => {
+                let k = pick(&mut rng, &["s1", "h1", "t1", "z1", "l1"]);
+                (k, config(&mut rng))
+            }
+        };
+        out.push(cmd);
+        out.push(vec!["OBJECT".into(), "ENCODING".into(), key]);
+    }
+    // Back to the defaults for whatever runs next on these servers.
+    for (name, value) in [
+        ("hash-max-listpack-entries", "512"),
+        ("hash-max-listpack-value", "64"),
+        ("set-max-intset-entries", "512"),
+        ("zset-max-listpack-entries", "128"),
+        ("zset-max-listpack-value", "64"),
+        ("list-max-listpack-size", "-2"),
+    ] {
+        out.push(vec!["CONFIG".into(), "SET".into(), name.into(), value.into()]);
+    }
+    out.into_iter()
+        .map(|c| c.into_iter().map(String::into_bytes).collect())
+        .collect()
+}
+
 /// `\\xHH` escapes in a generated argument as their bytes.
 fn unescape(arg: &str) -> Vec<u8> {
     let mut out = vec![];

@@ -21,7 +21,7 @@ use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
-use crate::store::{num, Value};
+use crate::store::{num, StrEncoding, Value};
 use crate::tri;
 
 macro_rules! spec {
@@ -62,6 +62,7 @@ fn store(ctx: &mut Ctx, key: &[u8], bytes: Vec<u8>, existed: bool) {
     } else {
         ctx.db().insert(key, Value::Str(Bytes::from(bytes)), 0);
     }
+    ctx.db().set_str_encoding(key, StrEncoding::Raw);
 }
 
 fn get_bit(bytes: &[u8], offset: u64) -> u8 {
@@ -124,6 +125,8 @@ fn setbit(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mask = 1u8 << (7 - (offset & 7));
     let old = bytes[byte] & mask != 0;
     if !grown && old == on {
+        // Unchanged, yet Redis has made the string its own (`raw`).
+        ctx.db().set_str_encoding(key, StrEncoding::Raw);
         return Reply::Int(old as i64);
     }
     if on {
@@ -273,6 +276,7 @@ fn bitop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return Reply::Int(0);
     }
     ctx.db().insert(dst, Value::Str(Bytes::from(result)), 0);
+    ctx.db().set_str_encoding(dst, StrEncoding::Raw);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "set", dst);
     Reply::Int(len as i64)

@@ -145,7 +145,7 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             let word = item.access();
             let text = format!(
                 "Value at:0x{address:x} refcount:1 encoding:{} serializedlength:{serialized} lru:{word} lru_seconds_idle:{}",
-                item.value().encoding(),
+                item.encoding(),
                 crate::store::access::idle_ms(word, now) / 1000
             );
             Reply::Status(text.into())

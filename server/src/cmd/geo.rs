@@ -244,10 +244,11 @@ enum Sort {
     Desc,
 }
 
-/// A match: what the reply or the stored set needs of it.
+/// A match: what the reply or the stored set needs of it. The member is
+/// the set's own bytes: only the matches returned are copied out.
 #[derive(Clone, Debug)]
-struct Point {
-    member: Bytes,
+struct Point<'a> {
+    member: &'a [u8],
     lon: f64,
     lat: f64,
     /// Metres from the centre, until the reply converts it to the unit.
@@ -256,7 +257,7 @@ struct Point {
 }
 
 /// Redis's `sort_gp_asc`: by distance, equal when equal.
-fn by_distance(a: &Point, b: &Point) -> Ordering {
+fn by_distance(a: &Point<'_>, b: &Point<'_>) -> Ordering {
     if a.dist > b.dist {
         Ordering::Greater
     } else if a.dist == b.dist {
@@ -444,7 +445,7 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
         found.len().min(o.count)
     };
     if sort != Sort::None {
-        let cmp: fn(&Point, &Point) -> Ordering = match sort {
+        let cmp: fn(&Point<'_>, &Point<'_>) -> Ordering = match sort {
             Sort::Desc => |a, b| by_distance(b, a),
             _ => by_distance,
         };
@@ -467,9 +468,10 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
         let stored = ZSet::from_items(
             found
                 .iter()
-                .map(|p| (p.member.as_ref(), if o.storedist { p.dist } else { p.score })),
+                .map(|p| (p.member, if o.storedist { p.dist } else { p.score })),
             limits,
         );
+        drop(found);
         ctx.db().insert(dst, Value::ZSet(Box::new(stored)), 0);
         let event = if how.is_search() {
             "geosearchstore"
@@ -486,11 +488,12 @@ fn search(ctx: &mut Ctx, args: &[Bytes], src: usize, how: Search) -> Reply {
 }
 
 /// One result: the member alone, or `[member, dist?, hash?, [lon, lat]?]`.
-fn point_reply(p: Point, o: &Options) -> Reply {
+fn point_reply(p: Point<'_>, o: &Options) -> Reply {
+    let member = Reply::Bulk(Bytes::copy_from_slice(p.member));
     if !(o.withdist || o.withhash || o.withcoord) {
-        return Reply::Bulk(p.member);
+        return member;
     }
-    let mut item = vec![Reply::Bulk(p.member)];
+    let mut item = vec![member];
     if o.withdist {
         item.push(distance_reply(p.dist));
     }
@@ -505,8 +508,9 @@ fn point_reply(p: Point, o: &Options) -> Reply {
 
 /// The members inside `shape`, cell by cell in Redis's order (Redis's
 /// `membersOfAllNeighbors`), stopping at `limit` matches (0: none; ANY).
-fn members_in_cells(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Point> {
+fn members_in_cells<'a>(z: &'a ZSet, shape: &Shape, limit: usize) -> Vec<Point<'a>> {
     let cells = shape.cells();
+    let centre = geohash::Origin::new(shape.lon, shape.lat);
     let mut found = vec![];
     // As in Redis, the centre (index 0) is never compared with: a
     // neighbour equal to the last cell searched is skipped only once a
@@ -522,7 +526,7 @@ fn members_in_cells(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Point> {
         if limit != 0 && found.len() >= limit {
             break;
         }
-        members_in_range(z, min, max, shape, &mut found, limit);
+        members_in_range(z, min, max, shape, &centre, &mut found, limit);
         last = i;
     }
     found
@@ -530,7 +534,15 @@ fn members_in_cells(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Point> {
 
 /// The members with scores in `[min, max)` inside `shape`, appended to
 /// `found` (Redis's `geoGetPointsInRange`).
-fn members_in_range(z: &ZSet, min: f64, max: f64, shape: &Shape, found: &mut Vec<Point>, limit: usize) {
+fn members_in_range<'a>(
+    z: &'a ZSet,
+    min: f64,
+    max: f64,
+    shape: &Shape,
+    centre: &geohash::Origin,
+    found: &mut Vec<Point<'a>>,
+    limit: usize,
+) {
     let range = ScoreRange {
         min,
         max,
@@ -543,9 +555,9 @@ fn members_in_range(z: &ZSet, min: f64, max: f64, shape: &Shape, found: &mut Vec
         if !range.lte_max(score) {
             break;
         }
-        if let Some(([lon, lat], dist)) = shape.contains(score) {
+        if let Some(([lon, lat], dist)) = shape.contains(centre, score) {
             found.push(Point {
-                member: Bytes::copy_from_slice(member),
+                member,
                 lon,
                 lat,
                 dist,

@@ -21,8 +21,7 @@ use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::store::hll::{self, Encoding};
-use crate::store::item::INLINE_MAX;
-use crate::store::Value;
+use crate::store::{StrEncoding, Value};
 use crate::tri;
 
 macro_rules! spec {
@@ -57,51 +56,42 @@ fn read(ctx: &mut Ctx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
     checked(ctx.get_str(key)?)
 }
 
-/// The HLL at `key` for a command that writes it (nothing counted, as
-/// `lookupKeyWrite`).
-fn read_for_write(ctx: &mut Ctx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
-    checked(ctx.get_str_for_write(key)?)
+/// Runs `change` on the bytes of the HLL at `key` in its slot (one
+/// lookup, and no copy of a long string), which is a `raw` string from
+/// then on, as Redis makes it its own (`dbUnshareStringValue`) whatever
+/// happens. When `change` says it changed them, the key counts as
+/// modified. `Ok(None)`: no such key; WRONGTYPE and not-an-HLL change
+/// nothing. Nothing is counted as a keyspace hit or miss (`lookupKeyWrite`).
+fn edit<R>(ctx: &mut Ctx, key: &[u8], change: impl FnOnce(&mut Vec<u8>) -> (R, bool)) -> Result<Option<R>, Reply> {
+    let now = ctx.now;
+    let edited = ctx.db().edit_str(key, now, |s, encoding| {
+        if !hll::is_hll(s) {
+            return (None, false);
+        }
+        *encoding = StrEncoding::Raw;
+        let (out, changed) = change(s);
+        (Some(out), changed)
+    });
+    match edited {
+        None => Ok(None),
+        Some(Err(())) => Err(err(errors::WRONGTYPE)),
+        Some(Ok(None)) => Err(err(errors::NOT_HLL)),
+        Some(Ok(Some(out))) => Ok(Some(out)),
+    }
 }
 
-/// Runs `change` on the bytes of the existing string at `key`; when it
-/// says it changed them, they are stored (keeping the TTL) and the key
-/// counts as modified for WATCH. A long string is changed in place when
-/// nothing else holds its bytes (PFADD to a dense HLL copies nothing).
+/// [`edit`] of a key the command has found holding an HLL.
 fn modify<R>(ctx: &mut Ctx, key: &[u8], change: impl FnOnce(&mut Vec<u8>) -> (R, bool)) -> R {
-    let now = ctx.now;
-    let db = ctx.db();
-    if let Some(slot) = db.long_str_mut(key) {
-        let mut bytes: Vec<u8> = std::mem::take(slot).into();
-        let (out, changed) = change(&mut bytes);
-        if bytes.len() > INLINE_MAX {
-            *slot = Bytes::from(bytes);
-            if changed {
-                db.touch(key);
-            }
-        } else {
-            // Shrunk to a short string: stored inline again.
-            db.replace_value(key, Value::Str(Bytes::from(bytes)));
-        }
-        return out;
+    match edit(ctx, key, change) {
+        Ok(Some(out)) => out,
+        _ => unreachable!("modify() of a key the command found holding an HLL"),
     }
-    let Some(Ok(current)) = db.lookup_str(key, now) else {
-        unreachable!("modify() of a key the command found holding a string");
-    };
-    let mut bytes = current.to_vec();
-    let (out, changed) = change(&mut bytes);
-    if changed && !db.overwrite_str(key, &bytes) {
-        db.replace_value(key, Value::Str(Bytes::from(bytes)));
-    }
-    out
 }
 
 /// PFADD key [element ...]: 1 when a register changed (or the key was
 /// created), else 0.
 fn pfadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let key = &args[1];
-    // Only whether it exists: a reference to its bytes kept here would make
-    // `modify` copy them.
-    let existed = tri!(read_for_write(ctx, key)).is_some();
     let sparse_max = ctx.server.config.hll_sparse_max_bytes;
     let elements = &args[2..];
     // Registers raised, and whether an element met a corrupt HLL (Redis
@@ -119,16 +109,19 @@ fn pfadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         (updated, false)
     };
-    let (updated, corrupt) = if existed {
-        modify(ctx, key, |s| {
-            let out = add_all(s, 0);
-            (out, out.0 > 0)
-        })
-    } else {
-        let mut s = hll::new_sparse();
-        let out = add_all(&mut s, 1);
-        ctx.db().insert(key, Value::Str(Bytes::from(s)), 0);
-        out
+    let edited = tri!(edit(ctx, key, |s| {
+        let out = add_all(s, 0);
+        (out, out.0 > 0)
+    }));
+    let (updated, corrupt) = match edited {
+        Some(out) => out,
+        None => {
+            let mut s = hll::new_sparse();
+            let out = add_all(&mut s, 1);
+            ctx.db().insert(key, Value::Str(Bytes::from(s)), 0);
+            ctx.db().set_str_encoding(key, StrEncoding::Raw);
+            out
+        }
     };
     if corrupt {
         return err(errors::HLL_CORRUPT);
@@ -155,23 +148,34 @@ fn pfcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         return Reply::Int(hll::count_registers(&max) as i64);
     }
+    // One key: its cached estimate, or one computed and cached, in one
+    // lookup (counted as a read's hit or miss, `lookupKeyRead`).
     let key = &args[1];
-    let Some(s) = tri!(read(ctx, key)) else {
-        return Reply::Int(0);
-    };
-    if let Some(card) = hll::cached(&s) {
-        return Reply::Int(card as i64);
-    }
-    let Ok(card) = hll::count(&s) else {
-        return err(errors::HLL_CORRUPT);
-    };
-    drop(s);
-    modify(ctx, key, |s| {
-        hll::set_cached(s, card);
-        ((), true)
+    let counted = edit(ctx, key, |s| match hll::cached(s) {
+        Some(card) => (Ok((card, false)), false),
+        None => match hll::count(s) {
+            Ok(card) => {
+                hll::set_cached(s, card);
+                (Ok((card, true)), true)
+            }
+            Err(hll::Corrupt) => (Err(()), false),
+        },
     });
-    ctx.dirty(1);
-    Reply::Int(card as i64)
+    let stats = &mut ctx.server.stats;
+    match &counted {
+        Ok(None) => stats.keyspace_misses += 1,
+        _ => stats.keyspace_hits += 1,
+    }
+    match tri!(counted) {
+        None => Reply::Int(0),
+        Some(Err(())) => err(errors::HLL_CORRUPT),
+        Some(Ok((card, computed))) => {
+            if computed {
+                ctx.dirty(1);
+            }
+            Reply::Int(card as i64)
+        }
+    }
 }
 
 /// PFMERGE destkey [sourcekey ...]: the union (the destination's own
@@ -205,6 +209,7 @@ fn pfmerge(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         let mut s = hll::new_sparse();
         write(&mut s);
         ctx.db().insert(key, Value::Str(Bytes::from(s)), 0);
+        ctx.db().set_str_encoding(key, StrEncoding::Raw);
     }
     ctx.dirty(1);
     // Redis names a merge a `pfadd`: a mass add of elements.
@@ -231,6 +236,7 @@ fn pfdebug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return err(errors::PFDEBUG_NO_KEY);
     };
     let s = tri!(checked(Some(s))).expect("checked keeps a found string");
+    ctx.db().set_str_encoding(key, StrEncoding::Raw);
     if is(sub, "getreg") {
         let converted = tri!(store_dense(ctx, key, &s));
         let dense = if converted {

@@ -331,9 +331,11 @@ fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> Reply {
     // The value keeps its access word under the new name (Redis moves the
     // object itself), whatever the destination had.
     let word = db.access_of(&args[1]).expect("checked above");
+    let encoding = db.str_encoding(&args[1]);
     let entry = db.remove(&args[1]).expect("checked above");
     db.insert(&args[2], entry.value, entry.expire_at);
     db.set_access(&args[2], word);
+    db.set_str_encoding(&args[2], encoding);
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, "rename_from", &args[1]);
     ctx.notify(notify::GENERIC, "rename_to", &args[2]);
@@ -375,6 +377,7 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let Some(entry) = ctx.lookup_read(&args[1]).map(|e| e.to_owned()) else {
         return Reply::Int(0);
     };
+    let encoding = ctx.db().str_encoding(&args[1]);
     let target = &mut ctx.dbs[target_db];
     if target.contains(&args[2], now) {
         if !replace {
@@ -383,8 +386,9 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         target.server_del(&args[2]);
     }
     // A copy is a new object: a fresh access word (Redis's `dbAdd` of a
-    // duplicate), not the source's.
+    // duplicate), not the source's; a string keeps its encoding.
     target.insert(&args[2], entry.value, entry.expire_at);
+    target.set_str_encoding(&args[2], encoding);
     ctx.dirty(1);
     ctx.notify_in(target_db, notify::GENERIC, "copy_to", &args[2]);
     Reply::Int(1)
@@ -405,9 +409,11 @@ fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     // The value keeps its access word in the other database, as in RENAME.
     let word = ctx.db().access_of(&args[1]).expect("present");
+    let encoding = ctx.db().str_encoding(&args[1]);
     let entry = ctx.db().remove(&args[1]).expect("present");
     ctx.dbs[target_db].insert(&args[1], entry.value, entry.expire_at);
     ctx.dbs[target_db].set_access(&args[1], word);
+    ctx.dbs[target_db].set_str_encoding(&args[1], encoding);
     ctx.dirty(1);
     ctx.notify(notify::GENERIC, "move_from", &args[1]);
     ctx.notify_in(target_db, notify::GENERIC, "move_to", &args[1]);
@@ -528,13 +534,15 @@ fn randomkey(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 /// OBJECT ENCODING: the encoding Redis would use for the value (strings by
-/// content and length: `int`, `embstr` up to 44 bytes, `raw`; coordis does
-/// not track that APPEND and SETRANGE always leave a `raw` string).
+/// content and length, `int`, `embstr` up to 44 bytes, `raw`, unless the
+/// command that wrote one left another: [`crate::store::StrEncoding`]).
 fn object_encoding(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    match ctx.lookup_notouch(&args[2]) {
-        Some(e) => Reply::bulk(e.value.encoding()),
-        None => Reply::Nil,
+    if ctx.lookup_notouch(&args[2]).is_none() {
+        return Reply::Nil;
     }
+    ctx.db()
+        .peek(&args[2])
+        .map_or(Reply::Nil, |item| Reply::bulk(item.encoding()))
 }
 
 /// OBJECT REFCOUNT: 1, except for an integer string from 0 to 9,999,
@@ -544,6 +552,7 @@ fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let config = &ctx.server.config;
     let policy = config.maxmemory_policy();
     let shared = config.maxmemory() == 0 || !(policy.contains("lru") || policy.contains("lfu"));
+    let shared = shared && ctx.db().str_encoding(&args[2]) == crate::store::StrEncoding::ByContent;
     match ctx.lookup_notouch(&args[2]) {
         Some(e) => match e.value {
             ValueRef::Str(s)

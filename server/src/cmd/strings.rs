@@ -15,7 +15,7 @@ use crate::errors::{self, err};
 use crate::notify;
 use crate::protocol::Reply;
 use crate::store::num::{self, FloatIncr};
-use crate::store::{EntryRef, Value, ValueRef};
+use crate::store::{EntryRef, StrEncoding, Value, ValueRef};
 use crate::tri;
 
 macro_rules! spec {
@@ -426,6 +426,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         FloatIncr::Ok(text) => {
             let text = Bytes::from(text);
             ctx.db().replace_value(&args[1], Value::Str(text.clone()));
+            ctx.db().set_str_encoding(&args[1], StrEncoding::Text);
             ctx.dirty(1);
             ctx.propagate_as(|| {
                 vec![
@@ -453,6 +454,7 @@ fn check_length(ctx: &Ctx, size: u64, append: u64) -> Result<(), Reply> {
 
 fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let current = tri!(ctx.get_str_for_write(&args[1]));
+    let existed = current.is_some();
     let new = match current {
         None => crate::store::db::owned(&args[2]),
         Some(cur) => {
@@ -465,6 +467,9 @@ fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     let len = new.len() as i64;
     ctx.db().replace_value(&args[1], Value::Str(new));
+    if existed {
+        ctx.db().set_str_encoding(&args[1], StrEncoding::Raw);
+    }
     // Counted even when nothing was appended, as Redis does.
     ctx.dirty(1);
     ctx.notify(notify::STRING, "append", &args[1]);
@@ -522,6 +527,7 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     buf[offset..offset + value.len()].copy_from_slice(value);
     let len = buf.len() as i64;
     ctx.db().replace_value(&args[1], Value::Str(buf.freeze()));
+    ctx.db().set_str_encoding(&args[1], StrEncoding::Raw);
     ctx.dirty(1);
     ctx.notify(notify::STRING, "setrange", &args[1]);
     Reply::Int(len)

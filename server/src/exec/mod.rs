@@ -311,6 +311,9 @@ pub(crate) trait Holds {
     /// Cluster mode: the redirection or error when this node does not
     /// serve the command's keys ([`crate::cluster::route`]).
     fn redirect(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> Option<Reply>;
+    /// Past the OOM check: the tracking table is brought under
+    /// `tracking-table-max-keys` ([`crate::tracking::limit_at_admission`]).
+    fn limit_tracking(&mut self);
 }
 
 /// No holds: a connection answering while a script is busy (the pause and
@@ -327,6 +330,7 @@ impl Holds for NoHolds {
     fn redirect(&mut self, _: &'static CommandSpec, _: &[Bytes]) -> Option<Reply> {
         None
     }
+    fn limit_tracking(&mut self) {}
 }
 
 /// Admission: whether the command `args` may run for `caller`, in Redis
@@ -427,6 +431,8 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         {
             return refuse(Some(spec), errors::err(errors::OOM));
         }
+        // 7b. The tracking table's limit (commands refused above leave it).
+        holds.limit_tracking();
         // 8. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
@@ -512,6 +518,10 @@ struct EngineHolds<'c, 'a> {
 }
 
 impl Holds for EngineHolds<'_, '_> {
+    fn limit_tracking(&mut self) {
+        crate::tracking::limit_at_admission(self.ctx);
+    }
+
     fn paused(&mut self, spec: &'static CommandSpec, args: &[Bytes]) -> bool {
         let ctx = &mut *self.ctx;
         let (now, client) = (ctx.now, &*ctx.client);

@@ -449,6 +449,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop
         if let Some(mut e) = engine.try_lock() {
             e.close_idle_clients();
             e.clients_cron();
+            e.tracking_cron();
             e.sample_rates();
             e.persistence_cron();
             e.replication_cron();

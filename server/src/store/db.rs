@@ -30,6 +30,9 @@ use super::set::Set;
 use super::stream::Stream;
 use super::zset::ZSet;
 
+/// Spare bytes of the copy [`Db::edit_str`] gives an edit of a short string.
+const EDIT_SLACK: usize = 8;
+
 /// A value to store. Strings are kept as their bytes (Redis's integer encoding
 /// is an optimisation clients cannot observe, except through OBJECT ENCODING).
 #[derive(Clone, Debug)]
@@ -682,6 +685,60 @@ impl Db {
         self.map.find_mut(hash, |i| i.key() == key)?.boxed_str_mut()
     }
 
+    /// Edits the live string under `key` in its slot, with one lookup
+    /// (Redis changes `o->ptr` in place once `dbUnshareStringValue` has
+    /// made it its own): `edit` gets the bytes as a `Vec` (a long string's
+    /// own buffer when nothing else holds it, a short string's copied once)
+    /// and the string's [`StrEncoding`](super::StrEncoding) to change, and
+    /// says whether it changed the bytes. They are stored back under the
+    /// same deadline and access word. `None`: no such key; `Err(())`: it
+    /// holds another type.
+    pub(crate) fn edit_str<R>(
+        &mut self,
+        key: &[u8],
+        now: u64,
+        edit: impl FnOnce(&mut Vec<u8>, &mut super::StrEncoding) -> (R, bool),
+    ) -> Option<Result<R, ()>> {
+        let hash = self.live(key, now)?;
+        self.before_write(hash, key);
+        let item = self.map.find_mut(hash, |i| i.key() == key)?;
+        let boxed = item.boxed_str_mut().is_some();
+        let mut bytes: Vec<u8> = match item.boxed_str_mut() {
+            Some(slot) => std::mem::take(slot).into(),
+            None => match item.value() {
+                ValueRef::Str(s) => {
+                    // Room for an edit that grows it a little (a sparse
+                    // HLL's split adds up to 4 bytes) without a realloc.
+                    let mut v = Vec::with_capacity(s.len() + EDIT_SLACK);
+                    v.extend_from_slice(s);
+                    v
+                }
+                _ => return Some(Err(())),
+            },
+        };
+        let mut encoding = item.str_encoding();
+        let (out, changed) = edit(&mut bytes, &mut encoding);
+        let mut replaced = None;
+        if boxed && bytes.len() > super::item::INLINE_MAX {
+            *item.boxed_str_mut().expect("a long string") = Bytes::from(bytes);
+        } else if (changed || boxed) && !item.overwrite_str(&bytes) {
+            // A short string changed to another length, or a long one
+            // shrunk: a new item in the same slot.
+            let mut fresh = Item::new(key, Value::Str(Bytes::from(bytes)), item.expire_at());
+            fresh.set_access(item.access());
+            replaced = Some(std::mem::replace(item, fresh));
+        }
+        // (After `overwrite_str`, which resets it.)
+        item.set_str_encoding(encoding);
+        if let Some(old) = replaced {
+            self.freer.free(old, false);
+        }
+        if changed {
+            self.touch(key);
+        }
+        Some(Ok(out))
+    }
+
     /// Replaces the value of an existing key, keeping its deadline (KEEPTTL,
     /// APPEND, INCR...). Inserts without deadline when the key is absent.
     pub fn replace_value(&mut self, key: &[u8], value: Value) {
@@ -813,6 +870,20 @@ impl Db {
     /// name, as Redis moves the object itself), even past its deadline.
     pub(crate) fn access_of(&self, key: &[u8]) -> Option<u32> {
         self.get(key).map(Item::access)
+    }
+
+    /// How `key`'s string is encoded beyond its content (the default for
+    /// a missing key or another type).
+    pub(crate) fn str_encoding(&self, key: &[u8]) -> super::StrEncoding {
+        self.peek(key).map(Item::str_encoding).unwrap_or_default()
+    }
+
+    /// Marks `key`'s string as `encoding` says (after the write that made it).
+    pub(crate) fn set_str_encoding(&mut self, key: &[u8], encoding: super::StrEncoding) {
+        let hash = self.hash(key);
+        if let Some(item) = self.map.find_mut(hash, |i| i.key() == key) {
+            item.set_str_encoding(encoding);
+        }
     }
 
     /// Removes every key.

@@ -212,7 +212,9 @@ impl Hash {
                 && value.len() <= limits.max_value
                 && p.bytes() + field.len() + value.len() + 20 <= LISTPACK_MAX_BYTES;
             match listpack_find(p.as_ref(), field) {
-                Some(at) if fits => {
+                // An update converts too when the hash has more entries
+                // than a lowered limit allows (Redis checks after any set).
+                Some(at) if fits && p.len() / 2 <= limits.max_entries => {
                     let value_at = p.entry_at(at).1;
                     p.reserve_exact_for(&[value]);
                     p.replace_at(value_at, value);

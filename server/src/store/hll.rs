@@ -120,6 +120,22 @@ fn dense_get(regs: &[u8], i: usize) -> u8 {
     (((b0 >> shift) | (b1 << (8 - shift))) & REGISTER_MAX as u16) as u8
 }
 
+/// Calls `f(i, value)` for every dense register of `regs` in order, four
+/// registers from each three bytes (16384 six-bit registers tile 4096
+/// groups exactly), not one shifted pair of bytes per register.
+#[inline]
+fn dense_each(regs: &[u8], mut f: impl FnMut(usize, u8)) {
+    let mask = REGISTER_MAX;
+    for (group, b) in regs[..REGISTERS * BITS / 8].chunks_exact(3).enumerate() {
+        let (b0, b1, b2) = (b[0], b[1], b[2]);
+        let i = group * 4;
+        f(i, b0 & mask);
+        f(i + 1, (b0 >> 6) | ((b1 << 2) & mask));
+        f(i + 2, (b1 >> 4) | ((b2 << 4) & mask));
+        f(i + 3, b2 >> 2);
+    }
+}
+
 /// Sets dense register `i` of `regs` to `v`.
 #[inline]
 fn dense_set(regs: &mut [u8], i: usize, v: u8) {
@@ -193,13 +209,32 @@ fn val_byte(value: u8, len: usize) -> u8 {
 }
 
 /// Appends the opcode(s) Redis writes for a run of `len` zeros (1..=16384).
-fn push_zeros(seq: &mut Vec<u8>, len: usize) {
+fn push_zeros(mut push: impl FnMut(u8), len: usize) {
     if len > ZERO_MAX_LEN {
         let l = len - 1;
-        seq.push((l >> 8) as u8 | XZERO_BIT);
-        seq.push((l & 0xff) as u8);
+        push((l >> 8) as u8 | XZERO_BIT);
+        push((l & 0xff) as u8);
     } else {
-        seq.push((len - 1) as u8);
+        push((len - 1) as u8);
+    }
+}
+
+/// The opcodes replacing a split one: five bytes at most (two XZEROs
+/// around a VAL), kept on the stack.
+#[derive(Default)]
+struct Split {
+    bytes: [u8; 5],
+    len: usize,
+}
+
+impl Split {
+    fn push(&mut self, b: u8) {
+        self.bytes[self.len] = b;
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -212,7 +247,7 @@ pub(crate) fn new_sparse() -> Vec<u8> {
     let mut left = REGISTERS;
     while left > 0 {
         let run = left.min(XZERO_MAX_LEN);
-        push_zeros(&mut s, run);
+        push_zeros(|b| s.push(b), run);
         left -= run;
     }
     s
@@ -315,26 +350,35 @@ fn sparse_set(s: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Re
     if count > VAL_MAX_VALUE {
         return promote(s, index, count);
     }
-    // Find the opcode covering `index`.
+    // Find the opcode covering `index`: on the way only each opcode's
+    // span and size are read, not the whole opcode decoded.
     let end = s.len();
     let mut at = HEADER;
     let mut first = 0;
     let mut prev = None;
     let mut span = 0;
-    let mut op = Op::Zero(0);
     while at < end {
-        op = Op::at(s, at);
-        span = op.span();
-        if index < first + span {
+        let b = s[at];
+        let (n, size) = if b & VAL_BIT != 0 {
+            ((b & 0x3) as usize + 1, 1)
+        } else if b & XZERO_BIT == 0 {
+            ((b & 0x3f) as usize + 1, 1)
+        } else {
+            let low = s.get(at + 1).copied().unwrap_or(0) as usize;
+            ((((b & 0x3f) as usize) << 8 | low) + 1, 2)
+        };
+        span = n;
+        if index < first + n {
             break;
         }
         prev = Some(at);
-        at += op.size();
-        first += span;
+        at += size;
+        first += n;
     }
     if span == 0 || at >= end {
         return Err(Corrupt);
     }
+    let op = Op::at(s, at);
     let has_next = at + op.size() < end;
     let simple = match op {
         Op::Val(old, _) if old >= count => return Ok(false),
@@ -346,15 +390,15 @@ fn sparse_set(s: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Re
     } else {
         // Split the opcode around `index`.
         let last = first + span - 1;
-        let mut seq = Vec::with_capacity(5);
+        let mut seq = Split::default();
         match op {
             Op::Zero(_) | Op::XZero(_) => {
                 if index != first {
-                    push_zeros(&mut seq, index - first);
+                    push_zeros(|b| seq.push(b), index - first);
                 }
                 seq.push(val_byte(count, 1));
                 if index != last {
-                    push_zeros(&mut seq, last - index);
+                    push_zeros(|b| seq.push(b), last - index);
                 }
             }
             Op::Val(value, _) => {
@@ -367,6 +411,7 @@ fn sparse_set(s: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Re
                 }
             }
         }
+        let seq = seq.as_slice();
         let old_len = op.size();
         let grows = seq.len() > old_len;
         if grows && s.len() + seq.len() - old_len > sparse_max {
@@ -374,13 +419,13 @@ fn sparse_set(s: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Re
         }
         let new_len = s.len() + seq.len() - old_len;
         if has_next {
-            s.splice(at..at + old_len, seq);
+            s.splice(at..at + old_len, seq.iter().copied());
         } else {
             // The last opcode: the sequence replaces it, and the string
             // takes the length Redis gives it (shorter than the sequence
             // only when a two-byte opcode was cut short by the end).
             s.truncate(at);
-            s.extend_from_slice(&seq);
+            s.extend_from_slice(seq);
             s.truncate(new_len);
         }
     }
@@ -422,13 +467,8 @@ fn promote(s: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> {
 pub(crate) fn merge_into(max: &mut [u8], s: &[u8]) -> Result<(), Corrupt> {
     match encoding(s) {
         Encoding::Dense => {
-            let regs = &s[HEADER..];
-            for (i, m) in max.iter_mut().enumerate().take(REGISTERS) {
-                let v = dense_get(regs, i);
-                if v > *m {
-                    *m = v;
-                }
-            }
+            let max = &mut max[..REGISTERS];
+            dense_each(&s[HEADER..], |i, v| max[i] = max[i].max(v));
             Ok(())
         }
         Encoding::Sparse => walk_sparse(&s[HEADER..], |i, v| {
@@ -513,12 +553,7 @@ fn tau(mut x: f64) -> f64 {
 pub(crate) fn count(s: &[u8]) -> Result<u64, Corrupt> {
     let mut histo = [0u32; 64];
     match encoding(s) {
-        Encoding::Dense => {
-            let regs = &s[HEADER..];
-            for i in 0..REGISTERS {
-                histo[dense_get(regs, i) as usize] += 1;
-            }
-        }
+        Encoding::Dense => dense_each(&s[HEADER..], |_, v| histo[v as usize] += 1),
         Encoding::Sparse => {
             let ops = &s[HEADER..];
             let (mut at, mut idx) = (0, 0);
@@ -677,6 +712,22 @@ mod tests {
         assert_eq!(add(&mut s, b"a", SPARSE_MAX), Ok(true));
         assert_eq!(decode(&s), "Z:12711 v:2,1 Z:3672");
         assert_eq!(add(&mut s, b"a", SPARSE_MAX), Ok(false));
+    }
+
+    #[test]
+    fn dense_each_reads_what_dense_get_reads() {
+        let mut regs = vec![0u8; DENSE_SIZE - HEADER];
+        let mut rng = fastrand::Rng::with_seed(5);
+        for i in 0..REGISTERS {
+            dense_set(&mut regs, i, rng.u8(..=REGISTER_MAX));
+        }
+        let mut seen = 0;
+        dense_each(&regs, |i, v| {
+            assert_eq!(v, dense_get(&regs, i), "register {i}");
+            assert_eq!(i, seen);
+            seen += 1;
+        });
+        assert_eq!(seen, REGISTERS);
     }
 
     #[test]

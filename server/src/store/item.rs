@@ -3,8 +3,9 @@
 //!
 //! Memory per key is what a coordination server is judged on (a million
 //! `lock:<id>` keys with short owner tokens), so an [`Item`] is one
-//! allocation of `[expire_at: u64][key_len: u32][tag: 4 bits, inline length:
-//! 28 bits][access: u32][key][payload]` and the hash table holds only the
+//! allocation of `[expire_at: u64][string encoding: 2 bits, key_len: 30
+//! bits][tag: 4 bits, inline length: 28 bits][access: u32][key][payload]`
+//! and the hash table holds only the
 //! 8-byte pointer. The access word is Redis's 24-bit `lru` field (the LRU
 //! clock or the LFU minute and counter, [`super::access`]); its four bytes
 //! are all a key pays for eviction data (glibc's 16-byte chunk rounding
@@ -36,6 +37,9 @@ use super::set::Set;
 use super::stream::Stream;
 use super::zset::ZSet;
 
+/// Longest string Redis allocates with its object header (`embstr`).
+const EMBSTR_MAX: usize = 44;
+
 /// Longest string stored inside the item itself.
 pub(crate) const INLINE_MAX: usize = 256;
 
@@ -46,6 +50,26 @@ const ACCESS_AT: usize = 16;
 const TAG_SHIFT: u32 = 28;
 const LEN_MASK: u32 = (1 << TAG_SHIFT) - 1;
 const POINTER: usize = std::mem::size_of::<usize>();
+/// The key-length word's low bits; its top two say a string's
+/// [`StrEncoding`].
+const KEY_LEN_BITS: u32 = 30;
+const KEY_LEN_MASK: u32 = (1 << KEY_LEN_BITS) - 1;
+
+/// What OBJECT ENCODING says of a string beyond its content: Redis encodes
+/// a string by its bytes when a command stores its argument (`int`,
+/// `embstr` up to 44 bytes, `raw`), but some commands leave other
+/// encodings, which the next write by content replaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum StrEncoding {
+    /// By content (SET, INCR, a new key APPEND made, a loaded file...).
+    #[default]
+    ByContent = 0,
+    /// `raw` whatever the content: APPEND to, SETRANGE, SETBIT, BITOP,
+    /// BITFIELD and the PF commands change a string Redis made its own.
+    Raw = 1,
+    /// Never `int`: INCRBYFLOAT stores its result as text (`embstr` or `raw`).
+    Text = 2,
+}
 
 /// How an item's payload is stored: one arm per storage form. Every `match`
 /// on it is exhaustive, so a new value type (a new [`Value`] arm) does not
@@ -171,7 +195,7 @@ impl ValueRef<'_> {
     pub fn encoding(&self) -> &'static str {
         match self {
             ValueRef::Str(s) if s.len() <= 20 && crate::store::num::parse_i64(s).is_some() => "int",
-            ValueRef::Str(s) if s.len() <= 44 => "embstr",
+            ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
             ValueRef::Str(_) => "raw",
             ValueRef::ZSet(z) => z.encoding(),
             ValueRef::Hash(h) => h.encoding(),
@@ -228,7 +252,10 @@ unsafe impl Sync for Item {}
 
 impl Item {
     pub fn new(key: &[u8], value: Value, expire_at: u64) -> Item {
-        let key_len = u32::try_from(key.len()).expect("key longer than 4 GB");
+        let key_len = u32::try_from(key.len())
+            .ok()
+            .filter(|&n| n <= KEY_LEN_MASK)
+            .expect("key longer than 1 GB");
         let tag = Tag::of(&value);
         let inline_len = match &value {
             Value::Str(s) => s.len(),
@@ -296,7 +323,7 @@ impl Item {
             )
         };
         (
-            key_len as usize,
+            (key_len & KEY_LEN_MASK) as usize,
             Tag::from_bits(word >> TAG_SHIFT),
             (word & LEN_MASK) as usize,
         )
@@ -318,6 +345,25 @@ impl Item {
             _ => 0,
         };
         self.allocation().size() + boxed
+    }
+
+    /// How OBJECT ENCODING reads this string ([`StrEncoding`]).
+    pub(crate) fn str_encoding(&self) -> StrEncoding {
+        // SAFETY: the header's key-length word, aligned to 4, written by `new`.
+        let word = unsafe { self.ptr.as_ptr().add(8).cast::<u32>().read() };
+        match word >> KEY_LEN_BITS {
+            1 => StrEncoding::Raw,
+            2 => StrEncoding::Text,
+            _ => StrEncoding::ByContent,
+        }
+    }
+
+    pub(crate) fn set_str_encoding(&mut self, encoding: StrEncoding) {
+        // SAFETY: as in `str_encoding`; `&mut self` makes the write exclusive.
+        unsafe {
+            let at = self.ptr.as_ptr().add(8).cast::<u32>();
+            at.write((at.read() & KEY_LEN_MASK) | ((encoding as u32) << KEY_LEN_BITS));
+        }
     }
 
     /// The access word (see [`super::access`]).
@@ -402,7 +448,23 @@ impl Item {
         // `&mut self` makes the write exclusive, and no `Bytes` shares
         // inline bytes (`str_bytes` copies them).
         unsafe { std::ptr::copy_nonoverlapping(new.as_ptr(), self.payload(), len) };
+        // A new value, encoded by its content unless the caller says more.
+        self.set_str_encoding(StrEncoding::ByContent);
         true
+    }
+
+    /// OBJECT ENCODING of the value: a string's by its content and its
+    /// [`StrEncoding`], a collection's by its own.
+    pub(crate) fn encoding(&self) -> &'static str {
+        match self.value() {
+            ValueRef::Str(s) => match self.str_encoding() {
+                StrEncoding::ByContent => ValueRef::Str(s).encoding(),
+                StrEncoding::Raw => "raw",
+                StrEncoding::Text if s.len() <= EMBSTR_MAX => "embstr",
+                StrEncoding::Text => "raw",
+            },
+            other => other.encoding(),
+        }
     }
 
     /// The boxed `Bytes` of a long string, to be changed in place (an HLL

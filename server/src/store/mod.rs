@@ -61,4 +61,4 @@ pub mod zset;
 pub use clock::{Clock, ManualClock, SystemClock, VirtualClock};
 pub(crate) use db::{is_expired as expired, EntryRef};
 pub use db::{Db, Value};
-pub(crate) use item::{HashMut, ValueMut, ValueRef};
+pub(crate) use item::{HashMut, StrEncoding, ValueMut, ValueRef};

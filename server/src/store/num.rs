@@ -95,10 +95,34 @@ pub(crate) fn incr_by_float(cur: Option<&[u8]>, incr: &[u8]) -> FloatIncr {
 /// Parses a double as Redis's `getDoubleFromObject` (`strtod`; accepts `inf`,
 /// `-inf`, hex floats; rejects NaN, spaces, trailing bytes, overflow).
 pub(crate) fn parse_f64(s: &[u8]) -> Option<f64> {
+    if let Some(v) = parse_plain_decimal(s) {
+        return Some(v);
+    }
     let mut v = 0f64;
     // SAFETY: the C side reads exactly `s.len()` bytes and writes one f64.
     let ok = unsafe { coordis_string2d(s.as_ptr() as *const c_char, s.len(), &mut v) };
     (ok == 1).then_some(v)
+}
+
+/// Longest argument [`parse_plain_decimal`] reads: too short for a plain
+/// decimal to overflow or to underflow to zero (each needs 300 digits).
+const PLAIN_DECIMAL_MAX: usize = 40;
+
+/// A plain decimal (`-`? digits, at most one `.`, at least one digit, no
+/// exponent, no spaces) parsed in Rust, which rounds correctly to the
+/// nearest double as glibc's `strtod` does, so the value is the same: a
+/// few dozen instructions where `strtod` took thousands (GEOSEARCH's
+/// coordinates, ZADD's scores). `None`: anything else, for `strtod`.
+fn parse_plain_decimal(s: &[u8]) -> Option<f64> {
+    let digits = s.strip_prefix(b"-").unwrap_or(s);
+    let plain = s.len() <= PLAIN_DECIMAL_MAX
+        && digits.iter().any(u8::is_ascii_digit)
+        && digits.iter().all(|&b| b.is_ascii_digit() || b == b'.')
+        && digits.iter().filter(|&&b| b == b'.').count() <= 1;
+    if !plain {
+        return None;
+    }
+    std::str::from_utf8(s).ok()?.parse().ok()
 }
 
 /// Parses one bound of a score range as Redis's `zslParseRange` does (plain
@@ -183,6 +207,50 @@ pub(crate) fn fmt_human(d: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_decimals_parse_as_strtod_parses_them() {
+        let strtod = |s: &str| {
+            let mut v = 0f64;
+            // SAFETY: as in `parse_f64`.
+            let ok = unsafe { coordis_string2d(s.as_ptr() as *const c_char, s.len(), &mut v) };
+            (ok == 1).then_some(v)
+        };
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut cases: Vec<String> = [
+            "0",
+            "-0",
+            "1.",
+            ".5",
+            "-.5",
+            "13.5",
+            "38.5",
+            "0.1",
+            "1.7976931348623157",
+            ".",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for _ in 0..20_000 {
+            let int: String = (0..rng.usize(0..20)).map(|_| rng.digit(10)).collect();
+            let frac: String = (0..rng.usize(0..20)).map(|_| rng.digit(10)).collect();
+            let sign = if rng.bool() { "-" } else { "" };
+            cases.push(format!("{sign}{int}.{frac}"));
+            cases.push(format!("{sign}{int}"));
+        }
+        for case in cases {
+            let fast = parse_plain_decimal(case.as_bytes());
+            if let Some(v) = fast {
+                assert_eq!(Some(v.to_bits()), strtod(&case).map(f64::to_bits), "{case:?}");
+            } else {
+                assert!(
+                    strtod(&case).is_none() || !case.bytes().any(|b| b.is_ascii_digit()),
+                    "{case:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn human_doubles_trim_like_ld2string() {
