@@ -354,7 +354,7 @@ pub(crate) fn serve_inbox(dbs: &mut [Db], server: &mut ServerState, now: u64) {
     let script = server.shared.script.clone();
     if script.is_busy(server.clock.now_ms()) {
         for hooked in script.inbox.take(|_| true) {
-            apply(dbs, server, &script, now, hooked);
+            apply_contained(dbs, server, &script, now, hooked);
         }
     }
 }
@@ -370,7 +370,18 @@ pub(crate) fn settle_inbox(dbs: &mut [Db], server: &mut ServerState, now: u64) {
     }
     let script = server.shared.script.clone();
     for hooked in script.inbox.take(|h| h.done.is_none()) {
-        apply(dbs, server, &script, now, hooked);
+        apply_contained(dbs, server, &script, now, hooked);
+    }
+}
+
+/// [`apply`], a panic contained to its entry: the entries taken with it
+/// are still served (a connection whose entry panicked sees its answer
+/// dropped and closes, as after a panic in any batch).
+fn apply_contained(dbs: &mut [Db], server: &mut ServerState, script: &ScriptState, now: u64, hooked: Hooked) {
+    let id = hooked.id;
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply(dbs, server, script, now, hooked)));
+    if ran.is_err() {
+        tracing::error!("serving client {id} while a script was busy panicked; closing the client");
     }
 }
 
