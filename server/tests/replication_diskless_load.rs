@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use coordis::testing::command_text as cmd;
 use coordis::testing::{compare_digests, RawClient, RedisServer};
 use coordis::{BlockingServer, DisklessLoad};
 
@@ -27,15 +28,8 @@ const PATIENCE: Duration = Duration::from_secs(20);
 
 const MODES: [DisklessLoad; 3] = [DisklessLoad::Disabled, DisklessLoad::OnEmptyDb, DisklessLoad::Swapdb];
 
-fn cmd(addr: SocketAddr, args: &[&str]) -> String {
-    String::from_utf8_lossy(&RawClient::connect(addr).unwrap().command(args).unwrap()).into_owned()
-}
-
 fn info(addr: SocketAddr, section: &str, field: &str) -> String {
-    let body = cmd(addr, &["INFO", section]);
-    body.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}: {body}"))
+    RawClient::connect(addr).unwrap().info_field(section, field)
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {

@@ -15,6 +15,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use coordis::testing::command_text as cmd;
 use coordis::testing::{compare_digests, RawClient, RedisServer};
 use coordis::BlockingServer;
 
@@ -28,15 +29,8 @@ const KEYS: &str = "100";
 /// Microseconds per key of the slowed snapshot (100 keys: 2 s).
 const KEY_DELAY_US: u64 = 20_000;
 
-fn cmd(addr: SocketAddr, args: &[&str]) -> String {
-    String::from_utf8_lossy(&RawClient::connect(addr).unwrap().command(args).unwrap()).into_owned()
-}
-
 fn info(addr: SocketAddr, section: &str, field: &str) -> String {
-    let body = cmd(addr, &["INFO", section]);
-    body.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}: {body}"))
+    RawClient::connect(addr).unwrap().info_field(section, field)
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
