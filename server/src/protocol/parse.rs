@@ -223,10 +223,10 @@ const WHOLE_MAX_ARGS: usize = 16;
 /// split and each argument is a slice of them, where the request taken in
 /// steps advances the buffer at every header and splits it at every
 /// argument (together about a third of a pipelined GET's instructions).
-/// `None` leaves `buf` untouched for [`RequestParser::next_in_steps`],
-/// which takes everything else — partial requests, inline ones, errors —
-/// so the two agree on every input (a test feeds both the same bytes).
-/// `false` leaves `buf` and `args` untouched.
+/// `false` leaves `buf` and `args` untouched for
+/// [`RequestParser::next_in_steps`], which takes everything else — partial
+/// requests, inline ones, errors, unauthenticated clients — so the two
+/// agree on every input (a test feeds both the same bytes).
 #[inline]
 fn complete_request(buf: &mut BytesMut, limits: &ProtocolLimits, args: &mut Vec<Bytes>) -> bool {
     let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
@@ -272,7 +272,8 @@ fn whole_request_spans(
     Some((n, pos))
 }
 
-/// Argument vectors [`Requests`] keeps for reuse, at most.
+/// Argument vectors [`Requests`] keeps for reuse, at most (with
+/// [`SPARE_MAX_ARGS`], a few KB a connection at the most).
 const SPARE_VECTORS: usize = 16;
 
 /// The capacity above which a run request's argument vector is freed
