@@ -333,6 +333,9 @@ pub struct MemoryConfig {
     pub lfu_decay_time: u32,
     /// The `lazyfree-lazy-*` directives (see `crate::lazyfree`). All no by default.
     pub(crate) lazy: crate::lazyfree::Lazy,
+    /// `replica-ignore-maxmemory` (default yes): a replica neither evicts
+    /// nor refuses for memory; its primary's DELs keep it in step.
+    pub(crate) replica_ignores: bool,
 }
 
 /// A primary's replication directives, with Redis 7.0.15's defaults
@@ -1272,6 +1275,12 @@ macro_rules! memory {
             get: |c| yes_no(c.memory.lazy.$f),
         }
     };
+    (flag $f:ident) => {
+        Store::Field {
+            set: |c, v| c.memory.$f = v == "yes",
+            get: |c| yes_no(c.memory.$f),
+        }
+    };
 }
 
 /// A [`Store::Field`] for a field of [`AofConfig`].
@@ -1542,7 +1551,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("masteruser", "", Text, replica!(masteruser)),
     row("replica-serve-stale-data", "yes", Bool, replica!(bool serve_stale_data)).alias(&["slave-serve-stale-data"]),
     row("replica-lazy-flush", "no", Bool, Store::Ignored).alias(&["slave-lazy-flush"]),
-    row("replica-ignore-maxmemory", "yes", Bool, Store::Ignored).alias(&["slave-ignore-maxmemory"]),
+    row("replica-ignore-maxmemory", "yes", Bool, memory!(flag replica_ignores)).alias(&["slave-ignore-maxmemory"]),
     row("replica-ignore-disk-write-errors", "no", Bool, Store::Ignored),
     row("replica-announced", "yes", Bool, replica!(bool announced)),
     row("replica-priority", "100", Int { min: 0, max: I32 }, replica!(priority)).alias(&["slave-priority"]),

@@ -137,6 +137,11 @@ fn over_limit(ctx: &Ctx) -> Option<u64> {
     if max == 0 {
         return None;
     }
+    // Redis's `performEvictions` on a replica under `replica-ignore-maxmemory
+    // yes`: no eviction and no OOM (the primary's stream decides its keys).
+    if ctx.server.config.memory.replica_ignores && ctx.server.replica.is_replica() {
+        return None;
+    }
     let used = crate::process::used_memory();
     if used <= max {
         return None;

@@ -690,3 +690,65 @@ fn fill_memory_from_rust_adds_the_keys_it_counts() {
     }
     control.set_memory_limit(0, "noeviction").unwrap();
 }
+
+/// A replica over its maxmemory: under `replica-ignore-maxmemory yes` (the
+/// default) it keeps every key its primary sends; with `no` the next write
+/// from the primary makes it evict on its own (`replica`: its address,
+/// already following `primary`). Returns the replica's DBSIZE after each
+/// phase and the primary's.
+fn replica_over_maxmemory(primary: std::net::SocketAddr, replica: std::net::SocketAddr) -> (u64, u64, u64) {
+    let mut p = RawClient::connect(primary).unwrap();
+    let mut r = RawClient::connect(replica).unwrap();
+    let wait = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "never: {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait("the link is up", &mut || {
+        r.info_field("replication", "master_link_status") == "up"
+    });
+    let used: u64 = r.info_field("memory", "used_memory").parse().unwrap();
+    let limit = (used + 1024 * 1024).to_string();
+    r.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"])
+        .unwrap();
+    r.command(&["CONFIG", "SET", "maxmemory", &limit]).unwrap();
+    let value = "v".repeat(10_000);
+    let caught_up = |p: &mut RawClient, r: &mut RawClient| {
+        p.info_field("replication", "master_repl_offset") == r.info_field("replication", "master_repl_offset")
+    };
+    for i in 0..300 {
+        p.command(&["SET", &format!("k{i}"), &value]).unwrap();
+    }
+    wait("the replica caught up", &mut || caught_up(&mut p, &mut r));
+    let kept = int_reply(&r.command(&["DBSIZE"]).unwrap());
+    r.command(&["CONFIG", "SET", "replica-ignore-maxmemory", "no"]).unwrap();
+    p.command(&["SET", "k300", &value]).unwrap();
+    wait("the replica caught up again", &mut || caught_up(&mut p, &mut r));
+    let after = int_reply(&r.command(&["DBSIZE"]).unwrap());
+    (kept, after, int_reply(&p.command(&["DBSIZE"]).unwrap()))
+}
+
+#[test]
+fn a_replica_ignores_maxmemory_unless_told_otherwise() {
+    let primary = coordis_process(&["--save", ""]);
+    let port = primary.addr().port().to_string();
+    let replica = coordis_process(&["--save", "", "--replicaof", "127.0.0.1", &port]);
+    let (kept, after, total) = replica_over_maxmemory(primary.addr(), replica.addr());
+    assert_eq!((kept, total), (300, 301), "coordis: every key kept under the default");
+    assert!(
+        after < total,
+        "coordis: replica-ignore-maxmemory no evicts ({after} of {total})"
+    );
+    if let Some(redis_primary) = redis(&[]) {
+        let port = redis_primary.addr().port().to_string();
+        let redis_replica = redis(&["--replicaof", "127.0.0.1", &port]).unwrap();
+        let (kept, after, total) = replica_over_maxmemory(redis_primary.addr(), redis_replica.addr());
+        assert_eq!((kept, total), (300, 301), "Redis: every key kept under the default");
+        assert!(
+            after < total,
+            "Redis: replica-ignore-maxmemory no evicts ({after} of {total})"
+        );
+    }
+}
