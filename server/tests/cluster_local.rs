@@ -82,13 +82,16 @@ async fn three_primaries_are_ready_and_redirect() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consecutive_ports_from_the_builder() {
-    let base = loop {
-        let p = free_port().unwrap();
-        if p < 50_000 && (0..2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()) {
-            break p;
+    let mut tries = 0;
+    let (base, set) = loop {
+        let base = two_free_ports();
+        match ServerSet::cluster_builder(2, 0).port(base).start().await {
+            Ok(set) => break (base, set),
+            // Another test took one of the ports after the check.
+            Err(_) if tries < 5 => tries += 1,
+            Err(e) => panic!("{e}"),
         }
     };
-    let set = ServerSet::cluster_builder(2, 0).port(base).start().await.unwrap();
     let ports: Vec<u16> = set.urls().iter().map(|u| addr_of(u).port()).collect();
     assert_eq!(ports, vec![base, base + 1]);
     let nodes = command(addr_of(&set.urls()[0]), &["CLUSTER", "NODES"]);
@@ -97,6 +100,18 @@ async fn consecutive_ports_from_the_builder() {
         "{nodes}"
     );
     set.shutdown().await;
+}
+
+/// A port below 50000 that is free, with the next one and both bus ports
+/// (port + 10000). Another test may still take one before it is bound.
+fn two_free_ports() -> u16 {
+    let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
+    loop {
+        let p = free_port().unwrap();
+        if p < 50_000 && (0..2).all(|i| free(p + i) && free(p + i + 10_000)) {
+            return p;
+        }
+    }
 }
 
 /// Polls `done` in real time until it holds; panics with `what` after [`WAIT`].
@@ -321,19 +336,25 @@ fn cluster_local_lists_every_node_in_its_ready_line() {
     assert_eq!(field(&line, "url"), format!("redis://127.0.0.1:{first}"));
 }
 
+/// Two nodes on `base` and `base + 1`. The ports are checked free (with
+/// their bus ports) before the spawn, but another test may take one in
+/// between: a start that printed nothing (it could not bind) is retried on
+/// other ports.
 #[test]
 fn cluster_local_takes_consecutive_ports() {
-    let base = loop {
-        let p = free_port().unwrap();
-        if p < 50_000 && (0..2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()) {
-            break p;
+    for _ in 0..5 {
+        let base = two_free_ports();
+        let (_child, line) = cluster_local(&["2", "--port", &base.to_string()]);
+        if line.is_empty() {
+            continue;
         }
-    };
-    let (_child, line) = cluster_local(&["2", "--port", &base.to_string()]);
-    assert!(line.contains(&format!("{{\"port\":{base},")), "{line}");
-    assert!(line.contains(&format!("{{\"port\":{},", base + 1)), "{line}");
-    let info = command(([127, 0, 0, 1], base + 1).into(), &["CLUSTER", "INFO"]);
-    assert!(info.contains("cluster_known_nodes:2"), "{info}");
+        assert!(line.contains(&format!("{{\"port\":{base},")), "{line}");
+        assert!(line.contains(&format!("{{\"port\":{},", base + 1)), "{line}");
+        let info = command(([127, 0, 0, 1], base + 1).into(), &["CLUSTER", "INFO"]);
+        assert!(info.contains("cluster_known_nodes:2"), "{info}");
+        return;
+    }
+    panic!("no two consecutive free ports took the cluster in five tries");
 }
 
 /// With replicas: six nodes in the ready line, each with its role, the
