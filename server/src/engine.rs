@@ -471,26 +471,16 @@ impl Engine {
 
     /// Puts a parsed file's libraries and keys into the dataset.
     fn install_rdb(&mut self, loaded: crate::persist::rdb::disk::Loaded) -> std::io::Result<()> {
-        self.state.saves.last_load_keys_loaded = loaded.keys.len() as u64;
+        self.state.saves.last_load_keys_loaded = loaded.keys() as u64;
         self.state.saves.last_load_keys_expired = loaded.expired;
         if !loaded.functions.is_empty() {
             self.scripting
                 .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}")))?;
         }
-        let lfu = self.state.config.memory.policy.lfu();
         let now = self.state.clock.now_ms();
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
-        let mut counts = vec![0usize; self.dbs.len()];
-        for key in &loaded.keys {
-            counts[key.0] += 1;
-        }
-        for (db, count) in self.dbs.iter_mut().zip(counts) {
-            db.reserve(count);
-        }
-        for (db, key, value, expire_at, hints) in loaded.keys {
-            self.dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, now);
-        }
+        crate::persist::rdb::disk::install(loaded.dbs, &mut self.dbs);
         Ok(())
     }
 
@@ -1143,7 +1133,7 @@ impl Engine {
         }
         tracing::info!(
             "Done loading RDB, keys loaded: {}, keys expired: {}.",
-            loaded.keys.len(),
+            loaded.keys(),
             loaded.expired
         );
         if swap {
@@ -1185,12 +1175,7 @@ impl Engine {
         // image: its primary's stream selects none first).
         client.db = loaded.repl_stream_db.filter(|&db| db < self.dbs.len()).unwrap_or(0);
         self.state.replica.stream_db = client.db;
-        let lfu = self.state.config.memory.policy.lfu();
-        for (db, key, value, expire_at, hints) in loaded.keys {
-            if let Some(db) = self.dbs.get_mut(db) {
-                db.insert_loaded(&key, value, expire_at, &hints, lfu, now);
-            }
-        }
+        crate::persist::rdb::disk::install(loaded.dbs, &mut self.dbs);
         self.state
             .repl
             .proxy_resynced(&replid, offset.max(0) as u64, &self.state.config);

@@ -304,14 +304,11 @@ fn debug_reload(ctx: &mut Ctx, options: &[Bytes]) -> Reply {
             return reload_failed();
         }
     }
-    let lfu = ctx.server.config.memory.policy.lfu();
-    for (db, key, value, expire_at, hints) in loaded.keys {
-        // Present at all (past its deadline too), as Redis's `dbAddRDBLoad` sees it.
-        if !merge && ctx.dbs[db].contains_notouch(&key, 0) {
-            tracing::warn!("RDB has duplicated key '{}' in DB {db}", String::from_utf8_lossy(&key));
-            return reload_failed();
-        }
-        ctx.dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, ctx.now);
+    // A key present (past its deadline too, as Redis's `dbAddRDBLoad`
+    // sees it) is replaced under MERGE, else refused.
+    if let Err((db, key)) = crate::persist::rdb::disk::install_checked(loaded.dbs, ctx.dbs, !merge) {
+        tracing::warn!("RDB has duplicated key '{}' in DB {db}", String::from_utf8_lossy(&key));
+        return reload_failed();
     }
     tracing::warn!("DB reloaded by DEBUG RELOAD");
     Reply::Ok

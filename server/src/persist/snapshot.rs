@@ -2,7 +2,8 @@
 //!
 //! coordis cannot fork, so a background save takes its image from the data
 //! structures ([`crate::store::db::DbSnap`]): under the engine lock the
-//! start is marked on every database (a hash per key), the reply goes out,
+//! start is marked on every database (no work per key: the walk goes in
+//! the table's slot order), the reply goes out,
 //! and the keyspace is walked in slices of `bgsave-slice-keys` keys
 //! ([`SLICE_KEYS`] by default), one hold of the engine lock each, by a task
 //! on the server's runtime among the connections' tasks (yielding, or

@@ -181,9 +181,9 @@ pub struct Db {
     pub(crate) freer: crate::lazyfree::LazyFree,
 }
 
-/// A point-in-time snapshot of one database while its walk runs: the keys
-/// present at the start, in hash order, the walk's position, and the old
-/// values writes copied before changing them (see the module docs).
+/// A point-in-time snapshot of one database while its walk runs: the
+/// walk's order and position, and the old values writes copied before
+/// changing them (see the module docs).
 #[derive(Debug)]
 pub(crate) struct DbSnap {
     /// The database index the image writes these keys under (SWAPDB moves
@@ -191,10 +191,8 @@ pub(crate) struct DbSnap {
     pub(crate) origin: usize,
     /// The clock at the start: a key past its deadline then is not in it.
     start_ms: u64,
-    /// Hashes of the keys at the start, sorted and deduplicated: the walk
-    /// serializes them in this order, `hashes[..next]` done.
-    hashes: Vec<u64>,
-    next: usize,
+    /// In which order the walk goes, and how far it is.
+    order: WalkOrder,
     /// Keys the walk must skip: copied before a write, or created after
     /// the start.
     done: HashSet<Bytes, RandomState>,
@@ -208,6 +206,26 @@ pub(crate) struct DbSnap {
     pub(crate) start_len: usize,
     pub(crate) start_expires: usize,
 }
+
+/// The order of a snapshot's walk, which decides whether a key has been
+/// written out yet.
+#[derive(Debug)]
+enum WalkOrder {
+    /// The table's own slots, `..next` done. Marking the start costs
+    /// nothing, and items stay in their slots as long as the table does
+    /// not grow: removals leave them, and inserts take free slots. Before an
+    /// insert could grow it (`len == capacity`), the walk changes to
+    /// [`WalkOrder::Hashes`] ([`Db::before_write`]).
+    Slots { next: usize },
+    /// Hashes of the keys not walked yet, sorted and deduplicated:
+    /// `hashes[..next]` done. Slot order does not survive the table's
+    /// growth; hash order does.
+    Hashes { hashes: Vec<u64>, next: usize },
+}
+
+/// Empty slots a snapshot's slice passes over per key it may write out:
+/// a sparse table still takes short slices.
+const SLOTS_PER_KEY: usize = 16;
 
 /// Slots [`Db::sample`] looks at per key it is asked for (Redis's
 /// `dictGetSomeKeys` gives up after `count * 10` steps).
@@ -245,6 +263,32 @@ fn push_deadline(list: &mut Vec<u64>, hash: u64) {
 /// once the clock is past it (`now > when`).
 pub(crate) fn is_expired(expire_at: u64, now: u64) -> bool {
     expire_at != 0 && expire_at < now
+}
+
+/// The walk's remaining work in hash order, from slot `next` on: the
+/// hashes of the keys in the slots not walked yet. A key walked already
+/// whose hash one of those shares is marked `done`, so that the walk by
+/// hash does not write it out twice. Costs a hash per key, as the
+/// growth that follows does.
+fn hash_order(
+    map: &HashTable<Item>,
+    hasher: &RandomState,
+    next: usize,
+    done: &mut HashSet<Bytes, RandomState>,
+) -> WalkOrder {
+    let slots = map.num_buckets();
+    let mut hashes: Vec<u64> = (next..slots)
+        .filter_map(|slot| map.get_bucket(slot))
+        .map(|item| hasher.hash_one(item.key()))
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    for item in (0..next.min(slots)).filter_map(|slot| map.get_bucket(slot)) {
+        if hashes.binary_search(&hasher.hash_one(item.key())).is_ok() {
+            done.insert(Bytes::copy_from_slice(item.key()));
+        }
+    }
+    WalkOrder::Hashes { hashes, next: 0 }
 }
 
 /// Counts a change for every watched key present in one of `tables`
@@ -409,16 +453,13 @@ impl Db {
     }
 
     /// Marks the start of a point-in-time snapshot of this database (as
-    /// database `origin`) at clock time `now`: costs a hash per key.
+    /// database `origin`) at clock time `now`: O(1), the walk goes in slot
+    /// order.
     pub(crate) fn begin_snapshot(&mut self, origin: usize, now: u64) {
-        let mut hashes: Vec<u64> = self.map.iter().map(|i| self.hasher.hash_one(i.key())).collect();
-        hashes.sort_unstable();
-        hashes.dedup();
         self.snap = Some(Box::new(DbSnap {
             origin,
             start_ms: now,
-            hashes,
-            next: 0,
+            order: WalkOrder::Slots { next: 0 },
             done: HashSet::default(),
             copied: Vec::new(),
             frozen: None,
@@ -434,16 +475,37 @@ impl Db {
         let Some(snap) = self.snap.as_deref_mut() else {
             return;
         };
-        if snap.frozen.is_some() || snap.done.contains(key) {
+        if snap.frozen.is_some() || (!snap.done.is_empty() && snap.done.contains(key)) {
             return;
         }
-        // Past the walk's position: serialized already, or never in the image.
-        if snap.hashes[snap.next..].binary_search(&hash).is_err() {
-            return;
+        if let WalkOrder::Slots { next } = snap.order {
+            if self.map.len() >= self.map.capacity() {
+                // This write may insert and grow the table, which moves
+                // every item to another slot.
+                snap.order = hash_order(&self.map, &self.hasher, next, &mut snap.done);
+            }
         }
-        // Not done and its hash still ahead: present now means present at
-        // the start and unchanged since (any change would have marked it).
-        if let Some(item) = self.map.find(hash, |i| i.key() == key) {
+        let found = match snap.order {
+            WalkOrder::Slots { next } => match self.map.find_bucket_index(hash, |i| i.key() == key) {
+                // Behind the walk's position: written out already.
+                Some(slot) if slot < next => return,
+                Some(slot) => self.map.get_bucket(slot),
+                None => None,
+            },
+            WalkOrder::Hashes { ref hashes, next } => {
+                // Past the walk's position: written out already, or never
+                // in the image.
+                if hashes[next..].binary_search(&hash).is_err() {
+                    return;
+                }
+                self.map.find(hash, |i| i.key() == key)
+            }
+        };
+        // Not done and still ahead of the walk: present now means present
+        // at the start and unchanged since (any change would have marked
+        // it). Absent now, it is created by this write: marked done, the
+        // walk leaves it out.
+        if let Some(item) = found {
             if !is_expired(item.expire_at(), snap.start_ms) {
                 let entry = EntryRef {
                     value: item.value(),
@@ -475,29 +537,52 @@ impl Db {
             );
         }
         let table = snap.frozen.as_ref().unwrap_or(&self.map);
+        let skip = |item: &Item| {
+            (!snap.done.is_empty() && snap.done.contains(item.key())) || is_expired(item.expire_at(), snap.start_ms)
+        };
+        let mut emit_item = |item: &Item| {
+            emit(
+                item.key(),
+                EntryRef {
+                    value: item.value(),
+                    expire_at: item.expire_at(),
+                },
+                item.access(),
+            )
+        };
         let mut spent = 0;
-        while spent < budget && snap.next < snap.hashes.len() {
-            let hash = snap.hashes[snap.next];
-            snap.next += 1;
-            for item in table.iter_hash(hash) {
-                if self.hasher.hash_one(item.key()) != hash
-                    || snap.done.contains(item.key())
-                    || is_expired(item.expire_at(), snap.start_ms)
-                {
-                    continue;
+        let walked = match &mut snap.order {
+            WalkOrder::Slots { next } => {
+                let slots = table.num_buckets();
+                let mut passed = 0;
+                while spent < budget && passed < budget * SLOTS_PER_KEY && *next < slots {
+                    if let Some(item) = table.get_bucket(*next) {
+                        if !skip(item) {
+                            spent += 1;
+                            emit_item(item);
+                        }
+                    }
+                    *next += 1;
+                    passed += 1;
                 }
-                spent += 1;
-                emit(
-                    item.key(),
-                    EntryRef {
-                        value: item.value(),
-                        expire_at: item.expire_at(),
-                    },
-                    item.access(),
-                );
+                *next == slots
             }
-        }
-        let finished = snap.next == snap.hashes.len() && snap.copied.is_empty();
+            WalkOrder::Hashes { hashes, next } => {
+                while spent < budget && *next < hashes.len() {
+                    let hash = hashes[*next];
+                    *next += 1;
+                    for item in table.iter_hash(hash) {
+                        if self.hasher.hash_one(item.key()) != hash || skip(item) {
+                            continue;
+                        }
+                        spent += 1;
+                        emit_item(item);
+                    }
+                }
+                *next == hashes.len()
+            }
+        };
+        let finished = walked && snap.copied.is_empty();
         if finished {
             self.snap = None;
         }
@@ -625,19 +710,27 @@ impl Db {
     /// Stores `value` under `key` with deadline `expire_at` (0: none),
     /// replacing any previous value and deadline.
     pub fn insert(&mut self, key: &[u8], value: Value, expire_at: u64) {
+        let mut item = Item::new(key, value, expire_at);
+        item.set_access(super::access::initial(self.access, self.clock_ms));
+        self.insert_item(key, item, self.access.lfu);
+    }
+
+    /// [`Db::insert`] of a whole item (whose key is `key`), access word
+    /// included; with `keep_lfu`, over a key present the old LFU counter
+    /// is kept (Redis's `dbOverwrite`).
+    fn insert_item(&mut self, key: &[u8], mut item: Item, keep_lfu: bool) {
+        debug_assert_eq!(item.key(), key);
         self.touch(key);
         self.signal_ready(key);
         let hash = self.hash(key);
         self.before_write(hash, key);
-        let mut item = Item::new(key, value, expire_at);
-        item.set_access(super::access::initial(self.access, self.clock_ms));
+        let expire_at = item.expire_at();
         let hasher = &self.hasher;
-        let lfu = self.access.lfu;
         let (old, replaced) = match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
             hashbrown::hash_table::Entry::Occupied(mut e) => {
                 let old = e.get().expire_at();
                 // An overwrite keeps the LFU counter (Redis's `dbOverwrite`).
-                if lfu {
+                if keep_lfu {
                     item.set_access(e.get().access());
                 }
                 (old, Some(std::mem::replace(e.get_mut(), item)))
@@ -749,25 +842,61 @@ impl Db {
     /// Makes room for `additional` more keys at once (a load that knows
     /// its count), so the table does not rehash its way up to the size.
     pub(crate) fn reserve(&mut self, additional: usize) {
+        if let Some(snap) = self.snap.as_deref_mut() {
+            if let (None, WalkOrder::Slots { next }) = (&snap.frozen, &snap.order) {
+                if self.map.len() + additional > self.map.capacity() {
+                    snap.order = hash_order(&self.map, &self.hasher, *next, &mut snap.done);
+                }
+            }
+        }
         let hasher = &self.hasher;
         self.map.reserve(additional, |i| hasher.hash_one(i.key()));
     }
 
-    /// Stores a key read from an RDB file: [`Db::insert`], then the
-    /// file's LRU/LFU hint as its access word when the policy reads one.
-    pub(crate) fn insert_loaded(
-        &mut self,
-        key: &[u8],
-        value: Value,
-        expire_at: u64,
-        hints: &crate::persist::rdb::file::AccessHints,
-        lfu: bool,
-        now: u64,
-    ) {
-        self.insert(key, value, expire_at);
-        if let Some(word) = hints.word(lfu, now) {
-            self.set_access(key, word);
+    /// Stores a key read from a file in a database being built apart (no
+    /// client sees it yet; [`Db::absorb`] installs it): the key with its
+    /// access word, `word` or a fresh one. False, storing nothing, when
+    /// the key is here already (a duplicate in the file).
+    pub(crate) fn insert_new_loaded(&mut self, key: &[u8], value: Value, expire_at: u64, word: Option<u32>) -> bool {
+        let hash = self.hash(key);
+        let hasher = &self.hasher;
+        match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                let mut item = Item::new(key, value, expire_at);
+                item.set_access(word.unwrap_or_else(|| super::access::initial(self.access, self.clock_ms)));
+                slot.insert(item);
+                self.deadline_changed(hash, 0, expire_at);
+                true
+            }
         }
+    }
+
+    /// Installs the keys of `loaded`, a database built apart from a file
+    /// ([`Db::insert_new_loaded`]). Into an empty database with no
+    /// snapshot running, the table itself is taken (no key is copied or
+    /// hashed again; a watched key is then changed as by SWAPDB). Else key
+    /// by key, as [`Db::insert`] stores them: a key here already is
+    /// replaced, or with `refuse_duplicates` refused (`Err` with its name,
+    /// the keys before it installed, as Redis's load stops there).
+    pub(crate) fn absorb(&mut self, mut loaded: Db, refuse_duplicates: bool) -> Result<(), Bytes> {
+        if self.map.is_empty() && self.snap.is_none() {
+            std::mem::swap(&mut self.map, &mut loaded.map);
+            std::mem::swap(&mut self.hasher, &mut loaded.hasher);
+            std::mem::swap(&mut self.expires, &mut loaded.expires);
+            self.index_len = loaded.index_len;
+            self.with_deadline = loaded.with_deadline;
+            bump_watched_present(&mut self.watched, &[(&self.map, &self.hasher)]);
+            return Ok(());
+        }
+        for item in loaded.map.drain() {
+            if refuse_duplicates && self.peek(item.key()).is_some() {
+                return Err(Bytes::copy_from_slice(item.key()));
+            }
+            let key = Bytes::copy_from_slice(item.key());
+            self.insert_item(&key, item, false);
+        }
+        Ok(())
     }
 
     /// Sets the access word of `key` (RESTORE IDLETIME/FREQ, an RDB's LRU
@@ -1154,6 +1283,48 @@ mod tests {
         expect.retain(|(key, _)| !early.contains(key));
         assert_eq!(all, expect);
         assert!(db.snap.is_none(), "the hold is released at the end");
+    }
+
+    /// The table grows mid-walk (slot order is lost; the walk goes on by
+    /// hash): every start key is written out once, with its start value,
+    /// and no key created since is.
+    #[test]
+    fn a_snapshot_survives_the_table_growing_mid_walk() {
+        for walked_first in [0, 1, 5, 40] {
+            let mut db = Db::default();
+            for i in 0..100 {
+                db.insert(&k(&format!("k{i}")), Value::Str(k(&format!("v{i}"))), 0);
+            }
+            db.begin_snapshot(0, 10);
+            let mut out = vec![];
+            let mut take = |key: &[u8], e: EntryRef<'_>| {
+                let ValueRef::Str(v) = e.value else {
+                    panic!("strings only")
+                };
+                out.push((key.to_vec(), v.to_vec()));
+            };
+            for _ in 0..walked_first {
+                db.snapshot_step(2, |key, e, _| take(key, e));
+            }
+            let capacity = db.map.capacity();
+            for i in 0..1000 {
+                db.insert(&k(&format!("new{i}")), Value::Str(k("x")), 0);
+            }
+            assert!(db.map.capacity() > capacity, "the table grew");
+            for i in (0..100).step_by(2) {
+                db.overwrite_str(format!("k{i}").as_bytes(), b"changed");
+            }
+            for i in (0..100).step_by(3) {
+                db.remove(format!("k{i}").as_bytes());
+            }
+            while !db.snapshot_step(7, |key, e, _| take(key, e)) {}
+            out.sort();
+            let mut expect: Vec<(Vec<u8>, Vec<u8>)> = (0..100)
+                .map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes()))
+                .collect();
+            expect.sort();
+            assert_eq!(out, expect, "after {walked_first} slices");
+        }
     }
 
     /// Waits until the database's lazy-free thread has freed `n` objects.

@@ -485,12 +485,8 @@ fn load_rdb_base(
             .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
             .map_err(|e| failed(&format!("{e:?}")))?;
     }
-    let now = state.clock.now_ms();
-    let lfu = state.config.memory.policy.lfu();
-    crate::store::access::stamp(dbs, &state.config, now);
-    for (db, key, value, expire_at, hints) in loaded.keys {
-        dbs[db].insert_loaded(&key, value, expire_at, &hints, lfu, now);
-    }
+    crate::store::access::stamp(dbs, &state.config, state.clock.now_ms());
+    crate::persist::rdb::disk::install(loaded.dbs, dbs);
     Ok(())
 }
 

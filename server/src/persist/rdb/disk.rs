@@ -3,20 +3,18 @@
 //! the load at start, with Redis's log lines; [`SocketLoad`] parses a
 //! replica's transfer as it arrives.
 
-use std::hash::BuildHasher;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use hashbrown::HashTable;
 
 use super::crc64::crc64;
-use super::file::{AccessHints, AuxValue, HintPolicy, Item, Reader, ReaderAt, WriteOptions, Writer};
+use super::file::{AuxValue, HintPolicy, Item, Reader, ReaderAt, WriteOptions, Writer};
 use super::value::Encodings;
 use super::{Corrupt, SaveError};
 use crate::config::Config;
 use crate::persist::loading::Loading;
-use crate::store::{Db, Value};
+use crate::store::Db;
 
 /// `redis-bits` (a pointer's width).
 const REDIS_BITS: i64 = usize::BITS as i64;
@@ -153,14 +151,14 @@ pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64
     }
 }
 
-/// A key read from a file: (db, name, value, deadline, LRU/LFU hints).
-pub(crate) type LoadedKey = (usize, Vec<u8>, Value, u64, AccessHints);
-
 /// What a file held, ready to install.
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
-    /// Every key still live at `now`, in the file's order.
-    pub(crate) keys: Vec<LoadedKey>,
+    /// The keys still live at `now`, by database (`dbs[i]` is database
+    /// `i`; the databases after the file's last are absent), each built
+    /// apart from the server's, so that installing an empty database's
+    /// is taking its table ([`Db::absorb`]).
+    pub(crate) dbs: Vec<Db>,
     pub(crate) functions: Vec<Bytes>,
     /// Keys left out because their deadline had passed.
     pub(crate) expired: u64,
@@ -170,6 +168,30 @@ pub(crate) struct Loaded {
     /// Aux `repl-stream-db`: the database a full sync's stream goes on in
     /// (a replica passing its primary's stream on selects none first).
     pub(crate) repl_stream_db: Option<usize>,
+}
+
+impl Loaded {
+    /// The keys loaded (INFO's and the log's "keys loaded").
+    pub(crate) fn keys(&self) -> usize {
+        self.dbs.iter().map(Db::len).sum()
+    }
+}
+
+/// Moves a file's databases ([`Loaded::dbs`]) into the server's `dbs`,
+/// replacing any key present (see [`Db::absorb`]; a database the server
+/// does not have is left out).
+pub(crate) fn install(loaded: Vec<Db>, dbs: &mut [Db]) {
+    // Replacing, no key is refused.
+    let _ = install_checked(loaded, dbs, false);
+}
+
+/// [`install`]; with `refuse_duplicates` a key present already stops it:
+/// `Err` with its database and name.
+pub(crate) fn install_checked(loaded: Vec<Db>, dbs: &mut [Db], refuse_duplicates: bool) -> Result<(), (usize, Bytes)> {
+    for (i, (db, loaded)) in dbs.iter_mut().zip(loaded).enumerate() {
+        db.absorb(loaded, refuse_duplicates).map_err(|key| (i, key))?;
+    }
+    Ok(())
 }
 
 /// Empty keys logged by name, at most (Redis's limit).
@@ -209,61 +231,6 @@ const PROGRESS_EVERY_KEYS: usize = 1024;
 /// the load reserve memory the keys could never fill.
 const MIN_KEY_BYTES: usize = 3;
 
-/// Where a key read so far is kept: in [`Loaded::keys`], or among the keys
-/// left out as expired.
-#[derive(Clone, Copy, Debug)]
-enum Kept {
-    Live(usize),
-    Expired(usize),
-}
-
-/// The keys read so far, to refuse a duplicate as Redis does. The table
-/// holds where each key is already kept, with its hash: no key is copied
-/// to be remembered, and growing the table reads no key.
-#[derive(Default)]
-struct SeenKeys {
-    table: HashTable<(u64, Kept)>,
-    hasher: foldhash::fast::RandomState,
-    /// (db, name) of the keys left out because their deadline had passed
-    /// (a duplicate of one is refused too).
-    expired: Vec<(usize, Vec<u8>)>,
-}
-
-impl SeenKeys {
-    fn reserve(&mut self, additional: usize) {
-        self.table.reserve(additional, |&(hash, _)| hash);
-    }
-
-    /// Remembers key `key` of database `db`, to be kept as `expired` says
-    /// (live ones at the end of `live`); false if it was read before.
-    fn insert(&mut self, live: &[LoadedKey], db: usize, key: &[u8], expired: bool) -> bool {
-        let hash = self.hasher.hash_one(key);
-        let kept_expired = &self.expired;
-        let same = |&(h, kept): &(u64, Kept)| {
-            h == hash
-                && match kept {
-                    Kept::Live(i) => live[i].0 == db && live[i].1 == key,
-                    Kept::Expired(i) => kept_expired[i].0 == db && kept_expired[i].1 == key,
-                }
-        };
-        match self.table.entry(hash, same, |&(h, _)| h) {
-            hashbrown::hash_table::Entry::Occupied(_) => false,
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                let kept = if expired {
-                    Kept::Expired(self.expired.len())
-                } else {
-                    Kept::Live(live.len())
-                };
-                slot.insert((hash, kept));
-                if expired {
-                    self.expired.push((db, key.to_vec()));
-                }
-                true
-            }
-        }
-    }
-}
-
 /// Reads an RDB file's bytes (Redis's `rdbLoad`): every key live at
 /// `now_ms` into a database below `databases`, and the libraries; how far
 /// it has come goes to `progress` when given.
@@ -274,7 +241,7 @@ pub(crate) fn read_dataset(
     progress: Option<&Loading>,
 ) -> Result<Loaded, Corrupt> {
     let mut reader = Reader::open(bytes, Encodings::of(config), config.rdb_checksum)?;
-    let mut builder = Builder::default();
+    let mut builder = Builder::new(config);
     while let Some(item) = reader.next_item()? {
         let room = (bytes.len() - reader.pos()) / MIN_KEY_BYTES;
         builder.add(item, reader.pos() as u64, room, config, now_ms, progress)?;
@@ -284,14 +251,34 @@ pub(crate) fn read_dataset(
 
 /// The dataset an RDB's items make, item by item ([`read_dataset`], and a
 /// transfer parsed as it arrives, [`SocketLoad`]).
-#[derive(Default)]
 struct Builder {
     loaded: Loaded,
-    seen: SeenKeys,
     items: usize,
+    /// How the loading server records accesses (a key's access word:
+    /// the file's hint under that policy, or a fresh one).
+    access: crate::store::access::Mode,
 }
 
 impl Builder {
+    fn new(config: &Config) -> Builder {
+        Builder {
+            loaded: Loaded::default(),
+            items: 0,
+            access: crate::evict::access_mode(config),
+        }
+    }
+
+    /// Database `index` of the dataset, created (empty) when first named.
+    fn db(&mut self, index: usize, now_ms: u64) -> &mut Db {
+        while self.loaded.dbs.len() <= index {
+            let mut db = Db::default();
+            db.access = self.access;
+            db.clock_ms = now_ms;
+            self.loaded.dbs.push(db);
+        }
+        &mut self.loaded.dbs[index]
+    }
+
     /// Takes one item, read up to byte `pos`; `room`: the most keys the
     /// rest of the input can hold (a RESIZEDB count is believed up to it).
     fn add(
@@ -339,10 +326,9 @@ impl Builder {
             Item::ResizeDb { db, .. } | Item::EmptyKey { db, .. } if db >= config.databases => {
                 return Err(too_many_databases(config));
             }
-            Item::ResizeDb { keys, .. } => {
+            Item::ResizeDb { db, keys, .. } => {
                 let keys = usize::try_from(keys).unwrap_or(usize::MAX).min(room);
-                self.seen.reserve(keys);
-                loaded.keys.reserve(keys);
+                self.db(db, now_ms).reserve(keys);
             }
             Item::EmptyKey { key, .. } => {
                 if loaded.empty_skipped < EMPTY_KEYS_LOGGED {
@@ -360,18 +346,19 @@ impl Builder {
                 if db >= config.databases {
                     return Err(too_many_databases(config));
                 }
-                let expired = expire_at != 0 && expire_at < now_ms;
-                if !self.seen.insert(&loaded.keys, db, &key, expired) {
+                sleep_key_delay(config.key_load_delay, items);
+                // A key past its deadline is left out, and so never a
+                // duplicate (Redis's `rdbLoadRio` checks the keys it adds).
+                if expire_at != 0 && expire_at < now_ms {
+                    self.loaded.expired += 1;
+                    return Ok(());
+                }
+                let word = hints.word(self.access.lfu, now_ms);
+                if !self.db(db, now_ms).insert_new_loaded(&key, value, expire_at, word) {
                     return Err(Corrupt::bad(format!(
                         "RDB has duplicated key '{}' in DB {db}",
                         String::from_utf8_lossy(&key)
                     )));
-                }
-                sleep_key_delay(config.key_load_delay, items);
-                if expired {
-                    loaded.expired += 1;
-                } else {
-                    loaded.keys.push((db, key, value, expire_at, hints));
                 }
             }
         }
@@ -424,7 +411,7 @@ impl SocketLoad {
         SocketLoad {
             config: config.clone(),
             now_ms,
-            builder: Builder::default(),
+            builder: Builder::new(config),
             pending: Vec::new(),
             parsed: 0,
             at: None,
@@ -592,14 +579,14 @@ pub(crate) fn parse(bytes: &[u8], config: &Config, now_ms: u64, progress: Option
             if loaded.empty_skipped > 0 {
                 tracing::info!(
                     "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
-                    loaded.keys.len(),
+                    loaded.keys(),
                     loaded.expired,
                     loaded.empty_skipped
                 );
             } else {
                 tracing::info!(
                     "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                    loaded.keys.len(),
+                    loaded.keys(),
                     loaded.expired
                 );
             }
@@ -781,30 +768,60 @@ mod tests {
         Some(std::fs::read(dir.dump()).unwrap())
     }
 
-    /// What a load holds, comparable: each key with its deadline, hints,
+    /// A file naming the same key twice (live both times) is refused with
+    /// Redis's text; a key left out as past its deadline is no duplicate
+    /// (Redis's `rdbLoadRio` checks only the keys it adds), nor is the
+    /// same name in another database.
+    #[test]
+    fn a_duplicate_key_is_refused_unless_one_was_left_out() {
+        let config = Config::default();
+        let file = |keys: &[(usize, &str, u64)]| {
+            let mut w = Writer::start(Vec::new(), write_options(&config, 0), &[]).unwrap();
+            for &(db, key, expire_at) in keys {
+                w.key(db, key.as_bytes(), crate::store::ValueRef::Str(b"v"), expire_at, 0)
+                    .unwrap();
+            }
+            w.finish().unwrap()
+        };
+        let now = 1_000;
+        let twice = read_dataset(&file(&[(0, "a", 0), (0, "b", 0), (0, "a", 0)]), &config, now, None);
+        assert_eq!(
+            twice.unwrap_err().to_string(),
+            Corrupt::bad("RDB has duplicated key 'a' in DB 0".to_string()).to_string()
+        );
+        let loaded = read_dataset(&file(&[(0, "a", 500), (0, "a", 0), (1, "a", 0)]), &config, now, None).unwrap();
+        assert_eq!((loaded.keys(), loaded.expired), (2, 1));
+        let mut dbs: Vec<Db> = (0..2).map(|_| Db::default()).collect();
+        install(loaded.dbs, &mut dbs);
+        assert!(dbs.iter().all(|db| db.peek(b"a").is_some()));
+    }
+
+    /// What a load holds, comparable: each key with its deadline, access word,
     /// type, encoding and digest (a stream also with its encoding, which
     /// has the groups the digest leaves out).
     fn summary(loaded: &Loaded) -> Vec<String> {
-        let mut out: Vec<String> = loaded
-            .keys
-            .iter()
-            .map(|(db, key, v, expire_at, hints)| {
+        let mut out: Vec<String> = Vec::new();
+        for (db, keys) in loaded.dbs.iter().enumerate() {
+            for (key, entry, access) in keys.live_items(0) {
+                let (v, expire_at) = (entry.value, entry.expire_at);
                 let mut digest = crate::store::digest::Digest::default();
-                crate::store::digest::mix_value(&mut digest, v.as_value_ref(), *expire_at);
+                crate::store::digest::mix_value(&mut digest, v, expire_at);
                 let mut stream = Out::new(false);
-                if let Value::Stream(_) = v {
-                    value::write(&mut stream, v.as_value_ref(), &Encodings::of(&Config::default())).unwrap();
+                if let crate::store::ValueRef::Stream(_) = v {
+                    value::write(&mut stream, v, &Encodings::of(&Config::default())).unwrap();
                 }
-                format!(
-                    "{db} {} {expire_at} {hints:?} {} {} {} {:x}",
+                out.push(format!(
+                    "{db} {} {expire_at} {access} {} {} {} {:x}",
                     String::from_utf8_lossy(key),
                     v.type_name(),
-                    v.as_value_ref().encoding(),
+                    v.encoding(),
                     crate::store::digest::hex(&digest),
                     crc64(0, &stream.buf)
-                )
-            })
-            .collect();
+                ));
+            }
+        }
+        // Table order depends on each database's hasher.
+        out.sort();
         out.extend(loaded.functions.iter().map(|f| String::from_utf8_lossy(f).into_owned()));
         out.push(format!(
             "expired {} empty {} stream db {:?}",
@@ -913,7 +930,7 @@ mod tests {
     fn a_value_arriving_in_many_pieces_is_retried_a_bounded_number_of_times() {
         let pairs = [("rdbcompression", "no")];
         let (bytes, config) = (coordis_file(&pairs), config(&pairs));
-        let items = read_dataset(&bytes, &config, 0, None).unwrap().keys.len() + 10;
+        let items = read_dataset(&bytes, &config, 0, None).unwrap().keys() + 10;
         for size in [1, 7, 100, 1000] {
             let mut load = SocketLoad::new(&config, 0);
             for (i, piece) in bytes.chunks(size).enumerate() {
