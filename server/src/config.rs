@@ -220,6 +220,11 @@ pub struct Config {
     /// save points set, writes (and PING) are refused with `-MISCONF`
     /// until a save succeeds. Default yes.
     pub stop_writes_on_bgsave_error: bool,
+    /// `loading-process-events-interval-bytes`: an append-only file's RDB
+    /// base loaded at start is parsed at most this many bytes per hold of
+    /// the engine lock (Redis serves events that often while it loads).
+    /// Default 2 MB.
+    pub loading_process_events_interval_bytes: usize,
     /// `bgsave-slice-keys` (coordis's own; Redis forks instead): keys a
     /// background save serializes per hold of the engine lock, which bounds
     /// what a save adds to a command's latency. Default 256.
@@ -504,6 +509,7 @@ impl Default for Config {
             save_points: Vec::new(),
             stop_writes_on_bgsave_error: false,
             bgsave_slice_keys: crate::persist::snapshot::SLICE_KEYS,
+            loading_process_events_interval_bytes: 2 * 1024 * 1024,
             bgsave_slice_pause_us: 0,
             rdb_compression: false,
             rdb_checksum: false,
@@ -1612,7 +1618,13 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("rdb-key-save-delay", "0", Int { min: i32::MIN as i64, max: I32 }, field!(rdb_key_save_delay)).hidden(),
     row("key-load-delay", "0", Int { min: i32::MIN as i64, max: I32 }, field!(key_load_delay)).hidden(),
     row("watchdog-period", "0", Int { min: 0, max: I32 }, Store::Ignored).hidden(),
-    row("loading-process-events-interval-bytes", "2097152", Int { min: 1024, max: I32 }, Store::Ignored).hidden(),
+    row(
+        "loading-process-events-interval-bytes",
+        "2097152",
+        Int { min: 1024, max: I32 },
+        field!(loading_process_events_interval_bytes),
+    )
+    .hidden(),
 ];
 
 /// The directive named `name` (or one of its aliases), any case.

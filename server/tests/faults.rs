@@ -188,18 +188,24 @@ fn slice_writes_a_reply_in_pieces_and_jitter_adds_to_a_delay() {
     let mut raw = std::net::TcpStream::connect(server.addr()).unwrap();
     raw.write_all(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n").unwrap();
     let expected = format!("$100\r\n{value}\r\n").into_bytes();
-    let (mut got, mut reads, mut biggest) = (vec![], 0, 0);
+    // A reader descheduled for longer than a pause finds two pieces at
+    // once, so reads are checked to end where pieces end, not to be one
+    // piece each; most are.
+    let (mut got, mut reads) = (vec![], 0);
     while got.len() < expected.len() {
         let mut buf = [0u8; 4096];
         let n = raw.read(&mut buf).unwrap();
         assert!(n > 0, "closed early");
-        biggest = biggest.max(n);
         got.extend_from_slice(&buf[..n]);
+        assert!(
+            got.len() % 7 == 0 || got.len() == expected.len(),
+            "a read ended inside a piece: {} bytes",
+            got.len()
+        );
         reads += 1;
     }
     assert_eq!(got, expected, "the pieces make the reply");
-    assert!(biggest <= 7, "no piece above 7 bytes: {biggest}");
-    assert!(reads >= 16, "{reads} reads");
+    assert!(reads >= 8, "{reads} reads of 16 pieces");
     assert!(control.remove_fault(rule));
     // A delay with jitter holds the reply at least the delay, at most both.
     control.add_fault(

@@ -56,6 +56,34 @@ fn write_aof(dir: &TempDir) {
     assert!(incr.len() > (KEYS * 20) as u64, "the writes are in the incr file");
 }
 
+/// [`write_aof`], then BGREWRITEAOF: the keys are in an RDB base file
+/// (`aof-use-rdb-preamble yes`, the default).
+fn write_aof_with_rdb_base(dir: &TempDir) {
+    write_aof(dir);
+    let mut builder = coordis::Server::builder();
+    let config = builder.config_mut();
+    config.apply("dir", &[dir.text().to_string()]).unwrap();
+    config.apply("appendonly", &["yes".to_string()]).unwrap();
+    let server = builder.start_blocking().unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert!(c.command(&["BGREWRITEAOF"]).unwrap().starts_with(b"+"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8(c.command(&["INFO", "persistence"]).unwrap())
+        .unwrap()
+        .contains("aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
+    {
+        assert!(Instant::now() < deadline, "the rewrite did not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(c);
+    drop(server);
+    let base = std::fs::read(dir.aof_dir().join("appendonly.aof.2.base.rdb")).unwrap();
+    assert!(
+        base.starts_with(b"REDIS") && base.len() > KEYS * 10,
+        "the keys are in the base"
+    );
+}
+
 /// Kills the server however the test ends.
 struct Stop(Child);
 
@@ -77,6 +105,11 @@ struct Seen {
 }
 
 fn watch_load(program: &str, dir: &Path, extra: &[&str]) -> Seen {
+    watch_load_timed(program, dir, extra).0
+}
+
+/// [`watch_load`], with how long the first PING waited for its reply.
+fn watch_load_timed(program: &str, dir: &Path, extra: &[&str]) -> (Seen, Duration) {
     let port = free_port().unwrap();
     let child = Command::new(program)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
@@ -103,7 +136,9 @@ fn watch_load(program: &str, dir: &Path, extra: &[&str]) -> Seen {
         assert!(Instant::now() < deadline, "{program} did not listen");
         std::thread::sleep(Duration::from_millis(5));
     };
+    let asked = Instant::now();
     let ping_while_loading = c.command(&["PING"]).unwrap();
+    let waited = asked.elapsed();
     let info = String::from_utf8(c.command(&["INFO", "persistence"]).unwrap()).unwrap();
     assert!(info.contains("\r\nloading:1\r\n"), "{program}: {info}");
     let loading_fields = info
@@ -119,11 +154,12 @@ fn watch_load(program: &str, dir: &Path, extra: &[&str]) -> Seen {
     let info = String::from_utf8(c.command(&["INFO", "persistence"]).unwrap()).unwrap();
     assert!(info.contains("\r\nloading:0\r\n"), "{program}: {info}");
     assert!(!info.contains("loading_start_time"), "{program}: {info}");
-    Seen {
+    let seen = Seen {
         ping_while_loading,
         loading_fields,
         dbsize: c.command(&["DBSIZE"]).unwrap(),
-    }
+    };
+    (seen, waited)
 }
 
 #[test]
@@ -153,6 +189,31 @@ fn clients_get_loading_while_the_append_only_file_is_replayed_as_redis() {
     assert_eq!(
         coordis.ping_while_loading,
         b"-LOADING Redis is loading the dataset in memory\r\n"
+    );
+    assert_eq!(coordis.dbsize, format!(":{KEYS}\r\n").into_bytes());
+    if RedisServer::start(&[]).unwrap().is_none() {
+        return;
+    }
+    let redis = watch_load("redis-server", &dir.0, &aof);
+    assert_eq!(coordis, redis);
+}
+
+/// The base is parsed a slice at a time too: clients get `-LOADING`
+/// while its keys load, as from Redis, and see none of them before.
+#[test]
+fn clients_get_loading_while_an_rdb_base_loads_as_redis() {
+    let dir = TempDir::new("loading-aof-base");
+    write_aof_with_rdb_base(&dir);
+    let aof = ["--appendonly", "yes"];
+    let (coordis, waited) = watch_load_timed(env!("CARGO_BIN_EXE_coordis-server"), &dir.0, &aof);
+    assert_eq!(
+        coordis.ping_while_loading,
+        b"-LOADING Redis is loading the dataset in memory\r\n"
+    );
+    // The base takes about 1.5 s to load; a slice of 1024 bytes, some 25 ms.
+    assert!(
+        waited < Duration::from_millis(750),
+        "PING waited {waited:?} for the base"
     );
     assert_eq!(coordis.dbsize, format!(":{KEYS}\r\n").into_bytes());
     if RedisServer::start(&[]).unwrap().is_none() {

@@ -189,12 +189,39 @@ pub(crate) struct AofLoad {
     files: Vec<(String, bool, u64)>,
     /// The next file to open.
     next: usize,
-    /// The file being replayed.
-    current: Option<FileReplay>,
+    /// The file being loaded.
+    current: Option<Current>,
     /// Bytes of the files done (INFO `loading_loaded_bytes`).
     done_bytes: u64,
     /// Every file's size (INFO `loading_total_bytes`).
     pub(crate) total_bytes: u64,
+    started: Instant,
+}
+
+/// The file a load is in.
+enum Current {
+    /// An RDB base, parsed a slice of bytes at a time.
+    Base(BaseLoad),
+    /// A file of commands.
+    Commands(FileReplay),
+}
+
+/// Bytes of an RDB base parsed per slice of a load at start at most
+/// (about a millisecond's work; fewer under a smaller
+/// `loading-process-events-interval-bytes`): the keys go to databases of
+/// the load's own, installed when the file is complete, so clients see
+/// none before.
+const BASE_SLICE_BYTES: usize = 64 * 1024;
+
+/// An RDB base file (`aof-use-rdb-preamble yes`) being parsed.
+struct BaseLoad {
+    name: String,
+    is_base: bool,
+    size: u64,
+    data: Vec<u8>,
+    /// Bytes of `data` handed to the parser so far.
+    fed: usize,
+    parser: crate::persist::rdb::disk::SocketLoad,
     started: Instant,
 }
 
@@ -216,13 +243,12 @@ struct FileReplay {
 impl AofLoad {
     /// The bytes replayed so far (the current file's share by commands).
     pub(crate) fn loaded_bytes(&self) -> u64 {
-        let current = self.current.as_ref().map_or(0, |f| {
-            if f.commands.is_empty() {
-                0
-            } else {
-                f.size * f.at as u64 / f.commands.len() as u64
-            }
-        });
+        let current = match &self.current {
+            None => 0,
+            Some(Current::Base(b)) => b.fed as u64,
+            Some(Current::Commands(f)) if f.commands.is_empty() => 0,
+            Some(Current::Commands(f)) => f.size * f.at as u64 / f.commands.len() as u64,
+        };
         self.done_bytes + current
     }
 }
@@ -270,8 +296,10 @@ fn load_files(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting
     Ok(())
 }
 
-/// One slice of a load: up to `budget` commands replayed (an RDB base is
-/// one slice), with the feed suspended. `Ok(true)`: every file is loaded.
+/// One slice of a load: up to `budget` commands replayed, or
+/// [`BASE_SLICE_BYTES`] of an RDB base parsed (all of it with an
+/// unbounded `budget`), with the feed suspended. `Ok(true)`: every file is
+/// loaded.
 pub(crate) fn load_step(
     dbs: &mut [Db],
     state: &mut ServerState,
@@ -305,9 +333,16 @@ fn step(
         })?;
         if data.starts_with(b"REDIS") {
             tracing::info!("Reading RDB base file on AOF loading...");
-            load_rdb_base(dbs, state, scripting, &data, &name)?;
-            file_loaded(load, &name, is_base, size, started);
-            return Ok(load.next == load.files.len());
+            load.current = Some(Current::Base(BaseLoad {
+                name,
+                is_base,
+                size,
+                data,
+                fed: 0,
+                parser: crate::persist::rdb::disk::SocketLoad::new(&state.config, LOAD_EVERY_KEY),
+                started,
+            }));
+            return base_step(dbs, state, scripting, load, budget);
         }
         let parsed = load::parse(&data);
         use std::net::{Ipv4Addr, SocketAddr};
@@ -316,7 +351,7 @@ fn step(
         let outbox = crate::net::clients::Outbox::new(signal.clone());
         let mut client = crate::net::clients::ClientState::new(0, addr, addr, state.clock.now_ms(), signal, outbox);
         client.authenticated = true;
-        load.current = Some(FileReplay {
+        load.current = Some(Current::Commands(FileReplay {
             name,
             path,
             is_base,
@@ -327,16 +362,20 @@ fn step(
             end: parsed.end,
             client,
             started,
-        });
+        }));
     }
-    let f = load.current.as_mut().expect("a file is open");
+    let Some(Current::Commands(f)) = load.current.as_mut() else {
+        return base_step(dbs, state, scripting, load, budget);
+    };
     let until = f.at.saturating_add(budget).min(f.commands.len());
     replay(dbs, state, scripting, &mut f.client, &f.commands[f.at..until], &f.name)?;
     f.at = until;
     if f.at < f.commands.len() {
         return Ok(false);
     }
-    let f = load.current.take().expect("a file is open");
+    let Some(Current::Commands(f)) = load.current.take() else {
+        unreachable!("the file replayed above");
+    };
     let truncated = file_end(state, &f.path, &f.name, f.end)?;
     if truncated && !f.last {
         tracing::warn!("Fatal error: the truncated file is not the last file");
@@ -462,32 +501,57 @@ fn file_end(state: &ServerState, path: &Path, name: &str, end: load::End) -> Res
     }
 }
 
-/// An RDB base file (`aof-use-rdb-preamble yes`): its keys and libraries
-/// installed. Keys past their deadline are loaded too, as Redis loads a
-/// preamble (the incremental files may still act on them; expiry then
-/// removes them).
-fn load_rdb_base(
+/// Nothing is past its deadline at time 0: an RDB base's keys past their
+/// deadline are loaded too, as Redis loads a preamble (the incremental
+/// files may still act on them; expiry then removes them).
+const LOAD_EVERY_KEY: u64 = 0;
+
+/// One slice of the RDB base being loaded ([`Current::Base`]); at its end
+/// its keys and libraries are installed.
+fn base_step(
     dbs: &mut [Db],
     state: &mut ServerState,
     scripting: &mut Scripting,
-    data: &[u8],
-    name: &str,
-) -> Result<(), ()> {
-    /// Nothing is past its deadline at time 0.
-    const LOAD_EVERY_KEY: u64 = 0;
-    let failed = |why: &dyn std::fmt::Display| {
+    load: &mut AofLoad,
+    budget: usize,
+) -> Result<bool, ()> {
+    let Some(Current::Base(b)) = load.current.as_mut() else {
+        unreachable!("called with a base being loaded");
+    };
+    let failed = |name: &str, why: &dyn std::fmt::Display| {
         tracing::warn!("Error reading the RDB base file {name}, AOF loading aborted: {why}");
     };
-    let loaded =
-        crate::persist::rdb::disk::read_dataset(data, &state.config, LOAD_EVERY_KEY, None).map_err(|e| failed(&e))?;
+    let slice = if budget == usize::MAX {
+        b.data.len()
+    } else {
+        BASE_SLICE_BYTES.min(state.config.loading_process_events_interval_bytes)
+    };
+    let to = b.fed.saturating_add(slice).min(b.data.len());
+    let last = to == b.data.len();
+    b.parser
+        .feed(&b.data[b.fed..to], last, None)
+        .map_err(|e| failed(&b.name, &e))?;
+    b.fed = to;
+    if !last {
+        return Ok(false);
+    }
+    let Some(Current::Base(b)) = load.current.take() else {
+        unreachable!("the base parsed above");
+    };
+    if !b.parser.done() {
+        failed(&b.name, &crate::persist::rdb::Corrupt::ShortRead);
+        return Err(());
+    }
+    let loaded = b.parser.finish();
     if !loaded.functions.is_empty() {
         scripting
             .restore_libraries(loaded.functions, crate::lua::functions::RestorePolicy::Replace)
-            .map_err(|e| failed(&format!("{e:?}")))?;
+            .map_err(|e| failed(&b.name, &format!("{e:?}")))?;
     }
     crate::store::access::stamp(dbs, &state.config, state.clock.now_ms());
     crate::persist::rdb::disk::install(loaded.dbs, dbs);
-    Ok(())
+    file_loaded(load, &b.name, b.is_base, b.size, b.started);
+    Ok(load.next == load.files.len())
 }
 
 /// Replays `commands` through the execution core as `client` (the
