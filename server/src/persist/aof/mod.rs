@@ -203,7 +203,7 @@ enum Current {
     /// An RDB base, parsed a slice of bytes at a time.
     Base(BaseLoad),
     /// A file of commands.
-    Commands(FileReplay),
+    Commands(Box<FileReplay>),
 }
 
 /// Bytes of an RDB base parsed per slice of a load at start at most
@@ -221,7 +221,7 @@ struct BaseLoad {
     data: Vec<u8>,
     /// Bytes of `data` handed to the parser so far.
     fed: usize,
-    parser: crate::persist::rdb::disk::SocketLoad,
+    parser: Box<crate::persist::rdb::disk::SocketLoad>,
     started: Instant,
 }
 
@@ -339,7 +339,10 @@ fn step(
                 size,
                 data,
                 fed: 0,
-                parser: crate::persist::rdb::disk::SocketLoad::new(&state.config, LOAD_EVERY_KEY),
+                parser: Box::new(crate::persist::rdb::disk::SocketLoad::new(
+                    &state.config,
+                    LOAD_EVERY_KEY,
+                )),
                 started,
             }));
             return base_step(dbs, state, scripting, load, budget);
@@ -351,7 +354,7 @@ fn step(
         let outbox = crate::net::clients::Outbox::new(signal.clone());
         let mut client = crate::net::clients::ClientState::new(0, addr, addr, state.clock.now_ms(), signal, outbox);
         client.authenticated = true;
-        load.current = Some(Current::Commands(FileReplay {
+        load.current = Some(Current::Commands(Box::new(FileReplay {
             name,
             path,
             is_base,
@@ -362,7 +365,7 @@ fn step(
             end: parsed.end,
             client,
             started,
-        }));
+        })));
     }
     let Some(Current::Commands(f)) = load.current.as_mut() else {
         return base_step(dbs, state, scripting, load, budget);
