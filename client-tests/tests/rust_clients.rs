@@ -1,6 +1,7 @@
 //! Real Rust client libraries, unmodified, with the same assertions on
-//! coordis and on Redis: `fred` (RESP3, pub/sub, Lua) on every backend, and
-//! `rslock` (Redlock) over three servers of each kind.
+//! coordis and on Redis: `fred` (RESP3, pub/sub, Lua) and the `redis`
+//! crate's client-side cache on every backend, and `rslock` (Redlock) over
+//! three servers of each kind.
 
 use std::time::Duration;
 
@@ -86,6 +87,54 @@ on_every_backend!(fred_resp3_pubsub_and_lua, |backend: &Backend| {
             assert_eq!(message.value.convert::<String>().unwrap(), "pod-1");
             subscriber.quit().await.unwrap();
             client.quit().await.unwrap();
+        })
+        .await;
+    }
+});
+
+// The `redis` crate's client-side cache (its `cache-aio` feature: a RESP3
+// connection that turns CLIENT TRACKING on and drops what the server's
+// invalidation pushes name), which asks nothing of the server's version
+// and so runs on Redis 7.0 (redis-py's `cache_config` wants 7.4): a read
+// is answered from the cache the second time, a write from another
+// connection invalidates it, and the next read gets the new value.
+on_every_backend!(redis_rs_client_side_cache, |backend: &Backend| {
+    let url = backend.url();
+    async move {
+        within("redis-rs client-side cache", async {
+            use redis::AsyncCommands;
+            let client = redis::Client::open(format!("{url}?protocol=resp3")).unwrap();
+            let config = redis::AsyncConnectionConfig::new().set_cache_config(redis::caching::CacheConfig::new());
+            let mut cached = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .unwrap();
+            let mut writer = redis::Client::open(url.as_str())
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+            let stats = |c: &redis::aio::MultiplexedConnection| {
+                let s = c.get_cache_statistics().expect("a caching connection");
+                (s.hit, s.miss, s.invalidate)
+            };
+            let _: () = writer.set("csc:config", "v1").await.unwrap();
+            let first: String = cached.get("csc:config").await.unwrap();
+            let second: String = cached.get("csc:config").await.unwrap();
+            assert_eq!((first.as_str(), second.as_str()), ("v1", "v1"));
+            assert_eq!(stats(&cached), (1, 1, 0), "the second read came from the cache");
+            let _: () = writer.set("csc:config", "v2").await.unwrap();
+            // The invalidation is a push on the cached connection: it may
+            // arrive after the writer's reply.
+            while stats(&cached).2 == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let third: String = cached.get("csc:config").await.unwrap();
+            assert_eq!(third, "v2", "the invalidated entry is read again");
+            assert_eq!(stats(&cached), (1, 2, 1));
+            let fourth: String = cached.get("csc:config").await.unwrap();
+            assert_eq!(fourth, "v2");
+            assert_eq!(stats(&cached), (2, 2, 1), "cached again");
         })
         .await;
     }

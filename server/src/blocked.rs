@@ -405,9 +405,17 @@ pub(crate) fn answer(dbs: &mut [Db], blocking: &mut Blocking, client: &mut Clien
     release(dbs, blocking, client);
     if !client.reply_off && reply != Reply::NOTHING {
         let mut out = BytesMut::new();
-        reply.encode(&mut out, client.resp3);
+        if client.reply_marks.is_empty() {
+            reply.encode(&mut out, client.resp3);
+        } else {
+            // Serving it published to it where Redis writes amid or after
+            // the reply: the messages waiting are rewritten around it.
+            let (messages, n) = client.encode_reply_among_messages(&reply, &mut out);
+            client.outbox.written(messages, n);
+        }
         client.outbox.push_reply(out.freeze());
     }
+    client.reply_marks.clear();
     client.signal.set_blocked(false);
 }
 

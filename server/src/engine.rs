@@ -1668,10 +1668,13 @@ impl Batch<'_> {
         // PUBLISH to a channel it listens to): Redis writes a message into
         // the client's buffer as it is sent, ahead of the reply.
         crate::tracking::flush_before_reply(self.state, client, now, out);
-        take_messages(client, out);
         if !silent {
-            reply.encode(out, client.resp3);
+            // Or amid and after it, where the command marked its reply.
+            let (messages, n) = client.encode_reply_among_messages(&reply, out);
+            client.outbox.written(messages, n);
         } else {
+            client.reply_marks.clear();
+            take_messages(client, out);
             reply.encode_pushes(out, client.resp3);
         }
         // Invalidations of keys this client changed follow its reply.

@@ -536,6 +536,8 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> Reply {
         store(ctx, key, bytes, existed);
         if changes > 0 {
             ctx.dirty(changes);
+            // Redis replies, then announces the change.
+            ctx.replied();
             ctx.notify(notify::STRING, "setbit", key);
         }
     }

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::pubsub;
 use crate::errors;
-use crate::net::clients::ClientState;
+use crate::net::clients::{ClientState, ReplyMark};
 use crate::protocol::Reply;
 use crate::state::ServerState;
 use crate::store::{Db, EntryRef, Value, ValueMut, ValueRef};
@@ -102,6 +102,34 @@ impl Ctx<'_> {
     /// The client's selected database.
     pub fn db(&mut self) -> &mut Db {
         &mut self.dbs[self.client.db]
+    }
+
+    /// Redis has written this command's whole reply at this point of it:
+    /// what it publishes from here on to the client running it (a RESP3
+    /// subscriber to its own keys' events) follows the reply, as Redis
+    /// writes it into the client's buffer after the reply. Without a call,
+    /// such messages precede the reply. Costs a test when the client
+    /// subscribes to nothing.
+    #[inline]
+    pub(crate) fn replied(&mut self) {
+        self.replied_up_to(usize::MAX);
+    }
+
+    /// [`Ctx::replied`] for a reply Redis has written only the first
+    /// `nodes` nodes of (as [`Reply::nodes`] counts them: `*2`, then `$1 z`
+    /// of ZMPOP's reply are two), where it publishes amid its reply.
+    #[inline]
+    pub(crate) fn replied_up_to(&mut self, nodes: usize) {
+        if self.client.is_subscribed() && !self.in_script() {
+            self.mark_reply(nodes);
+        }
+    }
+
+    /// Records the mark [`Ctx::replied_up_to`] describes (EXEC places its
+    /// commands' replies with it).
+    pub(crate) fn mark_reply(&mut self, nodes: usize) {
+        let messages = self.client.outbox.len();
+        self.client.reply_marks.push(ReplyMark { messages, nodes });
     }
 
     /// Emits a keyspace notification for `key` in the client's database (if

@@ -116,6 +116,8 @@ fn hset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }))
     .unwrap_or(0);
     ctx.dirty(((args.len() - 2) / 2) as u64);
+    // Redis replies, then announces the change.
+    ctx.replied();
     ctx.notify(notify::HASH, "hset", key);
     if is(&args[0], "hmset") {
         Reply::Ok
@@ -132,6 +134,8 @@ fn hsetnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     tri!(update(ctx, key, true, |h| h.set(&args[2], &args[3], limits)));
     ctx.dirty(1);
+    // Redis replies, then announces the change.
+    ctx.replied();
     ctx.notify(notify::HASH, "hset", key);
     Reply::Int(1)
 }
@@ -242,6 +246,7 @@ fn hincrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let text = buf.format(new);
     tri!(update(ctx, key, true, |h| h.set(&args[2], text.as_bytes(), limits)));
     ctx.dirty(1);
+    ctx.replied();
     ctx.notify(notify::HASH, "hincrby", key);
     Reply::Int(new)
 }
@@ -264,6 +269,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     tri!(update(ctx, key, true, |h| h.set(&args[2], &text, limits)));
     ctx.dirty(1);
+    ctx.replied();
     ctx.notify(notify::HASH, "hincrbyfloat", key);
     let text = Bytes::from(text);
     ctx.propagate_as(|| vec![Bytes::from_static(b"HSET"), key.clone(), args[2].clone(), text.clone()]);

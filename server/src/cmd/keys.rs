@@ -188,6 +188,8 @@ fn expire_generic(ctx: &mut Ctx, args: &[Bytes], basetime: i64, seconds: bool, n
                 effect
             });
         }
+        // Redis replies, then announces the new deadline.
+        ctx.replied();
         ctx.notify(notify::GENERIC, "expire", &args[1]);
     }
     Reply::Int(1)

@@ -132,6 +132,8 @@ fn push(ctx: &mut Ctx, args: &[Bytes], end: End, only_if_exists: bool) -> Reply 
     let len = l.len() as i64;
     ctx.dirty((args.len() - 2) as u64);
     ctx.db().touch(key);
+    // Redis replies, then announces the push.
+    ctx.replied();
     ctx.notify(notify::LIST, event(end, true), key);
     Reply::Int(len)
 }
@@ -153,8 +155,9 @@ fn rpushx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// Pops up to `count` elements from `end` of `key` (which must hold a
-/// list), with the pop event and the `del` when it empties. The caller
-/// counts the changes (a served BLPOP counts none).
+/// list), with the pop event and the `del` when it empties, both after the
+/// reply as Redis has them. The caller counts the changes (a served BLPOP
+/// counts none).
 fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
     let Ok(Some(l)) = ctx.write_as(key, pick_mut) else {
         return vec![];
@@ -162,6 +165,7 @@ fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
     let popped: Vec<Vec<u8>> = (0..count).map_while(|_| l.pop(end)).collect();
     if !popped.is_empty() {
         ctx.db().touch(key);
+        ctx.replied();
         ctx.notify(notify::LIST, event(end, false), key);
         ctx.delete_if_empty(key);
     }
@@ -255,6 +259,7 @@ fn lset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     l.set(i, &args[3]);
     ctx.dirty(1);
     ctx.db().touch(key);
+    ctx.replied();
     ctx.notify(notify::LIST, "lset", key);
     Reply::Ok
 }
@@ -430,8 +435,8 @@ fn parse_end(arg: &[u8]) -> Option<End> {
 }
 
 /// Pops from `from` of `src` and pushes to `to` of `dst`, as LMOVE: the
-/// push's event comes before the pop's, as in Redis. `Ok(None)`: `src`
-/// holds no list. Counts nothing (the callers count as Redis does).
+/// push's event comes before the reply, the pop's after it, as in Redis.
+/// `Ok(None)`: `src` holds no list. Counts nothing (the callers count as Redis does).
 fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Result<Option<Vec<u8>>, Reply> {
     let fill = ctx.server.config.list_fill();
     if ctx.write_as(src, pick_mut)?.is_none() {
@@ -447,6 +452,7 @@ fn move_one(ctx: &mut Ctx, src: &Bytes, dst: &Bytes, from: End, to: End) -> Resu
         .push(to, &value, fill);
     ctx.db().touch(dst);
     ctx.notify(notify::LIST, event(to, true), dst);
+    ctx.replied();
     ctx.notify(notify::LIST, event(from, false), src);
     ctx.delete_if_empty(src);
     Ok(Some(value))

@@ -314,6 +314,9 @@ pub(crate) fn publish_expired(
 ) {
     let flags = server.config.notify_keyspace_events;
     for (i, db) in dbs.iter_mut().enumerate() {
+        if !db.has_logged() {
+            continue;
+        }
         for key in db.take_expired() {
             // An expired key's effect is its DEL (Redis's `propagateDeletion`):
             // before the command's own, or a unit of its own from active expiry.

@@ -157,6 +157,8 @@ fn spop(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ctx.dirty(n as u64);
     ctx.db().touch(key);
     ctx.notify(notify::SET, "spop", key);
+    // Redis deletes an emptied set after its reply.
+    ctx.replied();
     ctx.delete_if_empty(key);
     let srem = |m: &Bytes| vec![Bytes::from_static(b"SREM"), key.clone(), m.clone()];
     match count {
@@ -329,6 +331,12 @@ fn combine_store(ctx: &mut Ctx, args: &[Bytes], op: Op, event: &str) -> Reply {
     let sets = tri!(inputs(ctx, &args[2..]));
     let max = ctx.server.config.set_max_intset_entries;
     let members = combine(&sets, op, max, 0);
+    // Redis replies before it stores and announces the result, and before
+    // it deletes the destination for an empty one, but for SINTERSTORE of
+    // a missing key (its early way out deletes first).
+    if op != Op::Inter || sets.iter().all(Option::is_some) {
+        ctx.replied();
+    }
     if members.is_empty() {
         if ctx.db().server_del(dst) {
             ctx.dirty(1);

@@ -358,6 +358,8 @@ fn xadd(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     s.append(id, fields, limits);
     ctx.db().touch(key);
+    // Redis replies with the ID, then announces the entry (and the trim).
+    ctx.replied();
     ctx.notify(notify::STREAM, "xadd", key);
     ctx.dirty(1);
     trim_key(ctx, key, &opts);
@@ -511,6 +513,7 @@ fn xsetid(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
     // (Redis 7.0.15's XSETID does not touch WATCH.)
     ctx.dirty(1);
+    ctx.replied();
     ctx.notify(notify::STREAM, "xsetid", &args[1]);
     Reply::Ok
 }
@@ -629,8 +632,15 @@ fn read(ctx: &mut Ctx, args: &[Bytes], group_cmd: bool) -> Reply {
         });
     }
     let mut served = vec![];
+    // The reply's nodes before the next key's entries: Redis makes a
+    // group's consumer once it has written the stream's key.
+    let marking = ctx.client.is_subscribed();
+    let mut written = 1;
     for (key, from) in keys.iter().zip(&froms) {
-        if let Some(entries) = read_key(ctx, key, *from, &read, false) {
+        if let Some(entries) = read_key(ctx, key, *from, &read, Some(written + 1)) {
+            if marking {
+                written += 1 + entries.nodes(ctx.client.resp3);
+            }
             served.push((Reply::Bulk(key.clone()), entries));
         }
     }
@@ -662,9 +672,12 @@ fn read(ctx: &mut Ctx, args: &[Bytes], group_cmd: bool) -> Reply {
 
 /// The entries one key answers a read with, or `None` when it has nothing
 /// for it (the key is then left out of the reply). For a group, delivery
-/// moves the group on and fills the PELs. `waiter`: a blocked client being
-/// served (the group's position decides, and a deleted group is an error).
-fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, waiter: bool) -> Option<Reply> {
+/// moves the group on and fills the PELs. `written`: the nodes of the
+/// reply written before these entries when served at once; `None` for a
+/// blocked client being served (the group's position decides, a deleted
+/// group is an error, and a new consumer is announced before the reply).
+fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, written: Option<usize>) -> Option<Reply> {
+    let waiter = written.is_none();
     let now = ctx.now;
     let count = match read.count {
         0 if waiter => BLOCKED_DEFAULT_COUNT,
@@ -692,6 +705,9 @@ fn read_key(ctx: &mut Ctx, key: &Bytes, from: From, read: &Read, waiter: bool) -
         if top <= after {
             return None;
         }
+    }
+    if let Some(written) = written {
+        ctx.replied_up_to(written);
     }
     if touch_consumer(ctx, key, group, consumer, now) {
         ctx.dirty(1);
@@ -888,7 +904,7 @@ fn serve_read(ctx: &mut Ctx, args: &[Bytes], key: &Bytes, group_cmd: bool) -> Op
         stream?;
         From::After(parse_strict_id(id).ok()?)
     };
-    let entries = read_key(ctx, key, from, &read, true)?;
+    let entries = read_key(ctx, key, from, &read, None)?;
     Some(Reply::KeyedPairs(vec![(Reply::Bulk(key.clone()), entries)]))
 }
 
@@ -957,6 +973,7 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             return err(errors::BUSYGROUP);
         }
         ctx.dirty(1);
+        ctx.replied();
         ctx.notify(notify::STREAM, "xgroup-create", key);
         return Reply::Ok;
     }
@@ -972,6 +989,7 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         g.last_id = id;
         g.entries_read = entries_read;
         ctx.dirty(1);
+        ctx.replied();
         ctx.notify(notify::STREAM, "xgroup-setid", key);
         Reply::Ok
     } else if is(sub, "destroy") {
@@ -979,6 +997,7 @@ fn xgroup(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             return Reply::Int(0);
         }
         ctx.dirty(1);
+        ctx.replied();
         ctx.notify(notify::STREAM, "xgroup-destroy", key);
         // Readers blocked on the group get -NOGROUP.
         ctx.db().signal_ready(key);
@@ -1178,8 +1197,19 @@ fn claim(g: &mut Group, id: StreamId, to: &Claim) -> bool {
 
 /// The claimed entries (or their IDs, JUSTID), after a consumer made by the
 /// claim is announced (and counted). (Group changes do not touch WATCH, as in Redis.)
-fn claimed_replies(ctx: &mut Ctx, key: &Bytes, ids: &[StreamId], justid: bool, created: bool) -> Vec<Reply> {
+/// Redis makes the consumer as it claims the first entry, when it has
+/// written the reply's first `written` nodes (XCLAIM's `*n`; XAUTOCLAIM's
+/// `*3`, cursor, `*n`).
+fn claimed_replies(
+    ctx: &mut Ctx,
+    key: &Bytes,
+    ids: &[StreamId],
+    justid: bool,
+    created: bool,
+    written: usize,
+) -> Vec<Reply> {
     if created {
+        ctx.replied_up_to(written);
         ctx.dirty(1);
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
     }
@@ -1330,7 +1360,7 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     for effect in effects {
         ctx.also_propagate(|| effect);
     }
-    Reply::Array(claimed_replies(ctx, key, &out, justid, created))
+    Reply::Array(claimed_replies(ctx, key, &out, justid, created, 1))
 }
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
@@ -1416,7 +1446,7 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ctx.also_propagate(|| effect);
     }
     let cursor = pending.get(next).copied().unwrap_or(StreamId::ZERO);
-    let claimed = claimed_replies(ctx, key, &claimed, justid, created);
+    let claimed = claimed_replies(ctx, key, &claimed, justid, created, 3);
     Reply::Array(vec![
         id_reply(cursor),
         Reply::Array(claimed),

@@ -170,6 +170,10 @@ fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         db.insert(&args[1], value, expire_at);
     }
     ctx.dirty(1);
+    if opts.get {
+        // Redis replies with the old value before it sets the new one.
+        ctx.replied();
+    }
     ctx.notify(notify::STRING, "set", &args[1]);
     if expire_at != 0 {
         // A relative or absolute expiry is replayed as SET key value PXAT ms.
@@ -253,6 +257,8 @@ fn psetex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// GETSET: replayed as `SET key value`.
 fn getset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let old = tri!(ctx.get_str(&args[1]));
+    // Redis replies with the old value before it sets the new one.
+    ctx.replied();
     set_plain(ctx, &args[1], &args[2], 0);
     ctx.propagate_as(|| vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone()]);
     old.map_or(Reply::Nil, Reply::Bulk)
@@ -269,6 +275,8 @@ fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             ctx.dirty(1);
             let del = deletion(lazy);
             ctx.propagate_as(|| vec![del, args[1].clone()]);
+            // Redis replies with the value, then deletes the key.
+            ctx.replied();
             ctx.notify(notify::GENERIC, "del", &args[1]);
             Reply::Bulk(v)
         }
@@ -322,6 +330,8 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         args.extend(at.map(int_arg));
         args
     });
+    // Redis replies with the value, then announces the change.
+    ctx.replied();
     ctx.notify(notify::GENERIC, event, key);
     Reply::Bulk(value)
 }

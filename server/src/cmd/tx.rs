@@ -83,8 +83,26 @@ fn exec(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         return Reply::NilArray;
     }
     let mut replies = Vec::with_capacity(queued.len());
+    // Redis writes EXEC's `*n` first, then each command's reply as it
+    // runs: what a command publishes to this client goes before, amid or
+    // after that command's reply, so its marks are moved past the replies
+    // before it (node 0 being EXEC's header).
+    let marking = ctx.client.is_subscribed();
+    let mut written = 1;
     for args in &queued {
-        replies.push(crate::exec::call_queued(ctx, args));
+        let first = ctx.client.reply_marks.len();
+        if marking {
+            ctx.mark_reply(written);
+        }
+        let reply = crate::exec::call_queued(ctx, args);
+        if marking {
+            let nodes = reply.nodes(ctx.client.resp3);
+            for mark in &mut ctx.client.reply_marks[first + 1..] {
+                mark.nodes = written + mark.nodes.min(nodes);
+            }
+            written += nodes;
+        }
+        replies.push(reply);
     }
     ctx.client.last_cmd = "exec".into();
     Reply::Array(replies)

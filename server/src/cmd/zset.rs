@@ -128,6 +128,8 @@ fn drop_if_empty(ctx: &mut Ctx, key: &[u8]) {
 /// Stores `z` under `dst` (replacing any value), or deletes `dst` when empty.
 fn store(ctx: &mut Ctx, dst: &Bytes, z: ZSet, event: &str) -> Reply {
     let len = z.len() as i64;
+    // Redis replies, then stores and announces it.
+    ctx.replied();
     if z.is_empty() {
         if ctx.db().server_del(dst) {
             ctx.notify(notify::GENERIC, "del", dst);
@@ -296,6 +298,8 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], mut f: AddFlags) -> Reply {
     ctx.dirty(added as u64 + updated as u64);
     if added + updated > 0 {
         ctx.db().touch(key);
+        // Redis replies, then announces the change.
+        ctx.replied();
         ctx.notify(notify::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
     }
     if f.incr {
@@ -649,7 +653,7 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
     if tri!(write(ctx, &args[1])).is_none() || count == Some(0) {
         return Reply::Array(vec![]);
     }
-    let popped = pop_ends(ctx, &args[1], max, count.unwrap_or(1));
+    let popped = pop_ends(ctx, &args[1], max, count.unwrap_or(1), 1);
     match count {
         None => Reply::Array(
             popped
@@ -663,7 +667,10 @@ fn zpop_generic(ctx: &mut Ctx, args: &[Bytes], max: bool) -> Reply {
 
 /// Pops up to `count` members from the low (or high, `max`) end of the
 /// sorted set at `key`, with the pop event and the `del` when it empties.
-fn pop_ends(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, f64)> {
+/// Redis announces the pop amid its reply, once it has written the reply's
+/// first `written` nodes (ZPOPMIN's `*n`; BZPOPMIN's `*3` and key), and
+/// the `del` after the reply.
+fn pop_ends(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize, written: usize) -> Vec<(Bytes, f64)> {
     let mut popped = Vec::new();
     if let Ok(Some(z)) = write(ctx, key) {
         for _ in 0..count {
@@ -679,8 +686,10 @@ fn pop_ends(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Vec<(Bytes, 
     if !popped.is_empty() {
         ctx.dirty(popped.len() as u64);
         ctx.db().touch(key);
+        ctx.replied_up_to(written);
         ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
     }
+    ctx.replied();
     drop_if_empty(ctx, key);
     popped
 }
@@ -701,7 +710,8 @@ fn parse_mpop(args: &[Bytes], first: usize) -> Result<(std::ops::Range<usize>, b
 /// `[key, [[member, score], ...]]`: what ZMPOP and BZMPOP answer for the
 /// sorted set at `key`.
 fn mpop_from(ctx: &mut Ctx, key: &Bytes, max: bool, count: usize) -> Reply {
-    let popped = pop_ends(ctx, key, max, count);
+    // `*2`, the key, `*n`.
+    let popped = pop_ends(ctx, key, max, count, 3);
     let n = popped.len();
     pop_effect(ctx, || vec![pop_name(max), key.clone(), int_arg(n)]);
     Reply::Array(vec![
@@ -777,7 +787,8 @@ fn serve_bzpop(ctx: &mut Ctx, key: &Bytes, max: bool) -> Option<Reply> {
     if !holds_zset(ctx, key) {
         return None;
     }
-    let (member, score) = pop_ends(ctx, key, max, 1).pop()?;
+    // `*3`, the key.
+    let (member, score) = pop_ends(ctx, key, max, 1, 2).pop()?;
     pop_effect(ctx, || vec![pop_name(max), key.clone()]);
     Some(Reply::Array(vec![
         Reply::Bulk(key.clone()),

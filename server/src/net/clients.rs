@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use atomic_waker::AtomicWaker;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::net::client_mem::{ConnMem, SoftLimitState};
+use crate::protocol::Reply;
 use crate::repl::OutputLimit;
 
 /// Where a client is connected: a TCP peer (or local) address, or the
@@ -276,6 +277,11 @@ impl Outbox {
             self.queued.store(true, Ordering::Release);
         }
         self.signal.wake();
+    }
+
+    /// How many messages are waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.queue.lock().len()
     }
 
     /// Whether messages are waiting (register with the [`ConnSignal`]
@@ -548,6 +554,25 @@ pub struct ClientState {
     /// Where PUBLISH puts this client's messages.
     pub outbox: Arc<Outbox>,
     pub signal: Arc<ConnSignal>,
+    /// The points of its running command's reply Redis had written when
+    /// the command went on to publish to this very client (a subscriber's
+    /// own RPUSH announces `rpush` after its reply): set through
+    /// [`crate::cmd::Ctx::replied`], consumed with the reply by
+    /// [`ClientState::encode_reply_among_messages`]; empty for a client
+    /// that subscribes to nothing.
+    pub(crate) reply_marks: Vec<ReplyMark>,
+}
+
+/// A point of a command's reply, for the messages published to the
+/// client running it: those its outbox receives from the `messages`-th on
+/// (until the next mark) are written after the reply's first `nodes`
+/// nodes (as [`Reply::encode_with_inserts`] counts them), as Redis writes
+/// them into the client's buffer behind what it has written of the reply.
+/// Messages before the first mark precede the reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReplyMark {
+    pub(crate) messages: usize,
+    pub(crate) nodes: usize,
 }
 
 impl ClientState {
@@ -600,7 +625,42 @@ impl ClientState {
             handoff: None,
             outbox,
             signal,
+            reply_marks: Vec::new(),
         }
+    }
+
+    /// Appends `reply` to `out` with the messages waiting in the outbox
+    /// placed by [`ClientState::reply_marks`] (all before it when there
+    /// are none), and consumes the marks. Returns how many messages, and
+    /// bytes of them, it took from the outbox.
+    pub(crate) fn encode_reply_among_messages(&mut self, reply: &Reply, out: &mut BytesMut) -> (usize, usize) {
+        let marks = std::mem::take(&mut self.reply_marks);
+        let messages = if self.outbox.has_messages() {
+            self.outbox.take()
+        } else {
+            Vec::new()
+        };
+        let bytes = messages.iter().map(Bytes::len).sum();
+        let before = marks.first().map_or(messages.len(), |m| m.messages.min(messages.len()));
+        for message in &messages[..before] {
+            out.extend_from_slice(message);
+        }
+        if before == messages.len() {
+            reply.encode(out, self.resp3);
+        } else {
+            // Each mark's messages, up to the next mark's, after its nodes.
+            let mut inserts: Vec<(usize, &[u8])> = Vec::new();
+            for (i, mark) in marks.iter().enumerate() {
+                let end = marks
+                    .get(i + 1)
+                    .map_or(messages.len(), |next| next.messages.min(messages.len()));
+                for message in messages.get(mark.messages..end).unwrap_or_default() {
+                    inserts.push((mark.nodes, message));
+                }
+            }
+            reply.encode_with_inserts(out, self.resp3, &inserts);
+        }
+        (messages.len(), bytes)
     }
 
     /// Whether the client has any channel or pattern subscription.

@@ -153,6 +153,101 @@ impl Reply {
         }
     }
 
+    /// How many nodes [`Reply::encode_with_inserts`] counts in this reply:
+    /// itself, then its children depth first (the pairs of
+    /// [`Reply::ScorePairs`] as the arrays, members and scores they are
+    /// written as; an attribute's table not at all).
+    pub(crate) fn nodes(&self, resp3: bool) -> usize {
+        let mut n = 0;
+        let mut stack = vec![self];
+        while let Some(reply) = stack.pop() {
+            n += 1;
+            match reply {
+                Reply::Array(items) | Reply::Push(items) | Reply::Many(items) | Reply::Set(items) => {
+                    stack.extend(items)
+                }
+                Reply::Map(pairs) | Reply::KeyedPairs(pairs) => {
+                    stack.extend(pairs.iter().flat_map(|(k, v)| [k, v]));
+                }
+                Reply::ScorePairs(pairs) => n += pairs.len() * if resp3 { 3 } else { 2 },
+                Reply::Attribute(attributed) => {
+                    n -= 1;
+                    stack.push(&attributed.1);
+                }
+                Reply::Ok
+                | Reply::Status(_)
+                | Reply::Error(_)
+                | Reply::Int(_)
+                | Reply::Bulk(_)
+                | Reply::Nil
+                | Reply::NilArray
+                | Reply::Double(_)
+                | Reply::HumanDouble(_)
+                | Reply::Bool(_)
+                | Reply::Verbatim(..)
+                | Reply::BigNum(_) => {}
+            }
+        }
+        n
+    }
+
+    /// Appends this reply with other bytes written amid it: each
+    /// `(node, bytes)` of `inserts` (in order of `node`) goes before the
+    /// reply's node number `node`, counted as [`Reply::nodes`] counts them
+    /// (0 before the reply; at or past the count, after it). This is where
+    /// Redis writes a keyspace event to the client whose command caused it:
+    /// into the client's buffer as the command publishes it, before, after
+    /// or amid the command's reply, which Redis writes piece by piece. The
+    /// slow path of [`Reply::encode`], taken only then.
+    pub(crate) fn encode_with_inserts(&self, out: &mut BytesMut, resp3: bool, inserts: &[(usize, &[u8])]) {
+        let mut inserts = inserts.iter().peekable();
+        let mut node = 0;
+        // Writes the inserts due before the next node, and counts it.
+        let mut next_node = |out: &mut BytesMut| {
+            while let Some((_, bytes)) = inserts.next_if(|(at, _)| *at <= node) {
+                out.put_slice(bytes);
+            }
+            node += 1;
+        };
+        let mut stack: Vec<Children<'_>> = vec![];
+        let mut pending = Some(self);
+        loop {
+            let reply = match pending.take() {
+                Some(reply) => reply,
+                None => match stack.last_mut() {
+                    None => break,
+                    Some(top) => match top.next(out) {
+                        Some(child) => child,
+                        None => {
+                            stack.pop();
+                            continue;
+                        }
+                    },
+                },
+            };
+            next_node(out);
+            if let Reply::ScorePairs(pairs) = reply {
+                score_pairs_header(out, pairs.len(), resp3);
+                for (member, score) in pairs {
+                    if resp3 {
+                        next_node(out);
+                        out.put_slice(b"*2\r\n");
+                    }
+                    next_node(out);
+                    bulk(out, b'$', member);
+                    next_node(out);
+                    Reply::Double(*score).encode(out, resp3);
+                }
+            } else if let Some(children) = reply.encode_head(out, resp3) {
+                stack.push(children);
+            }
+        }
+        // The inserts at or past the end.
+        for (_, bytes) in inserts {
+            out.put_slice(bytes);
+        }
+    }
+
     /// Writes a scalar reply, or a container's header and returns its
     /// children for [`Reply::encode`] to write.
     #[inline]
@@ -217,11 +312,7 @@ impl Reply {
                 }
             }
             Reply::ScorePairs(pairs) => {
-                if resp3 {
-                    int_line(out, b'*', pairs.len() as i64);
-                } else {
-                    int_line(out, b'*', 2 * pairs.len() as i64);
-                }
+                score_pairs_header(out, pairs.len(), resp3);
                 for (member, score) in pairs {
                     if resp3 {
                         out.put_slice(b"*2\r\n");
@@ -259,6 +350,12 @@ impl Reply {
         }
         None
     }
+}
+
+/// The array header of [`Reply::ScorePairs`]: pairs in RESP3, a flat
+/// member, score, ... array in RESP2.
+fn score_pairs_header(out: &mut BytesMut, pairs: usize, resp3: bool) {
+    int_line(out, b'*', if resp3 { pairs } else { 2 * pairs } as i64);
 }
 
 fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {

@@ -412,6 +412,14 @@ impl Db {
         }
     }
 
+    /// Whether keys expired or were created since the last
+    /// [`Db::take_expired`] / [`Db::take_new`]: after every command each
+    /// database is asked, and most have nothing.
+    #[inline]
+    pub(crate) fn has_logged(&self) -> bool {
+        !(self.expired_log.is_empty() && self.new_log.is_empty())
+    }
+
     /// Keys created since the last call (empty unless `log_new`).
     pub fn take_new(&mut self) -> Vec<Bytes> {
         std::mem::take(&mut self.new_log)
