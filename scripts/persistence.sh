@@ -18,7 +18,8 @@
 # Settings (environment): KEYS, ROUNDS (default 3; the servers alternate,
 # every figure is the median of the rounds), CLIENTS (default 10), IDLE_SECS
 # (default 3), COORDIS_BIN (default target/release/coordis-server, built when
-# missing). Every server starts here on a free port in a temporary directory
+# missing), COORDIS_ARGS (more arguments for coordis-server, e.g.
+# "--bgsave-slice-keys 64"), SERVERS (default "coordis redis"). Every server starts here on a free port in a temporary directory
 # of its own, and stops when the script exits. The machine's load average is
 # printed with the figures: the two servers share its cores with the load
 # generator and the probe.
@@ -30,6 +31,8 @@ ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-10}
 IDLE_SECS=${IDLE_SECS:-3}
 COORDIS_BIN=${COORDIS_BIN:-target/release/coordis-server}
+read -r -a COORDIS_ARGS <<<"${COORDIS_ARGS:-}"
+SERVERS=${SERVERS:-coordis redis}
 if [[ ! -x $COORDIS_BIN ]]; then
     cargo build --release --bin coordis-server
 fi
@@ -146,7 +149,8 @@ EOF
 # One server kind, one round: appends "name command idle_p99 save_p99 save_ms
 # pss_before pss_peak" rows and "name SAVE save_ms load_ms" to $WORK/rows.
 measure() {
-    local name=$1 bin=$2 round=$3 dir="$WORK/$1-$3" port pid bench
+    local name=$1 bin=$2 round=$3 dir="$WORK/$1-$3" port pid bench own=()
+    [[ $name == coordis ]] && own=("${COORDIS_ARGS[@]}")
     for kind in BGSAVE BGREWRITEAOF; do
         mkdir -p "$dir/$kind"
         port=$(free_port)
@@ -154,7 +158,7 @@ measure() {
         if [[ $kind == BGREWRITEAOF ]]; then
             extra=(--appendonly yes --appendfsync everysec) field=aof_rewrite_in_progress
         fi
-        "$bin" --port "$port" --save '' --dir "$dir/$kind" "${extra[@]}" --logfile "$dir/$kind.log" >/dev/null &
+        "$bin" --port "$port" --save '' --dir "$dir/$kind" "${extra[@]}" "${own[@]}" --logfile "$dir/$kind.log" >/dev/null &
         pid=$!
         PIDS+=("$pid")
         wait_pong "$port"
@@ -171,7 +175,7 @@ measure() {
     # SAVE, then a restart on the file.
     mkdir -p "$dir/save"
     port=$(free_port)
-    "$bin" --port "$port" --save '' --dir "$dir/save" --logfile "$dir/save.log" >/dev/null &
+    "$bin" --port "$port" --save '' --dir "$dir/save" "${own[@]}" --logfile "$dir/save.log" >/dev/null &
     pid=$!
     PIDS+=("$pid")
     wait_pong "$port"
@@ -184,7 +188,7 @@ measure() {
     wait "$pid" 2>/dev/null || true
     port=$(free_port)
     started=$(now_ms)
-    "$bin" --port "$port" --save '' --dir "$dir/save" --logfile "$dir/load.log" >/dev/null &
+    "$bin" --port "$port" --save '' --dir "$dir/save" "${own[@]}" --logfile "$dir/load.log" >/dev/null &
     pid=$!
     PIDS+=("$pid")
     wait_pong "$port"
@@ -201,8 +205,8 @@ measure() {
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq 1 "$ROUNDS"); do
-    measure coordis "$COORDIS_BIN" "$round"
-    measure redis "$REDIS_BIN" "$round"
+    [[ " $SERVERS " == *" coordis "* ]] && measure coordis "$COORDIS_BIN" "$round"
+    [[ " $SERVERS " == *" redis "* ]] && measure redis "$REDIS_BIN" "$round"
 done
 
 # The median of column $3 of the rows of server $1 and command $2.
@@ -213,13 +217,13 @@ median() {
 
 printf '%-8s %-13s %12s %12s %9s %10s %10s\n' server command "idle p99 ms" "save p99 ms" "time ms" "PSS MB" "peak MB"
 for cmd in BGSAVE BGREWRITEAOF; do
-    for s in coordis redis; do
+    for s in $SERVERS; do
         printf '%-8s %-13s %12s %12s %9s %10s %10s\n' "$s" "$cmd" "$(median $s $cmd 3)" "$(median $s $cmd 4)" \
             "$(median $s $cmd 5)" "$(median $s $cmd 6)" "$(median $s $cmd 7)"
     done
 done
 printf '\n%-8s %12s %12s\n' server "SAVE ms" "load ms"
-for s in coordis redis; do
+for s in $SERVERS; do
     printf '%-8s %12s %12s\n' "$s" "$(median $s SAVE 3)" "$(median $s SAVE 4)"
 done
 echo "($KEYS keys; SET load from $CLIENTS redis-benchmark clients; medians of $ROUNDS alternating rounds;" \

@@ -550,9 +550,14 @@ fn slices(job: &Arc<Job>) -> Result<Slices, SaveError> {
     Ok(Slices::Task(rx))
 }
 
+/// Bytes the walking task gathers from its slices before it hands them to
+/// the writing thread: one wake-up and one write per batch, not per slice.
+const BATCH_BYTES: usize = 64 * 1024;
+
 /// The walking task: a slice per hold of the engine lock, then a yield, so
 /// the connections' requests and the I/O poll come between slices.
 async fn walk_task(job: Arc<Job>, mut walk: Walk, tx: tokio::sync::mpsc::Sender<Result<Slice, SaveError>>) {
+    let mut batch = Vec::new();
     loop {
         let Some(engine) = job.engine.upgrade() else {
             return;
@@ -563,9 +568,22 @@ async fn walk_task(job: Arc<Job>, mut walk: Walk, tx: tokio::sync::mpsc::Sender<
             walk.step(&job, &mut engine)
         };
         drop(engine);
-        let last = !matches!(slice, Ok(Slice::More(_)));
-        if tx.send(slice).await.is_err() || last {
-            return;
+        let send = match slice {
+            Ok(Slice::More(bytes)) => {
+                batch.extend_from_slice(&bytes);
+                (batch.len() >= BATCH_BYTES).then(|| Ok(Slice::More(std::mem::take(&mut batch))))
+            }
+            Ok(Slice::Last(bytes)) => {
+                batch.extend_from_slice(&bytes);
+                Some(Ok(Slice::Last(std::mem::take(&mut batch))))
+            }
+            Err(e) => Some(Err(e)),
+        };
+        if let Some(slice) = send {
+            let last = !matches!(slice, Ok(Slice::More(_)));
+            if tx.send(slice).await.is_err() || last {
+                return;
+            }
         }
         let pause = job.pause_after(before);
         if pause.is_zero() {

@@ -223,6 +223,10 @@ enum WalkOrder {
     Hashes { hashes: Vec<u64>, next: usize },
 }
 
+/// How many slots ahead of the one it reads a snapshot's walk prefetches
+/// the item: about a memory latency's worth of items written out.
+const PREFETCH_SLOTS: usize = 8;
+
 /// Empty slots a snapshot's slice passes over per key it may write out:
 /// a sparse table still takes short slices.
 const SLOTS_PER_KEY: usize = 16;
@@ -564,6 +568,9 @@ impl Db {
                 let slots = table.num_buckets();
                 let mut passed = 0;
                 while spent < budget && passed < budget * SLOTS_PER_KEY && *next < slots {
+                    if let Some(ahead) = table.get_bucket(*next + PREFETCH_SLOTS) {
+                        ahead.prefetch();
+                    }
                     if let Some(item) = table.get_bucket(*next) {
                         if !skip(item) {
                             spent += 1;

@@ -245,6 +245,22 @@ pub struct Item {
     ptr: NonNull<u8>,
 }
 
+impl Item {
+    /// Asks the CPU to bring this item's header into cache ahead of a read:
+    /// a walk of the table in slot order meets items in no memory order,
+    /// and each read would otherwise wait for memory (a snapshot's walk
+    /// spent most of its time there). No effect where unsupported.
+    #[inline]
+    pub(crate) fn prefetch(&self) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint with no effect on memory; the
+        // pointer is this item's live allocation.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(self.ptr.as_ptr().cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+        }
+    }
+}
+
 // SAFETY: an Item exclusively owns its allocation and the boxed Bytes/ZSet it
 // may point to, all of which are Send and Sync; it is a Box in all but layout.
 unsafe impl Send for Item {}
