@@ -460,12 +460,13 @@ pub(crate) fn setslot(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         let was_mine = cluster.slots[slot] == Some(me);
         cluster.slots[slot] = Some(n);
         if was_mine && n != me && cluster.num_slots(me) == 0 && ctx.server.config.cluster.allow_replica_migration {
-            // Becoming a replica of the slot's new owner needs replication;
-            // until it lands the node stays an empty primary.
+            // A primary left without slots follows the node that took its
+            // last one (the replication link follows in `changed`).
             tracing::warn!(
                 "Configuration change detected. Reconfiguring myself as a replica of {}",
                 cluster.node(n).name
             );
+            cluster.set_master(n);
         }
         if n == me && cluster.importing_from[slot].is_some() {
             if cluster.bump_epoch_without_consensus() {
