@@ -473,6 +473,10 @@ pub(crate) fn setslot(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
                 tracing::warn!("configEpoch updated after importing slot {slot}");
             }
             cluster.importing_from[slot] = None;
+            // The other nodes learn the new owner (and its new epoch) now,
+            // not at their next ping: until then they send clients to the
+            // old owner, which answers -MOVED back here or -ASK.
+            cluster.broadcast_pong(&ctx.server.config.cluster, false, ctx.now);
         }
     } else {
         return err(errors::CLUSTER_SETSLOT_SYNTAX);
