@@ -1,7 +1,10 @@
 //! How a slot's new owner becomes known, on three-primary clusters of
 //! coordis nodes and of redis-server nodes run side by side: CLUSTER
 //! SETSLOT NODE on the importing node sends a PONG to every other node at
-//! once (they learn the owner without waiting for the next ping).
+//! once (they learn the owner without waiting for the next ping), and a
+//! primary whose slot another primary claims with a greater config epoch
+//! gives it up and deletes the keys it still has there (Redis's dirty
+//! slots) while keeping its other slots and keys.
 
 use std::time::{Duration, Instant};
 
@@ -120,4 +123,75 @@ fn setslot_node_tells_the_other_nodes_at_once_as_redis() {
     let theirs = setslot_node_latencies("redis-server", "setslot-redis").unwrap();
     eprintln!("redis-server: the third node learnt each new owner after {theirs:?}");
     assert!(median(theirs.clone()) < AT_ONCE, "redis-server: {theirs:?}");
+}
+
+/// Two hash tags in distinct slots of the first node (the first third of
+/// the slots): the first one's slot is taken from it, the other stays.
+fn two_tags() -> (String, String) {
+    let mut tags = (0..)
+        .map(|i| format!("d{i}"))
+        .filter(|t| coordis::testing::key_slot(t.as_bytes()) < 5461);
+    let lost = tags.next().unwrap();
+    let kept = tags
+        .find(|t| coordis::testing::key_slot(t.as_bytes()) != coordis::testing::key_slot(lost.as_bytes()))
+        .unwrap();
+    (lost, kept)
+}
+
+/// The second node claims a slot of the first with a greater config epoch
+/// (BUMPEPOCH, then SETSLOT NODE itself): the first gives the slot up and
+/// deletes its keys there, keeping its other slots and keys.
+fn lost_slot_loses_its_keys(program: &str, tag: &str) {
+    let Some(nodes) = three(program, tag) else {
+        return;
+    };
+    let ids: Vec<String> = nodes.iter().map(Node::id).collect();
+    let (tag, kept_tag) = two_tags();
+    let lost = coordis::testing::key_slot(tag.as_bytes());
+    let lost_keys: Vec<String> = ["a", "b", "c"].iter().map(|k| format!("{{{tag}}}{k}")).collect();
+    let kept = format!("{{{kept_tag}}}k");
+    for key in lost_keys.iter().chain([&kept]) {
+        assert_eq!(nodes[0].command(&["SET", key, "v"]), "+OK\r\n", "{key}");
+    }
+    let bumped = nodes[1].command(&["CLUSTER", "BUMPEPOCH"]);
+    assert!(bumped.starts_with("+BUMPED "), "{program}: {bumped}");
+    let s = lost.to_string();
+    assert_eq!(
+        nodes[1].command(&["CLUSTER", "SETSLOT", &s, "NODE", &ids[1]]),
+        "+OK\r\n"
+    );
+    wait_for(
+        GOSSIP_WAIT,
+        || nodes[0].owner_of(lost) == ids[1] && nodes[0].command(&["DBSIZE"]) == ":1\r\n",
+        || {
+            format!(
+                "{program}: slot {s} on the first node: {} keys; {}",
+                nodes[0].command(&["DBSIZE"]),
+                nodes[0].command(&["CLUSTER", "NODES"])
+            )
+        },
+    );
+    assert_eq!(nodes[0].command(&["CLUSTER", "COUNTKEYSINSLOT", &s]), ":0\r\n");
+    assert!(
+        nodes[0].role_of(&ids[0]).contains("master"),
+        "{program}: still a primary"
+    );
+    assert_eq!(nodes[0].command(&["GET", &kept]), "$1\r\nv\r\n");
+    for key in &lost_keys {
+        assert_eq!(
+            nodes[0].command(&["GET", key]),
+            format!("-MOVED {lost} 127.0.0.1:{}\r\n", nodes[1].port)
+        );
+        assert_eq!(nodes[1].command(&["GET", key]), "$-1\r\n", "{program}: {key} is gone");
+    }
+}
+
+#[test]
+fn a_primary_deletes_the_keys_of_a_slot_taken_with_a_greater_epoch() {
+    lost_slot_loses_its_keys(BIN, "dirty-ours");
+}
+
+#[test]
+fn a_redis_primary_deletes_the_keys_of_a_slot_taken_the_same_way() {
+    lost_slot_loses_its_keys("redis-server", "dirty-redis");
 }

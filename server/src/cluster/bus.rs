@@ -560,6 +560,9 @@ impl Cluster {
         let me = self.me();
         let curmaster = if me.is_master() { Some(self.myself) } else { me.slaveof };
         let (mut new_master, mut sender_slots, mut migrated_ours) = (false, 0usize, 0usize);
+        // Slots taken from this node: if it stays a primary, its keys
+        // there must go (Redis's dirty slots).
+        let mut lost = Vec::new();
         for slot in 0..SLOTS {
             if !has_slot(bitmap, slot) {
                 continue;
@@ -578,6 +581,7 @@ impl Cluster {
                     migrated_ours += 1;
                 }
                 if self.slots[slot] == Some(self.myself) {
+                    lost.push(slot as u16);
                     tracing::warn!(
                         "Slot {slot} is now served by {} (a greater config epoch)",
                         self.node(sender).name
@@ -607,6 +611,8 @@ impl Cluster {
                 self.node(grand).name
             );
             self.set_master(grand);
+        } else {
+            self.dirty_slots.extend(lost);
         }
     }
 

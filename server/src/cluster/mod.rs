@@ -179,6 +179,28 @@ pub(crate) fn valid_name(name: &[u8]) -> bool {
     name.len() == NAME_LEN && name.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
 }
 
+/// Deletes database 0's keys in `slots`, the slots this primary lost while
+/// it kept others (Redis's `delKeysInSlot`); returns how many. As in Redis
+/// 7.0.15 the deletions are neither propagated nor notified: they are not
+/// the dataset changing but the node giving up what the cluster no longer
+/// routes to it.
+pub(crate) fn delete_keys_in_slots(db: &mut crate::store::Db, slots: &[u16], now: u64) -> usize {
+    let mut lost = vec![false; SLOTS];
+    for &s in slots {
+        lost[usize::from(s)] = true;
+    }
+    let keys: Vec<Vec<u8>> = db
+        .all_keys(now)
+        .map(|(key, _, _)| key)
+        .filter(|key| lost[usize::from(key_slot(key))])
+        .map(<[u8]>::to_vec)
+        .collect();
+    for key in &keys {
+        db.server_del(key);
+    }
+    keys.len()
+}
+
 /// This node's view of the cluster (Redis's `clusterState`).
 #[derive(Debug)]
 pub(crate) struct Cluster {
@@ -225,6 +247,11 @@ pub(crate) struct Cluster {
     pub(crate) dirty_config: bool,
     /// Messages from the bus for this node's subscribers (PUBLISH).
     pub(crate) published: Vec<(bytes::Bytes, bytes::Bytes)>,
+    /// Slots another primary took from this one with a greater config
+    /// epoch while this node stayed a primary: the engine deletes what
+    /// keys it still has there (Redis's dirty slots), since no one will
+    /// send clients here for them again.
+    pub(crate) dirty_slots: Vec<u16>,
     /// This node's replication, refreshed by the engine before the bus
     /// runs (headers carry the offset; elections read its age).
     pub(crate) repl: failover::ReplView,
@@ -277,6 +304,7 @@ impl Cluster {
             iteration: 0,
             dirty_config: false,
             published: Vec::new(),
+            dirty_slots: Vec::new(),
             repl: Default::default(),
             election: Default::default(),
             manual: Default::default(),
