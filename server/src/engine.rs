@@ -452,8 +452,8 @@ impl Engine {
                 tracing::warn!("Fatal: can't update cluster config file: {e}");
             }
         }
-        for (channel, message) in published {
-            crate::cmd::pubsub::publish_to(&self.state, None, &channel, &message, now);
+        for p in published {
+            crate::cmd::pubsub::deliver_published(&self.state, None, &p.channel, &p.message, p.sharded, now);
         }
         if !dirty_slots.is_empty() {
             crate::cluster::delete_keys_in_slots(&mut self.dbs[0], &dirty_slots, now);

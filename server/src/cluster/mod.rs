@@ -245,8 +245,8 @@ pub(crate) struct Cluster {
     pub(crate) iteration: u64,
     /// Something changed that the nodes file must get.
     pub(crate) dirty_config: bool,
-    /// Messages from the bus for this node's subscribers (PUBLISH).
-    pub(crate) published: Vec<(bytes::Bytes, bytes::Bytes)>,
+    /// Messages from the bus for this node's subscribers (PUBLISH, SPUBLISH).
+    pub(crate) published: Vec<bus::Published>,
     /// Slots another primary took from this one with a greater config
     /// epoch while this node stayed a primary: the engine deletes what
     /// keys it still has there (Redis's dirty slots), since no one will
