@@ -2,7 +2,10 @@
 //! and of redis-server nodes run side by side: SPUBLISH reaches the shard
 //! channel's subscribers on the shard's replicas (over the bus, as Redis
 //! 7.0 forwards it to the nodes of the shard), PUBLISH reaches a replica's
-//! subscribers once (over the bus only, not replicated as well).
+//! subscribers once (over the bus only, not replicated as well), and a
+//! replica of the primary with the most replicas migrates to a primary
+//! left without a working one (`cluster-migration-barrier`,
+//! `cluster-allow-replica-migration`).
 
 use std::time::Duration;
 
@@ -148,4 +151,105 @@ fn spublish_reaches_the_shards_replicas() {
 #[test]
 fn spublish_reaches_a_redis_shards_replicas() {
     sharded_publish_reaches_the_replicas("redis-server", "spub-redis");
+}
+
+/// Each replica's view of itself: `myself,slave <primary-id>`.
+fn follows(replica: &Node, primary: &str) -> bool {
+    replica.role_of(&replica.id()) == format!("myself,slave {primary}")
+}
+
+/// Long enough for a replica to migrate if it were going to: Redis waits
+/// 5 s from when a primary is seen orphaned, checked every 100 ms.
+const MIGRATION_CHANCE: Duration = Duration::from_secs(8);
+
+/// The first primary has two replicas, the others one each; the third's
+/// replica stops. With `cluster-migration-barrier 2` (the first primary would keep
+/// one) and then with `cluster-allow-replica-migration no` nothing moves;
+/// with the barrier at 1 and migration allowed, the first primary's
+/// replica with the smaller node ID moves to the orphaned third primary
+/// and replicates it, the other stays.
+fn replica_migrates_to_an_orphaned_primary(program: &str, tag: &str) {
+    let Some(mut nodes) = shards(program, tag, &[0, 0, 1, 2], &["--cluster-migration-barrier", "2"]) else {
+        return;
+    };
+    let ids: Vec<String> = nodes.iter().map(Node::id).collect();
+    drop(nodes.pop());
+    let gone = &ids[6];
+    for n in &nodes {
+        wait_for(
+            ROLE_WAIT,
+            || n.role_of(gone).contains("fail") && !n.role_of(gone).contains("fail?"),
+            || {
+                format!(
+                    "{program}: {} never failed {gone}: {}",
+                    n.port,
+                    n.command(&["CLUSTER", "NODES"])
+                )
+            },
+        );
+    }
+    let set_on_replicas = |directive: &str, value: &str| {
+        for n in &nodes[3..5] {
+            assert_eq!(n.command(&["CONFIG", "SET", directive, value]), "+OK\r\n");
+        }
+    };
+    let nobody_moves = |why: &str| {
+        std::thread::sleep(MIGRATION_CHANCE);
+        for n in &nodes[3..5] {
+            assert!(
+                follows(n, &ids[0]),
+                "{program}, {why}: {}",
+                n.command(&["CLUSTER", "NODES"])
+            );
+        }
+    };
+    nobody_moves("barrier 2");
+    set_on_replicas("cluster-allow-replica-migration", "no");
+    set_on_replicas("cluster-migration-barrier", "1");
+    nobody_moves("migration not allowed");
+    set_on_replicas("cluster-allow-replica-migration", "yes");
+    let (mover, stayer) = if ids[3] < ids[4] { (3, 4) } else { (4, 3) };
+    wait_for(
+        ROLE_WAIT,
+        || follows(&nodes[mover], &ids[2]),
+        || {
+            format!(
+                "{program}: never migrated: {}",
+                nodes[mover].command(&["CLUSTER", "NODES"])
+            )
+        },
+    );
+    for n in &nodes {
+        wait_for(
+            ROLE_WAIT,
+            || n.role_of(&ids[mover]).ends_with(&format!("slave {}", ids[2])),
+            || {
+                format!(
+                    "{program}: {} never saw the move: {}",
+                    n.port,
+                    n.command(&["CLUSTER", "NODES"])
+                )
+            },
+        );
+    }
+    assert!(follows(&nodes[stayer], &ids[0]));
+    let port = format!("master_port:{}", nodes[2].port);
+    wait_for(
+        ROLE_WAIT,
+        || {
+            let info = nodes[mover].command(&["INFO", "replication"]);
+            info.contains(&port) && info.contains("master_link_status:up")
+        },
+        || nodes[mover].command(&["INFO", "replication"]),
+    );
+}
+
+#[test]
+fn a_replica_migrates_to_an_orphaned_primary() {
+    replica_migrates_to_an_orphaned_primary(BIN, "migrate-ours");
+}
+
+#[test]
+fn a_redis_replica_migrates_to_an_orphaned_primary() {
+    replica_migrates_to_an_orphaned_primary("redis-server", "migrate-redis");
 }

@@ -592,6 +592,7 @@ impl Cluster {
         }
         let me = self.me();
         let curmaster = if me.is_master() { Some(self.myself) } else { me.slaveof };
+        let had_slots = self.num_slots(sender) > 0;
         let (mut new_master, mut sender_slots, mut migrated_ours) = (false, 0usize, 0usize);
         // Slots taken from this node: if it stays a primary, its keys
         // there must go (Redis's dirty slots).
@@ -624,6 +625,7 @@ impl Cluster {
                 self.dirty_config = true;
             }
         }
+        self.note_slots_gained(sender, had_slots);
         // The shard's new primary: a primary left without slots follows
         // it, and so does a replica whose primary lost its last slot.
         let curmaster_empty = curmaster.is_some_and(|m| self.num_slots(m) == 0);
@@ -886,20 +888,14 @@ impl Cluster {
             // The sender's role.
             match h.slaveof {
                 None => {
-                    let n = self.node_mut(s);
-                    if n.is_slave() || n.flags & flag::MASTER == 0 {
-                        n.flags &= !flag::SLAVE;
-                        n.flags |= flag::MASTER;
-                        n.slaveof = None;
-                        self.dirty_config = true;
-                    }
+                    self.set_node_as_master(s);
                 }
                 Some(master) => {
                     let m = self.lookup(master);
                     let n = self.node_mut(s);
                     let mut changed = false;
                     if n.is_master() {
-                        n.flags &= !flag::MASTER;
+                        n.flags &= !(flag::MASTER | flag::MIGRATE_TO);
                         n.flags |= flag::SLAVE;
                         changed = true;
                         // `clusterDelNodeSlots`: its slots are unassigned
@@ -908,9 +904,8 @@ impl Cluster {
                             *slot = None;
                         }
                     }
-                    let n = self.node_mut(s);
-                    if m.is_some() && n.slaveof != m {
-                        n.slaveof = m;
+                    if m.is_some() && self.node(s).slaveof != m {
+                        self.set_replica_of(s, m);
                         changed = true;
                     }
                     self.dirty_config |= changed;
@@ -1001,13 +996,8 @@ impl Cluster {
             if self.node(n).config_epoch >= epoch {
                 return;
             }
-            let node = self.node_mut(n);
-            if node.is_slave() {
-                node.flags &= !flag::SLAVE;
-                node.flags |= flag::MASTER;
-                node.slaveof = None;
-            }
-            node.config_epoch = epoch;
+            self.set_node_as_master(n);
+            self.node_mut(n).config_epoch = epoch;
             let bitmap = h.data[8 + NAME_LEN..8 + NAME_LEN + BITMAP_LEN].to_vec();
             self.update_slots_with(config, n, epoch, &bitmap);
             self.dirty_config = true;
