@@ -161,11 +161,13 @@ fn cluster_cli(args: &[&str]) -> String {
     out
 }
 
-/// `redis-cli --cluster check` passes on every node, and every node knows
-/// every other one out of its handshake (agreement may take a few bus
-/// rounds after a move; a node that joined reaches the others by gossip,
-/// and a check from one node does not show whether another knows it: a
-/// SETSLOT naming it there would fail).
+/// `redis-cli --cluster check` passes on every node, every node knows
+/// every other one out of its handshake and reports `cluster_state:ok`
+/// (agreement may take a few bus rounds after a move; a node that joined
+/// reaches the others by gossip, and a check from one node shows neither
+/// whether another knows it, where a SETSLOT naming it would fail, nor
+/// whether the new node's state is `ok` yet, where redis-server refuses a
+/// MIGRATE's RESTORE-ASKING with -CLUSTERDOWN).
 fn wait_checked(nodes: &[&Node]) {
     let start = Instant::now();
     let ids: Vec<String> = nodes.iter().map(|n| n.id()).collect();
@@ -177,7 +179,9 @@ fn wait_checked(nodes: &[&Node]) {
                 view.lines()
                     .any(|l| l.starts_with(id.as_str()) && !l.contains("handshake") && !l.contains("noaddr"))
             });
+            let ok = n.command(&["CLUSTER", "INFO"]).contains("cluster_state:ok");
             if knows_all
+                && ok
                 && out.contains("[OK] All nodes agree about slots configuration.")
                 && out.contains("[OK] All 16384 slots covered.")
                 && !out.contains("[WARNING]")
