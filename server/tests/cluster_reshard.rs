@@ -166,8 +166,10 @@ fn cluster_cli(args: &[&str]) -> String {
 /// (agreement may take a few bus rounds after a move; a node that joined
 /// reaches the others by gossip, and a check from one node shows neither
 /// whether another knows it, where a SETSLOT naming it would fail, nor
-/// whether the new node's state is `ok` yet, where redis-server refuses a
-/// MIGRATE's RESTORE-ASKING with -CLUSTERDOWN).
+/// whether the new node's state is `ok` yet: alone before, it counted
+/// itself in a minority and waits out the rejoin delay after joining,
+/// refusing a MIGRATE's RESTORE-ASKING with -CLUSTERDOWN meanwhile, which
+/// stops redis-cli with the slot left MIGRATING).
 fn wait_checked(nodes: &[&Node]) {
     let start = Instant::now();
     let ids: Vec<String> = nodes.iter().map(|n| n.id()).collect();
