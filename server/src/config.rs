@@ -401,8 +401,14 @@ pub struct ClusterConfig {
     /// `cluster-allow-pubsubshard-when-down`: sharded pub/sub goes on while down. Default yes.
     pub allow_pubsubshard_when_down: bool,
     /// `cluster-allow-replica-migration`: a primary left without slots
-    /// becomes a replica of the node that took its last one. Default yes.
+    /// becomes a replica of the node that took its last one, and a replica
+    /// of the primary with the most replicas may move to an orphaned
+    /// primary (`cluster-migration-barrier`). Default yes.
     pub allow_replica_migration: bool,
+    /// `cluster-migration-barrier`: a replica migrates to an orphaned
+    /// primary only if its own primary keeps more than this many working
+    /// replicas. Default 1.
+    pub migration_barrier: u64,
     /// `cluster-replica-no-failover`: this replica never starts an election
     /// for a failed primary (a manual failover still runs). Default no.
     pub replica_no_failover: bool,
@@ -1586,7 +1592,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("cluster-require-full-coverage", "yes", Bool, cluster!(bool require_full_coverage)),
     row("cluster-replica-no-failover", "no", Bool, cluster!(bool replica_no_failover)).alias(&["cluster-slave-no-failover"]),
     row("cluster-replica-validity-factor", "10", Int { min: 0, max: I32 }, cluster!(replica_validity_factor)).alias(&["cluster-slave-validity-factor"]),
-    row("cluster-migration-barrier", "1", Int { min: 0, max: I32 }, Store::Ignored),
+    row("cluster-migration-barrier", "1", Int { min: 0, max: I32 }, cluster!(migration_barrier)),
     row("cluster-allow-replica-migration", "yes", Bool, cluster!(bool allow_replica_migration)),
     row("cluster-allow-reads-when-down", "no", Bool, cluster!(bool allow_reads_when_down)),
     row("cluster-allow-pubsubshard-when-down", "yes", Bool, cluster!(bool allow_pubsubshard_when_down)),

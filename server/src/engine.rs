@@ -444,6 +444,7 @@ impl Engine {
             return;
         };
         let published = std::mem::take(&mut cluster.published);
+        let dirty_slots = std::mem::take(&mut cluster.dirty_slots);
         let save = std::mem::take(&mut cluster.dirty_config);
         if save {
             cluster.update_state(&self.state.config.cluster, now);
@@ -451,8 +452,11 @@ impl Engine {
                 tracing::warn!("Fatal: can't update cluster config file: {e}");
             }
         }
-        for (channel, message) in published {
-            crate::cmd::pubsub::publish_to(&self.state, None, &channel, &message, now);
+        for p in published {
+            crate::cmd::pubsub::deliver_published(&self.state, None, &p.channel, &p.message, p.sharded, now);
+        }
+        if !dirty_slots.is_empty() {
+            crate::cluster::delete_keys_in_slots(&mut self.dbs[0], &dirty_slots, now);
         }
         crate::cluster::failover::reconcile(&mut self.dbs, &mut self.state);
     }

@@ -76,22 +76,6 @@ fn wait_read(replica: &Node, key: &str, want: &str) {
 /// A key on each third of the slots, with its slot.
 const KEYS: [(&str, u16); 3] = [("a", 15495), ("b", 3300), ("c", 7365)];
 
-/// Which node serves `slot` according to `n` (CLUSTER NODES ranges).
-fn owner_of(n: &Node, slot: u16) -> String {
-    for line in n.command(&["CLUSTER", "NODES"]).lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        for range in f.iter().skip(8) {
-            let (a, b) = range.split_once('-').unwrap_or((range, range));
-            if let (Ok(a), Ok(b)) = (a.parse::<u16>(), b.parse::<u16>()) {
-                if (a..=b).contains(&slot) {
-                    return f[0].to_string();
-                }
-            }
-        }
-    }
-    String::new()
-}
-
 #[test]
 fn a_coordis_replica_fails_over_every_way() {
     let a = node(BIN, "repl-ours-a");
@@ -134,7 +118,7 @@ fn a_coordis_replica_fails_over_every_way() {
     assert!(file.contains(&format!("myself,slave {ida}")), "{file}");
     // Writes go to the primary; the replica serves them under READONLY and
     // redirects otherwise.
-    let (key, slot) = *KEYS.iter().find(|(_, s)| owner_of(&b, *s) == ida).unwrap();
+    let (key, slot) = *KEYS.iter().find(|(_, s)| b.owner_of(*s) == ida).unwrap();
     assert_eq!(a.command(&["SET", key, "v1"]), "+OK\r\n");
     wait_read(&d, key, "v1");
     let moved = format!("-MOVED {slot} 127.0.0.1:{}\r\n", a.port);
@@ -216,7 +200,7 @@ fn coordis_and_redis_replicate_and_elect_each_other() {
     wait_replica_of(&all, &ide, &idb);
     assert_formed(&all);
     // Data flows both ways across the kinds.
-    let slot_of_a = |key: &str| owner_of(&a, KEYS.iter().find(|(k, _)| *k == key).unwrap().1);
+    let slot_of_a = |key: &str| a.owner_of(KEYS.iter().find(|(k, _)| *k == key).unwrap().1);
     let on_a = KEYS.iter().find(|(k, _)| slot_of_a(k) == ida).unwrap().0;
     let on_b = KEYS.iter().find(|(k, _)| slot_of_a(k) == idb).unwrap().0;
     assert_eq!(a.command(&["SET", on_a, "v1"]), "+OK\r\n");

@@ -33,6 +33,15 @@ pub(crate) struct Link {
     pub tx: UnboundedSender<Vec<u8>>,
 }
 
+/// A message another node published, for this node's subscribers.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub channel: Bytes,
+    pub message: Bytes,
+    /// SPUBLISH's (shard channel subscribers), not PUBLISH's.
+    pub sharded: bool,
+}
+
 /// Message types (`CLUSTERMSG_TYPE_*`).
 pub(crate) mod kind {
     pub(crate) const PING: u16 = 0;
@@ -44,6 +53,8 @@ pub(crate) mod kind {
     pub(crate) const AUTH_ACK: u16 = 6;
     pub(crate) const UPDATE: u16 = 7;
     pub(crate) const MFSTART: u16 = 8;
+    /// A PUBLISH for the nodes of the sender's shard (SPUBLISH).
+    pub(crate) const PUBLISHSHARD: u16 = 10;
     /// Types counted in CLUSTER INFO (`CLUSTERMSG_TYPE_COUNT`).
     pub(crate) const COUNT: u16 = 11;
 }
@@ -177,7 +188,7 @@ pub(crate) fn decode(msg: &[u8]) -> Option<Header<'_>> {
     let needed = match kind {
         kind::PING | kind::PONG | kind::MEET => usize::from(count) * GOSSIP_LEN,
         kind::FAIL => NAME_LEN,
-        kind::PUBLISH => 8,
+        kind::PUBLISH | kind::PUBLISHSHARD => 8,
         kind::UPDATE => 8 + NAME_LEN + BITMAP_LEN,
         _ => 0,
     };
@@ -382,15 +393,37 @@ impl Cluster {
         self.broadcast(&msg);
     }
 
-    /// PUBLISH over the bus (`clusterSendPublish`): every node delivers it
-    /// to its own subscribers.
-    pub(crate) fn broadcast_publish(&mut self, config: &ClusterConfig, channel: &[u8], message: &[u8]) {
-        let mut msg = self.header(config, kind::PUBLISH, 8 + channel.len() + message.len());
+    /// A published message over the bus (`clusterPropagatePublish`):
+    /// PUBLISH to every node, or with `sharded` (SPUBLISH) PUBLISHSHARD to
+    /// the other nodes of this node's shard, its primary and replicas
+    /// (`clusterGetNodesServingMySlots`). Each delivers it to its own
+    /// subscribers.
+    pub(crate) fn propagate_publish(&mut self, config: &ClusterConfig, channel: &[u8], message: &[u8], sharded: bool) {
+        let kind = if sharded { kind::PUBLISHSHARD } else { kind::PUBLISH };
+        let mut msg = self.header(config, kind, 8 + channel.len() + message.len());
         put32(&mut msg, at::DATA, channel.len() as u32);
         put32(&mut msg, at::DATA + 4, message.len() as u32);
         msg[at::DATA + 8..at::DATA + 8 + channel.len()].copy_from_slice(channel);
         msg[at::DATA + 8 + channel.len()..].copy_from_slice(message);
-        self.broadcast(&msg);
+        if !sharded {
+            self.broadcast(&msg);
+            return;
+        }
+        let me = self.me();
+        let primary = match me.slaveof {
+            Some(m) if me.is_slave() => m,
+            _ => self.myself,
+        };
+        let links: Vec<LinkId> = self
+            .nodes
+            .iter()
+            .filter(|n| n.handle == primary || n.slaveof == Some(primary))
+            .filter(|n| n.flags & (flag::MYSELF | flag::HANDSHAKE) == 0)
+            .filter_map(|n| n.link)
+            .collect();
+        for l in links {
+            self.send(l, msg.clone());
+        }
     }
 
     /// Tells `link`'s node that `owner` serves slots it claims (`clusterSendUpdate`).
@@ -559,7 +592,11 @@ impl Cluster {
         }
         let me = self.me();
         let curmaster = if me.is_master() { Some(self.myself) } else { me.slaveof };
+        let had_slots = self.num_slots(sender) > 0;
         let (mut new_master, mut sender_slots, mut migrated_ours) = (false, 0usize, 0usize);
+        // Slots taken from this node: if it stays a primary, its keys
+        // there must go (Redis's dirty slots).
+        let mut lost = Vec::new();
         for slot in 0..SLOTS {
             if !has_slot(bitmap, slot) {
                 continue;
@@ -578,6 +615,7 @@ impl Cluster {
                     migrated_ours += 1;
                 }
                 if self.slots[slot] == Some(self.myself) {
+                    lost.push(slot as u16);
                     tracing::warn!(
                         "Slot {slot} is now served by {} (a greater config epoch)",
                         self.node(sender).name
@@ -587,6 +625,7 @@ impl Cluster {
                 self.dirty_config = true;
             }
         }
+        self.note_slots_gained(sender, had_slots);
         // The shard's new primary: a primary left without slots follows
         // it, and so does a replica whose primary lost its last slot.
         let curmaster_empty = curmaster.is_some_and(|m| self.num_slots(m) == 0);
@@ -607,6 +646,8 @@ impl Cluster {
                 self.node(grand).name
             );
             self.set_master(grand);
+        } else {
+            self.dirty_slots.extend(lost);
         }
     }
 
@@ -847,20 +888,14 @@ impl Cluster {
             // The sender's role.
             match h.slaveof {
                 None => {
-                    let n = self.node_mut(s);
-                    if n.is_slave() || n.flags & flag::MASTER == 0 {
-                        n.flags &= !flag::SLAVE;
-                        n.flags |= flag::MASTER;
-                        n.slaveof = None;
-                        self.dirty_config = true;
-                    }
+                    self.set_node_as_master(s);
                 }
                 Some(master) => {
                     let m = self.lookup(master);
                     let n = self.node_mut(s);
                     let mut changed = false;
                     if n.is_master() {
-                        n.flags &= !flag::MASTER;
+                        n.flags &= !(flag::MASTER | flag::MIGRATE_TO);
                         n.flags |= flag::SLAVE;
                         changed = true;
                         // `clusterDelNodeSlots`: its slots are unassigned
@@ -869,9 +904,8 @@ impl Cluster {
                             *slot = None;
                         }
                     }
-                    let n = self.node_mut(s);
-                    if m.is_some() && n.slaveof != m {
-                        n.slaveof = m;
+                    if m.is_some() && self.node(s).slaveof != m {
+                        self.set_replica_of(s, m);
                         changed = true;
                     }
                     self.dirty_config |= changed;
@@ -914,15 +948,18 @@ impl Cluster {
                     self.dirty_config = true;
                 }
             }
-        } else if h.kind == kind::PUBLISH {
+        } else if h.kind == kind::PUBLISH || h.kind == kind::PUBLISHSHARD {
             if known.is_none() {
                 return;
             }
             let clen = u32_at(h.data, 0) as usize;
             let mlen = u32_at(h.data, 4) as usize;
             if let (Some(channel), Some(message)) = (h.data.get(8..8 + clen), h.data.get(8 + clen..8 + clen + mlen)) {
-                self.published
-                    .push((Bytes::copy_from_slice(channel), Bytes::copy_from_slice(message)));
+                self.published.push(Published {
+                    channel: Bytes::copy_from_slice(channel),
+                    message: Bytes::copy_from_slice(message),
+                    sharded: h.kind == kind::PUBLISHSHARD,
+                });
             }
         } else if h.kind == kind::AUTH_REQUEST {
             let Some(s) = known else {
@@ -959,13 +996,8 @@ impl Cluster {
             if self.node(n).config_epoch >= epoch {
                 return;
             }
-            let node = self.node_mut(n);
-            if node.is_slave() {
-                node.flags &= !flag::SLAVE;
-                node.flags |= flag::MASTER;
-                node.slaveof = None;
-            }
-            node.config_epoch = epoch;
+            self.set_node_as_master(n);
+            self.node_mut(n).config_epoch = epoch;
             let bitmap = h.data[8 + NAME_LEN..8 + NAME_LEN + BITMAP_LEN].to_vec();
             self.update_slots_with(config, n, epoch, &bitmap);
             self.dirty_config = true;

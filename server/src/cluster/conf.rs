@@ -237,9 +237,9 @@ impl Cluster {
                 node.port = port16(port);
                 node.cport = port16(cport.unwrap_or(port + i64::from(PORT_INCR)));
                 node.flags |= flags;
-                node.slaveof = master;
                 node.config_epoch = if node.is_slave() && master.is_some() { 0 } else { epoch };
             }
+            cluster.set_replica_of(n, master);
             for arg in &argv[8..] {
                 if arg.first() == Some(&b'[') {
                     // `[slot->-node]` (migrating) or `[slot-<-node]` (importing).

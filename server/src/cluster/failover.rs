@@ -5,7 +5,9 @@
 //! of a FAIL primary runs (its rank's delay, its data's age, the votes of
 //! the primaries), the manual failover's handshake (MFSTART, the primary
 //! pauses writes and tells its offset, the replica catches up, then is
-//! elected with FORCEACK), and [`reconcile`], which makes the replication
+//! elected with FORCEACK), replica migration (a replica of the primary
+//! with the most replicas moves to a primary left without a working one,
+//! `clusterHandleSlaveMigration`), and [`reconcile`], which makes the replication
 //! links ([`crate::replica`]) follow what the cluster decided. The bus
 //! messages themselves are [`super::bus`]'s.
 
@@ -14,6 +16,11 @@ use crate::config::ClusterConfig;
 
 /// A manual failover gives up after this long (`CLUSTER_MF_TIMEOUT`).
 pub(crate) const MF_TIMEOUT_MS: u64 = 5000;
+
+/// How long a primary must stay orphaned before a replica migrates to it
+/// (`CLUSTER_SLAVE_MIGRATION_DELAY`): after a failover, the new primary's
+/// own replicas get time to say they follow it.
+const MIGRATION_DELAY_MS: u64 = 5000;
 
 /// The shortest election (`auth_timeout` is twice the node timeout, at
 /// least this).
@@ -83,24 +90,31 @@ impl Cluster {
     pub(crate) fn set_master(&mut self, master: NodeRef) {
         let me = self.me_mut();
         if me.is_master() {
-            me.flags &= !flag::MASTER;
+            me.flags &= !(flag::MASTER | flag::MIGRATE_TO);
             me.flags |= flag::SLAVE;
             self.close_all_slots();
         }
-        self.me_mut().slaveof = Some(master);
+        self.set_replica_of(self.myself, Some(master));
         self.reset_manual_failover();
         self.dirty_config = true;
     }
 
     /// `node` is a primary now (`clusterSetNodeAsMaster`).
     pub(crate) fn set_node_as_master(&mut self, node: NodeRef) {
-        let n = self.node_mut(node);
+        let n = self.node(node);
         if n.is_master() {
             return;
         }
+        if n.slaveof.is_some() {
+            self.set_replica_of(node, None);
+            if node != self.myself {
+                // It failed over a primary meant to have replicas.
+                self.node_mut(node).flags |= flag::MIGRATE_TO;
+            }
+        }
+        let n = self.node_mut(node);
         n.flags &= !flag::SLAVE;
         n.flags |= flag::MASTER;
-        n.slaveof = None;
         self.dirty_config = true;
     }
 
@@ -229,6 +243,93 @@ impl Cluster {
             tracing::warn!("All master replication stream processed, manual failover can start.");
         }
         self.handle_replica_failover(config, now);
+        self.replica_migration_cron(config, now);
+    }
+
+    /// Replica migration, the part of `clusterCron` that counts orphaned
+    /// primaries (serving slots, meant to have replicas, none working)
+    /// and the replicas of each: a replica of a primary with the most
+    /// working replicas (two at least) considers moving to an orphan.
+    fn replica_migration_cron(&mut self, config: &ClusterConfig, now: u64) {
+        let (mut orphaned, mut max_replicas, mut mine) = (0, 0, 0);
+        let my_master = self.me().slaveof;
+        for n in self.nodes.iter() {
+            if n.flags & (flag::MYSELF | flag::NOADDR | flag::HANDSHAKE) != 0 || !n.is_master() || n.failed() {
+                continue;
+            }
+            let working = self.working_replicas(n.handle);
+            if working == 0 && n.flags & flag::MIGRATE_TO != 0 && self.num_slots(n.handle) > 0 {
+                orphaned += 1;
+            }
+            max_replicas = max_replicas.max(working);
+            if my_master == Some(n.handle) {
+                mine = working;
+            }
+        }
+        if orphaned > 0 && max_replicas >= 2 && mine == max_replicas && config.allow_replica_migration {
+            self.handle_replica_migration(config, max_replicas, now);
+        }
+    }
+
+    /// Replicas of `master` not marked FAIL (`clusterCountNonFailingSlaves`).
+    fn working_replicas(&self, master: NodeRef) -> usize {
+        self.nodes
+            .iter()
+            .filter(|r| r.slaveof == Some(master) && !r.failed())
+            .count()
+    }
+
+    /// `clusterHandleSlaveMigration`: this replica moves to an orphaned
+    /// primary if the cluster is `ok`, its own primary keeps more than
+    /// `cluster-migration-barrier` working replicas, it has the smallest
+    /// name among the replicas of the primaries with `max_replicas`
+    /// working ones, and the orphan has been one for
+    /// [`MIGRATION_DELAY_MS`].
+    fn handle_replica_migration(&mut self, config: &ClusterConfig, max_replicas: usize, now: u64) {
+        let Some(my_master) = self.me().slaveof.filter(|_| self.ok) else {
+            return;
+        };
+        let keeping = self
+            .replicas(my_master)
+            .into_iter()
+            .filter(|r| self.node(*r).flags & (flag::FAIL | flag::PFAIL) == 0)
+            .count();
+        if keeping as u64 <= config.migration_barrier {
+            return;
+        }
+        let mut candidate = self.myself;
+        let mut target = None;
+        let handles: Vec<NodeRef> = self.nodes.iter().map(|n| n.handle).collect();
+        for h in handles {
+            let n = self.node(h);
+            let working = if n.is_master() { self.working_replicas(h) } else { 0 };
+            let orphan = n.is_master() && !n.failed() && n.flags & flag::MIGRATE_TO != 0 && working == 0;
+            if orphan {
+                if target.is_none() && self.num_slots(h) > 0 {
+                    target = Some(h);
+                }
+                let n = self.node_mut(h);
+                if n.orphaned_since == 0 {
+                    n.orphaned_since = now;
+                }
+            } else {
+                self.node_mut(h).orphaned_since = 0;
+            }
+            if working == max_replicas {
+                for r in self.replicas(h) {
+                    if self.node(r).name < self.node(candidate).name {
+                        candidate = r;
+                    }
+                }
+            }
+        }
+        let Some(target) = target.filter(|_| candidate == self.myself) else {
+            return;
+        };
+        if now.saturating_sub(self.node(target).orphaned_since) > MIGRATION_DELAY_MS {
+            tracing::warn!("Migrating to orphaned master {}", self.node(target).name);
+            self.set_master(target);
+        }
     }
 
     /// `clusterHandleSlaveFailover`.

@@ -31,6 +31,9 @@ pub(crate) mod flag {
     pub(crate) const NOADDR: u16 = 64;
     /// A MEET (not a PING) goes first on the next link to it.
     pub(crate) const MEET: u16 = 128;
+    /// A primary that had replicas (or failed over one that had): when
+    /// it has none that work, a replica may migrate to it. Not shown.
+    pub(crate) const MIGRATE_TO: u16 = 256;
     pub(crate) const NOFAILOVER: u16 = 512;
 
     /// The flags CLUSTER NODES names, in its order.
@@ -122,6 +125,11 @@ pub(crate) struct Node {
     /// Server clock of this node's last vote for a replica of this
     /// primary: one vote per primary per two node timeouts.
     pub voted_time: u64,
+    /// Server clock since which this primary has been orphaned (no working
+    /// replica, though it is meant to have one), 0 when it is not: a
+    /// replica migrates to it only after a while, so that its own replicas
+    /// have time to say they follow it after a failover.
+    pub orphaned_since: u64,
 }
 
 impl Node {
@@ -147,6 +155,7 @@ impl Node {
             fail_reports: Vec::new(),
             repl_offset: 0,
             voted_time: 0,
+            orphaned_since: 0,
         }
     }
 
@@ -177,6 +186,28 @@ pub(crate) fn random_name() -> String {
 /// Whether `name` is a node name Redis accepts (`verifyClusterNodeId`).
 pub(crate) fn valid_name(name: &[u8]) -> bool {
     name.len() == NAME_LEN && name.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+/// Deletes database 0's keys in `slots`, the slots this primary lost while
+/// it kept others (Redis's `delKeysInSlot`); returns how many. As in Redis
+/// 7.0.15 the deletions are neither propagated nor notified: they are not
+/// the dataset changing but the node giving up what the cluster no longer
+/// routes to it.
+pub(crate) fn delete_keys_in_slots(db: &mut crate::store::Db, slots: &[u16], now: u64) -> usize {
+    let mut lost = vec![false; SLOTS];
+    for &s in slots {
+        lost[usize::from(s)] = true;
+    }
+    let keys: Vec<Vec<u8>> = db
+        .all_keys(now)
+        .map(|(key, _, _)| key)
+        .filter(|key| lost[usize::from(key_slot(key))])
+        .map(<[u8]>::to_vec)
+        .collect();
+    for key in &keys {
+        db.server_del(key);
+    }
+    keys.len()
 }
 
 /// This node's view of the cluster (Redis's `clusterState`).
@@ -223,8 +254,13 @@ pub(crate) struct Cluster {
     pub(crate) iteration: u64,
     /// Something changed that the nodes file must get.
     pub(crate) dirty_config: bool,
-    /// Messages from the bus for this node's subscribers (PUBLISH).
-    pub(crate) published: Vec<(bytes::Bytes, bytes::Bytes)>,
+    /// Messages from the bus for this node's subscribers (PUBLISH, SPUBLISH).
+    pub(crate) published: Vec<bus::Published>,
+    /// Slots another primary took from this one with a greater config
+    /// epoch while this node stayed a primary: the engine deletes what
+    /// keys it still has there (Redis's dirty slots), since no one will
+    /// send clients here for them again.
+    pub(crate) dirty_slots: Vec<u16>,
     /// This node's replication, refreshed by the engine before the bus
     /// runs (headers carry the offset; elections read its age).
     pub(crate) repl: failover::ReplView,
@@ -277,6 +313,7 @@ impl Cluster {
             iteration: 0,
             dirty_config: false,
             published: Vec::new(),
+            dirty_slots: Vec::new(),
             repl: Default::default(),
             election: Default::default(),
             manual: Default::default(),
@@ -360,6 +397,51 @@ impl Cluster {
             .collect()
     }
 
+    /// `node` replicates `master` now (`None`: no one), keeping the
+    /// MIGRATE_TO mark as Redis's `clusterNodeAddSlave` and
+    /// `clusterNodeRemoveSlave` do: a primary that gets a replica is a
+    /// target for replica migration until its last replica leaves it.
+    pub(crate) fn set_replica_of(&mut self, node: NodeRef, master: Option<NodeRef>) {
+        let old = self.node(node).slaveof;
+        if old == master {
+            return;
+        }
+        self.node_mut(node).slaveof = master;
+        if let Some(old) = old {
+            self.left_by_replica(old);
+        }
+        if let Some(m) = master {
+            self.node_mut(m).flags |= flag::MIGRATE_TO;
+        }
+    }
+
+    /// A replica left `master`: with none left, it is no target for a
+    /// replica migration.
+    fn left_by_replica(&mut self, master: NodeRef) {
+        if self.replicas(master).is_empty() {
+            if let Some(m) = self.nodes.iter_mut().find(|n| n.handle == master) {
+                m.flags &= !flag::MIGRATE_TO;
+            }
+        }
+    }
+
+    /// After slots went to `node`: a primary that had none becomes a target
+    /// for replica migration when some primary has replicas (Redis's
+    /// `clusterNodeSetSlotBit`), so a primary added to a cluster with
+    /// replicas gets one.
+    pub(crate) fn note_slots_gained(&mut self, node: NodeRef, had_slots: bool) {
+        if had_slots || self.num_slots(node) == 0 {
+            return;
+        }
+        let replicated = self
+            .nodes
+            .iter()
+            .any(|n| n.is_slave() && n.slaveof.is_some_and(|m| self.node(m).is_master()));
+        if replicated {
+            self.node_mut(node).flags |= flag::MIGRATE_TO;
+        }
+    }
+
     /// Forgets `node`: its slots become unassigned, open slots pointing at
     /// it close, its replicas lose their primary (Redis's `clusterDelNode`).
     pub(crate) fn remove_node(&mut self, node: NodeRef) {
@@ -387,7 +469,11 @@ impl Cluster {
                 n.slaveof = None;
             }
         }
+        let master = self.node(node).slaveof;
         self.nodes.retain(|n| n.handle != node);
+        if let Some(m) = master {
+            self.left_by_replica(m);
+        }
     }
 
     /// Sets this node's ports (Redis's `deriveAnnouncedPorts`): the

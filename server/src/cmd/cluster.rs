@@ -145,10 +145,12 @@ fn mark_slots(cluster: &Cluster, marked: &mut [u8], del: bool, start: usize, end
 fn update_slots(ctx: &mut Ctx, marked: &[u8], del: bool) -> Reply {
     let cluster = cluster!(ctx);
     let me = cluster.myself;
+    let had_slots = cluster.num_slots(me) > 0;
     for (slot, _) in marked.iter().enumerate().filter(|(_, m)| **m > 0) {
         cluster.importing_from[slot] = None;
         cluster.slots[slot] = if del { None } else { Some(me) };
     }
+    cluster.note_slots_gained(me, had_slots);
     changed(ctx);
     Reply::Ok
 }
@@ -458,20 +460,27 @@ pub(crate) fn setslot(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             cluster.migrating_to[slot] = None;
         }
         let was_mine = cluster.slots[slot] == Some(me);
+        let had_slots = cluster.num_slots(n) > 0;
         cluster.slots[slot] = Some(n);
+        cluster.note_slots_gained(n, had_slots);
         if was_mine && n != me && cluster.num_slots(me) == 0 && ctx.server.config.cluster.allow_replica_migration {
-            // Becoming a replica of the slot's new owner needs replication;
-            // until it lands the node stays an empty primary.
+            // A primary left without slots follows the node that took its
+            // last one (the replication link follows in `changed`).
             tracing::warn!(
                 "Configuration change detected. Reconfiguring myself as a replica of {}",
                 cluster.node(n).name
             );
+            cluster.set_master(n);
         }
         if n == me && cluster.importing_from[slot].is_some() {
             if cluster.bump_epoch_without_consensus() {
                 tracing::warn!("configEpoch updated after importing slot {slot}");
             }
             cluster.importing_from[slot] = None;
+            // The other nodes learn the new owner (and its new epoch) now,
+            // not at their next ping: until then they send clients to the
+            // old owner, which answers -MOVED back here or -ASK.
+            cluster.broadcast_pong(&ctx.server.config.cluster, false, ctx.now);
         }
     } else {
         return err(errors::CLUSTER_SETSLOT_SYNTAX);

@@ -244,20 +244,39 @@ pub(crate) fn publish_to(
     message: &[u8],
     now: u64,
 ) -> usize {
+    deliver_published(server, current, channel, message, false, now)
+}
+
+/// [`publish_to`] for PUBLISH (`sharded` false: the channel's and the
+/// matching patterns' subscribers) or SPUBLISH (the shard channel's).
+pub(crate) fn deliver_published(
+    server: &ServerState,
+    current: Option<&ClientState>,
+    channel: &[u8],
+    message: &[u8],
+    sharded: bool,
+    now: u64,
+) -> usize {
+    let (subscribers, kind) = if sharded {
+        (&server.pubsub.shard_channels, "smessage")
+    } else {
+        (&server.pubsub.channels, "message")
+    };
     let mut deliveries: Vec<(u64, Reply)> = Vec::new();
-    if let Some(ids) = server.pubsub.channels.get(channel) {
+    if let Some(ids) = subscribers.get(channel) {
         for &id in ids {
             deliveries.push((
                 id,
                 Reply::Push(vec![
-                    Reply::bulk("message"),
+                    Reply::bulk(kind),
                     Reply::Bulk(Bytes::copy_from_slice(channel)),
                     Reply::Bulk(Bytes::copy_from_slice(message)),
                 ]),
             ));
         }
     }
-    for (pattern, ids) in &server.pubsub.patterns {
+    // Patterns never match a shard channel.
+    for (pattern, ids) in server.pubsub.patterns.iter().filter(|_| !sharded) {
         if glob::matches(pattern, channel, false) {
             for &id in ids {
                 deliveries.push((
@@ -277,30 +296,30 @@ pub(crate) fn publish_to(
 }
 
 /// SPUBLISH: to the shard channel's subscribers only (patterns never
-/// match a shard channel); to replicas as PUBLISH is, outside a cluster.
+/// match a shard channel). In a cluster, to the other nodes of this
+/// node's shard over the bus (they deliver it to their own subscribers);
+/// outside one, to replicas as PUBLISH is.
 fn spublish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let deliveries: Vec<(u64, Reply)> = ctx
-        .server
-        .pubsub
-        .shard_channels
-        .get(&args[1])
-        .map_or_else(Vec::new, |ids| {
-            ids.iter()
-                .map(|&id| {
-                    (
-                        id,
-                        Reply::Push(vec![
-                            Reply::bulk("smessage"),
-                            Reply::Bulk(args[1].clone()),
-                            Reply::Bulk(args[2].clone()),
-                        ]),
-                    )
-                })
-                .collect()
-        });
-    deliver(ctx.server, Some(ctx.client), &deliveries, ctx.now);
-    ctx.force_propagation_to_replicas();
-    Reply::Int(deliveries.len() as i64)
+    let receivers = deliver_published(ctx.server, Some(ctx.client), &args[1], &args[2], true, ctx.now);
+    if !propagate_publish(ctx, &args[1], &args[2], true) {
+        ctx.force_propagation_to_replicas();
+    }
+    Reply::Int(receivers as i64)
+}
+
+/// In cluster mode, hands a published message to the bus (`sharded`: to
+/// the nodes of this node's shard; otherwise to every node) and returns
+/// true: Redis does not also replicate it then, or a replica's
+/// subscribers would hear it twice. False outside a cluster.
+fn propagate_publish(ctx: &mut Ctx, channel: &[u8], message: &[u8], sharded: bool) -> bool {
+    let config = &ctx.server.config.cluster;
+    match ctx.server.cluster.as_deref_mut() {
+        Some(cluster) => {
+            cluster.propagate_publish(config, channel, message, sharded);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Publishes `expired` keyspace events for the keys expiry removed in
@@ -345,16 +364,14 @@ pub(crate) fn publish_expired(
     }
 }
 
-/// PUBLISH: delivered here, and to replicas (not the append-only file) as
-/// Redis forces it outside a cluster, so their subscribers hear it too.
+/// PUBLISH: delivered here; in a cluster, to every node over the bus (each
+/// delivers it to its own subscribers); outside one, to replicas (not the
+/// append-only file) as Redis forces it, so their subscribers hear it too.
 fn publish(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let receivers = publish_to(ctx.server, Some(ctx.client), &args[1], &args[2], ctx.now);
-    // Cluster mode: every node delivers it to its own subscribers.
-    let config = &ctx.server.config.cluster;
-    if let Some(cluster) = ctx.server.cluster.as_deref_mut() {
-        cluster.broadcast_publish(config, &args[1], &args[2]);
+    if !propagate_publish(ctx, &args[1], &args[2], false) {
+        ctx.force_propagation_to_replicas();
     }
-    ctx.force_propagation_to_replicas();
     Reply::Int(receivers as i64)
 }
 

@@ -212,6 +212,23 @@ impl Node {
         self.command(&["CLUSTER", "MYID"]).lines().nth(1).unwrap().to_string()
     }
 
+    /// Which node serves `slot` according to this node (CLUSTER NODES
+    /// ranges): its ID, empty when none does.
+    pub fn owner_of(&self, slot: u16) -> String {
+        for line in self.command(&["CLUSTER", "NODES"]).lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            for range in f.iter().skip(8) {
+                let (a, b) = range.split_once('-').unwrap_or((range, range));
+                if let (Ok(a), Ok(b)) = (a.parse::<u16>(), b.parse::<u16>()) {
+                    if (a..=b).contains(&slot) {
+                        return f[0].to_string();
+                    }
+                }
+            }
+        }
+        String::new()
+    }
+
     /// The flags and master fields of `id`'s line in this node's CLUSTER
     /// NODES (`master -`, `slave <id>`, `myself,slave <id>` ...).
     pub fn role_of(&self, id: &str) -> String {
