@@ -167,3 +167,58 @@ async fn a_primary_partitioned_from_the_others_is_failed_over_and_rejoins_as_a_r
     assert_eq!(command(addrs[replica], &["GET", "foo"]), "$3\r\nbaz\r\n");
     set.shutdown().await;
 }
+
+/// A node cut off from its clients (`set_down`: connections dropped, new
+/// ones closed at once) stays in the cluster: its bus still answers, so
+/// however long the cluster's clock runs no node fails it and its slots
+/// stay its own; clients of it see a dead server until it is back, with
+/// its keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_its_clients_stays_in_the_cluster() {
+    let set = ServerSet::cluster(3, 0).await.unwrap();
+    let addrs: Vec<SocketAddr> = set.urls().iter().map(|u| addr_of(u)).collect();
+    // foo hashes to slot 12182, the third primary's.
+    let cut = 2;
+    assert_eq!(command(addrs[cut], &["SET", "foo", "bar"]), "+OK\r\n");
+    let control = set.server(cut).control();
+    tokio::task::spawn_blocking(move || control.set_down(true))
+        .await
+        .unwrap();
+    let refused = |addr: SocketAddr| {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+            return true;
+        };
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let _ = s.write_all(b"PING\r\n");
+        let mut buf = [0u8; 16];
+        matches!(s.read(&mut buf), Ok(0) | Err(_))
+    };
+    assert!(refused(addrs[cut]), "a client of the cut-off node is closed");
+    // Ten node timeouts (the default 15 s) on the cluster's clock: nobody
+    // fails the node.
+    let clock = set.cluster_clock().unwrap();
+    for _ in 0..10 {
+        clock.advance_ms(15_000);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for i in 0..3 {
+        if i == cut {
+            continue;
+        }
+        let info = command(addrs[i], &["CLUSTER", "INFO"]);
+        assert!(info.contains("cluster_state:ok"), "node {i}: {info}");
+        let nodes = command(addrs[i], &["CLUSTER", "NODES"]);
+        assert!(!nodes.contains("fail"), "node {i}: {nodes}");
+        assert_eq!(
+            command(addrs[i], &["GET", "foo"]),
+            format!("-MOVED 12182 {}\r\n", addrs[cut])
+        );
+    }
+    let control = set.server(cut).control();
+    tokio::task::spawn_blocking(move || control.set_down(false))
+        .await
+        .unwrap();
+    assert_eq!(command(addrs[cut], &["GET", "foo"]), "$3\r\nbar\r\n");
+    set.shutdown().await;
+}

@@ -516,18 +516,18 @@ impl Db {
         // Not done and still ahead of the walk: present now means present
         // at the start and unchanged since (any change would have marked
         // it). Absent now, it is created by this write: marked done, the
-        // walk leaves it out.
+        // walk leaves it out. One copy of the name serves both.
+        let key = Bytes::copy_from_slice(key);
         if let Some(item) = found {
             if !is_expired(item.expire_at(), snap.start_ms) {
                 let entry = EntryRef {
                     value: item.value(),
                     expire_at: item.expire_at(),
                 };
-                snap.copied
-                    .push((Bytes::copy_from_slice(key), entry.to_owned(), item.access()));
+                snap.copied.push((key.clone(), entry.to_owned(), item.access()));
             }
         }
-        snap.done.insert(Bytes::copy_from_slice(key));
+        snap.done.insert(key);
     }
 
     /// One slice of the snapshot's walk: the copied old values, then up to
