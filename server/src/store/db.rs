@@ -199,6 +199,9 @@ pub(crate) struct DbSnap {
     /// Old values copied before a write (with their access words), for
     /// the walker to write out.
     copied: Vec<(Bytes, Entry, u32)>,
+    /// Old items a write replaced whole, handed over instead of copied
+    /// (an overwrite: SET, RESTORE REPLACE...), for the walker too.
+    handed: Vec<Item>,
     /// The table as FLUSHDB/FLUSHALL left it during the snapshot: walked
     /// instead of the live one, which is then not in the image at all.
     frozen: Option<HashTable<Item>>,
@@ -474,6 +477,7 @@ impl Db {
             order: WalkOrder::Slots { next: 0 },
             done: HashSet::default(),
             copied: Vec::new(),
+            handed: Vec::new(),
             frozen: None,
             start_len: self.map.len(),
             start_expires: self.with_deadline,
@@ -484,11 +488,19 @@ impl Db {
     /// docs): runs before anything changes, creates or removes `key`
     /// (whose hash is `hash`).
     fn before_write(&mut self, hash: u64, key: &[u8]) {
+        self.before_write_as(hash, key, false);
+    }
+
+    /// [`Db::before_write`]; with `replacing` (the write puts a new item in
+    /// the old one's place) the old value is not copied: true when the
+    /// snapshot wants the old item, which the caller then hands over with
+    /// [`Db::hand_over`] instead of freeing it.
+    fn before_write_as(&mut self, hash: u64, key: &[u8], replacing: bool) -> bool {
         let Some(snap) = self.snap.as_deref_mut() else {
-            return;
+            return false;
         };
         if snap.frozen.is_some() || (!snap.done.is_empty() && snap.done.contains(key)) {
-            return;
+            return false;
         }
         if let WalkOrder::Slots { next } = snap.order {
             if self.map.len() >= self.map.capacity() {
@@ -500,7 +512,7 @@ impl Db {
         let found = match snap.order {
             WalkOrder::Slots { next } => match self.map.find_bucket_index(hash, |i| i.key() == key) {
                 // Behind the walk's position: written out already.
-                Some(slot) if slot < next => return,
+                Some(slot) if slot < next => return false,
                 Some(slot) => self.map.get_bucket(slot),
                 None => None,
             },
@@ -508,7 +520,7 @@ impl Db {
                 // Past the walk's position: written out already, or never
                 // in the image.
                 if hashes[next..].binary_search(&hash).is_err() {
-                    return;
+                    return false;
                 }
                 self.map.find(hash, |i| i.key() == key)
             }
@@ -518,16 +530,24 @@ impl Db {
         // it). Absent now, it is created by this write: marked done, the
         // walk leaves it out. One copy of the name serves both.
         let key = Bytes::copy_from_slice(key);
-        if let Some(item) = found {
-            if !is_expired(item.expire_at(), snap.start_ms) {
-                let entry = EntryRef {
-                    value: item.value(),
-                    expire_at: item.expire_at(),
-                };
-                snap.copied.push((key.clone(), entry.to_owned(), item.access()));
-            }
+        let wanted = found.is_some_and(|item| !is_expired(item.expire_at(), snap.start_ms));
+        if let (Some(item), true, false) = (found, wanted, replacing) {
+            let entry = EntryRef {
+                value: item.value(),
+                expire_at: item.expire_at(),
+            };
+            snap.copied.push((key.clone(), entry.to_owned(), item.access()));
         }
         snap.done.insert(key);
+        wanted && replacing
+    }
+
+    /// Gives the snapshot an item [`Db::before_write_as`] said it wants,
+    /// taken out of the table whole (no copy of its value).
+    fn hand_over(&mut self, old: Item) {
+        if let Some(snap) = self.snap.as_deref_mut() {
+            snap.handed.push(old);
+        }
     }
 
     /// One slice of the snapshot's walk: the copied old values, then up to
@@ -546,6 +566,16 @@ impl Db {
                     expire_at: entry.expire_at,
                 },
                 access,
+            );
+        }
+        for item in snap.handed.drain(..) {
+            emit(
+                item.key(),
+                EntryRef {
+                    value: item.value(),
+                    expire_at: item.expire_at(),
+                },
+                item.access(),
             );
         }
         let table = snap.frozen.as_ref().unwrap_or(&self.map);
@@ -597,7 +627,7 @@ impl Db {
                 *next == hashes.len()
             }
         };
-        let finished = walked && snap.copied.is_empty();
+        let finished = walked && snap.copied.is_empty() && snap.handed.is_empty();
         if finished {
             self.snap = None;
         }
@@ -738,7 +768,7 @@ impl Db {
         self.touch(key);
         self.signal_ready(key);
         let hash = self.hash(key);
-        self.before_write(hash, key);
+        let hand_over = self.before_write_as(hash, key, true);
         let expire_at = item.expire_at();
         let hasher = &self.hasher;
         let (old, replaced) = match self.map.entry(hash, |i| i.key() == key, |i| hasher.hash_one(i.key())) {
@@ -759,9 +789,14 @@ impl Db {
             }
         };
         self.deadline_changed(hash, old, expire_at);
-        // The value overwritten goes as a server-side deletion does.
+        // The value overwritten goes as a server-side deletion does, or to
+        // the snapshot that wants it.
         if let Some(replaced) = replaced {
-            self.freer.free(replaced, self.lazy.server_del);
+            if hand_over {
+                self.hand_over(replaced);
+            } else {
+                self.freer.free(replaced, self.lazy.server_del);
+            }
         }
     }
 
