@@ -156,7 +156,7 @@ measure() {
         port=$(free_port)
         local extra=(--appendonly no) field=rdb_bgsave_in_progress
         if [[ $kind == BGREWRITEAOF ]]; then
-            extra=(--appendonly yes --appendfsync everysec) field=aof_rewrite_in_progress
+            extra=(--appendonly yes --appendfsync everysec --auto-aof-rewrite-percentage 0) field=aof_rewrite_in_progress
         fi
         "$bin" --port "$port" --save '' --dir "$dir/$kind" "${extra[@]}" "${own[@]}" --logfile "$dir/$kind.log" >/dev/null &
         pid=$!
