@@ -220,6 +220,10 @@ pub struct Config {
     /// save points set, writes (and PING) are refused with `-MISCONF`
     /// until a save succeeds. Default yes.
     pub stop_writes_on_bgsave_error: bool,
+    /// `rdb-save-incremental-fsync`: an RDB file being saved (SAVE,
+    /// BGSAVE, the save points) is fsynced every 4 MB as it is written,
+    /// not only at its end. Default yes.
+    pub rdb_save_incremental_fsync: bool,
     /// `loading-process-events-interval-bytes`: an append-only file's RDB
     /// base loaded at start is parsed at most this many bytes per hold of
     /// the engine lock (Redis serves events that often while it loads).
@@ -447,7 +451,8 @@ pub struct AofConfig {
     pub use_rdb_preamble: bool,
     /// `aof-timestamp-enabled`: `#TS:` annotations in the files. Default no.
     pub timestamps: bool,
-    /// `aof-rewrite-incremental-fsync`: accepted (a rewrite fsyncs its base once). Default yes.
+    /// `aof-rewrite-incremental-fsync`: a rewrite's new base is fsynced
+    /// every 4 MB as it is written, not only at its end. Default yes.
     pub rewrite_incremental_fsync: bool,
 }
 
@@ -514,6 +519,7 @@ impl Default for Config {
             dbfilename: String::new(),
             save_points: Vec::new(),
             stop_writes_on_bgsave_error: false,
+            rdb_save_incremental_fsync: true,
             bgsave_slice_keys: crate::persist::snapshot::SLICE_KEYS,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,
             bgsave_slice_pause_us: 0,
@@ -1555,7 +1561,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("active-defrag-max-scan-fields", "1000", Int { min: 1, max: LONG }, Store::Ignored),
     // Persistence details beyond the persistence rows.
     row("rdb-del-sync-files", "no", Bool, Store::Ignored),
-    row("rdb-save-incremental-fsync", "yes", Bool, Store::Ignored),
+    row("rdb-save-incremental-fsync", "yes", Bool, field!(bool rdb_save_incremental_fsync)),
     row("aof-disable-auto-gc", "no", Bool, Store::Ignored),
     // Replication.
     row("replicaof", "", Kind::Custom(check_replicaof), replica!(replicaof)).alias(&["slaveof"]).immutable().multi_arg(),

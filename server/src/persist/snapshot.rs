@@ -359,11 +359,18 @@ fn file_name(path: &std::path::Path) -> String {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
+/// The walk into the file `temp`, synced as it grows as the directive of
+/// its kind says (`aof-rewrite-incremental-fsync` for a rewrite's base,
+/// `rdb-save-incremental-fsync` for an RDB file), then whole at its end.
 fn write_file(job: &Arc<Job>, temp: &std::path::Path) -> Result<(), SaveError> {
-    let mut file = BufWriter::new(std::fs::File::create(temp)?);
+    let incremental = match job.target {
+        Target::AofBase { .. } => job.config.aof.rewrite_incremental_fsync,
+        _ => job.config.rdb_save_incremental_fsync,
+    };
+    let mut file = BufWriter::new(disk::AutoSync::new(std::fs::File::create(temp)?, incremental));
     write(job, &mut file)?;
     let file = file.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
-    file.sync_all()?;
+    file.into_inner().sync_all()?;
     Ok(())
 }
 

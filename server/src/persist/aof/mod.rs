@@ -691,9 +691,10 @@ fn write_base_file(
     } else {
         rewrite::dataset(dbs, scripting.libraries(), now, state.config.aof.timestamps).to_vec()
     };
-    let mut file = File::create(path)?;
+    let mut file =
+        crate::persist::rdb::disk::AutoSync::new(File::create(path)?, state.config.aof.rewrite_incremental_fsync);
     file.write_all(&bytes)?;
-    file.sync_all()?;
+    file.into_inner().sync_all()?;
     Ok(bytes.len() as u64)
 }
 

@@ -16,6 +16,68 @@ use crate::config::Config;
 use crate::persist::loading::Loading;
 use crate::store::Db;
 
+/// Bytes written between two fsyncs of a file being saved, under
+/// `rdb-save-incremental-fsync` and `aof-rewrite-incremental-fsync`
+/// (Redis's `REDIS_AUTOSYNC_BYTES`): the kernel's dirty pages are written
+/// out as the file grows, not all at the final fsync.
+pub(crate) const AUTOSYNC_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A file being saved that is flushed to disk every `every` bytes (with
+/// `None`, only when the caller syncs it at the end): Redis's
+/// `rioSetAutoSync`.
+pub(crate) struct AutoSync<F: SyncData> {
+    file: F,
+    every: Option<u64>,
+    since: u64,
+}
+
+/// What [`AutoSync`] needs of its file: `fdatasync`, as Redis's
+/// `redis_fsync`.
+pub(crate) trait SyncData: Write {
+    fn sync_data(&mut self) -> std::io::Result<()>;
+}
+
+impl SyncData for std::fs::File {
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        std::fs::File::sync_data(self)
+    }
+}
+
+impl<F: SyncData> AutoSync<F> {
+    /// `file`, synced every [`AUTOSYNC_BYTES`] when `incremental`.
+    pub(crate) fn new(file: F, incremental: bool) -> AutoSync<F> {
+        AutoSync {
+            file,
+            every: incremental.then_some(AUTOSYNC_BYTES),
+            since: 0,
+        }
+    }
+
+    /// The file, to be synced whole and closed.
+    pub(crate) fn into_inner(self) -> F {
+        self.file
+    }
+}
+
+impl<F: SyncData> Write for AutoSync<F> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        if let Some(every) = self.every {
+            self.since += n as u64;
+            if self.since >= every {
+                self.file.flush()?;
+                self.file.sync_data()?;
+                self.since = 0;
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// `redis-bits` (a pointer's width).
 const REDIS_BITS: i64 = usize::BITS as i64;
 /// Bytes per MB in Redis's "memory usage" log line.
@@ -119,7 +181,7 @@ pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64
     let dir = target.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let result = (|| -> Result<(), SaveError> {
-        let file = std::fs::File::create(&temp)?;
+        let file = AutoSync::new(std::fs::File::create(&temp)?, config.rdb_save_incremental_fsync);
         let w = write_dataset(
             BufWriter::new(file),
             dbs,
@@ -130,7 +192,7 @@ pub(crate) fn save(dbs: &[Db], libraries: &[Bytes], config: &Config, now_ms: u64
             Purpose::Save,
         )?;
         let file = w.into_inner().map_err(|e| SaveError::Io(e.into_error()))?;
-        file.sync_all()?;
+        file.into_inner().sync_all()?;
         std::fs::rename(&temp, &target)?;
         Ok(())
     })();
@@ -766,6 +828,50 @@ mod tests {
         }
         assert_eq!(c.command(&["SAVE"]).unwrap(), b"+OK\r\n");
         Some(std::fs::read(dir.dump()).unwrap())
+    }
+
+    /// A file being saved is synced every 4 MB under the incremental
+    /// directives, flushed first, and never without them.
+    #[test]
+    fn a_file_being_saved_is_synced_every_4_mb_when_incremental() {
+        #[derive(Default)]
+        struct Sink {
+            bytes: u64,
+            flushed_at: Vec<u64>,
+            synced_at: Vec<u64>,
+        }
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.bytes += buf.len() as u64;
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                self.flushed_at.push(self.bytes);
+                Ok(())
+            }
+        }
+        impl SyncData for Sink {
+            fn sync_data(&mut self) -> std::io::Result<()> {
+                self.synced_at.push(self.bytes);
+                Ok(())
+            }
+        }
+        let chunk = vec![0u8; 64 * 1024];
+        for incremental in [true, false] {
+            let mut file = BufWriter::new(AutoSync::new(Sink::default(), incremental));
+            for _ in 0..160 {
+                file.write_all(&chunk).unwrap();
+            }
+            let sink = file.into_inner().ok().unwrap().into_inner();
+            assert_eq!(sink.bytes, 160 * 64 * 1024);
+            let expected: Vec<u64> = if incremental {
+                vec![AUTOSYNC_BYTES, 2 * AUTOSYNC_BYTES]
+            } else {
+                vec![]
+            };
+            assert_eq!(sink.synced_at, expected, "incremental {incremental}");
+            assert_eq!(sink.flushed_at, expected, "flushed before each sync");
+        }
     }
 
     /// A file naming the same key twice (live both times) is refused with
