@@ -577,6 +577,8 @@ impl Db {
                 },
                 item.access(),
             );
+            // Freed as the overwrite would have freed it.
+            self.freer.free(item, self.lazy.server_del);
         }
         let table = snap.frozen.as_ref().unwrap_or(&self.map);
         let skip = |item: &Item| {
