@@ -220,6 +220,74 @@ fn single_node_commands_match_redis() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
+/// A slot left uncovered (CLUSTER DELSLOTS) fails the cluster under
+/// `cluster-require-full-coverage yes`: keys meet `-CLUSTERDOWN`; reads go
+/// on under `cluster-allow-reads-when-down yes`; without full coverage the
+/// other slots are served and the uncovered one is "not served"; covered
+/// again, its keys are back. Both servers, byte for byte.
+#[test]
+fn an_uncovered_slot_fails_the_cluster_as_redis() {
+    let bus = cluster_port().to_string();
+    let Some(redis) = RedisServer::start(&["--cluster-enabled", "yes", "--cluster-port", &bus]).unwrap() else {
+        return;
+    };
+    let dir = TempDir::new("cluster-uncovered");
+    let ours = coordis(&dir, &[]);
+    let (r, o) = (redis.addr(), ours.addr());
+    // foo is in slot 12182, a in 15495.
+    let mut mismatches = compare(r, o, &["CLUSTER ADDSLOTSRANGE 0 16383"], false);
+    wait_ok(r);
+    wait_ok(o);
+    mismatches.extend(compare(
+        r,
+        o,
+        &["SET foo bar", "SET a 1", "CLUSTER DELSLOTS 12182"],
+        false,
+    ));
+    wait_state(r, "fail");
+    wait_state(o, "fail");
+    for resp3 in [false, true] {
+        mismatches.extend(compare(
+            r,
+            o,
+            &[
+                "GET foo",
+                "GET a",
+                "SET a 2",
+                "CLUSTER INFO",
+                "CLUSTER COUNTKEYSINSLOT 12182",
+            ],
+            resp3,
+        ));
+    }
+    mismatches.extend(compare(
+        r,
+        o,
+        &[
+            "CONFIG SET cluster-allow-reads-when-down yes",
+            "GET a",
+            "GET foo",
+            "SET a 3",
+            "MGET a foo",
+            "CONFIG SET cluster-allow-reads-when-down no",
+            "CONFIG SET cluster-require-full-coverage no",
+        ],
+        false,
+    ));
+    wait_ok(r);
+    wait_ok(o);
+    for resp3 in [false, true] {
+        mismatches.extend(compare(
+            r,
+            o,
+            &["GET foo", "GET a", "SET a 4", "SET foo baz", "CLUSTER INFO"],
+            resp3,
+        ));
+    }
+    mismatches.extend(compare(r, o, &["CLUSTER ADDSLOTS 12182", "GET foo"], false));
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
 /// A nodes file where this node serves slots 0-8000 and another primary
 /// (never reachable) 8001-16383.
 fn two_primaries(dir: &TempDir, other_port: u16) {

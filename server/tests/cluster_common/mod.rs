@@ -37,17 +37,20 @@ pub fn client(addr: SocketAddr, resp3: bool) -> RawClient {
 }
 
 pub fn wait_ok(addr: SocketAddr) {
+    wait_state(addr, "ok");
+}
+
+/// Waits until the node at `addr` reports `cluster_state:<state>`.
+pub fn wait_state(addr: SocketAddr, state: &str) {
     let mut c = client(addr, false);
     let start = Instant::now();
+    let want = format!("cluster_state:{state}");
     loop {
         let info = String::from_utf8_lossy(&c.command(&["CLUSTER", "INFO"]).unwrap()).into_owned();
-        if info.contains("cluster_state:ok") {
+        if info.contains(&want) {
             return;
         }
-        assert!(
-            start.elapsed() < STATE_WAIT,
-            "{addr} never reached cluster_state:ok: {info}"
-        );
+        assert!(start.elapsed() < STATE_WAIT, "{addr} never reached {want}: {info}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
