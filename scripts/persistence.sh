@@ -6,7 +6,7 @@
 #                          (redis-benchmark, CLIENTS clients, unpipelined) all
 #                          along; a probe client's SET p99 for IDLE_SECS with
 #                          nothing saving, then during the save or rewrite;
-#                          the server's memory (PSS of the process and, for
+#                          the server's memory (the RSS of the process and,
 #                          Redis, its forked child) before and at its peak
 #                          during it; how long it took;
 #   SAVE, load             SAVE of the KEYS keys, then a restart on that file:
@@ -74,8 +74,8 @@ load() {
 
 # The probe: SET latencies for IDLE_SECS, then COMMAND (BGSAVE or
 # BGREWRITEAOF) and SET latencies until INFO's FIELD is 0 again, sampling
-# the PSS of PID and its children. Prints "idle_p99_ms save_p99_ms save_ms
-# pss_before_mb pss_peak_mb".
+# the memory of PID and its children. Prints "idle_p99_ms save_p99_ms save_ms
+# mb_before mb_peak".
 PROBE=$(
     cat <<'EOF'
 import socket, sys, time
@@ -96,17 +96,28 @@ def call(conn, *args):
         return f.read(n + 2)[:-2] if n >= 0 else None
     return line.rstrip(b"\r\n")
 
-def pss_kb(p):
+# The server's memory without walking its page tables: reading its
+# smaps_rollup holds its memory map's lock, and every allocator call that
+# maps or protects memory meanwhile (glibc grows a thread's heap a page at
+# a time) stalls the server for the walk's milliseconds, which is the
+# probe measuring itself. The process's RSS comes from /proc/PID/status
+# (counters, no walk); a forked child's (Redis's saving child) pages are
+# either shared with the parent, already counted in its RSS, or copies of
+# its own, the Private lines of the child's smaps_rollup (another map).
+def rss_kb(p):
     total = 0
     try:
-        with open("/proc/%d/smaps_rollup" % p) as f:
+        with open("/proc/%d/status" % p) as f:
             for line in f:
-                if line.startswith("Pss:"):
+                if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
         for task in __import__("os").listdir("/proc/%d/task" % p):
             with open("/proc/%d/task/%s/children" % (p, task)) as f:
                 for child in f.read().split():
-                    total += pss_kb(int(child))
+                    with open("/proc/%s/smaps_rollup" % child) as g:
+                        for line in g:
+                            if line.startswith("Private_"):
+                                total += int(line.split()[1])
     except (FileNotFoundError, ProcessLookupError):
         pass
     return total
@@ -125,7 +136,7 @@ idle, i = [], 0
 end = time.perf_counter() + idle_secs
 while time.perf_counter() < end:
     idle.append(timed_set(i)); i += 1
-before = pss_kb(pid)
+before = rss_kb(pid)
 peak = before
 started = time.perf_counter()
 reply = call(control, command.encode())
@@ -137,7 +148,7 @@ while True:
     now = time.perf_counter()
     if now - last_check >= 0.02:
         last_check = now
-        peak = max(peak, pss_kb(pid))
+        peak = max(peak, rss_kb(pid))
         info = call(control, b"INFO", b"persistence").decode()
         if "\r\n%s:0\r\n" % field in info and now - started > 0.01:
             break
@@ -147,7 +158,7 @@ EOF
 )
 
 # One server kind, one round: appends "name command idle_p99 save_p99 save_ms
-# pss_before pss_peak" rows and "name SAVE save_ms load_ms" to $WORK/rows.
+# mb_before mb_peak" rows and "name SAVE save_ms load_ms" to $WORK/rows.
 measure() {
     local name=$1 bin=$2 round=$3 dir="$WORK/$1-$3" port pid bench own=()
     [[ $name == coordis ]] && own=("${COORDIS_ARGS[@]}")
@@ -215,7 +226,7 @@ median() {
         awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-printf '%-8s %-13s %12s %12s %9s %10s %10s\n' server command "idle p99 ms" "save p99 ms" "time ms" "PSS MB" "peak MB"
+printf '%-8s %-13s %12s %12s %9s %10s %10s\n' server command "idle p99 ms" "save p99 ms" "time ms" "RSS MB" "peak MB"
 for cmd in BGSAVE BGREWRITEAOF; do
     for s in $SERVERS; do
         printf '%-8s %-13s %12s %12s %9s %10s %10s\n' "$s" "$cmd" "$(median $s $cmd 3)" "$(median $s $cmd 4)" \

@@ -1471,7 +1471,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("dbfilename", "dump.rdb", Text, field!(dbfilename)).protected(),
     row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Field { set: set_save, get: get_save }).multi_arg(),
     row("stop-writes-on-bgsave-error", "yes", Bool, field!(bool stop_writes_on_bgsave_error)),
-    row("bgsave-slice-keys", "256", Int { min: 1, max: I32 }, field!(bgsave_slice_keys)).own(),
+    row("bgsave-slice-keys", "64", Int { min: 1, max: I32 }, field!(bgsave_slice_keys)).own(),
     row("bgsave-slice-pause-us", "0", Int { min: 0, max: 1_000_000 }, field!(bgsave_slice_pause_us)).own(),
     row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
     row("always-show-logo", "no", Bool, Store::Ignored).immutable(),

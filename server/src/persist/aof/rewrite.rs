@@ -122,6 +122,13 @@ impl Commands {
     pub(crate) fn take(&mut self) -> BytesMut {
         self.buf.split()
     }
+
+    /// Moves the bytes written so far to the end of `out`, keeping the
+    /// buffer's capacity for the next keys.
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.buf);
+        self.buf.clear();
+    }
 }
 
 /// The whole dataset at `now` as a base file's bytes; `timestamp`: the
