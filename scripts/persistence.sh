@@ -19,7 +19,11 @@
 # every figure is the median of the rounds), CLIENTS (default 10), IDLE_SECS
 # (default 3), COORDIS_BIN (default target/release/coordis-server, built when
 # missing), COORDIS_ARGS (more arguments for coordis-server, e.g.
-# "--bgsave-slice-keys 64"), SERVERS (default "coordis redis"). Every server starts here on a free port in a temporary directory
+# "--bgsave-slice-keys 64"), SERVERS (default "coordis redis"), GEN_NICE (the
+# load generator's nice value, default 10: on a machine of two cores the
+# generator and the server each keep a core busy, and at equal priority the
+# probe waits for the scheduler for milliseconds, which its latencies then
+# show whatever the server does; 0 measures that too). Every server starts here on a free port in a temporary directory
 # of its own, and stops when the script exits. The machine's load average is
 # printed with the figures: the two servers share its cores with the load
 # generator and the probe.
@@ -33,6 +37,7 @@ IDLE_SECS=${IDLE_SECS:-3}
 COORDIS_BIN=${COORDIS_BIN:-target/release/coordis-server}
 read -r -a COORDIS_ARGS <<<"${COORDIS_ARGS:-}"
 SERVERS=${SERVERS:-coordis redis}
+GEN_NICE=${GEN_NICE:-10}
 if [[ ! -x $COORDIS_BIN ]]; then
     cargo build --release --bin coordis-server
 fi
@@ -174,7 +179,7 @@ measure() {
         PIDS+=("$pid")
         wait_pong "$port"
         load "$port"
-        redis-benchmark -p "$port" -t set -r "$KEYS" -n 100000000 -c "$CLIENTS" -q >/dev/null 2>&1 &
+        nice -n "$GEN_NICE" redis-benchmark -p "$port" -t set -r "$KEYS" -n 100000000 -c "$CLIENTS" -q >/dev/null 2>&1 &
         bench=$!
         PIDS+=("$bench")
         sleep 1
@@ -237,5 +242,5 @@ printf '\n%-8s %12s %12s\n' server "SAVE ms" "load ms"
 for s in $SERVERS; do
     printf '%-8s %12s %12s\n' "$s" "$(median $s SAVE 3)" "$(median $s SAVE 4)"
 done
-echo "($KEYS keys; SET load from $CLIENTS redis-benchmark clients; medians of $ROUNDS alternating rounds;" \
+echo "($KEYS keys; SET load from $CLIENTS redis-benchmark clients at nice $GEN_NICE; medians of $ROUNDS alternating rounds;" \
     "load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after; $(nproc) cores)"
