@@ -679,13 +679,66 @@ fn debug_loadaof_reads_the_files_back_as_redis_does() {
         assert_eq!(digest(c), written, "the dataset read back");
         assert_eq!(c.command(&["DBSIZE"]).unwrap(), keys);
         assert_eq!(c.command(&["FCALL", "f", "0"]).unwrap(), b":1\r\n");
+        // What the load replayed is no change: nothing to save, nothing
+        // written to the file (were it, the next load would load again).
+        assert_eq!(info_field(c, "rdb_changes_since_last_save"), "0");
+        assert_eq!(c.command(&["DEBUG", "LOADAOF"]).unwrap(), b"+OK\r\n");
+        assert_eq!(digest(c), written, "the dataset read back twice");
+    };
+    let no_loadaof_written = |dir: &TempDir| {
+        let files = dir.aof_dir();
+        for name in file_names(&files) {
+            let bytes = std::fs::read(files.join(&name)).unwrap();
+            let text = String::from_utf8_lossy(&bytes).to_lowercase();
+            assert!(!text.contains("loadaof"), "{name} holds the DEBUG LOADAOF");
+        }
     };
     let dir = TempDir::new("loadaof");
-    let server = coordis(&dir, &["--appendfsync", "everysec", DEBUG[0], DEBUG[1]]).unwrap();
-    check(&mut RawClient::connect(server.addr()).unwrap());
+    let written = {
+        let server = coordis(&dir, &["--appendfsync", "everysec", DEBUG[0], DEBUG[1]]).unwrap();
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        check(&mut c);
+        digest(&mut c)
+    };
+    no_loadaof_written(&dir);
+    let again = coordis(&dir, &[DEBUG[0], DEBUG[1]]).unwrap();
+    assert_eq!(
+        digest(&mut RawClient::connect(again.addr()).unwrap()),
+        written,
+        "the restart"
+    );
     let theirs = TempDir::new("loadaof-redis");
     let args = ["--appendonly", "yes", "--dir", theirs.text(), DEBUG[0], DEBUG[1]];
     if let Some(redis) = RedisServer::start(&args).unwrap() {
         check(&mut RawClient::connect(redis.addr()).unwrap());
+        no_loadaof_written(&theirs);
     }
+}
+
+/// A file that holds a DEBUG LOADAOF (made by hand: neither server writes
+/// one) loads: the command is refused inside the load, which goes on,
+/// instead of loading the files again from within their own load until the
+/// stack runs out.
+#[test]
+fn a_debug_loadaof_inside_the_files_is_refused_while_they_load() {
+    let dir = TempDir::new("loadaof-inside");
+    {
+        let server = coordis(&dir, &["--enable-debug-command", "yes"]).unwrap();
+        let mut c = RawClient::connect(server.addr()).unwrap();
+        ok(&mut c, &["SET", "before", "1"]);
+    }
+    let files = dir.aof_dir();
+    let incr = file_names(&files)
+        .into_iter()
+        .find(|n| n.ends_with(".incr.aof"))
+        .unwrap();
+    let mut bytes = std::fs::read(files.join(&incr)).unwrap();
+    bytes.extend_from_slice(b"*2\r\n$5\r\nDEBUG\r\n$7\r\nLOADAOF\r\n*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n$1\r\n2\r\n");
+    std::fs::write(files.join(&incr), bytes).unwrap();
+    let server = coordis(&dir, &["--enable-debug-command", "yes"]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(
+        c.command(&["MGET", "before", "after"]).unwrap(),
+        b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    );
 }

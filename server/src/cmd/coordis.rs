@@ -316,11 +316,18 @@ fn debug_reload(ctx: &mut Ctx, options: &[Bytes]) -> Reply {
 
 /// DEBUG LOADAOF, as Redis's: the append-only files flushed, the dataset
 /// emptied and loaded back from them ([`crate::persist::aof::reload`]).
+/// What the replay changed is not a change (Redis sets its dirty counter
+/// to 0): nothing is propagated — written to the file, the command would
+/// load the files again at their next load — and INFO's
+/// `rdb_changes_since_last_save` reads 0.
 fn debug_loadaof(ctx: &mut Ctx) -> Reply {
     let Some(scripting) = ctx.scripting.as_deref_mut() else {
         return err(errors::NOT_FROM_SCRIPT);
     };
+    let dirty = ctx.server.dirty;
     let loaded = crate::persist::aof::reload(ctx.dbs, ctx.server, scripting);
+    ctx.server.dirty = dirty;
+    ctx.server.dirty_at_save = dirty;
     crate::tracking::flushed(ctx);
     if loaded.is_err() {
         return err(errors::DEBUG_LOADAOF_FAILED);

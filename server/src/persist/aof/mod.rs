@@ -92,6 +92,10 @@ pub(crate) struct Aof {
     limit_minutes: u64,
     /// When the limit ends (unix seconds; 0: not limited now).
     limit_until: u64,
+    /// Commands of the files are being replayed: a DEBUG LOADAOF among
+    /// them (a hand-made file's) is refused instead of loading the files
+    /// again from inside their own load, without end.
+    replaying: bool,
 }
 
 /// A rewrite in progress.
@@ -126,6 +130,7 @@ impl Default for Aof {
             serial: 0,
             limit_minutes: 0,
             limit_until: 0,
+            replaying: false,
         }
     }
 }
@@ -308,7 +313,9 @@ pub(crate) fn load_step(
     budget: usize,
 ) -> Result<bool, ()> {
     let suspended = state.effects.suspend();
+    let replaying = std::mem::replace(&mut state.aof.replaying, true);
     let result = step(dbs, state, scripting, load, budget);
+    state.aof.replaying = replaying;
     state.effects.resume(suspended);
     result
 }
@@ -1084,6 +1091,9 @@ pub(crate) fn crash(
 /// not), without propagating anything. `Err`: there was nothing to load or
 /// it did not load (Redis exits then; the caller answers an error).
 pub(crate) fn reload(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
+    if state.aof.replaying {
+        return Err(());
+    }
     state.effects.flush();
     if let Some(sink) = state.effects.aof() {
         sink.ask(|done| writer::Msg::Flush { done });
