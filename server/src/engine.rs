@@ -823,11 +823,7 @@ impl Engine {
     }
 
     fn persistence_started(&mut self) {
-        if self.state.aof.on {
-            for db in &mut self.dbs {
-                db.log_expired = true;
-            }
-        }
+        crate::notify::log_keys(&mut self.dbs, &self.state.config, &self.state.effects);
     }
 
     /// At shutdown: what the append-only file's writer holds is written
@@ -953,9 +949,7 @@ impl Engine {
     /// are noted for their DELs.
     pub(crate) fn subscribe_effects(&mut self) -> crate::exec::feed::Reader {
         let reader = self.state.effects.subscribe();
-        for db in &mut self.dbs {
-            db.log_expired = true;
-        }
+        crate::notify::log_keys(&mut self.dbs, &self.state.config, &self.state.effects);
         reader
     }
 }
@@ -1358,6 +1352,7 @@ pub(crate) fn restart(dbs: &mut [Db], state: &mut ServerState, scripting: &mut S
         // A new process: new replication IDs, no backlog (its replicas'
         // links were closed above and resync in full).
         state.effects.set_repl(None);
+        crate::notify::log_keys(dbs, &state.config, &state.effects);
         state.repl = crate::repl::Replication::new(state.replica.is_replica());
         state.started_ms = state.clock.now_ms();
         state.stats = Stats::default();

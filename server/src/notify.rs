@@ -101,6 +101,24 @@ pub(crate) fn logged_events(flags: u32) -> (bool, bool) {
     (delivered && flags & EXPIRED != 0, delivered && flags & NEW != 0)
 }
 
+/// Sets what every database records as `flags` (`notify-keyspace-events`)
+/// and the effects feed need: expired keys for their `expired` events and,
+/// while anything reads the feed (the append-only file, the replication
+/// backlog, a reader of the Rust API), for their DELs; created keys for
+/// `new` events. Called wherever either may change.
+pub(crate) fn log_keys(
+    dbs: &mut [crate::store::Db],
+    config: &crate::config::Config,
+    effects: &crate::exec::feed::Effects,
+) {
+    let (expired, new) = logged_events(config.notify_keyspace_events);
+    let expired = expired || effects.active();
+    for db in dbs {
+        db.log_expired = expired;
+        db.log_new = new;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -650,3 +650,40 @@ fn a_replica_past_its_output_limit_is_disconnected_and_never_holds_the_primary()
     );
     assert!(closed_within(&mut s, Duration::from_secs(10)));
 }
+
+/// A key that expires on the primary reaches its replicas as a DEL, found
+/// by a read (lazily) or by the expiry cycle (actively), with keyspace
+/// notifications off, as from Redis: a replica never expires keys itself,
+/// so without the DEL it would keep the key for good.
+#[test]
+fn expired_keys_reach_a_replica_as_del_without_keyspace_notifications() {
+    let args = ["--repl-diskless-sync", "no", "--enable-debug-command", "yes"];
+    let Some(redis) = RedisServer::start(&args).unwrap() else {
+        return;
+    };
+    let primary = coordis_primary(|c| c.repl.diskless_sync = false);
+    let mut streams = vec![];
+    for addr in [redis.addr(), primary.addr()] {
+        let (mut s, _rdb) = raw_replica(addr, &[&["REPLCONF", "capa", "psync2"]]);
+        let notify = command(addr, &["CONFIG", "GET", "notify-keyspace-events"]);
+        assert_eq!(notify, "*2\r\n$22\r\nnotify-keyspace-events\r\n$0\r\n\r\n");
+        // Lazily: the cycle is off until the read found the key expired.
+        command(addr, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+        command(addr, &["SET", "read", "v", "PX", "50"]);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(command(addr, &["GET", "read"]), "$-1\r\n");
+        command(addr, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+        command(addr, &["SET", "left", "v", "PX", "50"]);
+        wait_until("the expiry cycle to take the key left alone", || {
+            command(addr, &["DBSIZE"]) == ":0\r\n"
+        });
+        let dels: Vec<String> = stream_commands(&mut s, Duration::from_millis(500), CATCH_UP)
+            .into_iter()
+            .map(|c| String::from_utf8_lossy(&c).replace("\r\n", " "))
+            .filter(|c| c.contains("DEL") || c.contains("del"))
+            .collect();
+        streams.push(dels);
+    }
+    assert_eq!(streams[1], streams[0], "coordis's DELs (left) vs Redis's (right)");
+    assert_eq!(streams[0].len(), 2, "one DEL per expired key: {:?}", streams[0]);
+}

@@ -105,6 +105,7 @@ pub(crate) fn promote_server(dbs: &mut [crate::store::Db], server: &mut crate::s
     server
         .repl
         .adopt(&replid, offset.max(0) as u64, &mut server.effects, &server.config);
+    crate::notify::log_keys(dbs, &server.config, &server.effects);
     server.repl.shift_ids_on_promotion();
     // The replicas learn the new ID by reconnecting; they continue
     // partially (Redis's `replicationUnsetMaster`).

@@ -711,15 +711,7 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
             ctx.server.acl.set_default_password(password.as_deref());
             ctx.server.sync_auth();
         }
-        Effect::Notifications => {
-            let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
-            // Expired keys are noted for their DELs too while effects are recorded.
-            let log_expired = log_expired || ctx.server.effects.active();
-            for db in ctx.dbs.iter_mut() {
-                db.log_expired = log_expired;
-                db.log_new = log_new;
-            }
-        }
+        Effect::Notifications => crate::notify::log_keys(ctx.dbs, &ctx.server.config, &ctx.server.effects),
         Effect::LuaMemory => {
             if let Some(scripting) = ctx.scripting.as_deref_mut() {
                 scripting.set_memory_limit(config.lua_memory_limit);
@@ -743,11 +735,7 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         // the policy, and expired keys are noted for their DELs.
         Effect::AppendOnly | Effect::AofWriter => {
             crate::persist::aof::configure(ctx.server);
-            let log_expired =
-                crate::notify::logged_events(config.notify_keyspace_events).0 || ctx.server.effects.active();
-            for db in ctx.dbs.iter_mut() {
-                db.log_expired = log_expired;
-            }
+            crate::notify::log_keys(ctx.dbs, &ctx.server.config, &ctx.server.effects);
         }
     }
 }

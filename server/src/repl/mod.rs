@@ -1140,6 +1140,7 @@ pub(crate) fn sync(
     }
     repl.sync_full += 1;
     repl.create_backlog(&mut state.effects, &state.config);
+    crate::notify::log_keys(dbs, &state.config, &state.effects);
     let hub = repl.hub.clone().expect("created above");
     hub.add(replica.clone());
     if state.bgsave.in_progress {
@@ -1296,6 +1297,7 @@ pub(crate) fn cron(
         let idle = now.saturating_sub(state.repl.no_replicas_since) / 1000;
         if idle > c.backlog_ttl {
             state.repl.free_backlog(&mut state.effects);
+            crate::notify::log_keys(dbs, &state.config, &state.effects);
             tracing::info!(
                 "Replication backlog freed after {} seconds without connected replicas.",
                 c.backlog_ttl
