@@ -75,6 +75,24 @@ fn stale_watch_session(addr: SocketAddr) -> Vec<Vec<u8>> {
     out.push(a.command(&["WATCH", "x"]).unwrap());
     std::thread::sleep(std::time::Duration::from_millis(80));
     transaction(&mut a, &mut out);
+    // SWAPDB: a missing key replaced with a stale one is no change; a
+    // missing key replaced with a live one, and a stale key replaced with
+    // a live one, are.
+    for (incoming_ttl, stale_here) in [("1", false), ("100000", false), ("100000", true)] {
+        out.push(a.command(&["FLUSHALL"]).unwrap());
+        out.push(a.command(&["SET", "y", "foo", "PX", incoming_ttl]).unwrap());
+        if stale_here {
+            out.push(a.command(&["SELECT", "1"]).unwrap());
+            out.push(a.command(&["SET", "y", "old", "PX", "1"]).unwrap());
+            out.push(a.command(&["SELECT", "0"]).unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        out.push(a.command(&["SELECT", "1"]).unwrap());
+        out.push(a.command(&["WATCH", "y"]).unwrap());
+        out.push(a.command(&["SWAPDB", "0", "1"]).unwrap());
+        transaction(&mut a, &mut out);
+        out.push(a.command(&["SELECT", "0"]).unwrap());
+    }
     out.push(a.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]).unwrap());
     out
 }
@@ -89,6 +107,9 @@ fn a_key_already_expired_at_watch_changes_nothing_as_in_redis() {
     assert_eq!(ours[6], pong, "a stale key's expiry at EXEC");
     assert_eq!(ours[12], pong, "a stale key's deletion");
     assert_eq!(ours[17], b"*-1\r\n", "a live key expired before EXEC");
+    assert_eq!(ours[25], pong, "a missing key swapped for a stale one");
+    assert_eq!(ours[34], b"*-1\r\n", "a missing key swapped for a live one");
+    assert_eq!(ours[46], b"*-1\r\n", "a stale key swapped for a live one");
     if let Some(redis) = RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() {
         assert_eq!(ours, stale_watch_session(redis.addr()));
     }

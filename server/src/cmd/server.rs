@@ -866,7 +866,7 @@ fn swapdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if a != b {
         let (lo, hi) = (a.min(b), a.max(b));
         let (left, right) = ctx.dbs.split_at_mut(hi);
-        left[lo].swap(&mut right[0]);
+        left[lo].swap(&mut right[0], ctx.now);
         // New content under keys clients wait on may serve them.
         left[lo].signal_all_waited();
         right[0].signal_all_waited();

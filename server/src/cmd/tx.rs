@@ -43,14 +43,16 @@ pub(crate) fn unwatch_all(dbs: &mut [Db], client: &mut ClientState) {
 /// Unwatches everything and reports whether a watched key changed (or has
 /// expired) since WATCH. A key already past its deadline at WATCH counts
 /// as changed only if it is live now and was written since (Redis's
-/// `wk->expired`: its expiry or deletion is no logical change).
+/// `wk->expired`: its expiry or deletion is no logical change); so does a
+/// missing key that SWAPDB replaced with one past its deadline.
 pub(crate) fn watched_keys_changed(dbs: &mut [Db], client: &mut ClientState, now: u64) -> bool {
     let mut changed = false;
     for w in &client.watched {
+        let stale = w.stale || dbs[w.db].swapped_in_stale(&w.key, w.version);
         // A lookup removes the key if it has expired meanwhile, counting as a change.
         let live = dbs[w.db].contains(&w.key, now);
         let touched = dbs[w.db].watch_version(&w.key) != w.version;
-        if touched && (live || !w.stale) {
+        if touched && (live || !stale) {
             changed = true;
         }
     }

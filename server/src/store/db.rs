@@ -243,6 +243,11 @@ const SAMPLE_STEPS_PER_KEY: usize = 10;
 struct Watched {
     version: u64,
     watchers: usize,
+    /// SWAPDB brought the key in past its deadline where it was missing,
+    /// at this version: to the clients watching it then it is as if it had
+    /// been past its deadline at WATCH (Redis's `wk->expired` set by
+    /// `touchAllWatchedKeysInDb`), so its expiry is no change.
+    swapped_stale: Option<u64>,
 }
 
 /// Copies argument bytes into their own allocation before they are stored:
@@ -310,6 +315,28 @@ fn bump_watched_present(
             .any(|(map, hasher)| map.find(hasher.hash_one(&key[..]), |i| i.key() == &key[..]).is_some());
         if present {
             w.version += 1;
+        }
+    }
+}
+
+/// SWAPDB's watch bookkeeping for the keys watched in one database: a
+/// key changes if `here` holds it (live or not) or `incoming` holds it
+/// live at `now`.
+fn bump_watched_swapped(
+    watched: &mut HashMap<Bytes, Watched, RandomState>,
+    here: (&HashTable<Item>, &RandomState),
+    incoming: (&HashTable<Item>, &RandomState),
+    now: u64,
+) {
+    let find = |(map, hasher): (&HashTable<Item>, &RandomState), key: &[u8]| {
+        map.find(hasher.hash_one(key), |i| i.key() == key)
+            .map(|i| i.expire_at())
+    };
+    for (key, w) in watched.iter_mut() {
+        match (find(here, key), find(incoming, key)) {
+            (None, None) => {}
+            (None, Some(expire_at)) if is_expired(expire_at, now) => w.swapped_stale = Some(w.version),
+            _ => w.version += 1,
         }
     }
 }
@@ -446,6 +473,13 @@ impl Db {
     /// EXEC compares with the count WATCH returned.
     pub fn watch_version(&self, key: &[u8]) -> u64 {
         self.watched.get(key).map_or(0, |w| w.version)
+    }
+
+    /// Whether a client that watched `key` at `version` sees it as past
+    /// its deadline at WATCH because SWAPDB brought it in so (see
+    /// [`Watched::swapped_stale`]).
+    pub(crate) fn swapped_in_stale(&self, key: &[u8], version: u64) -> bool {
+        self.watched.get(key).is_some_and(|w| w.swapped_stale == Some(version))
     }
 
     /// Number of keys held (DBSIZE); a key past its deadline counts until expiry removes it.
@@ -1257,13 +1291,24 @@ impl Db {
         None
     }
 
-    /// Swaps this database's content with `other` (SWAPDB).
-    pub fn swap(&mut self, other: &mut Db) {
+    /// Swaps this database's content with `other` (SWAPDB) at `now`.
+    pub fn swap(&mut self, other: &mut Db, now: u64) {
         // As Redis's touchAllWatchedKeysInDb: a watched key changes if it
-        // exists on either side of the swap.
-        let both = [(&self.map, &self.hasher), (&other.map, &other.hasher)];
-        bump_watched_present(&mut self.watched, &both);
-        bump_watched_present(&mut other.watched, &both);
+        // exists on either side of the swap, unless it was missing and
+        // the key swapped in is past its deadline (no logical change; a
+        // key past its deadline at WATCH is judged at EXEC).
+        bump_watched_swapped(
+            &mut self.watched,
+            (&self.map, &self.hasher),
+            (&other.map, &other.hasher),
+            now,
+        );
+        bump_watched_swapped(
+            &mut other.watched,
+            (&other.map, &other.hasher),
+            (&self.map, &self.hasher),
+            now,
+        );
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.hasher, &mut other.hasher);
         std::mem::swap(&mut self.expires, &mut other.expires);
