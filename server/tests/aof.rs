@@ -742,3 +742,51 @@ fn a_debug_loadaof_inside_the_files_is_refused_while_they_load() {
         b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
 }
+
+/// An approximate trim with LIMIT is written as the exact trim it made
+/// (`MAXLEN = n` or `MINID = id`, LIMIT kept), and loading the files
+/// replays it whole, as Redis's loader obeys it: the stream has the same
+/// length after DEBUG LOADAOF, even with other node sizes.
+#[test]
+fn an_approximate_trim_with_limit_loads_back_as_it_went() {
+    let run = |c: &mut RawClient| -> Vec<Vec<u8>> {
+        ok(c, &["CONFIG", "SET", "stream-node-max-entries", "100"]);
+        let mut out = vec![];
+        for (key, trim) in [("bylen", ["MAXLEN", "~", "55"]), ("byid", ["MINID", "~", "0-56"])] {
+            for i in 1..=100 {
+                ok(c, &["XADD", key, &format!("0-{i}"), "item", "v"]);
+            }
+            let mut args = vec!["XADD", key];
+            args.extend(trim);
+            args.extend(["LIMIT", "30", "0-101", "item", "v"]);
+            ok(c, &args);
+            out.push(c.command(&["XLEN", key]).unwrap());
+        }
+        ok(c, &["CONFIG", "SET", "stream-node-max-entries", "1"]);
+        assert_eq!(c.command(&["DEBUG", "LOADAOF"]).unwrap(), b"+OK\r\n");
+        for key in ["bylen", "byid"] {
+            out.push(c.command(&["XLEN", key]).unwrap());
+        }
+        out
+    };
+    let dir = TempDir::new("xadd-limit");
+    let server = coordis(&dir, &["--enable-debug-command", "yes"]).unwrap();
+    let ours = run(&mut RawClient::connect(server.addr()).unwrap());
+    assert_eq!(
+        ours,
+        vec![b":101\r\n".to_vec(); 4],
+        "nothing trimmed under the limit, and the same after the load"
+    );
+    let theirs = TempDir::new("xadd-limit-redis");
+    let args = [
+        "--appendonly",
+        "yes",
+        "--dir",
+        theirs.text(),
+        "--enable-debug-command",
+        "yes",
+    ];
+    if let Some(redis) = RedisServer::start(&args).unwrap() {
+        assert_eq!(run(&mut RawClient::connect(redis.addr()).unwrap()), ours);
+    }
+}

@@ -432,6 +432,33 @@ fn keys_expire_on_a_replica_through_the_primarys_dels() {
     assert_same_digest(p, r);
 }
 
+/// The primary's approximate trim with LIMIT arrives rewritten as the
+/// exact trim it made (`MAXLEN = n LIMIT m`): the replica obeys it as
+/// written, as a Redis replica does, where a client would be refused.
+#[test]
+fn an_approximate_trim_with_limit_from_the_primary_is_applied_as_written() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[]) else {
+        return;
+    };
+    let replica = coordis();
+    let (p, r) = (redis.addr(), replica.addr());
+    assert_eq!(replicaof(r, p), "+OK\r\n");
+    wait_caught_up(r, p);
+    assert_eq!(cmd(p, &["CONFIG", "SET", "stream-node-max-entries", "10"]), "+OK\r\n");
+    for i in 1..=100 {
+        cmd(p, &["XADD", "s", &format!("0-{i}"), "item", "v"]);
+    }
+    cmd(
+        p,
+        &["XADD", "s", "MAXLEN", "~", "5", "LIMIT", "30", "0-101", "item", "v"],
+    );
+    assert_eq!(cmd(p, &["XLEN", "s"]), ":71\r\n", "three nodes of ten went");
+    wait_caught_up(r, p);
+    assert_eq!(cmd(r, &["XLEN", "s"]), ":71\r\n");
+    assert_same_digest(p, r);
+}
+
 #[test]
 fn replicaof_no_one_promotes_and_shifts_the_replication_ids() {
     let _serial = serial();

@@ -34,6 +34,13 @@ impl Ctx<'_> {
         !self.caller.may_block()
     }
 
+    /// From the primary's stream or the append-only file being loaded
+    /// (Redis's `mustObeyClient`): a server that already decided wrote it,
+    /// so limits a client's request is held to are not applied again.
+    pub(crate) fn must_obey(&self) -> bool {
+        self.caller == crate::exec::Caller::Primary || self.server.aof.replaying()
+    }
+
     /// Run by a script's or function's `redis.call`.
     pub fn in_script(&self) -> bool {
         matches!(self.caller, crate::exec::Caller::Script { .. })

@@ -270,6 +270,9 @@ fn parse_add_trim(ctx: &Ctx, args: &[Bytes], xadd: bool) -> Result<AddTrim, Repl
         return Err(err(errors::XTRIM_NO_STRATEGY));
     }
     out.limit = match limit_given {
+        // The trim was rewritten exactly as it went (`MAXLEN = n`, LIMIT
+        // kept) by the server that ran it: replayed whole, as Redis's.
+        _ if ctx.must_obey() => 0,
         Some(_) if !out.approx => return Err(err(errors::LIMIT_WITHOUT_TILDE)),
         Some(n) => n,
         None if out.approx => {

@@ -135,6 +135,15 @@ impl Default for Aof {
     }
 }
 
+impl Aof {
+    /// Commands of the files are being replayed: a DEBUG LOADAOF among them
+    /// is refused, and each is obeyed as written
+    /// ([`crate::cmd::Ctx::must_obey`]).
+    pub(crate) fn replaying(&self) -> bool {
+        self.replaying
+    }
+}
+
 /// The directory of the files: `dir/appenddirname`. (`dir` is still an
 /// accepted-only directive; the RDB work makes it a field.)
 pub(crate) fn directory(state: &ServerState) -> PathBuf {
