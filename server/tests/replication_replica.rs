@@ -459,6 +459,36 @@ fn an_approximate_trim_with_limit_from_the_primary_is_applied_as_written() {
     assert_same_digest(p, r);
 }
 
+/// Strings and bit offsets past the replica's own proto-max-bulk-len are
+/// applied from the primary's stream (its server allowed them), as a Redis
+/// replica applies them, while a client of the replica is refused.
+#[test]
+fn the_primarys_long_strings_pass_the_replicas_size_limit() {
+    let _serial = serial();
+    let Some(redis) = redis_primary(&[]) else {
+        return;
+    };
+    let replica = coordis();
+    let (p, r) = (redis.addr(), replica.addr());
+    assert_eq!(cmd(r, &["CONFIG", "SET", "proto-max-bulk-len", "1mb"]), "+OK\r\n");
+    assert_eq!(replicaof(r, p), "+OK\r\n");
+    wait_caught_up(r, p);
+    assert_eq!(cmd(p, &["SETRANGE", "range", "2000000", "x"]), ":2000001\r\n");
+    assert_eq!(cmd(p, &["SETBIT", "bits", "16000000", "1"]), ":0\r\n");
+    cmd(p, &["SET", "appended", "a"]);
+    cmd(p, &["APPEND", "appended", &"b".repeat(1_100_000)]);
+    wait_caught_up(r, p);
+    assert_eq!(cmd(r, &["STRLEN", "range"]), ":2000001\r\n");
+    assert_eq!(cmd(r, &["STRLEN", "bits"]), ":2000001\r\n");
+    assert_eq!(cmd(r, &["STRLEN", "appended"]), ":1100001\r\n");
+    assert_same_digest(p, r);
+    assert_eq!(cmd(r, &["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    assert_eq!(
+        cmd(r, &["SETRANGE", "other", "2000000", "x"]),
+        "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n"
+    );
+}
+
 #[test]
 fn replicaof_no_one_promotes_and_shifts_the_replication_ids() {
     let _serial = serial();

@@ -47,8 +47,11 @@ fn bit_offset(ctx: &Ctx, arg: &[u8], width: Option<u32>) -> Result<u64, Reply> {
         _ => (arg, 1),
     };
     let limit = ctx.server.config.proto_max_bulk_len as i64;
+    // From the primary or the append-only file only the sign is checked
+    // (its server allowed the size), as Redis's.
+    let obey = ctx.must_obey();
     match num::parse_i64(digits).and_then(|n| n.checked_mul(scale)) {
-        Some(n) if n >= 0 && (n >> 3) < limit => Ok(n as u64),
+        Some(n) if n >= 0 && (obey || (n >> 3) < limit) => Ok(n as u64),
         _ => Err(err(errors::BIT_OFFSET)),
     }
 }

@@ -454,8 +454,12 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// Redis's `checkStringLength`: a string may not grow past proto-max-bulk-len.
+/// Redis's `checkStringLength`: a string may not grow past proto-max-bulk-len
+/// (unless the primary or the append-only file says so: its server allowed it).
 fn check_length(ctx: &Ctx, size: u64, append: u64) -> Result<(), Reply> {
+    if ctx.must_obey() {
+        return Ok(());
+    }
     match size.checked_add(append) {
         Some(total) if total <= ctx.server.config.proto_max_bulk_len as u64 => Ok(()),
         _ => Err(err(errors::STRING_TOO_LONG)),
