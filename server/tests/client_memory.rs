@@ -179,6 +179,15 @@ fn client_info_counts_the_running_command() {
         let reply = text(&c.command(&["CLIENT", "INFO"]).unwrap());
         // CLIENT and INFO: 10 bytes.
         assert!(reply.contains(" argv-mem=10 "), "{reply}");
+        // The request being run is still in the query buffer:
+        // `*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n`, and a pipelined one's
+        // whole batch.
+        assert!(reply.contains(" qbuf=26 "), "{reply}");
+        let batch = b"*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n*1\r\n$4\r\nPING\r\n";
+        c.send(batch).unwrap();
+        let replies = text(&c.read_reply().unwrap());
+        assert_eq!(c.read_reply().unwrap(), b"+PONG\r\n");
+        assert!(replies.contains(" qbuf=40 "), "{replies}");
         assert!(reply.contains(" omem=0 "), "{reply}");
         if !ours {
             return;

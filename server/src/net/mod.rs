@@ -834,6 +834,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             ..ProtocolLimits::default()
         };
         let mut protocol_error = None;
+        let unparsed = buf.len();
         // Before AUTH succeeds, one request at a time: the limits change with it.
         while conn.view.authenticated || requests.is_empty() {
             match parser.next_into(&mut buf, &limits, &mut requests) {
@@ -846,7 +847,13 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 }
             }
         }
-        outbox.mem.set_query(buf.len(), buf.capacity(), parser.partial_len());
+        // While the batch runs its bytes still count, as Redis trims its
+        // query buffer only once the commands read are processed (CLIENT
+        // LIST shows `qbuf=26` for its own request).
+        let parsed = unparsed - buf.len();
+        outbox
+            .mem
+            .set_query(buf.len() + parsed, buf.capacity() + parsed, parser.partial_len());
         if requests.is_empty() && protocol_error.is_none() {
             let limit = shared.client_query_buffer_limit.load(Ordering::Relaxed);
             if buf.len() > limit {
@@ -919,6 +926,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 &mut out,
             )
             .await;
+            outbox.mem.set_query(buf.len(), buf.capacity(), parser.partial_len());
             // A pipelining client's replies are written after every other
             // ready connection has run its batch, as Redis writes replies in
             // `beforeSleep`: a yielded task runs again after the runtime's
