@@ -41,8 +41,8 @@ use crate::store::Db;
 /// (`bgsave-slice-keys`): bounds what a save adds to any command's latency.
 /// The walk runs on the thread that serves the connections and takes a
 /// slice each time they have had their turn, so under a load that keeps
-/// that thread busy the slice is the save's share of it: 64 small keys
-/// (tens of microseconds) keep a loaded server's p99 within 1.2× of idle,
+/// that thread busy the slice is the save's share of it: with 64 small
+/// keys (tens of microseconds) a loaded server's p99 stayed near idle's,
 /// 256 doubled its median (README, Persistence).
 pub(crate) const SLICE_KEYS: usize = 64;
 
@@ -143,10 +143,8 @@ struct Job {
     /// Where the image goes.
     target: Target,
     /// Batch buffers the writing thread has emptied, for the walk to fill
-    /// again: the walk allocates nothing per batch, so the thread that
-    /// serves commands does not grow and trim the allocator's heap (with
-    /// the `mmap` calls that wait for any reader of the process's memory
-    /// map, such as a monitor reading `/proc/<pid>/smaps_rollup`).
+    /// again: the walk allocates nothing per batch (each batch grew by
+    /// doubling on the serving thread and was freed on the writing one).
     spares: Mutex<Vec<Vec<u8>>>,
 }
 
