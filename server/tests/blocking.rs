@@ -137,3 +137,45 @@ fn a_push_serves_many_waiters_in_arrival_order_without_losing_one() {
     assert_eq!(admin.command(&["LLEN", "q"]).unwrap(), b":5\r\n");
     assert_eq!(info_field(&mut admin, "blocked_clients"), "0");
 }
+
+/// A key that a transaction pushes to and that expires while it runs (a
+/// DEBUG SLEEP in it) serves no blocked client at the transaction's end:
+/// the waiters are served against the clock then, as Redis updates its
+/// cached time to serve them; the waiter stays blocked until unblocked.
+#[test]
+fn a_key_expired_during_the_transaction_that_readied_it_serves_nobody() {
+    let session = |addr| -> Vec<String> {
+        let mut a = RawClient::connect(addr).unwrap();
+        let mut b = RawClient::connect(addr).unwrap();
+        let text = |reply: Vec<u8>| String::from_utf8_lossy(&reply).into_owned();
+        let mut out = vec![text(a.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap())];
+        let id = client_id(&mut b);
+        b.send(&RawClient::encode(&[b"BRPOP", b"k", b"0"])).unwrap();
+        wait_for_info(&mut a, "blocked_clients", "1");
+        for args in [
+            &["MULTI"][..],
+            &["RPUSH", "k", "hello"],
+            &["PEXPIRE", "k", "100"],
+            &["DEBUG", "SLEEP", "0.2"],
+            &["EXEC"],
+        ] {
+            out.push(text(a.command(args).unwrap()));
+        }
+        let list = text(a.command(&["CLIENT", "LIST", "ID", &id]).unwrap());
+        out.push(format!("blocked: {}", list.contains(" flags=b ")));
+        out.push(text(a.command(&["EXISTS", "k"]).unwrap()));
+        out.push(text(a.command(&["CLIENT", "UNBLOCK", &id]).unwrap()));
+        out.push(text(b.read_reply().unwrap()));
+        out.push(text(a.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]).unwrap()));
+        out
+    };
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    let server = builder.start_blocking().unwrap();
+    let ours = session(server.addr());
+    assert_eq!(ours[6], "blocked: true", "{ours:?}");
+    assert_eq!(ours[9], "*-1\r\n", "{ours:?}");
+    if let Some(redis) = coordis::testing::RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() {
+        assert_eq!(ours, session(redis.addr()));
+    }
+}

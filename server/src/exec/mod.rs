@@ -1020,7 +1020,11 @@ pub(crate) fn end_unit(ctx: &mut Ctx) {
         ctx.client.repl_offset = offset;
     }
     if ctx.server.blocking.blocked() != 0 {
-        crate::blocked::serve_ready(ctx.dbs, ctx.server, ctx.client, ctx.now);
+        // Measured against the clock now, not the unit's start, as Redis
+        // updates its cached time to serve them: a key that expired while
+        // the unit ran (a DEBUG SLEEP in MULTI) serves nobody.
+        let now = ctx.server.clock.now_ms();
+        crate::blocked::serve_ready(ctx.dbs, ctx.server, ctx.client, now);
     }
 }
 
