@@ -137,7 +137,6 @@ impl Engine {
         let run_id = new_run_id();
         let memory_startup = crate::process::allocator().allocated;
         let started_ms = clock.now_ms();
-        let (log_expired, log_new) = crate::notify::logged_events(config.notify_keyspace_events);
         let mut acl = crate::acl::Acl::new(config.acl_pubsub_allchannels);
         acl.set_default_password(config.requirepass.as_ref().map(|p| p.expose()));
         shared
@@ -152,12 +151,10 @@ impl Engine {
             .client_eviction
             .store(client_limits.eviction != 0, std::sync::atomic::Ordering::Relaxed);
         let lazyfree = crate::lazyfree::LazyFree::default();
-        Engine {
+        let mut engine = Engine {
             dbs: (0..config.databases)
                 .map(|_| {
                     let mut db = Db::default();
-                    db.log_expired = log_expired;
-                    db.log_new = log_new;
                     // A replica's keys expire by the primary's DELs only.
                     db.keep_expired = is_replica;
                     db.freer = lazyfree.clone();
@@ -209,7 +206,10 @@ impl Engine {
                 shared,
             },
             server_shutdown,
-        }
+        };
+        let (dbs, state) = (&mut engine.dbs, &engine.state);
+        crate::notify::log_keys(dbs, &state.config, &state.effects);
+        engine
     }
 
     /// Starts loading the dataset, as Redis's `loadDataFromDisk`: the

@@ -25,6 +25,14 @@ fn coordis(dir: &TempDir, extra: &[&str]) -> std::io::Result<ServerProcess> {
     ServerProcess::start(cmd)
 }
 
+/// A redis-server with its append-only files in `dir`, as [`coordis`]
+/// starts ours; `None` without redis-server.
+fn redis(dir: &TempDir, extra: &[&str]) -> Option<RedisServer> {
+    let mut args = vec!["--appendonly", "yes", "--dir", dir.text()];
+    args.extend_from_slice(extra);
+    RedisServer::start(&args).unwrap()
+}
+
 fn ok(c: &mut RawClient, args: &[&str]) -> Vec<u8> {
     let reply = c.command(args).unwrap();
     assert!(
@@ -154,7 +162,7 @@ fn coordis_files_pass_redis_check_aof_and_load_into_redis_and_back() {
         diff.join("\n")
     );
     // Redis: the checker, then the server on the same directory.
-    let Some(redis) = RedisServer::start(&["--appendonly", "yes", "--dir", dir.text()]).unwrap() else {
+    let Some(redis) = redis(&dir, &[]) else {
         return;
     };
     check_aof(&dir.aof_dir());
@@ -229,8 +237,7 @@ fn the_rdb_preamble_loads_both_ways_with_the_same_digest() {
     let mut c = RawClient::connect(again.addr()).unwrap();
     assert_eq!(digest(&mut c), written, "coordis reloads its own files");
     let copy = copy_aof_dir(&dir, "preamble-redis");
-    let Some(redis) = RedisServer::start(&["--appendonly", "yes", "--dir", copy.text(), DEBUG[0], DEBUG[1]]).unwrap()
-    else {
+    let Some(redis) = redis(&copy, &DEBUG) else {
         return;
     };
     check_aof(&dir.aof_dir());
@@ -645,7 +652,7 @@ fn an_old_single_file_aof_is_migrated_into_the_directory_as_redis() {
     let ours = coordis(&ours_dir, &[]).unwrap();
     let loaded = dataset(ours.addr(), DBS).unwrap();
     assert_eq!(loaded.len(), 4, "{loaded:?}");
-    let Some(redis) = RedisServer::start(&["--appendonly", "yes", "--dir", theirs_dir.text()]).unwrap() else {
+    let Some(redis) = redis(&theirs_dir, &[]) else {
         return;
     };
     let theirs = dataset(redis.addr(), DBS).unwrap();
@@ -708,8 +715,7 @@ fn debug_loadaof_reads_the_files_back_as_redis_does() {
         "the restart"
     );
     let theirs = TempDir::new("loadaof-redis");
-    let args = ["--appendonly", "yes", "--dir", theirs.text(), DEBUG[0], DEBUG[1]];
-    if let Some(redis) = RedisServer::start(&args).unwrap() {
+    if let Some(redis) = redis(&theirs, &DEBUG) {
         check(&mut RawClient::connect(redis.addr()).unwrap());
         no_loadaof_written(&theirs);
     }
@@ -778,15 +784,7 @@ fn an_approximate_trim_with_limit_loads_back_as_it_went() {
         "nothing trimmed under the limit, and the same after the load"
     );
     let theirs = TempDir::new("xadd-limit-redis");
-    let args = [
-        "--appendonly",
-        "yes",
-        "--dir",
-        theirs.text(),
-        "--enable-debug-command",
-        "yes",
-    ];
-    if let Some(redis) = RedisServer::start(&args).unwrap() {
+    if let Some(redis) = redis(&theirs, &["--enable-debug-command", "yes"]) {
         assert_eq!(run(&mut RawClient::connect(redis.addr()).unwrap()), ours);
     }
 }

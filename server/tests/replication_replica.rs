@@ -77,6 +77,16 @@ fn replicaof(replica: SocketAddr, primary: SocketAddr) -> String {
 /// Whether the primary streams to every replica it has (after a diskless
 /// transfer Redis starts the stream at the replica's next ACK, which a
 /// replica sends once a second, as Redis's own).
+/// A coordis replica following a fresh Redis primary, caught up; `None`
+/// without redis-server.
+fn following_redis() -> Option<(RedisServer, BlockingServer)> {
+    let redis = redis_primary(&[])?;
+    let replica = coordis();
+    assert_eq!(replicaof(replica.addr(), redis.addr()), "+OK\r\n");
+    wait_caught_up(replica.addr(), redis.addr());
+    Some((redis, replica))
+}
+
 fn all_online(primary: SocketAddr) -> bool {
     let body = cmd(primary, &["INFO", "replication"]);
     let mut replicas = body.lines().filter(|l| l.starts_with("slave") && l.contains("state="));
@@ -396,13 +406,10 @@ fn refusals_on_a_replica_are_worded_as_a_redis_replica_words_them() {
 #[test]
 fn keys_expire_on_a_replica_through_the_primarys_dels() {
     let _serial = serial();
-    let Some(redis) = redis_primary(&[]) else {
+    let Some((redis, replica)) = following_redis() else {
         return;
     };
-    let replica = coordis();
     let (p, r) = (redis.addr(), replica.addr());
-    assert_eq!(replicaof(r, p), "+OK\r\n");
-    wait_caught_up(r, p);
     // The primary does not expire by itself for now: the replica hides
     // the key once past its deadline, but keeps it (no expiry of its own).
     assert_eq!(cmd(p, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
@@ -438,13 +445,10 @@ fn keys_expire_on_a_replica_through_the_primarys_dels() {
 #[test]
 fn an_approximate_trim_with_limit_from_the_primary_is_applied_as_written() {
     let _serial = serial();
-    let Some(redis) = redis_primary(&[]) else {
+    let Some((redis, replica)) = following_redis() else {
         return;
     };
-    let replica = coordis();
     let (p, r) = (redis.addr(), replica.addr());
-    assert_eq!(replicaof(r, p), "+OK\r\n");
-    wait_caught_up(r, p);
     assert_eq!(cmd(p, &["CONFIG", "SET", "stream-node-max-entries", "10"]), "+OK\r\n");
     for i in 1..=100 {
         cmd(p, &["XADD", "s", &format!("0-{i}"), "item", "v"]);
@@ -465,14 +469,11 @@ fn an_approximate_trim_with_limit_from_the_primary_is_applied_as_written() {
 #[test]
 fn the_primarys_long_strings_pass_the_replicas_size_limit() {
     let _serial = serial();
-    let Some(redis) = redis_primary(&[]) else {
+    let Some((redis, replica)) = following_redis() else {
         return;
     };
-    let replica = coordis();
     let (p, r) = (redis.addr(), replica.addr());
     assert_eq!(cmd(r, &["CONFIG", "SET", "proto-max-bulk-len", "1mb"]), "+OK\r\n");
-    assert_eq!(replicaof(r, p), "+OK\r\n");
-    wait_caught_up(r, p);
     assert_eq!(cmd(p, &["SETRANGE", "range", "2000000", "x"]), ":2000001\r\n");
     assert_eq!(cmd(p, &["SETBIT", "bits", "16000000", "1"]), ":0\r\n");
     cmd(p, &["SET", "appended", "a"]);
