@@ -494,11 +494,15 @@ impl Engine {
     }
 
     /// An active-expiry cycle worked `spent`, and stopped at its time
-    /// limit with keys still due when `capped` (INFO's counters).
+    /// limit with keys still due when `capped` (INFO's counters, and the
+    /// `expire-cycle` latency event past `latency-monitor-threshold`: the
+    /// time its lock holds kept commands waiting).
     pub(crate) fn expire_cycle_done(&mut self, spent: Duration, capped: bool) {
         let stats = &mut self.state.stats;
         stats.expire_cycle_us += spent.as_micros() as u64;
         stats.expired_time_cap_reached_count += capped as u64;
+        let now = self.state.clock.now_ms();
+        cmd::observe::latency_event(&mut self.state, "expire-cycle", now, spent.as_millis() as u64);
     }
 
     /// Answers the blocked clients whose timeout has passed; returns the

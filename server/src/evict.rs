@@ -177,11 +177,27 @@ fn time_limit_us(tenacity: u32) -> u64 {
 const CHECK_EVERY: u64 = 16;
 
 /// Evicts keys until used memory is under `maxmemory` (Redis's
-/// `performEvictions`; see the module docs).
+/// `performEvictions`; see the module docs). A cycle that evicted is the
+/// `eviction-cycle` latency event past `latency-monitor-threshold`.
 pub(crate) fn perform(ctx: &mut Ctx) -> Outcome {
     let Some(to_free) = over_limit(ctx) else {
         return Outcome::Ok;
     };
+    let started = std::time::Instant::now();
+    let outcome = evict_until(ctx, to_free, started);
+    latency_event(ctx, "eviction-cycle", started);
+    outcome
+}
+
+/// The latency event `event` of the work begun at `started`.
+fn latency_event(ctx: &mut Ctx, event: &'static str, started: std::time::Instant) {
+    let ms = started.elapsed().as_millis() as u64;
+    crate::cmd::observe::latency_event(ctx.server, event, ctx.now, ms);
+}
+
+/// [`perform`]'s loop: keys evicted until `to_free` bytes are freed, or
+/// the time bound since `started` is reached.
+fn evict_until(ctx: &mut Ctx, to_free: u64, started: std::time::Instant) -> Outcome {
     let memory = &ctx.server.config.memory;
     let policy = memory.policy;
     if policy == Policy::NoEviction {
@@ -189,7 +205,6 @@ pub(crate) fn perform(ctx: &mut Ctx) -> Outcome {
     }
     let limit_us = time_limit_us(memory.tenacity);
     let lazy = memory.lazy.eviction;
-    let started = std::time::Instant::now();
     let mut freed: i64 = 0;
     let mut evicted = 0u64;
     while freed < to_free as i64 {
@@ -216,22 +231,34 @@ pub(crate) fn perform(ctx: &mut Ctx) -> Outcome {
 
 /// Nothing left to evict: values the lazy-free thread is still freeing
 /// may bring the memory under the limit, so wait for them a little (up
-/// to the eviction's time bound, as Redis's `cant_free`).
-fn wait_for_lazy_free(ctx: &Ctx, started: std::time::Instant, limit_us: u64) -> Outcome {
+/// to the eviction's time bound, as Redis's `cant_free`): the wait is the
+/// `eviction-lazyfree` latency event.
+fn wait_for_lazy_free(ctx: &mut Ctx, started: std::time::Instant, limit_us: u64) -> Outcome {
     const POLL_US: u64 = 1000;
+    let waiting = std::time::Instant::now();
+    let mut outcome = Outcome::Fail;
     while ctx.server.lazyfree.pending() > 0 && (started.elapsed().as_micros() as u64) < limit_us {
         if over_limit(ctx).is_none() {
-            return Outcome::Ok;
+            outcome = Outcome::Ok;
+            break;
         }
         std::thread::sleep(std::time::Duration::from_micros(limit_us.min(POLL_US)));
     }
-    Outcome::Fail
+    latency_event(ctx, "eviction-lazyfree", waiting);
+    outcome
 }
 
 /// Deletes one key as eviction does: as DEL would (UNLINK with
 /// `lazyfree-lazy-eviction`), with its event and its propagated deletion.
+/// The deletion is the `eviction-del` latency event (timed only while
+/// `latency-monitor-threshold` is set).
 fn evict(ctx: &mut Ctx, db: usize, key: &Bytes, lazy: bool) {
-    if !ctx.dbs[db].delete(key, lazy) {
+    let started = (ctx.server.config.latency_monitor_threshold > 0).then(std::time::Instant::now);
+    let deleted = ctx.dbs[db].delete(key, lazy);
+    if let Some(started) = started {
+        latency_event(ctx, "eviction-del", started);
+    }
+    if !deleted {
         return;
     }
     ctx.server.evictor.evicted_keys += 1;

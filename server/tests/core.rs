@@ -1,9 +1,11 @@
 //! The execution core, compared with Redis 7.0.15 where Redis can do it:
 //! admission's order and callers (protected commands from the table, a
 //! read-only script under CLIENT PAUSE WRITE, a RESP3 subscriber with its
-//! replies off), and the bookkeeping every caller gets from the one
-//! `call()` (a script's commands in commandstats and the slow log, every
-//! error counted once).
+//! replies off, commands Redis flags may-replicate under CLIENT PAUSE
+//! WRITE), the bookkeeping every caller gets from the one `call()` (a
+//! script's commands in commandstats and the slow log, every error counted
+//! once), and the latency events of the work around commands (active
+//! expiry, eviction).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -84,6 +86,111 @@ fn a_script_flagged_no_writes_runs_under_client_pause_write_as_in_redis() {
         run(&mut admin, &["CLIENT", "UNPAUSE"]);
         seen.push(held.read_reply().ok().map(|r| String::from_utf8(r).unwrap()));
         seen
+    });
+}
+
+#[test]
+fn client_pause_write_holds_the_commands_that_may_replicate_as_in_redis() {
+    // PUBLISH, SPUBLISH and PFCOUNT are not writes, but Redis flags them
+    // may-replicate (a hidden flag: COMMAND INFO does not show it), and
+    // CLIENT PAUSE WRITE holds them until the pause ends.
+    same_on_both(&[], |addr| {
+        let mut admin = RawClient::connect(addr).unwrap();
+        run(&mut admin, &["PFADD", "hll", "a"]);
+        run(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+        let wait = Duration::from_millis(300);
+        let mut held = vec![];
+        let mut seen = vec![];
+        for args in [
+            &["PUBLISH", "ch", "m"][..],
+            &["SPUBLISH", "ch", "m"],
+            &["PFCOUNT", "hll"],
+            &["EXISTS", "hll"],
+            &["PUBSUB", "NUMSUB", "ch"],
+        ] {
+            let mut c = RawClient::connect(addr).unwrap();
+            seen.push(answer_within(&mut c, args, wait));
+            held.push(c);
+        }
+        let info = run(&mut admin, &["INFO", "clients"]);
+        seen.push(
+            info.lines()
+                .find(|l| l.starts_with("blocked_clients:"))
+                .map(String::from),
+        );
+        run(&mut admin, &["CLIENT", "UNPAUSE"]);
+        for c in held.iter_mut().take(3) {
+            seen.push(c.read_reply().ok().map(|r| String::from_utf8(r).unwrap()));
+        }
+        seen
+    });
+}
+
+/// Adds a set of 300,000 members at `key`: freeing it takes milliseconds.
+fn big_set(c: &mut RawClient, key: &str) {
+    for chunk in 0..30 {
+        let members: Vec<String> = (0..10_000).map(|i| format!("member:{}", chunk * 10_000 + i)).collect();
+        let mut args = vec!["SADD", key];
+        args.extend(members.iter().map(String::as_str));
+        run(c, &args);
+    }
+}
+
+/// The events LATENCY LATEST lists, by name.
+fn latency_events(c: &mut RawClient) -> Vec<String> {
+    let latest = run(c, &["LATENCY", "LATEST"]);
+    let lines: Vec<&str> = latest.split("\r\n").collect();
+    let mut names: Vec<String> = lines
+        .windows(2)
+        .filter(|w| {
+            w[0].starts_with('$') && !w[1].is_empty() && w[1].chars().all(|ch| ch.is_ascii_lowercase() || ch == '-')
+        })
+        .map(|w| w[1].to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_eviction_of_a_big_key_is_an_eviction_latency_event_as_in_redis() {
+    same_on_both(&[], |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        run(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "1"]);
+        big_set(&mut c, "big");
+        let info = run(&mut c, &["INFO", "memory"]);
+        let used: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        run(&mut c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+        run(&mut c, &["CONFIG", "SET", "maxmemory", &(used / 2).to_string()]);
+        let set = run(&mut c, &["SET", "small", "v"]);
+        run(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+        // Only the eviction's events: coordis evicts within CONFIG SET (its
+        // time is the command's), Redis 7.0.15 on a timer right after it.
+        let mut events = latency_events(&mut c);
+        events.retain(|e| e.starts_with("eviction-"));
+        (set, run(&mut c, &["EXISTS", "big"]), events)
+    });
+}
+
+#[test]
+fn the_active_expiry_of_a_big_key_is_an_expire_cycle_latency_event_as_in_redis() {
+    same_on_both(&[], |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        run(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "1"]);
+        big_set(&mut c, "big");
+        let before = run(&mut c, &["LATENCY", "LATEST"]).contains("expire-cycle");
+        run(&mut c, &["PEXPIRE", "big", "1"]);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while run(&mut c, &["DBSIZE"]) != ":0\r\n" {
+            assert!(std::time::Instant::now() < deadline, "the key never expired");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (before, run(&mut c, &["LATENCY", "LATEST"]).contains("expire-cycle"))
     });
 }
 

@@ -339,10 +339,17 @@ pub(crate) fn record(ctx: &mut Ctx, spec: &'static CommandSpec, args: &[Bytes], 
     if !blocked && threshold >= 0 && usec >= threshold as u64 && !spec.has(SKIP_SLOWLOG) {
         log_slow(ctx.server, ctx.client, ctx.now, spec, args, usec);
     }
-    let latency = ctx.server.config.latency_monitor_threshold;
-    if latency > 0 && usec / 1000 >= latency {
-        let event = if spec.has(FAST) { "fast-command" } else { "command" };
-        ctx.server.observe.latency_sample(event, ctx.now / 1000, usec / 1000);
+    let event = if spec.has(FAST) { "fast-command" } else { "command" };
+    latency_event(ctx.server, event, ctx.now, usec / 1000);
+}
+
+/// A latency event (Redis's `latencyAddSampleIfNeeded`): `ms` is recorded
+/// for LATENCY LATEST, HISTORY and DOCTOR at the second of `now_ms` on the
+/// server clock when `latency-monitor-threshold` is set and `ms` reaches it.
+pub(crate) fn latency_event(server: &mut ServerState, event: &'static str, now_ms: u64, ms: u64) {
+    let threshold = server.config.latency_monitor_threshold;
+    if threshold > 0 && ms >= threshold {
+        server.observe.latency_sample(event, now_ms / 1000, ms);
     }
 }
 
