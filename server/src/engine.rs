@@ -182,6 +182,7 @@ impl Engine {
                 monitors: Vec::new(),
                 blocking: Default::default(),
                 active_expire: true,
+                pause_cron: false,
                 faults: Default::default(),
                 random: None,
                 oom_at_start: false,
@@ -383,6 +384,11 @@ impl Engine {
     /// The bus's cron (`clusterCron`); returns the links to open, each
     /// already registered with its sender.
     pub(crate) fn bus_cron(&mut self) -> Vec<crate::net::bus::Opening> {
+        // Redis's `clusterCron` is part of its `serverCron`: DEBUG
+        // PAUSE-CRON holds it too (messages are still read).
+        if self.state.pause_cron {
+            return vec![];
+        }
         let now = self.state.clock.now_ms();
         let view = crate::cluster::failover::repl_view(&self.state);
         let config = &self.state.config.cluster;
@@ -486,6 +492,12 @@ impl Engine {
         crate::store::access::stamp(&mut self.dbs, &self.state.config, now);
         crate::persist::rdb::disk::install(loaded.dbs, &mut self.dbs);
         Ok(())
+    }
+
+    /// Whether DEBUG PAUSE-CRON holds the periodic tick
+    /// ([`ServerState::pause_cron`]).
+    pub(crate) fn cron_paused(&self) -> bool {
+        self.state.pause_cron
     }
 
     /// The active-expiry cycles' timing (`hz`, `active-expire-effort`).
@@ -1386,7 +1398,9 @@ pub(crate) fn settle(ctx: &mut Ctx) {
 /// past their deadline are answered, every key due expires (in deadline
 /// order, with its event and its DEL), idle clients are closed and a save
 /// point reached saves, all as the timers would, unless active expiry is
-/// off (DEBUG SET-ACTIVE-EXPIRE 0) or the server is frozen.
+/// off (DEBUG SET-ACTIVE-EXPIRE 0) or the server is frozen. DEBUG
+/// PAUSE-CRON holds what the periodic tick does (from active expiry on);
+/// blocked clients' timeouts are not the tick's in Redis either.
 fn settle_state(
     dbs: &mut [Db],
     state: &mut ServerState,
@@ -1400,6 +1414,9 @@ fn settle_state(
     crate::blocked::expire(dbs, state, now);
     crate::repl::failover::update(dbs, state);
     state.repl.nudge_links();
+    if state.pause_cron {
+        return;
+    }
     let mut current = current;
     while active_expire_step(dbs, state, current.as_deref_mut(), EXPIRE_STEP_KEYS) {}
     close_idle_clients(state);

@@ -777,6 +777,11 @@ pub(crate) const DEBUG_PACKED_THRESHOLD: &str =
 pub(crate) const DEBUG_LOADAOF_FAILED: &str = "ERR Error trying to load the AOF files";
 /// DEBUG RELOAD whose file did not load.
 pub(crate) const DEBUG_RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
+/// DEBUG HTSTATS with a database number past the last.
+pub(crate) const DEBUG_HTSTATS_DB_RANGE: &str = "ERR Out of range database";
+/// DEBUG HTSTATS-KEY on a value kept without a hash table.
+pub(crate) const DEBUG_HTSTATS_NOT_TABLE: &str =
+    "ERR The value stored at the specified key is not represented using an hash table";
 /// BGSAVE's replies.
 pub(crate) const BGSAVE_STARTED: &str = "Background saving started";
 pub(crate) const BGSAVE_SCHEDULED: &str = "Background saving scheduled";

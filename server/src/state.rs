@@ -258,6 +258,13 @@ pub struct ServerState {
     /// `DEBUG SET-ACTIVE-EXPIRE 0` turns active expiry off (lazy expiry
     /// goes on), as Redis's tests do.
     pub active_expire: bool,
+    /// `DEBUG PAUSE-CRON 1` stops the periodic tick (Redis's `serverCron`):
+    /// slow active-expiry cycles, idle-client timeouts, the clients',
+    /// tracking, persistence, replication and cluster crons, the rates'
+    /// sampling, and the same work a test clock's move would do. What
+    /// Redis runs outside its cron goes on: blocked clients' timeouts,
+    /// fast expiry cycles already under way, lazy expiry.
+    pub(crate) pause_cron: bool,
     /// Over `maxmemory` with nothing left to evict when the running client
     /// command was admitted (Redis's `pre_command_oom_state`): a script's
     /// first write is refused then.

@@ -301,6 +301,20 @@ fn server_faults_over_the_wire() {
     assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*14\r\n"));
 }
 
+/// An embedded server with DEBUG enabled (`enable-debug-command yes`).
+fn debug_server() -> coordis::BlockingServer {
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    builder.start_blocking().unwrap()
+}
+
+/// A redis-server and an embedded coordis, both with DEBUG enabled;
+/// `None` when redis-server is not installed.
+fn debug_servers() -> Option<(coordis::testing::RedisServer, coordis::BlockingServer)> {
+    let redis = coordis::testing::RedisServer::start(&["--enable-debug-command", "yes"]).unwrap()?;
+    Some((redis, debug_server()))
+}
+
 /// A DEBUG POPULATE prefix whose keys Redis cuts at 127 bytes.
 static LONG_PREFIX: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("long{}", "x".repeat(130)));
 
@@ -309,12 +323,9 @@ static LONG_PREFIX: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| fo
 /// serialized length are coordis's own).
 #[test]
 fn debug_answers_as_redis_when_enabled() {
-    let Some(redis) = coordis::testing::RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+    let Some((redis, server)) = debug_servers() else {
         return;
     };
-    let mut builder = coordis::Server::builder();
-    builder.config_mut().enable_debug_command = "yes".into();
-    let server = builder.start_blocking().unwrap();
     let mut ours = RawClient::connect(server.addr()).unwrap();
     let mut theirs = RawClient::connect(redis.addr()).unwrap();
     for args in [
@@ -328,6 +339,22 @@ fn debug_answers_as_redis_when_enabled() {
         &["DEBUG", "object"],
         &["DEBUG"],
         &["RPUSH", "list", "a"],
+        // PAUSE-CRON reads its switch as C's atoi; HTSTATS and HTSTATS-KEY's
+        // arguments and errors (a list has no hash table; no FULL in 7.0).
+        &["DEBUG", "PAUSE-CRON", "1x"],
+        &["DEBUG", "PAUSE-CRON", "0x1"],
+        &["DEBUG", "pause-cron"],
+        &["DEBUG", "PAUSE-CRON", "0", "1"],
+        &["DEBUG", "HTSTATS", "1"],
+        &["DEBUG", "HTSTATS", "16"],
+        &["DEBUG", "HTSTATS", "-1"],
+        &["DEBUG", "HTSTATS", "1.5"],
+        &["DEBUG", "HTSTATS", "0", "full"],
+        &["DEBUG", "htstats"],
+        &["DEBUG", "HTSTATS-KEY", "nokey"],
+        &["DEBUG", "HTSTATS-KEY", "list"],
+        &["DEBUG", "HTSTATS-KEY", "list", "full"],
+        &["DEBUG", "htstats-key"],
         // POPULATE: `key:N` = `value:N`, an existing key kept, a prefix,
         // a size cutting or zero-padding the value, a prefix past Redis's
         // 128-byte buffer, no dirty changes; Redis's argument errors.
@@ -616,12 +643,9 @@ fn idle_clients_are_closed_on_the_test_clock() {
 /// QUICKLIST-PACKED-THRESHOLD checks its size as Redis does.
 #[test]
 fn debug_protocol_and_packed_threshold_answer_as_redis() {
-    let Some(redis) = coordis::testing::RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+    let Some((redis, server)) = debug_servers() else {
         return;
     };
-    let mut builder = coordis::Server::builder();
-    builder.config_mut().enable_debug_command = "yes".into();
-    let server = builder.start_blocking().unwrap();
     let types = [
         "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib", "push", "verbatim", "true",
         "false", "TRUE", "nosuch",
@@ -668,5 +692,253 @@ fn debug_protocol_and_packed_threshold_answer_as_redis() {
                 );
             }
         }
+    }
+}
+
+/// The text of a bulk or verbatim reply (RESP2 or RESP3; a verbatim
+/// string's `txt:` dropped).
+fn reply_text(reply: &[u8]) -> String {
+    let text = String::from_utf8(reply.to_vec()).unwrap();
+    let (head, body) = text.split_once("\r\n").unwrap_or_else(|| panic!("{text:?}"));
+    assert!(head.starts_with('$') || head.starts_with('='), "{text:?}");
+    let body = body.strip_suffix("\r\n").unwrap();
+    body.strip_prefix("txt:").unwrap_or(body).to_string()
+}
+
+/// A DEBUG HTSTATS(-KEY) report's lines down to the chain length
+/// distribution, every number as `N`: the part whose shape does not
+/// depend on how the table's entries fell.
+fn htstats_shape(text: &str) -> Vec<String> {
+    let end = text.find(" Chain length distribution:\n").map_or(text.len(), |at| at);
+    text[..end]
+        .lines()
+        .map(|line| {
+            let mut shape = String::new();
+            for c in line.chars() {
+                let number = c.is_ascii_digit() || c == '.';
+                if !(number && shape.ends_with('N')) {
+                    shape.push(if number { 'N' } else { c });
+                }
+            }
+            shape
+        })
+        .collect()
+}
+
+/// Runs `read` until Redis's `report` shows no second table: Redis's dict
+/// rehashes a step at each access (coordis's tables resize at once).
+fn settle_rehash(redis: &mut RawClient, report: &[&str], read: &[&str]) {
+    for _ in 0..10_000 {
+        if !reply_text(&redis.command(report).unwrap()).contains("rehashing target") {
+            return;
+        }
+        redis.command(read).unwrap();
+    }
+    panic!("Redis still rehashing after 10000 reads");
+}
+
+/// The figure a DEBUG HTSTATS(-KEY) report gives for `label`.
+fn htstats_figure(text: &str, label: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!(" {label}: ")))
+        .unwrap_or_else(|| panic!("no {label} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+/// DEBUG HTSTATS-KEY and HTSTATS report a hash table as Redis's do: the
+/// same lines and labels for a set and a hash in the hashtable encoding,
+/// a sorted set in the skiplist one and a database, and the same element
+/// counts; the table's own figures are coordis's (its table size a power
+/// of two that holds the elements). The other encodings get Redis's error.
+#[test]
+fn debug_htstats_has_redis_s_shape_with_coordis_s_figures() {
+    let Some((redis, server)) = debug_servers() else {
+        return;
+    };
+    // Past the listpack limits (512 fields, 128 members).
+    let members: Vec<String> = (0..600).map(|i| format!("m{i}")).collect();
+    let mut ours = RawClient::connect(server.addr()).unwrap();
+    let mut theirs = RawClient::connect(redis.addr()).unwrap();
+    for c in [&mut ours, &mut theirs] {
+        for (cmd, key) in [("SADD", "set"), ("SADD", "intset")] {
+            let mut args = vec![cmd, key];
+            args.extend(if key == "set" {
+                members.iter().map(String::as_str).collect()
+            } else {
+                vec!["1", "2"]
+            });
+            c.command(&args).unwrap();
+        }
+        for m in &members {
+            c.command(&["HSET", "hash", m, "v"]).unwrap();
+            c.command(&["ZADD", "zset", "1", m]).unwrap();
+        }
+        c.command(&["HSET", "smallhash", "f", "v"]).unwrap();
+        c.command(&["ZADD", "smallzset", "1", "m"]).unwrap();
+        c.command(&["SET", "string", "v", "EX", "100"]).unwrap();
+        c.command(&["RPUSH", "list", "a"]).unwrap();
+        c.command(&["XADD", "stream", "1-1", "f", "v"]).unwrap();
+    }
+    for (key, read) in [("set", "SISMEMBER"), ("hash", "HEXISTS"), ("zset", "ZSCORE")] {
+        let args = ["DEBUG", "HTSTATS-KEY", key];
+        // Redis rehashes a step at each access: read until it is done.
+        settle_rehash(&mut theirs, &args, &[read, key, "m0"]);
+        let (a, b) = (
+            reply_text(&ours.command(&args).unwrap()),
+            reply_text(&theirs.command(&args).unwrap()),
+        );
+        assert_eq!(htstats_shape(&a), htstats_shape(&b), "{key}:\n{a}\n{b}");
+        assert_eq!(htstats_figure(&a, "number of elements"), 600, "{a}");
+        assert_eq!(htstats_figure(&b, "number of elements"), 600, "{b}");
+        let size = htstats_figure(&a, "table size");
+        assert!(size.is_power_of_two() && size >= 600, "{a}");
+    }
+    // The database's nine keys, then the deadlines (a tree in coordis:
+    // its own line, the same count).
+    settle_rehash(&mut theirs, &["DEBUG", "HTSTATS", "0"], &["EXISTS", "set"]);
+    let (a, b) = (
+        reply_text(&ours.command(&["DEBUG", "HTSTATS", "0"]).unwrap()),
+        reply_text(&theirs.command(&["DEBUG", "HTSTATS", "0"]).unwrap()),
+    );
+    let (keys_a, expires_a) = a.split_once("[Expires HT]\n").unwrap();
+    let (keys_b, expires_b) = b.split_once("[Expires HT]\n").unwrap();
+    assert_eq!(htstats_shape(keys_a), htstats_shape(keys_b), "{a}\n{b}");
+    assert_eq!(htstats_figure(keys_a, "number of elements"), 9, "{a}");
+    assert_eq!(htstats_figure(keys_b, "number of elements"), 9, "{b}");
+    assert_eq!(htstats_figure(expires_a, "number of elements"), 1, "{a}");
+    assert_eq!(htstats_figure(expires_b, "number of elements"), 1, "{b}");
+    for resp in ["2", "3"] {
+        for c in [&mut ours, &mut theirs] {
+            assert!(!c.command(&["HELLO", resp]).unwrap().starts_with(b"-"));
+        }
+        for key in ["intset", "smallhash", "smallzset", "string", "list", "stream", "nokey"] {
+            let args = ["DEBUG", "HTSTATS-KEY", key];
+            assert_eq!(
+                String::from_utf8_lossy(&ours.command(&args).unwrap()),
+                String::from_utf8_lossy(&theirs.command(&args).unwrap()),
+                "RESP{resp} {key}"
+            );
+        }
+        // A verbatim string in RESP3, a bulk string in RESP2.
+        let args = ["DEBUG", "HTSTATS-KEY", "set"];
+        let (a, b) = (ours.command(&args).unwrap(), theirs.command(&args).unwrap());
+        assert_eq!(a[..1], b[..1], "RESP{resp}");
+        assert_eq!(a.starts_with(b"="), resp == "3");
+    }
+}
+
+/// DEBUG HTSTATS-KEY follows coordis's table as it grows and shrinks:
+/// the element count is the set's, the table size the table's, and it
+/// falls when most members go.
+#[test]
+fn debug_htstats_follows_the_table_as_it_grows_and_shrinks() {
+    let server = debug_server();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    let members: Vec<String> = (0..5000).map(|i| format!("m{i}")).collect();
+    for chunk in members.chunks(500) {
+        let mut args = vec!["SADD", "s"];
+        args.extend(chunk.iter().map(String::as_str));
+        c.command(&args).unwrap();
+    }
+    let stats = |c: &mut RawClient| reply_text(&c.command(&["DEBUG", "HTSTATS-KEY", "s"]).unwrap());
+    let grown = stats(&mut c);
+    assert_eq!(htstats_figure(&grown, "number of elements"), 5000, "{grown}");
+    assert_eq!(
+        htstats_figure(&grown, "different slots"),
+        5000,
+        "one member a slot: {grown}"
+    );
+    let big = htstats_figure(&grown, "table size");
+    assert!(big.is_power_of_two() && big >= 5000, "{grown}");
+    let mut srem = vec!["SREM", "s"];
+    srem.extend(members[10..].iter().map(String::as_str));
+    assert_eq!(c.command(&srem).unwrap(), b":4990\r\n");
+    let shrunk = stats(&mut c);
+    assert_eq!(htstats_figure(&shrunk, "number of elements"), 10, "{shrunk}");
+    let small = htstats_figure(&shrunk, "table size");
+    assert!(small < big && small >= 10, "the table shrank: {shrunk}");
+    // The database's table holds the one key.
+    let db = reply_text(&c.command(&["DEBUG", "HTSTATS", "0"]).unwrap());
+    assert_eq!(htstats_figure(&db, "number of elements"), 1, "{db}");
+    assert!(db
+        .ends_with("[Expires HT]\nHash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n"));
+}
+
+/// DEBUG PAUSE-CRON 1 holds the periodic tick, as Redis's holds its
+/// `serverCron`: a key past its deadline stays (DBSIZE counts it, no
+/// `expired_keys`) until DEBUG PAUSE-CRON 0, then the tick expires it.
+/// Both servers on real time.
+#[test]
+fn debug_pause_cron_holds_active_expiry_as_in_redis() {
+    let Some((redis, server)) = debug_servers() else {
+        return;
+    };
+    let mut clients = [
+        RawClient::connect(server.addr()).unwrap(),
+        RawClient::connect(redis.addr()).unwrap(),
+    ];
+    for c in clients.iter_mut() {
+        assert_eq!(c.command(&["SET", "kept", "v"]).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["DEBUG", "PAUSE-CRON", "1"]).unwrap(), b"+OK\r\n");
+        assert_eq!(c.command(&["SET", "gone", "v", "PX", "20"]).unwrap(), b"+OK\r\n");
+    }
+    // Several ticks at the default hz 10.
+    std::thread::sleep(Duration::from_millis(500));
+    for c in clients.iter_mut() {
+        assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":2\r\n");
+        assert_eq!(c.info_field("stats", "expired_keys"), "0");
+        assert_eq!(c.command(&["DEBUG", "PAUSE-CRON", "0"]).unwrap(), b"+OK\r\n");
+    }
+    for c in clients.iter_mut() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.command(&["DBSIZE"]).unwrap() != b":1\r\n" {
+            assert!(Instant::now() < deadline, "the tick expires the key once resumed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(c.info_field("stats", "expired_keys"), "1");
+    }
+}
+
+/// On the test clock, DEBUG PAUSE-CRON 1 holds what a clock move does in
+/// the tick's place: due keys stay (a read still expires one lazily), an
+/// idle client past `timeout` stays; a blocked client's timeout is not the
+/// tick's and is answered. Once resumed, the tick does the rest.
+#[test]
+fn debug_pause_cron_holds_the_tick_on_the_test_clock() {
+    let server = debug_server();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(c.command(&["CONFIG", "SET", "timeout", "10"]).unwrap(), b"+OK\r\n");
+    let mut idle = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(idle.command(&["PING"]).unwrap(), b"+PONG\r\n");
+    for key in ["gone", "read"] {
+        assert_eq!(c.command(&["SET", key, "v", "PX", "1000"]).unwrap(), b"+OK\r\n");
+    }
+    let mut waiter = RawClient::connect(server.addr()).unwrap();
+    waiter.send(&RawClient::encode(&[b"BLPOP", b"q", b"5"])).unwrap();
+    while c.info_field("clients", "blocked_clients") != "1" {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(c.command(&["DEBUG", "PAUSE-CRON", "1"]).unwrap(), b"+OK\r\n");
+    clock.advance(Duration::from_secs(20));
+    assert_eq!(waiter.read_reply().unwrap(), b"*-1\r\n", "blocked timeouts go on");
+    // Over real ticks too.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":2\r\n");
+    assert_eq!(c.command(&["GET", "read"]).unwrap(), b"$-1\r\n", "lazy expiry goes on");
+    assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":1\r\n");
+    assert_eq!(
+        c.info_field("clients", "connected_clients"),
+        "3",
+        "the idle client stays"
+    );
+    assert_eq!(c.command(&["DEBUG", "PAUSE-CRON", "0"]).unwrap(), b"+OK\r\n");
+    assert_eq!(idle.read_to_close().unwrap(), b"", "closed by the next tick");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.command(&["DBSIZE"]).unwrap() != b":0\r\n" {
+        assert!(Instant::now() < deadline, "the tick expires the key once resumed");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -92,7 +92,10 @@ static CLOCK: &[CommandSpec] = &[
 
 /// DEBUG: Redis's test hooks, gated by `enable-debug-command` as in Redis:
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
-/// held), SET-ACTIVE-EXPIRE 0|1, OBJECT key, DIGEST, DIGEST-VALUE key...
+/// held), SET-ACTIVE-EXPIRE 0|1, PAUSE-CRON 0|1 (the periodic tick held:
+/// [`crate::state::ServerState::pause_cron`]), OBJECT key, HTSTATS dbid,
+/// HTSTATS-KEY key (Redis's report with coordis's own tables' figures:
+/// [`crate::store::htstats`]), DIGEST, DIGEST-VALUE key...
 /// (Redis's algorithm: [`crate::store::digest`]), RELOAD [MERGE] [NOFLUSH]
 /// [NOSAVE], LOADAOF, POPULATE count [prefix] [size], PROTOCOL type,
 /// QUICKLIST-PACKED-THRESHOLD size, HELP. Numbers are read as
@@ -117,22 +120,34 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Reply::Ok
         }
         (b"set-active-expire", 3) => {
-            ctx.server.active_expire = crate::store::num::atof(&args[2]) as i64 != 0;
+            ctx.server.active_expire = crate::store::num::atoi(&args[2]) != 0;
             Reply::Ok
+        }
+        (b"pause-cron", 3) => {
+            ctx.server.pause_cron = crate::store::num::atoi(&args[2]) != 0;
+            Reply::Ok
+        }
+        (b"htstats", 3) => {
+            let id = tri!(super::args::int(&args[2]));
+            match usize::try_from(id).ok().and_then(|id| ctx.dbs.get(id)) {
+                Some(db) => Reply::Verbatim("txt", db.htstats().into()),
+                None => err(errors::DEBUG_HTSTATS_DB_RANGE),
+            }
+        }
+        (b"htstats-key", 3) => {
+            let now = ctx.now;
+            let item = tri!(debug_item(ctx.db(), &args[2], now));
+            match item.value().htstats() {
+                Some(text) => Reply::Verbatim("txt", text.into()),
+                None => err(errors::DEBUG_HTSTATS_NOT_TABLE),
+            }
         }
         (b"object", 3) => {
             let now = ctx.now;
             let encodings = crate::persist::rdb::value::Encodings::of(&ctx.server.config);
             let mut out = crate::persist::rdb::Out::new(ctx.server.config.rdb_compression);
             let address = ctx.db().scan_hash(&args[2]) & 0xffff_ffff_ffff;
-            // Expired first, as Redis's lookup; then read without touching
-            // the access data (Redis's `dictFind`).
-            if !ctx.db().contains_notouch(&args[2], now) {
-                return err(errors::NO_SUCH_KEY);
-            }
-            let Some(item) = ctx.db().peek(&args[2]) else {
-                return err(errors::NO_SUCH_KEY);
-            };
+            let item = tri!(debug_item(ctx.db(), &args[2], now));
             // No pointers to show: the address is the key's hash. The
             // serialized length is Redis's `rdbSavedObjectLen`: the value's
             // RDB encoding (compressed under `rdbcompression`), without
@@ -161,10 +176,16 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
             "    Output a hex signature of the values of all the specified keys.",
+            "HTSTATS <dbid>",
+            "    Return hash table statistics of the specified Redis database.",
+            "HTSTATS-KEY <key>",
+            "    Like HTSTATS but for the hash table stored at <key>'s value.",
             "LOADAOF",
             "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
+            "PAUSE-CRON <0|1>",
+            "    Stop periodic cron job processing.",
             "POPULATE <count> [<prefix>] [<size>]",
             "    Create <count> string keys named key:<num>. If <prefix> is specified then",
             "    it is used instead of the 'key' prefix. These are not propagated to",
@@ -199,6 +220,17 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ]),
         _ => errors::sub_wrong_args(&args[1], "DEBUG"),
     }
+}
+
+/// The item of `key` for DEBUG OBJECT and HTSTATS-KEY: a key past its
+/// deadline expires first, as in Redis's lookup; the item is then read
+/// without touching its access data (Redis's `dictFind`).
+fn debug_item<'a>(db: &'a mut crate::store::Db, key: &[u8], now: u64) -> Result<&'a crate::store::item::Item, Reply> {
+    if !db.contains_notouch(key, now) {
+        return Err(err(errors::NO_SUCH_KEY));
+    }
+    let db: &'a crate::store::Db = db;
+    db.peek(key).ok_or_else(|| err(errors::NO_SUCH_KEY))
 }
 
 /// The longest key DEBUG POPULATE makes: Redis formats it in a 128-byte

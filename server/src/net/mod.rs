@@ -412,7 +412,7 @@ async fn signal_shutdown_decided(engine: &Mutex<Engine>, shared: &Shared, signal
 /// ([`crate::engine::ExpireCycle`]); fast
 /// cycles follow between ticks while one stopped with keys still due.
 /// Each tick then closes the clients idle past `timeout` and runs the
-/// other crons.
+/// other crons. DEBUG PAUSE-CRON holds the ticks.
 async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     // Read again each round, unless a script holds the engine.
     let mut cycle = engine.lock().expire_cycle();
@@ -439,6 +439,13 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop
         // still act on a key past its deadline.
         if shared.loading.is_active() {
             behind = None;
+            continue;
+        }
+        // DEBUG PAUSE-CRON 1 holds the tick (Redis's `serverCron`): no
+        // slow cycle, no cron. Fast cycles are not the tick's (Redis runs
+        // them before each sleep of its event loop): a run of them under
+        // way goes on until it catches up.
+        if slow && engine.try_lock().is_some_and(|e| e.cron_paused()) {
             continue;
         }
         let limit = if slow { cycle.slow } else { cycle.fast };

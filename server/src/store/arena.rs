@@ -110,6 +110,11 @@ impl<T: Keyed> Arena<T> {
     pub fn nth(&self, i: usize) -> Option<&T> {
         self.entries.get(i)
     }
+
+    /// DEBUG HTSTATS-KEY's report on the index ([`super::htstats`]).
+    pub(crate) fn htstats(&self) -> String {
+        super::htstats::report(&self.index)
+    }
 }
 
 #[cfg(test)]

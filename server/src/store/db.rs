@@ -487,6 +487,25 @@ impl Db {
         self.map.len()
     }
 
+    /// DEBUG HTSTATS's report, as Redis's: the key table's
+    /// ([`super::htstats`]), then the deadlines'. coordis keeps those in a
+    /// deadline-ordered tree, not a hash table: its part says so, with the
+    /// count of keys that have one (Redis's words when there are none).
+    pub(crate) fn htstats(&self) -> String {
+        let expires = if self.with_deadline == 0 {
+            super::htstats::EMPTY.to_owned()
+        } else {
+            format!(
+                "Not represented using an hash table (a deadline-ordered tree):\n number of elements: {}\n",
+                self.with_deadline
+            )
+        };
+        format!(
+            "[Dictionary HT]\n{}[Expires HT]\n{expires}",
+            super::htstats::report(&self.map)
+        )
+    }
+
     /// Whether the database holds no key.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()

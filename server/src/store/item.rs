@@ -205,6 +205,18 @@ impl ValueRef<'_> {
         }
     }
 
+    /// DEBUG HTSTATS-KEY's report on the value's hash table
+    /// ([`super::htstats`]): a set or hash in the hashtable encoding, a
+    /// sorted set in the skiplist one; `None` for the other encodings.
+    pub(crate) fn htstats(&self) -> Option<String> {
+        match self {
+            ValueRef::Set(Set::Table(t)) => Some(t.htstats()),
+            ValueRef::Hash(HashRef::Table(t)) => Some(t.htstats()),
+            ValueRef::ZSet(z) => z.htstats(),
+            _ => None,
+        }
+    }
+
     /// An owned copy.
     pub fn to_value(self) -> Value {
         match self {

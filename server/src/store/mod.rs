@@ -49,6 +49,7 @@ pub(crate) mod geohash;
 pub(crate) mod glob;
 pub(crate) mod hash;
 pub(crate) mod hll;
+pub(crate) mod htstats;
 pub(crate) mod item;
 pub(crate) mod list;
 pub(crate) mod num;

@@ -176,6 +176,18 @@ pub(crate) fn atof(s: &[u8]) -> f64 {
     unsafe { libc::atof(text.as_ptr()) }
 }
 
+/// C's `atoi`: the integer at the start of `s` (after spaces), 0 when
+/// there is none, as Redis reads DEBUG's switches (`1x` is 1, `0x1` is 0).
+pub(crate) fn atoi(s: &[u8]) -> i32 {
+    // C reads up to the first NUL (Redis's arguments may hold one).
+    let text = s.split(|&b| b == 0).next().unwrap_or_default();
+    let Ok(text) = std::ffi::CString::new(text) else {
+        return 0;
+    };
+    // SAFETY: `text` is NUL-terminated and outlives the call.
+    unsafe { libc::atoi(text.as_ptr()) }
+}
+
 /// `printf("%.17g", d)`.
 pub(crate) fn fmt_g17(d: f64) -> String {
     let mut buf = [0u8; 64];
@@ -207,6 +219,23 @@ pub(crate) fn fmt_human(d: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atoi_reads_as_c_reads_a_switch() {
+        for (text, n) in [
+            (&b"1"[..], 1),
+            (b"1x", 1),
+            (b" 7", 7),
+            (b"-1", -1),
+            (b"0x1", 0),
+            (b"0.9", 0),
+            (b"abc", 0),
+            (b"", 0),
+            (b"1\0 2", 1),
+        ] {
+            assert_eq!(atoi(text), n, "{text:?}");
+        }
+    }
 
     #[test]
     fn plain_decimals_parse_as_strtod_parses_them() {

@@ -288,6 +288,14 @@ impl ZSet {
         }
     }
 
+    /// DEBUG HTSTATS-KEY's report on the member index
+    /// ([`crate::store::htstats`]); `None` while the set is in its listpack
+    /// encoding, which Redis keeps without a hash table (coordis keeps
+    /// its index all along, but answers as the encoding it reports).
+    pub(crate) fn htstats(&self) -> Option<String> {
+        (!self.compact).then(|| crate::store::htstats::report(&self.index))
+    }
+
     /// Leaves the compact encoding for good, as SORT does to a listpack
     /// sorted set in Redis ("destructively convert encoded sorted sets").
     pub fn to_skiplist(&mut self) {
