@@ -468,23 +468,30 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop
 /// One active-expiry cycle of at most `limit` of work, in lock holds of
 /// [`crate::engine::EXPIRE_STEP_KEYS`] keys with a yield between them;
 /// true when it stopped at the limit with keys still due.
+/// The cycle is accounted (INFO, the `expire-cycle` latency event) under
+/// its last step's hold of the lock.
 async fn expire_cycle(engine: &Mutex<Engine>, limit: Duration) -> bool {
-    let (mut spent, mut more) = (Duration::ZERO, false);
-    while spent < limit {
-        let started = std::time::Instant::now();
-        // A running script holds the engine: expiry waits for the next cycle.
-        more = engine.try_lock().is_some_and(|mut e| e.active_expire_step());
-        spent += started.elapsed();
-        if !more {
-            break;
+    let mut spent = Duration::ZERO;
+    loop {
+        let ended = {
+            let started = std::time::Instant::now();
+            // A running script holds the engine: expiry waits for the next cycle.
+            let Some(mut e) = engine.try_lock() else {
+                return false;
+            };
+            let more = e.active_expire_step();
+            spent += started.elapsed();
+            let ended = !more || spent >= limit;
+            if ended {
+                e.expire_cycle_done(spent, more);
+            }
+            ended.then_some(more)
+        };
+        if let Some(capped) = ended {
+            return capped;
         }
         tokio::task::yield_now().await;
     }
-    let capped = more && spent >= limit;
-    if let Some(mut e) = engine.try_lock() {
-        e.expire_cycle_done(spent, capped);
-    }
-    capped
 }
 
 /// Times blocked clients out: sleeps until the earliest deadline of a
