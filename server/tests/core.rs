@@ -195,6 +195,32 @@ fn a_long_active_expiry_cycle_is_a_latency_event_as_in_redis() {
 }
 
 #[test]
+fn a_read_only_script_refuses_the_commands_that_may_replicate_as_redis_does() {
+    same_on_both(&[], |addr| {
+        let mut c = RawClient::connect(addr).unwrap();
+        run(
+            &mut c,
+            &["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function{function_name='ro', callback=function() return redis.call('publish', 'ch', 'm') end, flags={'no-writes'}}"],
+        );
+        [
+            &["EVAL_RO", "return redis.call('pfcount', 'h')", "0"][..],
+            &["EVAL_RO", "return redis.call('publish', 'ch', 'm')", "0"],
+            &["EVAL_RO", "return redis.call('spublish', 'ch', 'm')", "0"],
+            &[
+                "EVAL",
+                "#!lua flags=no-writes\nreturn redis.call('publish', 'ch', 'm')",
+                "0",
+            ],
+            &["FCALL_RO", "ro", "0"],
+            &["FCALL", "ro", "0"],
+            &["EVAL", "return redis.call('publish', 'ch', 'm')", "0"],
+            &["EVAL", "return redis.call('pfcount', 'h')", "0"],
+        ]
+        .map(|args| run(&mut c, args))
+    });
+}
+
+#[test]
 fn a_resp3_subscriber_with_replies_off_still_gets_its_confirmations() {
     same_on_both(&[], |addr| {
         let mut c = RawClient::connect(addr).unwrap();

@@ -376,7 +376,9 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
                 return Verdict::Denied { spec, denied };
             }
         }
-        if matches!(caller, Caller::Script { read_only: true, .. }) && spec.has(flags::WRITE) {
+        // May-replicate commands count as writes here (PUBLISH, PFCOUNT):
+        // what lets a read-only script run under CLIENT PAUSE WRITE.
+        if matches!(caller, Caller::Script { read_only: true, .. }) && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
             return refuse(Some(spec), errors::err(errors::WRITE_IN_READ_ONLY_SCRIPT));
         }
         // A read-only replica refuses a script's writes (Redis's
