@@ -549,3 +549,377 @@ fn pcall_gives_the_text_of_errors_redis_functions_raise_as_redis_does() {
         assert_eq!(text(a), text(b), "call {i}");
     }
 }
+
+/// Runs each script with EVAL (no keys) on one server, after a SCRIPT FLUSH
+/// that puts cjson's settings back to their defaults; returns the replies.
+fn eval_each(addr: std::net::SocketAddr, scripts: &[&str]) -> Vec<Vec<u8>> {
+    let mut c = RawClient::connect(addr).unwrap();
+    assert_eq!(c.command(&["SCRIPT", "FLUSH"]).unwrap(), b"+OK\r\n");
+    scripts.iter().map(|s| eval(&mut c, s, &[], &[])).collect()
+}
+
+/// The replies to `scripts` on coordis, checked against Redis's when a
+/// redis-server is at hand; `expect` pins some of them (index, reply)
+/// whether or not it is.
+fn same_as_redis(scripts: &[&str], expect: &[(usize, &str)]) {
+    let coordis_server = server();
+    let ours = eval_each(coordis_server.addr(), scripts);
+    for &(i, reply) in expect {
+        assert_eq!(text(&ours[i]), reply, "{}", scripts[i]);
+    }
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let theirs = eval_each(redis.addr(), scripts);
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "{}", scripts[i]);
+    }
+}
+
+/// A bulk string reply.
+fn bulk(s: &str) -> String {
+    format!("${}\r\n{s}\r\n", s.len())
+}
+
+/// The error reply of an EVAL whose one-line `script` raised `line`.
+fn script_error(script: &str, line: &str) -> String {
+    let sha = coordis::internals::sha1_hex(script.as_bytes());
+    format!("-ERR user_script:1: {line} script: {sha}, on @user_script:1.\r\n")
+}
+
+#[test]
+fn cjson_settings_read_back_and_refuse_bad_arguments_as_in_redis() {
+    let scripts = [
+        // Defaults.
+        "return {cjson.encode_sparse_array()}",
+        "return {cjson.encode_max_depth(), cjson.decode_max_depth(), cjson.encode_number_precision()}",
+        "return {cjson.encode_keep_buffer(), cjson.encode_invalid_numbers(), cjson.decode_invalid_numbers()}",
+        "return {cjson._NAME, cjson._VERSION, cjson.null == cjson.new().null}",
+        // Set, then read back.
+        "return {cjson.encode_sparse_array(true, 3, 7)}",
+        "return {cjson.encode_sparse_array(nil, nil, 4)}",
+        "return {cjson.encode_sparse_array('off', '5', ' 0x10 ')}",
+        "return {cjson.encode_max_depth(7), cjson.encode_max_depth()}",
+        "return {cjson.decode_max_depth(2.9), cjson.decode_max_depth(2^32 + 6)}",
+        "return {cjson.encode_number_precision(1), cjson.encode_number_precision('14')}",
+        "return {cjson.encode_keep_buffer(false), cjson.encode_keep_buffer('on')}",
+        "return {cjson.encode_invalid_numbers('null'), cjson.encode_invalid_numbers(true), cjson.encode_invalid_numbers('off')}",
+        "return {cjson.decode_invalid_numbers('off'), cjson.decode_invalid_numbers(true)}",
+        // A number that is not an int in C: NaN and out of range are 0.
+        "return {cjson.encode_sparse_array(nil, 0/0, 2^63)}",
+        // Bad arguments.
+        "return cjson.encode_max_depth(1, 2)",
+        "return cjson.encode_sparse_array(true, 2, 10, 0)",
+        "return cjson.encode_max_depth(0)",
+        "return cjson.encode_max_depth(2^31)",
+        "return cjson.encode_number_precision(15)",
+        "return cjson.encode_max_depth('deep')",
+        "return cjson.decode_max_depth({})",
+        "return cjson.encode_sparse_array(nil, -1)",
+        "return cjson.encode_sparse_array(nil, nil, 'x')",
+        "return cjson.encode_keep_buffer('yes')",
+        "return cjson.encode_keep_buffer(1)",
+        "return cjson.encode_invalid_numbers('nul\\0l')",
+        "return cjson.decode_invalid_numbers('null')",
+        "return cjson.encode_invalid_numbers(cjson.null)",
+        "return cjson.encode(1, 2)",
+        "return cjson.decode()",
+        "return cjson.decode(nil)",
+        // The function is named as the script called it.
+        "local depth = cjson.encode_max_depth return depth(0)",
+        "return {pcall(cjson.encode_max_depth, 0)}",
+        "return cjson:encode_max_depth(3)",
+        "return cjson:encode_max_depth()",
+        "return {pcall(function() return cjson.encode_number_precision(0) end)}",
+        // An error after the first argument keeps what was set before it.
+        "cjson.encode_sparse_array(true, -1)",
+        "return {cjson.encode_sparse_array()}",
+    ];
+    let error = |i: usize, line: &str| script_error(scripts[i], line);
+    same_as_redis(
+        &scripts,
+        &[
+            (0, "*3\r\n$-1\r\n:2\r\n:10\r\n"),
+            (1, "*3\r\n:1000\r\n:1000\r\n:14\r\n"),
+            (2, "*3\r\n:1\r\n$-1\r\n:1\r\n"),
+            (3, "*3\r\n$5\r\ncjson\r\n$5\r\n2.1.0\r\n:1\r\n"),
+            (5, "*3\r\n:1\r\n:3\r\n:4\r\n"),
+            (6, "*3\r\n$-1\r\n:5\r\n:16\r\n"),
+            (8, "*2\r\n:2\r\n:6\r\n"),
+            (11, "*3\r\n$4\r\nnull\r\n:1\r\n$-1\r\n"),
+            (13, "*3\r\n$-1\r\n:0\r\n:0\r\n"),
+            (
+                14,
+                &error(14, "bad argument #2 to 'encode_max_depth' (found too many arguments)"),
+            ),
+            (
+                17,
+                &error(17, "bad argument #1 to 'encode_max_depth' (expected integer between 1 and 2147483647)"),
+            ),
+            (
+                19,
+                &error(19, "bad argument #1 to 'encode_max_depth' (number expected, got string)"),
+            ),
+            (
+                21,
+                &error(21, "bad argument #1 to 'encode_sparse_array' (expected integer between 0 and 2147483647)"),
+            ),
+            (
+                22,
+                &error(22, "bad argument #3 to 'encode_sparse_array' (number expected, got string)"),
+            ),
+            (
+                25,
+                &error(25, "bad argument #1 to 'encode_invalid_numbers' (invalid option 'nul')"),
+            ),
+            (
+                31,
+                &error(31, "bad argument #1 to 'depth' (expected integer between 1 and 2147483647)"),
+            ),
+            (
+                32,
+                &format!(
+                    "*2\r\n$-1\r\n{}",
+                    bulk("bad argument #1 to '?' (expected integer between 1 and 2147483647)")
+                ),
+            ),
+            (
+                34,
+                &error(34, "calling 'encode_max_depth' on bad self (number expected, got table)"),
+            ),
+            (
+                35,
+                &format!(
+                    "*2\r\n$-1\r\n{}",
+                    bulk("user_script:1: bad argument #1 to 'encode_number_precision' (expected integer between 1 and 14)")
+                ),
+            ),
+            (37, "*3\r\n:1\r\n:0\r\n:0\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn cjson_settings_change_what_encode_and_decode_do_as_in_redis() {
+    let scripts = [
+        // Sparse arrays: by default more than 10 and over twice the items
+        // is an error; convert makes them objects; ratio 0 allows all.
+        "return cjson.encode({[1] = 1, [10] = 10})",
+        "return cjson.encode({[1] = 1, [11] = 11})",
+        "cjson.encode_sparse_array(true) return cjson.encode({[1] = 1, [11] = 11})",
+        "cjson.encode_sparse_array(false, 1, 0) return cjson.encode({[1] = 1, [3] = 3})",
+        "cjson.encode_sparse_array(false, 0) return cjson.encode({[2] = 2})",
+        // items * ratio wraps as C's int multiplication does.
+        "cjson.encode_sparse_array(false, 2147483647, 0) return cjson.encode({[1] = 1, [5] = 5})",
+        // An index of 2^31 or more makes the table an object.
+        "cjson.encode_sparse_array(false, 2, 10) return cjson.encode({[1] = 1, [2^31] = 2})",
+        // Depth.
+        "cjson.encode_max_depth(2) return cjson.encode({{1}})",
+        "return cjson.encode({{{1}}})",
+        "return cjson.encode({a = {b = {}}})",
+        "cjson.decode_max_depth(2) return cjson.decode('[[1]]')",
+        "return cjson.decode('  [ [ [1]]]')",
+        "return cjson.decode('{\"a\":{\"b\":[]}}')",
+        // Past the C stack's room, whatever the setting.
+        "cjson.encode_max_depth(100000) local t = {} for i = 1, 9000 do t = {t} end return cjson.encode(t)",
+        "local t = {} for i = 1, 9000 do t = {a = t} end return cjson.encode(t)",
+        "cjson.decode_max_depth(100000) return #cjson.decode(string.rep('[', 7998) .. string.rep(']', 7998))",
+        "return cjson.decode(string.rep('[', 9000))",
+        "return cjson.decode(string.rep('{\"a\":', 9000))",
+        // Precision.
+        "cjson.encode_number_precision(3) return cjson.encode({1.23456, 123456, 0.0001234, -0, [5] = 1/3})",
+        "return cjson.encode({[1.23456] = 1})",
+        "cjson.encode_number_precision(14) return cjson.encode(math.pi)",
+        // Invalid numbers on encode.
+        "return cjson.encode(1/0)",
+        "cjson.encode_invalid_numbers(true) return cjson.encode({1/0, -1/0, 0/0, -(0/0)})",
+        "return cjson.encode({[1/0] = 1})",
+        "cjson.encode_invalid_numbers('null') return cjson.encode({1/0, -1/0, 0/0})",
+        "return cjson.encode({[-1/0] = 1})",
+        // Invalid numbers on decode: allowed by default.
+        "return {tostring(cjson.decode('nan')), tostring(cjson.decode('-Infinity')), cjson.decode('0x10'), cjson.decode('+12'), cjson.decode('012')}",
+        "cjson.decode_invalid_numbers(false) return cjson.decode('[1, 0x10]')",
+        "return cjson.decode('-inf')",
+        "return cjson.decode('012')",
+        "return cjson.decode('+1')",
+        "return cjson.decode('nan')",
+        "return cjson.decode('[-0.5, 10, 1e2]')",
+    ];
+    let error = |i: usize, line: &str| script_error(scripts[i], line);
+    same_as_redis(
+        &scripts,
+        &[
+            (0, &bulk("[1,null,null,null,null,null,null,null,null,10]")),
+            (1, &error(1, "Cannot serialise table: excessively sparse array")),
+            (2, "$15\r\n{\"1\":1,\"11\":11}\r\n"),
+            (5, &error(5, "Cannot serialise table: excessively sparse array")),
+            (6, "$22\r\n{\"1\":1,\"2147483648\":2}\r\n"),
+            (8, &error(8, "Cannot serialise, excessive nesting (3)")),
+            (
+                11,
+                &error(11, "Found too many nested data structures (3) at character 7"),
+            ),
+            (13, &error(13, "Cannot serialise, excessive nesting (7998)")),
+            (14, &error(14, "Cannot serialise, excessive nesting (4000)")),
+            (15, ":1\r\n"),
+            (
+                16,
+                &error(16, "Found too many nested data structures (7999) at character 7999"),
+            ),
+            (
+                17,
+                &error(17, "Found too many nested data structures (4000) at character 19996"),
+            ),
+            (18, &bulk("[1.23,1.23e+05,0.000123,-0,0.333]")),
+            (22, "$18\r\n[inf,-inf,nan,nan]\r\n"),
+            (24, "$16\r\n[null,null,null]\r\n"),
+            (25, "$10\r\n{\"null\":1}\r\n"),
+            (26, "*5\r\n$3\r\nnan\r\n$4\r\n-inf\r\n:16\r\n:12\r\n:12\r\n"),
+            (27, &error(27, "Expected value but found invalid number at character 5")),
+            (31, &error(31, "Expected value but found invalid token at character 1")),
+        ],
+    );
+}
+
+#[test]
+fn cjson_decodes_token_by_token_as_in_redis() {
+    let scripts = [
+        "return cjson.decode('[1 2]')",
+        "return cjson.decode('{\"a\" 1}')",
+        "return cjson.decode('{1:2}')",
+        "return cjson.decode('[1,]')",
+        "return cjson.decode('[1] x')",
+        "return cjson.decode('  ')",
+        "return cjson.decode('-')",
+        "return cjson.decode('1.5e')",
+        "return cjson.decode('[nan(abc), -0x1p4, infinity]')[2]",
+        "return cjson.decode('\"a\\\\qb\"')",
+        "return cjson.decode('\"\\\\')",
+        "return cjson.decode('\"x')",
+        "return cjson.decode('\"\\\\u12\"')",
+        "return cjson.decode('\"\\\\ud83d\\\\ude00\"')",
+        "return cjson.decode('\"\\\\ud800\"')",
+        "return cjson.decode('\"\\\\udc00\\\\ud800\"')",
+        "return cjson.decode('\"\\\\ud800\\\\u0041\"')",
+        // C reads up to the first NUL; one in the first two bytes is UTF-16.
+        "return cjson.decode('[1]\\0junk')",
+        "return cjson.decode('\"a\\0b\"')",
+        "return cjson.decode('a\\0')",
+        // A number is read as its text; the name is the script's.
+        "return cjson.decode(123)",
+        "return cjson.decode({})",
+        "local parse = cjson.decode return parse()",
+        "return {pcall(cjson.decode, {})}",
+        "return {pcall(function() return cjson.encode(function() end) end)}",
+    ];
+    let error = |i: usize, line: &str| script_error(scripts[i], line);
+    same_as_redis(
+        &scripts,
+        &[
+            (
+                0,
+                &error(0, "Expected comma or array end but found T_NUMBER at character 4"),
+            ),
+            (3, &error(3, "Expected value but found T_ARR_END at character 4")),
+            (6, &error(6, "Expected value but found invalid number at character 1")),
+            (7, &error(7, "Expected the end but found invalid token at character 4")),
+            (8, ":-16\r\n"),
+            (
+                9,
+                &error(9, "Expected value but found invalid escape code at character 3"),
+            ),
+            (
+                11,
+                &error(11, "Expected value but found unexpected end of string at character 3"),
+            ),
+            (13, "$4\r\n\u{1f600}\r\n"),
+            (
+                14,
+                &error(
+                    14,
+                    "Expected value but found invalid unicode escape code at character 2",
+                ),
+            ),
+            (17, "*1\r\n:1\r\n"),
+            (19, &error(19, "JSON parser does not support UTF-16 or UTF-32")),
+            (20, ":123\r\n"),
+            (22, &error(22, "bad argument #1 to 'parse' (expected 1 argument)")),
+            (
+                23,
+                &format!(
+                    "*2\r\n$-1\r\n{}",
+                    bulk("bad argument #1 to '?' (string expected, got table)")
+                ),
+            ),
+            (
+                24,
+                &format!(
+                    "*2\r\n$-1\r\n{}",
+                    bulk("user_script:1: Cannot serialise function: type not supported")
+                ),
+            ),
+        ],
+    );
+}
+
+/// cjson settings a script makes last for later scripts until SCRIPT
+/// FLUSH; functions have settings of their own (Redis runs them in another
+/// VM), which SCRIPT FLUSH leaves alone; cjson.new() makes an independent
+/// instance.
+fn cjson_settings_lifetime_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut c = RawClient::connect(addr).unwrap();
+    c.command(&["SCRIPT", "FLUSH"]).unwrap();
+    c.command(&["FUNCTION", "FLUSH"]).unwrap();
+    let library = "#!lua name=cj\n\
+        redis.register_function('depth', function(keys, args) return cjson.encode_max_depth(args[1]) end)\n\
+        redis.register_function('nest', function() return cjson.encode({{{1}}}) end)";
+    let mut out = vec![c.command(&["FUNCTION", "LOAD", library]).unwrap()];
+    out.push(eval(&mut c, "return cjson.encode_max_depth(2)", &[], &[]));
+    out.push(eval(&mut c, "return cjson.encode_max_depth()", &[], &[]));
+    out.push(eval(&mut c, "return cjson.encode({{{1}}})", &[], &[]));
+    out.push(c.command(&["FCALL", "depth", "0"]).unwrap());
+    out.push(c.command(&["FCALL", "nest", "0"]).unwrap());
+    out.push(c.command(&["FCALL", "depth", "0", "3"]).unwrap());
+    out.push(c.command(&["SCRIPT", "FLUSH"]).unwrap());
+    out.push(eval(&mut c, "return cjson.encode_max_depth()", &[], &[]));
+    out.push(c.command(&["FCALL", "depth", "0"]).unwrap());
+    out.push(c.command(&["FUNCTION", "FLUSH"]).unwrap());
+    out.push(c.command(&["FUNCTION", "LOAD", library]).unwrap());
+    out.push(c.command(&["FCALL", "depth", "0"]).unwrap());
+    out.push(eval(
+        &mut c,
+        "local a = cjson.new() local b = a.new() a.encode_number_precision(2) b.encode_max_depth(1) \
+         a.x = 'writable' \
+         return {a.encode(1.234), b.encode(1.234), cjson.encode(1.234), a.encode_max_depth(), b.encode_max_depth(), a.x, pcall(b.encode, {{}})}",
+        &[],
+        &[],
+    ));
+    out.push(eval(&mut c, "cjson.encode_max_depth = nil", &[], &[]));
+    out
+}
+
+#[test]
+fn cjson_settings_last_until_script_flush_and_functions_keep_their_own_as_in_redis() {
+    let coordis_server = server();
+    let ours = cjson_settings_lifetime_session(coordis_server.addr());
+    assert_eq!(text(&ours[2]), ":2\r\n", "a setting outlives its script");
+    assert_eq!(text(&ours[4]), ":1000\r\n", "functions have their own settings");
+    assert_eq!(text(&ours[5]), "$7\r\n[[[1]]]\r\n");
+    assert_eq!(text(&ours[8]), ":1000\r\n", "SCRIPT FLUSH resets the scripts' settings");
+    assert_eq!(text(&ours[9]), ":3\r\n", "and not the functions'");
+    assert_eq!(text(&ours[12]), ":3\r\n", "FUNCTION FLUSH keeps them too");
+    assert_eq!(
+        text(&ours[13]),
+        format!(
+            "*8\r\n$3\r\n1.2\r\n$5\r\n1.234\r\n$5\r\n1.234\r\n:1000\r\n:1\r\n$8\r\nwritable\r\n$-1\r\n{}",
+            bulk("Cannot serialise, excessive nesting (2)")
+        )
+    );
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let theirs = cjson_settings_lifetime_session(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "step {i}");
+    }
+}

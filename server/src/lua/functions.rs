@@ -270,7 +270,18 @@ impl Scripting {
 
     /// FUNCTION DELETE; false when there is no such library.
     pub fn delete_library(&mut self, name: &str) -> bool {
-        self.libraries.remove(name).is_some()
+        let deleted = self.libraries.remove(name).is_some();
+        self.release_function_cjson();
+        deleted
+    }
+
+    /// With no library left, no function can hold the functions' cjson:
+    /// it may go, so that cjson.lua's code is unloaded once scripts have
+    /// none either (its settings stay, as in Redis's function VM).
+    fn release_function_cjson(&self) {
+        if self.libraries.is_empty() {
+            let _ = self.forget_function_cjson.call::<()>(());
+        }
     }
 
     /// FUNCTION FLUSH: every library removed and freed by `freer` (on its
@@ -281,6 +292,7 @@ impl Scripting {
         let libraries = std::mem::take(&mut self.libraries);
         let count = libraries.function_count();
         freer.free_collection(Box::new(libraries), count, lazy);
+        self.release_function_cjson();
         if !lazy {
             let _ = self.lua.gc_collect();
         }

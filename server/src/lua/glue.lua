@@ -8,7 +8,9 @@
 -- them as userdata); the handler below (Redis 7.0's __redis__err__handler)
 -- turns any error into an {err=...} table and records where in the user
 -- script it happened.
-local getinfo, setfenv, visible = ...
+-- Arguments: debug.getinfo, setfenv, the table behind scripts' globals, and
+-- a function loading cjson.lua (it returns cjson's `create`).
+local getinfo, setfenv, visible, load_cjson = ...
 local error, type, tostring, match, pcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, sub =
       error, type, tostring, string.match, pcall, rawget, rawset, setmetatable, getmetatable, loadstring, load, string.sub
 local pairs, ipairs, select = pairs, ipairs, select
@@ -49,10 +51,42 @@ local function protect(t)
   return proxy
 end
 
+-- cjson, the largest library, is loaded when a script or a function first
+-- reads it, and unloaded when neither has one, so a VM whose scripts do not
+-- use it stays small (Redis's tests bound its memory). Scripts and
+-- functions get a cjson table each, as Redis runs them in two VMs with a
+-- cjson each. SCRIPT FLUSH forgets the scripts' one and its settings, as
+-- Redis then starts their VM afresh; the functions' one goes when no
+-- library is left, but its settings stay for the next, as Redis's function
+-- VM lives on.
+local create_cjson, function_cjson, function_cjson_settings
+local function new_cjson(settings)
+  if not create_cjson then create_cjson = load_cjson() end
+  local cjson
+  cjson, settings = create_cjson(settings)
+  return protect(cjson), settings
+end
+local function unload_unused_cjson()
+  if rawget(visible, 'cjson') == nil and function_cjson == nil then create_cjson = nil end
+end
+local function forget_script_cjson()
+  rawset(visible, 'cjson', nil)
+  unload_unused_cjson()
+end
+local function forget_function_cjson()
+  function_cjson = nil
+  unload_unused_cjson()
+end
+
 -- Reads go env -> visible (a plain table lookup) and only a miss reaches
--- the function that raises; writes to env are refused.
+-- the function that raises (or loads cjson); writes to env are refused.
 setmetatable(visible, {
   __index = function(_, name)
+    if name == 'cjson' then
+      local cjson = new_cjson(nil)
+      rawset(visible, 'cjson', cjson)
+      return cjson
+    end
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
 })
@@ -185,6 +219,12 @@ local fn_env = setmetatable({}, {
   __index = function(_, name)
     if name == 'redis' then return loading and library_redis or function_redis end
     if loading or name == 'KEYS' or name == 'ARGV' then missing(name) end
+    if name == 'cjson' then
+      if not function_cjson then
+        function_cjson, function_cjson_settings = new_cjson(function_cjson_settings)
+      end
+      return function_cjson
+    end
     local v = rawget(visible, name)
     if v == nil then missing(name) end
     return v
@@ -207,7 +247,7 @@ local function load_library(chunk)
   return found
 end
 
-for _, name in ipairs({'string', 'table', 'math', 'coroutine', 'redis', 'cjson', 'bit', 'struct', 'cmsgpack'}) do
+for _, name in ipairs({'string', 'table', 'math', 'coroutine', 'redis', 'bit', 'struct', 'cmsgpack'}) do
   visible[name] = protect(visible[name])
 end
 -- Strings' metatable: scripts see a read-only copy whose __index is the
@@ -273,4 +313,4 @@ end
 
 -- The handler is returned for the Rust side, which calls scripts with
 -- lua_pcall and this as the message handler (what xpcall does).
-return handler, adopt, load_library
+return handler, adopt, load_library, forget_script_cjson, forget_function_cjson

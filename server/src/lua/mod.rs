@@ -8,10 +8,11 @@
 //! - `glue.lua`: the error handler and the `redis.*` wrappers (Lua side).
 //! - `sandbox`: libraries, removed globals, read-only tables.
 //! - [`convert`]: replies to Lua values and back, as Redis converts them.
-//! - `bit`, `cjson.lua`: the libraries Redis ships.
+//! - `bit`, [`cjson`] (`cjson.lua`), `binary`: the libraries Redis ships.
 
 mod binary;
 mod bit;
+mod cjson;
 pub(crate) mod convert;
 pub(crate) mod functions;
 mod sandbox;
@@ -168,6 +169,11 @@ pub struct Scripting {
     vm_handler: Function,
     vm_adopt: Function,
     vm_load_library: Function,
+    /// glue.lua's: SCRIPT FLUSH drops the scripts' cjson and its settings.
+    forget_script_cjson: Function,
+    /// glue.lua's: with no library left, the functions' cjson goes (its
+    /// settings stay).
+    forget_function_cjson: Function,
     /// Function libraries (FUNCTION LOAD), see [`functions`].
     libraries: functions::Libraries,
     /// The table behind scripts' globals: KEYS and ARGV are set here.
@@ -369,6 +375,8 @@ impl Scripting {
             vm_handler: vm.handler,
             vm_adopt: vm.adopt,
             vm_load_library: vm.load_library,
+            forget_script_cjson: vm.forget_script_cjson,
+            forget_function_cjson: vm.forget_function_cjson,
             libraries: functions::Libraries::default(),
             visible: vm.visible,
             arg_tables: None,
@@ -454,6 +462,9 @@ impl Scripting {
         freer.free_collection(Box::new(scripts), count, lazy);
         self.scripts_bytes = 0;
         self.script_flags.clear();
+        // Redis starts the scripts' VM afresh: cjson settings a script made
+        // are gone (functions keep theirs).
+        let _ = self.forget_script_cjson.call::<()>(());
         if !lazy {
             let _ = self.lua.gc_collect();
         }

@@ -12,7 +12,6 @@ use super::{convert, sha1_hex};
 use crate::REDIS_VERSION;
 
 const GLUE: &str = include_str!("glue.lua");
-const CJSON: &str = include_str!("cjson.lua");
 
 /// Globals Redis removes (or never loads).
 const REMOVED: &[&str] = &[
@@ -35,16 +34,6 @@ pub(super) fn script_position(lua: &Lua) -> String {
         .unwrap_or_default()
 }
 
-/// Wraps a Lua-implemented library function in a Rust (C) function, so its
-/// errors carry the calling script's position, and a `return f(...)` tail
-/// call in the script does not hide the script's frame.
-fn positioned(lua: &Lua, f: Function) -> mlua::Result<Function> {
-    lua.create_function(move |lua, args: MultiValue| match f.call::<MultiValue>(args) {
-        Ok(v) => Ok(v),
-        Err(e) => raise(&format!("ERR {}{}", script_position(lua), super::lua_error_text(&e))),
-    })
-}
-
 /// What [`create`] hands to [`super::Scripting`].
 pub(super) struct Vm {
     pub lua: Lua,
@@ -60,6 +49,12 @@ pub(super) struct Vm {
     pub redis: Table,
     /// The table behind scripts' read-only globals (KEYS and ARGV go here).
     pub visible: Table,
+    /// glue.lua's `forget_script_cjson`: SCRIPT FLUSH drops the scripts'
+    /// cjson and its settings (Redis starts a new VM for scripts).
+    pub forget_script_cjson: Function,
+    /// glue.lua's `forget_function_cjson`: with no library left, the
+    /// functions' cjson goes (its settings stay).
+    pub forget_function_cjson: Function,
 }
 
 /// Builds the VM.
@@ -199,13 +194,6 @@ pub(super) fn create(resp: Arc<AtomicU8>, state: Arc<super::ScriptState>) -> mlu
     redis.raw_set("breakpoint", lua.create_function(|_, _: MultiValue| Ok(false))?)?;
     redis.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
 
-    let null = Value::LightUserData(mlua::LightUserData(std::ptr::null_mut()));
-    let (encode, decode): (Function, Function) = lua.load(CJSON).set_name("=coordis").call(null.clone())?;
-    let cjson = lua.create_table()?;
-    cjson.raw_set("null", null)?;
-    cjson.raw_set("encode", positioned(&lua, encode)?)?;
-    cjson.raw_set("decode", positioned(&lua, decode)?)?;
-
     // The globals scripts see: the standard ones minus REMOVED, plus Redis's libraries.
     let visible = lua.create_table()?;
     for pair in globals.pairs::<Value, Value>() {
@@ -218,14 +206,20 @@ pub(super) fn create(resp: Arc<AtomicU8>, state: Arc<super::ScriptState>) -> mlu
         visible.raw_set(k, v)?;
     }
     visible.raw_set("redis", redis.clone())?;
-    visible.raw_set("cjson", cjson)?;
     visible.raw_set("bit", super::bit::create(&lua)?)?;
     visible.raw_set("struct", super::binary::create_struct(&lua)?)?;
     visible.raw_set("cmsgpack", super::binary::create_cmsgpack(&lua)?)?;
-    let (handler, adopt, load_library): (Function, Function, Function) =
-        lua.load(GLUE)
-            .set_name("=coordis")
-            .call((getinfo, setfenv, visible.clone()))?;
+    // (cjson comes from glue.lua, which loads it on first use.)
+    let (handler, adopt, load_library, forget_script_cjson, forget_function_cjson): (
+        Function,
+        Function,
+        Function,
+        Function,
+        Function,
+    ) = lua
+        .load(GLUE)
+        .set_name("=coordis")
+        .call((getinfo, setfenv, visible.clone(), super::cjson::loader(&lua)?))?;
     for name in REMOVED {
         globals.raw_set(*name, Value::Nil)?;
     }
@@ -236,5 +230,7 @@ pub(super) fn create(resp: Arc<AtomicU8>, state: Arc<super::ScriptState>) -> mlu
         load_library,
         redis,
         visible,
+        forget_script_cjson,
+        forget_function_cjson,
     })
 }
