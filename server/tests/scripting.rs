@@ -923,3 +923,34 @@ fn cjson_settings_last_until_script_flush_and_functions_keep_their_own_as_in_red
         assert_eq!(text(a), text(b), "step {i}");
     }
 }
+
+#[test]
+fn numbers_passed_to_redis_call_are_printed_as_redis_prints_them() {
+    same_as_redis(
+        &[
+            "redis.call('set', 'x', 9007199254740991) return redis.call('get', 'x')",
+            "return {redis.call('echo', 3.0), redis.call('echo', 0.1), redis.call('echo', -0.0), redis.call('echo', 1e300)}",
+            "return {redis.call('echo', 1/0), redis.call('echo', -1/0), redis.call('echo', 0/0), redis.call('echo', -(0/0))}",
+            "return {redis.call('echo', 1e-300), redis.call('echo', 123456789012345678), redis.call('echo', 2^53 + 1)}",
+            "redis.call('set', 'y', tonumber('7') + 0.1) return redis.call('get', 'y')",
+            "return redis.pcall('echo', {})",
+        ],
+        &[
+            (0, &bulk("9007199254740991")),
+            (4, &bulk("7.0999999999999996")),
+        ],
+    );
+}
+
+#[test]
+fn redis_call_takes_as_many_arguments_as_unpack_gives_as_in_redis() {
+    same_as_redis(
+        &[
+            "local a = {} for i = 1, 7999 do a[i] = 1 end return redis.call('lpush', 'l', unpack(a))",
+            "local a = {} for i = 1, 7998 do a[i] = 'v' end return redis.call('rpush', 'l', 'w', unpack(a))",
+            "local a = {} for i = 1, 7999 do a[i] = 1 end return redis.pcall('lpush', 'l', {}, unpack(a))",
+            "local a = {} for i = 1, 8000 do a[i] = 1 end return redis.call('lpush', 'l', unpack(a))",
+        ],
+        &[(0, ":7999\r\n"), (1, ":15998\r\n")],
+    );
+}
