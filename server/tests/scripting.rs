@@ -954,3 +954,23 @@ fn redis_call_takes_as_many_arguments_as_unpack_gives_as_in_redis() {
         &[(0, ":7999\r\n"), (1, ":15998\r\n")],
     );
 }
+
+#[test]
+fn the_globals_metatable_is_read_only_as_in_redis() {
+    let script = "local g = getmetatable(_G) g.__index = {}";
+    same_as_redis(
+        &[
+            script,
+            "return {type(getmetatable(_G)), type(getmetatable(_G).__index), getmetatable(_G) == getmetatable(_G)}",
+            "local g = getmetatable(_G) return {pcall(function() g.__index = {} end)}",
+            "local v = getmetatable(_G).__index(_G, 'zz') return v",
+            "setmetatable(getmetatable(_G), {})",
+            "rawset(getmetatable(_G), 'a', 1)",
+            "setmetatable(_G, {})",
+            "_G = {}",
+            "return getmetatable('').__index == string",
+            "local ok = pcall(function() getmetatable('').x = 1 end) return ok",
+        ],
+        &[(0, &script_error(script, "Attempt to modify a readonly table"))],
+    );
+}
