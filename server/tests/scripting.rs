@@ -974,3 +974,41 @@ fn the_globals_metatable_is_read_only_as_in_redis() {
         &[(0, &script_error(script, "Attempt to modify a readonly table"))],
     );
 }
+
+/// DEBUG SET-DISABLE-DENY-SCRIPTS: off, scripts are refused `noscript`
+/// commands (DEBUG, CLIENT); on (any `atoi` non-zero), they may call them.
+fn deny_scripts_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut c = RawClient::connect(addr).unwrap();
+    let debug_call = "return redis.pcall('debug', 'protocol', 'integer')";
+    let client_call = "return type(redis.pcall('client', 'list'))";
+    let mut out = vec![];
+    for switch in [None, Some("1"), Some("0"), Some("2x"), Some("abc")] {
+        if let Some(switch) = switch {
+            out.push(c.command(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", switch]).unwrap());
+        }
+        out.push(eval(&mut c, debug_call, &[], &[]));
+        out.push(eval(&mut c, client_call, &[], &[]));
+    }
+    out.push(c.command(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS"]).unwrap());
+    out.push(c.command(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1", "2"]).unwrap());
+    out
+}
+
+#[test]
+fn debug_set_disable_deny_scripts_lets_scripts_call_noscript_commands_as_in_redis() {
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    let server = builder.start_blocking().unwrap();
+    let ours = deny_scripts_session(server.addr());
+    assert_eq!(text(&ours[0]), "-ERR This Redis command is not allowed from script\r\n");
+    assert_eq!(text(&ours[2]), "+OK\r\n");
+    assert_eq!(text(&ours[3]), ":12345\r\n");
+    assert_eq!(text(&ours[4]), bulk("string"));
+    let Some(redis) = RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+        return;
+    };
+    let theirs = deny_scripts_session(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "step {i}");
+    }
+}

@@ -93,7 +93,9 @@ static CLOCK: &[CommandSpec] = &[
 /// DEBUG: Redis's test hooks, gated by `enable-debug-command` as in Redis:
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
 /// held), SET-ACTIVE-EXPIRE 0|1, PAUSE-CRON 0|1 (the periodic tick held:
-/// [`crate::state::ServerState::pause_cron`]), OBJECT key, HTSTATS dbid,
+/// [`crate::state::ServerState::pause_cron`]), SET-DISABLE-DENY-SCRIPTS
+/// 0|1 (scripts may call `noscript` commands; like Redis, HELP does not
+/// list it), OBJECT key, HTSTATS dbid,
 /// HTSTATS-KEY key (Redis's report with coordis's own tables' figures:
 /// [`crate::store::htstats`]), DIGEST, DIGEST-VALUE key...
 /// (Redis's algorithm: [`crate::store::digest`]), RELOAD [MERGE] [NOFLUSH]
@@ -125,6 +127,10 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
         (b"pause-cron", 3) => {
             ctx.server.pause_cron = crate::store::num::atoi(&args[2]) != 0;
+            Reply::Ok
+        }
+        (b"set-disable-deny-scripts", 3) => {
+            ctx.server.disable_deny_scripts = crate::store::num::atoi(&args[2]) != 0;
             Reply::Ok
         }
         (b"htstats", 3) => {

@@ -179,6 +179,9 @@ pub(crate) struct Facts<'a> {
     /// `min-replicas-to-write` is not met: writes are refused
     /// ([`crate::repl::Replication::too_few_replicas`]).
     pub too_few_replicas: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS is on: a script may call `noscript`
+    /// commands ([`crate::state::ServerState::disable_deny_scripts`]).
+    pub noscript_allowed: bool,
 }
 
 impl Facts<'static> {
@@ -207,6 +210,7 @@ impl Facts<'static> {
         out_of_memory: false,
         denyoom_by_content: false,
         too_few_replicas: false,
+        noscript_allowed: false,
     };
 }
 
@@ -363,7 +367,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         // Scripts: NOSCRIPT, the ACL, then writes from a read-only script.
         // (OOM, MISCONF, a read-only replica and the cluster's slot checks
         // follow here, in `scriptCall`'s order, as those land.)
-        if spec.has(flags::NOSCRIPT) {
+        if spec.has(flags::NOSCRIPT) && !facts.noscript_allowed {
             return refuse(Some(spec), errors::err(errors::NOT_FROM_SCRIPT));
         }
         // An `allow-stale` script on a replica serving no stale data may
@@ -633,6 +637,8 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
         out_of_memory,
         denyoom_by_content,
         too_few_replicas,
+        // Read by scripts' checks only.
+        noscript_allowed: false,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -816,6 +822,7 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], caller: Caller, ma
         acl: user.as_deref(),
         out_of_memory: may_oom && ctx.server.oom_at_start,
         too_few_replicas: ctx.server.repl.too_few_replicas(&ctx.server.config),
+        noscript_allowed: ctx.server.disable_deny_scripts,
         ..Facts::INTERNAL
     };
     match admit(caller, args, &facts, &mut NoHolds) {
