@@ -1012,3 +1012,60 @@ fn debug_set_disable_deny_scripts_lets_scripts_call_noscript_commands_as_in_redi
         assert_eq!(text(a), text(b), "step {i}");
     }
 }
+
+/// Under `min-replicas-to-write` with no replica: a script with a shebang
+/// and no `no-writes` (and a function without it) is refused before it
+/// runs, also when MULTI would queue it; one without a shebang runs until
+/// it writes.
+fn too_few_replicas_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut c = RawClient::connect(addr).unwrap();
+    c.command(&["FUNCTION", "FLUSH"]).unwrap();
+    let library = "#!lua name=reps\n\
+        redis.register_function('w', function() return 1 end)\n\
+        redis.register_function{function_name='r', callback=function() return 2 end, flags={'no-writes'}}";
+    let mut out = vec![c.command(&["FUNCTION", "LOAD", library]).unwrap()];
+    out.push(c.command(&["SET", "x", "some value"]).unwrap());
+    let shebang = "#!lua\nreturn redis.call('get', KEYS[1])";
+    out.push(c.command(&["SCRIPT", "LOAD", shebang]).unwrap());
+    let sha = coordis::internals::sha1_hex(shebang.as_bytes());
+    out.push(c.command(&["CONFIG", "SET", "min-replicas-to-write", "1"]).unwrap());
+    out.push(eval(
+        &mut c,
+        "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])",
+        &["x"],
+        &[],
+    ));
+    out.push(eval(&mut c, "return redis.call('get', KEYS[1])", &["x"], &[]));
+    out.push(eval(&mut c, shebang, &["x"], &[]));
+    out.push(eval(&mut c, "#!lua flags=allow-oom\nreturn 1", &[], &[]));
+    out.push(c.command(&["EVALSHA", &sha, "1", "x"]).unwrap());
+    out.push(eval(&mut c, "return redis.call('set', KEYS[1], 1)", &["x"], &[]));
+    out.push(c.command(&["FCALL", "w", "0"]).unwrap());
+    out.push(c.command(&["FCALL", "r", "0"]).unwrap());
+    out.push(c.command(&["MULTI"]).unwrap());
+    out.push(eval(&mut c, shebang, &["x"], &[]));
+    out.push(c.command(&["EXEC"]).unwrap());
+    out.push(c.command(&["CONFIG", "SET", "min-replicas-to-write", "0"]).unwrap());
+    out.push(eval(&mut c, shebang, &["x"], &[]));
+    out
+}
+
+#[test]
+fn a_script_that_may_write_is_refused_before_it_runs_with_too_few_replicas_as_in_redis() {
+    let coordis_server = server();
+    let ours = too_few_replicas_session(coordis_server.addr());
+    let noreplicas = "-NOREPLICAS Not enough good replicas to write.\r\n";
+    assert_eq!(text(&ours[4]), bulk("some value"), "no-writes runs");
+    assert_eq!(text(&ours[5]), bulk("some value"), "no shebang runs");
+    assert_eq!(text(&ours[6]), noreplicas, "a shebang without no-writes");
+    assert_eq!(text(&ours[8]), noreplicas, "the same by EVALSHA");
+    assert_eq!(text(&ours[10]), noreplicas, "a function without no-writes");
+    assert_eq!(text(&ours[13]), noreplicas, "refused before MULTI queues it");
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let theirs = too_few_replicas_session(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "step {i}");
+    }
+}
