@@ -18,6 +18,13 @@ fn eval(c: &mut RawClient, body: &str, keys: &[&str], args: &[&str]) -> Vec<u8> 
     c.command(&cmd).unwrap()
 }
 
+/// A server that allows DEBUG, as `--enable-debug-command yes`.
+fn debug_server() -> coordis::BlockingServer {
+    let mut builder = coordis::Server::builder();
+    builder.config_mut().enable_debug_command = "yes".into();
+    builder.start_blocking().unwrap()
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -996,9 +1003,7 @@ fn deny_scripts_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
 
 #[test]
 fn debug_set_disable_deny_scripts_lets_scripts_call_noscript_commands_as_in_redis() {
-    let mut builder = coordis::Server::builder();
-    builder.config_mut().enable_debug_command = "yes".into();
-    let server = builder.start_blocking().unwrap();
+    let server = debug_server();
     let ours = deny_scripts_session(server.addr());
     assert_eq!(text(&ours[0]), "-ERR This Redis command is not allowed from script\r\n");
     assert_eq!(text(&ours[2]), "+OK\r\n");
@@ -1104,4 +1109,43 @@ fn script_flush_gives_back_the_lua_memory_scripts_used_as_redis_does() {
             "{name}: {after_scripts} bytes after 3000 scripts"
         );
     }
+}
+
+/// A key past its deadline with active expiry off: DEBUG OBJECT still shows
+/// it (Redis's `dictFind`), a script's EXISTS expires it, and then DEBUG
+/// OBJECT finds nothing (Redis's test "Script delete the expired key").
+fn expired_key_session(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut c = RawClient::connect(addr).unwrap();
+    let mut out = vec![text(&c.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap())];
+    out.push(text(&c.command(&["SET", "key", "value", "PX", "1"]).unwrap()));
+    std::thread::sleep(Duration::from_millis(20));
+    let object = text(&c.command(&["DEBUG", "OBJECT", "key"]).unwrap());
+    // The address and the access clock are each server's own.
+    out.push(
+        object
+            .split(" lru:")
+            .next()
+            .unwrap()
+            .split(" refcount:")
+            .nth(1)
+            .unwrap_or(&object)
+            .to_string(),
+    );
+    out.push(text(&eval(&mut c, "return redis.call('EXISTS', 'key')", &[], &[])));
+    out.push(text(&c.command(&["DEBUG", "OBJECT", "key"]).unwrap()));
+    out.push(text(&c.command(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]).unwrap()));
+    out
+}
+
+#[test]
+fn debug_object_shows_a_key_past_its_deadline_until_a_script_expires_it_as_in_redis() {
+    let server = debug_server();
+    let ours = expired_key_session(server.addr());
+    assert_eq!(ours[2], "1 encoding:embstr serializedlength:6");
+    assert_eq!(ours[3], ":0\r\n");
+    assert_eq!(ours[4], "-ERR no such key\r\n");
+    let Some(redis) = RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+        return;
+    };
+    assert_eq!(ours, expired_key_session(redis.addr()));
 }

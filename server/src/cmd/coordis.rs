@@ -153,7 +153,11 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             let encodings = crate::persist::rdb::value::Encodings::of(&ctx.server.config);
             let mut out = crate::persist::rdb::Out::new(ctx.server.config.rdb_compression);
             let address = ctx.db().scan_hash(&args[2]) & 0xffff_ffff_ffff;
-            let item = tri!(debug_item(ctx.db(), &args[2], now));
+            // Redis's `dictFind`: a key past its deadline is shown, not
+            // expired (HTSTATS-KEY's lookup expires it).
+            let Some(item) = ctx.db().peek(&args[2]) else {
+                return err(errors::NO_SUCH_KEY);
+            };
             // No pointers to show: the address is the key's hash. The
             // serialized length is Redis's `rdbSavedObjectLen`: the value's
             // RDB encoding (compressed under `rdbcompression`), without
@@ -228,7 +232,7 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// The item of `key` for DEBUG OBJECT and HTSTATS-KEY: a key past its
+/// The item of `key` for DEBUG HTSTATS-KEY: a key past its
 /// deadline expires first, as in Redis's lookup; the item is then read
 /// without touching its access data (Redis's `dictFind`).
 fn debug_item<'a>(db: &'a mut crate::store::Db, key: &[u8], now: u64) -> Result<&'a crate::store::item::Item, Reply> {
