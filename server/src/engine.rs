@@ -183,6 +183,7 @@ impl Engine {
                 blocking: Default::default(),
                 active_expire: true,
                 pause_cron: false,
+                disable_deny_scripts: false,
                 faults: Default::default(),
                 random: None,
                 oom_at_start: false,

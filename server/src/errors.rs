@@ -171,6 +171,8 @@ pub(crate) const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
 pub(crate) const BINARY_SCRIPT: &str =
     "ERR Error compiling script (new function): user_script: binary code not allowed";
 pub(crate) const CALL_OUTSIDE_SCRIPT: &str = "ERR redis.call can only be used while a script runs";
+pub(crate) const CALL_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";
+pub(crate) const CALL_ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
 pub(crate) const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 pub(crate) const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
 pub(crate) const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range item";

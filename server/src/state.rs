@@ -265,6 +265,10 @@ pub struct ServerState {
     /// Redis runs outside its cron goes on: blocked clients' timeouts,
     /// fast expiry cycles already under way, lazy expiry.
     pub(crate) pause_cron: bool,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1` lets scripts call the commands
+    /// flagged `noscript` (Redis's `script_disable_deny_script`), which
+    /// Redis's tests use to reach DEBUG and CLIENT from a script.
+    pub(crate) disable_deny_scripts: bool,
     /// Over `maxmemory` with nothing left to evict when the running client
     /// command was admitted (Redis's `pre_command_oom_state`): a script's
     /// first write is refused then.

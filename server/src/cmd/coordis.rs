@@ -93,7 +93,9 @@ static CLOCK: &[CommandSpec] = &[
 /// DEBUG: Redis's test hooks, gated by `enable-debug-command` as in Redis:
 /// SLEEP seconds (the whole server stops, as Redis's does: the engine is
 /// held), SET-ACTIVE-EXPIRE 0|1, PAUSE-CRON 0|1 (the periodic tick held:
-/// [`crate::state::ServerState::pause_cron`]), OBJECT key, HTSTATS dbid,
+/// [`crate::state::ServerState::pause_cron`]), SET-DISABLE-DENY-SCRIPTS
+/// 0|1 (scripts may call `noscript` commands; like Redis, HELP does not
+/// list it), OBJECT key, HTSTATS dbid,
 /// HTSTATS-KEY key (Redis's report with coordis's own tables' figures:
 /// [`crate::store::htstats`]), DIGEST, DIGEST-VALUE key...
 /// (Redis's algorithm: [`crate::store::digest`]), RELOAD [MERGE] [NOFLUSH]
@@ -127,6 +129,10 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             ctx.server.pause_cron = crate::store::num::atoi(&args[2]) != 0;
             Reply::Ok
         }
+        (b"set-disable-deny-scripts", 3) => {
+            ctx.server.disable_deny_scripts = crate::store::num::atoi(&args[2]) != 0;
+            Reply::Ok
+        }
         (b"htstats", 3) => {
             let id = tri!(super::args::int(&args[2]));
             match usize::try_from(id).ok().and_then(|id| ctx.dbs.get(id)) {
@@ -147,7 +153,11 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             let encodings = crate::persist::rdb::value::Encodings::of(&ctx.server.config);
             let mut out = crate::persist::rdb::Out::new(ctx.server.config.rdb_compression);
             let address = ctx.db().scan_hash(&args[2]) & 0xffff_ffff_ffff;
-            let item = tri!(debug_item(ctx.db(), &args[2], now));
+            // Redis's `dictFind`: a key past its deadline is shown, not
+            // expired (HTSTATS-KEY's lookup expires it).
+            let Some(item) = ctx.db().peek(&args[2]) else {
+                return err(errors::NO_SUCH_KEY);
+            };
             // No pointers to show: the address is the key's hash. The
             // serialized length is Redis's `rdbSavedObjectLen`: the value's
             // RDB encoding (compressed under `rdbcompression`), without
@@ -222,7 +232,7 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// The item of `key` for DEBUG OBJECT and HTSTATS-KEY: a key past its
+/// The item of `key` for DEBUG HTSTATS-KEY: a key past its
 /// deadline expires first, as in Redis's lookup; the item is then read
 /// without touching its access data (Redis's `dictFind`).
 fn debug_item<'a>(db: &'a mut crate::store::Db, key: &[u8], now: u64) -> Result<&'a crate::store::item::Item, Reply> {

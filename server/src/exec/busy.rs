@@ -173,6 +173,8 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         out_of_memory: false,
         denyoom_by_content: false,
         too_few_replicas: false,
+        // Read by scripts' checks only.
+        noscript_allowed: false,
     };
     match exec::admit(Caller::Client, args, &facts, &mut NoHolds) {
         Verdict::Refused { spec, reply } => refuse(ctx, spec, reply),

@@ -160,9 +160,10 @@ pub(crate) struct Facts<'a> {
     /// With `stale_refused`: the client's MULTI queue holds a command not
     /// flagged `stale` (Redis's `mstate.cmd_inv_flags`).
     pub queued_not_stale: bool,
-    /// Looked up only on a replica: what the script or function the command
-    /// runs declared ([`CommandSpec::declared`]), which replaces its row's
-    /// `write` and `stale` flags in the replica's checks.
+    /// Looked up only on a replica, after a failed save or with too few
+    /// replicas: what the script or function the command runs declared
+    /// ([`CommandSpec::declared`]), which replaces its row's `write` and
+    /// `stale` flags in those checks.
     pub declared: Option<cmd::Declared>,
     /// The client's ACL user when its commands need checking (`None`:
     /// it may run everything, the default user's fast path).
@@ -179,6 +180,9 @@ pub(crate) struct Facts<'a> {
     /// `min-replicas-to-write` is not met: writes are refused
     /// ([`crate::repl::Replication::too_few_replicas`]).
     pub too_few_replicas: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS is on: a script may call `noscript`
+    /// commands ([`crate::state::ServerState::disable_deny_scripts`]).
+    pub noscript_allowed: bool,
 }
 
 impl Facts<'static> {
@@ -207,6 +211,7 @@ impl Facts<'static> {
         out_of_memory: false,
         denyoom_by_content: false,
         too_few_replicas: false,
+        noscript_allowed: false,
     };
 }
 
@@ -363,7 +368,7 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         // Scripts: NOSCRIPT, the ACL, then writes from a read-only script.
         // (OOM, MISCONF, a read-only replica and the cluster's slot checks
         // follow here, in `scriptCall`'s order, as those land.)
-        if spec.has(flags::NOSCRIPT) {
+        if spec.has(flags::NOSCRIPT) && !facts.noscript_allowed {
             return refuse(Some(spec), errors::err(errors::NOT_FROM_SCRIPT));
         }
         // An `allow-stale` script on a replica serving no stale data may
@@ -435,20 +440,23 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
         // 7b. The tracking table's limit (commands refused above leave it).
         holds.limit_tracking();
+        // A script or function that declares flags is a write unless it
+        // says `no-writes` (Redis's `scriptFlagsToCmdFlags`), for the
+        // checks below as for Redis's `processCommand`.
+        let writes = facts.declared.map_or(spec.has(flags::WRITE), |d| d.writes);
         // 8. MISCONF: a failed background save refuses writes (an EXEC
         // that would run one too) and PING.
         if facts.disk_error
-            && (spec.has(flags::WRITE | flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
+            && (writes || spec.has(flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
         {
             return refuse(Some(spec), errors::err(errors::MISCONF));
         }
         // 9. Not enough good replicas (`min-replicas-to-write`): writes,
         // and an EXEC that would run one.
-        if facts.too_few_replicas && (spec.has(flags::WRITE) || (spec.has(flags::EXEC) && facts.queued_write)) {
+        if facts.too_few_replicas && (writes || (spec.has(flags::EXEC) && facts.queued_write)) {
             return refuse(Some(spec), errors::err(errors::NOREPLICAS));
         }
         // 10. A read-only replica refuses writes (an EXEC that would run one).
-        let writes = facts.declared.map_or(spec.has(flags::WRITE), |d| d.writes);
         if facts.replica_read_only && (writes || (spec.has(flags::EXEC) && facts.queued_write)) {
             return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
         }
@@ -623,8 +631,9 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
         replica_read_only: replica.read_only,
         stale_refused: replica.stale_refused,
         queued_not_stale: replica.stale_refused && queued(|s| !s.has(flags::STALE)),
-        // Only a replica pays for the lookup (the primary's hot path does not).
-        declared: if replica.read_only || replica.stale_refused {
+        // Only the states that read it pay for the lookup (the primary's
+        // hot path does not).
+        declared: if replica.read_only || replica.stale_refused || disk_error || too_few_replicas {
             declared_flags(args, ctx.scripting.as_deref())
         } else {
             None
@@ -633,6 +642,8 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
         out_of_memory,
         denyoom_by_content,
         too_few_replicas,
+        // Read by scripts' checks only.
+        noscript_allowed: false,
     };
     let verdict = admit(Caller::Client, args, &facts, &mut EngineHolds { ctx: &mut *ctx });
     match verdict {
@@ -816,6 +827,7 @@ pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], caller: Caller, ma
         acl: user.as_deref(),
         out_of_memory: may_oom && ctx.server.oom_at_start,
         too_few_replicas: ctx.server.repl.too_few_replicas(&ctx.server.config),
+        noscript_allowed: ctx.server.disable_deny_scripts,
         ..Facts::INTERNAL
     };
     match admit(caller, args, &facts, &mut NoHolds) {

@@ -67,6 +67,7 @@ pub(super) mod raw {
 
     use super::error_reply_text;
     use crate::protocol::{format_double, Reply};
+    use crate::store::num::fmt_g17;
 
     /// # Safety
     /// See the module; the value at `index` is a string (or was just converted to one).
@@ -76,28 +77,31 @@ pub(super) mod raw {
         Bytes::copy_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), len))
     }
 
-    /// The command on the stack (slots 1..=top): strings, or numbers in
-    /// Lua's own formatting (`%.14g`), as Redis reads them.
+    /// The command on the stack (slots 1..=top): strings, or numbers as
+    /// Redis prints them (`%.17g`: Lua's own `%.14g` would turn
+    /// 9007199254740991 into `9.007199254741e+15`). The arguments are
+    /// popped, as Redis pops them, so that the reply always has room on the
+    /// stack: a call with ~8000 arguments (a `unpack`ed table) fills the
+    /// stack up to Lua's C-stack limit.
     ///
     /// # Safety
     /// See the module.
     pub(crate) unsafe fn command_args(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static str> {
         let n = ffi::lua_gettop(state);
         if n == 0 {
-            return Err("ERR Please specify at least one argument for this redis lib call");
+            return Err(crate::errors::CALL_NO_ARGS);
         }
         let mut out = Vec::with_capacity(n as usize);
         for i in 1..=n {
             match ffi::lua_type(state, i) {
                 ffi::LUA_TSTRING => out.push(bytes_at(state, i)),
-                ffi::LUA_TNUMBER => {
-                    // Converted on a copy: lua_tolstring turns the slot itself into a string.
-                    ffi::lua_pushvalue(state, i);
-                    out.push(bytes_at(state, -1));
-                    ffi::lua_pop(state, 1);
-                }
-                _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+                ffi::LUA_TNUMBER => out.push(Bytes::from(fmt_g17(ffi::lua_tonumber(state, i)))),
+                _ => break,
             }
+        }
+        ffi::lua_settop(state, 0);
+        if out.len() != n as usize {
+            return Err(crate::errors::CALL_ARG_TYPE);
         }
         Ok(out)
     }

@@ -352,6 +352,7 @@ impl Scripting {
         if reply.is_err() {
             let _ = self.lua.gc_collect();
         }
+        self.pace_gc();
         self.state.started_ms.store(0, Ordering::Release);
         self.state.function.store(false, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);

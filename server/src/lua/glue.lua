@@ -44,9 +44,12 @@ local function deny()
   error("Attempt to modify a readonly table", 2)
 end
 
--- A read-only view of `t`.
+-- A read-only view of `t`. Redis's read-only tables are plain tables with
+-- a read-only flag and no metatable, so getmetatable shows none (false: a
+-- metatable can be hidden only behind a non-nil value); a table there
+-- would be one every script could write to.
 local function protect(t)
-  local proxy = setmetatable({}, {__index = t, __newindex = deny, __metatable = {}})
+  local proxy = setmetatable({}, {__index = t, __newindex = deny, __metatable = false})
   readonly[proxy] = true
   return proxy
 end
@@ -90,7 +93,14 @@ setmetatable(visible, {
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
 })
-local env = setmetatable({}, {__index = visible, __newindex = deny, __metatable = {}})
+-- What getmetatable(_G) gives: Redis's globals have a read-only metatable
+-- whose __index raises on undefined names.
+local globals_metatable = protect({
+  __index = function(_, name)
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+  end,
+})
+local env = setmetatable({}, {__index = visible, __newindex = deny, __metatable = globals_metatable})
 readonly[env] = true
 
 -- Functions (FUNCTION LOAD / FCALL). Every library's code, and so every
@@ -203,7 +213,7 @@ local library_redis = setmetatable({}, {
     if v == nil then missing(name) end
     return v
   end,
-  __newindex = deny, __metatable = {},
+  __newindex = deny, __metatable = false,
 })
 readonly[library_redis] = true
 local HIDDEN = {breakpoint = true, debug = true, replicate_commands = true}
@@ -212,7 +222,7 @@ local function_redis = setmetatable({}, {
     if HIDDEN[name] then return nil end
     return real_redis[name]
   end,
-  __newindex = deny, __metatable = {},
+  __newindex = deny, __metatable = false,
 })
 readonly[function_redis] = true
 local fn_env = setmetatable({}, {
@@ -229,7 +239,7 @@ local fn_env = setmetatable({}, {
     if v == nil then missing(name) end
     return v
   end,
-  __newindex = deny, __metatable = {},
+  __newindex = deny, __metatable = globals_metatable,
 })
 readonly[fn_env] = true
 

@@ -187,7 +187,20 @@ pub struct Scripting {
     /// Shared with connection tasks, which read it without the keyspace
     /// lock (`-BUSY`, SCRIPT KILL).
     pub state: Arc<ScriptState>,
+    /// Scripts and functions run since the last paced collection step
+    /// ([`Scripting::pace_gc`]).
+    calls_since_gc_step: u32,
 }
+
+/// Every this many scripts or functions, a collection step worth this many
+/// kilobytes, as Redis's `LUA_GC_CYCLE_PERIOD`: the collector keeps up with
+/// short scripts' garbage instead of letting the heap double before a cycle.
+const GC_CYCLE_PERIOD: u32 = 50;
+
+/// Most full collections SCRIPT FLUSH runs: each one halves Lua 5.1's string
+/// table at most, so the table a script with many strings grew takes a
+/// few cycles to shrink back.
+const FLUSH_COLLECTIONS: usize = 8;
 
 impl std::fmt::Debug for Scripting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -382,7 +395,41 @@ impl Scripting {
             arg_tables: None,
             bridge,
             state,
+            calls_since_gc_step: 0,
         })
+    }
+
+    /// After each script or function: every [`GC_CYCLE_PERIOD`] calls, one
+    /// collection step of that many kilobytes (Redis's `luaCallFunction`).
+    pub(crate) fn pace_gc(&mut self) {
+        self.calls_since_gc_step += 1;
+        if self.calls_since_gc_step < GC_CYCLE_PERIOD {
+            return;
+        }
+        self.calls_since_gc_step = 0;
+        // SAFETY: one lua_gc call on the main state, in mlua's protected
+        // call, leaving the stack as it found it.
+        let _ = unsafe {
+            self.lua.exec_raw::<()>((), |state| {
+                ffi::lua_gc(state, ffi::LUA_GCSTEP, GC_CYCLE_PERIOD as std::ffi::c_int);
+            })
+        };
+    }
+
+    /// Full collections until the VM stops shrinking (at most
+    /// [`FLUSH_COLLECTIONS`]): Redis's SCRIPT FLUSH starts a new VM, so its
+    /// memory drops to a fresh VM's; ours keeps the VM (functions live in
+    /// it too) and gives back what the flushed scripts left instead.
+    fn collect_all(&self) {
+        let mut used = self.lua.used_memory();
+        for _ in 0..FLUSH_COLLECTIONS {
+            let _ = self.lua.gc_collect();
+            let now = self.lua.used_memory();
+            if now >= used {
+                break;
+            }
+            used = now;
+        }
     }
 
     /// Sets the Lua VM's allocation limit in bytes (`lua-memory-limit`; 0: no limit).
@@ -466,7 +513,7 @@ impl Scripting {
         // are gone (functions keep theirs).
         let _ = self.forget_script_cjson.call::<()>(());
         if !lazy {
-            let _ = self.lua.gc_collect();
+            self.collect_all();
         }
     }
 
@@ -526,6 +573,7 @@ impl Scripting {
             // Free what the failed script left behind before the next one runs.
             let _ = self.lua.gc_collect();
         }
+        self.pace_gc();
         self.state.started_ms.store(0, Ordering::Release);
         self.state.kill.store(false, Ordering::Relaxed);
         Some(reply.unwrap_or_else(|e| crate::errors::script_failed(&lua_error_text(&e))))
