@@ -1149,3 +1149,48 @@ fn debug_object_shows_a_key_past_its_deadline_until_a_script_expires_it_as_in_re
     };
     assert_eq!(ours, expired_key_session(redis.addr()));
 }
+
+/// RESP3 replies a script receives from DEBUG PROTOCOL and returns as they
+/// are (its maps and sets walked in the order Redis's Lua tables give), and
+/// verbatim strings a script builds itself, to a RESP3 and a RESP2 caller.
+fn resp3_conversion_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut c = RawClient::connect(addr).unwrap();
+    c.command(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]).unwrap();
+    let mut out = vec![];
+    for hello in ["3", "2"] {
+        c.command(&["HELLO", hello]).unwrap();
+        for kind in ["verbatim", "map", "set", "attrib", "bignum", "double", "true"] {
+            let body = format!("redis.setresp(3); return redis.call('debug', 'protocol', '{kind}')");
+            out.push(eval(&mut c, &body, &[], &[]));
+        }
+        let walk = "redis.setresp(3); local r = redis.call('debug', 'protocol', 'map'); \
+                    local o = {} for k, v in pairs(r.map) do table.insert(o, tostring(k)) end \
+                    return table.concat(o, ',')";
+        out.push(eval(&mut c, walk, &[], &[]));
+        for built in [
+            "return {verbatim_string={format='mkdown', string='hi'}}",
+            "return {verbatim_string={format='txt\\0x', string='two\\nlines'}}",
+            "return {verbatim_string={format='txt'}}",
+            "return {verbatim_string='not a table'}",
+        ] {
+            out.push(eval(&mut c, built, &[], &[]));
+        }
+    }
+    c.command(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"]).unwrap();
+    out
+}
+
+#[test]
+fn resp3_replies_pass_through_scripts_as_in_redis() {
+    let server = debug_server();
+    let ours = resp3_conversion_session(server.addr());
+    assert_eq!(text(&ours[0]), "=29\r\ntxt:This is a verbatim\nstring\r\n");
+    assert_eq!(text(&ours[8]), "=6\r\nmkd:hi\r\n");
+    let Some(redis) = RedisServer::start(&["--enable-debug-command", "yes"]).unwrap() else {
+        return;
+    };
+    let theirs = resp3_conversion_session(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "step {i}");
+    }
+}

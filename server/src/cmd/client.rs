@@ -67,7 +67,7 @@ fn client_setname(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 fn client_info(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let line = ctx.client.info_line(ctx.now) + "\n";
-    Reply::Verbatim("txt", Bytes::from(line))
+    Reply::Verbatim(*b"txt", Bytes::from(line))
 }
 
 /// Redis's client types (`getClientTypeByName`): coordis has no masters or
@@ -138,7 +138,7 @@ fn client_list(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         text.push_str(&c.info_line(now));
         text.push('\n');
     }
-    Reply::Verbatim("txt", Bytes::from(text))
+    Reply::Verbatim(*b"txt", Bytes::from(text))
 }
 
 fn client_kill(ctx: &mut Ctx, args: &[Bytes]) -> Reply {

@@ -248,7 +248,7 @@ fn myid(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 
 fn nodes(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let cluster = cluster!(ctx);
-    Reply::Verbatim("txt", Bytes::from(cluster.describe_all(0)))
+    Reply::Verbatim(*b"txt", Bytes::from(cluster.describe_all(0)))
 }
 
 fn info(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
@@ -287,7 +287,7 @@ fn info(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         text.push_str(&format!("cluster_stats_messages_{dir}:{total}\r\n"));
     }
     text.push_str("total_cluster_links_buffer_limit_exceeded:0\r\n");
-    Reply::Verbatim("txt", Bytes::from(text))
+    Reply::Verbatim(*b"txt", Bytes::from(text))
 }
 
 /// One node of CLUSTER SLOTS (`addNodeToNodeReply`).

@@ -136,7 +136,7 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         (b"htstats", 3) => {
             let id = tri!(super::args::int(&args[2]));
             match usize::try_from(id).ok().and_then(|id| ctx.dbs.get(id)) {
-                Some(db) => Reply::Verbatim("txt", db.htstats().into()),
+                Some(db) => Reply::Verbatim(*b"txt", db.htstats().into()),
                 None => err(errors::DEBUG_HTSTATS_DB_RANGE),
             }
         }
@@ -144,7 +144,7 @@ fn debug(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             let now = ctx.now;
             let item = tri!(debug_item(ctx.db(), &args[2], now));
             match item.value().htstats() {
-                Some(text) => Reply::Verbatim("txt", text.into()),
+                Some(text) => Reply::Verbatim(*b"txt", text.into()),
                 None => err(errors::DEBUG_HTSTATS_NOT_TABLE),
             }
         }
@@ -426,7 +426,7 @@ fn debug_protocol(ctx: &mut Ctx, name: &[u8]) -> Reply {
     } else if is("false") {
         Reply::Bool(false)
     } else if is("verbatim") {
-        Reply::Verbatim("txt", Bytes::from_static(b"This is a verbatim\nstring"))
+        Reply::Verbatim(*b"txt", Bytes::from_static(b"This is a verbatim\nstring"))
     } else {
         err(errors::DEBUG_PROTOCOL_TYPES)
     }

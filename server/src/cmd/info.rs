@@ -13,7 +13,7 @@ pub(super) fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
     let text = info_text(ctx, &sections);
-    Reply::Verbatim("txt", Bytes::from(text))
+    Reply::Verbatim(*b"txt", Bytes::from(text))
 }
 
 /// When a section of [`SECTIONS`] is printed.

@@ -86,7 +86,7 @@ fn lolwut(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     };
     text.push_str(crate::REDIS_VERSION);
     text.push('\n');
-    Reply::Verbatim("txt", Bytes::from(text))
+    Reply::Verbatim(*b"txt", Bytes::from(text))
 }
 
 /// The first `n` arguments as integers (Redis reads them in order and

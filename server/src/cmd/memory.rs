@@ -286,7 +286,7 @@ fn memory_doctor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
             text
         }
     };
-    Reply::Verbatim("txt", Bytes::from(text))
+    Reply::Verbatim(*b"txt", Bytes::from(text))
 }
 
 /// Redis built with libc malloc answers this; coordis uses it too.

@@ -702,7 +702,7 @@ fn latency_doctor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let config = &ctx.server.config;
     let events = &ctx.server.observe.latency;
     if events.is_empty() && config.latency_monitor_threshold == 0 {
-        return Reply::Verbatim("txt", Bytes::from_static(text::DISABLED.as_bytes()));
+        return Reply::Verbatim(*b"txt", Bytes::from_static(text::DISABLED.as_bytes()));
     }
     let now_s = ctx.now / 1000;
     let mut report = String::new();
@@ -760,7 +760,7 @@ fn latency_doctor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
             report.push_str(&line);
         }
     }
-    Reply::Verbatim("txt", Bytes::from(report))
+    Reply::Verbatim(*b"txt", Bytes::from(report))
 }
 
 /// LATENCY GRAPH's width in columns (Redis's `LATENCY_GRAPH_COLS`) and
@@ -796,7 +796,7 @@ fn latency_graph(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     graph.push_str(&"-".repeat(GRAPH_COLS));
     graph.push('\n');
     sparkline(&mut graph, &samples, GRAPH_COLS, GRAPH_ROWS);
-    Reply::Verbatim("txt", Bytes::from(graph))
+    Reply::Verbatim(*b"txt", Bytes::from(graph))
 }
 
 /// A sample's label: seconds, minutes, hours or days ago (`12s`, `3m`).

@@ -196,8 +196,12 @@ pub(super) mod raw {
             Reply::Array(items) | Reply::Push(items) | Reply::Many(items) => {
                 push_array(state, items, |item| push_reply(state, item, resp3))
             }
+            // Maps and sets grow from empty tables, as Redis builds them
+            // (`lua_newtable`, then one entry at a time): a table sized up
+            // front lays its entries out otherwise, and a script walking it
+            // with `pairs` (or returning it) sees another order than Redis's.
             Reply::Set(items) if resp3 => {
-                ffi::lua_createtable(state, 0, items.len().min(i32::MAX as usize) as c_int);
+                ffi::lua_createtable(state, 0, 0);
                 for item in items {
                     push_reply(state, item, resp3);
                     ffi::lua_pushboolean(state, 1);
@@ -214,7 +218,7 @@ pub(super) mod raw {
                 ffi::lua_rawseti(state, -2, 2);
             }),
             Reply::Map(pairs) | Reply::KeyedPairs(pairs) if resp3 => {
-                ffi::lua_createtable(state, 0, pairs.len().min(i32::MAX as usize) as c_int);
+                ffi::lua_createtable(state, 0, 0);
                 for (k, v) in pairs {
                     push_reply(state, k, resp3);
                     push_reply(state, v, resp3);
@@ -246,7 +250,7 @@ pub(super) mod raw {
             Reply::Bool(b) => ffi::lua_pushnumber(state, if *b { 1.0 } else { 0.0 }),
             Reply::Verbatim(format, text) if resp3 => {
                 ffi::lua_createtable(state, 0, 2);
-                push_str(state, format.as_bytes());
+                push_str(state, format);
                 set_field(state, c"format");
                 push_str(state, text);
                 set_field(state, c"string");
@@ -278,6 +282,17 @@ pub(super) mod raw {
             }
         }
     }
+}
+
+/// A verbatim reply's format from a script's `format` field, as Redis's
+/// `addReplyVerbatim` takes it: its first three bytes, up to a NUL, padded
+/// with spaces.
+fn verbatim_format(text: &[u8]) -> [u8; 3] {
+    let mut format = [b' '; 3];
+    for (slot, &b) in format.iter_mut().zip(text.iter().take_while(|&&b| b != 0)) {
+        *slot = b;
+    }
+    format
 }
 
 /// What a script returned, as the reply its caller gets.
@@ -341,6 +356,14 @@ fn step(value: &Value, resp3: bool, depth: usize) -> mlua::Result<Step> {
             if let Value::String(digits) = t.raw_get::<Value>("big_number")? {
                 let digits = sanitize(&digits.to_string_lossy());
                 return Ok(Step::Done(Reply::BigNum(Bytes::from(digits))));
+            }
+            if let Value::Table(v) = t.raw_get::<Value>("verbatim_string")? {
+                if let (Value::String(format), Value::String(text)) = (v.raw_get("format")?, v.raw_get("string")?) {
+                    return Ok(Step::Done(Reply::Verbatim(
+                        verbatim_format(&format.as_bytes()),
+                        Bytes::copy_from_slice(&text.as_bytes()),
+                    )));
+                }
             }
             if let Value::Table(m) = t.raw_get::<Value>("map")? {
                 let entries = m.pairs::<Value, Value>().collect::<mlua::Result<Vec<_>>>()?;

@@ -40,8 +40,9 @@ pub enum Reply {
     HumanDouble(f64),
     /// RESP3 boolean; `:1`/`:0` in RESP2.
     Bool(bool),
-    /// RESP3 verbatim string with its 3-letter format; a bulk string in RESP2.
-    Verbatim(&'static str, Bytes),
+    /// RESP3 verbatim string with its 3-byte format (`txt`, or what a
+    /// script's `verbatim_string` table gave); a bulk string in RESP2.
+    Verbatim([u8; 3], Bytes),
     /// Out-of-band data (pub/sub messages): a RESP3 push, an array in RESP2.
     Push(Vec<Reply>),
     /// RESP3 big number (`(` and its digits); a bulk string in RESP2.
@@ -339,7 +340,7 @@ impl Reply {
             Reply::Verbatim(format, text) => {
                 if resp3 {
                     int_line(out, b'=', text.len() as i64 + 4);
-                    out.put_slice(format.as_bytes());
+                    out.put_slice(format);
                     out.put_u8(b':');
                     out.put_slice(text);
                     out.put_slice(b"\r\n");
@@ -408,7 +409,7 @@ mod tests {
         assert_eq!(enc(&Reply::HumanDouble(180.0), false), b"$3\r\n180\r\n");
         assert_eq!(enc(&Reply::HumanDouble(0.25), true), b",0.25\r\n");
         assert_eq!(
-            enc(&Reply::Verbatim("txt", Bytes::from("hi")), true),
+            enc(&Reply::Verbatim(*b"txt", Bytes::from("hi")), true),
             b"=6\r\ntxt:hi\r\n"
         );
     }

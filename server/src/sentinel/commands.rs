@@ -346,7 +346,7 @@ fn info(shared: &Arc<Shared>, _: &mut Client, args: &[Bytes]) -> Reply {
         }
         parts.push(s);
     }
-    Reply::Verbatim("txt", Bytes::from(parts.join("\r\n")))
+    Reply::Verbatim(*b"txt", Bytes::from(parts.join("\r\n")))
 }
 
 fn client(_: &Arc<Shared>, client: &mut Client, args: &[Bytes]) -> Reply {
