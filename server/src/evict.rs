@@ -177,32 +177,51 @@ fn time_limit_us(tenacity: u32) -> u64 {
 const CHECK_EVERY: u64 = 16;
 
 /// Evicts keys until used memory is under `maxmemory` (Redis's
-/// `performEvictions`; see the module docs). A cycle that evicted is the
-/// `eviction-cycle` latency event past `latency-monitor-threshold`.
+/// `performEvictions`; see the module docs). A cycle that may evict (not
+/// under `noeviction`) is the `eviction-cycle` latency event past
+/// `latency-monitor-threshold`.
 pub(crate) fn perform(ctx: &mut Ctx) -> Outcome {
     let Some(to_free) = over_limit(ctx) else {
         return Outcome::Ok;
     };
-    let started = std::time::Instant::now();
-    let outcome = evict_until(ctx, to_free, started);
-    latency_event(ctx, "eviction-cycle", started);
+    if ctx.server.config.memory.policy == Policy::NoEviction {
+        return Outcome::Fail;
+    }
+    let started = LatencyMonitor::start();
+    let outcome = evict_until(ctx, to_free, std::time::Instant::now());
+    started.end(ctx, "eviction-cycle");
     outcome
 }
 
-/// The latency event `event` of the work begun at `started`.
-fn latency_event(ctx: &mut Ctx, event: &'static str, started: std::time::Instant) {
-    let ms = started.elapsed().as_millis() as u64;
-    crate::cmd::observe::latency_event(ctx.server, event, ctx.now, ms);
+/// Redis's `latencyStartMonitor` / `latencyEndMonitor` around eviction's
+/// work: the difference of two wall-clock milliseconds, so work of less
+/// than a millisecond that crosses one counts as 1 ms, as in Redis.
+struct LatencyMonitor(u64);
+
+impl LatencyMonitor {
+    fn start() -> LatencyMonitor {
+        LatencyMonitor(wall_ms())
+    }
+
+    /// Records the event `event` of the work since [`LatencyMonitor::start`].
+    fn end(self, ctx: &mut Ctx, event: &'static str) {
+        let ms = wall_ms().saturating_sub(self.0);
+        crate::cmd::observe::latency_event(ctx.server, event, ctx.now, ms);
+    }
+}
+
+/// Unix time in milliseconds on the machine's clock (not the server
+/// clock a test may hold still: eviction's work takes real time).
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// [`perform`]'s loop: keys evicted until `to_free` bytes are freed, or
 /// the time bound since `started` is reached.
 fn evict_until(ctx: &mut Ctx, to_free: u64, started: std::time::Instant) -> Outcome {
     let memory = &ctx.server.config.memory;
-    let policy = memory.policy;
-    if policy == Policy::NoEviction {
-        return Outcome::Fail;
-    }
     let limit_us = time_limit_us(memory.tenacity);
     let lazy = memory.lazy.eviction;
     let mut freed: i64 = 0;
@@ -235,7 +254,7 @@ fn evict_until(ctx: &mut Ctx, to_free: u64, started: std::time::Instant) -> Outc
 /// `eviction-lazyfree` latency event.
 fn wait_for_lazy_free(ctx: &mut Ctx, started: std::time::Instant, limit_us: u64) -> Outcome {
     const POLL_US: u64 = 1000;
-    let waiting = std::time::Instant::now();
+    let waiting = LatencyMonitor::start();
     let mut outcome = Outcome::Fail;
     while ctx.server.lazyfree.pending() > 0 && (started.elapsed().as_micros() as u64) < limit_us {
         if over_limit(ctx).is_none() {
@@ -244,7 +263,7 @@ fn wait_for_lazy_free(ctx: &mut Ctx, started: std::time::Instant, limit_us: u64)
         }
         std::thread::sleep(std::time::Duration::from_micros(limit_us.min(POLL_US)));
     }
-    latency_event(ctx, "eviction-lazyfree", waiting);
+    waiting.end(ctx, "eviction-lazyfree");
     outcome
 }
 
@@ -253,10 +272,10 @@ fn wait_for_lazy_free(ctx: &mut Ctx, started: std::time::Instant, limit_us: u64)
 /// The deletion is the `eviction-del` latency event (timed only while
 /// `latency-monitor-threshold` is set).
 fn evict(ctx: &mut Ctx, db: usize, key: &Bytes, lazy: bool) {
-    let started = (ctx.server.config.latency_monitor_threshold > 0).then(std::time::Instant::now);
+    let started = (ctx.server.config.latency_monitor_threshold > 0).then(LatencyMonitor::start);
     let deleted = ctx.dbs[db].delete(key, lazy);
     if let Some(started) = started {
-        latency_event(ctx, "eviction-del", started);
+        started.end(ctx, "eviction-del");
     }
     if !deleted {
         return;

@@ -1194,3 +1194,47 @@ fn resp3_replies_pass_through_scripts_as_in_redis() {
         assert_eq!(text(a), text(b), "step {i}");
     }
 }
+
+/// A transaction queued before `min-replicas-to-write` went up, with a
+/// script or function that may write (declared so by its shebang or its
+/// registration) or may not: its EXEC is refused or runs as in Redis.
+fn queued_scripts_session(addr: std::net::SocketAddr) -> Vec<Vec<u8>> {
+    let mut c = RawClient::connect(addr).unwrap();
+    let mut admin = RawClient::connect(addr).unwrap();
+    let library = "#!lua name=queued\n\
+        redis.register_function('w', function() return 1 end)\n\
+        redis.register_function{function_name='r', callback=function() return 2 end, flags={'no-writes'}}";
+    let mut out = vec![c.command(&["FUNCTION", "LOAD", "REPLACE", library]).unwrap()];
+    for queued in [
+        &["EVAL", "#!lua\nreturn 1", "0"][..],
+        &["EVAL", "#!lua flags=no-writes\nreturn 2", "0"],
+        &["FCALL", "w", "0"],
+        &["FCALL", "r", "0"],
+        &["EVAL", "return 3", "0"],
+    ] {
+        admin.command(&["CONFIG", "SET", "min-replicas-to-write", "0"]).unwrap();
+        out.push(c.command(&["MULTI"]).unwrap());
+        out.push(c.command(queued).unwrap());
+        admin.command(&["CONFIG", "SET", "min-replicas-to-write", "1"]).unwrap();
+        out.push(c.command(&["EXEC"]).unwrap());
+    }
+    admin.command(&["CONFIG", "SET", "min-replicas-to-write", "0"]).unwrap();
+    out
+}
+
+#[test]
+fn exec_counts_what_queued_scripts_declared_as_in_redis() {
+    let server = server();
+    let ours = queued_scripts_session(server.addr());
+    assert_eq!(
+        text(&ours[3]),
+        "-EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.\r\n"
+    );
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let theirs = queued_scripts_session(redis.addr());
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(text(a), text(b), "step {i}");
+    }
+}

@@ -610,12 +610,16 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
     let user = ctx.server.acl.restricted(&client.user);
     let disk_error = crate::persist::saves::writes_denied(ctx.server);
     let replica = ReplicaFacts::of(ctx.server);
-    let queued = |test: fn(&CommandSpec) -> bool| {
+    // Whether a queued command passes `test`, with what its script or
+    // function declared, as Redis adds each queued command's flags (a
+    // script's own among them) to its transaction's.
+    let scripting = ctx.scripting.as_deref();
+    let queued = |test: fn(&CommandSpec, Option<cmd::Declared>) -> bool| {
         client
             .multi
             .iter()
             .flatten()
-            .any(|args| cmd::resolve(args).is_ok_and(test))
+            .any(|args| cmd::resolve(args).is_ok_and(|s| test(s, declared_flags(args, scripting))))
     };
     let too_few_replicas = ctx.server.repl.too_few_replicas(&ctx.server.config);
     let facts = Facts {
@@ -626,15 +630,17 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
         guards: &guards,
         busy,
         disk_error,
-        queued_write: (disk_error || replica.read_only || too_few_replicas) && queued(|s| s.has(flags::WRITE)),
+        queued_write: (disk_error || replica.read_only || too_few_replicas)
+            && queued(|s, declared| declared.map_or(s.has(flags::WRITE), |d| d.writes)),
         loading: ctx.server.shared.loading.is_active(),
         replica_read_only: replica.read_only,
         stale_refused: replica.stale_refused,
-        queued_not_stale: replica.stale_refused && queued(|s| !s.has(flags::STALE)),
+        queued_not_stale: replica.stale_refused
+            && queued(|s, declared| !declared.map_or(s.has(flags::STALE), |d| d.stale_ok)),
         // Only the states that read it pay for the lookup (the primary's
         // hot path does not).
         declared: if replica.read_only || replica.stale_refused || disk_error || too_few_replicas {
-            declared_flags(args, ctx.scripting.as_deref())
+            declared_flags(args, scripting)
         } else {
             None
         },

@@ -406,7 +406,10 @@ local function next_token()
   return 'T_ERROR', TEXT.invalid_token
 end
 
+-- A decode that fails lets go of its text first: the upvalue would keep the
+-- whole input alive (counted in used_memory_lua) until the next decode.
 local function parse_error(expected, kind, value)
+  text = nil
   raise(format(TEXT.expected, expected, kind == 'T_ERROR' and value or kind, token_at))
 end
 
@@ -416,6 +419,7 @@ end
 local function descend(top, slots)
   depth = depth + 1
   if depth > cfg_in_use.decode_max_depth or top + slots > MAXCSTACK then
+    text = nil
     raise(format(TEXT.decode_nesting, depth, pos - 1))
   end
 end

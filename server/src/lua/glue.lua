@@ -45,8 +45,9 @@ local function deny()
 end
 
 -- A read-only view of `t`. Redis's read-only tables are plain tables with
--- a read-only flag and no metatable, so getmetatable shows none (false: a
--- metatable can be hidden only behind a non-nil value); a table there
+-- a read-only flag and no metatable, so their getmetatable is nil; here it
+-- is false (a metatable can be hidden only behind a non-nil value: a
+-- difference README lists); a table there
 -- would be one every script could write to.
 local function protect(t)
   local proxy = setmetatable({}, {__index = t, __newindex = deny, __metatable = false})

@@ -1,5 +1,6 @@
 //! The script environment, as Redis 7.0 builds it: base, table, string and
-//! math libraries, `cjson` and `bit`; no io, os, package/require, loadfile,
+//! math libraries, `bit` (and `cjson`, loaded on first use by `glue.lua`);
+//! no io, os, package/require, loadfile,
 //! dofile, print, getfenv/setfenv, debug; globals (and the library tables)
 //! read-only, and reading an undefined global is an error.
 
