@@ -213,9 +213,7 @@ impl LatencyMonitor {
 /// Unix time in milliseconds on the machine's clock (not the server
 /// clock a test may hold still: eviction's work takes real time).
 fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    crate::store::Clock::now_ms(&crate::store::SystemClock)
 }
 
 /// [`perform`]'s loop: keys evicted until `to_free` bytes are freed, or

@@ -24,7 +24,6 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, "Invoke a function", fcall)
-        .may_write_if(fcall_may_write)
         .declared_by(fcall_declared)
         .deny_oom_if(fcall_denies_oom).keys_by(super::keyspecs::NUMKEYS_SECOND),
     spec!("fcall_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, "Invoke a read-only function", fcall_ro)
@@ -108,13 +107,6 @@ pub(crate) struct RunningFunction {
     /// function cannot load libraries).
     libraries: usize,
     functions: usize,
-}
-
-/// Whether FCALL of this function may write: not when it is registered
-/// with the `no-writes` flag (CLIENT PAUSE WRITE lets it run, as Redis).
-fn fcall_may_write(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
-    let name = String::from_utf8_lossy(&args[1]);
-    vm.libraries().function(&name).is_none_or(|f| !f.no_writes())
 }
 
 /// Whether FCALL of this function is refused under OOM: flagged neither
@@ -374,6 +366,7 @@ fn fcall_declared(vm: &crate::lua::Scripting, args: &[Bytes]) -> Option<super::D
     let function = vm.libraries().function(&String::from_utf8_lossy(&args[1]))?;
     Some(super::Declared {
         writes: !function.no_writes(),
+        may_write: !function.no_writes(),
         stale_ok: function.flags.contains(&"allow-stale"),
     })
 }

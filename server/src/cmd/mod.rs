@@ -71,7 +71,6 @@ macro_rules! command {
             handler: $handler,
             subcommands: $subs,
             busy: None,
-            may_write: None,
             declared: None,
             deny_oom: None,
             channels: None,

@@ -23,11 +23,9 @@ macro_rules! spec {
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     spec!("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, "Execute a Lua script server side", eval)
-        .may_write_if(|_, args| crate::lua::body_may_write(&args[1]))
         .declared_by(eval_declared)
         .deny_oom_if(|_, args| crate::lua::body_denies_oom(&args[1])).keys_by(super::keyspecs::NUMKEYS_SECOND),
     spec!("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE | NO_PROPAGATE, acl::SCRIPTING, "Execute a Lua script server side", evalsha)
-        .may_write_if(evalsha_may_write)
         .declared_by(evalsha_declared)
         .deny_oom_if(evalsha_denies_oom).keys_by(super::keyspecs::NUMKEYS_SECOND),
     spec!("eval_ro", -3, READONLY | NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | NO_PROPAGATE, acl::SCRIPTING, "Execute a read-only Lua script server side", eval_ro)
@@ -173,13 +171,6 @@ pub(super) fn run_in_vm(
 /// The inner error replies [`run_in_vm`] keeps to recognise one passed on.
 const MAX_INNER_ERRORS: usize = 16;
 
-/// Whether EVALSHA of this script may write: not when the cached script's
-/// shebang says `no-writes`.
-fn evalsha_may_write(vm: &crate::lua::Scripting, args: &[Bytes]) -> bool {
-    let sha = String::from_utf8_lossy(&args[1]);
-    vm.script_flags(&sha).is_none_or(|f| !f.no_writes)
-}
-
 /// What a shebang declares, as admission reads it. Without one (Redis's
 /// compatibility mode) the script's writes are refused inside it, not at
 /// admission, and it never runs on a replica serving no stale data
@@ -188,11 +179,13 @@ fn declared(flags: crate::lua::ScriptFlags) -> Option<super::Declared> {
     Some(if flags.shebang {
         super::Declared {
             writes: !flags.no_writes,
+            may_write: !flags.no_writes,
             stale_ok: flags.allow_stale,
         }
     } else {
         super::Declared {
             writes: false,
+            may_write: true,
             stale_ok: false,
         }
     })

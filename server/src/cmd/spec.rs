@@ -221,11 +221,6 @@ pub struct CommandSpec {
     /// without the keyspace (`exec::busy`); `None`: the busy script's hook
     /// runs it on the engine, as any request.
     pub busy: Option<crate::exec::busy::Handler>,
-    /// For a [`flags::MAY_REPLICATE`] command that runs a script or a
-    /// function: whether these arguments may write, from the script's own
-    /// flags (Redis's `evalGetCommandFlags`, `fcallGetCommandFlags`);
-    /// `None`: it may.
-    pub may_write: Option<fn(&crate::lua::Scripting, &[Bytes]) -> bool>,
     /// For a command that runs a script or a function: whether these
     /// arguments are refused under OOM as a [`flags::DENYOOM`] command is
     /// (Redis's `scriptFlagsToCmdFlags`: a shebang script or a function
@@ -234,7 +229,9 @@ pub struct CommandSpec {
     /// For a command that runs a script or a function: the flags its
     /// script declared (a shebang, a function's flags), which replace the
     /// row's `write` and `stale` in admission's replica checks (Redis's
-    /// `scriptFlagsToCmdFlags`); `None` from the hook: nothing declared.
+    /// `scriptFlagsToCmdFlags`) and say whether CLIENT PAUSE WRITE holds it
+    /// (`evalGetCommandFlags`, `fcallGetCommandFlags`); `None` from the
+    /// hook: nothing declared (an unknown script or function).
     pub declared: Option<DeclaredFlags>,
     /// Which arguments are pub/sub channels the ACL checks against a user's
     /// channel rules (Redis's `getChannelsFromCommand`, which names the
@@ -289,6 +286,9 @@ pub(crate) type DeclaredFlags = fn(&crate::lua::Scripting, &[Bytes]) -> Option<D
 pub struct Declared {
     /// Not `no-writes`: it counts as a write command.
     pub writes: bool,
+    /// Not `no-writes`, shebang or not: CLIENT PAUSE WRITE holds it (a
+    /// script without a shebang may write; it is refused only when it does).
+    pub may_write: bool,
     /// `allow-stale`: it runs on a replica serving no stale data.
     pub stale_ok: bool,
 }
@@ -298,14 +298,6 @@ impl CommandSpec {
     pub const fn while_busy(self, handler: crate::exec::busy::Handler) -> CommandSpec {
         CommandSpec {
             busy: Some(handler),
-            ..self
-        }
-    }
-
-    /// The row of a command that may write only as its script says.
-    pub const fn may_write_if(self, may_write: fn(&crate::lua::Scripting, &[Bytes]) -> bool) -> CommandSpec {
-        CommandSpec {
-            may_write: Some(may_write),
             ..self
         }
     }

@@ -1106,10 +1106,7 @@ fn may_write(
         }
         // A script's own flags decide (Redis's `evalGetCommandFlags` and
         // `fcallGetCommandFlags`).
-        match (s.may_write, scripting) {
-            (Some(may_write), Some(vm)) => may_write(vm, args),
-            _ => true,
-        }
+        declared_flags(args, scripting).is_none_or(|d| d.may_write)
     };
     writes(spec, args)
         || (spec.has(flags::EXEC)

@@ -303,12 +303,6 @@ pub(crate) fn body_denies_oom(body: &[u8]) -> bool {
     matches!(shebang_flags(body), Ok(Some((flags, _))) if !flags.no_writes && !flags.allow_oom)
 }
 
-/// Whether a script body may write: not when its shebang says `no-writes`
-/// (CLIENT PAUSE WRITE lets such an EVAL run, as Redis does).
-pub(crate) fn body_may_write(body: &[u8]) -> bool {
-    !matches!(shebang_flags(body), Ok(Some((flags, _))) if flags.no_writes)
-}
-
 /// Lower-case hex SHA1, as SCRIPT LOAD returns and `redis.sha1hex` computes.
 pub fn sha1_hex(data: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
