@@ -79,6 +79,18 @@ impl ServerControl {
         self.dropping(|engine| engine.crash(lose_ms))
     }
 
+    /// A staged slow disk: from now on every fsync of the append-only file
+    /// first waits `stall` of real time (`Duration::ZERO` ends it;
+    /// `COORDIS.SERVER FSYNC-STALL`). Under `always` replies wait for it;
+    /// under `everysec` writes are held back in memory meanwhile for up to
+    /// 2 s (INFO `aof_buffer_length`, then `aof_delayed_fsync`), as Redis
+    /// holds them behind a slow background fsync, and a [`Self::crash`] then
+    /// loses them.
+    pub fn stall_fsync(&self, stall: Duration) {
+        let ms = stall.as_millis().min(u64::MAX as u128) as u64;
+        self.engine.lock().shared().aof.stall_fsync(ms);
+    }
+
     /// Runs `f`, which drops connections, on the engine; then, the lock
     /// released, waits until their sockets are closed, so that when the
     /// call returns every client sees the drop (as when a process dies).

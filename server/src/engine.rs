@@ -526,7 +526,7 @@ impl Engine {
         }
         let now = self.state.clock.now_ms();
         crate::blocked::expire(&mut self.dbs, &mut self.state, now);
-        self.state.effects.flush();
+        self.state.flush_effects();
         crate::blocked::next_deadline(&self.state.blocking)
     }
 
@@ -705,7 +705,7 @@ impl Engine {
     /// order, with its `expired` event; a save point reached starts its save.
     pub(crate) fn settle(&mut self) {
         settle_state(&mut self.dbs, &mut self.state, None, Some(&self.scripting));
-        self.state.effects.flush();
+        self.state.flush_effects();
     }
 
     /// Samples INFO's instantaneous rates (every expiry tick).
@@ -750,7 +750,7 @@ impl Engine {
     /// Removes up to [`EXPIRE_STEP_KEYS`] due keys; true if more are due.
     pub(crate) fn active_expire_step(&mut self) -> bool {
         let more = active_expire_step(&mut self.dbs, &mut self.state, None, EXPIRE_STEP_KEYS);
-        self.state.effects.flush();
+        self.state.flush_effects();
         more
     }
 
@@ -818,7 +818,7 @@ impl Engine {
         };
         self.state.keep_random();
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
-        self.state.effects.flush();
+        self.state.flush_effects();
         reply
     }
 
@@ -918,7 +918,7 @@ impl Engine {
         if lagging && ask {
             crate::blocked::failover_pause(&mut self.dbs, &mut self.state);
             self.state.effects.request_ack();
-            self.state.effects.flush();
+            self.state.flush_effects();
         }
         lagging
     }
@@ -951,7 +951,7 @@ impl Engine {
                 }
             }
         }
-        self.state.effects.flush();
+        self.state.flush_effects();
         kept
     }
 
@@ -1197,7 +1197,7 @@ impl Engine {
         self.state.replica.synced(replid, offset, now);
         self.state.replica.client = Some(client);
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, None, now);
-        self.state.effects.flush();
+        self.state.flush_effects();
         tracing::info!("MASTER <-> REPLICA sync: Finished with success");
         Ok(())
     }
@@ -1332,7 +1332,7 @@ impl Engine {
             db.obey_primary = false;
         }
         crate::tracking::end_batch(&mut self.dbs, &mut self.state, Some(&mut client), now);
-        self.state.effects.flush();
+        self.state.flush_effects();
         self.state.repl.publish();
         self.state.replica.stream_db = client.db;
         self.state.replica.client = Some(client);
@@ -1613,7 +1613,7 @@ impl Batch<'_> {
         if own_unit {
             self.state.keep_random();
             crate::tracking::end_batch(self.dbs, self.state, Some(&mut client), now);
-            self.state.effects.flush();
+            self.state.flush_effects();
         }
         crate::net::client_mem::after_batch(self.state, &mut client, out.len() - start, now);
         if client.signal.is_closed() {

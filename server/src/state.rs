@@ -325,6 +325,17 @@ pub struct ServerState {
 }
 
 impl ServerState {
+    /// Sends the effects of the batch to their readers (the end of every
+    /// engine batch); the append-only file's write, when the engine made
+    /// one, is a latency event as Redis's `flushAppendOnlyFile` records it.
+    pub(crate) fn flush_effects(&mut self) {
+        if let Some(wrote) = self.effects.flush() {
+            let now_ms = self.clock.now_ms();
+            crate::cmd::observe::latency_event(self, wrote.event, now_ms, wrote.ms);
+            crate::cmd::observe::latency_event(self, "aof-write", now_ms, wrote.ms);
+        }
+    }
+
     /// Tells the connections whether new clients start authenticated,
     /// after the default user changed.
     pub(crate) fn sync_auth(&self) {

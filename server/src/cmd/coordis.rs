@@ -74,6 +74,7 @@ static SERVER: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.server|restart", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
     subcommand!("coordis", "coordis.server|crash", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_crash),
     subcommand!("coordis", "coordis.server|down", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_down),
+    subcommand!("coordis", "coordis.server|fsync-stall", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_fsync_stall),
     subcommand!("coordis", "coordis.server|seed", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_seed),
     subcommand!("coordis", "coordis.server|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, server_help),
 ];
@@ -769,6 +770,15 @@ fn server_down(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::NOTHING
 }
 
+/// FSYNC-STALL ms: a slow disk, staged: every fsync of the append-only
+/// file first waits `ms` of real time (0 ends it). See
+/// [`crate::control::ServerControl::stall_fsync`].
+fn server_fsync_stall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let ms = tri!(non_negative(&args[2]));
+    ctx.server.shared.aof.stall_fsync(ms);
+    Reply::Ok
+}
+
 /// SEED n: seeds every random choice the server makes (SPOP, SRANDMEMBER,
 /// ZRANDMEMBER, HRANDFIELD, RANDOMKEY), from the next command on.
 fn server_seed(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -789,6 +799,8 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "CRASH [LOSE-MS <milliseconds>]",
         "    A power loss: connections dropped, the append-only file cut to what its fsync policy made durable",
         "    (LOSE-MS: to the writes older than that), then a restart from the files.",
+        "FSYNC-STALL <milliseconds>",
+        "    A slow disk: every fsync of the append-only file first waits that long (real time); 0 ends it.",
         "RESTART [KEEPDATA|FLUSH]",
         "    Drop every connection; FLUSH also loses every key and script, as a crash without persistence.",
         "SEED <n>",

@@ -746,6 +746,7 @@ fn config_resetstat(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     ctx.server.evicted_clients = 0;
     ctx.server.observe.reset_stats();
     ctx.server.lazyfree.reset_stats();
+    ctx.server.shared.aof.reset_stats();
     Reply::Ok
 }
 

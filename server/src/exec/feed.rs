@@ -156,7 +156,9 @@ impl Effects {
     /// effect, as Redis's loading propagates nothing); [`Effects::resume`]
     /// puts them back.
     pub(crate) fn suspend(&mut self) -> Suspended {
-        self.flush();
+        // What is still recorded goes out first (a load is no place for a
+        // latency event of its write).
+        let _ = self.flush();
         Suspended {
             readers: std::mem::take(&mut self.readers),
             aof: self.aof.take(),
@@ -317,19 +319,21 @@ impl Effects {
     }
 
     /// Sends the units closed so far to every reader (dropping readers that
-    /// are gone). Called at the end of every engine batch.
-    pub(crate) fn flush(&mut self) {
+    /// are gone). Called at the end of every engine batch, through
+    /// [`crate::state::ServerState::flush_effects`], which records the
+    /// append-only file's write it returns as a latency event.
+    #[must_use]
+    pub(crate) fn flush(&mut self) -> Option<crate::persist::aof::Wrote> {
         if let Some(e) = &mut self.repl {
             e.flush();
         }
         if self.closed.is_empty() {
-            return;
+            return None;
         }
         let batch: Arc<[Unit]> = std::mem::take(&mut self.closed).into();
-        if let Some(aof) = &self.aof {
-            aof.send(batch.clone());
-        }
+        let wrote = self.aof.as_ref().and_then(|aof| aof.send(batch.clone()));
         self.readers.retain(|tx| tx.send(batch.clone()).is_ok());
+        wrote
     }
 }
 
@@ -497,7 +501,7 @@ mod tests {
         effects.unit.push(op(1, &["SET", "c", "2"]));
         effects.end_unit();
         effects.record_alone(1, vec![Bytes::from_static(b"DEL"), Bytes::from_static(b"x")]);
-        effects.flush();
+        let _ = effects.flush();
         let text = String::from_utf8(reader.try_bytes()).unwrap().replace("\r\n", " ");
         assert_eq!(
             text,
@@ -542,7 +546,7 @@ mod tests {
         let reader = effects.subscribe();
         drop(reader);
         effects.record_alone(0, vec![Bytes::from_static(b"DEL")]);
-        effects.flush();
+        let _ = effects.flush();
         assert!(!effects.active(), "a reader that is gone is dropped");
     }
 }

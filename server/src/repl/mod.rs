@@ -1304,7 +1304,7 @@ pub(crate) fn cron(
             );
         }
     }
-    state.effects.flush();
+    state.flush_effects();
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ use crate::lua::Scripting;
 use crate::state::ServerState;
 use crate::store::db::Db;
 use manifest::Manifest;
-pub(crate) use writer::{Durability, Fsync, Sink};
+pub(crate) use writer::{Durability, Fsync, Sink, Wrote};
 
 /// The append-only file's state in the engine.
 #[derive(Debug)]
@@ -670,11 +670,12 @@ fn attach(state: &mut ServerState, file: File) -> Result<(), ()> {
 /// reach it too, for `no-appendfsync-on-rewrite`).
 pub(crate) fn configure(state: &ServerState) {
     let c = &state.config.aof;
-    let skip_fsync = c.no_fsync_on_rewrite && state.bgsave.walking();
+    let walking = state.bgsave.walking();
+    let skip_fsync = c.no_fsync_on_rewrite && walking;
     state
         .shared
         .aof
-        .configure(Fsync::parse(&c.fsync), c.timestamps, state.aof.on, skip_fsync);
+        .configure(Fsync::parse(&c.fsync), c.timestamps, state.aof.on, walking, skip_fsync);
 }
 
 /// Writes the dataset as a base file `name` in `dir` (through a temporary
@@ -810,7 +811,7 @@ fn switch_incr(state: &mut ServerState, dir: &Path) -> Result<(), String> {
             .map_err(|e| format!("Can't persist the AOF manifest file: {e}"))?;
     }
     tracing::info!("Creating AOF incr file {name} on background rewrite");
-    state.effects.flush();
+    state.flush_effects();
     match state.effects.aof() {
         Some(sink) => sink.post(|done| writer::Msg::Switch { file, done }),
         None => attach(state, file).map_err(|()| "Can't start the AOF writer".to_string())?,
@@ -1020,7 +1021,7 @@ pub(crate) fn set_enabled(dbs: &mut [Db], state: &mut ServerState, scripting: &S
 /// Writes and fsyncs what the writer holds, and stops it (AOF off, shutdown).
 pub(crate) fn stop(state: &mut ServerState) {
     if let Some(sink) = state.effects.set_aof(None) {
-        state.effects.flush();
+        state.flush_effects();
         sink.ask(|done| writer::Msg::Stop { done });
     }
     state.aof.on = false;
@@ -1071,7 +1072,7 @@ pub(crate) fn crash(
     scripting: &mut Scripting,
     lose_ms: Option<u64>,
 ) -> Option<u64> {
-    state.effects.flush();
+    state.flush_effects();
     let now_ms = state.clock.now_ms();
     let kept = state
         .effects
@@ -1103,7 +1104,7 @@ pub(crate) fn reload(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Sc
     if state.aof.replaying {
         return Err(());
     }
-    state.effects.flush();
+    state.flush_effects();
     if let Some(sink) = state.effects.aof() {
         sink.ask(|done| writer::Msg::Flush { done });
     }
@@ -1143,11 +1144,13 @@ pub(crate) fn info(state: &ServerState) -> String {
     // the files' size after the last rewrite (`aof_rewrite_base_size`).
     if state.config.aof.enabled {
         out.push_str(&format!(
-            "aof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:{}\r\naof_buffer_length:0\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\n",
+            "aof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:{}\r\naof_buffer_length:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:{}\r\n",
             current_size(state),
             a.rewrite_base_size,
             u8::from(a.scheduled),
-            u8::from(d.unsynced.load(Ordering::Relaxed) > 0),
+            d.buffered.load(Ordering::Relaxed),
+            u8::from(d.fsync_running.load(Ordering::Relaxed)),
+            d.delayed_fsync.load(Ordering::Relaxed),
         ));
     }
     out

@@ -9,7 +9,11 @@
 //! - `everysec`: written before the replies leave (as Redis writes its
 //!   AOF buffer before it sends replies: a killed process loses no
 //!   acknowledged write), fsynced once a second by the thread, off the
-//!   file's lock (a slow disk never holds the writes);
+//!   file's lock. While that fsync runs, writes are held back in memory
+//!   for up to 2 seconds and their replies leave, as Redis postpones its
+//!   write then: on Linux the write would wait for the fsync, and the
+//!   engine with it. A process killed then loses those writes, as Redis
+//!   loses its AOF buffer;
 //! - `no`: written before the replies leave, the kernel decides when they
 //!   reach the disk.
 //!
@@ -90,8 +94,22 @@ pub(crate) struct Durability {
     /// Bytes of the incremental file written (INFO `aof_current_size` is
     /// the base's plus this).
     pub(crate) incr_size: AtomicU64,
-    /// Bytes written but not yet fsynced (INFO `aof_pending_bio_fsync`).
-    pub(crate) unsynced: AtomicU64,
+    /// The thread's `everysec` fsync runs (INFO `aof_pending_bio_fsync`,
+    /// Redis's pending background fsync job). Changed only under the
+    /// writer's lock, so a write that finds it set knows the fsync has not
+    /// ended meanwhile.
+    pub(crate) fsync_running: AtomicBool,
+    /// Writes made after waiting 2 s for an fsync (INFO `aof_delayed_fsync`).
+    pub(crate) delayed_fsync: AtomicU64,
+    /// Bytes of effects held back while an fsync runs (INFO
+    /// `aof_buffer_length`, Redis's `aof_buf`).
+    pub(crate) buffered: AtomicU64,
+    /// A save or rewrite walks the keyspace (the latency event of a write
+    /// then is `aof-write-active-child`, as when Redis has a child).
+    walking: AtomicBool,
+    /// A staged slow disk: every fsync of the file first waits this many
+    /// ms of real time (`COORDIS.SERVER FSYNC-STALL`; 0: none).
+    fsync_stall_ms: AtomicU64,
     /// The last write failed (INFO `aof_last_write_status`).
     pub(crate) write_failed: AtomicBool,
     /// Writes are not fsynced for now: `no-appendfsync-on-rewrite` is on
@@ -104,16 +122,28 @@ pub(crate) struct Durability {
 
 impl Durability {
     /// Sets the writer's policy (`appendfsync`, `aof-timestamp-enabled`),
-    /// whether replies wait (`on`: the file is written) and whether
-    /// fsyncs are skipped for now ([`Durability::skip_fsync`]).
-    pub(crate) fn configure(&self, fsync: Fsync, timestamps: bool, on: bool, skip_fsync: bool) {
+    /// whether replies wait (`on`: the file is written), whether a save or
+    /// rewrite walks and whether fsyncs are skipped for now
+    /// ([`Durability::skip_fsync`]).
+    pub(crate) fn configure(&self, fsync: Fsync, timestamps: bool, on: bool, walking: bool, skip_fsync: bool) {
         self.policy.store(fsync as u8, Ordering::Relaxed);
+        self.walking.store(walking, Ordering::Relaxed);
         self.skip_fsync.store(skip_fsync, Ordering::Relaxed);
         self.timestamps.store(timestamps, Ordering::Relaxed);
         self.on.store(on, Ordering::Release);
         if !on {
             self.release();
         }
+    }
+
+    /// CONFIG RESETSTAT: `aof_delayed_fsync` from 0, as Redis's `resetServerStats`.
+    pub(crate) fn reset_stats(&self) {
+        self.delayed_fsync.store(0, Ordering::Relaxed);
+    }
+
+    /// Stages a slow disk: every fsync first waits `ms` of real time (0: none).
+    pub(crate) fn stall_fsync(&self, ms: u64) {
+        self.fsync_stall_ms.store(ms, Ordering::Relaxed);
     }
 
     /// Replies wait for the file (it is on, whatever `appendfsync` says).
@@ -189,20 +219,26 @@ pub(crate) struct Sink {
 
 impl Sink {
     /// Gives the writer a batch of the feed: written here and now under
-    /// `everysec` and `no` when the thread has nothing queued, else queued
-    /// to the thread behind what it has.
-    pub(crate) fn send(&self, units: Arc<[Unit]>) {
+    /// `everysec` and `no` when the thread has nothing queued (or held back
+    /// while its fsync runs, see [`Writer::flush_unless_fsyncing`]), else
+    /// queued to the thread behind what it has. The write made here, for
+    /// the latency monitor.
+    pub(crate) fn send(&self, units: Arc<[Unit]>) -> Option<Wrote> {
         let seq = self.durability.sent.fetch_add(1, Ordering::AcqRel) + 1;
         let at_ms = self.clock.now_ms();
         let policy = Fsync::from_u8(self.durability.policy.load(Ordering::Relaxed));
         // Only senders add to `queued`, and they all hold the engine lock:
         // once it reads 0, nothing sent before this batch is still queued.
         if policy != Fsync::Always && self.queued.load(Ordering::Acquire) == 0 {
-            self.writer.lock().write(&units, at_ms);
+            let mut w = self.writer.lock();
+            w.encode(&units, at_ms);
+            let wrote = w.flush_unless_fsyncing(policy, at_ms / 1000);
+            drop(w);
             self.durability.reached(seq);
-            return;
+            return wrote;
         }
         self.queue(Msg::Batch { units, seq, at_ms });
+        None
     }
 
     fn queue(&self, msg: Msg) -> bool {
@@ -232,6 +268,15 @@ impl Sink {
     }
 }
 
+/// A write of the file the engine made, for Redis's latency events: the
+/// event (`aof-write-pending-fsync`, `aof-write-active-child` or
+/// `aof-write-alone`; each is also an `aof-write`) and its milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wrote {
+    pub(crate) event: &'static str,
+    pub(crate) ms: u64,
+}
+
 /// Starts a writer appending to `file` (of `size` bytes, all durable).
 pub(crate) fn start(
     file: File,
@@ -241,7 +286,7 @@ pub(crate) fn start(
 ) -> std::io::Result<Sink> {
     let (tx, rx) = mpsc::channel();
     durability.incr_size.store(size, Ordering::Relaxed);
-    durability.unsynced.store(0, Ordering::Relaxed);
+    durability.buffered.store(0, Ordering::Relaxed);
     let writer = Arc::new(Mutex::new(Writer {
         file,
         generation: 0,
@@ -253,6 +298,8 @@ pub(crate) fn start(
         history_base: size,
         durability: durability.clone(),
         buf: BytesMut::new(),
+        marks: Vec::new(),
+        postponed_since: None,
     }));
     let queued = Arc::new(AtomicUsize::new(0));
     let (thread_writer, thread_queued) = (writer.clone(), queued.clone());
@@ -298,7 +345,8 @@ fn run(writer: &Mutex<Writer>, queued: &AtomicUsize, rx: mpsc::Receiver<Msg>) {
         for msg in msgs {
             match msg {
                 Msg::Batch { units, seq, at_ms } => {
-                    w.write(&units, at_ms);
+                    w.encode(&units, at_ms);
+                    w.flush();
                     last_seq = Some(seq);
                 }
                 Msg::Switch { file, done } => {
@@ -333,6 +381,9 @@ fn run(writer: &Mutex<Writer>, queued: &AtomicUsize, rx: mpsc::Receiver<Msg>) {
                 }
             }
         }
+        // What a failed write left (it is tried again here, at least once
+        // a second, as Redis's cron does).
+        w.flush();
         let skip = durability.skip_fsync.load(Ordering::Relaxed);
         let periodic = policy == Fsync::EverySec && Instant::now() >= next_sync;
         if periodic {
@@ -342,16 +393,19 @@ fn run(writer: &Mutex<Writer>, queued: &AtomicUsize, rx: mpsc::Receiver<Msg>) {
             _ if skip => {}
             Fsync::Always => w.sync(),
             Fsync::EverySec if periodic => {
-                // The engine goes on writing meanwhile: the fsync runs on
-                // its own handle of the file, off the lock.
+                // The engine goes on meanwhile: the fsync runs on its own
+                // handle of the file, off the lock, and what the engine
+                // writes meanwhile waits for it (as Redis postpones its
+                // write while its background fsync runs).
                 let pending = w.pending_sync();
-                drop(w);
                 if let Some((file, generation, offset)) = pending {
-                    let synced = file.sync_data();
+                    durability.fsync_running.store(true, Ordering::Relaxed);
+                    drop(w);
+                    let synced = fsync(&file, &durability);
                     w = writer.lock();
+                    durability.fsync_running.store(false, Ordering::Relaxed);
                     w.synced_to(synced, generation, offset);
-                } else {
-                    w = writer.lock();
+                    w.flush();
                 }
             }
             Fsync::EverySec | Fsync::No => {}
@@ -363,6 +417,16 @@ fn run(writer: &Mutex<Writer>, queued: &AtomicUsize, rx: mpsc::Receiver<Msg>) {
         // Done with: the engine may write in place again.
         queued.fetch_sub(handled, Ordering::AcqRel);
     }
+}
+
+/// An fsync of the file (data only, as Redis's `redis_fsync` on Linux),
+/// after the stall a test staged.
+fn fsync(file: &File, durability: &Durability) -> std::io::Result<()> {
+    let stall = durability.fsync_stall_ms.load(Ordering::Relaxed);
+    if stall > 0 {
+        std::thread::sleep(Duration::from_millis(stall));
+    }
+    file.sync_data()
 }
 
 #[derive(Debug)]
@@ -385,14 +449,23 @@ struct Writer {
     /// The offset before the oldest remembered write.
     history_base: u64,
     durability: Arc<Durability>,
+    /// Encoded effects not yet written (Redis's `aof_buf`): empty but while
+    /// a write is held back for an fsync, or after a failed write.
     buf: BytesMut,
+    /// (server-clock ms, end in `buf`) of each batch in `buf`: the history
+    /// entries its write will add.
+    marks: Vec<(u64, usize)>,
+    /// The server-clock second a write was first held back for an fsync
+    /// (Redis's `aof_flush_postponed_start`).
+    postponed_since: Option<u64>,
 }
 
 impl Writer {
-    /// Appends a batch as the replication stream carries it (without what
-    /// is for replicas only), with a `#TS:` annotation when the second changed.
-    fn write(&mut self, units: &[Unit], at_ms: u64) {
-        self.buf.clear();
+    /// Adds a batch to [`Writer::buf`] as the replication stream carries it
+    /// (without what is for replicas only), with a `#TS:` annotation when
+    /// the second changed.
+    fn encode(&mut self, units: &[Unit], at_ms: u64) {
+        let before = self.buf.len();
         if self.durability.timestamps.load(Ordering::Relaxed) && at_ms / 1000 > self.last_ts {
             self.last_ts = at_ms / 1000;
             self.buf
@@ -408,38 +481,93 @@ impl Writer {
                 |args| feed::encode_command(args, buf),
             );
         }
-        if self.buf.is_empty() {
-            return;
+        if self.buf.len() > before {
+            self.marks.push((at_ms, self.buf.len()));
+            self.durability.buffered.store(self.buf.len() as u64, Ordering::Relaxed);
         }
-        match self.file.write_all(&self.buf) {
-            Ok(()) => {
-                self.offset += self.buf.len() as u64;
-                self.durability.write_failed.store(false, Ordering::Relaxed);
-            }
-            Err(e) => {
-                tracing::warn!("Error writing to the AOF file: {e}");
-                self.durability.write_failed.store(true, Ordering::Relaxed);
-                return;
-            }
-        }
-        if self.history.len() == CRASH_HISTORY {
-            if let Some((_, offset)) = self.history.pop_front() {
-                self.history_base = offset;
-            }
-        }
-        self.history.push_back((at_ms, self.offset));
-        self.durability.incr_size.store(self.offset, Ordering::Relaxed);
-        self.durability
-            .unsynced
-            .store(self.offset - self.synced, Ordering::Relaxed);
     }
 
+    /// Redis's `flushAppendOnlyFile(0)`: under `everysec`, while the
+    /// thread's fsync runs, the buffer is kept for up to 2 seconds (on
+    /// Linux the write would wait behind the fsync, holding the engine),
+    /// and written by the thread as soon as the fsync ends. A write that
+    /// has waited 2 seconds goes ahead and counts in `aof_delayed_fsync`.
+    fn flush_unless_fsyncing(&mut self, policy: Fsync, now_s: u64) -> Option<Wrote> {
+        let fsyncing = self.durability.fsync_running.load(Ordering::Relaxed);
+        if policy == Fsync::EverySec && fsyncing && !self.buf.is_empty() {
+            match self.postponed_since {
+                None => {
+                    self.postponed_since = Some(now_s);
+                    return None;
+                }
+                Some(since) if now_s.saturating_sub(since) < 2 => return None,
+                Some(_) => {
+                    self.durability.delayed_fsync.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(
+                        "Asynchronous AOF fsync is taking too long (disk is busy?). Writing the AOF buffer without waiting for fsync to complete, this may slow down Redis."
+                    );
+                }
+            }
+        }
+        let started = Instant::now();
+        if !self.flush() {
+            return None;
+        }
+        let event = if fsyncing {
+            "aof-write-pending-fsync"
+        } else if self.durability.walking.load(Ordering::Relaxed) {
+            "aof-write-active-child"
+        } else {
+            "aof-write-alone"
+        };
+        let ms = started.elapsed().as_millis() as u64;
+        Some(Wrote { event, ms })
+    }
+
+    /// Writes [`Writer::buf`] in one write; whether anything was written. A
+    /// failed write leaves the file as it was and the buffer for the next
+    /// try (INFO `aof_last_write_status` says `err` meanwhile), as Redis's.
+    fn flush(&mut self) -> bool {
+        self.postponed_since = None;
+        if self.buf.is_empty() {
+            return false;
+        }
+        if let Err(e) = self.file.write_all(&self.buf) {
+            tracing::warn!("Error writing to the AOF file: {e}");
+            self.durability.write_failed.store(true, Ordering::Relaxed);
+            // What part of it was written is cut off again.
+            if let Err(e) = self.file.set_len(self.offset) {
+                tracing::warn!("Could not remove short write from the append-only file.  Redis may refuse to load the AOF the next time it starts.  ftruncate: {e}");
+            }
+            let _ = self.file.seek(std::io::SeekFrom::Start(self.offset));
+            return false;
+        }
+        if self.durability.write_failed.swap(false, Ordering::Relaxed) {
+            tracing::warn!("AOF write error looks solved, Redis can write again.");
+        }
+        for (at_ms, end) in self.marks.drain(..) {
+            if self.history.len() == CRASH_HISTORY {
+                if let Some((_, offset)) = self.history.pop_front() {
+                    self.history_base = offset;
+                }
+            }
+            self.history.push_back((at_ms, self.offset + end as u64));
+        }
+        self.offset += self.buf.len() as u64;
+        self.buf.clear();
+        self.durability.buffered.store(0, Ordering::Relaxed);
+        self.durability.incr_size.store(self.offset, Ordering::Relaxed);
+        true
+    }
+
+    /// Writes what is buffered and fsyncs the file.
     fn sync(&mut self) {
+        self.flush();
         if self.offset == self.synced {
             return;
         }
         let (generation, offset) = (self.generation, self.offset);
-        let synced = self.file.sync_data();
+        let synced = fsync(&self.file, &self.durability);
         self.synced_to(synced, generation, offset);
     }
 
@@ -469,9 +597,6 @@ impl Writer {
             return;
         }
         self.synced = offset.min(self.offset);
-        self.durability
-            .unsynced
-            .store(self.offset - self.synced, Ordering::Relaxed);
     }
 
     /// Cuts the file back as a power loss at `now_ms` would (see [`Msg::Crash`]).
@@ -494,6 +619,11 @@ impl Writer {
                 }
             }
         };
+        // A killed process loses what it had not written yet.
+        self.buf.clear();
+        self.marks.clear();
+        self.postponed_since = None;
+        self.durability.buffered.store(0, Ordering::Relaxed);
         self.file.set_len(keep)?;
         // The next write goes at the cut, not past a hole (were the file
         // not opened to append).
@@ -506,7 +636,6 @@ impl Writer {
         self.history_base = self.history_base.min(keep);
         self.selected = None;
         self.durability.incr_size.store(keep, Ordering::Relaxed);
-        self.durability.unsynced.store(0, Ordering::Relaxed);
         Ok(keep)
     }
 }
