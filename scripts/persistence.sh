@@ -14,12 +14,16 @@
 #
 #   scripts/persistence.sh
 #   KEYS=200000 ROUNDS=1 scripts/persistence.sh
+#   KINDS=BGREWRITEAOF SERVERS="coordis base redis" BASE_BIN=/tmp/old/coordis-server scripts/persistence.sh
 #
 # Settings (environment): KEYS, ROUNDS (default 3; the servers alternate,
 # every figure is the median of the rounds), CLIENTS (default 10), IDLE_SECS
 # (default 3), COORDIS_BIN (default target/release/coordis-server, built when
 # missing), COORDIS_ARGS (more arguments for coordis-server, e.g.
-# "--bgsave-slice-keys 64"), SERVERS (default "coordis redis"), GEN_NICE (the
+# "--bgsave-slice-keys 64"), SERVERS (default "coordis redis"; "base" is a
+# second coordis build, BASE_BIN, such as the one before a change, measured
+# in the same alternation), KINDS (default "BGSAVE BGREWRITEAOF SAVE": the
+# measurements to make; SAVE is the SAVE and the restart), GEN_NICE (the
 # load generator's nice value, default 10: on a machine of two cores the
 # generator and the server each keep a core busy, and at equal priority the
 # probe waits for the scheduler for milliseconds, which its latencies then
@@ -37,6 +41,9 @@ IDLE_SECS=${IDLE_SECS:-3}
 COORDIS_BIN=${COORDIS_BIN:-target/release/coordis-server}
 read -r -a COORDIS_ARGS <<<"${COORDIS_ARGS:-}"
 SERVERS=${SERVERS:-coordis redis}
+KINDS=${KINDS:-BGSAVE BGREWRITEAOF SAVE}
+BASE_BIN=${BASE_BIN:-}
+[[ " $SERVERS " != *" base "* || -x $BASE_BIN ]] || { echo "SERVERS has base: set BASE_BIN to a coordis-server" >&2; exit 2; }
 GEN_NICE=${GEN_NICE:-10}
 if [[ ! -x $COORDIS_BIN ]]; then
     cargo build --release --bin coordis-server
@@ -166,8 +173,9 @@ EOF
 # mb_before mb_peak" rows and "name SAVE save_ms load_ms" to $WORK/rows.
 measure() {
     local name=$1 bin=$2 round=$3 dir="$WORK/$1-$3" port pid bench own=()
-    [[ $name == coordis ]] && own=("${COORDIS_ARGS[@]}")
+    [[ $name == coordis || $name == base ]] && own=("${COORDIS_ARGS[@]}")
     for kind in BGSAVE BGREWRITEAOF; do
+        [[ " $KINDS " == *" $kind "* ]] || continue
         mkdir -p "$dir/$kind"
         port=$(free_port)
         local extra=(--appendonly no) field=rdb_bgsave_in_progress
@@ -189,6 +197,7 @@ measure() {
         wait "$bench" "$pid" 2>/dev/null || true
     done
     # SAVE, then a restart on the file.
+    [[ " $KINDS " == *" SAVE "* ]] || { rm -rf "$dir"; return 0; }
     mkdir -p "$dir/save"
     port=$(free_port)
     "$bin" --port "$port" --save '' --dir "$dir/save" "${own[@]}" --logfile "$dir/save.log" >/dev/null &
@@ -222,6 +231,7 @@ measure() {
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq 1 "$ROUNDS"); do
     [[ " $SERVERS " == *" coordis "* ]] && measure coordis "$COORDIS_BIN" "$round"
+    [[ " $SERVERS " == *" base "* ]] && measure base "$BASE_BIN" "$round"
     [[ " $SERVERS " == *" redis "* ]] && measure redis "$REDIS_BIN" "$round"
 done
 
@@ -233,14 +243,17 @@ median() {
 
 printf '%-8s %-13s %12s %12s %9s %10s %10s\n' server command "idle p99 ms" "save p99 ms" "time ms" "RSS MB" "peak MB"
 for cmd in BGSAVE BGREWRITEAOF; do
+    [[ " $KINDS " == *" $cmd "* ]] || continue
     for s in $SERVERS; do
         printf '%-8s %-13s %12s %12s %9s %10s %10s\n' "$s" "$cmd" "$(median $s $cmd 3)" "$(median $s $cmd 4)" \
             "$(median $s $cmd 5)" "$(median $s $cmd 6)" "$(median $s $cmd 7)"
     done
 done
-printf '\n%-8s %12s %12s\n' server "SAVE ms" "load ms"
-for s in $SERVERS; do
-    printf '%-8s %12s %12s\n' "$s" "$(median $s SAVE 3)" "$(median $s SAVE 4)"
-done
+if [[ " $KINDS " == *" SAVE "* ]]; then
+    printf '\n%-8s %12s %12s\n' server "SAVE ms" "load ms"
+    for s in $SERVERS; do
+        printf '%-8s %12s %12s\n' "$s" "$(median $s SAVE 3)" "$(median $s SAVE 4)"
+    done
+fi
 echo "($KEYS keys; SET load from $CLIENTS redis-benchmark clients at nice $GEN_NICE; medians of $ROUNDS alternating rounds;" \
     "load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after; $(nproc) cores)"
