@@ -5,6 +5,7 @@
 #   scripts/instructions.sh          # default: N=50000
 #   N=20000 scripts/instructions.sh
 #   COORDIS_BIN=/tmp/old/coordis-server scripts/instructions.sh   # another build
+#   ROWS='EVALSHA unlock' scripts/instructions.sh   # only the rows with these labels (|-separated)
 #
 # Each server runs under `valgrind --tool=callgrind` twice per row, for N and
 # for 2N requests of the same redis-benchmark test; the difference of the two
@@ -24,6 +25,7 @@ cd "$(dirname "$0")/.."
 
 N=${N:-50000}
 PORT=${PORT:-7393}
+ROWS=${ROWS:-all}
 
 for tool in valgrind redis-benchmark redis-server redis-cli; do
     command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind redis-server redis-tools)"; exit 1; }
@@ -64,6 +66,9 @@ per_request() { # pipeline "server command" test...
 row() { # label pipeline test...
     local label=$1 pipe=$2; shift 2
     local c r
+    if [ "$ROWS" != all ] && [[ "|$ROWS|" != *"|$label|"* ]]; then
+        return
+    fi
     c=$(per_request "$pipe" COORDIS "$@")
     r=$(per_request "$pipe" REDIS "$@")
     printf "%-22s %3s %9s %9s %6s\n" "$label" "$pipe" "$c" "$r" "$(awk -v c="$c" -v r="$r" 'BEGIN {printf "%.2f", c / r}')"
@@ -74,4 +79,5 @@ row "set" 1 -t set
 row "get" 16 -t get
 row "SET lock NX EX" 1 -r 100000 SET "lock:__rand_int__" pod NX EX 30
 row "EVALSHA unlock" 1 -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
+row "EVALSHA unlock" 16 -r 100000 EVALSHA "$SHA" 1 "lock:__rand_int__" pod
 row "ZADD sem" 1 -r 100000 ZADD sem __rand_int__ "m:__rand_int__"
