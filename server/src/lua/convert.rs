@@ -77,6 +77,29 @@ pub(super) mod raw {
         Bytes::copy_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), len))
     }
 
+    /// The result at `index` of a script or function that succeeded, when
+    /// it is not a table, converted as [`super::lua_to_reply`] converts it
+    /// (`None` for a table, which that conversion reads). Short scripts'
+    /// answers (a number, a string, nil) so become a reply without an mlua
+    /// value, whose making needs the memory limit lifted.
+    ///
+    /// # Safety
+    /// See the module; `index` is a valid stack index.
+    pub(crate) unsafe fn scalar_reply(state: *mut ffi::lua_State, index: c_int, resp3: bool) -> Option<Reply> {
+        Some(match ffi::lua_type(state, index) {
+            ffi::LUA_TTABLE => return None,
+            ffi::LUA_TSTRING => Reply::Bulk(bytes_at(state, index)),
+            // mlua's Integer and Number both end as this integer.
+            ffi::LUA_TNUMBER => Reply::Int(super::number_to_integer(ffi::lua_tonumber(state, index))),
+            ffi::LUA_TBOOLEAN => match (ffi::lua_toboolean(state, index) != 0, resp3) {
+                (b, true) => Reply::Bool(b),
+                (true, false) => Reply::Int(1),
+                (false, false) => Reply::Nil,
+            },
+            _ => Reply::Nil,
+        })
+    }
+
     /// The command on the stack (slots 1..=top): strings, or numbers as
     /// Redis prints them (`%.17g`: Lua's own `%.14g` would turn
     /// 9007199254740991 into `9.007199254741e+15`). The arguments are
@@ -331,6 +354,9 @@ enum Step {
 /// One value's reply, or the table it opens, at nesting `depth`: past
 /// [`MAX_DEPTH`] a table is the `reached lua stack limit` error in its
 /// place, as Redis answers a script's deeply nested result.
+///
+/// What is not a table converts as [`raw::scalar_reply`] converts it on
+/// the stack: the two must agree.
 fn step(value: &Value, resp3: bool, depth: usize) -> mlua::Result<Step> {
     Ok(Step::Done(match value {
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use mlua::{ffi, Function, Table, Value};
 
-use super::{convert, lua_error_text, monotonic_us, Dispatch, Scripting, Unlimited, DETACH_AFTER_MS};
+use super::{lua_error_text, monotonic_us, Dispatch, Returned, Scripting, Unlimited, DETACH_AFTER_MS};
 use crate::errors;
 use crate::persist::rdb;
 use crate::protocol::Reply;
@@ -344,11 +344,7 @@ impl Scripting {
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
         let out = self.call_callback(&function.callback, keys, args);
         self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
-        let reply = match out {
-            Ok((true, value)) => convert::lua_to_reply(&value, self.bridge.resp.load(Ordering::Relaxed) == 3),
-            Ok((false, value)) => Ok(convert::script_error(&value, &function.name)),
-            Err(e) => Err(e),
-        };
+        let reply = out.and_then(|returned| self.returned_reply(returned, &function.name));
         if reply.is_err() {
             let _ = self.lua.gc_collect();
         }
@@ -361,7 +357,7 @@ impl Scripting {
 
     /// Calls `callback(keys, args)` under the error handler, on the raw Lua
     /// C API as [`Scripting::call_script`] calls a script.
-    fn call_callback(&self, callback: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(bool, Value)> {
+    fn call_callback(&self, callback: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<Returned> {
         self.lua.exec_raw_lua(|raw| {
             // SAFETY: as in `call_script`: nothing here raises outside the
             // protected call, and the stack is restored to `base` on every path.
@@ -386,11 +382,8 @@ impl Scripting {
                     }
                 }
                 let status = ffi::lua_pcall(state, 2, 1, base + 1);
-                let value = {
-                    let _unlimited = Unlimited::new(&self.lua);
-                    raw.pop_value()
-                };
-                restore(Ok((status == 0, value)))
+                let returned = self.pop_returned(state, status, || raw.pop_value());
+                restore(Ok(returned))
             }
         })
     }

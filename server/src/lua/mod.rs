@@ -616,7 +616,7 @@ impl Scripting {
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
         let out = self.call_script(func, keys, argv, &tables);
         self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
-        let (ok, value, plain) = match out {
+        let (returned, plain) = match out {
             Ok(out) => out,
             Err(e) => return (Err(e), None),
         };
@@ -624,17 +624,50 @@ impl Scripting {
             lens: (keys.len(), argv.len()),
             ..tables
         });
-        let reply = if ok {
-            convert::lua_to_reply(&value, self.bridge.resp.load(Ordering::Relaxed) == 3)
-        } else {
-            Ok(convert::script_error(&value, sha))
-        };
-        (reply, tables)
+        (self.returned_reply(returned, sha), tables)
+    }
+
+    /// The reply for what a script or function returned; `name` (its SHA
+    /// or function name) goes into an error's text.
+    fn returned_reply(&self, returned: Returned, name: &str) -> mlua::Result<Reply> {
+        match returned {
+            Returned::Reply(reply) => Ok(reply),
+            Returned::Value(true, value) => {
+                convert::lua_to_reply(&value, self.bridge.resp.load(Ordering::Relaxed) == 3)
+            }
+            Returned::Value(false, value) => Ok(convert::script_error(&value, name)),
+        }
+    }
+
+    /// Pops what a script or function left on the stack after `lua_pcall`
+    /// returned `status`: a result that is not a table as its reply, read
+    /// in place; anything else as an mlua value (made with the memory limit
+    /// lifted, as nothing outside the protected call may raise).
+    ///
+    /// `pop_value` is the raw state's (mlua does not name its type).
+    ///
+    /// # Safety
+    /// Inside `exec_raw_lua` on `state`, with the value on top.
+    unsafe fn pop_returned(
+        &self,
+        state: *mut ffi::lua_State,
+        status: std::ffi::c_int,
+        pop_value: impl FnOnce() -> Value,
+    ) -> Returned {
+        if status == 0 {
+            let resp3 = self.bridge.resp.load(Ordering::Relaxed) == 3;
+            if let Some(reply) = convert::raw::scalar_reply(state, -1, resp3) {
+                ffi::lua_pop(state, 1);
+                return Returned::Reply(reply);
+            }
+        }
+        let _unlimited = Unlimited::new(&self.lua);
+        Returned::Value(status == 0, pop_value())
     }
 
     /// Calls `func` under the error handler with KEYS and ARGV filled in,
-    /// on the raw Lua C API. Returns whether it succeeded, its result (or
-    /// the handler's error table), and whether it left KEYS and ARGV plain.
+    /// on the raw Lua C API. Returns what it returned (or the handler's
+    /// error table), and whether it left KEYS and ARGV plain.
     ///
     /// Everything but the script itself runs unprotected, so it must not
     /// raise a Lua error: values are pushed with the memory limit lifted (no
@@ -648,7 +681,7 @@ impl Scripting {
         keys: &[Bytes],
         argv: &[Bytes],
         tables: &ArgTables,
-    ) -> mlua::Result<(bool, Value, bool)> {
+    ) -> mlua::Result<(Returned, bool)> {
         self.lua.exec_raw_lua(|raw| {
             // SAFETY: see above. The stack is restored to `base` on every path.
             unsafe {
@@ -680,14 +713,20 @@ impl Scripting {
                 }
                 let status = ffi::lua_pcall(state, 0, 1, handler);
                 let plain = is_plain_array(state, base + 2, keys.len()) && is_plain_array(state, base + 3, argv.len());
-                let value = {
-                    let _unlimited = Unlimited::new(&self.lua);
-                    raw.pop_value()
-                };
-                restore(Ok((status == 0, value, plain)))
+                let returned = self.pop_returned(state, status, || raw.pop_value());
+                restore(Ok((returned, plain)))
             }
         })
     }
+}
+
+/// What a script or function returned, off the stack.
+pub(crate) enum Returned {
+    /// A successful result that was not a table, already converted.
+    Reply(Reply),
+    /// Whether it succeeded, and its result (a table) or the error
+    /// handler's error table, for [`convert`] to read.
+    Value(bool, Value),
 }
 
 /// The KEYS and ARGV tables, set once as globals and refilled for each
