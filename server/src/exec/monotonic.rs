@@ -80,10 +80,22 @@ pub(crate) fn now() -> Stamp {
 #[inline]
 pub(crate) fn since(start: Stamp) -> Duration {
     let end = now();
-    let ticks = end.0.saturating_sub(start.0);
+    to_duration(end.0.saturating_sub(start.0))
+}
+
+/// Microseconds since an unspecified start (the machine's or the
+/// process's), for deadlines kept as plain integers.
+#[inline]
+pub(crate) fn micros() -> u64 {
+    to_duration(now().0).as_micros() as u64
+}
+
+/// A count of readings' units as time.
+#[inline]
+fn to_duration(units: u64) -> Duration {
     match *scale() {
-        Some(ns_per_tick) => Duration::from_nanos(((ticks as u128 * ns_per_tick as u128) >> 32) as u64),
-        None => Duration::from_nanos(ticks),
+        Some(ns_per_tick) => Duration::from_nanos(((units as u128 * ns_per_tick as u128) >> 32) as u64),
+        None => Duration::from_nanos(units),
     }
 }
 
@@ -94,10 +106,12 @@ mod tests {
     #[test]
     fn measures_about_what_instant_measures() {
         init();
-        let (a, i) = (now(), Instant::now());
+        let (a, us, i) = (now(), micros(), Instant::now());
         std::thread::sleep(Duration::from_millis(20));
-        let (ours, real) = (since(a), i.elapsed());
+        let (ours, ours_us, real) = (since(a), micros() - us, i.elapsed());
         let diff = ours.as_secs_f64() - real.as_secs_f64();
         assert!(diff.abs() < 0.005, "ours {ours:?}, Instant {real:?}");
+        let diff_us = ours_us as f64 / 1e6 - real.as_secs_f64();
+        assert!(diff_us.abs() < 0.005, "ours {ours_us} µs, Instant {real:?}");
     }
 }

@@ -84,10 +84,11 @@ pub(crate) const REPL_AOF: u8 = 1;
 /// `redis.REPL_REPLICA`: the bit for replicas (`PROPAGATE_REPL`).
 pub(crate) const REPL_REPLICA: u8 = 2;
 
-/// Microseconds on a monotonic clock (for script run time, not key expiry).
+/// Microseconds on a monotonic clock (for script run time, not key expiry):
+/// the exec core's, a time-stamp counter read where it can be, as every
+/// script reads it once when it starts.
 fn monotonic_us() -> u64 {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64
+    crate::exec::monotonic::micros()
 }
 
 /// The `redis.call` target of the running script: a pointer to the
