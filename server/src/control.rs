@@ -91,6 +91,17 @@ impl ServerControl {
         self.engine.lock().shared().aof.stall_fsync(ms);
     }
 
+    /// A staged full disk (`on`), or its end (`COORDIS.SERVER DISK-FULL`):
+    /// meanwhile every write and fsync of the append-only file fails with
+    /// ENOSPC, as Redis's on a full disk. Under `everysec` and `no` the
+    /// writes are kept in memory and retried every second, and writes and
+    /// PING are refused with `-MISCONF Errors writing to the AOF file: No
+    /// space left on device` until a write succeeds; under `always` the
+    /// server stops (Redis exits), its clients' connections dropped.
+    pub fn disk_full(&self, on: bool) {
+        self.engine.lock().shared().aof.stage_disk_full(on);
+    }
+
     /// Runs `f`, which drops connections, on the engine; then, the lock
     /// released, waits until their sockets are closed, so that when the
     /// call returns every client sees the drop (as when a process dies).

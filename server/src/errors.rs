@@ -101,6 +101,25 @@ pub(crate) const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check l
 /// Writes (and PING) after a failed background save, with save points set
 /// and `stop-writes-on-bgsave-error yes` (Redis's `shared.bgsaveerr`).
 pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+/// Writes (and PING) while the append-only file's last write or fsync
+/// failed: this, then the error's `strerror` text (Redis's
+/// `writeCommandsGetDiskErrorMessage`).
+pub(crate) fn misconf_aof(errno: i32) -> Reply {
+    let why = strerror(&std::io::Error::from_raw_os_error(errno));
+    owned(format!("MISCONF Errors writing to the AOF file: {why}"))
+}
+/// Logged before the server stops when a write of the append-only file
+/// fails under `appendfsync always` (Redis exits with status 1).
+pub(crate) const AOF_WRITE_FATAL: &str =
+    "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...";
+/// Logged before the server stops when an fsync of the append-only file
+/// fails under `appendfsync always` (Redis exits with status 1).
+pub(crate) fn aof_fsync_fatal(e: &std::io::Error) -> String {
+    format!(
+        "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
+        strerror(e)
+    )
+}
 /// A `denyoom` command (or a queued one, an EXEC of them, a script's
 /// write) while used memory is over `maxmemory` and nothing may be evicted
 /// (Redis's `shared.oomerr`).

@@ -422,7 +422,9 @@ impl Builder {
     /// Serves on the current tokio runtime (which must be multi-threaded)
     /// until `stop` resolves or a client sends SHUTDOWN; `on_ready` gets the
     /// bound address and the TLS one (with a TLS port). Build your runtime
-    /// with [`runtime`] to serve many busy connections in turn.
+    /// with [`runtime`] to serve many busy connections in turn. A server
+    /// that stops on an error it cannot recover from returns [`Fatal`]
+    /// (in an `io::Error`).
     pub async fn serve(
         self,
         stop: impl Future<Output = ()>,
@@ -489,7 +491,9 @@ impl Builder {
                 };
                 tokio::select! {
                     () = &mut serving => {
-                        tracing::info!("SHUTDOWN received");
+                        if !shared.aof.fatal.is_closed() {
+                            tracing::info!("SHUTDOWN received");
+                        }
                         break;
                     }
                     () = &mut stop => {
@@ -510,12 +514,30 @@ impl Builder {
                 }
             }
         }
+        if shared.aof.fatal.is_closed() {
+            return Err(io::Error::other(Fatal));
+        }
         match failed {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 }
+
+/// Why [`Builder::serve`] ended when the server stopped on an error it
+/// cannot recover from, inside the `io::Error` it returns (the reason is
+/// logged): a write or fsync of the append-only file failed under
+/// `appendfsync always`, where Redis exits with status 1.
+#[derive(Debug)]
+pub struct Fatal;
+
+impl std::fmt::Display for Fatal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server stopped on an error it cannot recover from")
+    }
+}
+
+impl std::error::Error for Fatal {}
 
 /// The signals [`Builder::serve_signals`] hears, and whom it tells that
 /// one stops the server.

@@ -871,3 +871,128 @@ fn a_crash_behind_a_stalled_fsync_loses_the_writes_held_back() {
     let mut c = RawClient::connect(server.addr()).unwrap();
     assert_eq!(ok(&mut c, &["MGET", "before", "lock"]), b"*2\r\n$1\r\n1\r\n$-1\r\n");
 }
+
+/// What Redis 7.0.15 answers writes and PING while its last write (or
+/// background fsync) of the append-only file failed: the text of server.c's
+/// `writeCommandsGetDiskErrorMessage`, with the errno's `strerror`. A test
+/// cannot fill Redis's disk portably; coordis stages it
+/// (`COORDIS.SERVER DISK-FULL`).
+const DISK_FULL: &[u8] = b"-MISCONF Errors writing to the AOF file: No space left on device\r\n";
+
+/// Under `everysec`, a full disk: the write that meets it was made in
+/// memory and is acknowledged (Redis writes its buffer after the command
+/// ran); then writes and PING are refused until a write succeeds again,
+/// which the writer tries at least once a second (Redis's `serverCron`),
+/// and the effects held back meanwhile reach the file.
+#[test]
+fn a_full_disk_refuses_writes_and_ping_until_the_held_back_writes_are_written() {
+    let dir = TempDir::new("disk-full");
+    let server = embedded(&dir, "everysec");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["SET", "before", "1"]);
+    assert_eq!(ok(&mut c, &["COORDIS.SERVER", "DISK-FULL", "ON"]), b"+OK\r\n");
+    assert_eq!(ok(&mut c, &["SET", "held", "2"]), b"+OK\r\n");
+    // Its write failed there and then, or, behind a running fsync, as soon
+    // as that ended.
+    wait_info(&mut c, "aof_last_write_status", "err");
+    assert_ne!(info_field(&mut c, "aof_buffer_length"), "0", "kept for the next try");
+    assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), DISK_FULL);
+    assert_eq!(c.command(&["PING"]).unwrap(), DISK_FULL);
+    // A lock cannot be taken while the disk is full.
+    assert_eq!(
+        c.command(&["SET", "lock", "me", "NX", "PX", "30000"]).unwrap(),
+        DISK_FULL
+    );
+    // A script's write, as Redis's `scriptVerifyWriteCommandAllow` refuses it.
+    let script = c.command(&["EVAL", "return redis.call('set','s','1')", "0"]).unwrap();
+    assert!(
+        script.starts_with(&DISK_FULL[..DISK_FULL.len() - 2])
+            && script.ends_with(b" script: 331f1eab19bd8416f59ae02df4f687b1fb44edb5, on @user_script:1.\r\n"),
+        "{}",
+        String::from_utf8_lossy(&script)
+    );
+    // Reads go on.
+    assert_eq!(
+        ok(&mut c, &["MGET", "before", "held", "k"]),
+        b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"
+    );
+
+    server.control().disk_full(false);
+    wait_info(&mut c, "aof_last_write_status", "ok");
+    assert_eq!(info_field(&mut c, "aof_buffer_length"), "0");
+    assert_eq!(ok(&mut c, &["PING"]), b"+PONG\r\n");
+    assert_eq!(ok(&mut c, &["SET", "lock", "me", "NX", "PX", "30000"]), b"+OK\r\n");
+    // Everything written reaches the restart (a crash that loses no write
+    // keeps what was written, not what was only in memory).
+    server.control().crash(Some(Duration::ZERO));
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(
+        ok(&mut c, &["MGET", "before", "held", "lock", "k"]),
+        b"*4\r\n$1\r\n1\r\n$1\r\n2\r\n$2\r\nme\r\n$-1\r\n"
+    );
+}
+
+/// A failed fsync refuses writes as a failed write does (Redis's
+/// `aof_bio_fsync_status`): here the disk fills while the fsync of a
+/// written batch runs (slowed, so the test knows when); once an fsync
+/// succeeds, writes are accepted again.
+#[test]
+fn a_failed_fsync_refuses_writes_until_one_succeeds() {
+    let dir = TempDir::new("disk-full-fsync");
+    let server = embedded(&dir, "everysec");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    server.control().stall_fsync(Duration::from_millis(1500));
+    ok(&mut c, &["SET", "a", "1"]);
+    wait_info(&mut c, "aof_pending_bio_fsync", "1");
+    server.control().disk_full(true);
+    server.control().stall_fsync(Duration::ZERO);
+    wait_info(&mut c, "aof_last_write_status", "err");
+    assert_eq!(info_field(&mut c, "aof_buffer_length"), "0", "no write failed");
+    assert_eq!(c.command(&["INCR", "n"]).unwrap(), DISK_FULL);
+    server.control().disk_full(false);
+    // The next fsync (within a second) covers `a` again.
+    wait_info(&mut c, "aof_last_write_status", "ok");
+    assert_eq!(ok(&mut c, &["INCR", "n"]), b":1\r\n");
+}
+
+/// Under `always` a failed write cannot be taken back and its reply must
+/// not leave: Redis logs "Can't recover from AOF write error when the AOF
+/// fsync policy is 'always'. Exiting..." and exits; an embedded server
+/// stops, its client's connection dropped without the reply.
+#[test]
+fn a_full_disk_under_always_stops_the_server() {
+    let dir = TempDir::new("disk-full-always");
+    let server = embedded(&dir, "always");
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["SET", "a", "1"]);
+    let mut reader = RawClient::connect(server.addr()).unwrap();
+    server.control().disk_full(true);
+    let reply = c.command(&["SET", "b", "2"]);
+    assert!(reply.is_err() || c.read_to_close().is_ok(), "the reply left: {reply:?}");
+    // Every other client sees the drop, and the listener is gone.
+    assert!(reader.command(&["GET", "a"]).is_err() || reader.read_to_close().is_ok());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while RawClient::connect(server.addr()).is_ok_and(|mut c| c.command(&["PING"]).is_ok()) {
+        assert!(Instant::now() < deadline, "the server still answers");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `coordis-server` under `always` exits with status 1 after Redis's line.
+#[test]
+fn coordis_server_exits_1_when_a_write_fails_under_always() {
+    let dir = TempDir::new("disk-full-exit");
+    let mut server = coordis(&dir, &["--appendfsync", "always", "--enable-test-commands", "yes"]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    ok(&mut c, &["SET", "a", "1"]);
+    ok(&mut c, &["COORDIS.SERVER", "DISK-FULL", "ON"]);
+    let reply = c.command(&["SET", "b", "2"]);
+    assert!(reply.is_err() || c.read_to_close().is_ok(), "the reply left: {reply:?}");
+    let status = server.wait_exit(Duration::from_secs(15)).unwrap().expect("it exits");
+    assert_eq!(status.code(), Some(1));
+    let log = server.stderr_text();
+    assert!(
+        log.contains("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting..."),
+        "{log}"
+    );
+}

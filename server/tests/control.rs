@@ -298,7 +298,7 @@ fn server_faults_over_the_wire() {
     assert!(other.command(&["PING"]).is_err());
     let mut c = RawClient::connect(server.addr()).unwrap();
     assert_eq!(c.command(&["EXISTS", "k"]).unwrap(), b":0\r\n");
-    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*16\r\n"));
+    assert!(c.command(&["COORDIS.SERVER", "HELP"]).unwrap().starts_with(b"*18\r\n"));
 }
 
 /// An embedded server with DEBUG enabled (`enable-debug-command yes`).

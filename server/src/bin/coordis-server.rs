@@ -168,6 +168,9 @@ fn main() -> ExitCode {
         }
         match served {
             Ok(()) => ExitCode::SUCCESS,
+            // Logged already (Redis's `exit(1)` after a failed write of the
+            // append-only file under `appendfsync always`).
+            Err(e) if e.get_ref().is_some_and(|inner| inner.is::<coordis::Fatal>()) => ExitCode::FAILURE,
             // A refused setting (TLS that cannot be configured, a bad
             // address): the error says it all.
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {

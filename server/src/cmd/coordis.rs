@@ -13,7 +13,7 @@
 
 use bytes::Bytes;
 
-use super::args::int;
+use super::args::{int, is};
 use super::flags::*;
 use super::{acl, CommandSpec, Ctx};
 use crate::errors::{self, err};
@@ -74,6 +74,7 @@ static SERVER: &[CommandSpec] = &[
     subcommand!("coordis", "coordis.server|restart", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_restart),
     subcommand!("coordis", "coordis.server|crash", -2, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_crash),
     subcommand!("coordis", "coordis.server|down", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_down),
+    subcommand!("coordis", "coordis.server|disk-full", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_disk_full),
     subcommand!("coordis", "coordis.server|fsync-stall", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_fsync_stall),
     subcommand!("coordis", "coordis.server|seed", 3, PROTECTED | GUARD_TEST | NOSCRIPT | LOADING | STALE, acl::ADMIN, server_seed),
     subcommand!("coordis", "coordis.server|help", 2, PROTECTED | GUARD_TEST | LOADING | STALE, acl::ADMIN, server_help),
@@ -779,6 +780,21 @@ fn server_fsync_stall(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     Reply::Ok
 }
 
+/// DISK-FULL ON|OFF: a full disk, staged: every write and fsync of the
+/// append-only file fails with ENOSPC while it is on. See
+/// [`crate::control::ServerControl::disk_full`].
+fn server_disk_full(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let on = if is(&args[2], "on") {
+        true
+    } else if is(&args[2], "off") {
+        false
+    } else {
+        return err(errors::SYNTAX);
+    };
+    ctx.server.shared.aof.stage_disk_full(on);
+    Reply::Ok
+}
+
 /// SEED n: seeds every random choice the server makes (SPOP, SRANDMEMBER,
 /// ZRANDMEMBER, HRANDFIELD, RANDOMKEY), from the next command on.
 fn server_seed(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -799,6 +815,8 @@ fn server_help(_ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         "CRASH [LOSE-MS <milliseconds>]",
         "    A power loss: connections dropped, the append-only file cut to what its fsync policy made durable",
         "    (LOSE-MS: to the writes older than that), then a restart from the files.",
+        "DISK-FULL (ON|OFF)",
+        "    A full disk: every write and fsync of the append-only file fails (ENOSPC) while ON.",
         "FSYNC-STALL <milliseconds>",
         "    A slow disk: every fsync of the append-only file first waits that long (real time); 0 ends it.",
         "RESTART [KEEPDATA|FLUSH]",

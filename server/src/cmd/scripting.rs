@@ -132,15 +132,16 @@ pub(super) fn run_in_vm(
             // Over the limit found at the start, a command that grows
             // memory is refused until the script has written (it cannot
             // stop halfway), unless it is flagged `allow-oom`.
-            let may_oom = !allow_oom && !state.wrote.load(Ordering::Relaxed);
+            let wrote = state.wrote.load(Ordering::Relaxed);
+            let may_oom = !allow_oom && !wrote;
             // `redis.set_repl`: where this command's own effect may go.
             let withheld = state.repl_withheld.load(Ordering::Relaxed);
             let aof = withheld & crate::lua::REPL_AOF == 0;
             let replicas = withheld & crate::lua::REPL_REPLICA == 0;
             inner.server.effects.set_targets(aof, replicas);
-            let (reply, wrote) = crate::exec::call_from_script(&mut inner, cmd, caller, may_oom);
+            let (reply, wrote_now) = crate::exec::call_from_script(&mut inner, cmd, caller, may_oom, wrote);
             inner.server.effects.reset_targets();
-            if wrote {
+            if wrote_now {
                 state.wrote.store(true, Ordering::Relaxed);
             }
             if reply.is_error() && inner_errors.len() < MAX_INNER_ERRORS {

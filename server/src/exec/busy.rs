@@ -159,7 +159,7 @@ pub(crate) fn answer(ctx: &mut BusyCtx, args: &[Bytes]) -> Answer {
         busy: Some(ctx.script),
         // The save state lives in the engine, which the script holds;
         // Redis's busy script blocks its saves too.
-        disk_error: false,
+        disk_error: None,
         queued_write: false,
         loading: false,
         // The replica's state lives in the engine too; while the script

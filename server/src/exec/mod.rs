@@ -33,6 +33,7 @@ use crate::errors;
 use crate::evict::Outcome;
 use crate::faults::FaultAction;
 use crate::net::clients::ClientState;
+use crate::persist::DiskError;
 use crate::protocol::Reply;
 use crate::state::ServerState;
 
@@ -143,9 +144,9 @@ pub(crate) struct Facts<'a> {
     /// The script or function that is busy (only on the connection side:
     /// the engine is not busy while it admits); `-BUSY` names it.
     pub busy: Option<&'a crate::lua::ScriptState>,
-    /// Writes are refused after a failed background save
-    /// ([`crate::persist::saves::writes_denied`]).
-    pub disk_error: bool,
+    /// Writes are refused after a failed background save or a failed
+    /// write or fsync of the append-only file ([`DiskError::of`]).
+    pub disk_error: Option<DiskError>,
     /// With `disk_error`: the client's MULTI queue holds a write, so its
     /// EXEC is a write (Redis's `mstate.cmd_flags`).
     pub queued_write: bool,
@@ -200,7 +201,7 @@ impl Facts<'static> {
             test: Allow::No,
         },
         busy: None,
-        disk_error: false,
+        disk_error: None,
         queued_write: false,
         loading: false,
         replica_read_only: false,
@@ -365,9 +366,10 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         }
     };
     if checks.script {
-        // Scripts: NOSCRIPT, the ACL, then writes from a read-only script.
-        // (OOM, MISCONF, a read-only replica and the cluster's slot checks
-        // follow here, in `scriptCall`'s order, as those land.)
+        // Scripts, in `scriptCall`'s order: NOSCRIPT, the ACL, writes from
+        // a read-only script, then the server's state (a read-only replica,
+        // MISCONF, too few replicas) and OOM; the cluster's slot checks
+        // follow in `call_from_script`.
         if spec.has(flags::NOSCRIPT) && !facts.noscript_allowed {
             return refuse(Some(spec), errors::err(errors::NOT_FROM_SCRIPT));
         }
@@ -391,6 +393,10 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         // since nothing here lets it).
         if facts.replica_read_only && spec.has(flags::WRITE) {
             return refuse(Some(spec), errors::err(errors::READONLY_REPLICA));
+        }
+        // MISCONF, for a script that did not write yet (its facts say).
+        if let Some(disk_error) = facts.disk_error.filter(|_| spec.has(flags::WRITE)) {
+            return refuse(Some(spec), disk_error.reply());
         }
         // Not enough good replicas (`scriptVerifyWriteCommandAllow`).
         if facts.too_few_replicas && spec.has(flags::WRITE) {
@@ -444,12 +450,13 @@ pub(crate) fn admit(caller: Caller, args: &[Bytes], facts: &Facts, holds: &mut d
         // says `no-writes` (Redis's `scriptFlagsToCmdFlags`), for the
         // checks below as for Redis's `processCommand`.
         let writes = facts.declared.map_or(spec.has(flags::WRITE), |d| d.writes);
-        // 8. MISCONF: a failed background save refuses writes (an EXEC
-        // that would run one too) and PING.
-        if facts.disk_error
-            && (writes || spec.has(flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write))
-        {
-            return refuse(Some(spec), errors::err(errors::MISCONF));
+        // 8. MISCONF: a failed background save, or a failed write or fsync
+        // of the append-only file, refuses writes (an EXEC that would run
+        // one too) and PING.
+        if let Some(disk_error) = facts.disk_error {
+            if writes || spec.has(flags::DISK_ERROR_REFUSED) || (spec.has(flags::EXEC) && facts.queued_write) {
+                return refuse(Some(spec), disk_error.reply());
+            }
         }
         // 9. Not enough good replicas (`min-replicas-to-write`): writes,
         // and an EXEC that would run one.
@@ -608,7 +615,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
     let guards = ctx.server.guards;
     let client = &*ctx.client;
     let user = ctx.server.acl.restricted(&client.user);
-    let disk_error = crate::persist::saves::writes_denied(ctx.server);
+    let disk_error = DiskError::of(ctx.server);
     let replica = ReplicaFacts::of(ctx.server);
     // Whether a queued command passes `test`, with what its script or
     // function declared, as Redis adds each queued command's flags (a
@@ -630,7 +637,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
         guards: &guards,
         busy,
         disk_error,
-        queued_write: (disk_error || replica.read_only || too_few_replicas)
+        queued_write: (disk_error.is_some() || replica.read_only || too_few_replicas)
             && queued(|s, declared| declared.map_or(s.has(flags::WRITE), |d| d.writes)),
         loading: ctx.server.shared.loading.is_active(),
         replica_read_only: replica.read_only,
@@ -639,7 +646,7 @@ pub(crate) fn process(ctx: &mut Ctx, args: &[Bytes], busy: Option<&crate::lua::S
             && queued(|s, declared| !declared.map_or(s.has(flags::STALE), |d| d.stale_ok)),
         // Only the states that read it pay for the lookup (the primary's
         // hot path does not).
-        declared: if replica.read_only || replica.stale_refused || disk_error || too_few_replicas {
+        declared: if replica.read_only || replica.stale_refused || disk_error.is_some() || too_few_replicas {
             declared_flags(args, scripting)
         } else {
             None
@@ -823,11 +830,19 @@ pub(crate) fn call_queued(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 /// A script's `redis.call`: admitted with the script checks, then called.
 /// The flag says whether a write command ran (a script that wrote cannot
-/// be killed).
-pub(crate) fn call_from_script(ctx: &mut Ctx, args: &[Bytes], caller: Caller, may_oom: bool) -> (Reply, bool) {
+/// be killed). `wrote`: the script wrote before; it is not stopped halfway
+/// by a disk error that arose since (Redis's `SCRIPT_WRITE_DIRTY`).
+pub(crate) fn call_from_script(
+    ctx: &mut Ctx,
+    args: &[Bytes],
+    caller: Caller,
+    may_oom: bool,
+    wrote: bool,
+) -> (Reply, bool) {
     let replica = ReplicaFacts::of(ctx.server);
     let user = ctx.server.acl.restricted(&ctx.client.user);
     let facts = Facts {
+        disk_error: if wrote { None } else { DiskError::of(ctx.server) },
         replica_read_only: replica.read_only,
         stale_refused: replica.stale_refused,
         acl: user.as_deref(),

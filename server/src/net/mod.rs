@@ -280,15 +280,27 @@ impl Bound {
             }
         }
         // Until shutdown, sockets CONFIG SET binds get their accept loop.
+        // A failure of the append-only file under `always` stops the
+        // server as SHUTDOWN NOSAVE would (Redis exits; the reason is logged).
         loop {
             tokio::select! {
                 () = shutdown.closed() => break,
+                () = shared.aof.fatal.closed() => {
+                    shared.shutdown_nosave.store(true, Ordering::Release);
+                    shutdown.close();
+                    break;
+                }
                 Some(slot) = rebound.recv() => {
                     accepts.spawn(accept_loop(slot, ctx.clone()));
                 }
             }
         }
-        tracing::warn!("User requested shutdown...");
+        // Stopped by a failure of the append-only file: its reason is
+        // logged, and Redis would have exited on the spot.
+        let fatal = shared.aof.fatal.is_closed();
+        if !fatal {
+            tracing::warn!("User requested shutdown...");
+        }
         let _ = stop_tx.send(true);
         // A script in flight may finish within the drain deadline (its client
         // gets the real reply); past it, it is stopped, even one that wrote,
@@ -332,7 +344,9 @@ impl Bound {
         if let Some(path) = unix_path {
             unix::UnixListen::remove_file(&path);
         }
-        tracing::warn!("coordis is now ready to exit, bye bye...");
+        if !fatal {
+            tracing::warn!("coordis is now ready to exit, bye bye...");
+        }
     }
 }
 
@@ -960,9 +974,11 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             }
             // With the append-only file on, no reply leaves before the
             // effects of its batch (and of every batch before it) are
-            // written, and under `appendfsync always` fsynced.
-            if shared.aof.waits() {
-                shared.aof.wait().await;
+            // written, and under `appendfsync always` fsynced. When that
+            // failed (fatal under `always`), they never leave: the server
+            // stops, as Redis exits, and the client sees the drop.
+            if shared.aof.waits() && !shared.aof.wait().await {
+                return Ok(());
             }
             if !end.killed.is_empty() {
                 clients::wait_gone(&end.killed).await;
@@ -1363,9 +1379,10 @@ async fn write_messages<S: AsyncWrite + Unpin>(
     signal: &ConnSignal,
     shared: &Shared,
 ) -> io::Result<()> {
-    if shared.aof.waits() {
-        // A served blocked client's reply comes this way: written first.
-        shared.aof.wait().await;
+    // A served blocked client's reply comes this way: written first (and
+    // never, should that fail under `always`).
+    if shared.aof.waits() && !shared.aof.wait().await {
+        return Err(io::Error::other("the append-only file cannot be written"));
     }
     let messages = outbox.take();
     let mut batch = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());

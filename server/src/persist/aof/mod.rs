@@ -992,6 +992,7 @@ pub(crate) enum Requested {
 pub(crate) fn set_enabled(dbs: &mut [Db], state: &mut ServerState, scripting: &Scripting) -> Result<(), String> {
     match (state.config.aof.enabled, state.aof.on) {
         (true, false) => {
+            state.shared.aof.reopened();
             state.aof.on = true;
             state.aof.waiting = true;
             configure(state);
@@ -1138,7 +1139,7 @@ pub(crate) fn info(state: &ServerState) -> String {
         if a.last_rewrite_ok { "ok" } else { "err" },
         a.rewrites,
         a.consecutive_failures,
-        if d.write_failed.load(Ordering::Relaxed) { "err" } else { "ok" },
+        if d.error().is_some() { "err" } else { "ok" },
     );
     // Redis shows the sizes when the directive says yes; the base size is
     // the files' size after the last rewrite (`aof_rewrite_base_size`).

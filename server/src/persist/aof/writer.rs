@@ -25,6 +25,13 @@
 //! switch to a new file, batches of `always`), so nothing overtakes what
 //! was sent before it.
 //!
+//! A failed write keeps its effects in the buffer and is tried again at
+//! least once a second; until a write (and the last fsync) succeeds,
+//! writes and PING are refused with `-MISCONF` ([`Durability::error`],
+//! Redis's `writeCommandsDeniedByDiskError`). Under `always` a failed
+//! write or fsync is fatal, as Redis's `exit(1)`: the replies waiting for
+//! it never leave and the server stops ([`Durability::fatal`]).
+//!
 //! For crash staging the writer remembers, for each write, the server-clock
 //! time of its batch and the file offset after it, and the offset of the
 //! last fsync: [`Msg::Crash`] cuts the file back to what a power loss would
@@ -34,14 +41,16 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Seek, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
 
+use crate::errors;
 use crate::exec::feed::{self, Unit};
+use crate::net::clients::CloseSignal;
 
 /// How often `everysec` fsyncs.
 const EVERYSEC: Duration = Duration::from_secs(1);
@@ -50,6 +59,10 @@ const EVERYSEC: Duration = Duration::from_secs(1);
 /// for many seconds of writes at any rate a test drives; older ones are
 /// forgotten (a crash then cannot lose more than they cover).
 const CRASH_HISTORY: usize = 1 << 16;
+
+/// At most one log line of failed writes per this long (Redis's
+/// `AOF_WRITE_LOG_ERROR_RATE`): a full disk is retried every second.
+const WRITE_ERROR_LOG_EVERY: Duration = Duration::from_secs(30);
 
 /// `appendfsync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,8 +123,18 @@ pub(crate) struct Durability {
     /// A staged slow disk: every fsync of the file first waits this many
     /// ms of real time (`COORDIS.SERVER FSYNC-STALL`; 0: none).
     fsync_stall_ms: AtomicU64,
-    /// The last write failed (INFO `aof_last_write_status`).
-    pub(crate) write_failed: AtomicBool,
+    /// The errno of the last write, 0 when it succeeded (Redis's
+    /// `aof_last_write_status` and `aof_last_write_errno`).
+    write_errno: AtomicI32,
+    /// The errno of the last fsync, 0 when it succeeded (Redis's
+    /// `aof_bio_fsync_status` and `aof_bio_fsync_errno`).
+    fsync_errno: AtomicI32,
+    /// A staged full disk: every write and fsync of the file fails with
+    /// ENOSPC (`COORDIS.SERVER DISK-FULL`).
+    disk_full: AtomicBool,
+    /// Closed when a write or fsync failed under `always`: the server
+    /// stops, as Redis exits, and no waiting reply leaves.
+    pub(crate) fatal: CloseSignal,
     /// Writes are not fsynced for now: `no-appendfsync-on-rewrite` is on
     /// and a save or rewrite walks the keyspace (Redis skips the fsync
     /// while a child runs, so a crash then loses acknowledged writes even
@@ -146,6 +169,33 @@ impl Durability {
         self.fsync_stall_ms.store(ms, Ordering::Relaxed);
     }
 
+    /// Stages a full disk (`on`) or ends it: every write and fsync of the
+    /// file fails with ENOSPC meanwhile.
+    pub(crate) fn stage_disk_full(&self, on: bool) {
+        self.disk_full.store(on, Ordering::Relaxed);
+    }
+
+    /// The errno of the failed write, else of the failed fsync, that
+    /// refuses writes (Redis's `writeCommandsDeniedByDiskError` for the
+    /// AOF); `None` when both last succeeded.
+    pub(crate) fn error(&self) -> Option<i32> {
+        [&self.write_errno, &self.fsync_errno]
+            .into_iter()
+            .map(|errno| errno.load(Ordering::Relaxed))
+            .find(|&errno| errno != 0)
+    }
+
+    /// The file is turned on again (CONFIG SET appendonly yes): past
+    /// errors are forgotten, as Redis's `startAppendOnly` does.
+    pub(crate) fn reopened(&self) {
+        if self.fsync_errno.swap(0, Ordering::Relaxed) != 0 {
+            tracing::warn!("AOF reopen, just ignore the AOF fsync error in bio job");
+        }
+        if self.write_errno.swap(0, Ordering::Relaxed) != 0 {
+            tracing::warn!("AOF reopen, just ignore the last error.");
+        }
+    }
+
     /// Replies wait for the file (it is on, whatever `appendfsync` says).
     #[inline]
     pub(crate) fn waits(&self) -> bool {
@@ -153,18 +203,44 @@ impl Durability {
     }
 
     /// Waits until every batch given to the writer so far is written (and
-    /// fsynced, under `always`).
-    pub(crate) async fn wait(&self) {
+    /// fsynced, under `always`). `false`: it never will be, the write or
+    /// fsync failed under `always` and the server stops; the replies must
+    /// not leave (Redis exits before it sends them).
+    pub(crate) async fn wait(&self) -> bool {
         let target = self.sent.load(Ordering::Acquire);
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            if self.fatal.is_closed() {
+                return false;
+            }
             if self.durable.load(Ordering::Acquire) >= target || !self.waits() {
-                return;
+                return true;
             }
             notified.await;
         }
+    }
+
+    fn policy(&self) -> Fsync {
+        Fsync::from_u8(self.policy.load(Ordering::Relaxed))
+    }
+
+    /// An error a staged full disk makes of a write or fsync.
+    fn staged_failure(&self) -> std::io::Result<()> {
+        if self.disk_full.load(Ordering::Relaxed) {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        Ok(())
+    }
+
+    /// A write or fsync failed under `always`: Redis logs `line` and exits
+    /// (the replies in its buffers never leave, the writes cannot be taken
+    /// back). The waiting replies are dropped and the server stops.
+    fn die(&self, line: &str) {
+        tracing::warn!("{line}");
+        self.fatal.close();
+        self.notify.notify_waiters();
     }
 
     /// Every waiter goes on (the file is off, or a crash dropped them).
@@ -300,6 +376,7 @@ pub(crate) fn start(
         buf: BytesMut::new(),
         marks: Vec::new(),
         postponed_since: None,
+        error_logged: None,
     }));
     let queued = Arc::new(AtomicUsize::new(0));
     let (thread_writer, thread_queued) = (writer.clone(), queued.clone());
@@ -380,6 +457,11 @@ fn run(writer: &Mutex<Writer>, queued: &AtomicUsize, rx: mpsc::Receiver<Msg>) {
                     return;
                 }
             }
+            // A failure under `always`: nothing after it is written, and
+            // what waits for an answer gets none (the server stops).
+            if durability.fatal.is_closed() {
+                return;
+            }
         }
         // What a failed write left (it is tried again here, at least once
         // a second, as Redis's cron does).
@@ -411,6 +493,9 @@ fn run(writer: &Mutex<Writer>, queued: &AtomicUsize, rx: mpsc::Receiver<Msg>) {
             Fsync::EverySec | Fsync::No => {}
         }
         drop(w);
+        if durability.fatal.is_closed() {
+            return;
+        }
         if let Some(seq) = last_seq {
             durability.reached(seq);
         }
@@ -420,12 +505,13 @@ fn run(writer: &Mutex<Writer>, queued: &AtomicUsize, rx: mpsc::Receiver<Msg>) {
 }
 
 /// An fsync of the file (data only, as Redis's `redis_fsync` on Linux),
-/// after the stall a test staged.
+/// after the stall a test staged; a staged full disk fails it.
 fn fsync(file: &File, durability: &Durability) -> std::io::Result<()> {
     let stall = durability.fsync_stall_ms.load(Ordering::Relaxed);
     if stall > 0 {
         std::thread::sleep(Duration::from_millis(stall));
     }
+    durability.staged_failure()?;
     file.sync_data()
 }
 
@@ -458,6 +544,8 @@ struct Writer {
     /// The server-clock second a write was first held back for an fsync
     /// (Redis's `aof_flush_postponed_start`).
     postponed_since: Option<u64>,
+    /// When a failed write was last logged ([`WRITE_ERROR_LOG_EVERY`]).
+    error_logged: Option<Instant>,
 }
 
 impl Writer {
@@ -526,23 +614,22 @@ impl Writer {
 
     /// Writes [`Writer::buf`] in one write; whether anything was written. A
     /// failed write leaves the file as it was and the buffer for the next
-    /// try (INFO `aof_last_write_status` says `err` meanwhile), as Redis's.
+    /// try (writes are refused and INFO `aof_last_write_status` says `err`
+    /// meanwhile), as Redis's; under `always` it is fatal.
     fn flush(&mut self) -> bool {
         self.postponed_since = None;
         if self.buf.is_empty() {
             return false;
         }
-        if let Err(e) = self.file.write_all(&self.buf) {
-            tracing::warn!("Error writing to the AOF file: {e}");
-            self.durability.write_failed.store(true, Ordering::Relaxed);
-            // What part of it was written is cut off again.
-            if let Err(e) = self.file.set_len(self.offset) {
-                tracing::warn!("Could not remove short write from the append-only file.  Redis may refuse to load the AOF the next time it starts.  ftruncate: {e}");
-            }
-            let _ = self.file.seek(std::io::SeekFrom::Start(self.offset));
+        let written = self
+            .durability
+            .staged_failure()
+            .and_then(|()| self.file.write_all(&self.buf));
+        if let Err(e) = written {
+            self.write_failed(&e);
             return false;
         }
-        if self.durability.write_failed.swap(false, Ordering::Relaxed) {
+        if self.durability.write_errno.swap(0, Ordering::Relaxed) != 0 {
             tracing::warn!("AOF write error looks solved, Redis can write again.");
         }
         for (at_ms, end) in self.marks.drain(..) {
@@ -560,6 +647,30 @@ impl Writer {
         true
     }
 
+    /// A failed write, as Redis's `flushAppendOnlyFile` takes it: logged
+    /// (at most once per [`WRITE_ERROR_LOG_EVERY`]), what part of it was
+    /// written cut off again, its errno kept for `-MISCONF` (a short write
+    /// counts as a full disk, as in Redis); fatal under `always`.
+    fn write_failed(&mut self, e: &std::io::Error) {
+        let errno = e.raw_os_error().unwrap_or(libc::ENOSPC);
+        let log = self.error_logged.is_none_or(|at| at.elapsed() > WRITE_ERROR_LOG_EVERY);
+        if log {
+            self.error_logged = Some(Instant::now());
+            tracing::warn!("Error writing to the AOF file: {}", errors::strerror(e));
+        }
+        if let Err(e) = self.file.set_len(self.offset) {
+            if log {
+                tracing::warn!("Could not remove short write from the append-only file.  Redis may refuse to load the AOF the next time it starts.  ftruncate: {}", errors::strerror(&e));
+            }
+        }
+        let _ = self.file.seek(std::io::SeekFrom::Start(self.offset));
+        if self.durability.policy() == Fsync::Always {
+            self.durability.die(errors::AOF_WRITE_FATAL);
+            return;
+        }
+        self.durability.write_errno.store(errno, Ordering::Relaxed);
+    }
+
     /// Writes what is buffered and fsyncs the file.
     fn sync(&mut self) {
         self.flush();
@@ -568,7 +679,7 @@ impl Writer {
         }
         let (generation, offset) = (self.generation, self.offset);
         let synced = fsync(&self.file, &self.durability);
-        self.synced_to(synced, generation, offset);
+        self.synced_to(synced, generation, offset)
     }
 
     /// What an fsync off the lock needs: a handle of the file, which file
@@ -586,12 +697,22 @@ impl Writer {
         }
     }
 
-    /// An fsync of file `generation` that began at `offset` ended.
+    /// An fsync of file `generation` that began at `offset` ended. A failure refuses writes until an fsync succeeds
+    /// (Redis's `aof_bio_fsync_status`; it is tried again within a second,
+    /// what it covers being still unsynced); under `always` it is fatal.
     fn synced_to(&mut self, synced: std::io::Result<()>, generation: u64, offset: u64) {
         if let Err(e) = synced {
-            tracing::warn!("Fail to fsync the AOF file: {e}");
+            if self.durability.policy() == Fsync::Always {
+                self.durability.die(&errors::aof_fsync_fatal(&e));
+            } else {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                if self.durability.fsync_errno.swap(errno, Ordering::Relaxed) == 0 {
+                    tracing::warn!("Fail to fsync the AOF file: {}", errors::strerror(&e));
+                }
+            }
             return;
         }
+        self.durability.fsync_errno.store(0, Ordering::Relaxed);
         // A crash cut the file back meanwhile: what is left was synced.
         if generation != self.generation || offset < self.synced {
             return;
