@@ -114,6 +114,8 @@ fn misconf_transcript(c: &mut RawClient) -> Vec<String> {
     run(c, &["PING"]);
     run(c, &["GET", "a"]);
     run(c, &["DEL", "a"]);
+    // A script's write (Redis's `scriptVerifyWriteCommandAllow`).
+    run(c, &["EVAL", "return redis.call('set','s','1')", "0"]);
     run(c, &["MULTI"]);
     run(c, &["SET", "k", "v"]);
     run(c, &["EXEC"]);
@@ -164,6 +166,51 @@ fn a_failed_background_save_refuses_writes_and_ping_as_redis() {
         got[0].contains("-MISCONF Redis is configured to save RDB snapshots"),
         "{got:?}"
     );
+}
+
+/// A failed background save and a failed write of the append-only file at
+/// once: the save's `-MISCONF` comes first, as Redis's
+/// `writeCommandsDeniedByDiskError` asks about it first; without it, the
+/// append-only file's (the text of Redis's `writeCommandsGetDiskErrorMessage`).
+#[test]
+fn a_failed_save_takes_precedence_over_a_failed_aof_write() {
+    let dir = TempDir::new("misconf-both");
+    let mut builder = coordis::Server::builder();
+    let config = builder.config_mut();
+    config.apply("dir", &[dir.text().to_string()]).unwrap();
+    config.apply("save", &["1 1".to_string()]).unwrap();
+    config.aof.enabled = true;
+    let server = builder.start_blocking().unwrap();
+    let clock = server.clock().unwrap();
+    clock.freeze();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    cmd(&mut c, &["SET", "a", "1"]);
+    server.control().disk_full(true);
+    assert_eq!(cmd(&mut c, &["SET", "b", "2"]), b"+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "aof_last_write_status") != "err" {
+        assert!(Instant::now() < deadline, "the write never failed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    break_dir(&mut c);
+    advance(&clock, &mut c, Duration::from_secs(2));
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
+    let rdb = text(&cmd(&mut c, &["SET", "k", "v"]));
+    assert!(
+        rdb.starts_with("-MISCONF Redis is configured to save RDB snapshots"),
+        "{rdb}"
+    );
+    cmd(&mut c, &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"]);
+    assert_eq!(
+        text(&cmd(&mut c, &["PING"])),
+        "-MISCONF Errors writing to the AOF file: No space left on device\r\n"
+    );
+    server.control().disk_full(false);
+    while info_field(&mut c, "aof_last_write_status") != "ok" {
+        assert!(Instant::now() < deadline, "the write never succeeded again");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(cmd(&mut c, &["PING"]), b"+PONG\r\n");
 }
 
 #[test]
