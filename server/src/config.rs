@@ -278,6 +278,10 @@ pub struct ReplicaConfig {
     /// `replica-serve-stale-data`: with `no`, commands not flagged `stale`
     /// are refused with `-MASTERDOWN` while the link is down. Default yes.
     pub serve_stale_data: bool,
+    /// `replica-ignore-disk-write-errors`: a replica whose disk fails
+    /// (`-MISCONF`) still applies its primary's writes, logging it; with
+    /// `no` (the default) it stops on the first one, as Redis panics.
+    pub ignore_disk_write_errors: bool,
     /// `replica-priority` (INFO's `slave_priority`, for Sentinel). Default 100.
     pub priority: i64,
     /// `replica-announced` (INFO's `replica_announced`). Default yes.
@@ -1570,7 +1574,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("replica-serve-stale-data", "yes", Bool, replica!(bool serve_stale_data)).alias(&["slave-serve-stale-data"]),
     row("replica-lazy-flush", "no", Bool, Store::Ignored).alias(&["slave-lazy-flush"]),
     row("replica-ignore-maxmemory", "yes", Bool, memory!(flag replica_ignores)).alias(&["slave-ignore-maxmemory"]),
-    row("replica-ignore-disk-write-errors", "no", Bool, Store::Ignored),
+    row("replica-ignore-disk-write-errors", "no", Bool, replica!(bool ignore_disk_write_errors)),
     row("replica-announced", "yes", Bool, replica!(bool announced)),
     row("replica-priority", "100", Int { min: 0, max: I32 }, replica!(priority)).alias(&["slave-priority"]),
     row("replica-announce-ip", "", Text, Store::Ignored).alias(&["slave-announce-ip"]),

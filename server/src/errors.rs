@@ -108,6 +108,14 @@ pub(crate) fn misconf_aof(errno: i32) -> Reply {
     let why = strerror(&std::io::Error::from_raw_os_error(errno));
     owned(format!("MISCONF Errors writing to the AOF file: {why}"))
 }
+/// Logged before a replica whose disk failed stops, at its primary's
+/// first write, with `replica-ignore-disk-write-errors no` (Redis's
+/// `serverPanic` in `processCommand`).
+pub(crate) const REPLICA_DISK_PANIC: &str = "------------------------------------------------\n!!! Software Failure. Press left mouse button to continue\nGuru Meditation: Replica was unable to write command to disk. #server.c:3890";
+/// Logged at most every 10 s while a replica whose disk failed applies its
+/// primary's writes (`replica-ignore-disk-write-errors yes`).
+pub(crate) const REPLICA_DISK_IGNORED: &str =
+    "Replica is applying a command even though it is unable to write to disk.";
 /// Logged before the server stops when a write of the append-only file
 /// fails under `appendfsync always` (Redis exits with status 1).
 pub(crate) const AOF_WRITE_FATAL: &str =

@@ -996,3 +996,55 @@ fn coordis_server_exits_1_when_a_write_fails_under_always() {
         "{log}"
     );
 }
+
+/// Polls until `done` (10 s at most).
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A replica whose append-only file cannot be written gets its primary's
+/// next write: with `replica-ignore-disk-write-errors no` (the default) it
+/// stops, as Redis panics ("Replica was unable to write command to
+/// disk."); with `yes` it applies the stream while its own clients get
+/// `-MISCONF`, as Redis's.
+#[test]
+fn a_replica_whose_disk_fails_stops_at_its_primarys_next_write_unless_told_to_ignore_it() {
+    for ignore in ["no", "yes"] {
+        let primary = coordis::Server::builder().start_blocking().unwrap();
+        let dir = TempDir::new("replica-disk-full");
+        let replica = embedded(&dir, "everysec");
+        let mut p = RawClient::connect(primary.addr()).unwrap();
+        let mut r = RawClient::connect(replica.addr()).unwrap();
+        ok(&mut p, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+        ok(&mut r, &["CONFIG", "SET", "replica-ignore-disk-write-errors", ignore]);
+        ok(&mut r, &["REPLICAOF", "127.0.0.1", &primary.addr().port().to_string()]);
+        ok(&mut p, &["SET", "synced", "1"]);
+        wait_until("the replica to sync", || {
+            r.command(&["GET", "synced"]).unwrap() == b"$1\r\n1\r\n"
+        });
+        replica.control().disk_full(true);
+        // The first write fails in the replica's file, in memory still.
+        ok(&mut p, &["SET", "a", "1"]);
+        wait_until("the replica's write to fail", || {
+            info_field(&mut r, "aof_last_write_status") == "err"
+        });
+        ok(&mut p, &["SET", "b", "2"]);
+        if ignore == "no" {
+            wait_until("the replica to stop", || {
+                RawClient::connect(replica.addr()).map_or(true, |mut c| c.command(&["PING"]).is_err())
+            });
+        } else {
+            wait_until("the replica to apply the write", || {
+                r.command(&["GET", "b"]).unwrap() == b"$1\r\n2\r\n"
+            });
+            assert_eq!(
+                r.command(&["PING"]).unwrap(),
+                b"-MISCONF Errors writing to the AOF file: No space left on device\r\n"
+            );
+        }
+    }
+}

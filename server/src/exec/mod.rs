@@ -910,6 +910,29 @@ impl ReplicaFacts {
     }
 }
 
+/// Whether a replica applies its primary's write while its disk fails
+/// (`-MISCONF` for its clients; Redis's `processCommand` for the master
+/// client): with `replica-ignore-disk-write-errors yes` it does, logging it
+/// every 10 s; with `no` the server stops, as Redis panics.
+fn disk_error_allows_primary(server: &mut ServerState) -> bool {
+    if server.shared.aof.fatal.is_closed() {
+        return false;
+    }
+    if DiskError::of(server).is_none() {
+        return true;
+    }
+    if !server.config.replica.ignore_disk_write_errors {
+        server.shared.aof.die(errors::REPLICA_DISK_PANIC);
+        return false;
+    }
+    let now = server.clock.now_ms();
+    if now >= server.replica.disk_error_logged_ms + 10_000 || server.replica.disk_error_logged_ms == 0 {
+        server.replica.disk_error_logged_ms = now;
+        tracing::warn!("{}", errors::REPLICA_DISK_IGNORED);
+    }
+    true
+}
+
 /// A command of the primary's replication stream
 /// ([`Caller::Primary`]): admitted without the client checks, queued
 /// inside the link's MULTI, called; the reply is dropped by the caller.
@@ -918,7 +941,13 @@ pub(crate) fn process_primary(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         in_multi: ctx.client.multi.is_some(),
         ..Facts::INTERNAL
     };
-    match admit(Caller::Primary, args, &facts, &mut NoHolds) {
+    let verdict = admit(Caller::Primary, args, &facts, &mut NoHolds);
+    if let Verdict::Run(spec) | Verdict::Queue(spec) = verdict {
+        if spec.has(flags::WRITE) && !disk_error_allows_primary(ctx.server) {
+            return Reply::NOTHING;
+        }
+    }
+    match verdict {
         Verdict::Run(spec) => call(ctx, Caller::Primary, spec, args),
         Verdict::Queue(spec) => {
             let client = &mut *ctx.client;

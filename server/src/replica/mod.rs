@@ -194,6 +194,9 @@ pub(crate) struct ReplicaState {
     /// across a lost link, as Redis caches its master for a partial resync
     /// (same id when it continues).
     pub client: Option<ClientState>,
+    /// Server clock (ms) a write applied despite a disk error was last
+    /// logged (`replica-ignore-disk-write-errors yes`: once per 10 s).
+    pub disk_error_logged_ms: u64,
 }
 
 impl ReplicaState {
@@ -227,6 +230,7 @@ impl ReplicaState {
             stream_db: 0,
             transfer: Arc::default(),
             client: None,
+            disk_error_logged_ms: 0,
         };
         if let Some(primary) = parse_replicaof(&config.replica.replicaof) {
             state.primary = Some(primary);

@@ -234,10 +234,12 @@ impl Durability {
         Ok(())
     }
 
-    /// A write or fsync failed under `always`: Redis logs `line` and exits
-    /// (the replies in its buffers never leave, the writes cannot be taken
-    /// back). The waiting replies are dropped and the server stops.
-    fn die(&self, line: &str) {
+    /// The server stops on an error it cannot recover from, where Redis
+    /// logs `line` and exits (a write or fsync failed under `always`: the
+    /// replies in its buffers never leave, the writes cannot be taken
+    /// back; a replica's disk failed, [`crate::exec::process_primary`]).
+    /// The waiting replies are dropped and the server stops.
+    pub(crate) fn die(&self, line: &str) {
         tracing::warn!("{line}");
         self.fatal.close();
         self.notify.notify_waiters();
@@ -679,7 +681,7 @@ impl Writer {
         }
         let (generation, offset) = (self.generation, self.offset);
         let synced = fsync(&self.file, &self.durability);
-        self.synced_to(synced, generation, offset)
+        self.synced_to(synced, generation, offset);
     }
 
     /// What an fsync off the lock needs: a handle of the file, which file
@@ -697,9 +699,10 @@ impl Writer {
         }
     }
 
-    /// An fsync of file `generation` that began at `offset` ended. A failure refuses writes until an fsync succeeds
-    /// (Redis's `aof_bio_fsync_status`; it is tried again within a second,
-    /// what it covers being still unsynced); under `always` it is fatal.
+    /// An fsync of file `generation` that began at `offset` ended. A
+    /// failure refuses writes until an fsync succeeds (Redis's
+    /// `aof_bio_fsync_status`; it is tried again within a second, what it
+    /// covers being still unsynced); under `always` it is fatal.
     fn synced_to(&mut self, synced: std::io::Result<()>, generation: u64, offset: u64) {
         if let Err(e) = synced {
             if self.durability.policy() == Fsync::Always {
