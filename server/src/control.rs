@@ -1,9 +1,10 @@
 //! The test-control plane, Rust side: a server's handle on its test clock
 //! ([`ServerClock`]), and the server-wide faults [`crate::Server`] exposes
-//! (a stop-the-world pause, a restart that may lose the data). Moving the clock through it settles the server before
-//! the call returns: every key due by the new time has expired, in deadline
-//! order, with its `expired` event, and every blocked client whose timeout
-//! passed has its reply. A test never sleeps after it. (The same controls
+//! (a stop-the-world pause, a restart that may lose the data, a staged
+//! power loss, a slow or full disk under the append-only file). Moving the
+//! clock through it settles the server before the call returns: every key
+//! due by the new time has expired, in deadline order, with its `expired`
+//! event, and every blocked client whose timeout passed has its reply. A test never sleeps after it. (The same controls
 //! over the wire are `COORDIS.CLOCK`, `cmd/coordis.rs`.)
 //!
 //! A primary's replica links ([`ServerControl::pause_link`] and the rest,
