@@ -111,7 +111,11 @@ pub(crate) fn misconf_aof(errno: i32) -> Reply {
 /// Logged before a replica whose disk failed stops, at its primary's
 /// first write, with `replica-ignore-disk-write-errors no` (Redis's
 /// `serverPanic` in `processCommand`).
-pub(crate) const REPLICA_DISK_PANIC: &str = "------------------------------------------------\n!!! Software Failure. Press left mouse button to continue\nGuru Meditation: Replica was unable to write command to disk. #server.c:3890";
+pub(crate) const REPLICA_DISK_PANIC: [&str; 3] = [
+    "------------------------------------------------",
+    "!!! Software Failure. Press left mouse button to continue",
+    "Guru Meditation: Replica was unable to write command to disk. #server.c:3890",
+];
 /// Logged at most every 10 s while a replica whose disk failed applies its
 /// primary's writes (`replica-ignore-disk-write-errors yes`).
 pub(crate) const REPLICA_DISK_IGNORED: &str =

@@ -41,6 +41,28 @@ fn shutdown_closes_open_connections() {
     assert!(c.command(&["GET", "a"]).is_err());
 }
 
+/// A client's SHUTDOWN stops an embedded server whose handle the test still
+/// holds: its port refuses the next client at once, as a Redis that exited
+/// (before, the socket stayed open with the handle, and a client that
+/// connected was accepted by the kernel and never answered).
+#[test]
+fn after_a_clients_shutdown_the_port_refuses_connections() {
+    let server = coordis::Server::builder().start_blocking().unwrap();
+    let addr = server.addr();
+    let mut c = RawClient::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.send(&RawClient::encode(&[b"SHUTDOWN", b"NOSAVE"])).unwrap();
+    assert_eq!(c.read_to_close().unwrap(), b"", "no reply: the server stopped");
+    // (Unclosed, the socket accepted connections into its backlog for
+    // seconds, until the backlog was full.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the port still accepts");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(server);
+}
+
 #[test]
 fn a_connection_that_never_sent_a_request_is_listed_and_closed_at_shutdown() {
     use std::io::Read;

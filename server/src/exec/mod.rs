@@ -922,7 +922,10 @@ fn disk_error_allows_primary(server: &mut ServerState) -> bool {
         return true;
     }
     if !server.config.replica.ignore_disk_write_errors {
-        server.shared.aof.die(errors::REPLICA_DISK_PANIC);
+        let [rule, failure, meditation] = errors::REPLICA_DISK_PANIC;
+        tracing::warn!("{rule}");
+        tracing::warn!("{failure}");
+        server.shared.aof.die(meditation);
         return false;
     }
     let now = server.clock.now_ms();

@@ -64,7 +64,7 @@ impl Slot {
     }
 
     /// Closes the socket now (its port is free when this returns).
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         drop(self.listener.lock().take());
         self.closed.notify_one();
     }

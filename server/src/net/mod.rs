@@ -583,6 +583,13 @@ trait Listen: Send + Sync + 'static {
 
     /// Sets the socket options of an accepted connection.
     fn prepare(_stream: &Self::Stream, _ctx: &ConnCtx) {}
+
+    /// Closes the socket now, at shutdown: a client that connects while
+    /// the connections drain is refused, as by a Redis that exited, not
+    /// accepted into the backlog and never answered (the TCP slots are
+    /// also held by the listener registry, so dropping this handle alone
+    /// would not close them).
+    fn close(&self) {}
 }
 
 impl Listen for listeners::Slot {
@@ -599,6 +606,10 @@ impl Listen for listeners::Slot {
             };
             (socket, end)
         }))
+    }
+
+    fn close(&self) {
+        listeners::Slot::close(self);
     }
 
     fn prepare(socket: &TcpStream, ctx: &ConnCtx) {
@@ -655,6 +666,7 @@ async fn accept_loop<L: Listen>(slot: Arc<L>, ctx: ConnCtx) {
             }
         }
     }
+    slot.close();
     drop(slot);
     for signal in signals.values() {
         signal.stop();
