@@ -1908,8 +1908,9 @@ impl Config {
                         return Err(at("include nested too deeply".into()));
                     }
                     for path in include_paths(&cwd.join(&args[0]))? {
-                        let text = std::fs::read_to_string(&path)
-                            .map_err(|e| errors::directive::cannot_open(&path.display().to_string(), &io_reason(&e)))?;
+                        let text = std::fs::read_to_string(&path).map_err(|e| {
+                            errors::directive::cannot_open(&path.display().to_string(), &errors::strerror(&e))
+                        })?;
                         self.apply_text_in(&text, cwd, depth + 1, 0, save_seen, warn)?;
                     }
                     continue;
@@ -1948,7 +1949,7 @@ impl Config {
         if let Some(first) = args.first() {
             if !first.starts_with("--") {
                 let text = std::fs::read_to_string(first)
-                    .map_err(|e| errors::directive::cannot_open(first, &io_reason(&e)))?;
+                    .map_err(|e| errors::directive::cannot_open(first, &errors::strerror(&e)))?;
                 // Redis keeps the file's absolute path (INFO's config_file,
                 // CONFIG REWRITE), taken before any `dir` moves it.
                 config.config_file = cwd.join(first).display().to_string();
@@ -2021,15 +2022,6 @@ fn include_paths(path: &std::path::Path) -> Result<Vec<PathBuf>, String> {
         .collect();
     found.sort();
     Ok(found)
-}
-
-/// `strerror`'s words for an I/O error, without Rust's `(os error N)`.
-pub(crate) fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(cut) => text[..cut].to_string(),
-        None => text,
-    }
 }
 
 /// Redis's `sdscatrepr`: the text in double quotes, `\\`, `"` and

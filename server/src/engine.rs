@@ -320,7 +320,7 @@ impl Engine {
         if !state.config.aclfile.is_empty() {
             let path = state.config.aclfile.clone();
             let text = std::fs::read_to_string(&path)
-                .map_err(|e| crate::errors::acl::load_open_failed(&path, &crate::config::io_reason(&e)))?;
+                .map_err(|e| crate::errors::acl::load_open_failed(&path, &crate::errors::strerror(&e)))?;
             state
                 .acl
                 .load_text(&path, &text, pubsub_all)

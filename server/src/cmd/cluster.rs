@@ -528,7 +528,7 @@ fn saveconfig(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         Err(e) => Reply::Error(
             format!(
                 "ERR error saving the cluster node config: {}",
-                crate::config::io_reason(&e)
+                crate::errors::strerror(&e)
             )
             .into(),
         ),

@@ -761,10 +761,9 @@ fn config_rewrite(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
             Reply::Ok
         }
         Err(e) => {
-            let why = e.to_string();
-            let why = why.split(" (os error").next().unwrap_or_default();
+            let why = errors::strerror(&e);
             tracing::warn!("CONFIG REWRITE failed: {why}");
-            errors::config_rewrite_failed(why)
+            errors::config_rewrite_failed(&why)
         }
     }
 }

@@ -161,7 +161,7 @@ fn acl_load(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) => {
-            let why = crate::config::io_reason(&e);
+            let why = crate::errors::strerror(&e);
             return Reply::Error(format!("ERR {}", errors::acl::load_open_failed(&path, &why)).into());
         }
     };
