@@ -135,9 +135,10 @@ fn level_mark(level: &Level) -> char {
 /// Sentinel mode, as Redis writes it. Set once, before [`init`].
 pub(crate) static ROLE: std::sync::OnceLock<char> = std::sync::OnceLock::new();
 
-/// Redis's line: `pid:M 01 Dec 2026 23:48:12.062 * message` (role `M`:
-/// coordis is always a primary until replication exists; `X` for a
-/// Sentinel, see [`ROLE`]), the event's other fields after the message as
+/// Redis's line: `pid:M 01 Dec 2026 23:48:12.062 * message` (role `M`,
+/// also on a replica, where Redis writes `S`: the role lives in the
+/// server's state and the logger is the process's; `X` for a Sentinel,
+/// see [`ROLE`]), the event's other fields after the message as
 /// `name=value`.
 struct RedisFormat;
 
