@@ -8,8 +8,9 @@
 //!   queued together share one fsync, a group commit);
 //! - `everysec`: written before the replies leave (as Redis writes its
 //!   AOF buffer before it sends replies: a killed process loses no
-//!   acknowledged write), fsynced once a second by the thread, off the
-//!   file's lock. While that fsync runs, writes are held back in memory
+//!   acknowledged write but those held back, below), fsynced once a second
+//!   by the thread, off the file's lock. While that fsync runs, writes are
+//!   held back in memory
 //!   for up to 2 seconds and their replies leave, as Redis postpones its
 //!   write then: on Linux the write would wait for the fsync, and the
 //!   engine with it. A process killed then loses those writes, as Redis
@@ -36,7 +37,10 @@
 //! time of its batch and the file offset after it, and the offset of the
 //! last fsync: [`Msg::Crash`] cuts the file back to what a power loss would
 //! have left. What must never happen here: the engine lock taken, or a
-//! reply released before its batch is written (and fsynced, under `always`).
+//! reply released before its batch is written (and fsynced, under
+//! `always`), but for a batch held in memory as Redis holds its buffer
+//! (behind a running fsync, or after a failed write, under `everysec` and
+//! `no`).
 
 use std::collections::VecDeque;
 use std::fs::File;
