@@ -103,6 +103,29 @@ impl EntryRef<'_> {
     }
 }
 
+/// The keyspace's hasher: one random seed per process, so that databases
+/// (two servers of one test process among them) built by the same commands
+/// lay their keys out alike, which RANDOMKEY's replay under a seed relies
+/// on (`COORDIS.SERVER SEED`); random per process, so no fixed set of
+/// colliding keys. (A seed per database made that replay depend on where
+/// the allocator placed each server's thread.)
+#[derive(Clone, Debug)]
+struct KeyHasher(RandomState);
+
+impl Default for KeyHasher {
+    fn default() -> Self {
+        static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+        KeyHasher(SEED.get_or_init(RandomState::default).clone())
+    }
+}
+
+impl std::ops::Deref for KeyHasher {
+    type Target = RandomState;
+    fn deref(&self) -> &RandomState {
+        &self.0
+    }
+}
+
 /// A database (SELECT index). Every read goes through [`Db::lookup`] /
 /// [`Db::lookup_mut`], which remove an expired key before answering (lazy
 /// expiry); [`Db::expire_step`] removes due keys nobody reads (active expiry).
@@ -111,10 +134,10 @@ impl EntryRef<'_> {
 /// table, and (with a deadline) 8 bytes in the deadline index.
 #[derive(Debug, Default)]
 pub struct Db {
-    /// The keys. foldhash: seeded per database (no fixed collision set to
+    /// The keys. foldhash: seeded per process (no fixed collision set to
     /// attack) and several times faster than SipHash on short keys.
     map: HashTable<Item>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     /// Deadline (unix ms) -> hashes of the keys that had it when it was set.
     /// Keys loaded together share deadlines, so this stays near 8 bytes per
     /// key. Entries are not removed when a key's deadline changes or the key
@@ -991,7 +1014,7 @@ impl Db {
             std::mem::swap(&mut self.expires, &mut loaded.expires);
             self.index_len = loaded.index_len;
             self.with_deadline = loaded.with_deadline;
-            bump_watched_present(&mut self.watched, &[(&self.map, &self.hasher)]);
+            bump_watched_present(&mut self.watched, &[(&self.map, &*self.hasher)]);
             return Ok(());
         }
         for item in loaded.map.drain() {
@@ -1129,7 +1152,7 @@ impl Db {
     /// lazy-free thread, whatever its size (Redis's `emptyDbAsync`).
     pub(crate) fn clear_with(&mut self, lazy: bool) {
         self.signal_all_waited();
-        bump_watched_present(&mut self.watched, &[(&self.map, &self.hasher)]);
+        bump_watched_present(&mut self.watched, &[(&self.map, &*self.hasher)]);
         let old = std::mem::take(&mut self.map);
         let expires = std::mem::take(&mut self.expires);
         // A snapshot walking this table keeps it (the image is the start's).
@@ -1318,14 +1341,14 @@ impl Db {
         // key past its deadline at WATCH is judged at EXEC).
         bump_watched_swapped(
             &mut self.watched,
-            (&self.map, &self.hasher),
-            (&other.map, &other.hasher),
+            (&self.map, &*self.hasher),
+            (&other.map, &*other.hasher),
             now,
         );
         bump_watched_swapped(
             &mut other.watched,
-            (&other.map, &other.hasher),
-            (&self.map, &self.hasher),
+            (&other.map, &*other.hasher),
+            (&self.map, &*self.hasher),
             now,
         );
         std::mem::swap(&mut self.map, &mut other.map);
