@@ -727,6 +727,9 @@ pub(crate) struct Directive {
     /// tool that sets back every listed name, as Redis's own test suite
     /// does, meets no directive Redis lacks).
     pub hidden: bool,
+    /// A password (Redis's `SENSITIVE_CONFIG`): CONFIG SET's value is
+    /// redacted in the slow log and MONITOR.
+    pub sensitive: bool,
 }
 
 const fn row(name: &'static str, default: &'static str, kind: Kind, store: Store) -> Directive {
@@ -740,6 +743,7 @@ const fn row(name: &'static str, default: &'static str, kind: Kind, store: Store
         store,
         effect: Effect::None,
         hidden: false,
+        sensitive: false,
     }
 }
 
@@ -770,6 +774,12 @@ impl Directive {
     }
     const fn hidden(self) -> Self {
         Directive { hidden: true, ..self }
+    }
+    const fn sensitive(self) -> Self {
+        Directive {
+            sensitive: true,
+            ..self
+        }
     }
     /// coordis's own directive, one Redis 7.0.15 lacks: hidden from
     /// `CONFIG GET` patterns (see [`Directive::hidden`]).
@@ -1405,7 +1415,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("requirepass", "", Text, Store::Field {
         set: |c, v| c.requirepass = (!v.is_empty()).then(|| Secret(v.to_string())),
         get: |c| c.requirepass.as_ref().map(|p| p.expose().to_string()).unwrap_or_default(),
-    }).effect(Effect::DefaultPassword),
+    }).sensitive().effect(Effect::DefaultPassword),
     row("databases", "16", Int { min: 1, max: I32 }, field!(databases)).immutable(),
     row("maxclients", "10000", Int { min: 1, max: u32::MAX as i64 }, field!(maxclients)).effect(Effect::Connections),
     row("loglevel", "notice", Enum(&["debug", "verbose", "notice", "warning"]), field!(loglevel)),
@@ -1569,8 +1579,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("aof-disable-auto-gc", "no", Bool, Store::Ignored),
     // Replication.
     row("replicaof", "", Kind::Custom(check_replicaof), replica!(replicaof)).alias(&["slaveof"]).immutable().multi_arg(),
-    row("masterauth", "", Text, replica!(masterauth)),
-    row("masteruser", "", Text, replica!(masteruser)),
+    row("masterauth", "", Text, replica!(masterauth)).sensitive(),
+    row("masteruser", "", Text, replica!(masteruser)).sensitive(),
     row("replica-serve-stale-data", "yes", Bool, replica!(bool serve_stale_data)).alias(&["slave-serve-stale-data"]),
     row("replica-lazy-flush", "no", Bool, Store::Ignored).alias(&["slave-lazy-flush"]),
     row("replica-ignore-maxmemory", "yes", Bool, memory!(flag replica_ignores)).alias(&["slave-ignore-maxmemory"]),

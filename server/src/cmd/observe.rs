@@ -442,8 +442,8 @@ fn log_slow(server: &mut ServerState, client: &ClientState, now: u64, spec: &Com
             break;
         }
         // Passwords never reach the slow log (the row says which).
-        if spec.redact.is_some_and(|redacted| redacted(args, i)) {
-            kept.push(Bytes::from_static(b"(redacted)"));
+        if spec.hides_arg(args, i) {
+            kept.push(Bytes::from_static(super::spec::REDACTED));
         } else if arg.len() > ENTRY_MAX_BYTES {
             let mut s = arg[..ENTRY_MAX_BYTES].to_vec();
             s.extend_from_slice(format!("... ({} more bytes)", arg.len() - ENTRY_MAX_BYTES).as_bytes());

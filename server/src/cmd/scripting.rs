@@ -239,7 +239,7 @@ fn run(ctx: &mut Ctx, sha: &str, keys: &[Bytes], argv: &[Bytes], ro_command: boo
 /// commands it calls follow it (Redis does the same).
 pub(super) fn feed_monitors_first(ctx: &Ctx, args: &[Bytes]) {
     if !ctx.server.monitors.is_empty() {
-        super::server::feed_monitors(ctx, args);
+        super::server::feed_monitors(ctx, None, args);
     }
 }
 

@@ -55,16 +55,44 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         .while_busy(shutdown_while_busy),
 ];
 
-/// AUTH's slow-log entries hide every argument (Redis's `authCommand`).
-fn auth_redacts(_args: &[Bytes], i: usize) -> bool {
-    i >= 1
+/// AUTH's slow-log entries and MONITOR lines hide every argument (Redis's
+/// `authCommand`, which redacts after its syntax check: AUTH with more than
+/// two arguments shows them).
+fn auth_redacts(args: &[Bytes], i: usize) -> bool {
+    args.len() <= 3 && i >= 1
 }
 
-/// HELLO's hide AUTH's user name and password (Redis's `helloCommand`).
+/// HELLO's hide AUTH's user name and password, found as Redis's
+/// `helloCommand` reads its options (the redaction stops at a bad option).
 fn hello_redacts(args: &[Bytes], i: usize) -> bool {
-    args.iter()
-        .position(|a| a.eq_ignore_ascii_case(b"auth"))
-        .is_some_and(|at| i == at + 1 || i == at + 2)
+    let mut j = 2;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if args[j].eq_ignore_ascii_case(b"auth") && more >= 2 {
+            if i == j + 1 || i == j + 2 {
+                return true;
+            }
+            j += 3;
+        } else if args[j].eq_ignore_ascii_case(b"setname") && more >= 1 {
+            j += 2;
+        } else {
+            return false;
+        }
+    }
+    false
+}
+
+/// CONFIG SET's hide the values of the sensitive directives (Redis's
+/// `SENSITIVE_CONFIG`: passwords), whatever else is wrong with the call,
+/// unless the arguments do not come in pairs.
+fn config_set_redacts(args: &[Bytes], i: usize) -> bool {
+    args.len().is_multiple_of(2)
+        && i >= 3
+        && i % 2 == 1
+        && std::str::from_utf8(&args[i - 1])
+            .ok()
+            .and_then(crate::config::lookup)
+            .is_some_and(|d| d.sensitive)
 }
 
 #[rustfmt::skip]
@@ -81,7 +109,7 @@ static COMMAND: &[CommandSpec] = &[
 #[rustfmt::skip]
 static CONFIG: &[CommandSpec] = &[
     subcommand!("server", "config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_get),
-    subcommand!("server", "config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_set),
+    subcommand!("server", "config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_set).redacts(config_set_redacts),
     subcommand!("server", "config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_resetstat),
     subcommand!("server", "config|rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, 0, config_rewrite),
     subcommand!("server", "config|help", 2, LOADING | STALE, 0, config_help),
@@ -1155,9 +1183,10 @@ fn monitor(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 
 /// Sends a command that ran to the MONITOR clients, in Redis's format:
 /// `+<unix seconds>.<microseconds> [<db> <client address>] "arg" "arg"...`,
-/// `[<db> lua]` for a script's `redis.call`. The time is the server clock's.
-/// Called only while some client monitors.
-pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
+/// `[<db> lua]` for a script's `redis.call`, passwords redacted as `spec`
+/// says (as in the slow log). The time is the server clock's. Called only
+/// while some client monitors.
+pub(crate) fn feed_monitors(ctx: &Ctx, spec: Option<&CommandSpec>, args: &[Bytes]) {
     let now = ctx.now;
     let mut line = format!("+{}.{:06} [{} ", now / 1000, (now % 1000) * 1000, ctx.client.db);
     match &ctx.client.addr {
@@ -1174,7 +1203,11 @@ pub(crate) fn feed_monitors(ctx: &Ctx, args: &[Bytes]) {
         if i > 0 {
             line.push(' ');
         }
-        repr(&mut line, arg);
+        if spec.is_some_and(|spec| spec.hides_arg(args, i)) {
+            repr(&mut line, super::spec::REDACTED);
+        } else {
+            repr(&mut line, arg);
+        }
     }
     line.push_str("\r\n");
     let line = Bytes::from(line);

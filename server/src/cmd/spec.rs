@@ -205,9 +205,10 @@ pub struct CommandSpec {
     /// The command's own key finder (Redis's `getkeys_proc`), for keys its
     /// specs cannot always tell; `None`: the specs and the range do.
     pub(crate) getkeys: Option<keyspecs::KeyFinder>,
-    /// Which arguments the slow log shows as `(redacted)` (passwords: the
-    /// arguments Redis's command redacts with `redactClientCommandArgument`);
-    /// `None`: none.
+    /// Which arguments the slow log and MONITOR show as `(redacted)`
+    /// (passwords: the arguments Redis's command redacts with
+    /// `redactClientCommandArgument`); `None`: none. Read through
+    /// [`CommandSpec::hides_arg`].
     pub(crate) redact: Option<Redact>,
     /// The documentation group (COMMAND DOCS).
     pub group: &'static str,
@@ -274,6 +275,10 @@ impl ChannelArgs {
     };
 }
 
+/// What the slow log and MONITOR show for a redacted argument (Redis's
+/// `shared.redacted`).
+pub(crate) const REDACTED: &[u8] = b"(redacted)";
+
 /// A row's hook for [`CommandSpec::redact`]: whether argument `i` of
 /// `args` is redacted.
 pub(crate) type Redact = fn(args: &[Bytes], i: usize) -> bool;
@@ -334,12 +339,18 @@ impl CommandSpec {
         }
     }
 
-    /// The row of a command whose slow-log entries redact some arguments.
+    /// The row of a command whose slow-log entries and MONITOR lines
+    /// redact some arguments.
     pub(crate) const fn redacts(self, redact: Redact) -> CommandSpec {
         CommandSpec {
             redact: Some(redact),
             ..self
         }
+    }
+
+    /// Whether argument `i` of `args` is shown as [`REDACTED`].
+    pub(crate) fn hides_arg(&self, args: &[Bytes], i: usize) -> bool {
+        self.redact.is_some_and(|redacted| redacted(args, i))
     }
 
     /// Whether `argc` arguments (the name included) fit [`CommandSpec::arity`].

@@ -1068,7 +1068,7 @@ pub(crate) fn call(ctx: &mut Ctx, caller: Caller, spec: &'static CommandSpec, ar
         ctx.server.stats.total_commands_processed += 1;
         observe::record(ctx, spec, args, took, &reply);
         if !ctx.server.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR | flags::ADMIN) {
-            cmd::server::feed_monitors(ctx, args);
+            cmd::server::feed_monitors(ctx, Some(spec), args);
         }
     }
     let dirty = ctx.server.dirty - dirty_before;
