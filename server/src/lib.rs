@@ -604,14 +604,27 @@ const TASKS_PER_IO_POLL: u32 = 256;
 /// event loop. `redis-benchmark -c 500 -P 1`: p99 9–52 ms and max 48–127 ms
 /// with the defaults, 8.7–10.1 ms and 15–19 ms with these (Redis 7.0.15 in
 /// the same runs: 7.2–10.2 ms and 12–20 ms); throughput was unchanged.
+///
+/// tokio also runs the task woken last by a poll first (its "LIFO slot"),
+/// so of two connections that became readable together the later one was
+/// served first, about half the time: a request sent on one connection just
+/// before another's was executed after it, where Redis serves them in the
+/// order they arrived (a blocked XREADGROUP, then a DEL of its stream from
+/// another client, got the wrong error). The slot is turned off, which
+/// tokio allows only in a build with `--cfg tokio_unstable` (the
+/// workspace's `.cargo/config.toml` sets it; a crate that embeds coordis
+/// sets it in its own build to get the same order).
 pub fn runtime(io_threads: usize) -> io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
         .worker_threads(io_threads.max(1))
         .max_io_events_per_tick(IO_EVENTS_PER_POLL)
         .event_interval(TASKS_PER_IO_POLL)
         .thread_name("coordis-io")
-        .enable_all()
-        .build()
+        .enable_all();
+    #[cfg(tokio_unstable)]
+    builder.disable_lifo_slot();
+    builder.build()
 }
 
 /// A running server. Dropping it triggers a shutdown without waiting;

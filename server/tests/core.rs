@@ -609,3 +609,66 @@ fn a_blocked_commands_stats_are_counted_when_it_is_unblocked_as_in_redis() {
         seen
     });
 }
+
+/// Requests that reach the server together are served in the order they
+/// arrived, as Redis's event loop serves them. tokio's scheduler ran the
+/// connection it woke last first, so about half the time the later of two
+/// requests sent back to back on two connections ran first: a blocked
+/// XREADGROUP whose stream another client deleted right after got
+/// `-NOGROUP` (the stream was already gone when it ran) instead of Redis's
+/// `-UNBLOCKED`.
+#[test]
+fn requests_arriving_together_are_served_in_the_order_they_arrived_as_in_redis() {
+    const TRIALS: usize = 100;
+    let check = |addr: SocketAddr| {
+        let mut a = RawClient::connect(addr).unwrap();
+        let mut b = RawClient::connect(addr).unwrap();
+        let mut in_order = 0;
+        for _ in 0..TRIALS {
+            run(&mut b, &["DEL", "k"]);
+            // The server goes back to waiting, so both requests are found
+            // in one poll.
+            std::thread::sleep(Duration::from_millis(2));
+            a.send(&RawClient::encode(&[b"RPUSH", b"k", b"first"])).unwrap();
+            b.send(&RawClient::encode(&[b"RPUSH", b"k", b"second"])).unwrap();
+            a.read_reply().unwrap();
+            b.read_reply().unwrap();
+            if run(&mut b, &["LINDEX", "k", "0"]).contains("first") {
+                in_order += 1;
+            }
+        }
+        let mut unblocked = Vec::new();
+        for _ in 0..10 {
+            run(&mut b, &["DEL", "s"]);
+            run(&mut b, &["XADD", "s", "1-1", "f", "v"]);
+            run(&mut b, &["XGROUP", "CREATE", "s", "g", "$"]);
+            std::thread::sleep(Duration::from_millis(2));
+            a.send(&RawClient::encode(&[
+                b"XREADGROUP",
+                b"GROUP",
+                b"g",
+                b"alice",
+                b"BLOCK",
+                b"0",
+                b"STREAMS",
+                b"s",
+                b">",
+            ]))
+            .unwrap();
+            b.send(&RawClient::encode(&[b"DEL", b"s"])).unwrap();
+            b.read_reply().unwrap();
+            unblocked.push(String::from_utf8(a.read_reply().unwrap()).unwrap());
+        }
+        unblocked.dedup();
+        (in_order, unblocked)
+    };
+    let coordis = coordis::Server::builder().start_blocking().unwrap();
+    assert_eq!(
+        check(coordis.addr()),
+        (
+            TRIALS,
+            vec!["-UNBLOCKED the stream key no longer exists\r\n".to_string()]
+        )
+    );
+    same_on_both(&[], check);
+}
