@@ -150,11 +150,14 @@ fn over_limit(ctx: &Ctx) -> Option<u64> {
     (counted > max).then(|| counted - max)
 }
 
-/// Memory not counted against `maxmemory` (Redis: the AOF buffer and the
-/// replicas' output buffers): the effects recorded and not yet handed to
-/// the feed's readers.
+/// Memory not counted against `maxmemory` (Redis's
+/// `freeMemoryGetNotCountedMemory`): the AOF's buffer, the replication
+/// buffer past the backlog's size that replicas still need, and the effects
+/// recorded and not yet handed to those two.
 pub(crate) fn not_counted(ctx: &Ctx) -> u64 {
     ctx.server.effects.pending_bytes() as u64
+        + crate::cmd::memory::aof_buffer(ctx.server)
+        + ctx.server.repl.buffer_memory().replicas
 }
 
 /// Redis's `evictionTimeLimitUs` for a tenacity of `tenacity`.

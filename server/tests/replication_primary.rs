@@ -687,3 +687,55 @@ fn expired_keys_reach_a_replica_as_del_without_keyspace_notifications() {
     assert_eq!(streams[1], streams[0], "coordis's DELs (left) vs Redis's (right)");
     assert_eq!(streams[0].len(), 2, "one DEL per expired key: {:?}", streams[0]);
 }
+
+/// INFO memory's replication and AOF buffers hold real figures, on coordis
+/// as on Redis (they were always 0): with a replica linked and writes made,
+/// `mem_replication_backlog` covers the backlog's history and MEMORY STATS
+/// agrees; `mem_aof_buffer` holds a small buffer after a small write and
+/// gives a large one back after a 100 KB write.
+#[test]
+fn info_memory_reports_the_replication_and_aof_buffers_as_redis_does() {
+    let check = |primary: SocketAddr, replica: SocketAddr| {
+        wait_caught_up(primary, replica);
+        let mut c = RawClient::connect(primary).unwrap();
+        for i in 0..2000 {
+            c.command(&["SET", &format!("key:{i}"), &"v".repeat(100)]).unwrap();
+        }
+        wait_caught_up(primary, replica);
+        let field = |f: &str| info(primary, "memory", f).parse::<u64>().unwrap();
+        let histlen: u64 = info(primary, "replication", "repl_backlog_histlen").parse().unwrap();
+        let backlog = field("mem_replication_backlog");
+        assert!(
+            histlen > 200_000 && backlog >= histlen,
+            "backlog {backlog} for a history of {histlen}"
+        );
+        assert!(field("mem_total_replication_buffers") >= histlen);
+        let stats = command(primary, &["MEMORY", "STATS"]);
+        assert!(stats.contains("replication.backlog"), "{stats}");
+
+        assert_eq!(command(primary, &["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
+        wait_until("the AOF rewrite to end", || {
+            info(primary, "persistence", "aof_rewrite_in_progress") == "0"
+                && info(primary, "persistence", "aof_rewrite_scheduled") == "0"
+        });
+        c.command(&["SET", "small", "v"]).unwrap();
+        let small = field("mem_aof_buffer");
+        c.command(&["SET", "big", &"x".repeat(100_000)]).unwrap();
+        let after_big = field("mem_aof_buffer");
+        assert!(small > 0 && small < 4000, "after a small write: {small}");
+        assert!(after_big < 4000, "after a 100 KB write: {after_big}");
+    };
+    let primary = coordis_primary(|_| {});
+    let mut replica_builder = coordis::Server::builder();
+    replica_builder.config_mut().replica.replicaof = format!("127.0.0.1 {}", primary.addr().port());
+    let replica = replica_builder.start_blocking().unwrap();
+    check(primary.addr(), replica.addr());
+
+    let Some(redis) = RedisServer::start(&[]).unwrap() else {
+        return;
+    };
+    let Some(redis_replica) = redis_replica_of(redis.addr()) else {
+        return;
+    };
+    check(redis.addr(), redis_replica.addr());
+}

@@ -121,12 +121,21 @@ fn memory_usage(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// The figures INFO memory, MEMORY STATS and DOCTOR read (Redis's
-/// `redisMemOverhead`): the overhead is the memory at start, the script
-/// and function sources and the key tables; the dataset the rest.
+/// `redisMemOverhead`): the overhead is the memory at start, the
+/// replication and AOF buffers, the clients, the script and function
+/// sources and the key tables; the dataset the rest.
 pub(super) struct Overhead {
     pub peak: u64,
     pub total: u64,
     pub startup: u64,
+    /// The replication buffer's backlog share (`mem_replication_backlog`).
+    pub repl_backlog: u64,
+    /// The replication buffer beyond the backlog and the replicas'
+    /// connections (`mem_clients_slaves`).
+    pub clients_slaves: u64,
+    pub clients_normal: u64,
+    /// The AOF's own buffer (`mem_aof_buffer`).
+    pub aof_buffer: u64,
     /// Bytes of the cached scripts' and the libraries' sources.
     pub lua_caches: u64,
     pub functions_caches: u64,
@@ -159,11 +168,27 @@ pub(super) fn overhead(ctx: &mut Ctx) -> Overhead {
         .collect();
     let startup = ctx.server.memory_startup;
     let tables: u64 = dbs.iter().map(|d| d.1 + d.2).sum();
-    let overhead_total = (startup + lua_caches + functions_caches + tables).min(alloc.allocated);
+    let repl = ctx.server.repl.buffer_memory();
+    let clients_slaves = repl.replicas + crate::net::client_mem::replica_clients_total(ctx.server, ctx.client);
+    let clients_normal = crate::net::client_mem::normal_clients_total(ctx.server, ctx.client);
+    let aof_buffer = aof_buffer(ctx.server);
+    let overhead_total = (startup
+        + repl.backlog
+        + clients_slaves
+        + clients_normal
+        + aof_buffer
+        + lua_caches
+        + functions_caches
+        + tables)
+        .min(alloc.allocated);
     Overhead {
         peak: ctx.server.memory_peak,
         total: alloc.allocated,
         startup,
+        repl_backlog: repl.backlog,
+        clients_slaves,
+        clients_normal,
+        aof_buffer,
         lua_caches,
         functions_caches,
         dbs,
@@ -172,6 +197,20 @@ pub(super) fn overhead(ctx: &mut Ctx) -> Overhead {
         allocator_active: alloc.active,
         rss: crate::process::rss_bytes(),
         scripts,
+    }
+}
+
+/// The memory of the AOF's buffer while the file is on (Redis's
+/// `sdsZmallocSize(aof_buf)`).
+pub(crate) fn aof_buffer(state: &crate::state::ServerState) -> u64 {
+    if state.aof.on {
+        state
+            .shared
+            .aof
+            .buffer_memory
+            .load(std::sync::atomic::Ordering::Relaxed)
+    } else {
+        0
     }
 }
 
@@ -195,14 +234,11 @@ fn memory_stats(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
         (key("peak.allocated"), int(m.peak)),
         (key("total.allocated"), int(m.total)),
         (key("startup.allocated"), int(m.startup)),
-        (key("replication.backlog"), int(0)),
-        (key("clients.slaves"), int(0)),
-        (
-            key("clients.normal"),
-            int(crate::net::client_mem::normal_clients_total(ctx.server, ctx.client)),
-        ),
+        (key("replication.backlog"), int(m.repl_backlog)),
+        (key("clients.slaves"), int(m.clients_slaves)),
+        (key("clients.normal"), int(m.clients_normal)),
         (key("cluster.links"), int(0)),
-        (key("aof.buffer"), int(0)),
+        (key("aof.buffer"), int(m.aof_buffer)),
         (key("lua.caches"), int(m.lua_caches)),
         (key("functions.caches"), int(m.functions_caches)),
     ];

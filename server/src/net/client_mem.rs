@@ -242,11 +242,21 @@ pub(crate) fn measure(client: &ClientState) -> ClientMemory {
 /// client whose batch runs) included: INFO's `mem_clients_normal` and
 /// MEMORY STATS' `clients.normal`.
 pub(crate) fn normal_clients_total(state: &ServerState, current: &ClientState) -> u64 {
+    clients_total(state, current, false)
+}
+
+/// What the replicas' connections use together (part of INFO's
+/// `mem_clients_slaves`).
+pub(crate) fn replica_clients_total(state: &ServerState, current: &ClientState) -> u64 {
+    clients_total(state, current, true)
+}
+
+fn clients_total(state: &ServerState, current: &ClientState, replicas: bool) -> u64 {
     state
         .clients
         .values()
         .chain(std::iter::once(current))
-        .filter(|c| !c.replica)
+        .filter(|c| c.replica == replicas)
         .map(|c| measure(c).tot_mem as u64)
         .sum()
 }

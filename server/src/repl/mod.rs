@@ -351,6 +351,12 @@ impl Backlog {
             self.data.drain(..drop);
             self.first += drop as u64;
         }
+        // What a burst grew (a replica far behind, a large write) is given
+        // back once it is trimmed, as Redis frees its buffer's blocks.
+        let wanted = (self.size as usize).max(self.data.len());
+        if self.data.capacity() > 2 * wanted {
+            self.data.shrink_to(wanted);
+        }
     }
 }
 
@@ -547,6 +553,34 @@ impl Hub {
         let b = self.inner.lock();
         (b.first, b.data.len() as u64)
     }
+
+    /// The memory the stream's buffer holds, split as Redis's
+    /// `redisMemOverhead` splits its shared replication buffer: the
+    /// backlog's share, and, while replicas are connected, the bytes they
+    /// still need beyond `repl-backlog-size` (theirs).
+    fn memory(&self) -> BufferMemory {
+        let b = self.inner.lock();
+        let held = b.data.capacity() as u64;
+        let replicas = if b.replicas.is_empty() {
+            0
+        } else {
+            (b.data.len() as u64).saturating_sub(b.size)
+        };
+        BufferMemory {
+            backlog: held - replicas,
+            replicas,
+        }
+    }
+}
+
+/// The replication buffer's memory ([`Replication::buffer_memory`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct BufferMemory {
+    /// INFO `mem_replication_backlog`.
+    pub(crate) backlog: u64,
+    /// Past the backlog's size, kept for replicas: part of INFO
+    /// `mem_clients_slaves` and left out of `maxmemory`'s count.
+    pub(crate) replicas: u64,
 }
 
 /// The stream's encoder, in [`feed::Effects`]: the database the stream last
@@ -915,6 +949,11 @@ impl Replication {
         }
         self.waiting.retain(|(r, _)| r.id != id);
         self.syncing.retain(|(r, _)| r.id != id);
+    }
+
+    /// The replication buffer's memory (none without a backlog).
+    pub(crate) fn buffer_memory(&self) -> BufferMemory {
+        self.hub.as_ref().map_or_else(BufferMemory::default, |h| h.memory())
     }
 
     /// INFO replication: `role_lines` (a primary's `role:master`, or a

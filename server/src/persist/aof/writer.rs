@@ -121,6 +121,9 @@ pub(crate) struct Durability {
     /// Bytes of effects held back while an fsync runs (INFO
     /// `aof_buffer_length`, Redis's `aof_buf`).
     pub(crate) buffered: AtomicU64,
+    /// The memory that buffer holds (INFO `mem_aof_buffer`; left out of
+    /// `maxmemory`'s count, as Redis leaves out its `aof_buf`).
+    pub(crate) buffer_memory: AtomicU64,
     /// A save or rewrite walks the keyspace (the latency event of a write
     /// then is `aof-write-active-child`, as when Redis has a child).
     walking: AtomicBool,
@@ -359,6 +362,10 @@ pub(crate) struct Wrote {
     pub(crate) ms: u64,
 }
 
+/// The largest [`Writer::buf`] kept once written (Redis's
+/// `flushAppendOnlyFile` frees an `aof_buf` of 4000 bytes or more).
+const KEEP_BUF_BYTES: usize = 4000;
+
 /// Starts a writer appending to `file` (of `size` bytes, all durable).
 pub(crate) fn start(
     file: File,
@@ -369,6 +376,7 @@ pub(crate) fn start(
     let (tx, rx) = mpsc::channel();
     durability.incr_size.store(size, Ordering::Relaxed);
     durability.buffered.store(0, Ordering::Relaxed);
+    durability.buffer_memory.store(0, Ordering::Relaxed);
     let writer = Arc::new(Mutex::new(Writer {
         file,
         generation: 0,
@@ -578,7 +586,26 @@ impl Writer {
         if self.buf.len() > before {
             self.marks.push((at_ms, self.buf.len()));
             self.durability.buffered.store(self.buf.len() as u64, Ordering::Relaxed);
+            self.durability
+                .buffer_memory
+                .store(self.buf.capacity() as u64, Ordering::Relaxed);
         }
+    }
+
+    /// Empties [`Writer::buf`] once its bytes are written (or lost to a
+    /// staged crash): a small buffer is kept for the next batch, a large
+    /// one freed, as Redis keeps an `aof_buf` under [`KEEP_BUF_BYTES`], so
+    /// one large write does not hold its size for good.
+    fn empty_buf(&mut self) {
+        if self.buf.capacity() < KEEP_BUF_BYTES {
+            self.buf.clear();
+        } else {
+            self.buf = BytesMut::new();
+        }
+        self.durability.buffered.store(0, Ordering::Relaxed);
+        self.durability
+            .buffer_memory
+            .store(self.buf.capacity() as u64, Ordering::Relaxed);
     }
 
     /// Redis's `flushAppendOnlyFile(0)`: under `everysec`, while the
@@ -647,8 +674,7 @@ impl Writer {
             self.history.push_back((at_ms, self.offset + end as u64));
         }
         self.offset += self.buf.len() as u64;
-        self.buf.clear();
-        self.durability.buffered.store(0, Ordering::Relaxed);
+        self.empty_buf();
         self.durability.incr_size.store(self.offset, Ordering::Relaxed);
         true
     }
@@ -748,10 +774,9 @@ impl Writer {
             }
         };
         // A killed process loses what it had not written yet.
-        self.buf.clear();
+        self.empty_buf();
         self.marks.clear();
         self.postponed_since = None;
-        self.durability.buffered.store(0, Ordering::Relaxed);
         self.file.set_len(keep)?;
         // The next write goes at the cut, not past a hole (were the file
         // not opened to append).
