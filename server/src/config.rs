@@ -144,8 +144,8 @@ pub struct Config {
     /// limit): past it, tracked keys are invalidated at random until it
     /// holds no more (the `tracking` module). Default 1000000.
     pub tracking_table_max_keys: u64,
-    /// Bytes the Lua VM may allocate (`lua-memory-limit`, coordis's own;
-    /// Redis has no limit). A script past it fails; the server lives on.
+    /// Bytes each Lua VM (the scripts', the functions') may allocate
+    /// (`lua-memory-limit`, coordis's own; Redis has no limit). A script past it fails; the server lives on.
     /// Default 256 MB; 0 disables the limit.
     pub lua_memory_limit: usize,
     /// The `tls-*` directives ([`TlsConfig`]).

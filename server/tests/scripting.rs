@@ -1238,3 +1238,73 @@ fn exec_counts_what_queued_scripts_declared_as_in_redis() {
         assert_eq!(text(a), text(b), "step {i}");
     }
 }
+
+/// Scripts and functions have a Lua VM each, as in Redis: INFO memory
+/// reports each (`used_memory_vm_functions` was always 0, the functions'
+/// memory counted as the scripts'), FUNCTION LOAD grows only the
+/// functions' VM, and SCRIPT FLUSH starts the scripts' VM afresh while the
+/// functions' VM keeps its size. Returns what must hold on both servers.
+fn vm_memory_session(addr: std::net::SocketAddr) -> Vec<(&'static str, bool)> {
+    let mut c = RawClient::connect(addr).unwrap();
+    let field = |c: &mut RawClient, f: &str| c.info_field("memory", f).parse::<u64>().unwrap();
+    let fresh_eval = field(&mut c, "used_memory_vm_eval");
+    let fresh_functions = field(&mut c, "used_memory_vm_functions");
+    let mut checks = vec![("a fresh functions VM has a size", fresh_functions > 0)];
+    let mut library = String::from("#!lua name=big\n");
+    for i in 0..200 {
+        library.push_str(&format!(
+            "redis.register_function('f{i}', function(keys, args) return '{}' end)\n",
+            "x".repeat(200)
+        ));
+    }
+    assert_eq!(c.command(&["FUNCTION", "LOAD", &library]).unwrap(), b"$3\r\nbig\r\n");
+    let functions = field(&mut c, "used_memory_vm_functions");
+    checks.push((
+        "FUNCTION LOAD grows the functions' VM",
+        functions > fresh_functions + 20_000,
+    ));
+    checks.push((
+        "FUNCTION LOAD leaves the scripts' VM",
+        field(&mut c, "used_memory_vm_eval") < fresh_eval + 8_000,
+    ));
+    for i in 0..300 {
+        let body = format!("return '{i}' .. string.rep('y', 100)");
+        assert!(eval(&mut c, &body, &[], &[]).starts_with(b"$"));
+    }
+    checks.push((
+        "cached scripts grow the scripts' VM",
+        field(&mut c, "used_memory_vm_eval") > fresh_eval + 20_000,
+    ));
+    assert_eq!(c.command(&["SCRIPT", "FLUSH"]).unwrap(), b"+OK\r\n");
+    let eval_after = field(&mut c, "used_memory_vm_eval");
+    checks.push((
+        "SCRIPT FLUSH starts the scripts' VM afresh",
+        eval_after < fresh_eval + 2_000,
+    ));
+    let functions_after = field(&mut c, "used_memory_vm_functions");
+    checks.push((
+        "SCRIPT FLUSH leaves the functions' VM",
+        functions_after + 4_000 > functions,
+    ));
+    checks.push((
+        "the total is the two VMs",
+        field(&mut c, "used_memory_vm_total") == eval_after + functions_after,
+    ));
+    let inside = text(&c.command(&["FCALL", "f0", "0"]).unwrap());
+    checks.push(("a function runs", inside.contains(&"x".repeat(200))));
+    checks
+}
+
+#[test]
+fn scripts_and_functions_have_a_lua_vm_each_as_in_redis() {
+    let coordis_server = server();
+    let ours = vm_memory_session(coordis_server.addr());
+    for (what, held) in &ours {
+        assert!(held, "coordis: {what}");
+    }
+    if let Some(redis) = RedisServer::start(&[]).unwrap() {
+        for (what, held) in vm_memory_session(redis.addr()) {
+            assert!(held, "redis: {what}");
+        }
+    }
+}

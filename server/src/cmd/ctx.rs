@@ -16,7 +16,7 @@ pub struct Ctx<'a> {
     pub dbs: &'a mut [Db],
     pub client: &'a mut ClientState,
     pub server: &'a mut ServerState,
-    /// The Lua VM; `None` while a script runs (scripts cannot nest).
+    /// The Lua VMs; `None` while a script or function runs (they cannot nest).
     pub scripting: Option<&'a mut crate::lua::Scripting>,
     /// The command's time, unix ms: read once so a command sees one instant.
     pub now: u64,

@@ -311,22 +311,22 @@ fn faults(ctx: &mut Ctx) -> String {
 }
 
 /// INFO `memory`, with Redis's fields, from the figures MEMORY STATS reads
-/// ([`super::memory::overhead`]). Scripts and
-/// functions share one Lua VM here (Redis has one each): its memory is
-/// reported as EVAL's. `mem_clients_normal` sums the clients' CLIENT LIST
+/// ([`super::memory::overhead`]). `mem_clients_normal` sums the clients' CLIENT LIST
 /// `tot-mem`; the replication buffer is split between
 /// `mem_replication_backlog` and `mem_clients_slaves` as Redis splits it.
 fn memory_section(ctx: &mut Ctx) -> String {
-    // Inside a script the VM is in use: its size as of the script's call.
-    let lua = match ctx.scripting.as_ref() {
-        Some(vm) => vm.used_memory() as u64,
-        None => ctx
-            .server
-            .shared
-            .script
-            .lua_memory
-            .load(std::sync::atomic::Ordering::Relaxed),
+    // Inside a script the VMs are in use: their sizes as last noted.
+    let (lua, lua_functions) = match ctx.scripting.as_ref() {
+        Some(vm) => (vm.used_memory() as u64, vm.functions_used_memory() as u64),
+        None => {
+            let state = &ctx.server.shared.script;
+            (
+                state.lua_memory.load(std::sync::atomic::Ordering::Relaxed),
+                state.functions_memory.load(std::sync::atomic::Ordering::Relaxed),
+            )
+        }
     };
+    let lua_total = lua + lua_functions;
     let (functions, libraries) = ctx.scripting.as_ref().map_or((0, 0), |l| {
         let libraries = l.libraries();
         (libraries.function_count(), libraries.len())
@@ -348,7 +348,7 @@ fn memory_section(ctx: &mut Ctx) -> String {
     let (repl_backlog, aof_buffer) = (m.repl_backlog, m.aof_buffer);
     let repl_buffers = repl_backlog + ctx.server.repl.buffer_memory().replicas;
     format!(
-        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{not_counted}\r\nmem_replication_backlog:{repl_backlog}\r\nmem_total_replication_buffers:{repl_buffers}\r\nmem_clients_slaves:{clients_slaves}\r\nmem_clients_normal:{clients_normal}\r\nmem_cluster_links:0\r\nmem_aof_buffer:{aof_buffer}\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazy_freed}\r\n",
+        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{overhead}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{}\r\nallocator_resident:{rss}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:{lua_functions}\r\nused_memory_vm_total:{lua_total}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:{:.2}\r\nallocator_frag_bytes:{}\r\nallocator_rss_ratio:{:.2}\r\nallocator_rss_bytes:{}\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{not_counted}\r\nmem_replication_backlog:{repl_backlog}\r\nmem_total_replication_buffers:{repl_buffers}\r\nmem_clients_slaves:{clients_slaves}\r\nmem_clients_normal:{clients_normal}\r\nmem_cluster_links:0\r\nmem_aof_buffer:{aof_buffer}\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazy_freed}\r\n",
         human_bytes(used),
         human_bytes(rss),
         human_bytes(peak),
@@ -357,7 +357,7 @@ fn memory_section(ctx: &mut Ctx) -> String {
         m.allocator_active,
         human_bytes(system),
         human_bytes(lua),
-        human_bytes(lua),
+        human_bytes(lua_total),
         human_bytes(scripts_total),
         human_bytes(maxmemory),
         ratio(m.allocator_active, used),

@@ -209,6 +209,7 @@ impl Scripting {
             return Err(errors::library_exists(&name));
         }
         let chunk = self
+            .functions
             .lua
             .load(&code[body_at..])
             .set_name("@user_function")
@@ -217,17 +218,19 @@ impl Scripting {
             .map_err(|e| errors::function_compile_error(&lua_error_text(&e)))?;
         // The handler turns any error into Redis's {err=...}; the glue's
         // load_library runs the chunk in load mode.
-        let (handler, loader) = (self.vm_handler.clone(), self.vm_load_library.clone());
+        let (handler, loader) = (self.functions.handler.clone(), self.functions.load_library.clone());
         // The body may loop: the hook stops it past Redis's load timeout.
         // (Redis waits forever for a library loaded from a file or a
         // primary; coordis applies the timeout there too.)
         self.state.set_loading(true);
         let ran = self
+            .functions
             .lua
             .load("local handler, load, chunk = ... return xpcall(function() return load(chunk) end, handler)")
             .set_name("=coordis")
             .call::<(bool, Value)>((handler, loader, chunk));
         self.state.set_loading(false);
+        self.functions.note_memory();
         let result: mlua::Result<Table> = ran.and_then(|(ok, value)| match (ok, value) {
             (true, Value::Table(t)) => Ok(t),
             (_, Value::Table(err)) => Err(mlua::Error::runtime(
@@ -280,7 +283,7 @@ impl Scripting {
     /// none either (its settings stay, as in Redis's function VM).
     fn release_function_cjson(&self) {
         if self.libraries.is_empty() {
-            let _ = self.forget_function_cjson.call::<()>(());
+            let _ = self.functions.forget_function_cjson.call::<()>(());
         }
     }
 
@@ -294,8 +297,9 @@ impl Scripting {
         freer.free_collection(Box::new(libraries), count, lazy);
         self.release_function_cjson();
         if !lazy {
-            let _ = self.lua.gc_collect();
+            let _ = self.functions.lua.gc_collect();
         }
+        self.functions.note_memory();
     }
 
     /// FUNCTION RESTORE: loads every library in `codes`, all or nothing.
@@ -329,7 +333,7 @@ impl Scripting {
         dispatch: &mut Dispatch,
     ) -> Option<Reply> {
         let function = self.libraries.function(name)?.clone();
-        self.bridge.resp.store(2, Ordering::Relaxed);
+        self.functions.bridge.resp.store(2, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);
         self.state.wrote.store(false, Ordering::Relaxed);
         self.state.repl_withheld.store(0, Ordering::Relaxed);
@@ -337,26 +341,30 @@ impl Scripting {
         self.state.started_ms.store(now_ms.max(1), Ordering::Release);
         self.state.run_started_us.store(monotonic_us(), Ordering::Relaxed);
         self.state.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
+        let vm = &mut self.functions;
         let mut dispatch: &mut Dispatch = dispatch;
-        self.bridge
+        vm.bridge
             .current
             .0
             .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
-        let out = self.call_callback(&function.callback, keys, args);
-        self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
-        let reply = out.and_then(|returned| self.returned_reply(returned, &function.name));
+        let out = vm.call_callback(&function.callback, keys, args);
+        vm.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
+        let reply = out.and_then(|returned| vm.returned_reply(returned, &function.name));
         if reply.is_err() {
-            let _ = self.lua.gc_collect();
+            let _ = vm.lua.gc_collect();
         }
-        self.pace_gc();
+        vm.pace_gc();
+        vm.note_memory();
         self.state.started_ms.store(0, Ordering::Release);
         self.state.function.store(false, Ordering::Relaxed);
         self.state.kill.store(false, Ordering::Relaxed);
         Some(reply.unwrap_or_else(|e| errors::script_failed(&lua_error_text(&e))))
     }
+}
 
+impl super::Vm {
     /// Calls `callback(keys, args)` under the error handler, on the raw Lua
-    /// C API as [`Scripting::call_script`] calls a script.
+    /// C API as [`super::Vm::call_script`] calls a script.
     fn call_callback(&self, callback: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<Returned> {
         self.lua.exec_raw_lua(|raw| {
             // SAFETY: as in `call_script`: nothing here raises outside the
@@ -373,7 +381,7 @@ impl Scripting {
                     if ffi::lua_checkstack(state, 8) == 0 {
                         return restore(Err(mlua::Error::StackError));
                     }
-                    if let Err(e) = raw.push(&self.vm_handler).and_then(|_| raw.push(callback)) {
+                    if let Err(e) = raw.push(&self.handler).and_then(|_| raw.push(callback)) {
                         return restore(Err(e));
                     }
                     for items in [keys, args] {

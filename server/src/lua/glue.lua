@@ -58,11 +58,11 @@ end
 -- cjson, the largest library, is loaded when a script or a function first
 -- reads it, and unloaded when neither has one, so a VM whose scripts do not
 -- use it stays small (Redis's tests bound its memory). Scripts and
--- functions get a cjson table each, as Redis runs them in two VMs with a
--- cjson each. SCRIPT FLUSH forgets the scripts' one and its settings, as
--- Redis then starts their VM afresh; the functions' one goes when no
--- library is left, but its settings stay for the next, as Redis's function
--- VM lives on.
+-- functions run in VMs of their own (as in Redis), each loading this glue;
+-- scripts read `cjson` from the globals, functions get their own table.
+-- SCRIPT FLUSH replaces the scripts' VM, and its cjson with it; the
+-- functions' one goes when no library is left, but its settings stay for
+-- the next, as Redis's function VM lives on.
 local create_cjson, function_cjson, function_cjson_settings
 local function new_cjson(settings)
   if not create_cjson then create_cjson = load_cjson() end
@@ -72,10 +72,6 @@ local function new_cjson(settings)
 end
 local function unload_unused_cjson()
   if rawget(visible, 'cjson') == nil and function_cjson == nil then create_cjson = nil end
-end
-local function forget_script_cjson()
-  rawset(visible, 'cjson', nil)
-  unload_unused_cjson()
 end
 local function forget_function_cjson()
   function_cjson = nil
@@ -324,4 +320,4 @@ end
 
 -- The handler is returned for the Rust side, which calls scripts with
 -- lua_pcall and this as the message handler (what xpcall does).
-return handler, adopt, load_library, forget_script_cjson, forget_function_cjson
+return handler, adopt, load_library, forget_function_cjson

@@ -1,5 +1,6 @@
-//! Lua scripting: one Lua 5.1 VM (mlua, vendored) with Redis 7.0's
-//! environment, the script cache, and the limits that keep scripts contained.
+//! Lua scripting: two Lua 5.1 VMs (mlua, vendored) with Redis 7.0's
+//! environment, one for scripts and one for functions as in Redis, the
+//! script cache, and the limits that keep scripts contained.
 //!
 //! This module owns the VM and never touches the keyspace itself: a script's
 //! `redis.call` goes through a callback the caller passes to
@@ -69,10 +70,13 @@ pub struct ScriptState {
     /// libraries): the [`monotonic_us`] instant past which the hook stops
     /// it with Redis's `FUNCTION LOAD timeout`; 0 otherwise.
     load_deadline_us: AtomicU64,
-    /// The VM's bytes when the running script last called a command: what
-    /// INFO memory reports as `used_memory_lua` when asked from inside a
-    /// script (the VM itself is in use then).
+    /// The scripts' VM's bytes, noted when a script last called a command
+    /// and after each change to the VM: what INFO memory reports as
+    /// `used_memory_lua` when asked from inside a script or function (the
+    /// VMs are in use then).
     pub lua_memory: AtomicU64,
+    /// The same for the functions' VM (`used_memory_vm_functions`).
+    pub functions_memory: AtomicU64,
     /// Requests only the engine can answer, left by connections while the
     /// script is busy for its hook to serve ([`crate::exec::busy::Inbox`]).
     pub(crate) inbox: crate::exec::busy::Inbox,
@@ -123,9 +127,29 @@ struct Bridge {
     lua: Lua,
     /// Where the VM's memory is noted before each command it calls.
     state: Arc<ScriptState>,
+    /// Which VM this is, for the note.
+    kind: VmKind,
+}
+
+/// The two VMs, as Redis has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum VmKind {
+    /// EVAL and EVALSHA's (`used_memory_vm_eval`), started afresh by
+    /// SCRIPT FLUSH.
+    Eval,
+    /// FUNCTION LOAD and FCALL's (`used_memory_vm_functions`).
+    Functions,
 }
 
 impl ScriptState {
+    /// Where the memory of the VM of `kind` is noted.
+    fn memory_of(&self, kind: VmKind) -> &AtomicU64 {
+        match kind {
+            VmKind::Eval => &self.lua_memory,
+            VmKind::Functions => &self.functions_memory,
+        }
+    }
+
     /// True when a script has been running longer than the busy threshold.
     pub fn is_busy(&self, now_ms: u64) -> bool {
         let started = self.started_ms.load(Ordering::Acquire);
@@ -157,39 +181,48 @@ pub enum Mode {
     Serve,
 }
 
-/// The VM, its cache and its limits.
+/// The two VMs, the script cache, the libraries and the limits.
 pub struct Scripting {
-    lua: Lua,
+    /// The scripts' VM: compiled scripts live in it.
+    eval: Vm,
+    /// The functions' VM: the libraries' functions live in it.
+    functions: Vm,
+    /// `lua-memory-limit`, for each VM (and a fresh scripts' VM).
+    memory_limit: usize,
     /// Compiled scripts by lower-case SHA1 hex.
     scripts: HashMap<String, Function, foldhash::fast::RandomState>,
     /// Bytes of the cached scripts' bodies (INFO used_memory_scripts_eval).
     scripts_bytes: usize,
     /// The flags of the cached scripts that have a shebang line.
     script_flags: HashMap<String, ScriptFlags, foldhash::fast::RandomState>,
-    /// glue.lua's functions.
-    vm_handler: Function,
-    vm_adopt: Function,
-    vm_load_library: Function,
-    /// glue.lua's: SCRIPT FLUSH drops the scripts' cjson and its settings.
-    forget_script_cjson: Function,
-    /// glue.lua's: with no library left, the functions' cjson goes (its
-    /// settings stay).
-    forget_function_cjson: Function,
     /// Function libraries (FUNCTION LOAD), see [`functions`].
     libraries: functions::Libraries,
-    /// The table behind scripts' globals: KEYS and ARGV are set here.
-    visible: Table,
-    /// The KEYS and ARGV tables, reused from one script to the next while
-    /// scripts leave them as plain arrays (see [`ArgTables`]).
+    /// The KEYS and ARGV tables of the scripts' VM, reused from one script
+    /// to the next while scripts leave them as plain arrays (see
+    /// [`ArgTables`]).
     arg_tables: Option<ArgTables>,
-    /// Where `redis.call`/`redis.pcall` find the running script's dispatcher
-    /// and protocol version.
-    bridge: Box<Bridge>,
     /// Shared with connection tasks, which read it without the keyspace
     /// lock (`-BUSY`, SCRIPT KILL).
     pub state: Arc<ScriptState>,
-    /// Scripts and functions run since the last paced collection step
-    /// ([`Scripting::pace_gc`]).
+}
+
+/// One Lua VM with Redis's environment and what runs code in it.
+struct Vm {
+    lua: Lua,
+    /// glue.lua's functions.
+    handler: Function,
+    adopt: Function,
+    load_library: Function,
+    /// glue.lua's: with no library left, the functions' cjson goes (its
+    /// settings stay).
+    forget_function_cjson: Function,
+    /// The table behind the globals: KEYS and ARGV are set here.
+    visible: Table,
+    /// Where `redis.call`/`redis.pcall` find the running code's dispatcher
+    /// and protocol version.
+    bridge: Box<Bridge>,
+    /// Scripts or functions run since the last paced collection step
+    /// ([`Vm::pace_gc`]).
     calls_since_gc_step: u32,
     /// The VM's bytes after the last paced collection step (or less, when
     /// Lua's own collector has since freed some): what the VM has grown
@@ -212,11 +245,6 @@ const GC_CYCLE_PERIOD: u32 = 50;
 /// than with a step every period (well under the 100 KB Redis's test
 /// "EVAL does not leak in the Lua stack" allows).
 const GC_MIN_GROWTH: usize = 16 * 1024;
-
-/// Most full collections SCRIPT FLUSH runs: each one halves Lua 5.1's string
-/// table at most, so the table a script with many strings grew takes a
-/// few cycles to shrink back.
-const FLUSH_COLLECTIONS: usize = 8;
 
 impl std::fmt::Debug for Scripting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -373,10 +401,10 @@ pub(crate) fn lua_error_text(e: &mlua::Error) -> String {
     }
 }
 
-impl Scripting {
+impl Vm {
     /// A fresh VM with Redis's environment and a memory limit in bytes
     /// (0: none).
-    pub fn new(memory_limit: usize, state: Arc<ScriptState>) -> mlua::Result<Scripting> {
+    fn new(memory_limit: usize, state: &Arc<ScriptState>, kind: VmKind) -> mlua::Result<Vm> {
         let resp = Arc::new(AtomicU8::new(2));
         let vm = sandbox::create(resp.clone(), state.clone())?;
         if memory_limit > 0 {
@@ -387,33 +415,40 @@ impl Scripting {
             resp,
             lua: vm.lua.clone(),
             state: state.clone(),
+            kind,
         });
         install_call(&vm.lua, &vm.redis, &bridge)?;
         install_hook(&vm.lua, &bridge)?;
-        Ok(Scripting {
+        let vm = Vm {
             lua: vm.lua,
-            scripts: HashMap::default(),
-            scripts_bytes: 0,
-            script_flags: HashMap::default(),
-            vm_handler: vm.handler,
-            vm_adopt: vm.adopt,
-            vm_load_library: vm.load_library,
-            forget_script_cjson: vm.forget_script_cjson,
+            handler: vm.handler,
+            adopt: vm.adopt,
+            load_library: vm.load_library,
             forget_function_cjson: vm.forget_function_cjson,
-            libraries: functions::Libraries::default(),
             visible: vm.visible,
-            arg_tables: None,
             bridge,
-            state,
             calls_since_gc_step: 0,
             used_after_gc_step: 0,
-        })
+        };
+        // What building the environment left behind goes now, so a fresh
+        // VM reads its real size, as Redis's does.
+        vm.lua.gc_collect()?;
+        vm.note_memory();
+        Ok(vm)
+    }
+
+    /// Notes the VM's bytes where INFO reads them from inside a script.
+    fn note_memory(&self) {
+        self.bridge
+            .state
+            .memory_of(self.bridge.kind)
+            .store(self.lua.used_memory() as u64, Ordering::Relaxed);
     }
 
     /// After each script or function: every [`GC_CYCLE_PERIOD`] calls, one
     /// collection step of that many kilobytes (Redis's `luaCallFunction`),
     /// unless the VM has grown by less than [`GC_MIN_GROWTH`] since the last.
-    pub(crate) fn pace_gc(&mut self) {
+    fn pace_gc(&mut self) {
         self.calls_since_gc_step += 1;
         if self.calls_since_gc_step < GC_CYCLE_PERIOD {
             return;
@@ -432,200 +467,6 @@ impl Scripting {
             })
         };
         self.used_after_gc_step = self.lua.used_memory();
-    }
-
-    /// Full collections until the VM stops shrinking (at most
-    /// [`FLUSH_COLLECTIONS`]): Redis's SCRIPT FLUSH starts a new VM, so its
-    /// memory drops to a fresh VM's; ours keeps the VM (functions live in
-    /// it too) and gives back what the flushed scripts left instead.
-    fn collect_all(&self) {
-        let mut used = self.lua.used_memory();
-        for _ in 0..FLUSH_COLLECTIONS {
-            let _ = self.lua.gc_collect();
-            let now = self.lua.used_memory();
-            if now >= used {
-                break;
-            }
-            used = now;
-        }
-    }
-
-    /// Sets the Lua VM's allocation limit in bytes (`lua-memory-limit`; 0: no limit).
-    pub fn set_memory_limit(&self, bytes: usize) {
-        let _ = self.lua.set_memory_limit(bytes);
-    }
-
-    /// Compiles and caches `body`; returns its SHA1. A compile error is
-    /// Redis's `Error compiling script` reply.
-    pub fn load(&mut self, body: &[u8]) -> Result<String, Reply> {
-        let sha = sha1_hex(body);
-        if self.scripts.contains_key(&sha) {
-            return Ok(sha);
-        }
-        if body.starts_with(b"\x1b") {
-            return Err(Reply::Error(crate::errors::BINARY_SCRIPT.into()));
-        }
-        // A shebang line is read for its flags and left out of the code (its
-        // newline kept, so line numbers count it), as Redis 7 does.
-        let (flags, code) = match shebang_flags(body)? {
-            Some((flags, end)) => (Some(flags), &body[end..]),
-            None => (None, body),
-        };
-        let compiled = self
-            .lua
-            .load(code)
-            .set_name("@user_script")
-            .set_mode(mlua::chunk::ChunkMode::Text)
-            .into_function()
-            .and_then(|f| self.vm_adopt.call::<Function>(f));
-        match compiled {
-            Ok(f) => {
-                self.scripts.insert(sha.clone(), f);
-                self.scripts_bytes += body.len();
-                if let Some(flags) = flags {
-                    self.script_flags.insert(sha.clone(), flags);
-                }
-                Ok(sha)
-            }
-            Err(e) => Err(crate::errors::compile_error(&lua_error_text(&e))),
-        }
-    }
-
-    /// The flags of cached script `sha` (any case); `None` when it is not
-    /// cached. While no cached script has a shebang (the usual case) every
-    /// script's flags are the default, answered without a lookup: EVALSHA
-    /// pays nothing for shebangs, and [`Scripting::run`] then finds whether
-    /// the script exists.
-    pub fn script_flags(&self, sha: &str) -> Option<ScriptFlags> {
-        if self.script_flags.is_empty() {
-            return Some(ScriptFlags::default());
-        }
-        let sha = sha.to_ascii_lowercase();
-        self.scripts
-            .contains_key(&sha)
-            .then(|| self.script_flags.get(&sha).copied().unwrap_or_default())
-    }
-
-    /// Whether a script with this SHA1 (any case) is cached.
-    pub fn exists(&self, sha: &[u8]) -> bool {
-        std::str::from_utf8(sha).is_ok_and(|s| {
-            if s.bytes().any(|b| b.is_ascii_uppercase()) {
-                self.scripts.contains_key(&s.to_ascii_lowercase())
-            } else {
-                self.scripts.contains_key(s)
-            }
-        })
-    }
-
-    /// SCRIPT FLUSH: the cache emptied, its scripts freed by `freer` (on
-    /// its thread when `lazy` and there are more than 64, as Redis's
-    /// `scriptingRelease`). A lazy flush leaves the compiled chunks to
-    /// Lua's incremental collector instead of a full collection here.
-    pub(crate) fn flush(&mut self, freer: &crate::lazyfree::LazyFree, lazy: bool) {
-        let scripts = std::mem::take(&mut self.scripts);
-        let count = scripts.len();
-        freer.free_collection(Box::new(scripts), count, lazy);
-        self.scripts_bytes = 0;
-        self.script_flags.clear();
-        // Redis starts the scripts' VM afresh: cjson settings a script made
-        // are gone (functions keep theirs).
-        let _ = self.forget_script_cjson.call::<()>(());
-        if !lazy {
-            self.collect_all();
-        }
-    }
-
-    /// Number of cached scripts (INFO).
-    pub fn len(&self) -> usize {
-        self.scripts.len()
-    }
-
-    /// Whether no script is cached.
-    pub fn is_empty(&self) -> bool {
-        self.scripts.is_empty()
-    }
-
-    /// Bytes of the cached scripts' bodies (INFO used_memory_scripts_eval).
-    pub fn scripts_bytes(&self) -> usize {
-        self.scripts_bytes
-    }
-
-    /// Bytes the VM uses (INFO used_memory_lua).
-    pub fn used_memory(&self) -> usize {
-        self.lua.used_memory()
-    }
-
-    /// Runs a cached script. `dispatch` runs one command for `redis.call`;
-    /// `now_ms` is the script's start time. `None` when the SHA is unknown.
-    pub fn run(
-        &mut self,
-        sha: &str,
-        keys: &[Bytes],
-        argv: &[Bytes],
-        now_ms: u64,
-        dispatch: &mut Dispatch,
-    ) -> Option<Reply> {
-        let lower;
-        let (sha, func) = match self.scripts.get_key_value(sha) {
-            Some(found) => found,
-            None => {
-                lower = sha.to_ascii_lowercase();
-                self.scripts.get_key_value(lower.as_str())?
-            }
-        };
-        self.bridge.resp.store(2, Ordering::Relaxed);
-        self.state.kill.store(false, Ordering::Relaxed);
-        self.state.wrote.store(false, Ordering::Relaxed);
-        self.state.repl_withheld.store(0, Ordering::Relaxed);
-        self.state.started_ms.store(now_ms.max(1), Ordering::Release);
-        let tables = match self.arg_tables.take() {
-            Some(tables) => Ok(tables),
-            None => ArgTables::install(&self.lua, &self.visible),
-        };
-        let (reply, tables) = match tables {
-            Ok(tables) => self.run_inner(sha, func, keys, argv, dispatch, tables),
-            Err(e) => (Err(e), None),
-        };
-        self.arg_tables = tables;
-        if matches!(&reply, Ok(Reply::Error(e)) if e.contains("memory limit")) || reply.is_err() {
-            // Free what the failed script left behind before the next one runs.
-            let _ = self.lua.gc_collect();
-        }
-        self.pace_gc();
-        self.state.started_ms.store(0, Ordering::Release);
-        self.state.kill.store(false, Ordering::Relaxed);
-        Some(reply.unwrap_or_else(|e| crate::errors::script_failed(&lua_error_text(&e))))
-    }
-
-    /// Runs `func` with KEYS and ARGV filled in `tables`; hands the tables
-    /// back if the script left them fit for reuse.
-    fn run_inner(
-        &self,
-        sha: &str,
-        func: &Function,
-        keys: &[Bytes],
-        argv: &[Bytes],
-        dispatch: &mut Dispatch,
-        tables: ArgTables,
-    ) -> (mlua::Result<Reply>, Option<ArgTables>) {
-        self.state.run_started_us.store(monotonic_us(), Ordering::Relaxed);
-        self.state.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
-        let mut dispatch: &mut Dispatch = dispatch;
-        self.bridge
-            .current
-            .0
-            .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
-        let out = self.call_script(func, keys, argv, &tables);
-        self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
-        let (returned, plain) = match out {
-            Ok(out) => out,
-            Err(e) => return (Err(e), None),
-        };
-        let tables = plain.then_some(ArgTables {
-            lens: (keys.len(), argv.len()),
-            ..tables
-        });
-        (self.returned_reply(returned, sha), tables)
     }
 
     /// The reply for what a script or function returned; `name` (its SHA
@@ -665,6 +506,224 @@ impl Scripting {
         let _unlimited = Unlimited::new(&self.lua);
         Returned::Value(status == 0, pop_value())
     }
+}
+
+impl Scripting {
+    /// Fresh VMs with Redis's environment and a memory limit in bytes
+    /// (0: none) for each.
+    pub fn new(memory_limit: usize, state: Arc<ScriptState>) -> mlua::Result<Scripting> {
+        Ok(Scripting {
+            eval: Vm::new(memory_limit, &state, VmKind::Eval)?,
+            functions: Vm::new(memory_limit, &state, VmKind::Functions)?,
+            memory_limit,
+            scripts: HashMap::default(),
+            scripts_bytes: 0,
+            script_flags: HashMap::default(),
+            libraries: functions::Libraries::default(),
+            arg_tables: None,
+            state,
+        })
+    }
+
+    /// Sets each VM's allocation limit in bytes (`lua-memory-limit`; 0: no limit).
+    pub fn set_memory_limit(&mut self, bytes: usize) {
+        self.memory_limit = bytes;
+        for vm in [&self.eval, &self.functions] {
+            let _ = vm.lua.set_memory_limit(bytes);
+        }
+    }
+
+    /// Compiles and caches `body`; returns its SHA1. A compile error is
+    /// Redis's `Error compiling script` reply.
+    pub fn load(&mut self, body: &[u8]) -> Result<String, Reply> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        if body.starts_with(b"\x1b") {
+            return Err(Reply::Error(crate::errors::BINARY_SCRIPT.into()));
+        }
+        // A shebang line is read for its flags and left out of the code (its
+        // newline kept, so line numbers count it), as Redis 7 does.
+        let (flags, code) = match shebang_flags(body)? {
+            Some((flags, end)) => (Some(flags), &body[end..]),
+            None => (None, body),
+        };
+        let compiled = self
+            .eval
+            .lua
+            .load(code)
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .into_function()
+            .and_then(|f| self.eval.adopt.call::<Function>(f));
+        self.eval.note_memory();
+        match compiled {
+            Ok(f) => {
+                self.scripts.insert(sha.clone(), f);
+                self.scripts_bytes += body.len();
+                if let Some(flags) = flags {
+                    self.script_flags.insert(sha.clone(), flags);
+                }
+                Ok(sha)
+            }
+            Err(e) => Err(crate::errors::compile_error(&lua_error_text(&e))),
+        }
+    }
+
+    /// The flags of cached script `sha` (any case); `None` when it is not
+    /// cached. While no cached script has a shebang (the usual case) every
+    /// script's flags are the default, answered without a lookup: EVALSHA
+    /// pays nothing for shebangs, and [`Scripting::run`] then finds whether
+    /// the script exists.
+    pub fn script_flags(&self, sha: &str) -> Option<ScriptFlags> {
+        if self.script_flags.is_empty() {
+            return Some(ScriptFlags::default());
+        }
+        let sha = sha.to_ascii_lowercase();
+        self.scripts
+            .contains_key(&sha)
+            .then(|| self.script_flags.get(&sha).copied().unwrap_or_default())
+    }
+
+    /// Whether a script with this SHA1 (any case) is cached.
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        std::str::from_utf8(sha).is_ok_and(|s| {
+            if s.bytes().any(|b| b.is_ascii_uppercase()) {
+                self.scripts.contains_key(&s.to_ascii_lowercase())
+            } else {
+                self.scripts.contains_key(s)
+            }
+        })
+    }
+
+    /// SCRIPT FLUSH: the cache emptied and the scripts' VM started afresh,
+    /// as Redis's `scriptingReset` does (its memory drops to a fresh VM's,
+    /// and what scripts left in it, cjson's settings among them, is gone;
+    /// functions keep theirs). The old VM and its scripts are freed by
+    /// `freer` (on its thread when `lazy` and there are more than 64
+    /// scripts, as Redis's `scriptingRelease`).
+    pub(crate) fn flush(&mut self, freer: &crate::lazyfree::LazyFree, lazy: bool) {
+        let scripts = std::mem::take(&mut self.scripts);
+        let count = scripts.len();
+        self.scripts_bytes = 0;
+        self.script_flags.clear();
+        self.arg_tables = None;
+        match Vm::new(self.memory_limit, &self.state, VmKind::Eval) {
+            Ok(fresh) => {
+                let old = std::mem::replace(&mut self.eval, fresh);
+                freer.free_collection(Box::new((scripts, old)), count, lazy);
+            }
+            // No memory for a new VM: the old one stays, emptied.
+            Err(_) => {
+                drop(scripts);
+                let _ = self.eval.lua.gc_collect();
+                self.eval.note_memory();
+            }
+        }
+    }
+
+    /// Number of cached scripts (INFO).
+    pub fn len(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// Whether no script is cached.
+    pub fn is_empty(&self) -> bool {
+        self.scripts.is_empty()
+    }
+
+    /// Bytes of the cached scripts' bodies (INFO used_memory_scripts_eval).
+    pub fn scripts_bytes(&self) -> usize {
+        self.scripts_bytes
+    }
+
+    /// Bytes the scripts' VM uses (INFO `used_memory_lua`).
+    pub fn used_memory(&self) -> usize {
+        self.eval.lua.used_memory()
+    }
+
+    /// Bytes the functions' VM uses (INFO `used_memory_vm_functions`).
+    pub fn functions_used_memory(&self) -> usize {
+        self.functions.lua.used_memory()
+    }
+
+    /// Runs a cached script. `dispatch` runs one command for `redis.call`;
+    /// `now_ms` is the script's start time. `None` when the SHA is unknown.
+    pub fn run(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        now_ms: u64,
+        dispatch: &mut Dispatch,
+    ) -> Option<Reply> {
+        let lower;
+        let (sha, func) = match self.scripts.get_key_value(sha) {
+            Some(found) => found,
+            None => {
+                lower = sha.to_ascii_lowercase();
+                self.scripts.get_key_value(lower.as_str())?
+            }
+        };
+        self.eval.bridge.resp.store(2, Ordering::Relaxed);
+        self.state.kill.store(false, Ordering::Relaxed);
+        self.state.wrote.store(false, Ordering::Relaxed);
+        self.state.repl_withheld.store(0, Ordering::Relaxed);
+        self.state.started_ms.store(now_ms.max(1), Ordering::Release);
+        let tables = match self.arg_tables.take() {
+            Some(tables) => Ok(tables),
+            None => ArgTables::install(&self.eval.lua, &self.eval.visible),
+        };
+        let (reply, tables) = match tables {
+            Ok(tables) => self.eval.run_script(sha, func, keys, argv, dispatch, tables),
+            Err(e) => (Err(e), None),
+        };
+        self.arg_tables = tables;
+        if matches!(&reply, Ok(Reply::Error(e)) if e.contains("memory limit")) || reply.is_err() {
+            // Free what the failed script left behind before the next one runs.
+            let _ = self.eval.lua.gc_collect();
+        }
+        self.eval.pace_gc();
+        self.eval.note_memory();
+        self.state.started_ms.store(0, Ordering::Release);
+        self.state.kill.store(false, Ordering::Relaxed);
+        Some(reply.unwrap_or_else(|e| crate::errors::script_failed(&lua_error_text(&e))))
+    }
+}
+
+impl Vm {
+    /// Runs script `func` with KEYS and ARGV filled in `tables`; hands the
+    /// tables back if the script left them fit for reuse.
+    fn run_script(
+        &self,
+        sha: &str,
+        func: &Function,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        dispatch: &mut Dispatch,
+        tables: ArgTables,
+    ) -> (mlua::Result<Reply>, Option<ArgTables>) {
+        let state = &self.bridge.state;
+        state.run_started_us.store(monotonic_us(), Ordering::Relaxed);
+        state.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
+        let mut dispatch: &mut Dispatch = dispatch;
+        self.bridge
+            .current
+            .0
+            .store(&mut dispatch as *mut &mut Dispatch as *mut (), Ordering::Release);
+        let out = self.call_script(func, keys, argv, &tables);
+        self.bridge.current.0.store(std::ptr::null_mut(), Ordering::Release);
+        let (returned, plain) = match out {
+            Ok(out) => out,
+            Err(e) => return (Err(e), None),
+        };
+        let tables = plain.then_some(ArgTables {
+            lens: (keys.len(), argv.len()),
+            ..tables
+        });
+        (self.returned_reply(returned, sha), tables)
+    }
 
     /// Calls `func` under the error handler with KEYS and ARGV filled in,
     /// on the raw Lua C API. Returns what it returned (or the handler's
@@ -699,7 +758,7 @@ impl Scripting {
                         return restore(Err(mlua::Error::StackError));
                     }
                     if let Err(e) = raw
-                        .push(&self.vm_handler)
+                        .push(&self.handler)
                         .and_then(|_| raw.push(&tables.keys))
                         .and_then(|_| raw.push(&tables.argv))
                     {
@@ -900,7 +959,7 @@ unsafe fn call_command(state: *mut ffi::lua_State) -> Result<(), ()> {
         let args = convert::raw::command_args(state)?;
         bridge
             .state
-            .lua_memory
+            .memory_of(bridge.kind)
             .store(bridge.lua.used_memory() as u64, Ordering::Relaxed);
         match bridge.current.with(|d| d(&args, Mode::Call)) {
             None => Err(crate::errors::CALL_OUTSIDE_SCRIPT),

@@ -50,9 +50,6 @@ pub(super) struct Vm {
     pub redis: Table,
     /// The table behind scripts' read-only globals (KEYS and ARGV go here).
     pub visible: Table,
-    /// glue.lua's `forget_script_cjson`: SCRIPT FLUSH drops the scripts'
-    /// cjson and its settings (Redis starts a new VM for scripts).
-    pub forget_script_cjson: Function,
     /// glue.lua's `forget_function_cjson`: with no library left, the
     /// functions' cjson goes (its settings stay).
     pub forget_function_cjson: Function,
@@ -211,13 +208,7 @@ pub(super) fn create(resp: Arc<AtomicU8>, state: Arc<super::ScriptState>) -> mlu
     visible.raw_set("struct", super::binary::create_struct(&lua)?)?;
     visible.raw_set("cmsgpack", super::binary::create_cmsgpack(&lua)?)?;
     // (cjson comes from glue.lua, which loads it on first use.)
-    let (handler, adopt, load_library, forget_script_cjson, forget_function_cjson): (
-        Function,
-        Function,
-        Function,
-        Function,
-        Function,
-    ) = lua
+    let (handler, adopt, load_library, forget_function_cjson): (Function, Function, Function, Function) = lua
         .load(GLUE)
         .set_name("=coordis")
         .call((getinfo, setfenv, visible.clone(), super::cjson::loader(&lua)?))?;
@@ -231,7 +222,6 @@ pub(super) fn create(resp: Arc<AtomicU8>, state: Arc<super::ScriptState>) -> mlu
         load_library,
         redis,
         visible,
-        forget_script_cjson,
         forget_function_cjson,
     })
 }
