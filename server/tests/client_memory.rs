@@ -497,3 +497,41 @@ fn maxmemory_clients_evicts_the_largest_and_no_evict_spares() {
         client_eviction(redis.addr());
     }
 }
+
+/// The read buffer of a client that has sent nothing for more than 2 s is
+/// given back (Redis's `clientsCronResizeQueryBuffer`): CLIENT LIST shows
+/// `qbuf=0 qbuf-free=0` for it, on Redis after 3 s of real time and on
+/// coordis's test clock; a busy client's buffer stays. `wait` lets the
+/// server's time pass.
+fn idle_query_buffer(addr: SocketAddr, wait: impl Fn(&mut RawClient)) -> (u64, u64) {
+    let mut control = RawClient::connect(addr).unwrap();
+    let mut idle = RawClient::connect(addr).unwrap();
+    let idle_id = client_id(&mut idle);
+    let before = client_list(&mut control)[&idle_id].clone();
+    let before = field(&before, "qbuf") + field(&before, "qbuf-free");
+    wait(&mut control);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let fields = client_list(&mut control)[&idle_id].clone();
+        let after = field(&fields, "qbuf") + field(&fields, "qbuf-free");
+        if after == 0 || Instant::now() > deadline {
+            // It still serves, with room again.
+            assert_eq!(idle.command(&["PING"]).unwrap(), b"+PONG\r\n");
+            return (before, after);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_idle_clients_read_buffer_is_given_back_as_in_redis() {
+    let coordis_server = coordis::Server::builder().start_blocking().unwrap();
+    let (before, after) = idle_query_buffer(coordis_server.addr(), |c| {
+        c.command(&["COORDIS.CLOCK", "ADVANCE", "3500"]).unwrap();
+    });
+    assert!(before > 4096 && after == 0, "coordis: {before} bytes, then {after}");
+    if let Some(redis) = redis() {
+        let (before, after) = idle_query_buffer(redis.addr(), |_| std::thread::sleep(Duration::from_millis(3500)));
+        assert!(before > 4096 && after == 0, "redis: {before} bytes, then {after}");
+    }
+}

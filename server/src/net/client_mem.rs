@@ -344,6 +344,7 @@ pub(crate) fn cron(state: &mut ServerState, now_ms: u64) {
     state.client_peaks.sample(now_ms, state.clients.values());
     let limits = state.client_limits;
     for client in state.clients.values() {
+        ask_trim(client, now_ms);
         let used = counted_output(client.outbox.used());
         if used == 0 || client.replica || client.signal.is_closed() {
             continue;
@@ -353,6 +354,24 @@ pub(crate) fn cron(state: &mut ServerState, now_ms: u64) {
         }
     }
     evict_clients(state, None, now_ms);
+}
+
+/// Asks `client`'s task to give back read-buffer space when Redis's
+/// `clientsCronResizeQueryBuffer` would: more than 4 KB free, and the
+/// client idle for more than 2 s or its buffer past 32 KB (the task knows
+/// its recent peak and decides the rest).
+fn ask_trim(client: &ClientState, now_ms: u64) {
+    let mem = &client.outbox.mem;
+    let (qbuf, cap) = (mem.qbuf.load(Ordering::Relaxed), mem.qbuf_cap.load(Ordering::Relaxed));
+    if cap.saturating_sub(qbuf) <= 4 * 1024 {
+        return;
+    }
+    let idle_secs = now_ms.saturating_sub(client.last_cmd_ms) / 1000;
+    if idle_secs > 2 {
+        client.signal.trim_query(crate::net::clients::TRIM_IDLE);
+    } else if cap > 32 * 1024 {
+        client.signal.trim_query(crate::net::clients::TRIM_TO_PEAK);
+    }
 }
 
 /// At a batch's end, before its `batch_out` bytes of replies are written:

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -127,8 +127,17 @@ pub struct ConnSignal {
     blocked: AtomicBool,
     /// The connection task has closed its socket (set once, at its end).
     gone: AtomicBool,
+    /// The server's cron asks the task to give back read-buffer space
+    /// ([`ConnSignal::trim_query`]): 0 no, [`TRIM_TO_PEAK`] or [`TRIM_IDLE`].
+    trim: AtomicU8,
     waker: AtomicWaker,
 }
+
+/// [`ConnSignal::take_trim`]: the buffer is large for what the client sent
+/// lately; give back down to that.
+pub(crate) const TRIM_TO_PEAK: u8 = 1;
+/// The client has sent nothing for more than 2 s: give back all free space.
+pub(crate) const TRIM_IDLE: u8 = 2;
 
 impl ConnSignal {
     /// Closes the connection: no more requests run, the reply being written
@@ -156,6 +165,22 @@ impl ConnSignal {
         if !blocked {
             self.wake();
         }
+    }
+
+    /// Asks the connection task to give back read-buffer space (Redis's
+    /// `clientsCronResizeQueryBuffer`; `how` is [`TRIM_TO_PEAK`] or
+    /// [`TRIM_IDLE`]). Wakes the task.
+    pub(crate) fn trim_query(&self, how: u8) {
+        self.trim.store(how, Ordering::Release);
+        self.wake();
+    }
+
+    /// The trim asked for since the last call, if any.
+    pub(crate) fn take_trim(&self) -> Option<u8> {
+        if self.trim.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        Some(self.trim.swap(0, Ordering::AcqRel)).filter(|&how| how != 0)
     }
 
     /// The connection task closed its socket: its peer has seen the end.

@@ -866,6 +866,11 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     };
     // Shutdown's one last read from the kernel has been made.
     let mut last_read_done = false;
+    // The most the read buffer held since the cron last trimmed it, and
+    // whether it gave back everything to an idle client (which gets room
+    // again when it next sends).
+    let mut peak = 0;
+    let mut trimmed = false;
     loop {
         let shared = &ctx.shared;
         let limits = ProtocolLimits {
@@ -904,12 +909,17 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 );
                 return Ok(());
             }
-            if buf.capacity() - buf.len() < 4096 {
+            if !trimmed && buf.capacity() - buf.len() < 4096 {
                 buf.reserve(READ_BUFFER);
             }
             let read = tokio::select! {
                 biased;
                 wake = woken(signal, outbox, false) => match wake {
+                    Woken::TrimQuery(how) => {
+                        trimmed = trim_query_buffer(&mut buf, &mut peak, how, parser.partial_len());
+                        outbox.mem.set_query(buf.len(), buf.capacity(), parser.partial_len());
+                        continue;
+                    }
                     Woken::Ended if signal.is_closed() || last_read_done => return Ok(()),
                     Woken::Ended => {
                         // Shutdown: what the client sent before it is in
@@ -945,6 +955,8 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             if read == 0 {
                 return Ok(());
             }
+            trimmed = false;
+            peak = peak.max(buf.len());
             shared.net_input_bytes.fetch_add(read as u64, Ordering::Relaxed);
             shared.reads_processed.fetch_add(1, Ordering::Relaxed);
             if shared.client_eviction.load(Ordering::Relaxed) && pending.is_none() {
@@ -1306,6 +1318,38 @@ enum Woken {
     Messages,
     /// The client is no longer blocked (only while waiting for that).
     Unblocked,
+    /// The cron asks for read-buffer space back (only while waiting for a
+    /// request): [`crate::net::clients::TRIM_TO_PEAK`] or `TRIM_IDLE`.
+    TrimQuery(u8),
+}
+
+/// Gives back read-buffer space as Redis's `clientsCronResizeQueryBuffer`
+/// does, when more than 4 KB of it is free: all of it for a client idle for
+/// more than 2 s (`TRIM_IDLE`), else, for a buffer past 32 KB and twice
+/// the most it held lately (`peak`), down to that (never below what it
+/// holds or the request being read, `partial`). The peak starts over.
+/// Returns whether an idle client's buffer was emptied, to leave it so
+/// until the client sends again.
+fn trim_query_buffer(buf: &mut BytesMut, peak: &mut usize, how: u8, partial: usize) -> bool {
+    const FREE_WORTH_TRIMMING: usize = 4 * 1024;
+    const RESIZE_THRESHOLD: usize = 32 * 1024;
+    let cap = buf.capacity();
+    let keep = if cap - buf.len() <= FREE_WORTH_TRIMMING {
+        None
+    } else if how == crate::net::clients::TRIM_IDLE {
+        Some(buf.len())
+    } else if cap > RESIZE_THRESHOLD && cap / 2 > *peak {
+        Some(buf.len().max(*peak).max(partial))
+    } else {
+        None
+    };
+    if let Some(keep) = keep {
+        let mut fresh = BytesMut::with_capacity(keep);
+        fresh.extend_from_slice(buf);
+        *buf = fresh;
+    }
+    *peak = buf.len().max(partial);
+    keep.is_some() && how == crate::net::clients::TRIM_IDLE
 }
 
 /// Resolves when the connection's signal is closed or stopped, or messages
@@ -1324,6 +1368,8 @@ fn woken<'a>(
             Poll::Ready(Woken::Messages)
         } else if blocked && !signal.is_blocked() {
             Poll::Ready(Woken::Unblocked)
+        } else if let Some(how) = (!blocked).then(|| signal.take_trim()).flatten() {
+            Poll::Ready(Woken::TrimQuery(how))
         } else {
             Poll::Pending
         }
@@ -1372,6 +1418,7 @@ async fn wait_unblocked<S: AsyncRead + AsyncWrite + Unpin>(
                 return Ok(false);
             }
             Woken::Messages => write_messages(socket, outbox, signal, shared).await?,
+            Woken::TrimQuery(_) => {}
             Woken::Unblocked => {
                 if outbox.has_messages() {
                     write_messages(socket, outbox, signal, shared).await?;
