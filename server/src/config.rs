@@ -125,6 +125,18 @@ pub struct Config {
     /// (`port-file`, coordis's own): with `--port 0`, how a test fixture in
     /// another language learns the port. Empty (the default): no file.
     pub port_file: String,
+    /// `coordis-server` goes to the background at start (`daemonize`): the
+    /// command returns once the server process is forked off, as
+    /// redis-server's does. No effect on an embedded server.
+    pub daemonize: bool,
+    /// Where `coordis-server` writes its pid, removed at exit (`pidfile`;
+    /// empty: none, or `/var/run/redis.pid` when daemonized, as Redis).
+    pub pidfile: String,
+    /// `supervised`: `systemd` (or `auto` under systemd) tells systemd
+    /// when the server is ready (`READY=1` on `$NOTIFY_SOCKET`), for a
+    /// `Type=notify` unit; `upstart` stops the process (`SIGSTOP`) when
+    /// ready, as Redis does for upstart's `expect stop`.
+    pub supervised: String,
     /// Whether the test-control commands (`COORDIS.CLOCK`) run: `no`,
     /// `yes`, or `local` (loopback clients only), as Redis's
     /// `enable-debug-command` (`enable-test-commands`, coordis's own).
@@ -491,6 +503,9 @@ impl Default for Config {
             active_expire_effort: 0,
             io_threads: 0,
             port_file: String::new(),
+            daemonize: false,
+            pidfile: String::new(),
+            supervised: "no".into(),
             unixsocket: String::new(),
             unixsocketperm: 0,
             enable_test_commands: String::new(),
@@ -1477,16 +1492,16 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("aof-use-rdb-preamble", "yes", Bool, aof!(bool use_rdb_preamble)),
     row("aof-timestamp-enabled", "no", Bool, aof!(bool timestamps)).effect(Effect::AofWriter),
     row("aof-rewrite-incremental-fsync", "yes", Bool, aof!(bool rewrite_incremental_fsync)),
-    // Accepted without effect, checked as Redis checks them.
-    row("daemonize", "no", Bool, Store::Ignored).immutable(),
-    row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), Store::Ignored).immutable(),
-    row("pidfile", "", Text, Store::Ignored).immutable(),
+    row("daemonize", "no", Bool, field!(bool daemonize)).immutable(),
+    row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), field!(supervised)).immutable(),
+    row("pidfile", "", Text, field!(pidfile)).immutable(),
     row("dir", ".", Text, field!(dir)).protected(),
     row("dbfilename", "dump.rdb", Text, field!(dbfilename)).protected(),
     row("save", "3600 1 300 100 60 10000", Kind::Custom(check_save), Store::Field { set: set_save, get: get_save }).multi_arg(),
     row("stop-writes-on-bgsave-error", "yes", Bool, field!(bool stop_writes_on_bgsave_error)),
     row("bgsave-slice-keys", "64", Int { min: 1, max: I32 }, field!(bgsave_slice_keys)).own(),
     row("bgsave-slice-pause-us", "0", Int { min: 0, max: 1_000_000 }, field!(bgsave_slice_pause_us)).own(),
+    // Accepted without effect, checked as Redis checks them.
     row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
     row("always-show-logo", "no", Bool, Store::Ignored).immutable(),
     row("set-proc-title", "yes", Bool, Store::Ignored).immutable(),

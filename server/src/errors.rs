@@ -441,7 +441,7 @@ pub(crate) mod tls {
 }
 
 /// An OS error as C's strerror words it (Rust adds ` (os error N)`).
-pub(crate) fn strerror(e: &std::io::Error) -> String {
+pub fn strerror(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(at) => text[..at].to_string(),

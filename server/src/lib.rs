@@ -111,7 +111,7 @@ pub mod internals {
     pub use crate::cmd::all as commands;
     pub use crate::cmd::flags;
     pub use crate::cmd::CommandSpec;
-    pub use crate::errors::DENIED;
+    pub use crate::errors::{strerror, DENIED};
     pub use crate::lua::{sha1_hex, Mode as DispatchMode, ScriptState, Scripting};
     pub use crate::protocol::{ProtocolLimits, Reply, RequestParser};
     pub use crate::store::zset;

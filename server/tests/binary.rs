@@ -484,7 +484,7 @@ fn the_stock_config_files_load() {
         let (port, log, replies) = start_on_stock_file(conf, tag);
         assert_ne!(port, 0);
         let ignored: Vec<&str> = log.lines().filter(|l| l.contains("has no effect in coordis")).collect();
-        assert!(ignored.iter().any(|l| l.contains("'daemonize'")), "{log}");
+        assert!(ignored.iter().any(|l| l.contains("'tcp-backlog'")), "{log}");
         let mut once = ignored.clone();
         once.sort();
         once.dedup();
@@ -495,5 +495,132 @@ fn the_stock_config_files_load() {
             "{}",
             replies[1]
         );
+    }
+}
+
+/// `redis-server`, or `None` (a skip, or a failure under
+/// `COORDIS_REQUIRE_REDIS=1`) when it is not installed.
+fn redis_server_program() -> Option<&'static str> {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        assert!(!coordis::testing::require_redis(), "redis-server is not on PATH");
+        eprintln!("SKIPPED against Redis: redis-server is not installed");
+    }
+    found.then_some("redis-server")
+}
+
+/// `--daemonize yes --pidfile F` returns at once with status 0, the
+/// server goes on in the background with its pid in F, and SHUTDOWN
+/// removes F, as with redis-server (`redis-server --daemonize yes` is how
+/// many CI scripts start Redis; it was accepted and ignored, so the
+/// command never returned).
+fn daemonized(program: &str) -> (bool, bool, bool, bool) {
+    let dir = std::env::temp_dir().join(format!("coordis-daemonize-{}-{}", std::process::id(), program.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("server.pid");
+    let port = free_port().unwrap();
+    let started = Instant::now();
+    let status = Command::new(program)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--daemonize",
+            "yes",
+            "--pidfile",
+        ])
+        .arg(&pidfile)
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    let returned_at_once = status.success() && started.elapsed() < Duration::from_secs(5);
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    let server_pid = text_field(&c.command(&["INFO", "server"]).unwrap(), "process_id");
+    let written = std::fs::read_to_string(&pidfile).unwrap_or_default();
+    let pid_matches = written.trim() == server_pid;
+    let _ = c.command(&["SHUTDOWN", "NOSAVE"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pidfile.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let removed = !pidfile.exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    (returned_at_once, written.ends_with('\n'), pid_matches, removed)
+}
+
+/// A field of an INFO reply.
+fn text_field(reply: &[u8], name: &str) -> String {
+    let text = String::from_utf8_lossy(reply);
+    let prefix = format!("{name}:");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn daemonize_and_pidfile_work_as_in_redis() {
+    let ours = daemonized(BIN);
+    assert_eq!(ours, (true, true, true, true), "coordis-server");
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(daemonized(redis), ours, "redis-server (left) and coordis-server");
+    }
+}
+
+/// What a `Type=notify` systemd unit hears from the server started with
+/// `--supervised systemd`, until it is ready.
+fn systemd_messages(program: &str) -> Vec<String> {
+    use std::os::unix::net::UnixDatagram;
+    let dir = std::env::temp_dir().join(format!("coordis-notify-{}-{}", std::process::id(), program.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("notify");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    socket.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let port = free_port().unwrap();
+    let server = Running(
+        Command::new(program)
+            .args(["--port", &port.to_string(), "--save", "", "--supervised", "systemd"])
+            .arg("--dir")
+            .arg(&dir)
+            .env("NOTIFY_SOCKET", &path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut messages = vec![];
+    let mut datagram = [0u8; 512];
+    while !messages.iter().any(|m| m == "READY=1\n") {
+        let n = socket.recv(&mut datagram).expect("a notification within 10 s");
+        messages.push(String::from_utf8_lossy(&datagram[..n]).into_owned());
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    messages
+}
+
+#[test]
+fn supervised_systemd_notifies_readiness_as_redis_does() {
+    let ours = systemd_messages(BIN);
+    assert_eq!(
+        ours,
+        [
+            "STATUS=Redis is loading...\n",
+            "STATUS=Ready to accept connections\n",
+            "READY=1\n"
+        ]
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(systemd_messages(redis), ours, "redis-server (left) and coordis-server");
     }
 }

@@ -36,6 +36,8 @@ use std::process::ExitCode;
 
 #[path = "coordis-server/logging.rs"]
 mod logging;
+#[path = "coordis-server/supervise.rs"]
+mod supervise;
 
 /// How long after SIGTERM / SIGINT the process exits whatever still runs:
 /// the drain's deadline, the grace a stopped script gets, and the
@@ -103,6 +105,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Redis's order: the supervisor found, then the fork to the background
+    // (not under a supervisor), before any thread or log file exists.
+    let (supervisor, supervision_note) = supervise::detect(&config.supervised);
+    let background = config.daemonize && supervisor.is_none();
+    if background {
+        if let Err(e) = supervise::daemonize() {
+            eprintln!("coordis-server: cannot go to the background: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     if let Err(e) = logging::init(&config) {
         eprintln!("coordis-server: {e}");
         return ExitCode::FAILURE;
@@ -121,6 +133,11 @@ fn main() -> ExitCode {
     for w in warnings {
         tracing::warn!("{w}");
     }
+    if let Some(text) = supervision_note {
+        tracing::warn!("{text}");
+    }
+    // Removed when `main` returns.
+    let _pidfile = supervise::PidFile::create(&config.pidfile, background);
     // Before the runtime's threads exist, so that they inherit the mask.
     let signalled = watch_signals();
     let runtime = match coordis::runtime(config.io_threads) {
@@ -149,6 +166,7 @@ fn main() -> ExitCode {
             "standalone"
         };
         let port_file = (!config.port_file.is_empty()).then(|| std::path::PathBuf::from(&config.port_file));
+        let replica = !config.replica.replicaof.is_empty();
         let unixsocket = (!config.unixsocket.is_empty()).then(|| config.unixsocket.clone());
         let Signals { rx, stopping: flag } = signalled;
         let served = coordis::Builder::from_config(config)
@@ -160,6 +178,9 @@ fn main() -> ExitCode {
                     tracing::warn!("Server initialized");
                     tracing::info!("Ready to accept connections");
                     announce(addr, tls_addr, unixsocket.as_deref(), port_file.as_deref());
+                    if let Some(supervisor) = supervisor {
+                        supervisor.ready(replica);
+                    }
                 },
             )
             .await;
