@@ -80,6 +80,11 @@ pub struct ScriptState {
     /// Requests only the engine can answer, left by connections while the
     /// script is busy for its hook to serve ([`crate::exec::busy::Inbox`]).
     pub(crate) inbox: crate::exec::busy::Inbox,
+    /// Tasks in [`crate::net::lock_engine`] that found the engine lock
+    /// taken: the dataset loader, which takes it again slice after slice,
+    /// lets them in first (kept here as every taker of the lock has this
+    /// state at hand).
+    pub(crate) engine_waiters: std::sync::atomic::AtomicUsize,
 }
 
 /// `redis.REPL_AOF`: the bit of `redis.set_repl`'s flags for the

@@ -200,6 +200,7 @@ async fn finish_load(
                     return e.finish_aof_load(&load);
                 }
                 parking_lot::MutexGuard::unlock_fair(e);
+                let_waiters_in(&shared.script);
             });
             return replaying.await.unwrap_or_else(|e| Err(io::Error::other(e)));
         }
@@ -213,6 +214,37 @@ async fn finish_load(
     // microseconds.
     engine.lock().finish_load(parsed)
 }
+
+/// One task counted in [`ScriptState::engine_waiters`] while it lives.
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Between two slices of the loader: connections waiting for the lock get
+/// it first. One parked on the lock has it already (the unlock was fair);
+/// one between two of its timed waits, as on a loaded machine, is given
+/// up to [`LET_IN_FOR`] to take it, or the loader could take the lock back
+/// slice after slice until the load ends, every client kept waiting.
+fn let_waiters_in(script: &ScriptState) {
+    let since = std::time::Instant::now();
+    while script.engine_waiters.load(Ordering::Acquire) > 0 && since.elapsed() < LET_IN_FOR {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+/// The longest the loader waits for the lock's waiters between two slices.
+const LET_IN_FOR: Duration = Duration::from_millis(2);
 
 impl Bound {
     /// Serves until `shutdown` is triggered (by the owner or by SHUTDOWN),
@@ -813,8 +845,13 @@ fn denied() -> BytesMut {
 }
 
 /// Takes the engine lock without pinning a worker thread behind a running
-/// script: waits asynchronously while one runs.
+/// script: waits asynchronously while one runs. A wait is counted in
+/// [`ScriptState::engine_waiters`].
 pub(crate) async fn lock_engine<'a>(engine: &'a Mutex<Engine>, script: &ScriptState) -> MutexGuard<'a, Engine> {
+    if let Some(guard) = engine.try_lock() {
+        return guard;
+    }
+    let _counted = Waiting::new(&script.engine_waiters);
     loop {
         let running = script.is_running();
         {
@@ -1090,6 +1127,8 @@ async fn execute(
     if ctx.shared.is_frozen() {
         ctx.shared.until_thawed().await;
     }
+    // Counted in `engine_waiters` from the first failed try to the batch.
+    let mut waiting = None;
     loop {
         // A script told to stop (SCRIPT KILL, FUNCTION KILL, shutdown) ends
         // at its next hook: requests that come after wait for it, as in
@@ -1142,13 +1181,17 @@ async fn execute(
             }
         }
         {
-            // Without a script the lock is held for microseconds at a time;
-            // the bound keeps a script that starts meanwhile from pinning us.
-            let guard = if script.is_running() {
-                ctx.engine.try_lock()
-            } else {
-                ctx.engine.try_lock_for(BUSY_POLL)
-            };
+            // Without a script the lock is held for microseconds at a time
+            // (or a slice of a load); the bound keeps a script that starts
+            // meanwhile from pinning us.
+            let guard = ctx.engine.try_lock().or_else(|| {
+                waiting.get_or_insert_with(|| Waiting::new(&script.engine_waiters));
+                if script.is_running() {
+                    None
+                } else {
+                    ctx.engine.try_lock_for(BUSY_POLL)
+                }
+            });
             if let Some(mut engine) = guard {
                 if conn.posted {
                     // No script runs: what the hook has not taken is ours.
