@@ -359,7 +359,9 @@ pub(crate) fn cron(state: &mut ServerState, now_ms: u64) {
 /// Asks `client`'s task to give back read-buffer space when Redis's
 /// `clientsCronResizeQueryBuffer` would: more than 4 KB free, and the
 /// client idle for more than 2 s or its buffer past 32 KB (the task knows
-/// its recent peak and decides the rest).
+/// its recent peak and decides the rest). As Redis's `clientsCron` visits
+/// each client once a second, a busy client is asked on one tick in ten
+/// (the peak it is trimmed to is then a second's).
 fn ask_trim(client: &ClientState, now_ms: u64) {
     let mem = &client.outbox.mem;
     let (qbuf, cap) = (mem.qbuf.load(Ordering::Relaxed), mem.qbuf_cap.load(Ordering::Relaxed));
@@ -369,7 +371,7 @@ fn ask_trim(client: &ClientState, now_ms: u64) {
     let idle_secs = now_ms.saturating_sub(client.last_cmd_ms) / 1000;
     if idle_secs > 2 {
         client.signal.trim_query(crate::net::clients::TRIM_IDLE);
-    } else if cap > 32 * 1024 {
+    } else if cap > 32 * 1024 && (now_ms / 100) % 10 == client.id % 10 {
         client.signal.trim_query(crate::net::clients::TRIM_TO_PEAK);
     }
 }
