@@ -508,8 +508,17 @@ fn seed_random_reaches_the_test_controls() {
     let server = coordis::Server::builder().start_blocking().unwrap();
     let control = server.control();
     let mut c = RawClient::connect(server.addr()).unwrap();
-    for i in 0..500 {
-        c.command(&["SET", &format!("k:{i}"), "v"]).unwrap();
+    // The prediction stops at the first key drawn twice: with 20,000 keys
+    // five draws repeat one about once in 2,000 layouts (the keyspace's
+    // hash seed is random per process); with 500, once in 50.
+    const KEYS: usize = 20_000;
+    let mut pipeline = Vec::new();
+    for i in 0..KEYS {
+        pipeline.extend(RawClient::encode(&[b"SET", format!("k:{i}").as_bytes(), b"v"]));
+    }
+    c.send(&pipeline).unwrap();
+    for _ in 0..KEYS {
+        assert_eq!(c.read_reply().unwrap(), b"+OK\r\n");
     }
     control.set_memory_limit(0, "allkeys-random").unwrap();
     let ask = |seed: u64| {
