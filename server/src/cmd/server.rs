@@ -63,8 +63,12 @@ fn auth_redacts(args: &[Bytes], i: usize) -> bool {
 }
 
 /// HELLO's hide AUTH's user name and password, found as Redis's
-/// `helloCommand` reads its options (the redaction stops at a bad option).
+/// `helloCommand` reads its options: none with a protocol version it
+/// refuses, and none past a bad option.
 fn hello_redacts(args: &[Bytes], i: usize) -> bool {
+    if args.len() < 2 || !matches!(num::parse_i64(&args[1]), Some(2 | 3)) {
+        return false;
+    }
     let mut j = 2;
     while j < args.len() {
         let more = args.len() - 1 - j;
