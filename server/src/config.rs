@@ -298,6 +298,13 @@ pub struct ReplicaConfig {
     pub priority: i64,
     /// `replica-announced` (INFO's `replica_announced`). Default yes.
     pub announced: bool,
+    /// `replica-announce-ip`: the address the link tells its primary
+    /// (`REPLCONF ip-address`), which the primary's INFO and Sentinel then
+    /// show; empty: none is sent, the primary sees the connection's.
+    pub announce_ip: String,
+    /// `replica-announce-port`: the port the link tells its primary
+    /// (`REPLCONF listening-port`); 0: this server's own.
+    pub announce_port: u16,
     /// `repl-diskless-load`: how a full resync's RDB is loaded. Default
     /// disabled.
     pub diskless_load: DisklessLoad,
@@ -1602,8 +1609,8 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("replica-ignore-disk-write-errors", "no", Bool, replica!(bool ignore_disk_write_errors)),
     row("replica-announced", "yes", Bool, replica!(bool announced)),
     row("replica-priority", "100", Int { min: 0, max: I32 }, replica!(priority)).alias(&["slave-priority"]),
-    row("replica-announce-ip", "", Text, Store::Ignored).alias(&["slave-announce-ip"]),
-    row("replica-announce-port", "0", Int { min: 0, max: 65535 }, Store::Ignored).alias(&["slave-announce-port"]),
+    row("replica-announce-ip", "", Text, replica!(announce_ip)).alias(&["slave-announce-ip"]),
+    row("replica-announce-port", "0", Int { min: 0, max: 65535 }, replica!(announce_port)).alias(&["slave-announce-port"]),
     row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), replica!(diskless_load)),
     row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, repl!(diskless_sync_delay)),
     row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, repl!(diskless_sync_max_replicas)),

@@ -984,7 +984,11 @@ impl Engine {
             primary,
             masterauth: self.state.config.replica.masterauth.clone(),
             masteruser: self.state.config.replica.masteruser.clone(),
-            port: self.state.port,
+            port: match self.state.config.replica.announce_port {
+                0 => self.state.port,
+                announced => announced,
+            },
+            announce_ip: self.state.config.replica.announce_ip.clone(),
             psync: replica.psync_request(),
             failover: self.state.repl.failover.phase == crate::repl::failover::Phase::InProgress,
             transfer: replica.transfer.clone(),

@@ -866,3 +866,32 @@ fn the_primarys_link_is_listed_as_a_redis_replica_lists_its_master() {
         info(ours.addr(), "clients", "connected_clients").as_deref() == Some("1")
     });
 }
+
+/// `replica-announce-ip` and `replica-announce-port` reach the primary in
+/// the handshake (`REPLCONF ip-address`, `listening-port`), as from a
+/// Redis replica: a Redis primary, and a coordis one, list the replica
+/// with the announced address (they were accepted and ignored).
+#[test]
+fn the_announced_address_reaches_the_primary_as_from_a_redis_replica() {
+    let _one = serial();
+    let announced = |primary: SocketAddr| {
+        let replica = coordis();
+        let r = replica.addr();
+        assert_eq!(cmd(r, &["CONFIG", "SET", "replica-announce-ip", "10.9.8.7"]), "+OK\r\n");
+        assert_eq!(cmd(r, &["CONFIG", "SET", "replica-announce-port", "4321"]), "+OK\r\n");
+        assert_eq!(replicaof(r, primary), "+OK\r\n");
+        wait_caught_up(r, primary);
+        let body = cmd(primary, &["INFO", "replication"]);
+        let line = body
+            .lines()
+            .find(|l| l.starts_with("slave0:"))
+            .unwrap_or_default()
+            .to_string();
+        line.split(',').take(2).collect::<Vec<_>>().join(",")
+    };
+    let primary = coordis();
+    assert_eq!(announced(primary.addr()), "slave0:ip=10.9.8.7,port=4321");
+    if let Some(redis) = redis_primary(&[]) {
+        assert_eq!(announced(redis.addr()), "slave0:ip=10.9.8.7,port=4321");
+    }
+}

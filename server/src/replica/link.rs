@@ -2,8 +2,9 @@
 //! [`super::ReplicaState`] names, as Redis 7.0.15's replica does.
 //!
 //! Connect, then the handshake Redis sends (PING; AUTH with `masterauth`
-//! and `masteruser`; `REPLCONF listening-port <port>`; `REPLCONF capa eof
-//! capa psync2`; `PSYNC <replid> <offset>` from the cached primary, or
+//! and `masteruser`; `REPLCONF listening-port <port>`, the port
+//! `replica-announce-port` gives when set; `REPLCONF ip-address <ip>` with
+//! `replica-announce-ip`; `REPLCONF capa eof capa psync2`; `PSYNC <replid> <offset>` from the cached primary, or
 //! `PSYNC ? -1`). `+FULLRESYNC` is followed by the RDB (`$<len>` or the
 //! diskless `$EOF:<mark>` framing), which replaces the dataset as
 //! `repl-diskless-load` says ([`LoadPlan`]): written to a temp file in
@@ -65,8 +66,11 @@ pub(crate) struct Target {
     pub primary: Primary,
     pub masterauth: String,
     pub masteruser: String,
-    /// This server's port (`REPLCONF listening-port`).
+    /// This server's port, or `replica-announce-port` (`REPLCONF
+    /// listening-port`).
     pub port: u16,
+    /// `replica-announce-ip` (`REPLCONF ip-address`; empty: not sent).
+    pub announce_ip: String,
     /// What PSYNC asks: a replication ID and the offset to continue from.
     pub psync: (String, i64),
     /// This server hands its primary role over (FAILOVER): PSYNC carries
@@ -596,8 +600,9 @@ async fn follow(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, target: Targe
     stream(engine, shared, conn, generation).await
 }
 
-/// PING, AUTH, REPLCONF listening-port and capa, as Redis 7.0.15 sends
-/// them (the last three in one write, then their replies in order).
+/// PING, AUTH, REPLCONF listening-port, ip-address (with
+/// `replica-announce-ip`) and capa, as Redis 7.0.15 sends them (all but
+/// PING in one write, then their replies in order).
 async fn handshake(conn: &mut Conn, target: &Target) -> Result<(), End> {
     conn.send(&[b"PING"]).await?;
     let pong = conn.line().await?;
@@ -621,6 +626,10 @@ async fn handshake(conn: &mut Conn, target: &Target) -> Result<(), End> {
         b"listening-port",
         target.port.to_string().as_bytes(),
     ]));
+    let announce_ip = !target.announce_ip.is_empty();
+    if announce_ip {
+        batch.extend(encode(&[b"REPLCONF", b"ip-address", target.announce_ip.as_bytes()]));
+    }
     batch.extend(encode(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]));
     conn.socket
         .write_all(&batch)
@@ -636,6 +645,12 @@ async fn handshake(conn: &mut Conn, target: &Target) -> Result<(), End> {
     let reply = conn.line().await?;
     if let Some(why) = reply.strip_prefix('-') {
         tracing::info!("(Non critical) Master does not understand REPLCONF listening-port: {why}");
+    }
+    if announce_ip {
+        let reply = conn.line().await?;
+        if let Some(why) = reply.strip_prefix('-') {
+            tracing::info!("(Non critical) Master does not understand REPLCONF ip-address: {why}");
+        }
     }
     let reply = conn.line().await?;
     if let Some(why) = reply.strip_prefix('-') {
