@@ -130,6 +130,8 @@ pub(super) struct Overhead {
     pub startup: u64,
     /// The replication buffer's backlog share (`mem_replication_backlog`).
     pub repl_backlog: u64,
+    /// The whole replication buffer (`mem_total_replication_buffers`).
+    pub repl_buffers: u64,
     /// The replication buffer beyond the backlog and the replicas'
     /// connections (`mem_clients_slaves`).
     pub clients_slaves: u64,
@@ -186,6 +188,7 @@ pub(super) fn overhead(ctx: &mut Ctx) -> Overhead {
         total: alloc.allocated,
         startup,
         repl_backlog: repl.backlog,
+        repl_buffers: repl.backlog + repl.replicas,
         clients_slaves,
         clients_normal,
         aof_buffer,
