@@ -115,6 +115,32 @@ pub struct Config {
     /// as Redis's forked child sleeps without holding up the server: what
     /// a test uses to keep a save in progress.
     pub rdb_key_save_delay: i64,
+    /// `bind-source-addr`: the local address the connections this server
+    /// opens leave from (a replica's link to its primary, the cluster
+    /// bus's links; empty: the kernel's choice). Best effort, as Redis's:
+    /// when it cannot be bound the connection is made without it.
+    pub bind_source_addr: String,
+    /// `tcp-backlog`: the `listen(2)` backlog of every listening socket
+    /// (TCP, TLS, the cluster bus, the Unix socket), as Redis's. The kernel
+    /// caps it at `net.core.somaxconn`, which the start warns about as
+    /// Redis does.
+    pub tcp_backlog: i32,
+    /// `socket-mark-id`: the firewall mark (`SO_MARK`) of the listening
+    /// sockets (0: none), for policy routing. Setting a mark needs
+    /// `CAP_NET_ADMIN`; a refusal is ignored, as Redis ignores it.
+    pub socket_mark_id: u32,
+    /// `oom-score-adj`: `no` (the process's `oom_score_adj` is left as it
+    /// was, or given back when turned off), `yes` (relative: the score the
+    /// process started with plus the role's value) or `absolute` (the
+    /// role's value), written to `/proc/self/oom_score_adj` at start, on
+    /// CONFIG SET and when the server becomes a replica or a primary, as
+    /// Redis writes it. It is the whole process's: a server embedded in a
+    /// test process sets the test's score.
+    pub oom_score_adj: String,
+    /// `oom-score-adj-values`: the primary's, a replica's and a background
+    /// child's values (coordis saves without a child: the third is kept
+    /// for CONFIG GET and REWRITE only).
+    pub oom_score_adj_values: [i32; 3],
     /// Threads serving connections in `coordis-server` (tokio workers).
     /// Default 1, as Redis's `io-threads`: on small machines one thread plus
     /// the client's beats two contending for the keyspace lock; raise it on
@@ -509,6 +535,11 @@ impl Default for Config {
             shutdown_timeout: 0,
             active_expire_effort: 0,
             io_threads: 0,
+            bind_source_addr: String::new(),
+            tcp_backlog: 0,
+            socket_mark_id: 0,
+            oom_score_adj: String::new(),
+            oom_score_adj_values: [0; 3],
             port_file: String::new(),
             daemonize: false,
             pidfile: String::new(),
@@ -698,18 +729,19 @@ pub(crate) enum Effect {
     /// `repl-backlog-size`: a changed size below Redis's minimum backlog
     /// becomes that minimum (as Redis's resize does; at startup it stays).
     ReplBacklog,
-    /// A TLS setting: while TLS is wanted, the configuration is built
-    /// again from the files (Redis's `applyTlsCfg`), and a changed
-    /// `tls-port` rebinds the TLS listeners (`applyTLSPort`); a failure
-    /// restores the old settings.
     /// `client-output-buffer-limit`: the replicas' limit is read by the
     /// backlog, the others by the engine's client limits, as is
     /// `maxmemory-clients` (clients over it are evicted at once).
     OutputLimits,
-    /// A TLS setting: coordis serves no TLS, so a change that would turn
-    /// it on (a `tls-port`, `tls-replication` or `tls-cluster`) fails as
-    /// Redis's does when it cannot configure TLS, and is rolled back.
+    /// A TLS setting: while TLS is wanted, the configuration is built
+    /// again from the files (Redis's `applyTlsCfg`), and a changed
+    /// `tls-port` rebinds the TLS listeners (`applyTLSPort`); a failure
+    /// restores the old settings.
     Tls,
+    /// `oom-score-adj` or its values: the process's `oom_score_adj` is
+    /// written again (a failure restores the old settings, as Redis's
+    /// `updateOOMScoreAdj`).
+    OomScoreAdj,
     /// `tls-auth-clients`: the next TLS connection reads it.
     TlsAuth,
 }
@@ -723,8 +755,9 @@ pub(crate) enum Store {
         set: fn(&mut Config, &str),
         get: fn(&Config) -> String,
     },
-    /// Accepted for compatibility and without effect: the text is kept in
-    /// [`Config::ignored`].
+    /// Kept as its text in [`Config::ignored`]: accepted for compatibility
+    /// and without effect, unless the row has an [`Effect`], whose readers
+    /// parse the text (`client-output-buffer-limit`, `maxmemory-clients`).
     Ignored,
 }
 
@@ -809,9 +842,10 @@ impl Directive {
         self.hidden()
     }
 
-    /// Whether the directive does anything in coordis.
+    /// Whether the directive does anything in coordis (those that do not
+    /// are logged at start as having no effect).
     pub(crate) fn is_effective(&self) -> bool {
-        matches!(self.store, Store::Field { .. })
+        matches!(self.store, Store::Field { .. }) || self.effect != Effect::None
     }
 
     /// Every name it answers to, its own first.
@@ -1454,6 +1488,18 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("protected-mode", "yes", Bool, field!(bool protected_mode)).effect(Effect::Connections),
     row("io-threads", "1", Int { min: 1, max: 128 }, field!(io_threads)).immutable(),
     row("port-file", "", Text, field!(port_file)).immutable().own(),
+    row("bind-source-addr", "", Text, field!(bind_source_addr)),
+    row("tcp-backlog", "511", Int { min: 0, max: I32 }, field!(tcp_backlog)).immutable(),
+    row("socket-mark-id", "0", Int { min: 0, max: u32::MAX as i64 }, field!(socket_mark_id)).immutable(),
+    row("oom-score-adj", "no", Kind::Custom(check_oom_score_adj), field!(oom_score_adj)).effect(Effect::OomScoreAdj),
+    row("oom-score-adj-values", "0 200 800", Kind::Custom(check_oom_values), Store::Field {
+        set: |c, v| {
+            for (slot, word) in c.oom_score_adj_values.iter_mut().zip(v.split(' ')) {
+                *slot = word.parse().expect("checked by check_oom_values");
+            }
+        },
+        get: |c| c.oom_score_adj_values.map(|v| v.to_string()).join(" "),
+    }).multi_arg().effect(Effect::OomScoreAdj),
     row("enable-test-commands", "no", Enum(&["no", "yes", "local"]), field!(enable_test_commands)).immutable().own(),
     row("enable-debug-command", "no", Enum(&["no", "yes", "local"]), field!(enable_debug_command)).immutable(),
     row("enable-module-command", "no", Enum(&["no", "yes", "local"]), field!(enable_module_command)).immutable(),
@@ -1509,7 +1555,6 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("bgsave-slice-keys", "64", Int { min: 1, max: I32 }, field!(bgsave_slice_keys)).own(),
     row("bgsave-slice-pause-us", "0", Int { min: 0, max: 1_000_000 }, field!(bgsave_slice_pause_us)).own(),
     // Accepted without effect, checked as Redis checks them.
-    row("tcp-backlog", "511", Int { min: 0, max: I32 }, Store::Ignored).immutable(),
     row("always-show-logo", "no", Bool, Store::Ignored).immutable(),
     row("set-proc-title", "yes", Bool, Store::Ignored).immutable(),
     row("rdbcompression", "yes", Bool, field!(bool rdb_compression)),
@@ -1548,15 +1593,11 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("crash-log-enabled", "yes", Bool, Store::Ignored),
     row("crash-memcheck-enabled", "yes", Bool, Store::Ignored),
     row("proc-title-template", "{title} {listen-addr} {server-mode}", Kind::Custom(check_proc_title), Store::Ignored),
-    row("oom-score-adj", "no", Kind::Custom(check_oom_score_adj), Store::Ignored),
-    row("oom-score-adj-values", "0 200 800", Kind::Custom(check_oom_values), Store::Ignored).multi_arg(),
     row("server_cpulist", "", Text, Store::Ignored).immutable(),
     row("bio_cpulist", "", Text, Store::Ignored).immutable(),
     row("aof_rewrite_cpulist", "", Text, Store::Ignored).immutable(),
     row("bgsave_cpulist", "", Text, Store::Ignored).immutable(),
     row("ignore-warnings", "", Text, Store::Ignored),
-    row("bind-source-addr", "", Text, Store::Ignored),
-    row("socket-mark-id", "0", Int { min: 0, max: u32::MAX as i64 }, Store::Ignored).immutable(),
     row("enable-protected-configs", "no", Enum(&["no", "yes", "local"]), Store::Ignored).immutable(),
     row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Field {
         set: |c, v| c.shutdown_on_sigint = ShutdownFlags::parse(v),
@@ -2162,7 +2203,11 @@ mod tests {
         std::fs::create_dir_all(root.join("conf.d")).unwrap();
         std::fs::create_dir_all(root.join("empty.d")).unwrap();
         std::fs::write(root.join("conf.d/a.conf"), "maxclients 11\nhz 12\n").unwrap();
-        std::fs::write(root.join("conf.d/b.conf"), "maxclients 13\nsocket-mark-id 14\n").unwrap();
+        std::fs::write(
+            root.join("conf.d/b.conf"),
+            "maxclients 13\nactive-defrag-cycle-min 14\n",
+        )
+        .unwrap();
         std::fs::write(root.join("conf.d/skip.txt"), "hz 99\n").unwrap();
         std::fs::write(root.join("one.conf"), "databases 5\n").unwrap();
         let main = root.join("main.conf");
@@ -2170,7 +2215,7 @@ mod tests {
             &main,
             format!(
                 "dir {}\ninclude one.conf\ninclude conf.d/*.conf\ninclude empty.d/*.conf\n\
-                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nsocket-mark-id 15\nsocket-mark-id 16\n",
+                 list-max-ziplist-entries 512\nuser default on nopass ~* &* +@all\nactive-defrag-cycle-min 15\nactive-defrag-cycle-min 16\n",
                 root.display()
             ),
         )
@@ -2178,9 +2223,12 @@ mod tests {
         let mut warnings = vec![];
         let c = Config::from_args(&args(&[main.to_str().unwrap()]), &mut |w| warnings.push(w)).unwrap();
         assert_eq!((c.databases, c.maxclients, c.hz), (5, 13, 12));
-        assert_eq!(c.ignored["socket-mark-id"], "16");
+        assert_eq!(c.ignored["active-defrag-cycle-min"], "16");
         assert_eq!(c.config_file, main.display().to_string());
-        let repl: Vec<&String> = warnings.iter().filter(|w| w.contains("'socket-mark-id'")).collect();
+        let repl: Vec<&String> = warnings
+            .iter()
+            .filter(|w| w.contains("'active-defrag-cycle-min'"))
+            .collect();
         assert_eq!(repl.len(), 1, "{warnings:?}");
         let missing = root.join("missing.conf");
         std::fs::write(&missing, "include nowhere.conf\n").unwrap();

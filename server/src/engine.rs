@@ -211,6 +211,9 @@ impl Engine {
         };
         let (dbs, state) = (&mut engine.dbs, &engine.state);
         crate::notify::log_keys(dbs, &state.config, &state.effects);
+        // `oom-score-adj` at start, as Redis's `main` sets it (a failure is
+        // logged and the server goes on).
+        let _ = crate::process::set_oom_score_adj(&state.config, is_replica);
         engine
     }
 
@@ -406,7 +409,13 @@ impl Engine {
             // Queued before the connection opens, as Redis queues it: a
             // node that cannot be reached has a PING pending, and fails.
             cluster.link_created(config, id, now);
-            out.push(crate::net::bus::Opening { id, addr, rx });
+            let source_addr = self.state.config.bind_source_addr.clone();
+            out.push(crate::net::bus::Opening {
+                id,
+                addr,
+                rx,
+                source_addr,
+            });
         }
         self.after_bus();
         out
@@ -989,6 +998,7 @@ impl Engine {
                 announced => announced,
             },
             announce_ip: self.state.config.replica.announce_ip.clone(),
+            source_addr: self.state.config.bind_source_addr.clone(),
             psync: replica.psync_request(),
             failover: self.state.repl.failover.phase == crate::repl::failover::Phase::InProgress,
             transfer: replica.transfer.clone(),

@@ -475,6 +475,23 @@ pub(crate) mod unix {
     }
 }
 
+/// What the process tells the log about settings the operating system
+/// applies (`tcp-backlog`, `oom-score-adj`), as Redis words it.
+pub(crate) mod os {
+    /// At start, when the kernel caps the listen backlog below `tcp-backlog`.
+    pub(crate) fn backlog_capped(backlog: i32, somaxconn: i32) -> String {
+        format!(
+            "WARNING: The TCP backlog setting of {backlog} cannot be enforced because /proc/sys/net/core/somaxconn is set to the lower value of {somaxconn}."
+        )
+    }
+    pub(crate) fn oom_read_failed(e: &std::io::Error) -> String {
+        format!("Unable to read oom_score_adj: {}", super::strerror(e))
+    }
+    pub(crate) fn oom_write_failed(e: &std::io::Error) -> String {
+        format!("Unable to write oom_score_adj: {}", super::strerror(e))
+    }
+}
+
 /// Reasons a directive's value is refused (the text after CONFIG SET's
 /// `- `, and after a config file's line at startup), as Redis's config.c
 /// words them.
@@ -504,6 +521,7 @@ pub(crate) mod directive {
     pub(crate) const SENTINEL_OUTSIDE: &str = "sentinel directive while not in sentinel mode";
     pub(crate) const TLS_UNAVAILABLE: &str = "Unable to update TLS configuration. Check server logs.";
     pub(crate) const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
+    pub(crate) const OOM_SCORE_FAILED: &str = "Failed to set current oom_score_adj. Check server logs.";
     pub(crate) const BIND_FAILED: &str = "Failed to bind to specified addresses.";
     pub(crate) const TOO_MANY_BIND: &str = "Too many bind addresses specified.";
     /// An `include`d file that cannot be read.

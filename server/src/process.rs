@@ -12,6 +12,9 @@
 //! fall back to the resident size. `mallinfo2` walks the allocator's free
 //! lists while holding its locks (about 1 ms with 200,000 free chunks), so
 //! it is read when INFO or MEMORY asks, never on a timer.
+//!
+//! And what the process asks of the operating system for itself:
+//! its `oom_score_adj` (`oom-score-adj`).
 
 /// The allocator's own figures, as Redis's `allocator_*` fields name them.
 #[derive(Clone, Copy, Debug, Default)]
@@ -134,6 +137,51 @@ pub(crate) fn cpu_seconds() -> (f64, f64) {
     };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     (secs(usage.ru_stime), secs(usage.ru_utime))
+}
+
+/// The `oom_score_adj` the process had before the server first set it:
+/// what `oom-score-adj relative` adds to, and what `no` gives back
+/// (`None`: the server has not changed it, or gave it back).
+static OOM_SCORE_BASE: parking_lot::Mutex<Option<i32>> = parking_lot::Mutex::new(None);
+
+/// Where the kernel reads the process's OOM-killer adjustment.
+const OOM_SCORE_ADJ: &str = "/proc/self/oom_score_adj";
+
+/// Writes the process's `oom_score_adj` for its role (`replica` or the
+/// primary's value) as `oom-score-adj` and its values say, as Redis's
+/// `setOOMScoreAdj`: `yes` (relative) adds the value to the score the
+/// process had before the server first changed it, `absolute` writes it
+/// (both within -1000..=1000), and `no` gives the old score back if the
+/// server had changed it. A failure is logged as Redis logs it; `Err`
+/// tells CONFIG SET to restore the old settings.
+pub(crate) fn set_oom_score_adj(config: &crate::Config, replica: bool) -> Result<(), ()> {
+    let mut base = OOM_SCORE_BASE.lock();
+    let value = match config.oom_score_adj.as_str() {
+        "no" => match base.take() {
+            Some(old) => old,
+            None => return Ok(()),
+        },
+        how => {
+            let start = match *base {
+                Some(start) => start,
+                None => {
+                    let read = std::fs::read_to_string(OOM_SCORE_ADJ).inspect_err(|e| {
+                        tracing::warn!("{}", crate::errors::os::oom_read_failed(e));
+                    });
+                    // As Redis's atoi: what is not a number reads 0.
+                    let start = read.map_err(|_| ())?.trim().parse().unwrap_or(0);
+                    *base = Some(start);
+                    start
+                }
+            };
+            let own = config.oom_score_adj_values[usize::from(replica)];
+            let relative = if how == "absolute" { 0 } else { start };
+            (own + relative).clamp(-1000, 1000)
+        }
+    };
+    std::fs::write(OOM_SCORE_ADJ, format!("{value}\n")).map_err(|e| {
+        tracing::warn!("{}", crate::errors::os::oom_write_failed(&e));
+    })
 }
 
 #[cfg(test)]

@@ -484,7 +484,11 @@ fn the_stock_config_files_load() {
         let (port, log, replies) = start_on_stock_file(conf, tag);
         assert_ne!(port, 0);
         let ignored: Vec<&str> = log.lines().filter(|l| l.contains("has no effect in coordis")).collect();
-        assert!(ignored.iter().any(|l| l.contains("'tcp-backlog'")), "{log}");
+        assert!(ignored.iter().any(|l| l.contains("'activerehashing'")), "{log}");
+        // Read by the server, so not among them (they were).
+        for effective in ["'client-output-buffer-limit'", "'tcp-backlog'"] {
+            assert!(!ignored.iter().any(|l| l.contains(effective)), "{effective}: {log}");
+        }
         let mut once = ignored.clone();
         once.sort();
         once.dedup();
@@ -622,5 +626,176 @@ fn supervised_systemd_notifies_readiness_as_redis_does() {
     );
     if let Some(redis) = redis_server_program() {
         assert_eq!(systemd_messages(redis), ours, "redis-server (left) and coordis-server");
+    }
+}
+
+/// Starts `program` with `args` in `dir`, its `oom_score_adj` raised to
+/// 100 first (so that `oom-score-adj relative` has a base to add to), and
+/// a client once it answers.
+fn start_program(program: &str, port: u16, args: &[&str], dir: &std::path::Path) -> (Running, RawClient) {
+    let server = Running(
+        Command::new("sh")
+            .args([
+                "-c",
+                "echo 100 > /proc/self/oom_score_adj && exec \"$@\"",
+                "sh",
+                program,
+            ])
+            .args(["--port", &port.to_string(), "--save", ""])
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let client = wait_ready(([127, 0, 0, 1], port).into());
+    (server, client)
+}
+
+/// The process's `oom_score_adj` after each step: at start (`relative`
+/// over the base of 100), `absolute`, as a replica, as a primary again,
+/// new values, `no` (the base back), and the replies to the steps.
+fn oom_scores(program: &str) -> Vec<String> {
+    let dir = std::env::temp_dir().join(format!("coordis-oom-{}-{}", std::process::id(), program.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port().unwrap();
+    let nowhere = free_port().unwrap().to_string();
+    let (server, mut c) = start_program(
+        program,
+        port,
+        &["--oom-score-adj-values", "10 20 30", "--oom-score-adj", "yes"],
+        &dir,
+    );
+    let score_file = format!("/proc/{}/oom_score_adj", server.0.id());
+    let score = || std::fs::read_to_string(&score_file).unwrap().trim().to_string();
+    let mut seen = vec![score()];
+    let steps: [&[&str]; 7] = [
+        &["CONFIG", "SET", "oom-score-adj", "absolute"],
+        &["REPLICAOF", "127.0.0.1", &nowhere],
+        &["REPLICAOF", "NO", "ONE"],
+        &["CONFIG", "SET", "oom-score-adj-values", "11 21 31"],
+        &["CONFIG", "SET", "oom-score-adj", "no"],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2 3000"],
+        &["CONFIG", "GET", "oom-score-adj-values"],
+    ];
+    for step in steps {
+        let reply = c.command(step).unwrap();
+        seen.push(format!("{} -> {}", String::from_utf8_lossy(&reply).trim_end(), score()));
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    seen
+}
+
+/// `oom-score-adj` and its values set the process's OOM-killer score for
+/// its role, at start, on CONFIG SET and on REPLICAOF, as Redis does (they
+/// were accepted and ignored).
+#[test]
+fn oom_score_adj_follows_the_role_as_in_redis() {
+    let ours = oom_scores(BIN);
+    assert_eq!(
+        ours,
+        [
+            "110",
+            "+OK -> 10",
+            "+OK -> 20",
+            "+OK -> 10",
+            "+OK -> 11",
+            "+OK -> 100",
+            "-ERR CONFIG SET failed (possibly related to argument 'oom-score-adj-values') - Invalid oom-score-adj-values, elements must be between -2000 and 2000. -> 100",
+            "*2\r\n$20\r\noom-score-adj-values\r\n$8\r\n11 21 31 -> 100",
+        ]
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(oom_scores(redis), ours, "redis-server (left) and coordis-server");
+    }
+}
+
+/// What `ss` shows of the sockets listening on `port` and on the Unix
+/// socket `path`: the backlog (its Send-Q column), the mark and whether
+/// an IPv6 socket is IPv6 only, one line a socket.
+fn listening(port: u16, path: &std::path::Path) -> Vec<String> {
+    let ss = |args: &[&str]| -> String {
+        let out = Command::new("ss")
+            .args(args)
+            .output()
+            .expect("`ss` (iproute2) shows the listening sockets");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut lines = vec![];
+    for line in ss(&["-ltneH", &format!("sport = :{port}")]).lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let flags: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| w.starts_with("fwmark:") || w.starts_with("v6only:"))
+            .collect();
+        lines.push(format!("{} backlog {} {}", words[3], words[2], flags.join(" ")));
+    }
+    for line in ss(&["-lxH"]).lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.get(4) == Some(&path.to_str().unwrap()) {
+            lines.push(format!("unix backlog {}", words[3]));
+        }
+    }
+    lines.sort();
+    lines
+}
+
+fn listeners_of(program: &str) -> Vec<String> {
+    let dir = std::env::temp_dir().join(format!("coordis-listen-{}-{}", std::process::id(), program.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port().unwrap();
+    let path = dir.join("server.sock");
+    let (server, _c) = start_program(
+        program,
+        port,
+        &[
+            "--bind",
+            "* -::*",
+            "--tcp-backlog",
+            "77",
+            "--socket-mark-id",
+            "5",
+            "--unixsocket",
+            path.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    let seen = listening(port, &path);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    seen
+}
+
+/// `tcp-backlog` is every listener's backlog and `socket-mark-id` the
+/// TCP listeners' mark, and `bind * -::*` (Redis's own default) listens on
+/// both families, as in Redis (the two were accepted and ignored, and that
+/// bind failed with "Address already in use").
+#[test]
+fn listeners_take_the_backlog_and_the_mark_as_in_redis() {
+    let ours = listeners_of(BIN);
+    // A machine without IPv6 has no `[::]` listener (`-::*` is optional).
+    let has_v6 = ours.iter().any(|l| l.starts_with("[::]"));
+    let mut expected = vec!["0.0.0.0:PORT backlog 77 fwmark:0x5".to_string()];
+    if has_v6 {
+        expected.push("[::]:PORT backlog 77 fwmark:0x5 v6only:1".to_string());
+    }
+    expected.push("unix backlog 77".to_string());
+    let unported = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| match l.split_once(' ') {
+                Some((addr, rest)) if addr.contains(':') => {
+                    format!("{}:PORT {rest}", addr.rsplit_once(':').unwrap().0)
+                }
+                _ => l.clone(),
+            })
+            .collect()
+    };
+    assert_eq!(unported(&ours), expected);
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(unported(&listeners_of(redis)), expected, "redis-server");
     }
 }

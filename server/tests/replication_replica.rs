@@ -895,3 +895,69 @@ fn the_announced_address_reaches_the_primary_as_from_a_redis_replica() {
         assert_eq!(announced(redis.addr()), "slave0:ip=10.9.8.7,port=4321");
     }
 }
+
+/// `bind-source-addr`: a replica's link leaves from that address, so the
+/// primary lists the replica there (INFO replication, CLIENT LIST), as
+/// from a Redis replica with the same setting; an address this machine
+/// lacks is best effort, the link made without it, as Redis makes it (it
+/// was accepted and ignored).
+#[test]
+fn bind_source_addr_is_where_the_link_leaves_from_as_in_redis() {
+    let _one = serial();
+    // What `primary` shows of its one replica: INFO's ip, CLIENT LIST's host.
+    let seen_by = |primary: SocketAddr, replica: SocketAddr| {
+        // Protected mode lets in 127.0.0.1 only, as Redis's.
+        assert_eq!(
+            cmd(
+                primary,
+                &["CONFIG", "SET", "protected-mode", "no", "repl-diskless-sync-delay", "0"]
+            ),
+            "+OK\r\n"
+        );
+        assert_eq!(replicaof(replica, primary), "+OK\r\n");
+        wait_caught_up(replica, primary);
+        let body = cmd(primary, &["INFO", "replication"]);
+        let ip = body
+            .lines()
+            .find_map(|l| l.strip_prefix("slave0:ip="))
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_default()
+            .to_string();
+        let list = cmd(primary, &["CLIENT", "LIST", "TYPE", "replica"]);
+        let host = list
+            .split(' ')
+            .find_map(|f| f.strip_prefix("addr="))
+            .and_then(|a| a.rsplit_once(':'))
+            .map(|(host, _)| host.to_string())
+            .unwrap_or_default();
+        assert_eq!(cmd(replica, &["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+        format!("{ip} {host}")
+    };
+    let from = |source: &str| {
+        let replica = coordis();
+        assert_eq!(
+            cmd(replica.addr(), &["CONFIG", "SET", "bind-source-addr", source]),
+            "+OK\r\n"
+        );
+        replica
+    };
+    let primary = coordis();
+    assert_eq!(seen_by(primary.addr(), from("127.0.0.2").addr()), "127.0.0.2 127.0.0.2");
+    // Not an address of this machine: the link leaves from the usual one.
+    assert_eq!(seen_by(primary.addr(), from("192.0.2.1").addr()), "127.0.0.1 127.0.0.1");
+    if let Some(redis) = redis_primary(&[]) {
+        assert_eq!(seen_by(redis.addr(), from("127.0.0.2").addr()), "127.0.0.2 127.0.0.2");
+    }
+    for (source, expected) in [
+        ("127.0.0.3", "127.0.0.3 127.0.0.3"),
+        ("192.0.2.1", "127.0.0.1 127.0.0.1"),
+    ] {
+        if let Some(redis_replica) = redis_primary(&["--bind-source-addr", source]) {
+            assert_eq!(
+                seen_by(primary.addr(), redis_replica.addr()),
+                expected,
+                "a Redis replica"
+            );
+        }
+    }
+}

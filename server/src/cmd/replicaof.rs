@@ -90,6 +90,9 @@ pub(crate) fn follow_server(dbs: &mut [crate::store::Db], server: &mut crate::st
     for db in dbs.iter_mut() {
         db.keep_expired = true;
     }
+    // A replica's OOM score, as Redis's `replicationSetMaster` sets it
+    // (a failure is logged).
+    let _ = crate::process::set_oom_score_adj(&server.config, true);
     server.shared.replica_changed.notify_one();
 }
 
@@ -117,6 +120,7 @@ pub(crate) fn promote_server(dbs: &mut [crate::store::Db], server: &mut crate::s
     for db in dbs.iter_mut() {
         db.keep_expired = paused;
     }
+    let _ = crate::process::set_oom_score_adj(&server.config, false);
     server.shared.replica_changed.notify_one();
 }
 

@@ -629,6 +629,17 @@ fn apply_fallible(
             }
         }
         Effect::Tls => apply_tls(ctx, before, pairs),
+        Effect::OomScoreAdj => {
+            // Blamed on the first of the two directives given, as Redis
+            // blames the first whose apply failed.
+            let name = pairs
+                .iter()
+                .filter_map(|(name, _)| crate::config::lookup(name))
+                .find(|d| d.effect == Effect::OomScoreAdj)
+                .map_or("oom-score-adj", |d| d.name);
+            crate::process::set_oom_score_adj(&ctx.server.config, ctx.server.replica.is_replica())
+                .map_err(|()| (name, errors::directive::OOM_SCORE_FAILED))
+        }
         _ => Ok(()),
     }
 }
@@ -691,6 +702,11 @@ fn restore_effect(ctx: &mut Ctx, effect: Effect, failed: &crate::Config) {
         }
         return;
     }
+    if effect == Effect::OomScoreAdj {
+        // Logged if it fails again.
+        let _ = crate::process::set_oom_score_adj(&ctx.server.config, ctx.server.replica.is_replica());
+        return;
+    }
     if effect == Effect::Tls {
         let tls = &ctx.server.config.tls;
         if crate::net::tls::wanted(tls) {
@@ -724,8 +740,8 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
     let config = &ctx.server.config;
     match effect {
         // Applied by `set_runtime` itself (the backlog's minimum), or by
-        // CONFIG SET before this (the listeners, TLS).
-        Effect::None | Effect::Tls | Effect::Listeners => {}
+        // CONFIG SET before this (the listeners, TLS, the OOM score).
+        Effect::None | Effect::Tls | Effect::Listeners | Effect::OomScoreAdj => {}
         Effect::TlsAuth => ctx
             .server
             .shared

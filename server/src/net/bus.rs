@@ -32,6 +32,8 @@ pub(crate) struct Opening {
     pub id: u64,
     pub addr: SocketAddr,
     pub rx: UnboundedReceiver<Vec<u8>>,
+    /// `bind-source-addr`: where the link leaves from (empty: anywhere).
+    pub source_addr: String,
 }
 
 /// Serves the bus until `stop`.
@@ -66,7 +68,8 @@ pub(crate) async fn serve(engine: Arc<Mutex<Engine>>, listener: TcpListener, mut
 }
 
 async fn open_link(engine: Arc<Mutex<Engine>>, o: Opening, stop: watch::Receiver<bool>) {
-    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(o.addr)).await {
+    let connecting = crate::net::outgoing::connect_addr(o.addr, &o.source_addr);
+    match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok(stream)) => {
             let _ = stream.set_nodelay(true);
             run_link(engine, o.id, stream, o.rx, stop).await;

@@ -14,6 +14,12 @@
 //! addresses, marked as such: their accept loop hands each connection to
 //! the TLS handshake first. `port 0` with a TLS port listens for TLS only,
 //! as Redis does.
+//!
+//! Every TCP listener of the server (these, the cluster bus, Sentinel's) is
+//! made by [`tcp_listen`], as Redis's anet makes them: `tcp-backlog`,
+//! `socket-mark-id`, and IPv6 sockets for IPv6 only, so that `bind * -::*`
+//! (Redis's default in its `redis.conf`) listens on both families on one
+//! port.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -30,6 +36,68 @@ const ALL_INTERFACES: [&str; 2] = ["*", "-::*"];
 
 /// Redis's limit on `bind` addresses (`CONFIG_BINDADDR_MAX`).
 pub(crate) const MAX_BIND_ADDRESSES: usize = 16;
+
+/// The listening sockets' settings (`tcp-backlog`, `socket-mark-id`;
+/// both immutable, as in Redis).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListenOptions {
+    /// The `listen(2)` backlog.
+    pub backlog: i32,
+    /// The socket's firewall mark (0: none).
+    pub mark: u32,
+}
+
+impl Default for ListenOptions {
+    /// Redis's defaults.
+    fn default() -> Self {
+        ListenOptions { backlog: 511, mark: 0 }
+    }
+}
+
+impl ListenOptions {
+    pub(crate) fn of(config: &crate::Config) -> ListenOptions {
+        ListenOptions {
+            backlog: config.tcp_backlog,
+            mark: config.socket_mark_id,
+        }
+    }
+
+    /// Redis's start-up warning when the kernel caps the backlog
+    /// (`net.core.somaxconn`) below `tcp-backlog`.
+    pub(crate) fn warn_if_capped(&self) {
+        let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        if let Some(somaxconn) = somaxconn.filter(|&n| n > 0 && n < self.backlog) {
+            tracing::warn!("{}", crate::errors::os::backlog_capped(self.backlog, somaxconn));
+        }
+    }
+}
+
+/// A non-blocking TCP listener on `addr`, as Redis's `anetTcpServer` makes
+/// it: address reuse, IPv6 only on an IPv6 address, bound, listening with
+/// the `tcp-backlog`, and marked with `socket-mark-id` when it is set
+/// (a refusal, for want of `CAP_NET_ADMIN`, ignored as Redis ignores it).
+pub(crate) fn tcp_listen(addr: SocketAddr, options: ListenOptions) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(options.backlog)?;
+    if options.mark > 0 {
+        let _ = socket.set_mark(options.mark);
+    }
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// [`tcp_listen`] for the runtime (inside it).
+pub(crate) fn tokio_listen(addr: SocketAddr, options: ListenOptions) -> io::Result<TcpListener> {
+    TcpListener::from_std(tcp_listen(addr, options)?)
+}
 
 /// One listening socket, emptied when CONFIG SET closes it.
 #[derive(Debug, Default)]
@@ -82,6 +150,8 @@ pub(crate) struct Listeners {
     current_tls: Mutex<Vec<Arc<Slot>>>,
     /// Where rebound slots go to get an accept loop: set once serving.
     serving: Mutex<Option<(mpsc::UnboundedSender<Arc<Slot>>, tokio::runtime::Handle)>>,
+    /// How every socket is made, set at start.
+    options: Mutex<ListenOptions>,
 }
 
 impl Listeners {
@@ -89,18 +159,20 @@ impl Listeners {
     /// the first listener's, for all), for plain clients (`port`, `None`:
     /// none) and for TLS (`tls_port`, `None`: none); returns the first
     /// address of each.
-    pub(crate) async fn bind_at_start(
+    pub(crate) fn bind_at_start(
         &self,
         bind: &[String],
         port: Option<u16>,
         tls_port: Option<u16>,
+        options: ListenOptions,
     ) -> io::Result<(Option<SocketAddr>, Option<SocketAddr>)> {
+        *self.options.lock() = options;
         let plain = match port {
-            Some(port) => Some(bind_all(bind, port, false).await?),
+            Some(port) => Some(bind_all(bind, port, false, options)?),
             None => None,
         };
         let tls = match tls_port {
-            Some(port) => Some(bind_all(bind, port, true).await?),
+            Some(port) => Some(bind_all(bind, port, true, options)?),
             None => None,
         };
         let first = |slots: &Option<Vec<Arc<Slot>>>| -> io::Result<Option<SocketAddr>> {
@@ -167,11 +239,10 @@ impl Listeners {
             return Err(io::Error::other("the server is not serving yet"));
         };
         let _in_runtime = runtime.enter();
+        let options = *self.options.lock();
         let mut bound = vec![];
         for (ip, optional) in addresses(bind)? {
-            let listener = std::net::TcpListener::bind(SocketAddr::new(ip, port))
-                .and_then(|l| l.set_nonblocking(true).map(|()| l))
-                .and_then(TcpListener::from_std);
+            let listener = tokio_listen(SocketAddr::new(ip, port), options);
             match listener {
                 Ok(l) => bound.push(Slot::new(l, tls)),
                 Err(e) if optional && unavailable(&e) => continue,
@@ -195,11 +266,11 @@ impl Listeners {
 
 /// Binds every address of `bind` on `port` (0: a free port, the first
 /// listener's, for all).
-async fn bind_all(bind: &[String], port: u16, tls: bool) -> io::Result<Vec<Arc<Slot>>> {
+fn bind_all(bind: &[String], port: u16, tls: bool, options: ListenOptions) -> io::Result<Vec<Arc<Slot>>> {
     let mut slots = vec![];
     let mut port = port;
     for (ip, optional) in addresses(bind)? {
-        let listener = match TcpListener::bind(SocketAddr::new(ip, port)).await {
+        let listener = match tokio_listen(SocketAddr::new(ip, port), options) {
             Ok(l) => l,
             Err(e) if optional && unavailable(&e) => continue,
             Err(e) => return Err(e),

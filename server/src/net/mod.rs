@@ -16,6 +16,7 @@ pub(crate) mod bus;
 pub(crate) mod client_mem;
 pub(crate) mod clients;
 pub(crate) mod listeners;
+pub(crate) mod outgoing;
 pub(crate) mod tls;
 pub(crate) mod unix;
 
@@ -118,10 +119,11 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
     let tls_port = (config.tls.port != 0 || config.tls.free_port).then_some(config.tls.port);
     // `port 0` beside a TLS port: TLS only, as Redis. Otherwise 0 is a free port.
     let plain_port = (config.port != 0 || config.tls.port == 0).then_some(config.port);
+    let options = listeners::ListenOptions::of(&config);
+    options.warn_if_capped();
     let (plain, tls_addr) = shared
         .listeners
-        .bind_at_start(&config.bind, plain_port, tls_port)
-        .await
+        .bind_at_start(&config.bind, plain_port, tls_port, options)
         .inspect_err(|_| {
             if let Some(port) = tls_port {
                 tracing::warn!("{}", errors::tls::listen_failed(port));
@@ -142,8 +144,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
                 )
             })?
         };
-        let listener = tokio::net::TcpListener::bind((addr.ip(), port))
-            .await
+        let listener = listeners::tokio_listen(SocketAddr::new(addr.ip(), port), options)
             .inspect_err(|_| tracing::warn!("Failed listening on port {port} (cluster), aborting."))?;
         Some(listener)
     } else {
@@ -152,7 +153,7 @@ pub(crate) async fn bind(config: Config, clock: Arc<dyn Clock>, shutdown: Arc<Cl
     // After the TCP and TLS listeners, as Redis opens them.
     let unix = match config.unixsocket.as_str() {
         "" => None,
-        path => Some(unix::UnixListen::bind(path, config.unixsocketperm)?),
+        path => Some(unix::UnixListen::bind(path, config.unixsocketperm, options.backlog)?),
     };
     let mut engine = Engine::new(config, clock.clone(), port, shared.clone(), shutdown);
     let pending_load = engine.load_at_start()?;

@@ -18,10 +18,6 @@ use crate::errors;
 /// (`sizeof(sun_path) - 1` in Redis's check).
 const SUN_PATH_MAX: usize = 107;
 
-/// The queue of connections not yet accepted: Redis passes `tcp-backlog`,
-/// whose default this is (coordis accepts the directive without effect).
-const BACKLOG: i32 = 511;
-
 /// The bound listener and the path its clients are shown under.
 #[derive(Debug)]
 pub(crate) struct UnixListen {
@@ -34,10 +30,11 @@ impl UnixListen {
     /// Binds `path` (removing a file already there, as Redis does) and sets
     /// its mode to `perm` unless 0. The error is Redis's reason, already
     /// logged with its start-up line.
-    pub(crate) fn bind(path: &str, perm: u32) -> io::Result<UnixListen> {
+    /// `backlog` is `tcp-backlog`, which Redis gives its Unix socket too.
+    pub(crate) fn bind(path: &str, perm: u32, backlog: i32) -> io::Result<UnixListen> {
         // Whatever is there goes, as in Redis ("don't care if this fails").
         let _ = std::fs::remove_file(path);
-        let listener = listen(path, perm).map_err(|why| {
+        let listener = listen(path, perm, backlog).map_err(|why| {
             let line = errors::unix::open_failed(&why);
             tracing::warn!("{line}");
             // A setting that cannot be served, as a bad `bind` address.
@@ -65,7 +62,7 @@ impl UnixListen {
 
 /// socket, bind, chmod, listen, as anet.c's `anetUnixServer` does them;
 /// the error is the failing step's reason in anet's words.
-fn listen(path: &str, perm: u32) -> Result<UnixListener, String> {
+fn listen(path: &str, perm: u32, backlog: i32) -> Result<UnixListener, String> {
     if path.len() > SUN_PATH_MAX {
         return Err(errors::unix::too_long(path.len(), SUN_PATH_MAX + 1));
     }
@@ -78,7 +75,7 @@ fn listen(path: &str, perm: u32) -> Result<UnixListener, String> {
         let _ = std::fs::set_permissions(Path::new(path), std::fs::Permissions::from_mode(perm));
     }
     socket
-        .listen(BACKLOG)
+        .listen(backlog)
         .map_err(|e| errors::unix::call_failed("listen", &e))?;
     socket
         .set_nonblocking(true)

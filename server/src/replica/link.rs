@@ -71,6 +71,8 @@ pub(crate) struct Target {
     pub port: u16,
     /// `replica-announce-ip` (`REPLCONF ip-address`; empty: not sent).
     pub announce_ip: String,
+    /// `bind-source-addr`: where the link leaves from (empty: anywhere).
+    pub source_addr: String,
     /// What PSYNC asks: a replication ID and the offset to continue from.
     pub psync: (String, i64),
     /// This server hands its primary role over (FAILOVER): PSYNC carries
@@ -495,8 +497,9 @@ async fn follow(engine: &Arc<Mutex<Engine>>, shared: &Arc<Shared>, target: Targe
     if !set_state(LinkState::Connecting).await {
         return End::Replaced;
     }
-    let addr = format!("{}:{}", target.primary.host, target.primary.port);
-    let socket = match tokio::time::timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(&addr)).await {
+    let (host, port) = (target.primary.host.as_str(), target.primary.port);
+    let connecting = crate::net::outgoing::connect(host, port, &target.source_addr);
+    let socket = match tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::warn!("Error condition on socket for SYNC: {e}");
