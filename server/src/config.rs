@@ -503,6 +503,10 @@ pub struct AofConfig {
     /// `aof-rewrite-incremental-fsync`: a rewrite's new base is fsynced
     /// every 4 MB as it is written, not only at its end. Default yes.
     pub rewrite_incremental_fsync: bool,
+    /// `aof-disable-auto-gc`: the files a rewrite made history stay on
+    /// disk and in the manifest (`yes`) instead of being removed; turning
+    /// it back off removes them, as Redis. Default no.
+    pub disable_auto_gc: bool,
 }
 
 impl Default for Config {
@@ -738,6 +742,8 @@ pub(crate) enum Effect {
     /// `tls-port` rebinds the TLS listeners (`applyTLSPort`); a failure
     /// restores the old settings.
     Tls,
+    /// `aof-disable-auto-gc` turned off: the history files go now.
+    AofHistory,
     /// `oom-score-adj` or its values: the process's `oom_score_adj` is
     /// written again (a failure restores the old settings, as Redis's
     /// `updateOOMScoreAdj`).
@@ -1545,6 +1551,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("aof-use-rdb-preamble", "yes", Bool, aof!(bool use_rdb_preamble)),
     row("aof-timestamp-enabled", "no", Bool, aof!(bool timestamps)).effect(Effect::AofWriter),
     row("aof-rewrite-incremental-fsync", "yes", Bool, aof!(bool rewrite_incremental_fsync)),
+    row("aof-disable-auto-gc", "no", Bool, aof!(bool disable_auto_gc)).effect(Effect::AofHistory),
     row("daemonize", "no", Bool, field!(bool daemonize)).immutable(),
     row("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), field!(supervised)).immutable(),
     row("pidfile", "", Text, field!(pidfile)).immutable(),
@@ -1639,7 +1646,6 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     // Persistence details beyond the persistence rows.
     row("rdb-del-sync-files", "no", Bool, Store::Ignored),
     row("rdb-save-incremental-fsync", "yes", Bool, field!(bool rdb_save_incremental_fsync)),
-    row("aof-disable-auto-gc", "no", Bool, Store::Ignored),
     // Replication.
     row("replicaof", "", Kind::Custom(check_replicaof), replica!(replicaof)).alias(&["slaveof"]).immutable().multi_arg(),
     row("masterauth", "", Text, replica!(masterauth)).sensitive(),

@@ -295,3 +295,78 @@ fn a_rewrite_asked_for_during_a_save_or_a_transaction_is_scheduled() {
     assert!(manifest(&dir).contains("appendonly.aof.3.base.rdb seq 3 type b"));
     only_manifest_files(&dir);
 }
+
+/// The append-only directory's files and manifest.
+fn files_and_manifest(dir: &TempDir) -> String {
+    let mut present: Vec<String> = std::fs::read_dir(dir.aof_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    present.sort();
+    format!("{}\n{}", present.join(" "), manifest(dir))
+}
+
+/// Starts a server with these arguments: a guard that stops it when
+/// dropped, and its address.
+type Start<'a> = &'a dyn Fn(&[&str]) -> (Box<dyn std::any::Any>, std::net::SocketAddr);
+
+/// What `aof-disable-auto-gc yes` leaves after two rewrites, what turning
+/// it off removes, and what a start without it removes, on the server
+/// `start` runs in `dir` (a guard to drop, and its address).
+fn auto_gc_story(dir: &TempDir, start: Start<'_>) -> Vec<String> {
+    let mut seen = vec![];
+    let rewrite = |c: &mut RawClient, key: &str| {
+        ok(c, &["SET", key, "1"]);
+        ok(c, &["BGREWRITEAOF"]);
+        wait_for_rewrite(c);
+    };
+    let (server, addr) = start(&["--appendonly", "yes", "--aof-disable-auto-gc", "yes"]);
+    let mut c = RawClient::connect(addr).unwrap();
+    rewrite(&mut c, "a");
+    rewrite(&mut c, "b");
+    seen.push(files_and_manifest(dir));
+    ok(&mut c, &["CONFIG", "SET", "aof-disable-auto-gc", "no"]);
+    seen.push(files_and_manifest(dir));
+    ok(&mut c, &["CONFIG", "SET", "aof-disable-auto-gc", "yes"]);
+    rewrite(&mut c, "c");
+    seen.push(files_and_manifest(dir));
+    drop(c);
+    drop(server);
+    let (server, addr) = start(&["--appendonly", "yes"]);
+    let mut c = RawClient::connect(addr).unwrap();
+    assert_eq!(c.command(&["DBSIZE"]).unwrap(), b":3\r\n");
+    seen.push(files_and_manifest(dir));
+    drop(server);
+    seen
+}
+
+/// `aof-disable-auto-gc yes` keeps the files a rewrite made history, on
+/// disk and in the manifest; turning it off, or starting without it,
+/// removes them; as in Redis, file for file (it was accepted and ignored).
+#[test]
+fn aof_disable_auto_gc_keeps_the_history_as_in_redis() {
+    let dir = TempDir::new("aof-gc");
+    let ours = auto_gc_story(&dir, &|extra| {
+        let server = coordis(&dir, extra);
+        let addr = server.addr();
+        (Box::new(server), addr)
+    });
+    assert!(ours[0].contains("appendonly.aof.1.base.rdb seq 1 type h"), "{ours:?}");
+    assert!(!ours[1].contains("type h"), "{ours:?}");
+    assert!(ours[2].contains("appendonly.aof.3.base.rdb seq 3 type h"), "{ours:?}");
+    assert!(!ours[3].contains("type h"), "{ours:?}");
+    let redis_dir = TempDir::new("aof-gc-redis");
+    // Whether redis-server is here (a skip, or a failure under
+    // COORDIS_REQUIRE_REDIS=1, when it is not).
+    if RedisServer::start(&["--dir", redis_dir.text()]).unwrap().is_none() {
+        return;
+    }
+    let theirs = auto_gc_story(&redis_dir, &|extra| {
+        let mut args = vec!["--dir", redis_dir.text()];
+        args.extend_from_slice(extra);
+        let server = RedisServer::start(&args).unwrap().expect("redis-server");
+        let addr = server.addr();
+        (Box::new(server), addr)
+    });
+    assert_eq!(ours, theirs, "coordis (left) and redis-server");
+}

@@ -781,6 +781,7 @@ pub(crate) fn apply_config_effect(ctx: &mut Ctx, effect: Effect) {
         // Turned on or off by CONFIG SET itself (it may fail); then, as
         // for the writer's settings, the writer and the connections learn
         // the policy, and expired keys are noted for their DELs.
+        Effect::AofHistory => crate::persist::aof::delete_history(ctx.server),
         Effect::AppendOnly | Effect::AofWriter => {
             crate::persist::aof::configure(ctx.server);
             crate::notify::log_keys(ctx.dbs, &ctx.server.config, &ctx.server.effects);

@@ -175,12 +175,13 @@ impl Manifest {
     }
 
     /// A new base's name (`<prefix>.<seq>.base.aof`, or `.rdb`), the
-    /// current base moved to history (Redis's
-    /// `getNewBaseFileNameAndMarkPreAsHistory`).
+    /// current base moved to history, ahead of the older history (Redis's
+    /// `getNewBaseFileNameAndMarkPreAsHistory`: the manifest lists the
+    /// newest history first).
     pub(crate) fn new_base(&mut self, prefix: &str, rdb: bool) -> String {
         if let Some(mut old) = self.base.take() {
             old.kind = Kind::History;
-            self.history.push(old);
+            self.history.insert(0, old);
         }
         self.base_seq += 1;
         let name = format!("{prefix}.{}.base.{}", self.base_seq, if rdb { "rdb" } else { "aof" });
@@ -207,12 +208,15 @@ impl Manifest {
     /// Every incremental file but the last becomes history (they are in
     /// the new base: Redis's `markRewrittenIncrAofAsHistory`); with the
     /// file off (`writing` false: none is written to) the last one too.
+    /// They go ahead of the history, in their order, as Redis's moves
+    /// them (from the last to the first, each to the front).
     pub(crate) fn rewritten(&mut self, writing: bool) {
         let keep = if writing { self.incr.pop() } else { None };
-        for mut f in self.incr.drain(..) {
+        let rewritten = self.incr.drain(..).map(|mut f| {
             f.kind = Kind::History;
-            self.history.push(f);
-        }
+            f
+        });
+        self.history.splice(0..0, rewritten);
         self.incr.extend(keep);
     }
 
@@ -274,7 +278,7 @@ mod tests {
         m.rewritten(true);
         assert_eq!(
             m.format(),
-            "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.1.base.aof seq 1 type h\nfile appendonly.aof.1.incr.aof seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+            "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.1.incr.aof seq 1 type h\nfile appendonly.aof.1.base.aof seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
         );
     }
 }

@@ -171,10 +171,36 @@ pub(crate) fn start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scr
 /// After the files loaded (or with none to load): the incremental file
 /// opened for writing, or created with a base when there are no files.
 pub(crate) fn open_at_start(dbs: &mut [Db], state: &mut ServerState, scripting: &mut Scripting) -> Result<(), ()> {
-    if !state.config.aof.enabled {
-        return Ok(());
+    if state.config.aof.enabled {
+        open_on_start(dbs, state, scripting)?;
     }
-    open_on_start(dbs, state, scripting)
+    // History a manifest still lists goes, the file on or off (Redis's
+    // start calls `aofDelHistoryFiles` after the load).
+    delete_history(state);
+    Ok(())
+}
+
+/// The history files go (Redis's `aofDelHistoryFiles`), unless
+/// `aof-disable-auto-gc` keeps them: out of the manifest first, then off
+/// the disk; a failure here harms nothing. After a rewrite, at start, and
+/// when `aof-disable-auto-gc` is turned off.
+pub(crate) fn delete_history(state: &mut ServerState) {
+    if state.config.aof.disable_auto_gc || state.aof.manifest.history.is_empty() {
+        return;
+    }
+    let dir = directory(state);
+    let prefix = prefix(state).to_string();
+    let m = &mut state.aof.manifest;
+    let history = std::mem::take(&mut m.history);
+    if let Err(e) = m.persist(&dir, &prefix) {
+        tracing::warn!("Can't persist the AOF manifest file: {e}");
+        m.history = history;
+        return;
+    }
+    for f in history {
+        tracing::info!("Removing the history file {} in the background", f.name);
+        let _ = std::fs::remove_file(dir.join(&f.name));
+    }
 }
 
 /// The first half of the start: the manifest read and, with `appendonly
@@ -898,16 +924,8 @@ fn install(state: &mut ServerState, run: &Running) -> Result<(), ()> {
         state.aof.base_size = size;
         state.aof.rewrite_base_size = size + state.shared.aof.incr_size.load(Ordering::Relaxed);
     }
-    // The history goes (Redis's `aofDelHistoryFiles`): out of the manifest
-    // first, then off the disk; a failure here harms nothing.
-    let history = std::mem::take(&mut m.history);
-    if !history.is_empty() && m.persist(&dir, &prefix).is_ok() {
-        for f in history {
-            tracing::info!("Removing the history file {} in the background", f.name);
-            let _ = std::fs::remove_file(dir.join(&f.name));
-        }
-    }
     state.aof.manifest = m;
+    delete_history(state);
     Ok(())
 }
 
