@@ -334,6 +334,15 @@ pub struct ReplicaConfig {
     /// `repl-diskless-load`: how a full resync's RDB is loaded. Default
     /// disabled.
     pub diskless_load: DisklessLoad,
+    /// `replica-lazy-flush`: the dataset a full resync replaces is freed
+    /// on the lazy-free thread (INFO's `lazyfreed_objects` counts its
+    /// keys), as Redis's `EMPTYDB_ASYNC`. Default no.
+    pub lazy_flush: bool,
+    /// `rdb-del-sync-files`: the RDB file a full resync wrote to disk
+    /// (`repl-diskless-load disabled`) is removed once loaded when this
+    /// server persists nothing (no save points, no append-only file).
+    /// Default no: it stays as `dbfilename`.
+    pub del_sync_files: bool,
 }
 
 /// `repl-diskless-load` (see `crate::replica::link`).
@@ -1644,20 +1653,20 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("active-defrag-ignore-bytes", "100mb", Memory { min: 1, max: LONG_MEM }, Store::Ignored),
     row("active-defrag-max-scan-fields", "1000", Int { min: 1, max: LONG }, Store::Ignored),
     // Persistence details beyond the persistence rows.
-    row("rdb-del-sync-files", "no", Bool, Store::Ignored),
     row("rdb-save-incremental-fsync", "yes", Bool, field!(bool rdb_save_incremental_fsync)),
     // Replication.
     row("replicaof", "", Kind::Custom(check_replicaof), replica!(replicaof)).alias(&["slaveof"]).immutable().multi_arg(),
     row("masterauth", "", Text, replica!(masterauth)).sensitive(),
     row("masteruser", "", Text, replica!(masteruser)).sensitive(),
     row("replica-serve-stale-data", "yes", Bool, replica!(bool serve_stale_data)).alias(&["slave-serve-stale-data"]),
-    row("replica-lazy-flush", "no", Bool, Store::Ignored).alias(&["slave-lazy-flush"]),
     row("replica-ignore-maxmemory", "yes", Bool, memory!(flag replica_ignores)).alias(&["slave-ignore-maxmemory"]),
     row("replica-ignore-disk-write-errors", "no", Bool, replica!(bool ignore_disk_write_errors)),
     row("replica-announced", "yes", Bool, replica!(bool announced)),
     row("replica-priority", "100", Int { min: 0, max: I32 }, replica!(priority)).alias(&["slave-priority"]),
     row("replica-announce-ip", "", Text, replica!(announce_ip)).alias(&["slave-announce-ip"]),
     row("replica-announce-port", "0", Int { min: 0, max: 65535 }, replica!(announce_port)).alias(&["slave-announce-port"]),
+    row("replica-lazy-flush", "no", Bool, replica!(bool lazy_flush)).alias(&["slave-lazy-flush"]),
+    row("rdb-del-sync-files", "no", Bool, replica!(bool del_sync_files)),
     row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), replica!(diskless_load)),
     row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, repl!(diskless_sync_delay)),
     row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, repl!(diskless_sync_max_replicas)),

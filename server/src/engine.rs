@@ -1127,8 +1127,9 @@ impl Engine {
     /// every database and the functions cleared, tracking told.
     fn replica_flush(&mut self) {
         crate::persist::snapshot::kill(&mut self.dbs, &mut self.state);
+        let lazy = self.state.config.replica.lazy_flush;
         for db in &mut self.dbs {
-            db.clear();
+            db.clear_with(lazy);
         }
         let mut client = self.new_primary_client();
         let now = self.state.clock.now_ms();
@@ -1247,6 +1248,17 @@ impl Engine {
         let now_secs = self.state.clock.now_ms() / 1000;
         self.state.shared.loading.begin(size, now_secs);
         Ok(Some(path))
+    }
+
+    /// `rdb-del-sync-files`: the file a full resync loaded from disk
+    /// (`path`, loaded or not) is removed when this server persists
+    /// nothing, with Redis's line.
+    pub(crate) fn replica_drop_sync_file(&self, path: &std::path::Path) {
+        let config = &self.state.config;
+        if config.replica.del_sync_files && config.save_points.is_empty() && !config.aof.enabled {
+            tracing::info!("Removing the RDB file obtained from the master. This replica has persistence disabled");
+            let _ = std::fs::remove_file(path);
+        }
     }
 
     /// The primary accepted a partial resynchronization: the dataset stays,

@@ -961,3 +961,58 @@ fn bind_source_addr_is_where_the_link_leaves_from_as_in_redis() {
         }
     }
 }
+
+/// What a full resync does to a replica's own dataset and files, the
+/// replica (at `r`, persisting nothing) holding 500 keys of its own with
+/// `replica-lazy-flush` and `rdb-del-sync-files` as `lazy` and `delete`:
+/// the keys freed lazily (`lazyfreed_objects`), and whether the RDB file
+/// the transfer wrote to disk is still there.
+fn after_full_sync(r: SocketAddr, primary: SocketAddr, lazy: &str, delete: &str) -> String {
+    for (name, value) in [
+        ("replica-lazy-flush", lazy),
+        ("rdb-del-sync-files", delete),
+        ("repl-diskless-load", "disabled"),
+        ("save", ""),
+    ] {
+        assert_eq!(cmd(r, &["CONFIG", "SET", name, value]), "+OK\r\n", "{name}");
+    }
+    assert_eq!(cmd(r, &["DEBUG", "POPULATE", "500", "own"]), "+OK\r\n");
+    let dir = cmd(r, &["CONFIG", "GET", "dir"]);
+    let dir = dir.split("\r\n").nth(4).unwrap().to_string();
+    let dump = std::path::Path::new(&dir).join("dump.rdb");
+    let _ = std::fs::remove_file(&dump);
+    let freed_before = info_num(r, "memory", "lazyfreed_objects");
+    assert_eq!(replicaof(r, primary), "+OK\r\n");
+    wait_caught_up(r, primary);
+    assert_eq!(cmd(r, &["DBSIZE"]), ":3\r\n");
+    // The lazy-free thread may still be at it.
+    let deadline = Instant::now() + PATIENCE;
+    while info_num(r, "memory", "lazyfree_pending_objects") != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let freed = info_num(r, "memory", "lazyfreed_objects") - freed_before;
+    assert_eq!(cmd(r, &["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    format!("freed lazily {freed}, file kept {}", dump.exists())
+}
+
+/// `replica-lazy-flush` frees the dataset a full resync replaces on the
+/// lazy-free thread, and `rdb-del-sync-files` removes the RDB file the
+/// transfer wrote when the replica persists nothing, as on a Redis replica
+/// (both were accepted and ignored).
+#[test]
+fn a_full_resync_follows_replica_lazy_flush_and_rdb_del_sync_files_as_in_redis() {
+    let _one = serial();
+    let primary = coordis();
+    let p = primary.addr();
+    assert_eq!(cmd(p, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]), "+OK\r\n");
+    assert_eq!(cmd(p, &["DEBUG", "POPULATE", "3", "theirs"]), "+OK\r\n");
+    let cases = [("no", "no"), ("yes", "yes")];
+    let expected = ["freed lazily 0, file kept true", "freed lazily 500, file kept false"];
+    for ((lazy, delete), expected) in cases.iter().zip(expected) {
+        let replica = coordis();
+        assert_eq!(after_full_sync(replica.addr(), p, lazy, delete), expected, "coordis");
+        if let Some(redis) = redis_primary(&[]) {
+            assert_eq!(after_full_sync(redis.addr(), p, lazy, delete), expected, "redis-server");
+        }
+    }
+}

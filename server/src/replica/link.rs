@@ -359,8 +359,9 @@ async fn load_via_disk(
     temp.0 = None;
     let _loading = LoadingGuard(shared.clone());
     let (config, progress) = lock().await.replica_load_inputs();
+    let file = rdb.clone();
     let parsed = tokio::task::spawn_blocking(move || {
-        let bytes = std::fs::read(&rdb).map_err(|e| e.to_string())?;
+        let bytes = std::fs::read(&file).map_err(|e| e.to_string())?;
         // Time 0: every key loads (a replica's expire by its primary's DELs).
         crate::persist::rdb::disk::read_dataset(&bytes, &config, 0, Some(&progress.loading)).map_err(|e| e.to_string())
     })
@@ -372,10 +373,13 @@ async fn load_via_disk(
         Err(why) => {
             engine.replica_load_failed(false);
             tracing::warn!("Failed trying to load the MASTER synchronization DB from disk: {why}");
+            engine.replica_drop_sync_file(&rdb);
             return Err(End::Failed(why));
         }
     };
-    match engine.replica_load_end(generation, replid, offset, loaded, false) {
+    let ended = engine.replica_load_end(generation, replid, offset, loaded, false);
+    engine.replica_drop_sync_file(&rdb);
+    match ended {
         Ok(true) => Ok(matches!(framing, Framing::Mark(_))),
         Ok(false) => Err(End::Replaced),
         Err(why) => Err(End::Failed(why)),
