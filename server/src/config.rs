@@ -338,6 +338,12 @@ pub struct ReplicaConfig {
     /// on the lazy-free thread (INFO's `lazyfreed_objects` counts its
     /// keys), as Redis's `EMPTYDB_ASYNC`. Default no.
     pub lazy_flush: bool,
+    /// `propagation-error-behavior`: what an error reply to a command of
+    /// the primary's stream (on a read-only replica) or of the
+    /// append-only file being loaded does: `ignore` (logged and counted),
+    /// `panic` (the server stops, as Redis panics), `panic-on-replicas`
+    /// (the replica's case only).
+    pub propagation_error_behavior: String,
     /// `rdb-del-sync-files`: the RDB file a full resync wrote to disk
     /// (`repl-diskless-load disabled`) is removed once loaded when this
     /// server persists nothing (no save points, no append-only file).
@@ -1631,7 +1637,6 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
         get: |c| c.latency_tracking_info_percentiles.iter().map(|p| percentile_text(*p)).collect::<Vec<_>>().join(" "),
     }).multi_arg(),
     row("lazyfree-lazy-user-flush", "no", Bool, memory!(lazy user_flush)),
-    row("propagation-error-behavior", "ignore", Enum(&["ignore", "panic", "panic-on-replicas"]), Store::Ignored),
     // ACL.
     row("aclfile", "", Text, field!(aclfile)).immutable(),
     row("acllog-max-len", "128", Int { min: 0, max: LONG }, field!(acllog_max_len)),
@@ -1667,6 +1672,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("replica-announce-port", "0", Int { min: 0, max: 65535 }, replica!(announce_port)).alias(&["slave-announce-port"]),
     row("replica-lazy-flush", "no", Bool, replica!(bool lazy_flush)).alias(&["slave-lazy-flush"]),
     row("rdb-del-sync-files", "no", Bool, replica!(bool del_sync_files)),
+    row("propagation-error-behavior", "ignore", Enum(&["ignore", "panic", "panic-on-replicas"]), replica!(propagation_error_behavior)),
     row("repl-diskless-load", "disabled", Enum(&["disabled", "on-empty-db", "swapdb"]), replica!(diskless_load)),
     row("repl-diskless-sync-delay", "5", Int { min: 0, max: I32 }, repl!(diskless_sync_delay)),
     row("repl-diskless-sync-max-replicas", "0", Int { min: 0, max: I32 }, repl!(diskless_sync_max_replicas)),

@@ -116,6 +116,21 @@ pub(crate) const REPLICA_DISK_PANIC: [&str; 3] = [
     "!!! Software Failure. Press left mouse button to continue",
     "Guru Meditation: Replica was unable to write command to disk. #server.c:3890",
 ];
+/// Logged for an error reply to a command of the primary's stream (`who`
+/// "replica", `to` "master") or of the append-only file being loaded
+/// ("server", "AOF-loading-client"), as Redis's `afterErrorReply`.
+pub(crate) fn propagation_error(who: &str, to: &str, error: &str, command: &str) -> String {
+    format!("== CRITICAL == This {who} is sending an error to its {to}: '-{error}' after processing the command '{command}'")
+}
+/// Redis's panic under `propagation-error-behavior panic`: the lines its
+/// `serverPanic` logs before the crash report.
+pub(crate) fn propagation_panic(who: &str, to: &str, command: &str) -> [String; 3] {
+    [
+        REPLICA_DISK_PANIC[0].to_string(),
+        REPLICA_DISK_PANIC[1].to_string(),
+        format!("Guru Meditation: This {who} panicked sending an error to its {to} after processing the command '{command}' #networking.c:555"),
+    ]
+}
 /// Logged at most every 10 s while a replica whose disk failed applies its
 /// primary's writes (`replica-ignore-disk-write-errors yes`).
 pub(crate) const REPLICA_DISK_IGNORED: &str =

@@ -18,6 +18,10 @@ use crate::store::Clock;
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
     pub total_connections_received: u64,
+    /// Error replies to the primary's stream or the append-only file's
+    /// commands (INFO `unexpected_error_replies`): this server's data
+    /// differs from where the commands came from.
+    pub unexpected_error_replies: u64,
     pub total_commands_processed: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,

@@ -1048,3 +1048,73 @@ fn a_replica_whose_disk_fails_stops_at_its_primarys_next_write_unless_told_to_ig
         }
     }
 }
+
+/// An append-only directory whose one incremental file holds `LPUSH k a`
+/// then `INCR k`: the INCR fails as the file loads, as it would where a
+/// file and the data it was written over disagree.
+fn failing_aof(tag: &str) -> TempDir {
+    let dir = TempDir::new(tag);
+    std::fs::create_dir_all(dir.aof_dir()).unwrap();
+    std::fs::write(
+        dir.aof_dir().join("appendonly.aof.manifest"),
+        "file appendonly.aof.1.incr.aof seq 1 type i\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.aof_dir().join("appendonly.aof.1.incr.aof"),
+        "*3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\na\r\n*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// Redis's log lines for the INCR of [`failing_aof`]: the error, and the
+/// panic under `propagation-error-behavior panic`.
+const AOF_ERROR_LINE: &str = "== CRITICAL == This server is sending an error to its AOF-loading-client: '-WRONGTYPE Operation against a key holding the wrong kind of value' after processing the command 'incr'";
+const AOF_PANIC_LINE: &str =
+    "Guru Meditation: This server panicked sending an error to its AOF-loading-client after processing the command 'incr'";
+
+/// A command of the file that fails as it loads is logged and counted
+/// (`unexpected_error_replies`) and the load goes on; under
+/// `propagation-error-behavior panic` the server does not start; as in
+/// Redis (the directive was accepted and ignored, the error unseen).
+#[test]
+fn an_error_loading_the_file_is_counted_or_stops_the_start_as_propagation_error_behavior_says() {
+    let dir = failing_aof("propagation-ignore");
+    let server = coordis(&dir, &[]).unwrap();
+    let mut c = RawClient::connect(server.addr()).unwrap();
+    assert_eq!(ok(&mut c, &["LRANGE", "k", "0", "-1"]), b"*1\r\n$1\r\na\r\n");
+    assert_eq!(c.info_field("stats", "unexpected_error_replies"), "1");
+    let log = server.stderr_text();
+    assert!(log.contains(AOF_ERROR_LINE), "{log}");
+    drop(c);
+    drop(server);
+    let dir = failing_aof("propagation-panic");
+    let out = Command::new(BIN)
+        .args(["--appendonly", "yes", "--dir", dir.text(), "--port", "0"])
+        .args(["--propagation-error-behavior", "panic"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "refused to start: {err}");
+    assert!(err.contains(AOF_PANIC_LINE), "{err}");
+
+    let dir = failing_aof("propagation-ignore-redis");
+    let Some(redis) = redis(&dir, &[]) else {
+        return;
+    };
+    let mut c = RawClient::connect(redis.addr()).unwrap();
+    assert_eq!(ok(&mut c, &["LRANGE", "k", "0", "-1"]), b"*1\r\n$1\r\na\r\n");
+    assert_eq!(c.info_field("stats", "unexpected_error_replies"), "1", "redis-server");
+    drop(redis);
+    let dir = failing_aof("propagation-panic-redis");
+    let port = coordis::testing::free_port().unwrap().to_string();
+    let out = Command::new("redis-server")
+        .args(["--appendonly", "yes", "--dir", dir.text(), "--port", &port])
+        .args(["--propagation-error-behavior", "panic"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!out.status.success(), "redis-server refused to start: {log}");
+    assert!(log.contains(AOF_ERROR_LINE) && log.contains(AOF_PANIC_LINE), "{log}");
+}

@@ -1016,3 +1016,67 @@ fn a_full_resync_follows_replica_lazy_flush_and_rdb_del_sync_files_as_in_redis()
         }
     }
 }
+
+/// What a replica (at `r`) does with a command of its primary's stream
+/// that fails on its own data: counted and logged with
+/// `replica-read-only no`; with `replica-read-only yes` and
+/// `propagation-error-behavior panic-on-replicas`, whether the replica
+/// stopped.
+fn on_a_failing_stream(r: SocketAddr, primary: SocketAddr) -> (String, bool) {
+    assert_eq!(cmd(r, &["CONFIG", "SET", "replica-read-only", "no"]), "+OK\r\n");
+    assert_eq!(replicaof(r, primary), "+OK\r\n");
+    wait_caught_up(r, primary);
+    // The replica's own writes make the primary's INCRs fail here.
+    assert_eq!(cmd(r, &["LPUSH", "counted", "a"]), ":1\r\n");
+    assert_eq!(cmd(r, &["LPUSH", "fatal", "a"]), ":1\r\n");
+    assert_eq!(cmd(primary, &["INCR", "counted"]), ":1\r\n");
+    wait_caught_up(r, primary);
+    let counted = info(r, "stats", "unexpected_error_replies").unwrap_or_default();
+    for (name, value) in [
+        ("replica-read-only", "yes"),
+        ("propagation-error-behavior", "panic-on-replicas"),
+    ] {
+        assert_eq!(cmd(r, &["CONFIG", "SET", name, value]), "+OK\r\n");
+    }
+    assert_eq!(cmd(primary, &["INCR", "fatal"]), ":1\r\n");
+    let deadline = Instant::now() + PATIENCE;
+    let stopped = loop {
+        if RawClient::connect(r).and_then(|mut c| c.command(&["PING"])).is_err() {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (counted, stopped)
+}
+
+/// A command of the primary's stream that fails on the replica is counted
+/// (`unexpected_error_replies`) and logged; on a read-only replica under
+/// `propagation-error-behavior panic-on-replicas` it stops the replica, as
+/// Redis's panics (it was accepted and ignored, the error unseen).
+#[test]
+fn a_failing_command_of_the_stream_is_counted_or_stops_the_replica_as_in_redis() {
+    let _one = serial();
+    // A fresh primary for each replica.
+    let primary = || {
+        let primary = coordis();
+        let p = primary.addr();
+        assert_eq!(cmd(p, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]), "+OK\r\n");
+        primary
+    };
+    let (ours, replica) = (primary(), coordis());
+    assert_eq!(
+        on_a_failing_stream(replica.addr(), ours.addr()),
+        ("1".to_string(), true)
+    );
+    if let Some(redis) = redis_primary(&[]) {
+        let ours = primary();
+        assert_eq!(
+            on_a_failing_stream(redis.addr(), ours.addr()),
+            ("1".to_string(), true),
+            "redis-server"
+        );
+    }
+}

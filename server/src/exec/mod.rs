@@ -936,10 +936,74 @@ fn disk_error_allows_primary(server: &mut ServerState) -> bool {
     true
 }
 
+/// Where a command that should not fail here came from (Redis's master
+/// and AOF clients in `afterErrorReply`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Propagated {
+    /// The primary's replication stream.
+    Primary,
+    /// The append-only file, loading.
+    Aof,
+}
+
+/// The error replies to a command of the primary's stream or of the
+/// append-only file (its own, or those of the commands an EXEC ran):
+/// each counted (`unexpected_error_replies`) and logged as Redis logs it.
+/// `true` when `propagation-error-behavior` says the server must stop, as
+/// Redis panics ([`errors::propagation_panic`] says how): `panic`, or
+/// `panic-on-replicas` for a read-only replica's stream.
+pub(crate) fn unexpected_errors(server: &mut ServerState, from: Propagated, name: &str, reply: &Reply) -> bool {
+    let errors_in = |r: &Reply| -> Vec<String> {
+        match r {
+            Reply::Error(text) => vec![text.to_string()],
+            Reply::Array(items) if name == "exec" => items
+                .iter()
+                .filter_map(|i| match i {
+                    Reply::Error(text) => Some(text.to_string()),
+                    _ => None,
+                })
+                .collect(),
+            _ => vec![],
+        }
+    };
+    let found = errors_in(reply);
+    if found.is_empty() {
+        return false;
+    }
+    let (who, to) = match from {
+        Propagated::Primary => ("replica", "master"),
+        Propagated::Aof => ("server", "AOF-loading-client"),
+    };
+    for text in &found {
+        tracing::warn!("{}", errors::propagation_error(who, to, text, name));
+        server.stats.unexpected_error_replies += 1;
+    }
+    let behavior = server.config.replica.propagation_error_behavior.as_str();
+    match from {
+        Propagated::Primary => server.config.replica.read_only && behavior != "ignore",
+        Propagated::Aof => behavior == "panic",
+    }
+}
+
 /// A command of the primary's replication stream
 /// ([`Caller::Primary`]): admitted without the client checks, queued
 /// inside the link's MULTI, called; the reply is dropped by the caller.
+/// An error reply is logged and counted, and stops the server under
+/// `propagation-error-behavior panic` ([`unexpected_errors`]).
 pub(crate) fn process_primary(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let reply = primary_command(ctx, args);
+    let name = ctx.client.last_cmd.clone();
+    if unexpected_errors(ctx.server, Propagated::Primary, &name, &reply) {
+        // The server stops (the last line is logged as it does).
+        let [rule, failure, meditation] = errors::propagation_panic("replica", "master", &name);
+        tracing::warn!("{rule}");
+        tracing::warn!("{failure}");
+        ctx.server.shared.aof.die(&meditation);
+    }
+    reply
+}
+
+fn primary_command(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let facts = Facts {
         in_multi: ctx.client.multi.is_some(),
         ..Facts::INTERNAL

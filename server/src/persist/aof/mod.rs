@@ -627,8 +627,17 @@ fn replay(
             scripting: Some(scripting),
             caller: crate::exec::Caller::Control,
         };
-        crate::exec::call_control(&mut ctx, args);
+        let reply = crate::exec::call_control(&mut ctx, args);
+        let name = ctx.client.last_cmd.clone();
+        let panics = crate::exec::unexpected_errors(ctx.server, crate::exec::Propagated::Aof, &name, &reply);
         crate::exec::end_unit(&mut ctx);
+        if panics {
+            // The server does not start (Redis panics).
+            for line in crate::errors::propagation_panic("server", "AOF-loading-client", &name) {
+                tracing::warn!("{line}");
+            }
+            return Err(());
+        }
     }
     Ok(())
 }
