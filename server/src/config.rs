@@ -100,6 +100,9 @@ pub struct Config {
     pub shutdown_timeout: u64,
     /// Active-expiry frequency (times per second), 1 to 500. Default 10.
     pub hz: u32,
+    /// `dynamic-hz`: with many clients the server's timer runs faster than
+    /// `hz` (see `ServerState::hz`). Default yes.
+    pub dynamic_hz: bool,
     /// `active-expire-effort` (1 to 10): how much time an active-expiry
     /// cycle may take, as Redis scales it (see `engine::ExpireCycle`).
     /// Default 1.
@@ -554,6 +557,7 @@ impl Default for Config {
             shutdown_timeout: 0,
             active_expire_effort: 0,
             io_threads: 0,
+            dynamic_hz: false,
             bind_source_addr: String::new(),
             tcp_backlog: 0,
             socket_mark_id: 0,
@@ -1530,6 +1534,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
         set: |c, v| c.hz = v.parse::<u32>().expect("checked").clamp(1, 500),
         get: |c| c.hz.to_string(),
     }),
+    row("dynamic-hz", "yes", Bool, field!(bool dynamic_hz)),
     row("busy-reply-threshold", "5000", Int { min: 0, max: LONG }, field!(busy_reply_threshold))
         .alias(&["lua-time-limit"]).effect(Effect::Connections),
     row("tracking-table-max-keys", "1000000", Int { min: 0, max: LONG }, field!(tracking_table_max_keys)),
@@ -1601,7 +1606,6 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("repl-diskless-sync", "yes", Bool, repl!(bool diskless_sync)),
     row("cluster-enabled", "no", Bool, cluster!(bool enabled)).immutable(),
     row("activerehashing", "yes", Bool, Store::Ignored),
-    row("dynamic-hz", "yes", Bool, Store::Ignored),
     row("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
         Kind::Custom(check_output_limits), Store::Ignored).multi_arg().effect(Effect::OutputLimits),
     // Every other directive of Redis 7.0.15, accepted without effect (what

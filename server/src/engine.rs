@@ -510,9 +510,10 @@ impl Engine {
         self.state.pause_cron
     }
 
-    /// The active-expiry cycles' timing (`hz`, `active-expire-effort`).
+    /// The active-expiry cycles' timing (`hz` as `dynamic-hz` adapts it,
+    /// `active-expire-effort`).
     pub(crate) fn expire_cycle(&self) -> ExpireCycle {
-        ExpireCycle::new(self.state.config.hz, self.state.config.active_expire_effort)
+        ExpireCycle::new(self.state.hz(), self.state.config.active_expire_effort)
     }
 
     /// An active-expiry cycle worked `spent`, and stopped at its time

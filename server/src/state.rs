@@ -328,7 +328,31 @@ pub struct ServerState {
     pub shared: Arc<Shared>,
 }
 
+/// Clients per timer tick beyond which `dynamic-hz` doubles the
+/// frequency (Redis's `MAX_CLIENTS_PER_CLOCK_TICK`).
+const CLIENTS_PER_TICK: usize = 200;
+
+/// The highest frequency `dynamic-hz` reaches (Redis's `CONFIG_MAX_HZ`).
+const MAX_HZ: u32 = 500;
+
 impl ServerState {
+    /// The timer's frequency now (INFO's `hz`; `configured_hz` is
+    /// `hz`'s): with `dynamic-hz`, `hz` doubled until the clients are at
+    /// most 200 per tick, up to 500, as Redis's `serverCron` adapts it.
+    pub(crate) fn hz(&self) -> u32 {
+        let mut hz = self.config.hz.max(1);
+        if self.config.dynamic_hz {
+            let clients = self.clients.len();
+            while clients / hz as usize > CLIENTS_PER_TICK {
+                hz *= 2;
+                if hz > MAX_HZ {
+                    return MAX_HZ;
+                }
+            }
+        }
+        hz
+    }
+
     /// Sends the effects of the batch to their readers (the end of every
     /// engine batch); the append-only file's write, when the engine made
     /// one, is a latency event as Redis's `flushAppendOnlyFile` records it.

@@ -4,7 +4,8 @@
 //! `rdb-key-save-delay` (how long a save takes), `active-expire-effort`
 //! (cycles a mass expiry takes), `shutdown-on-sigint` /
 //! `shutdown-on-sigterm` (a signal's final save, a failed one keeping the
-//! server running unless `force`).
+//! server running unless `force`), `dynamic-hz` (INFO's `hz` with many
+//! clients).
 
 use std::time::Duration;
 
@@ -352,5 +353,48 @@ fn a_failed_final_save_keeps_the_server_running_unless_force_as_redis() {
         );
         let status = server.terminate(Duration::from_secs(10)).unwrap();
         assert!(status.is_some_and(|s| s.success()), "{program}: {status:?}");
+    }
+}
+
+/// INFO's `hz` and `configured_hz` on the server at `addr` (`hz 1`) with
+/// 1, then 202 clients, with `dynamic-hz` as `dynamic`.
+fn hz_with_clients(addr: std::net::SocketAddr, dynamic: &str) -> Vec<String> {
+    let mut c = RawClient::connect(addr).unwrap();
+    for (name, value) in [("hz", "1"), ("dynamic-hz", dynamic)] {
+        assert_eq!(c.command(&["CONFIG", "SET", name, value]).unwrap(), b"+OK\r\n");
+    }
+    let hz = |c: &mut RawClient| {
+        format!(
+            "{} {}",
+            c.info_field("server", "hz"),
+            c.info_field("server", "configured_hz")
+        )
+    };
+    let mut seen = vec![hz(&mut c)];
+    let others: Vec<RawClient> = (0..201).map(|_| RawClient::connect(addr).unwrap()).collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while c.info_field("clients", "connected_clients") != "202" {
+        assert!(std::time::Instant::now() < deadline, "202 clients connected");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Redis adapts it at its next timer tick (a second at hz 1).
+    std::thread::sleep(Duration::from_millis(1500));
+    seen.push(hz(&mut c));
+    drop(others);
+    seen
+}
+
+/// `dynamic-hz`: more than 200 clients per tick double the timer's
+/// frequency (INFO `hz`; `configured_hz` stays), as Redis's timer adapts
+/// it; `no` keeps it (it was accepted and ignored).
+#[test]
+fn dynamic_hz_follows_the_clients_as_redis() {
+    let ours = coordis::Server::builder().start_blocking().unwrap();
+    let dynamic = hz_with_clients(ours.addr(), "yes");
+    assert_eq!(dynamic, ["1 1", "2 1"]);
+    let fixed = coordis::Server::builder().start_blocking().unwrap();
+    assert_eq!(hz_with_clients(fixed.addr(), "no"), ["1 1", "1 1"]);
+    if let Some(redis) = RedisServer::start(&[]).unwrap() {
+        assert_eq!(hz_with_clients(redis.addr(), "yes"), dynamic, "redis-server");
     }
 }

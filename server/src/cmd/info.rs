@@ -150,7 +150,7 @@ fn server(ctx: &mut Ctx) -> String {
         s.clock.now_us(),
         uptime,
         uptime / 86400,
-        s.config.hz,
+        s.hz(),
         s.config.hz,
         // Redis's LRU clock: seconds, 24 bits wide.
         (now / 1000) & 0xFF_FFFF,
