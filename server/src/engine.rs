@@ -1023,7 +1023,13 @@ impl Engine {
         if !self.replica_current(generation) {
             return false;
         }
-        self.state.replica.state = state;
+        let replica = &mut self.state.replica;
+        if state == crate::replica::LinkState::Connecting && !std::mem::take(&mut replica.connect_announced) {
+            if let Some(p) = &replica.primary {
+                tracing::info!("Connecting to MASTER {}:{}", p.host, p.port);
+            }
+        }
+        replica.state = state;
         true
     }
 

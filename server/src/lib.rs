@@ -114,6 +114,7 @@ pub mod internals {
     pub use crate::errors::{strerror, DENIED};
     pub use crate::lua::{sha1_hex, Mode as DispatchMode, ScriptState, Scripting};
     pub use crate::protocol::{ProtocolLimits, Reply, RequestParser};
+    pub use crate::replica::role_letter;
     pub use crate::store::zset;
     pub use crate::store::{Db, Value};
 }

@@ -799,3 +799,82 @@ fn listeners_take_the_backlog_and_the_mark_as_in_redis() {
         assert_eq!(unported(&listeners_of(redis)), expected, "redis-server");
     }
 }
+
+/// The role letters of `program`'s log lines (`pid:R ...`) that carry
+/// these messages, started as a replica of `primary` with the log in a
+/// file, made a primary, and stopped.
+fn role_letters(program: &str, primary: u16) -> Vec<String> {
+    let dir = std::env::temp_dir().join(format!("coordis-role-{}-{}", std::process::id(), program.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("server.log");
+    let port = free_port().unwrap();
+    let server = Running(
+        Command::new(program)
+            .args(["--port", &port.to_string(), "--save", "", "--replicaof", "127.0.0.1"])
+            .arg(primary.to_string())
+            .arg("--logfile")
+            .arg(&log)
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while text_field(&c.command(&["INFO", "replication"]).unwrap(), "master_link_status") != "up" {
+        assert!(Instant::now() < deadline, "{program}: the replica's link");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.command(&["REPLICAOF", "NO", "ONE"]).unwrap(), b"+OK\r\n");
+    let _ = c.command(&["SHUTDOWN", "NOSAVE"]);
+    let mut server = server;
+    let _ = server.0.wait();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    let messages = [
+        "Connecting to MASTER",
+        "MASTER <-> REPLICA sync: Finished with success",
+        "MASTER MODE enabled",
+        "User requested shutdown...",
+    ];
+    messages
+        .iter()
+        .map(|m| {
+            let line = text.lines().find(|l| l.contains(m)).unwrap_or_default();
+            let role = line.split_once(':').map_or("", |(_, rest)| &rest[..1]);
+            format!("{role} {m}")
+        })
+        .collect()
+}
+
+/// A replica's log lines carry Redis's `S`, a primary's `M` (they all
+/// read `M`).
+#[test]
+fn log_lines_carry_the_role_as_redis_writes_it() {
+    let primary = coordis::Server::builder().start_blocking().unwrap();
+    let port = primary.addr().port();
+    let mut c = RawClient::connect(primary.addr()).unwrap();
+    assert_eq!(
+        c.command(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]).unwrap(),
+        b"+OK\r\n"
+    );
+    let ours = role_letters(BIN, port);
+    assert_eq!(
+        ours,
+        [
+            "S Connecting to MASTER",
+            "S MASTER <-> REPLICA sync: Finished with success",
+            "M MASTER MODE enabled",
+            "M User requested shutdown...",
+        ]
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(
+            role_letters(redis, port),
+            ours,
+            "redis-server (left) and coordis-server"
+        );
+    }
+}

@@ -147,6 +147,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if local.is_some() || replicated.is_some() {
+        // Several servers, several roles: the lines keep `M`.
+        let _ = logging::ROLE.set('M');
+    }
     if let Some((masters, replicas)) = local {
         let code = runtime.block_on(cluster_local_main(config, masters, replicas, signalled.first()));
         runtime.shutdown_timeout(coordis::SCRIPT_STOP_GRACE);

@@ -23,10 +23,25 @@
 
 pub(crate) mod link;
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::config::Config;
+
+/// The role letter of Redis's log lines (`M`, or `S` while a replica),
+/// which `coordis-server`'s logger writes: the last role any server of the
+/// process took, so the one role of a process serving one server (as
+/// Redis's `serverLogRaw` reads it from its one state).
+static ROLE_LETTER: AtomicU8 = AtomicU8::new(b'M');
+
+/// See [`ROLE_LETTER`].
+pub fn role_letter() -> char {
+    ROLE_LETTER.load(Ordering::Relaxed) as char
+}
+
+fn set_role_letter(replica: bool) {
+    ROLE_LETTER.store(if replica { b'S' } else { b'M' }, Ordering::Relaxed);
+}
 use crate::net::clients::ClientState;
 
 /// A full resynchronization's transfer as the link reads it (INFO's
@@ -197,6 +212,10 @@ pub(crate) struct ReplicaState {
     /// Server clock (ms) a write applied despite a disk error was last
     /// logged (`replica-ignore-disk-write-errors yes`: once per 10 s).
     pub disk_error_logged_ms: u64,
+    /// REPLICAOF logged "Connecting to MASTER" for the link's next
+    /// attempt; the others (at start, after a failure) log it as they
+    /// start, as Redis's cron does before each connection.
+    pub connect_announced: bool,
 }
 
 impl ReplicaState {
@@ -231,11 +250,13 @@ impl ReplicaState {
             transfer: Arc::default(),
             client: None,
             disk_error_logged_ms: 0,
+            connect_announced: false,
         };
         if let Some(primary) = parse_replicaof(&config.replica.replicaof) {
             state.primary = Some(primary);
             state.state = LinkState::Connect;
             state.generation = 1;
+            set_role_letter(true);
         }
         state
     }
@@ -273,7 +294,9 @@ impl ReplicaState {
             self.down_since_ms = 0;
         }
         self.unapplied.clear();
+        set_role_letter(true);
         tracing::info!("Connecting to MASTER {}:{}", primary.host, primary.port);
+        self.connect_announced = true;
         self.primary = Some(primary);
         self.generation += 1;
         self.state = LinkState::Connect;
@@ -284,6 +307,7 @@ impl ReplicaState {
     /// valid as replid2 up to `offset + 1`, so replicas of the same primary
     /// can continue partially from here (Redis's `shiftReplicationId`).
     pub(crate) fn promote(&mut self, new_replid: String) {
+        set_role_letter(false);
         self.primary = None;
         self.generation += 1;
         self.state = LinkState::None;

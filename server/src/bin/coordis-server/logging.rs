@@ -131,15 +131,16 @@ fn level_mark(level: &Level) -> char {
     }
 }
 
-/// The role letter of Redis's log lines when it is not `M`: `X` in
-/// Sentinel mode, as Redis writes it. Set once, before [`init`].
+/// The role letter of Redis's log lines when it is not the server's own
+/// (`M` or `S`, [`coordis::internals::role_letter`]): `X` in Sentinel
+/// mode, as Redis writes it, and `M` for a process serving several
+/// servers (a local cluster or replicated set), whose roles differ. Set
+/// once, before [`init`].
 pub(crate) static ROLE: std::sync::OnceLock<char> = std::sync::OnceLock::new();
 
-/// Redis's line: `pid:M 01 Dec 2026 23:48:12.062 * message` (role `M`,
-/// also on a replica, where Redis writes `S`: the role lives in the
-/// server's state and the logger is the process's; `X` for a Sentinel,
-/// see [`ROLE`]), the event's other fields after the message as
-/// `name=value`.
+/// Redis's line: `pid:M 01 Dec 2026 23:48:12.062 * message` (role `M`, `S`
+/// on a replica, `X` for a Sentinel, see [`ROLE`]), the event's other
+/// fields after the message as `name=value`.
 struct RedisFormat;
 
 impl<S, N> FormatEvent<S, N> for RedisFormat
@@ -154,7 +155,7 @@ where
             w,
             "{}:{} {} {} {}",
             std::process::id(),
-            ROLE.get().copied().unwrap_or('M'),
+            ROLE.get().copied().unwrap_or_else(coordis::internals::role_letter),
             local_timestamp(),
             level_mark(event.metadata().level()),
             text.0
