@@ -870,6 +870,7 @@ impl Engine {
         };
         if !self.state.shutdown_requested && !nosave && wanted {
             tracing::info!("Saving the final RDB snapshot before exiting.");
+            crate::supervised::tell_systemd("STATUS=Saving the final RDB snapshot\n");
             let now = self.state.clock.now_ms();
             let libraries = crate::persist::saves::libraries(Some(&self.scripting));
             if crate::persist::saves::save_now(&self.dbs, &mut self.state, &libraries, now).is_err() {

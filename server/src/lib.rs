@@ -100,6 +100,7 @@ mod replica;
 pub mod sentinel;
 mod state;
 mod store;
+mod supervised;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tracking;
@@ -117,6 +118,7 @@ pub mod internals {
     pub use crate::replica::role_letter;
     pub use crate::store::zset;
     pub use crate::store::{Db, Value};
+    pub use crate::supervised::{notify_systemd, set as set_supervisor, Supervisor};
 }
 
 use std::future::Future;

@@ -91,6 +91,9 @@ pub struct Shared {
     /// SHUTDOWN NOSAVE came while a script was busy (answered outside the
     /// engine): the stop makes no final save.
     pub(crate) shutdown_nosave: AtomicBool,
+    /// "User requested shutdown..." was logged for the shutdown under way,
+    /// when its final save was decided ([`crate::supervised`]).
+    pub(crate) shutdown_announced: AtomicBool,
     pub maxclients: AtomicUsize,
     pub proto_max_bulk_len: AtomicUsize,
     pub proto_max_multibulk_len: AtomicUsize,

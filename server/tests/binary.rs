@@ -582,7 +582,8 @@ fn daemonize_and_pidfile_work_as_in_redis() {
 }
 
 /// What a `Type=notify` systemd unit hears from the server started with
-/// `--supervised systemd`, until it is ready.
+/// `--supervised systemd` and a save point, until it is ready, then what
+/// INFO says of it, then what it hears as SHUTDOWN stops the server.
 fn systemd_messages(program: &str) -> Vec<String> {
     use std::os::unix::net::UnixDatagram;
     let dir = std::env::temp_dir().join(format!("coordis-notify-{}-{}", std::process::id(), program.len()));
@@ -593,7 +594,7 @@ fn systemd_messages(program: &str) -> Vec<String> {
     let port = free_port().unwrap();
     let server = Running(
         Command::new(program)
-            .args(["--port", &port.to_string(), "--save", "", "--supervised", "systemd"])
+            .args(["--port", &port.to_string(), "--save", "3600 1", "--supervised", "systemd"])
             .arg("--dir")
             .arg(&dir)
             .env("NOTIFY_SOCKET", &path)
@@ -608,7 +609,16 @@ fn systemd_messages(program: &str) -> Vec<String> {
         let n = socket.recv(&mut datagram).expect("a notification within 10 s");
         messages.push(String::from_utf8_lossy(&datagram[..n]).into_owned());
     }
-    drop(server);
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    let info = c.command(&["INFO", "server"]).unwrap();
+    messages.push(format!("INFO process_supervised:{}", text_field(&info, "process_supervised")));
+    let _ = c.command(&["SHUTDOWN"]);
+    let mut server = server;
+    let _ = server.0.wait();
+    socket.set_nonblocking(true).unwrap();
+    while let Ok(n) = socket.recv(&mut datagram) {
+        messages.push(String::from_utf8_lossy(&datagram[..n]).into_owned());
+    }
     let _ = std::fs::remove_dir_all(&dir);
     messages
 }
@@ -621,7 +631,10 @@ fn supervised_systemd_notifies_readiness_as_redis_does() {
         [
             "STATUS=Redis is loading...\n",
             "STATUS=Ready to accept connections\n",
-            "READY=1\n"
+            "READY=1\n",
+            "INFO process_supervised:systemd",
+            "STOPPING=1\n",
+            "STATUS=Saving the final RDB snapshot\n",
         ]
     );
     if let Some(redis) = redis_server_program() {

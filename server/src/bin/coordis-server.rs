@@ -183,7 +183,7 @@ fn main() -> ExitCode {
                     tracing::info!("Ready to accept connections");
                     announce(addr, tls_addr, unixsocket.as_deref(), port_file.as_deref());
                     if let Some(supervisor) = supervisor {
-                        supervisor.ready(replica);
+                        supervise::ready(supervisor, replica);
                     }
                 },
             )

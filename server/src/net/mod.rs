@@ -332,7 +332,7 @@ impl Bound {
         // logged, and Redis would have exited on the spot.
         let fatal = shared.aof.fatal.is_closed();
         if !fatal {
-            tracing::warn!("User requested shutdown...");
+            crate::supervised::stopping(&shared);
         }
         let _ = stop_tx.send(true);
         // A script in flight may finish within the drain deadline (its client

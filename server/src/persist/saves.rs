@@ -95,15 +95,19 @@ pub(crate) fn final_save(
     now_ms: u64,
     flags: crate::config::ShutdownFlags,
 ) -> Result<(), ()> {
+    crate::supervised::shutdown_requested(&state.shared);
     if state.bgsave.in_progress {
         tracing::warn!("There is a child saving an .rdb. Killing it!");
         snapshot::kill(dbs, state);
     }
     if final_save_wanted(state, flags) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
+        crate::supervised::tell_systemd("STATUS=Saving the final RDB snapshot\n");
         if save_now(dbs, state, libraries, now_ms).is_err() {
             if !flags.force {
                 tracing::warn!("Error trying to save the DB, can't exit.");
+                crate::supervised::tell_systemd("STATUS=Error trying to save the DB, can't exit.\n");
+                crate::supervised::shutdown_refused(&state.shared);
                 return Err(());
             }
             tracing::warn!("Error trying to save the DB. Exit anyway.");

@@ -1,11 +1,13 @@
 //! Running under an init system, as redis-server does: `daemonize` (the
 //! process forks to the background and the command returns), `pidfile`,
 //! and `supervised` (systemd's readiness notification, upstart's stop).
-//! Of Redis's systemd messages, the loading and ready ones are sent;
-//! `STOPPING=1` and the final save's status are not (systemd learns of the
-//! stop from its own SIGTERM and the process's exit).
+//! The supervisor found is the library's to know too: INFO shows it, and
+//! the server tells systemd `STOPPING=1` and the final save's status as it
+//! stops.
 
 use std::io;
+
+use coordis::internals::{notify_systemd, Supervisor};
 
 /// The supervisor `supervised` names and the environment confirms (Redis's
 /// `redisIsSupervised`: systemd is confirmed by sending it the loading
@@ -26,7 +28,7 @@ pub(crate) fn detect(mode: &str) -> (Option<Supervisor>, Option<&'static str>) {
         }
         _ => return (None, None),
     };
-    match wanted {
+    let found = match wanted {
         Supervisor::Upstart => {
             // So that no child of ours takes the job for its own.
             std::env::remove_var("UPSTART_JOB");
@@ -39,62 +41,39 @@ pub(crate) fn detect(mode: &str) -> (Option<Supervisor>, Option<&'static str>) {
             ),
             Err(_) => (None, None),
         },
+    };
+    if let Some(supervisor) = found.0 {
+        coordis::internals::set_supervisor(supervisor);
     }
+    found
 }
 
-/// Who started the server and waits to hear it is ready.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Supervisor {
-    /// `Type=notify`: `READY=1` on `$NOTIFY_SOCKET`.
-    Systemd,
-    /// `expect stop`: the process stops itself once ready.
-    Upstart,
-}
-
-impl Supervisor {
-    /// Tells the supervisor the server accepts connections (Redis's
-    /// `redisCommunicateSystemd` / `raise(SIGSTOP)` after `initServer`);
-    /// `replica` words systemd's status as Redis does for a replica.
-    pub(crate) fn ready(self, replica: bool) {
-        match self {
-            Supervisor::Systemd => {
-                let status = if replica {
-                    "STATUS=Ready to accept connections in read-only mode. Waiting for MASTER <-> REPLICA sync\n"
-                } else {
-                    "STATUS=Ready to accept connections\n"
-                };
-                for message in [status, "READY=1\n"] {
-                    if let Err(e) = notify_systemd(message) {
-                        tracing::warn!("Can't send notification to systemd: {e}");
-                    }
-                }
-            }
-            Supervisor::Upstart => {
-                tracing::info!("supervised by upstart, will stop to signal readiness.");
-                // SAFETY: raising a signal at this process has no
-                // preconditions; upstart continues it.
-                unsafe {
-                    libc::raise(libc::SIGSTOP);
+/// Tells the supervisor the server accepts connections (Redis's
+/// `redisCommunicateSystemd` / `raise(SIGSTOP)` after `initServer`);
+/// `replica` words systemd's status as Redis does for a replica.
+pub(crate) fn ready(supervisor: Supervisor, replica: bool) {
+    match supervisor {
+        Supervisor::Systemd => {
+            let status = if replica {
+                "STATUS=Ready to accept connections in read-only mode. Waiting for MASTER <-> REPLICA sync\n"
+            } else {
+                "STATUS=Ready to accept connections\n"
+            };
+            for message in [status, "READY=1\n"] {
+                if let Err(e) = notify_systemd(message) {
+                    tracing::warn!("Can't send notification to systemd: {e}");
                 }
             }
         }
+        Supervisor::Upstart => {
+            tracing::info!("supervised by upstart, will stop to signal readiness.");
+            // SAFETY: raising a signal at this process has no
+            // preconditions; upstart continues it.
+            unsafe {
+                libc::raise(libc::SIGSTOP);
+            }
+        }
     }
-}
-
-/// One datagram to systemd's notification socket (`@` starts an abstract
-/// name, as sd_notify reads it).
-fn notify_systemd(message: &str) -> io::Result<()> {
-    use std::os::unix::net::UnixDatagram;
-    let path = std::env::var("NOTIFY_SOCKET").map_err(|_| io::Error::other("NOTIFY_SOCKET not set"))?;
-    let socket = UnixDatagram::unbound()?;
-    if let Some(name) = path.strip_prefix('@') {
-        use std::os::linux::net::SocketAddrExt;
-        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
-        socket.send_to_addr(message.as_bytes(), &addr)?;
-    } else {
-        socket.send_to(message.as_bytes(), &path)?;
-    }
-    Ok(())
 }
 
 /// Goes to the background as Redis's `daemonize`: the parent exits 0 at
