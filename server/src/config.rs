@@ -178,6 +178,10 @@ pub struct Config {
     /// `enable-module-command`: who may run MODULE LOAD/LOADEX/UNLOAD
     /// (which then fail: coordis loads no modules).
     pub enable_module_command: String,
+    /// `enable-protected-configs`: who may CONFIG SET the protected
+    /// directives (`dir`, `dbfilename`, ...): `no`, `yes`, or `local`
+    /// (loopback clients only), as Redis's `allowProtectedAction`.
+    pub enable_protected_configs: String,
     /// Milliseconds a script may run before other clients get `-BUSY`
     /// (`busy-reply-threshold`, alias `lua-time-limit`). Default 5000.
     pub busy_reply_threshold: u64,
@@ -557,6 +561,7 @@ impl Default for Config {
             shutdown_timeout: 0,
             active_expire_effort: 0,
             io_threads: 0,
+            enable_protected_configs: String::new(),
             dynamic_hz: false,
             bind_source_addr: String::new(),
             tcp_backlog: 0,
@@ -1528,6 +1533,7 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("enable-test-commands", "no", Enum(&["no", "yes", "local"]), field!(enable_test_commands)).immutable().own(),
     row("enable-debug-command", "no", Enum(&["no", "yes", "local"]), field!(enable_debug_command)).immutable(),
     row("enable-module-command", "no", Enum(&["no", "yes", "local"]), field!(enable_module_command)).immutable(),
+    row("enable-protected-configs", "no", Enum(&["no", "yes", "local"]), field!(enable_protected_configs)).immutable(),
     // Expiry, scripting, notifications.
     row("hz", "10", Int { min: 0, max: I32 }, Store::Field {
         // Redis keeps hz within 1..=500 whatever is asked.
@@ -1624,7 +1630,6 @@ pub(crate) static DIRECTIVES: &[Directive] = &[
     row("aof_rewrite_cpulist", "", Text, Store::Ignored).immutable(),
     row("bgsave_cpulist", "", Text, Store::Ignored).immutable(),
     row("ignore-warnings", "", Text, Store::Ignored),
-    row("enable-protected-configs", "no", Enum(&["no", "yes", "local"]), Store::Ignored).immutable(),
     row("shutdown-on-sigint", "default", Kind::Custom(check_shutdown_flags), Store::Field {
         set: |c, v| c.shutdown_on_sigint = ShutdownFlags::parse(v),
         get: |c| c.shutdown_on_sigint.to_string(),
@@ -1837,9 +1842,9 @@ impl Config {
     /// as `enable-protected-configs` says (`yes`, or `local` for local
     /// clients), as Redis's `allowProtectedAction`.
     pub(crate) fn set_runtime_by(&mut self, pairs: &[(&str, &str)], local: bool) -> Result<Vec<Effect>, SetError> {
-        let protected_allowed = match self.ignored.get("enable-protected-configs").map(String::as_str) {
-            Some("yes") => true,
-            Some("local") => local,
+        let protected_allowed = match self.enable_protected_configs.as_str() {
+            "yes" => true,
+            "local" => local,
             _ => false,
         };
         // Names first, in order: the first unknown, immutable or repeated

@@ -594,7 +594,14 @@ fn systemd_messages(program: &str) -> Vec<String> {
     let port = free_port().unwrap();
     let server = Running(
         Command::new(program)
-            .args(["--port", &port.to_string(), "--save", "3600 1", "--supervised", "systemd"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "3600 1",
+                "--supervised",
+                "systemd",
+            ])
             .arg("--dir")
             .arg(&dir)
             .env("NOTIFY_SOCKET", &path)
@@ -611,7 +618,10 @@ fn systemd_messages(program: &str) -> Vec<String> {
     }
     let mut c = wait_ready(([127, 0, 0, 1], port).into());
     let info = c.command(&["INFO", "server"]).unwrap();
-    messages.push(format!("INFO process_supervised:{}", text_field(&info, "process_supervised")));
+    messages.push(format!(
+        "INFO process_supervised:{}",
+        text_field(&info, "process_supervised")
+    ));
     let _ = c.command(&["SHUTDOWN"]);
     let mut server = server;
     let _ = server.0.wait();
