@@ -135,7 +135,7 @@ fn level_mark(level: &Level) -> char {
 /// (`M` or `S`, [`coordis::internals::role_letter`]): `X` in Sentinel
 /// mode, as Redis writes it, and `M` for a process serving several
 /// servers (a local cluster or replicated set), whose roles differ. Set
-/// once, before [`init`].
+/// once, at start.
 pub(crate) static ROLE: std::sync::OnceLock<char> = std::sync::OnceLock::new();
 
 /// Redis's line: `pid:M 01 Dec 2026 23:48:12.062 * message` (role `M`, `S`
