@@ -1612,6 +1612,7 @@ impl Batch<'_> {
                 let Some(args) = requests.pop_front() else {
                     break;
                 };
+                client.reply_pending = out.len() > start || client.outbox.has_messages();
                 self.execute(&mut client, &args, out);
                 if client.blocked.as_ref().is_some_and(|b| b.is_postponed()) {
                     // Held by CLIENT PAUSE: it runs again once the pause ends.

@@ -191,6 +191,9 @@ pub(crate) mod failover {
     pub(crate) const NO_SYNC_FAILING_OVER: &str = "NOMASTERLINK Can't SYNC while failing over";
     /// A replica asking to sync from a replica whose own link is down.
     pub(crate) const NO_SYNC_LINK_DOWN: &str = "NOMASTERLINK Can't SYNC while not connected with my master";
+    /// SYNC or PSYNC behind replies not yet written (pipelined after
+    /// another command).
+    pub(crate) const NO_SYNC_PENDING_OUTPUT: &str = "ERR SYNC and PSYNC are invalid with pending output";
 }
 pub(crate) const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub(crate) const XX_NX: &str = "ERR XX and NX options at the same time are not compatible";

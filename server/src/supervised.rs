@@ -66,11 +66,13 @@ pub(crate) fn tell_systemd(message: &str) {
 }
 
 /// A shutdown starts (Redis's `prepareForShutdown`): logged, and systemd
-/// told `STOPPING=1`; the server's stop ([`stopping`]) does not log it
-/// again.
+/// told `STOPPING=1`, once for the shutdown (a signal's announces it
+/// before waiting for lagging replicas, its final save then does not); the
+/// server's stop ([`stopping`]) does not log it again.
 pub(crate) fn shutdown_requested(shared: &crate::state::Shared) {
-    shared.shutdown_announced.store(true, Ordering::Relaxed);
-    announce();
+    if !shared.shutdown_announced.swap(true, Ordering::Relaxed) {
+        announce();
+    }
 }
 
 /// The shutdown did not happen (its final save failed): the next one is

@@ -901,3 +901,68 @@ fn log_lines_carry_the_role_as_redis_writes_it() {
         );
     }
 }
+
+/// The order of `program`'s log lines as SIGTERM stops it while a replica
+/// (a raw connection that never acknowledges) lags behind.
+fn shutdown_lines_with_a_lagging_replica(program: &str) -> Vec<String> {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("coordis-lagging-{}-{}", std::process::id(), program.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("server.log");
+    let port = free_port().unwrap();
+    let mut server = Running(
+        Command::new(program)
+            .args(["--port", &port.to_string(), "--save", "", "--shutdown-timeout", "1"])
+            .args(["--repl-diskless-sync", "no", "--logfile"])
+            .arg(&log)
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut c = wait_ready(([127, 0, 0, 1], port).into());
+    let mut replica = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    replica.write_all(b"REPLCONF listening-port 1\r\n").unwrap();
+    let mut ok = [0u8; 5];
+    std::io::Read::read_exact(&mut replica, &mut ok).unwrap();
+    replica.write_all(b"PSYNC ? -1\r\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&c.command(&["INFO", "replication"]).unwrap()).contains("state=online") {
+        assert!(Instant::now() < deadline, "{program}: the replica online");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    let _ = server.0.wait();
+    drop(replica);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    let wanted = [
+        "User requested shutdown...",
+        "Waiting for replicas before shutting down.",
+    ];
+    text.lines()
+        .filter_map(|l| wanted.iter().find(|w| l.contains(*w)))
+        .map(|w| w.to_string())
+        .collect()
+}
+
+/// A signal's shutdown says it started before it waits for lagging
+/// replicas, as Redis's `prepareForShutdown` logs it.
+#[test]
+fn a_shutdown_is_announced_before_it_waits_for_replicas_as_in_redis() {
+    let ours = shutdown_lines_with_a_lagging_replica(BIN);
+    assert_eq!(
+        ours,
+        [
+            "User requested shutdown...",
+            "Waiting for replicas before shutting down."
+        ]
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(shutdown_lines_with_a_lagging_replica(redis), ours, "redis-server");
+    }
+}

@@ -739,3 +739,23 @@ fn info_memory_reports_the_replication_and_aof_buffers_as_redis_does() {
     };
     check(redis.addr(), redis_replica.addr());
 }
+
+/// SYNC or PSYNC pipelined behind another command, whose reply is not
+/// written yet, is refused, as Redis refuses it (coordis started the sync
+/// and lost the earlier reply among the transfer's bytes).
+#[test]
+fn sync_behind_a_pending_reply_is_refused_as_in_redis() {
+    let pipelined = b"REPLCONF listening-port 1\r\nPSYNC ? -1\r\nPING\r\nSYNC\r\n";
+    let expected: &[u8] = b"+OK\r\n-ERR SYNC and PSYNC are invalid with pending output\r\n+PONG\r\n-ERR SYNC and PSYNC are invalid with pending output\r\n";
+    let ours = coordis_primary(|_| {});
+    let got = coordis::testing::exchange(ours.addr(), pipelined, Duration::from_millis(300));
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(expected));
+    if let Some(redis) = RedisServer::start(&[]).unwrap() {
+        let got = coordis::testing::exchange(redis.addr(), pipelined, Duration::from_millis(300));
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(expected),
+            "redis-server"
+        );
+    }
+}

@@ -984,7 +984,8 @@ fn psync(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 /// Why this server serves no replica now: it fails over, or it is a
-/// replica whose own link is down (Redis's `syncCommand`).
+/// replica whose own link is down, or the client has replies still to
+/// read (Redis's `syncCommand`).
 fn sync_refused(ctx: &Ctx) -> Option<Reply> {
     if ctx.server.repl.failover.active() {
         return Some(err(errors::failover::NO_SYNC_FAILING_OVER));
@@ -992,6 +993,9 @@ fn sync_refused(ctx: &Ctx) -> Option<Reply> {
     let replica = &ctx.server.replica;
     if replica.is_replica() && !replica.link_up() {
         return Some(err(errors::failover::NO_SYNC_LINK_DOWN));
+    }
+    if ctx.client.reply_pending {
+        return Some(err(errors::failover::NO_SYNC_PENDING_OUTPUT));
     }
     None
 }

@@ -556,6 +556,10 @@ pub struct ClientState {
     pub asking: bool,
     /// ASKING itself ran: the flag survives the end of its own command.
     pub asking_kept: bool,
+    /// Replies of the batch (or messages) wait to be written ahead of the
+    /// command running now: SYNC and PSYNC refuse to start then (Redis's
+    /// `clientHasPendingReplies`).
+    pub reply_pending: bool,
     /// Cluster mode: READONLY (a replica serves its primary's reads).
     pub cluster_readonly: bool,
     /// Cluster mode: the slot of the keys the running command (or script)
@@ -640,6 +644,7 @@ impl ClientState {
             monitor: false,
             asking: false,
             asking_kept: false,
+            reply_pending: false,
             cluster_readonly: false,
             cluster_slot: None,
             reply_fault: Default::default(),

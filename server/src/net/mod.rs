@@ -434,6 +434,7 @@ async fn signal_shutdown_decided(engine: &Mutex<Engine>, shared: &Shared, signal
         return true;
     };
     if lagging {
+        crate::supervised::shutdown_requested(shared);
         tracing::info!("Waiting for replicas before shutting down.");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
         while tokio::time::Instant::now() < deadline {

@@ -34,7 +34,8 @@ use crate::config::Config;
 /// Redis's `serverLogRaw` reads it from its one state).
 static ROLE_LETTER: AtomicU8 = AtomicU8::new(b'M');
 
-/// See [`ROLE_LETTER`].
+/// The role letter of Redis's log lines: `M`, or `S` while a replica
+/// (the last role any server of the process took).
 pub fn role_letter() -> char {
     ROLE_LETTER.load(Ordering::Relaxed) as char
 }
