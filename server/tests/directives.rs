@@ -377,8 +377,13 @@ fn hz_with_clients(addr: std::net::SocketAddr, dynamic: &str) -> Vec<String> {
         assert!(std::time::Instant::now() < deadline, "202 clients connected");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Redis adapts it at its next timer tick (a second at hz 1).
-    std::thread::sleep(Duration::from_millis(1500));
+    // Redis adapts it at its next timer tick (a second at hz 1): waited
+    // for up to 5 s, or 1.5 s for a change that should not come.
+    let patience = Duration::from_millis(if dynamic == "yes" { 5000 } else { 1500 });
+    let deadline = std::time::Instant::now() + patience;
+    while hz(&mut c) == seen[0] && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     seen.push(hz(&mut c));
     drop(others);
     seen
