@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use coordis::testing::{free_port, RawClient};
+use coordis::testing::{free_port, RawClient, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_coordis-server");
 
@@ -680,15 +680,15 @@ fn start_program(program: &str, port: u16, args: &[&str], dir: &std::path::Path)
 /// over the base of 100), `absolute`, as a replica, as a primary again,
 /// new values, `no` (the base back), and the replies to the steps.
 fn oom_scores(program: &str) -> Vec<String> {
-    let dir = std::env::temp_dir().join(format!("coordis-oom-{}-{}", std::process::id(), program.len()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when dropped, the test passing or not.
+    let dir = TempDir::new("oom");
     let port = free_port().unwrap();
     let nowhere = free_port().unwrap().to_string();
     let (server, mut c) = start_program(
         program,
         port,
         &["--oom-score-adj-values", "10 20 30", "--oom-score-adj", "yes"],
-        &dir,
+        &dir.0,
     );
     let score_file = format!("/proc/{}/oom_score_adj", server.0.id());
     let score = || std::fs::read_to_string(&score_file).unwrap().trim().to_string();
@@ -707,7 +707,6 @@ fn oom_scores(program: &str) -> Vec<String> {
         seen.push(format!("{} -> {}", String::from_utf8_lossy(&reply).trim_end(), score()));
     }
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
     seen
 }
 
@@ -767,10 +766,10 @@ fn listening(port: u16, path: &std::path::Path) -> Vec<String> {
 }
 
 fn listeners_of(program: &str) -> Vec<String> {
-    let dir = std::env::temp_dir().join(format!("coordis-listen-{}-{}", std::process::id(), program.len()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when dropped, the test passing or not.
+    let dir = TempDir::new("listen");
     let port = free_port().unwrap();
-    let path = dir.join("server.sock");
+    let path = dir.0.join("server.sock");
     let (server, _c) = start_program(
         program,
         port,
@@ -784,11 +783,10 @@ fn listeners_of(program: &str) -> Vec<String> {
             "--unixsocket",
             path.to_str().unwrap(),
         ],
-        &dir,
+        &dir.0,
     );
     let seen = listening(port, &path);
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
     seen
 }
 
@@ -827,9 +825,9 @@ fn listeners_take_the_backlog_and_the_mark_as_in_redis() {
 /// these messages, started as a replica of `primary` with the log in a
 /// file, made a primary, and stopped.
 fn role_letters(program: &str, primary: u16) -> Vec<String> {
-    let dir = std::env::temp_dir().join(format!("coordis-role-{}-{}", std::process::id(), program.len()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("server.log");
+    // Removed when dropped, the test passing or not.
+    let dir = TempDir::new("role");
+    let log = dir.0.join("server.log");
     let port = free_port().unwrap();
     let server = Running(
         Command::new(program)
@@ -838,7 +836,7 @@ fn role_letters(program: &str, primary: u16) -> Vec<String> {
             .arg("--logfile")
             .arg(&log)
             .arg("--dir")
-            .arg(&dir)
+            .arg(&dir.0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -855,7 +853,6 @@ fn role_letters(program: &str, primary: u16) -> Vec<String> {
     let mut server = server;
     let _ = server.0.wait();
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
     let messages = [
         "Connecting to MASTER",
         "MASTER <-> REPLICA sync: Finished with success",
@@ -906,9 +903,9 @@ fn log_lines_carry_the_role_as_redis_writes_it() {
 /// (a raw connection that never acknowledges) lags behind.
 fn shutdown_lines_with_a_lagging_replica(program: &str) -> Vec<String> {
     use std::io::Write;
-    let dir = std::env::temp_dir().join(format!("coordis-lagging-{}-{}", std::process::id(), program.len()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("server.log");
+    // Removed when dropped, the test passing or not.
+    let dir = TempDir::new("lagging");
+    let log = dir.0.join("server.log");
     let port = free_port().unwrap();
     let mut server = Running(
         Command::new(program)
@@ -916,7 +913,7 @@ fn shutdown_lines_with_a_lagging_replica(program: &str) -> Vec<String> {
             .args(["--repl-diskless-sync", "no", "--logfile"])
             .arg(&log)
             .arg("--dir")
-            .arg(&dir)
+            .arg(&dir.0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -939,7 +936,6 @@ fn shutdown_lines_with_a_lagging_replica(program: &str) -> Vec<String> {
     let _ = server.0.wait();
     drop(replica);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
     let wanted = [
         "User requested shutdown...",
         "Waiting for replicas before shutting down.",
