@@ -14,17 +14,23 @@ use tokio::net::{TcpSocket, TcpStream};
 /// choice of local address).
 pub(crate) async fn connect(host: &str, port: u16, source: &str) -> io::Result<TcpStream> {
     let targets: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
-    if !source.is_empty() {
-        if let Ok(stream) = try_each(&targets, Some(source)).await {
-            return Ok(stream);
-        }
-    }
-    try_each(&targets, None).await
+    connect_to(&targets, source).await
 }
 
 /// [`connect`] to an address already resolved.
 pub(crate) async fn connect_addr(addr: SocketAddr, source: &str) -> io::Result<TcpStream> {
-    connect(&addr.ip().to_string(), addr.port(), source).await
+    connect_to(&[addr], source).await
+}
+
+/// The first of `targets` that accepts a connection, from `source` if it
+/// can, else from anywhere.
+async fn connect_to(targets: &[SocketAddr], source: &str) -> io::Result<TcpStream> {
+    if !source.is_empty() {
+        if let Ok(stream) = try_each(targets, Some(source)).await {
+            return Ok(stream);
+        }
+    }
+    try_each(targets, None).await
 }
 
 /// The first of `targets` that accepts a connection from `source`.
