@@ -591,4 +591,24 @@ mod tests {
             assert!(lookup_top(unknown).is_none(), "{}", String::from_utf8_lossy(unknown));
         }
     }
+
+    /// A lookup hands out the row of its table itself, never a copy: the
+    /// statistics know a command by its row's address.
+    #[test]
+    fn lookups_hand_out_the_rows_of_the_tables() {
+        for spec in all() {
+            assert!(
+                std::ptr::eq(lookup(spec.name.as_bytes()).unwrap(), spec),
+                "{}",
+                spec.name
+            );
+            let args = [Bytes::from(spec.name.to_ascii_uppercase()), Bytes::from_static(b"x")];
+            if let Ok(found) = resolve(&args[..spec.arity.unsigned_abs().min(2) as usize]) {
+                assert!(std::ptr::eq(found, spec), "{}", spec.name);
+            }
+            for sub in spec.subcommands {
+                assert!(std::ptr::eq(lookup(sub.name.as_bytes()).unwrap(), sub), "{}", sub.name);
+            }
+        }
+    }
 }
