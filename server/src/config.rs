@@ -266,8 +266,9 @@ pub struct Config {
     /// until a save succeeds. Default yes.
     pub stop_writes_on_bgsave_error: bool,
     /// `rdb-save-incremental-fsync`: an RDB file being saved (SAVE,
-    /// BGSAVE, the save points) is fsynced every 4 MB as it is written,
-    /// not only at its end. Default yes.
+    /// BGSAVE, the save points) is written out to disk every 4 MB as it
+    /// grows (`persist::rdb::disk::AutoSync`), not only fsynced at
+    /// its end. Default yes.
     pub rdb_save_incremental_fsync: bool,
     /// `loading-process-events-interval-bytes`: an append-only file's RDB
     /// base loaded at start is parsed at most this many bytes per hold of
@@ -522,8 +523,10 @@ pub struct AofConfig {
     pub use_rdb_preamble: bool,
     /// `aof-timestamp-enabled`: `#TS:` annotations in the files. Default no.
     pub timestamps: bool,
-    /// `aof-rewrite-incremental-fsync`: a rewrite's new base is fsynced
-    /// every 4 MB as it is written, not only at its end. Default yes.
+    /// `aof-rewrite-incremental-fsync`: a rewrite's new base is written
+    /// out to disk every 4 MB as it grows
+    /// (`persist::rdb::disk::AutoSync`), not only fsynced at its
+    /// end. Default yes.
     pub rewrite_incremental_fsync: bool,
     /// `aof-disable-auto-gc`: the files a rewrite made history stay on
     /// disk and in the manifest (`yes`) instead of being removed; turning
