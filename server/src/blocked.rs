@@ -68,6 +68,9 @@ pub struct Blocked {
     postponed: bool,
     /// WAIT: answered when enough replicas acknowledge ([`crate::repl`]).
     for_replicas: bool,
+    /// SHUTDOWN waiting for lagging replicas: the server stops, or the
+    /// shutdown is cancelled ([`crate::shutdown::cancel`]).
+    for_shutdown: bool,
     /// The row and the µs of the call that blocked (Redis's `c->lastcmd`
     /// and `c->duration`): its latency and slow-log entry wait for the
     /// unblock, which adds this time to the serving time
@@ -212,6 +215,7 @@ pub(crate) fn block(
         timeout_reply,
         postponed: false,
         for_replicas: false,
+        for_shutdown: false,
         ran: None,
     }));
     ctx.client.signal.set_blocked(true);
@@ -250,6 +254,7 @@ fn hold(ctx: &mut Ctx, list: HeldList) -> Reply {
         timeout_reply: Reply::NOTHING,
         postponed: true,
         for_replicas: false,
+        for_shutdown: false,
         ran: None,
     }));
     ctx.client.signal.set_blocked(true);
@@ -305,10 +310,15 @@ pub(crate) fn unpause(dbs: &mut [Db], server: &mut ServerState) {
     let_go(dbs, server, |b| &mut b.postponed);
 }
 
-/// Whether expiry may delete keys (not while a CLIENT PAUSE or a
-/// FAILOVER's pause is in force).
+/// Whether a CLIENT PAUSE or a FAILOVER's pause is in force (Redis's
+/// `areClientsPaused`).
+pub(crate) fn clients_paused(server: &ServerState) -> bool {
+    server.blocking.pause.is_some() || server.blocking.failover_pause
+}
+
+/// Whether expiry may delete keys (not while clients are paused).
 pub(crate) fn expiry_allowed(server: &ServerState) -> bool {
-    server.blocking.pause.is_none() && !server.blocking.failover_pause
+    !clients_paused(server)
 }
 
 /// A FAILOVER holds every write from now until [`failover_unpause`]
@@ -366,6 +376,32 @@ pub(crate) fn block_for_replicas(ctx: &mut Ctx, args: &[Bytes], deadline: u64, t
         b.for_replicas = true;
     }
     reply
+}
+
+/// Blocks the calling client in SHUTDOWN until the server stops or the
+/// shutdown is cancelled (then Redis's error, also its reply to CLIENT
+/// UNBLOCK ... TIMEOUT, where Redis 7.0.15 panics). A client that cannot
+/// block gets Redis's refusal.
+pub(crate) fn block_for_shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let failed = errors::err(errors::SHUTDOWN_FAILED);
+    let reply = block(
+        ctx,
+        args,
+        &[],
+        0,
+        None,
+        failed,
+        errors::err(errors::SHUTDOWN_DENY_BLOCKING),
+    );
+    if let Some(b) = ctx.client.blocked.as_mut() {
+        b.for_shutdown = true;
+    }
+    reply
+}
+
+/// Whether `client` is blocked in SHUTDOWN.
+pub(crate) fn waits_for_shutdown(client: &ClientState) -> bool {
+    client.blocked.as_ref().is_some_and(|b| b.for_shutdown)
 }
 
 /// Whether `client` is blocked in WAIT.

@@ -193,6 +193,7 @@ impl Engine {
                 evicted_clients: 0,
                 clients_mem: 0,
                 shutdown_requested: false,
+                shutdown_pending: None,
                 signal_saved: None,
                 dirty: 0,
                 last_save_secs: started_ms / 1000,
@@ -879,27 +880,24 @@ impl Engine {
         }
     }
 
-    /// The flags of `signal`'s shutdown (`shutdown-on-sigint` /
-    /// `shutdown-on-sigterm`) and `shutdown-timeout` in seconds.
-    pub(crate) fn shutdown_settings(&self, signal: crate::StopSignal) -> (crate::config::ShutdownFlags, u64) {
+    /// A signal's shutdown begins (Redis's `prepareForShutdown` from its
+    /// cron), with `shutdown-on-sigint`'s or `shutdown-on-sigterm`'s flags,
+    /// as SHUTDOWN's ([`crate::shutdown::begin`]): `Some(go)` when it is
+    /// decided (false: the final save failed without FORCE, or a SHUTDOWN
+    /// waits already, and the server keeps running as Redis's does; a later
+    /// signal tries again), `None` while it waits for lagging replicas
+    /// ([`Engine::signal_shutdown_ready`]). No final save while the files
+    /// at start load, as Redis forces NOSAVE then.
+    pub(crate) fn begin_signal_shutdown(&mut self, signal: crate::StopSignal) -> Option<bool> {
+        if self.state.shutdown_requested || self.state.shared.shutdown_nosave.load(Ordering::Acquire) {
+            // SHUTDOWN came first and decided the save: the signal adds nothing.
+            return Some(true);
+        }
         let c = &self.state.config;
-        let flags = match signal {
+        let mut flags = match signal {
             crate::StopSignal::Interrupt => c.shutdown_on_sigint,
             crate::StopSignal::Terminate => c.shutdown_on_sigterm,
         };
-        (flags, c.shutdown_timeout)
-    }
-
-    /// A signal's shutdown, with `shutdown-on-sigint`'s or
-    /// `shutdown-on-sigterm`'s flags, as SHUTDOWN's: the final save now
-    /// (none while the files at start load, as Redis forces NOSAVE then).
-    /// False when it failed without FORCE: the server keeps running, as
-    /// Redis's does, and a later signal tries again.
-    pub(crate) fn prepare_shutdown(&mut self, mut flags: crate::config::ShutdownFlags) -> bool {
-        if self.state.shutdown_requested || self.state.shared.shutdown_nosave.load(Ordering::Acquire) {
-            // SHUTDOWN came first and decided the save: the signal adds nothing.
-            return true;
-        }
         if self.state.shared.loading.is_active() {
             flags.save = false;
             flags.nosave = true;
@@ -907,31 +905,53 @@ impl Engine {
         let now = self.state.clock.now_ms();
         let libraries = crate::persist::saves::libraries(Some(&self.scripting));
         let saves = crate::persist::saves::final_save_wanted(&self.state, flags);
-        if crate::persist::saves::final_save(&mut self.dbs, &mut self.state, &libraries, now, flags).is_err() {
-            crate::blocked::failover_unpause(&mut self.dbs, &mut self.state);
-            tracing::warn!("Errors trying to shut down the server. Check the logs for more information.");
+        match crate::shutdown::begin(&mut self.dbs, &mut self.state, &libraries, now, flags, true) {
+            crate::shutdown::Begun::Finished => {
+                self.signal_saved(saves);
+                Some(true)
+            }
+            crate::shutdown::Begun::Failed | crate::shutdown::Begun::InProgress => Some(false),
+            crate::shutdown::Begun::Waiting => None,
+        }
+    }
+
+    /// A signal's shutdown waiting for replicas: whether it may finish
+    /// ([`crate::shutdown::ready`]); `None` when SHUTDOWN ABORT cancelled it.
+    pub(crate) fn signal_shutdown_ready(&self) -> Option<bool> {
+        crate::shutdown::ready(&self.state)
+    }
+
+    /// A signal's shutdown done waiting: the final save. False when it
+    /// failed without FORCE, or the shutdown was aborted meanwhile.
+    pub(crate) fn finish_signal_shutdown(&mut self) -> bool {
+        let Some(flags) = crate::shutdown::take_pending(&mut self.state) else {
+            return false;
+        };
+        let now = self.state.clock.now_ms();
+        let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+        let saves = crate::persist::saves::final_save_wanted(&self.state, flags);
+        if crate::shutdown::finish(&mut self.dbs, &mut self.state, &libraries, now, flags).is_err() {
             return false;
         }
-        // The final save is decided: the stop saves again only what the
-        // drain writes after it.
-        self.state.signal_saved = Some(saves);
+        self.signal_saved(saves);
         true
     }
 
-    /// Whether a replica has not acknowledged the whole stream yet (a
-    /// shutdown waits for it up to `shutdown-timeout`): when one has not,
-    /// writes are held (as Redis's `PAUSE_DURING_SHUTDOWN`, here the
-    /// FAILOVER's pause, which holds writes the same way) and the replicas
-    /// are asked for an ACK.
-    pub(crate) fn replicas_lagging(&mut self, ask: bool) -> bool {
-        let offset = self.state.repl.offset();
-        let lagging = self.state.repl.replicas().iter().any(|r| r.ack_offset() < offset);
-        if lagging && ask {
-            crate::blocked::failover_pause(&mut self.dbs, &mut self.state);
-            self.state.effects.request_ack();
-            self.state.flush_effects();
+    /// The signal's final save is decided: the stop saves again only what
+    /// the drain writes after it.
+    fn signal_saved(&mut self, saves: bool) {
+        self.state.signal_saved = Some(saves);
+    }
+
+    /// The server's cron: a SHUTDOWN waiting for replicas finishes once
+    /// they caught up or its time is over ([`crate::shutdown::cron`]).
+    pub(crate) fn shutdown_cron(&mut self) {
+        if self.state.shutdown_pending.is_none() {
+            return;
         }
-        lagging
+        let now = self.state.clock.now_ms();
+        let libraries = crate::persist::saves::libraries(Some(&self.scripting));
+        crate::shutdown::cron(&mut self.dbs, &mut self.state, &libraries, now, &self.server_shutdown);
     }
 
     /// The persistence timer (every expiry tick): the save points, then
@@ -1662,14 +1682,7 @@ impl Batch<'_> {
         let view = Some(ClientView::of(self.state, &client));
         self.state.clients.put_back(client);
         if let Some(shutdown) = self.server_shutdown.filter(|_| self.state.shutdown_requested) {
-            if self.state.bgsave.in_progress {
-                tracing::warn!("There is a child saving an .rdb. Killing it!");
-            }
-            if self.state.bgsave.rewriting {
-                tracing::warn!("There is a child rewriting the AOF. Killing it!");
-            }
-            crate::persist::snapshot::kill(self.dbs, self.state);
-            shutdown.close();
+            crate::shutdown::stop_serving(self.dbs, self.state, shutdown);
         }
         BatchEnd {
             close,

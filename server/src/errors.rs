@@ -96,8 +96,12 @@ pub(crate) const NO_CONFIG_FILE: &str = "ERR The server is running without a con
 pub(crate) const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
 pub(crate) const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
 pub(crate) const NO_SHUTDOWN_IN_PROGRESS: &str = "ERR No shutdown in progress.";
-/// SHUTDOWN whose final save failed (without FORCE): the server goes on.
+/// SHUTDOWN whose final save failed (without FORCE), or a SHUTDOWN
+/// waiting for replicas that was aborted: the server goes on.
 pub(crate) const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
+/// SHUTDOWN that would wait for replicas from a client that cannot block.
+pub(crate) const SHUTDOWN_DENY_BLOCKING: &str =
+    "ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client";
 /// Writes (and PING) after a failed background save, with save points set
 /// and `stop-writes-on-bgsave-error yes` (Redis's `shared.bgsaveerr`).
 pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
@@ -507,6 +511,20 @@ pub(crate) mod os {
     }
     pub(crate) fn oom_write_failed(e: &std::io::Error) -> String {
         format!("Unable to write oom_score_adj: {}", super::strerror(e))
+    }
+}
+
+/// The log lines of a shutdown ([`crate::shutdown`]), as Redis's server.c
+/// writes them.
+pub(crate) mod shutdown {
+    pub(crate) const WAITING_FOR_REPLICAS: &str = "Waiting for replicas before shutting down.";
+    pub(crate) const ABORTED: &str = "Shutdown manually aborted.";
+    pub(crate) const FAILED_LOG: &str = "Errors trying to shut down the server. Check the logs for more information.";
+    pub(crate) fn lagging_replica(name: &str, behind: u64, lag: u64, state: &str) -> String {
+        format!("Lagging replica {name} reported offset {behind} behind master, lag={lag}, state={state}.")
+    }
+    pub(crate) fn in_sync(synced: usize, replicas: usize) -> String {
+        format!("{synced} of {replicas} replicas are in sync when shutting down.")
     }
 }
 

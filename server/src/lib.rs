@@ -98,6 +98,7 @@ mod protocol;
 mod repl;
 mod replica;
 pub mod sentinel;
+mod shutdown;
 mod state;
 mod store;
 mod supervised;

@@ -296,6 +296,8 @@ pub struct ServerState {
     pub(crate) clients_mem: u64,
     /// Set by SHUTDOWN; the engine then triggers the server's shutdown.
     pub shutdown_requested: bool,
+    /// A shutdown waiting for lagging replicas ([`crate::shutdown`]).
+    pub(crate) shutdown_pending: Option<crate::shutdown::Pending>,
     /// A signal's shutdown made its final save (Some(true)) or was told
     /// not to save (Some(false)). Unlike SHUTDOWN it leaves the requests in
     /// flight to be answered in the drain; the stop then saves again only

@@ -899,51 +899,116 @@ fn log_lines_carry_the_role_as_redis_writes_it() {
     }
 }
 
-/// The order of `program`'s log lines as SIGTERM stops it while a replica
-/// (a raw connection that never acknowledges) lags behind.
-fn shutdown_lines_with_a_lagging_replica(program: &str) -> Vec<String> {
-    use std::io::Write;
-    // Removed when dropped, the test passing or not.
-    let dir = TempDir::new("lagging");
-    let log = dir.0.join("server.log");
-    let port = free_port().unwrap();
-    let mut server = Running(
-        Command::new(program)
-            .args(["--port", &port.to_string(), "--save", "", "--shutdown-timeout", "1"])
-            .args(["--repl-diskless-sync", "no", "--logfile"])
-            .arg(&log)
-            .arg("--dir")
-            .arg(&dir.0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut c = wait_ready(([127, 0, 0, 1], port).into());
-    let mut replica = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    replica.write_all(b"REPLCONF listening-port 1\r\n").unwrap();
-    let mut ok = [0u8; 5];
-    std::io::Read::read_exact(&mut replica, &mut ok).unwrap();
-    replica.write_all(b"PSYNC ? -1\r\n").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !String::from_utf8_lossy(&c.command(&["INFO", "replication"]).unwrap()).contains("state=online") {
-        assert!(Instant::now() < deadline, "{program}: the replica online");
-        std::thread::sleep(Duration::from_millis(20));
+/// `program` serving on a free port with `--shutdown-timeout secs`, its
+/// log in a temp dir, and a replica online that never acknowledges what it
+/// is sent (a raw connection after `PSYNC ? -1`).
+struct LaggingPrimary {
+    server: Running,
+    /// Removed when dropped, the test passing or not.
+    dir: TempDir,
+    addr: SocketAddr,
+    replica: std::net::TcpStream,
+}
+
+impl LaggingPrimary {
+    fn start(program: &str, secs: u64) -> LaggingPrimary {
+        use std::io::Write;
+        let dir = TempDir::new("lagging");
+        let port = free_port().unwrap();
+        let server = Running(
+            Command::new(program)
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--save",
+                    "",
+                    "--shutdown-timeout",
+                    &secs.to_string(),
+                ])
+                // No PING in the stream while a test counts its bytes.
+                .args([
+                    "--repl-diskless-sync",
+                    "no",
+                    "--repl-ping-replica-period",
+                    "60",
+                    "--logfile",
+                ])
+                .arg(dir.0.join("server.log"))
+                .arg("--dir")
+                .arg(&dir.0)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let mut c = wait_ready(addr);
+        let mut replica = std::net::TcpStream::connect(addr).unwrap();
+        replica.write_all(b"REPLCONF listening-port 1\r\n").unwrap();
+        let mut ok = [0u8; 5];
+        replica.read_exact(&mut ok).unwrap();
+        replica.write_all(b"PSYNC ? -1\r\n").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !String::from_utf8_lossy(&c.command(&["INFO", "replication"]).unwrap()).contains("state=online") {
+            assert!(Instant::now() < deadline, "{program}: the replica online");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        LaggingPrimary {
+            server,
+            dir,
+            addr,
+            replica,
+        }
     }
-    assert_eq!(c.command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
+
+    fn client(&self) -> RawClient {
+        RawClient::connect(self.addr).unwrap()
+    }
+
+    /// Waits for the process to exit (10 s at most).
+    fn wait_exit(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.server.0.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The messages of the log's lines holding one of `wanted`, in order
+    /// (past the pid, role, time and level: `7:M 08 Dec 2026 02:44:24.395
+    /// * `), numbers shown as `N` (offsets and lags differ between servers).
+    fn log_lines(&self, wanted: &[&str]) -> Vec<String> {
+        let text = std::fs::read_to_string(self.dir.0.join("server.log")).unwrap_or_default();
+        text.lines()
+            .filter(|l| wanted.iter().any(|w| l.contains(w)))
+            .filter_map(|l| l.splitn(7, ' ').nth(6))
+            .map(|l| {
+                let mut out = String::new();
+                for c in l.chars() {
+                    if !c.is_ascii_digit() {
+                        out.push(c);
+                    } else if !out.ends_with('N') {
+                        out.push('N');
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+}
+
+/// The order of `program`'s log lines as SIGTERM stops it while a replica
+/// lags behind.
+fn shutdown_lines_with_a_lagging_replica(program: &str) -> Vec<String> {
+    let mut p = LaggingPrimary::start(program, 1);
+    assert_eq!(p.client().command(&["SET", "k", "v"]).unwrap(), b"+OK\r\n");
     // SAFETY: signalling a child process this test started.
-    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
-    let _ = server.0.wait();
-    drop(replica);
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let wanted = [
+    unsafe { libc::kill(p.server.0.id() as i32, libc::SIGTERM) };
+    p.wait_exit();
+    p.log_lines(&[
         "User requested shutdown...",
         "Waiting for replicas before shutting down.",
-    ];
-    text.lines()
-        .filter_map(|l| wanted.iter().find(|w| l.contains(*w)))
-        .map(|w| w.to_string())
-        .collect()
+    ])
 }
 
 /// A signal's shutdown says it started before it waits for lagging
@@ -960,5 +1025,240 @@ fn a_shutdown_is_announced_before_it_waits_for_replicas_as_in_redis() {
     );
     if let Some(redis) = redis_server_program() {
         assert_eq!(shutdown_lines_with_a_lagging_replica(redis), ours, "redis-server");
+    }
+}
+
+/// A reply, `<no reply>` when none came within the read timeout, or
+/// `<closed>`.
+fn reply_or_silence(c: &mut RawClient) -> String {
+    match c.read_reply() {
+        Ok(reply) => String::from_utf8_lossy(&reply).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => "<closed>".into(),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            "<no reply>".into()
+        }
+        Err(e) => format!("<{e}>"),
+    }
+}
+
+/// SHUTDOWN with a lagging replica on `program`: what the clients see
+/// while it waits, ABORT, then a SHUTDOWN left to its timeout, and the
+/// log lines.
+fn shutdown_waiting_for_a_replica(program: &str) -> Vec<String> {
+    const WAIT: Duration = Duration::from_millis(300);
+    let mut p = LaggingPrimary::start(program, 2);
+    let mut seen = vec![];
+    let (mut a, mut b, mut c) = (p.client(), p.client(), p.client());
+    assert_eq!(b.command(&["SET", "k", "1"]).unwrap(), b"+OK\r\n");
+    a.send(&RawClient::encode(&[b"SHUTDOWN"])).unwrap();
+    a.set_read_timeout(Some(WAIT)).unwrap();
+    seen.push(format!("SHUTDOWN: {}", reply_or_silence(&mut a)));
+    let left: i64 = c.info_field("server", "shutdown_in_milliseconds").parse().unwrap();
+    seen.push(format!(
+        "shutdown_in_milliseconds within the timeout: {}",
+        (1..=2000).contains(&left)
+    ));
+    b.send(&RawClient::encode(&[b"SET", b"k", b"2"])).unwrap();
+    b.set_read_timeout(Some(WAIT)).unwrap();
+    seen.push(format!("a write meanwhile: {}", reply_or_silence(&mut b)));
+    seen.push(format!(
+        "a read meanwhile: {}",
+        String::from_utf8_lossy(&c.command(&["GET", "k"]).unwrap())
+    ));
+    seen.push(format!(
+        "ABORT: {}",
+        String::from_utf8_lossy(&c.command(&["SHUTDOWN", "ABORT"]).unwrap())
+    ));
+    a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // (Redis 7.0.15 crashes on the next command of a client it unblocked
+    // so: this one sends none.)
+    seen.push(format!("the SHUTDOWN then: {}", reply_or_silence(&mut a)));
+    b.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    seen.push(format!("the write then: {}", reply_or_silence(&mut b)));
+    seen.push(format!(
+        "ABORT again: {}",
+        String::from_utf8_lossy(&c.command(&["SHUTDOWN", "ABORT"]).unwrap())
+    ));
+    let info = String::from_utf8_lossy(&c.command(&["INFO", "server"]).unwrap()).into_owned();
+    seen.push(format!("INFO after: {}", info.contains("shutdown_in_milliseconds")));
+    // Left to its timeout, the shutdown goes on without the replica.
+    let mut last = p.client();
+    let started = Instant::now();
+    last.send(&RawClient::encode(&[b"SHUTDOWN"])).unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    seen.push(format!(
+        "a SHUTDOWN left to its timeout: {}",
+        reply_or_silence(&mut last)
+    ));
+    let took = started.elapsed();
+    seen.push(format!(
+        "after the timeout: {}",
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(8)
+    ));
+    p.wait_exit();
+    seen.extend(p.log_lines(&[
+        "User requested shutdown...",
+        "Waiting for replicas before shutting down.",
+        "Shutdown manually aborted.",
+        "Lagging replica",
+        "replicas are in sync when shutting down.",
+    ]));
+    seen
+}
+
+/// SHUTDOWN waits for a lagging replica up to `shutdown-timeout` with
+/// writes held, SHUTDOWN ABORT cancels it, and the timeout ends the wait,
+/// as in Redis 7.0 (coordis stopped at once).
+#[test]
+fn shutdown_waits_for_a_lagging_replica_until_abort_or_its_timeout_as_in_redis() {
+    let ours = shutdown_waiting_for_a_replica(BIN);
+    assert_eq!(
+        ours,
+        [
+            "SHUTDOWN: <no reply>",
+            "shutdown_in_milliseconds within the timeout: true",
+            "a write meanwhile: <no reply>",
+            "a read meanwhile: $1\r\n1\r\n",
+            "ABORT: +OK\r\n",
+            "the SHUTDOWN then: -ERR Errors trying to SHUTDOWN. Check logs.\r\n",
+            "the write then: +OK\r\n",
+            "ABORT again: -ERR No shutdown in progress.\r\n",
+            "INFO after: false",
+            "a SHUTDOWN left to its timeout: <closed>",
+            "after the timeout: true",
+            "User requested shutdown...",
+            "Waiting for replicas before shutting down.",
+            "Shutdown manually aborted.",
+            "User requested shutdown...",
+            "Waiting for replicas before shutting down.",
+            "Lagging replica N.N.N.N:N reported offset N behind master, lag=N, state=online.",
+            "N of N replicas are in sync when shutting down.",
+        ]
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(
+            shutdown_waiting_for_a_replica(redis),
+            ours,
+            "redis-server (left) and coordis-server"
+        );
+    }
+}
+
+/// SIGTERM with a lagging replica, then SHUTDOWN ABORT during its wait:
+/// what the clients see and whether the process still runs past the
+/// timeout.
+fn signal_shutdown_aborted(program: &str) -> Vec<String> {
+    let mut p = LaggingPrimary::start(program, 2);
+    let mut c = p.client();
+    assert_eq!(c.command(&["SET", "k", "1"]).unwrap(), b"+OK\r\n");
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(p.server.0.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !p
+        .log_lines(&["Waiting for replicas"])
+        .iter()
+        .any(|l| l.starts_with("Waiting"))
+    {
+        assert!(Instant::now() < deadline, "{program}: the signal's wait");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut seen = vec![format!(
+        "ABORT: {}",
+        String::from_utf8_lossy(&c.command(&["SHUTDOWN", "ABORT"]).unwrap())
+    )];
+    std::thread::sleep(Duration::from_millis(2500));
+    seen.push(format!(
+        "running after the timeout: {}",
+        p.server.0.try_wait().unwrap().is_none()
+    ));
+    seen.push(format!(
+        "a write: {}",
+        String::from_utf8_lossy(&c.command(&["SET", "k", "2"]).unwrap())
+    ));
+    seen.extend(p.log_lines(&["User requested shutdown...", "Waiting for replicas", "manually aborted"]));
+    seen
+}
+
+/// SHUTDOWN ABORT cancels a signal's shutdown waiting for a replica too:
+/// the server goes on, as Redis does.
+#[test]
+fn shutdown_abort_cancels_a_signals_wait_for_a_replica_as_in_redis() {
+    let ours = signal_shutdown_aborted(BIN);
+    assert_eq!(
+        ours,
+        [
+            "ABORT: +OK\r\n",
+            "running after the timeout: true",
+            "a write: +OK\r\n",
+            "User requested shutdown...",
+            "Waiting for replicas before shutting down.",
+            "Shutdown manually aborted.",
+        ]
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(
+            signal_shutdown_aborted(redis),
+            ours,
+            "redis-server (left) and coordis-server"
+        );
+    }
+}
+
+/// SHUTDOWN with a replica that catches up: how long it took, and the log
+/// lines from the wait on.
+fn shutdown_with_a_replica_catching_up(program: &str) -> (bool, Vec<String>) {
+    use std::io::Write;
+    let mut p = LaggingPrimary::start(program, 10);
+    let mut c = p.client();
+    assert_eq!(c.command(&["SET", "k", "1"]).unwrap(), b"+OK\r\n");
+    let mut a = p.client();
+    let started = Instant::now();
+    a.send(&RawClient::encode(&[b"SHUTDOWN"])).unwrap();
+    // The GETACK the wait sends, then the acknowledgement of everything.
+    p.replica.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut stream = vec![];
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&stream).contains("GETACK") {
+        let n = p.replica.read(&mut chunk).unwrap();
+        assert!(n > 0, "{program}: the stream ended before GETACK");
+        stream.extend_from_slice(&chunk[..n]);
+    }
+    let offset = c.info_field("replication", "master_repl_offset");
+    p.replica
+        .write_all(&RawClient::encode(&[b"REPLCONF", b"ACK", offset.as_bytes()]))
+        .unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(reply_or_silence(&mut a), "<closed>", "{program}");
+    let soon = started.elapsed() < Duration::from_secs(5);
+    p.wait_exit();
+    let lines = p.log_lines(&[
+        "Waiting for replicas before shutting down.",
+        "Lagging replica",
+        "replicas are in sync when shutting down.",
+    ]);
+    (soon, lines)
+}
+
+/// A SHUTDOWN waiting for a replica ends as soon as the replica has
+/// acknowledged everything, as in Redis.
+#[test]
+fn shutdown_ends_its_wait_once_the_replica_caught_up_as_in_redis() {
+    let ours = shutdown_with_a_replica_catching_up(BIN);
+    assert_eq!(
+        ours,
+        (
+            true,
+            vec![
+                "Waiting for replicas before shutting down.".to_string(),
+                "N of N replicas are in sync when shutting down.".to_string()
+            ]
+        )
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(
+            shutdown_with_a_replica_catching_up(redis),
+            ours,
+            "redis-server (left) and coordis-server"
+        );
     }
 }

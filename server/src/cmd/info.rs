@@ -140,7 +140,7 @@ fn server(ctx: &mut Ctx) -> String {
     let s = &*ctx.server;
     let uptime = now.saturating_sub(s.started_ms) / 1000;
     format!(
-        "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\ncoordis_version:{}\r\n",
+        "# Server\r\nredis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:{}\r\nos:{}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:tokio\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\n{}coordis_version:{}\r\n",
         REDIS_VERSION,
         if s.cluster.is_some() { "cluster" } else { "standalone" },
         crate::process::os_name(),
@@ -157,6 +157,11 @@ fn server(ctx: &mut Ctx) -> String {
         (now / 1000) & 0xFF_FFFF,
         std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
         s.config.config_file,
+        // While a shutdown waits for replicas (Redis's conditional line).
+        s.shutdown_pending
+            .as_ref()
+            .map(|p| format!("shutdown_in_milliseconds:{}\r\n", p.remaining_ms()))
+            .unwrap_or_default(),
         env!("CARGO_PKG_VERSION"),
     )
 }

@@ -1129,14 +1129,14 @@ fn save(ctx: &mut Ctx, _args: &[Bytes]) -> Reply {
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], as Redis 7.0's
-/// `shutdownCommand` and `finishShutdown`: the final save runs here,
-/// synchronously, when save points exist (unless NOSAVE) or SAVE is given;
-/// a failed save refuses the shutdown unless FORCE. There are no replicas
-/// to wait for, so NOW changes nothing and ABORT never finds a shutdown in
-/// progress. The append-only file is flushed and fsynced as the server
-/// stops ([`crate::net`]).
+/// `shutdownCommand` ([`crate::shutdown`]): unless NOW, a replica short of
+/// the whole stream is waited for up to `shutdown-timeout`, the client
+/// blocked and writes held; then the final save, synchronously, when save
+/// points exist (unless NOSAVE) or SAVE is given. A failed save refuses the
+/// shutdown unless FORCE; ABORT cancels a waiting one. The append-only
+/// file is flushed and fsynced as the server stops ([`crate::net`]).
 fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let (mut nosave, mut save, mut force, mut abort, mut other) = (false, false, false, false, false);
+    let (mut nosave, mut save, mut force, mut abort, mut now) = (false, false, false, false, false);
     for a in &args[1..] {
         if is(a, "nosave") {
             nosave = true;
@@ -1147,30 +1147,43 @@ fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         } else if is(a, "abort") {
             abort = true;
         } else if is(a, "now") {
-            other = true;
+            now = true;
         } else {
             return err(errors::SYNTAX);
         }
     }
-    if (abort && (nosave || save || force || other)) || (nosave && save) {
+    if (abort && (nosave || save || force || now)) || (nosave && save) {
         return err(errors::SYNTAX);
     }
     if abort {
-        return err(errors::NO_SHUTDOWN_IN_PROGRESS);
+        return if crate::shutdown::abort(ctx.dbs, ctx.server) {
+            Reply::Ok
+        } else {
+            err(errors::NO_SHUTDOWN_IN_PROGRESS)
+        };
+    }
+    if !now && ctx.deny_blocking() {
+        return err(errors::SHUTDOWN_DENY_BLOCKING);
     }
     let flags = crate::config::ShutdownFlags {
         save,
         nosave,
-        now: other,
+        now,
         force,
     };
     let libraries = saves::libraries(ctx.scripting.as_deref());
-    if saves::final_save(ctx.dbs, ctx.server, &libraries, ctx.now, flags).is_err() {
-        return err(errors::SHUTDOWN_FAILED);
+    match crate::shutdown::begin(ctx.dbs, ctx.server, &libraries, ctx.now, flags, false) {
+        crate::shutdown::Begun::Finished => {
+            ctx.server.shutdown_requested = true;
+            ctx.client.close_after_reply = true;
+            Reply::Ok
+        }
+        crate::shutdown::Begun::Failed => err(errors::SHUTDOWN_FAILED),
+        // The server stops, or the shutdown is cancelled: either ends the wait.
+        crate::shutdown::Begun::Waiting | crate::shutdown::Begun::InProgress => {
+            crate::blocked::block_for_shutdown(ctx, args)
+        }
     }
-    ctx.server.shutdown_requested = true;
-    ctx.client.close_after_reply = true;
-    Reply::Ok
 }
 
 /// SHUTDOWN while a script is busy: only NOSAVE, which kills the script and

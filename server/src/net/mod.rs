@@ -424,34 +424,36 @@ async fn engine_for_shutdown<'a>(engine: &'a Mutex<Engine>, shared: &Shared) -> 
     got.ok()
 }
 
-/// [`signal_shutdown`]'s decision, scripts told to stop.
+/// [`signal_shutdown`]'s decision, scripts told to stop: it begins, waits
+/// for lagging replicas if it must (until they caught up, its time is
+/// over or SHUTDOWN ABORT cancels it), then makes its final save
+/// ([`crate::shutdown`]).
 async fn signal_shutdown_decided(engine: &Mutex<Engine>, shared: &Shared, signal: crate::StopSignal) -> bool {
-    let settings = engine_for_shutdown(engine, shared).await.map(|mut e| {
-        let (flags, timeout) = e.shutdown_settings(signal);
-        (flags, timeout, !flags.now && timeout > 0 && e.replicas_lagging(true))
-    });
-    let Some((flags, timeout, lagging)) = settings else {
+    let Some(begun) = engine_for_shutdown(engine, shared)
+        .await
+        .map(|mut e| e.begin_signal_shutdown(signal))
+    else {
         return true;
     };
-    if lagging {
-        crate::supervised::shutdown_requested(shared);
-        tracing::info!("Waiting for replicas before shutting down.");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
-        while tokio::time::Instant::now() < deadline {
-            match engine_for_shutdown(engine, shared)
-                .await
-                .map(|mut e| e.replicas_lagging(false))
-            {
-                Some(true) => {}
-                Some(false) => break,
-                None => return true,
-            }
-            tokio::time::sleep(SHUTDOWN_REPLICA_POLL).await;
+    if let Some(go) = begun {
+        return go;
+    }
+    loop {
+        tokio::time::sleep(SHUTDOWN_REPLICA_POLL).await;
+        match engine_for_shutdown(engine, shared)
+            .await
+            .map(|e| e.signal_shutdown_ready())
+        {
+            Some(Some(true)) => break,
+            Some(Some(false)) => {}
+            // Aborted: the server goes on.
+            Some(None) => return false,
+            None => return true,
         }
     }
     engine_for_shutdown(engine, shared)
         .await
-        .is_none_or(|mut e| e.prepare_shutdown(flags))
+        .is_none_or(|mut e| e.finish_signal_shutdown())
 }
 
 /// Active expiry: every 1000/hz ms a slow cycle removes due keys in
@@ -503,6 +505,7 @@ async fn active_expiry(engine: Arc<Mutex<Engine>>, shared: Arc<Shared>, mut stop
             continue;
         }
         if let Some(mut e) = engine.try_lock().filter(|e| !e.cron_paused()) {
+            e.shutdown_cron();
             e.close_idle_clients();
             e.clients_cron();
             e.tracking_cron();

@@ -78,16 +78,16 @@ pub(crate) fn save_now(dbs: &[Db], state: &mut ServerState, libraries: &[Bytes],
     Ok(())
 }
 
-/// The final save of a shutdown (Redis's `finishShutdown`): a background
-/// save is killed first; then, when save points exist (unless NOSAVE) or
-/// SAVE is given, a foreground save. `Err`: it failed without FORCE, and
-/// the server must keep running.
 /// Whether a shutdown with `flags` makes a final save (Redis's
-/// `prepareForShutdown`: save points configured and not NOSAVE, or SAVE).
+/// `finishShutdown`: save points configured and not NOSAVE, or SAVE).
 pub(crate) fn final_save_wanted(state: &ServerState, flags: crate::config::ShutdownFlags) -> bool {
     (automatic_saves_on(state) && !flags.nosave) || flags.save
 }
 
+/// The final save of a shutdown (Redis's `finishShutdown`, from
+/// [`crate::shutdown::finish`]): a background save is killed first; then,
+/// when save points exist (unless NOSAVE) or SAVE is given, a foreground
+/// save. `Err`: it failed without FORCE, and the server must keep running.
 pub(crate) fn final_save(
     dbs: &mut [Db],
     state: &mut ServerState,
