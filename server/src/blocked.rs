@@ -115,10 +115,11 @@ pub struct Blocking {
     count: usize,
     /// The CLIENT PAUSE in force, if any.
     pause: Option<Pause>,
-    /// A FAILOVER holds writes until it ends (Redis's
-    /// `PAUSE_DURING_FAILOVER`): a purpose of its own, so CLIENT UNPAUSE
-    /// does not end it and its end does not end a CLIENT PAUSE.
-    failover_pause: bool,
+    /// What holds writes besides CLIENT PAUSE, one bit per [`Hold`]
+    /// (Redis's pause purposes): each ends on its own, so CLIENT UNPAUSE
+    /// ends none of them and the end of one ends neither the others nor a
+    /// CLIENT PAUSE.
+    held: u8,
     /// Clients whose command waits for the pause to end, in arrival order.
     postponed: Vec<u64>,
     /// Clients whose command a hang fault rule holds ([`crate::faults`]).
@@ -145,7 +146,7 @@ impl Blocking {
         if pause.is_some_and(|p| p.all) {
             return true;
         }
-        (pause.is_some() || self.failover_pause) && writes()
+        (pause.is_some() || self.held != 0) && writes()
     }
 }
 
@@ -301,19 +302,19 @@ pub(crate) fn pause(ctx: &mut Ctx, until: u64, all: bool) {
 /// clients go on, in the order they were held.
 pub(crate) fn unpause(dbs: &mut [Db], server: &mut ServerState) {
     server.blocking.pause = None;
-    // A replica keeps expired keys for the primary's DELs; a FAILOVER's
-    // pause keeps them too.
-    let keep = server.replica.is_replica() || server.blocking.failover_pause;
+    // A replica keeps expired keys for the primary's DELs; a hold of the
+    // writes keeps them too.
+    let keep = server.replica.is_replica() || server.blocking.held != 0;
     for db in dbs.iter_mut() {
         db.keep_expired = keep;
     }
     let_go(dbs, server, |b| &mut b.postponed);
 }
 
-/// Whether a CLIENT PAUSE or a FAILOVER's pause is in force (Redis's
+/// Whether a CLIENT PAUSE or a [`Hold`] is in force (Redis's
 /// `areClientsPaused`).
 pub(crate) fn clients_paused(server: &ServerState) -> bool {
-    server.blocking.pause.is_some() || server.blocking.failover_pause
+    server.blocking.pause.is_some() || server.blocking.held != 0
 }
 
 /// Whether expiry may delete keys (not while clients are paused).
@@ -321,24 +322,41 @@ pub(crate) fn expiry_allowed(server: &ServerState) -> bool {
     !clients_paused(server)
 }
 
-/// A FAILOVER holds every write from now until [`failover_unpause`]
-/// (Redis's `pauseClients(PAUSE_DURING_FAILOVER, LLONG_MAX, WRITE)`):
-/// nothing expires meanwhile, so the dataset stands still.
-pub(crate) fn failover_pause(dbs: &mut [Db], server: &mut ServerState) {
-    server.blocking.failover_pause = true;
+/// Why writes are held, besides CLIENT PAUSE (Redis's pause purposes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// A FAILOVER, until it ends (Redis's `PAUSE_DURING_FAILOVER`).
+    Failover,
+    /// A shutdown waiting for lagging replicas, until it ends or is
+    /// aborted (Redis's `PAUSE_DURING_SHUTDOWN`).
+    Shutdown,
+}
+
+impl Hold {
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// `why` holds every write from now until [`release_writes`] (Redis's
+/// `pauseClients(purpose, LLONG_MAX, WRITE)`): nothing expires meanwhile,
+/// so the dataset stands still.
+pub(crate) fn hold_writes(dbs: &mut [Db], server: &mut ServerState, why: Hold) {
+    server.blocking.held |= why.bit();
     for db in dbs.iter_mut() {
         db.keep_expired = true;
     }
 }
 
-/// The FAILOVER ended: the writes it held go on (as a replica's, they are
-/// refused now if it handed the primary role over), unless a CLIENT PAUSE
-/// still holds them.
-pub(crate) fn failover_unpause(dbs: &mut [Db], server: &mut ServerState) {
-    if !std::mem::take(&mut server.blocking.failover_pause) {
+/// `why` no longer holds writes: they go on (a FAILOVER's, as a replica's,
+/// are refused now if it handed the primary role over), unless another
+/// hold or a CLIENT PAUSE still holds them.
+pub(crate) fn release_writes(dbs: &mut [Db], server: &mut ServerState, why: Hold) {
+    if server.blocking.held & why.bit() == 0 {
         return;
     }
-    if server.blocking.pause.is_none() {
+    server.blocking.held &= !why.bit();
+    if server.blocking.held == 0 && server.blocking.pause.is_none() {
         unpause(dbs, server);
     }
 }

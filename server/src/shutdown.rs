@@ -4,10 +4,11 @@
 //!
 //! Unless NOW is given or `shutdown-timeout` is 0, a shutdown that finds a
 //! replica short of the whole stream waits for it, up to `shutdown-timeout`
-//! seconds: writes are held (the FAILOVER's pause, which holds them as
-//! Redis's `PAUSE_DURING_SHUTDOWN` does), the replicas are asked for an ACK,
-//! INFO shows `shutdown_in_milliseconds`, and the SHUTDOWN clients stay
-//! blocked. Once every replica caught up or the time is over, the shutdown
+//! seconds: writes are held (a hold of its own,
+//! [`crate::blocked::Hold::Shutdown`], as Redis's `PAUSE_DURING_SHUTDOWN`:
+//! a FAILOVER's hold and a CLIENT PAUSE end apart from it), the replicas
+//! are asked for an ACK, INFO shows `shutdown_in_milliseconds`, and the
+//! SHUTDOWN clients stay blocked. Once every replica caught up or the time is over, the shutdown
 //! finishes: the lagging replicas are logged, then the final save. A final
 //! save that fails without FORCE, or SHUTDOWN ABORT, cancels it: the
 //! blocked SHUTDOWN clients get Redis's error and the server goes on.
@@ -101,7 +102,7 @@ pub(crate) fn begin(
             server.effects.request_ack();
             server.flush_effects();
         }
-        crate::blocked::failover_pause(dbs, server);
+        crate::blocked::hold_writes(dbs, server, crate::blocked::Hold::Shutdown);
         tracing::info!("{}", crate::errors::shutdown::WAITING_FOR_REPLICAS);
         return Begun::Waiting;
     }
@@ -183,7 +184,7 @@ pub(crate) fn cancel(dbs: &mut [Db], server: &mut ServerState) {
             crate::blocked::answer(dbs, &mut server.blocking, client, reply);
         }
     }
-    crate::blocked::failover_unpause(dbs, server);
+    crate::blocked::release_writes(dbs, server, crate::blocked::Hold::Shutdown);
 }
 
 /// SHUTDOWN ABORT: the waiting shutdown is cancelled (Redis's

@@ -1204,6 +1204,71 @@ fn shutdown_abort_cancels_a_signals_wait_for_a_replica_as_in_redis() {
     }
 }
 
+/// A FAILOVER and a SHUTDOWN both waiting for a lagging replica on
+/// `program`, each aborted in turn: whether a write goes through after
+/// each abort.
+fn failover_and_shutdown_holds(program: &str) -> Vec<String> {
+    const WAIT: Duration = Duration::from_millis(300);
+    let p = LaggingPrimary::start(program, 5);
+    let mut c = p.client();
+    // The replica is behind from here on.
+    assert_eq!(c.command(&["SET", "k", "0"]).unwrap(), b"+OK\r\n");
+    let mut seen = vec![];
+    // ABORT `what`, then a write from a new client: what it got within WAIT.
+    let mut abort_then_write = |seen: &mut Vec<String>, what: &str| {
+        let reply = c.command(&[what, "ABORT"]).unwrap();
+        seen.push(format!("{what} ABORT: {}", String::from_utf8_lossy(&reply)));
+        let mut w = p.client();
+        w.send(&RawClient::encode(&[b"SET", b"k", b"v"])).unwrap();
+        w.set_read_timeout(Some(WAIT)).unwrap();
+        seen.push(format!("a write then: {}", reply_or_silence(&mut w)));
+        w
+    };
+    for (first, second) in [("SHUTDOWN", "FAILOVER"), ("FAILOVER", "SHUTDOWN")] {
+        let mut f = p.client();
+        assert_eq!(f.command(&["FAILOVER"]).unwrap(), b"+OK\r\n", "{program}");
+        let mut s = p.client();
+        s.send(&RawClient::encode(&[b"SHUTDOWN"])).unwrap();
+        s.set_read_timeout(Some(WAIT)).unwrap();
+        assert_eq!(reply_or_silence(&mut s), "<no reply>", "{program}");
+        let mut held = abort_then_write(&mut seen, first);
+        abort_then_write(&mut seen, second);
+        // The write held after the first abort goes on after the second.
+        held.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        seen.push(format!("the held write: {}", reply_or_silence(&mut held)));
+    }
+    seen
+}
+
+/// A SHUTDOWN's hold of the writes and a FAILOVER's end apart, as Redis's
+/// pause purposes do: aborting one leaves the writes held by the other.
+#[test]
+fn a_shutdown_and_a_failover_hold_writes_each_until_its_own_end_as_in_redis() {
+    let ours = failover_and_shutdown_holds(BIN);
+    assert_eq!(
+        ours,
+        [
+            "SHUTDOWN ABORT: +OK\r\n",
+            "a write then: <no reply>",
+            "FAILOVER ABORT: +OK\r\n",
+            "a write then: +OK\r\n",
+            "the held write: +OK\r\n",
+            "FAILOVER ABORT: +OK\r\n",
+            "a write then: <no reply>",
+            "SHUTDOWN ABORT: +OK\r\n",
+            "a write then: +OK\r\n",
+            "the held write: +OK\r\n",
+        ]
+    );
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(
+            failover_and_shutdown_holds(redis),
+            ours,
+            "redis-server (left) and coordis-server"
+        );
+    }
+}
+
 /// SHUTDOWN with a replica that catches up: how long it took, and the log
 /// lines from the wait on.
 fn shutdown_with_a_replica_catching_up(program: &str) -> (bool, Vec<String>) {

@@ -438,9 +438,9 @@ pub(crate) fn reconcile(dbs: &mut [crate::store::Db], server: &mut crate::state:
     let is_master = me.is_master();
     let was_paused = std::mem::replace(&mut cluster.mf_paused, want_pause);
     if want_pause && !was_paused {
-        crate::blocked::failover_pause(dbs, server);
+        crate::blocked::hold_writes(dbs, server, crate::blocked::Hold::Failover);
     } else if !want_pause && was_paused {
-        crate::blocked::failover_unpause(dbs, server);
+        crate::blocked::release_writes(dbs, server, crate::blocked::Hold::Failover);
     }
     match follow {
         Ok(primary) => {

@@ -197,6 +197,6 @@ fn failover(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         0
     };
     ctx.server.repl.failover.start(target, end_ms, force);
-    crate::blocked::failover_pause(ctx.dbs, ctx.server);
+    crate::blocked::hold_writes(ctx.dbs, ctx.server, crate::blocked::Hold::Failover);
     Reply::Ok
 }

@@ -3,7 +3,7 @@
 //! `abortFailover`): the state machine, its pause and its hand-off.
 //!
 //! FAILOVER [TO host port [FORCE]] [TIMEOUT ms] holds every write (a pause
-//! of its own, [`crate::blocked::failover_pause`]) and waits
+//! of its own, [`crate::blocked::hold_writes`]) and waits
 //! (`waiting-for-sync`) until a replica — the named one, or the first to
 //! get there — has acknowledged the whole stream. Then (`failover-in-progress`)
 //! this server becomes that replica's replica and its link sends
@@ -85,7 +85,7 @@ impl Failover {
 /// Ends the FAILOVER's state and its pause (Redis's `clearFailoverState`).
 pub(crate) fn clear(dbs: &mut [Db], state: &mut ServerState) {
     state.repl.failover = Failover::default();
-    crate::blocked::failover_unpause(dbs, state);
+    crate::blocked::release_writes(dbs, state, crate::blocked::Hold::Failover);
 }
 
 /// Aborts a FAILOVER (Redis's `abortFailover`): one already handing over
