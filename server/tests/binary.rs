@@ -518,6 +518,14 @@ fn redis_server_program() -> Option<&'static str> {
     found.then_some("redis-server")
 }
 
+/// The same steps on redis-server, when it is installed, give `ours`
+/// (what coordis-server gave).
+fn same_on_redis<T: PartialEq + std::fmt::Debug>(ours: &T, steps: impl FnOnce(&str) -> T) {
+    if let Some(redis) = redis_server_program() {
+        assert_eq!(&steps(redis), ours, "redis-server (left) and coordis-server");
+    }
+}
+
 /// `--daemonize yes --pidfile F` returns at once with status 0, the
 /// server goes on in the background with its pid in F, and SHUTDOWN
 /// removes F, as with redis-server (`redis-server --daemonize yes` is how
@@ -1135,13 +1143,7 @@ fn shutdown_waits_for_a_lagging_replica_until_abort_or_its_timeout_as_in_redis()
             "N of N replicas are in sync when shutting down.",
         ]
     );
-    if let Some(redis) = redis_server_program() {
-        assert_eq!(
-            shutdown_waiting_for_a_replica(redis),
-            ours,
-            "redis-server (left) and coordis-server"
-        );
-    }
+    same_on_redis(&ours, shutdown_waiting_for_a_replica);
 }
 
 /// SIGTERM with a lagging replica, then SHUTDOWN ABORT during its wait:
@@ -1195,13 +1197,7 @@ fn shutdown_abort_cancels_a_signals_wait_for_a_replica_as_in_redis() {
             "Shutdown manually aborted.",
         ]
     );
-    if let Some(redis) = redis_server_program() {
-        assert_eq!(
-            signal_shutdown_aborted(redis),
-            ours,
-            "redis-server (left) and coordis-server"
-        );
-    }
+    same_on_redis(&ours, signal_shutdown_aborted);
 }
 
 /// A FAILOVER and a SHUTDOWN both waiting for a lagging replica on
@@ -1260,13 +1256,7 @@ fn a_shutdown_and_a_failover_hold_writes_each_until_its_own_end_as_in_redis() {
             "the held write: +OK\r\n",
         ]
     );
-    if let Some(redis) = redis_server_program() {
-        assert_eq!(
-            failover_and_shutdown_holds(redis),
-            ours,
-            "redis-server (left) and coordis-server"
-        );
-    }
+    same_on_redis(&ours, failover_and_shutdown_holds);
 }
 
 /// SHUTDOWN with a replica that catches up: how long it took, and the log
@@ -1319,11 +1309,5 @@ fn shutdown_ends_its_wait_once_the_replica_caught_up_as_in_redis() {
             ]
         )
     );
-    if let Some(redis) = redis_server_program() {
-        assert_eq!(
-            shutdown_with_a_replica_catching_up(redis),
-            ours,
-            "redis-server (left) and coordis-server"
-        );
-    }
+    same_on_redis(&ours, shutdown_with_a_replica_catching_up);
 }
